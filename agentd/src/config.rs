@@ -1,0 +1,1 @@
+//! Configuration: config.toml and environment quick start.

@@ -1,0 +1,75 @@
+//! The conversation vocabulary shared by the agent loop, the LLM providers, the tools and the
+//! session store: messages, tool calls, tool specs and token usage. Provider-neutral; each
+//! provider maps it to its own wire format.
+
+use serde::{Deserialize, Serialize};
+
+/// One message of a session's history, in the order the model saw it.
+///
+/// The history is append-only: the same messages serialised by the same provider code give the
+/// same bytes, which keeps provider prompt caches hitting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// Text from the user (a prompt, a steer or a follow-up).
+    User { content: String },
+    /// What the model said: text (may be empty) and the tool calls it made, in its order.
+    #[serde(rename_all = "camelCase")]
+    Assistant {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call; every tool call gets exactly one.
+    #[serde(rename_all = "camelCase")]
+    Tool {
+        tool_call_id: String,
+        tool_name: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// A tool call as the model made it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; results refer to it.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the raw JSON text the model produced (possibly malformed). Kept as text
+    /// so the request sent back to the provider carries exactly what the model wrote.
+    pub arguments: String,
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the input object.
+    pub input_schema: serde_json::Value,
+}
+
+/// Token usage of one model call (or a sum of several).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens, including cached ones.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's prefix cache.
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic).
+    pub cache_creation_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+    }
+}

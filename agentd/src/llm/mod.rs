@@ -1,0 +1,1 @@
+//! LLM providers: OpenAI-compatible chat completions and Anthropic messages, streamed over SSE.

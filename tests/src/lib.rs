@@ -1,0 +1,1 @@
+//! Test support: the daemon harness and the scripted mock LLM server.
