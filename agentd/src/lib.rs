@@ -2,5 +2,28 @@
 
 pub mod config;
 pub mod conversation;
+pub mod daemon;
 pub mod llm;
+pub mod logging;
+pub mod paths;
+pub mod rpc;
+pub mod server;
+pub mod state;
 pub mod tools;
+
+/// Set up logging and the runtime, then run the daemon until it stops.
+pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
+    let paths = paths::Paths::resolve(options.socket.as_deref())?;
+    let _log_guard = logging::init(&paths.log_file)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("agentd")
+        .build()?;
+    let result = runtime.block_on(daemon::run(options));
+    if let Err(err) = &result {
+        tracing::error!("{err:#}");
+    }
+    // Don't wait for stray blocking work (a stuck tool) forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    result
+}

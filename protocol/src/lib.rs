@@ -1,1 +1,22 @@
-//! Wire types of the agentd protocol.
+//! Wire types of the agentd JSON-RPC 2.0 protocol: method names with their params and result
+//! types, event payloads and error codes. Serde only: no tokio, no I/O. The daemon and the
+//! clients convert their own types into these; nothing else derives `Serialize` for the wire.
+//!
+//! Framing (newline-delimited JSON) and the envelope (`jsonrpc`, `id`, `error`) are handled by
+//! the transports on top of jsonrpsee; this crate describes what goes inside.
+
+pub mod daemon;
+pub mod error;
+pub mod event;
+pub mod methods;
+
+pub use methods::Method;
+
+/// Version of the protocol described by this crate. A client sends the version it speaks in
+/// `initialize`; the daemon answers with its own and refuses a different major version.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The major part of [`PROTOCOL_VERSION`]: versions with the same major are compatible.
+pub fn protocol_major(version: &str) -> &str {
+    version.split('.').next().unwrap_or(version)
+}

@@ -1,0 +1,134 @@
+//! Startup and shutdown: paths, the single-instance lock, the stale-socket check, binding the
+//! socket, signals, and the graceful drain that ends with the socket removed and exit 0.
+
+mod lock;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use interprocess::local_socket::traits::tokio::Stream as _;
+use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use tokio_util::sync::CancellationToken;
+
+pub use lock::InstanceLock;
+
+use crate::paths::{self, Paths};
+use crate::server::{self, ConnectionStats, ServerLimits};
+use crate::state::DaemonState;
+
+/// How the daemon was asked to start.
+#[derive(Clone, Debug, Default)]
+pub struct DaemonOptions {
+    /// `--socket`: overrides `AGENTD_SOCKET` and the default path.
+    pub socket: Option<PathBuf>,
+}
+
+/// Run the daemon until a signal or `daemon/shutdown`. Returns once the socket is removed and
+/// every connection has finished (or the drain deadline passed).
+pub async fn run(options: DaemonOptions) -> Result<()> {
+    let paths = Paths::resolve(options.socket.as_deref())?;
+    let socket_dir = paths
+        .socket
+        .parent()
+        .context("the socket path has no parent directory")?;
+    paths::ensure_private_dir(socket_dir)?;
+    std::fs::create_dir_all(&paths.sessions_dir)
+        .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
+
+    let _lock = InstanceLock::acquire(&paths.lock, &paths.socket)?;
+    remove_stale_socket(&paths.socket).await?;
+    let listener = bind(&paths.socket)?;
+    tracing::info!(socket = %paths.socket.display(), pid = std::process::id(), "agentd listening");
+
+    let shutdown = CancellationToken::new();
+    let state = Arc::new(DaemonState {
+        paths: paths.clone(),
+        started_at: SystemTime::now(),
+        started: Instant::now(),
+        shutdown: shutdown.clone(),
+        connections: Arc::new(ConnectionStats::default()),
+        config_error: None,
+    });
+    let module = crate::rpc::build(state.clone())?;
+    let signals = spawn_signal_listener(shutdown.clone())?;
+
+    server::serve(
+        listener,
+        module.into(),
+        ServerLimits::default(),
+        state.connections.clone(),
+        shutdown.clone(),
+    )
+    .await;
+
+    signals.close();
+    // The listener unlinks the path it created when dropped; make sure, in case it did not.
+    match std::fs::remove_file(&paths.socket) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => tracing::warn!(%err, "cannot remove the socket file"),
+    }
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// A socket file nobody answers on is left over from a crash: remove it. One that answers
+/// belongs to a live daemon that does not hold our lock (another version): refuse.
+async fn remove_stale_socket(socket: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(socket).is_err() {
+        return Ok(());
+    }
+    let name = socket.to_fs_name::<GenericFilePath>()?;
+    let connect = interprocess::local_socket::tokio::Stream::connect(name);
+    if let Ok(Ok(_stream)) = tokio::time::timeout(Duration::from_secs(2), connect).await {
+        bail!(
+            "another agentd answers on {}; stop it first (`agentctl daemon stop`)",
+            socket.display()
+        );
+    }
+    tracing::info!(socket = %socket.display(), "removing stale socket");
+    std::fs::remove_file(socket)
+        .with_context(|| format!("cannot remove stale socket {}", socket.display()))
+}
+
+fn bind(socket: &Path) -> Result<interprocess::local_socket::tokio::Listener> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = socket.to_fs_name::<GenericFilePath>()?;
+    let listener = ListenerOptions::new()
+        .name(name)
+        .mode(0o600)
+        .try_overwrite(false)
+        .create_tokio()
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    // `mode` is applied through the umask on some systems; set it explicitly too.
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private (0600)", socket.display()))?;
+    Ok(listener)
+}
+
+/// SIGTERM and SIGINT stop the daemon gracefully; SIGHUP is logged (reload comes later).
+fn spawn_signal_listener(shutdown: CancellationToken) -> Result<signal_hook_tokio::Handle> {
+    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook_tokio::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    tokio::spawn(async move {
+        while let Some(signal) = signals.next().await {
+            if signal == SIGHUP {
+                tracing::info!("SIGHUP received; configuration reload is not supported yet");
+                continue;
+            }
+            if shutdown.is_cancelled() {
+                tracing::warn!(signal, "second stop signal: exiting now");
+                std::process::exit(1);
+            }
+            tracing::info!(signal, "stop signal received; shutting down");
+            shutdown.cancel();
+        }
+    });
+    Ok(handle)
+}

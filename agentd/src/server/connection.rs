@@ -1,0 +1,428 @@
+//! One client connection: newline-delimited JSON-RPC 2.0 in both directions, dispatched into
+//! the jsonrpsee method table. Requests run concurrently (responses may come back out of
+//! order; clients match by id), except `initialize`, which is handled before the next line is
+//! read so that a pipelined request after it sees the connection initialised.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Id, Params};
+use jsonrpsee::{
+    BoundedSubscriptions, ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink,
+    Methods, SubscriptionState,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::ServerLimits;
+use super::line::{Frame, LineReader};
+use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
+use protocol::Method;
+use protocol::error as codes;
+
+/// Per-connection state that handlers reach through the request `Extensions`.
+#[derive(Debug)]
+pub struct ConnectionContext {
+    pub connection_id: u64,
+    /// Set by `initialize`; every other method is refused until then.
+    pub initialized: AtomicBool,
+    /// Cancelled when the connection ends, so subscriptions tied to it stop.
+    pub closed: CancellationToken,
+}
+
+/// A request parsed off the wire, owned so it can move into a task.
+struct IncomingCall {
+    id: Id<'static>,
+    method: String,
+    params: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct RawRequest<'a> {
+    jsonrpc: Option<&'a str>,
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+}
+
+/// Serve one connection until the client hangs up or `shutdown` fires, then finish in-flight
+/// requests (bounded by `limits.drain_deadline`) and flush what is queued.
+pub async fn serve_connection<S>(
+    stream: S,
+    connection_id: u64,
+    methods: Methods,
+    limits: ServerLimits,
+    shutdown: CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (read_half, write_half) = tokio::io::split(stream);
+    let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
+    let writer_done = CancellationToken::new();
+    let writer = tokio::spawn(write_loop(write_half, out_rx, writer_done.clone()));
+
+    let ctx = Arc::new(ConnectionContext {
+        connection_id,
+        initialized: AtomicBool::new(false),
+        closed: CancellationToken::new(),
+    });
+    let dispatcher = Arc::new(Dispatcher {
+        methods,
+        sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
+        subscriptions: BoundedSubscriptions::new(limits.max_subscriptions_per_connection),
+        ctx: ctx.clone(),
+        limits: limits.clone(),
+    });
+
+    let mut reader = LineReader::new(BufReader::new(read_half), limits.max_line_bytes);
+    let mut in_flight = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+            frame = reader.next_frame() => match frame {
+                Ok(Some(Frame::Line(line))) => {
+                    dispatcher.clone().handle_line(line, &mut in_flight).await;
+                }
+                Ok(Some(Frame::TooLong(len))) => {
+                    let err = ErrorObject::owned(
+                        codes::PARSE_ERROR,
+                        format!(
+                            "message too long: {len} bytes, the limit is {} bytes per line",
+                            limits.max_line_bytes
+                        ),
+                        None::<()>,
+                    );
+                    dispatcher.send(MethodResponse::error(Id::Null, err)).await;
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::debug!(connection_id, %err, "connection read failed");
+                    break;
+                }
+            },
+        }
+    }
+
+    // Finish what the client already asked for, then stop the writer after it flushed.
+    let drained = tokio::time::timeout(limits.drain_deadline, async {
+        while in_flight.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connection_id,
+            "in-flight requests did not finish in time; aborting them"
+        );
+        in_flight.abort_all();
+    }
+    ctx.closed.cancel();
+    drop(dispatcher);
+    drop(out_tx);
+    writer_done.cancel();
+    if tokio::time::timeout(limits.drain_deadline, writer)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            connection_id,
+            "client did not read its last messages in time"
+        );
+    }
+    tracing::debug!(connection_id, "connection closed");
+}
+
+/// Writes queued messages one per line, flushing only when the queue is empty (throughput).
+async fn write_loop<W: AsyncWrite + Unpin>(
+    write_half: W,
+    mut out_rx: mpsc::Receiver<Box<RawValue>>,
+    done: CancellationToken,
+) {
+    let mut writer = BufWriter::new(write_half);
+    loop {
+        let message = tokio::select! {
+            biased;
+            message = out_rx.recv() => message,
+            _ = done.cancelled() => {
+                // Drain what is already queued, then stop: subscriptions still holding a
+                // sink see it closed once the receiver is dropped.
+                while let Ok(message) = out_rx.try_recv() {
+                    if write_message(&mut writer, &message).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = writer.flush().await;
+                let _ = writer.shutdown().await;
+                return;
+            }
+        };
+        let Some(message) = message else { break };
+        if write_message(&mut writer, &message).await.is_err() {
+            return;
+        }
+        if out_rx.is_empty() && writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+}
+
+async fn write_message<W: AsyncWrite + Unpin>(
+    writer: &mut BufWriter<W>,
+    message: &RawValue,
+) -> std::io::Result<()> {
+    writer.write_all(message.get().as_bytes()).await?;
+    writer.write_all(b"\n").await
+}
+
+struct Dispatcher {
+    methods: Methods,
+    sink: MethodSink,
+    subscriptions: BoundedSubscriptions,
+    ctx: Arc<ConnectionContext>,
+    limits: ServerLimits,
+}
+
+impl Dispatcher {
+    async fn handle_line(self: Arc<Self>, line: Vec<u8>, in_flight: &mut JoinSet<()>) {
+        let text = match std::str::from_utf8(&line) {
+            Ok(text) => text.trim(),
+            Err(_) => {
+                self.send_error(Id::Null, codes::PARSE_ERROR, "message is not valid UTF-8")
+                    .await;
+                return;
+            }
+        };
+        if text.is_empty() {
+            return;
+        }
+        if text.starts_with('[') {
+            self.handle_batch(text, in_flight).await;
+            return;
+        }
+        match parse_call(text) {
+            Ok(Some(call)) if call.method == protocol::methods::Initialize::NAME => {
+                // Inline, so the next request on this connection sees the result.
+                let response = self.call(call).await;
+                self.send(response).await;
+            }
+            Ok(Some(call)) => {
+                in_flight.spawn(async move {
+                    let response = self.call(call).await;
+                    self.send(response).await;
+                });
+            }
+            Ok(None) => {}
+            Err(response) => self.send(response).await,
+        }
+    }
+
+    async fn handle_batch(self: Arc<Self>, text: &str, in_flight: &mut JoinSet<()>) {
+        let items: Vec<Box<RawValue>> = match serde_json::from_str(text) {
+            Ok(items) => items,
+            Err(err) => {
+                self.send_error(
+                    Id::Null,
+                    codes::PARSE_ERROR,
+                    &format!("invalid JSON: {err}"),
+                )
+                .await;
+                return;
+            }
+        };
+        if items.is_empty() {
+            self.send_error(Id::Null, codes::INVALID_REQUEST, "empty batch")
+                .await;
+            return;
+        }
+        in_flight.spawn(async move {
+            let mut responses = Vec::with_capacity(items.len());
+            for item in items {
+                match parse_call(item.get()) {
+                    Ok(Some(call)) => responses.push(self.call(call).await),
+                    Ok(None) => {}
+                    Err(response) => responses.push(response),
+                }
+            }
+            let mut parts = Vec::with_capacity(responses.len());
+            for response in responses {
+                if response.is_subscription() {
+                    continue;
+                }
+                let (json, notify, _) = response.into_parts();
+                if let Some(notify) = notify {
+                    notify.notify(true);
+                }
+                parts.push(json);
+            }
+            if parts.is_empty() {
+                return;
+            }
+            match serde_json::value::to_raw_value(&parts) {
+                Ok(batch) => {
+                    let _ = self.sink.send(batch).await;
+                }
+                Err(err) => tracing::error!(%err, "cannot serialise a batch response"),
+            }
+        });
+    }
+
+    /// Run one call through the method table.
+    async fn call(&self, call: IncomingCall) -> MethodResponse {
+        let IncomingCall { id, method, params } = call;
+        let is_initialize = method == protocol::methods::Initialize::NAME;
+        if !is_initialize && !self.ctx.initialized.load(Ordering::Acquire) {
+            return MethodResponse::error(
+                id,
+                ErrorObject::owned(
+                    codes::NOT_INITIALIZED,
+                    "not initialized: call `initialize` first on this connection",
+                    None::<()>,
+                ),
+            );
+        }
+        let Some((_, callback)) = self.methods.method_with_name(&method) else {
+            return MethodResponse::error(
+                id,
+                ErrorObject::owned(
+                    codes::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                    None::<()>,
+                ),
+            );
+        };
+        let params = Params::new(params.as_deref().map(RawValue::get)).into_owned();
+        let mut extensions = Extensions::new();
+        extensions.insert(self.ctx.clone());
+        let connection_id = ConnectionId(self.ctx.connection_id as usize);
+        let max = self.limits.max_line_bytes;
+        match callback {
+            MethodCallback::Sync(cb) => cb(id, params, max, extensions),
+            MethodCallback::Async(cb) => cb(id, params, connection_id, max, extensions).await,
+            MethodCallback::Subscription(cb) => {
+                let Some(permit) = self.subscriptions.acquire() else {
+                    return MethodResponse::error(
+                        id,
+                        ErrorObject::owned(
+                            codes::OVERLOADED,
+                            format!(
+                                "too many subscriptions on this connection (limit {})",
+                                self.limits.max_subscriptions_per_connection
+                            ),
+                            None::<()>,
+                        ),
+                    );
+                };
+                let state = SubscriptionState {
+                    conn_id: connection_id,
+                    id_provider: &RandomIntegerIdProvider,
+                    subscription_permit: permit,
+                };
+                cb(id, params, self.sink.clone(), state, extensions).await
+            }
+            MethodCallback::Unsubscription(cb) => cb(id, params, connection_id, max, extensions),
+        }
+    }
+
+    /// Queue a response; subscription answers were already sent through the sink.
+    async fn send(&self, response: MethodResponse) {
+        if response.is_subscription() {
+            return;
+        }
+        let (json, notify, _) = response.into_parts();
+        let sent = self.sink.send(json).await.is_ok();
+        if let Some(notify) = notify {
+            notify.notify(sent);
+        }
+    }
+
+    async fn send_error(&self, id: Id<'static>, code: i32, message: &str) {
+        self.send(MethodResponse::error(
+            id,
+            ErrorObject::owned(code, message.to_owned(), None::<()>),
+        ))
+        .await;
+    }
+}
+
+/// Parse one JSON-RPC message. `Ok(None)` for messages that need no answer (notifications
+/// from the client, responses); `Err` holds the error response to send.
+fn parse_call(text: &str) -> Result<Option<IncomingCall>, MethodResponse> {
+    let raw: RawRequest = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(err) if err.is_syntax() || err.is_eof() => {
+            return Err(error_response(
+                Id::Null,
+                codes::PARSE_ERROR,
+                format!("invalid JSON: {err}"),
+            ));
+        }
+        Err(err) => {
+            return Err(error_response(
+                Id::Null,
+                codes::INVALID_REQUEST,
+                format!("invalid request: {err}"),
+            ));
+        }
+    };
+    let id = match raw.id.map(|id| serde_json::from_str::<Id>(id.get())) {
+        None => None,
+        Some(Ok(id)) => Some(id.into_owned()),
+        Some(Err(_)) => {
+            return Err(error_response(
+                Id::Null,
+                codes::INVALID_REQUEST,
+                "invalid request: `id` must be a string, a number or null".to_owned(),
+            ));
+        }
+    };
+    if raw.jsonrpc != Some("2.0") {
+        return Err(error_response(
+            id.unwrap_or(Id::Null),
+            codes::INVALID_REQUEST,
+            "invalid request: `jsonrpc` must be \"2.0\"".to_owned(),
+        ));
+    }
+    let Some(method) = raw.method else {
+        // A response to a server request, or garbage with an id; nothing to answer for the
+        // former, an error for the latter.
+        return match id {
+            Some(_) if text.contains("\"result\"") || text.contains("\"error\"") => Ok(None),
+            id => Err(error_response(
+                id.unwrap_or(Id::Null),
+                codes::INVALID_REQUEST,
+                "invalid request: missing `method`".to_owned(),
+            )),
+        };
+    };
+    if let Some(params) = &raw.params {
+        let first = params.get().as_bytes().first();
+        if !matches!(first, Some(b'{') | Some(b'[')) {
+            return Err(error_response(
+                id.unwrap_or(Id::Null),
+                codes::INVALID_REQUEST,
+                "invalid request: `params` must be an object or an array".to_owned(),
+            ));
+        }
+    }
+    let Some(id) = id else {
+        // A notification from the client: JSON-RPC forbids answering it.
+        tracing::debug!(%method, "ignoring client notification");
+        return Ok(None);
+    };
+    Ok(Some(IncomingCall {
+        id,
+        method,
+        params: raw.params,
+    }))
+}
+
+fn error_response(id: Id<'static>, code: i32, message: String) -> MethodResponse {
+    MethodResponse::error(id, ErrorObjectOwned::owned(code, message, None::<()>))
+}

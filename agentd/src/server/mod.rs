@@ -1,0 +1,144 @@
+//! The socket server: accepts local-socket connections, checks the peer is our user, enforces
+//! the connection limit and hands each connection to the NDJSON loop in `connection`.
+
+pub mod connection;
+pub mod line;
+pub mod params;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use interprocess::local_socket::tokio::{Listener, Stream};
+use interprocess::local_socket::traits::StreamCommon as _;
+use interprocess::local_socket::traits::tokio::Listener as _;
+use jsonrpsee::Methods;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use connection::ConnectionContext;
+
+/// The server's limits. Each exists to keep one client from hurting the others or the daemon.
+#[derive(Clone, Debug)]
+pub struct ServerLimits {
+    /// Largest accepted line, and largest response (16 MiB): big enough for any tool output we
+    /// send, small enough that a runaway client cannot make us buffer gigabytes.
+    pub max_line_bytes: usize,
+    /// Open connections at once; past it new connections get an "overloaded" error and are
+    /// closed, so a leaking client cannot exhaust file descriptors.
+    pub max_connections: usize,
+    /// Messages queued for one connection before senders wait (or, for best-effort events,
+    /// drop); bounds memory per slow client.
+    pub outbound_queue: usize,
+    /// Live subscriptions per connection.
+    pub max_subscriptions_per_connection: u32,
+    /// How long in-flight requests may run on after the client hangs up or the daemon stops.
+    pub drain_deadline: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_line_bytes: 16 * 1024 * 1024,
+            max_connections: 512,
+            outbound_queue: 1024,
+            max_subscriptions_per_connection: 64,
+            drain_deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Live counters the daemon reports in `daemon/status`.
+#[derive(Debug, Default)]
+pub struct ConnectionStats {
+    pub open: AtomicU64,
+    next_id: AtomicU64,
+}
+
+impl ConnectionStats {
+    pub fn open_connections(&self) -> u64 {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+/// Accept connections until `shutdown` fires, then wait (bounded by the drain deadline plus a
+/// margin) for every connection to finish.
+pub async fn serve(
+    listener: Listener,
+    methods: Methods,
+    limits: ServerLimits,
+    stats: Arc<ConnectionStats>,
+    shutdown: CancellationToken,
+) {
+    let connections = TaskTracker::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(stream) => stream,
+                Err(err) => {
+                    tracing::warn!(%err, "accept failed");
+                    // Back off briefly so a persistent error (EMFILE) does not spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        if !peer_is_us(&stream) {
+            continue;
+        }
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            connections.spawn(refuse_overloaded(stream, limits.max_connections));
+            continue;
+        };
+        let connection_id = stats.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let methods = methods.clone();
+        let limits = limits.clone();
+        let stats = stats.clone();
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            stats.open.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(connection_id, "client connected");
+            connection::serve_connection(stream, connection_id, methods, limits, shutdown).await;
+            stats.open.fetch_sub(1, Ordering::Relaxed);
+            drop(slot);
+        });
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// Refuse connections from other users (the socket is 0600, this is defence in depth).
+fn peer_is_us(stream: &Stream) -> bool {
+    match stream.peer_creds() {
+        Ok(creds) => match creds.euid() {
+            Some(uid) if uid == crate::paths::current_uid() => true,
+            Some(uid) => {
+                tracing::warn!(uid, "refused a connection from another user");
+                false
+            }
+            None => true,
+        },
+        Err(err) => {
+            tracing::warn!(%err, "cannot read peer credentials; refusing the connection");
+            false
+        }
+    }
+}
+
+async fn refuse_overloaded(mut stream: Stream, limit: usize) {
+    let message = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": protocol::error::OVERLOADED,
+            "message": format!("too many connections (limit {limit}); close idle clients and retry"),
+        }
+    });
+    let line = format!("{message}\n");
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(line.as_bytes())).await;
+}

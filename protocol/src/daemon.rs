@@ -1,0 +1,88 @@
+//! Params and results of the connection and daemon methods: `initialize`, `daemon/status`,
+//! `daemon/shutdown`.
+
+use serde::{Deserialize, Serialize};
+
+/// Who is talking: a client names itself in `initialize`, the daemon in its answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Implementation {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub client_info: Implementation,
+    /// The protocol version the client speaks, e.g. "1.0".
+    pub protocol_version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub server_info: Implementation,
+    pub protocol_version: String,
+    pub capabilities: Capabilities,
+}
+
+/// What this daemon offers; clients check these instead of guessing from the version.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// Method names the daemon serves.
+    pub methods: Vec<String>,
+    /// Notification method names the daemon may send.
+    pub notifications: Vec<String>,
+    /// Largest accepted line (one JSON-RPC message), in bytes.
+    pub max_line_bytes: u64,
+}
+
+/// `daemon/status` takes no params; an empty object or array is accepted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusParams {}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusResult {
+    pub version: String,
+    pub protocol_version: String,
+    pub pid: u32,
+    /// When the daemon started (RFC 3339).
+    pub started_at: String,
+    pub uptime_secs: u64,
+    pub socket_path: String,
+    pub state_dir: String,
+    pub config_path: String,
+    /// The configuration problem, if the config file is unusable (file, line and reason).
+    /// The daemon keeps serving; methods that need the configuration fail with this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
+    pub counts: StatusCounts,
+    /// Open client connections, this one included.
+    pub connected_clients: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCounts {
+    /// Sessions known to the daemon (persisted ones included).
+    pub sessions: u64,
+    /// Sessions with a run in progress.
+    pub active_runs: u64,
+    pub tasks: u64,
+    pub mcp_servers: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownParams {}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShutdownResult {
+    /// Always true: the daemon stops accepting, drains in-flight requests and exits.
+    pub shutting_down: bool,
+}

@@ -1,0 +1,46 @@
+//! Error codes: the JSON-RPC 2.0 ones and agentd's application codes (-32000 … -32099).
+
+/// Invalid JSON was received (also: a line over the size limit).
+pub const PARSE_ERROR: i32 = -32700;
+/// The JSON is not a valid JSON-RPC 2.0 request object.
+pub const INVALID_REQUEST: i32 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i32 = -32601;
+/// The params do not match the method's params type.
+pub const INVALID_PARAMS: i32 = -32602;
+/// The daemon failed to handle a valid request (a bug or an I/O failure); details in `message`.
+pub const INTERNAL_ERROR: i32 = -32603;
+
+/// The daemon is at a limit (connections, queues, concurrent runs); retry later.
+pub const OVERLOADED: i32 = -32001;
+/// A method other than `initialize` was called before `initialize` on this connection.
+pub const NOT_INITIALIZED: i32 = -32002;
+/// The client speaks an incompatible protocol version.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32003;
+/// The daemon is shutting down and takes no new work.
+pub const SHUTTING_DOWN: i32 = -32004;
+/// A named resource (session, run, approval, task) does not exist.
+pub const NOT_FOUND: i32 = -32005;
+/// The request conflicts with the resource's state (e.g. a prompt while a run is active).
+pub const CONFLICT: i32 = -32006;
+/// The daemon's configuration is unusable for this request (e.g. no LLM provider configured).
+pub const CONFIG_ERROR: i32 = -32007;
+/// The request was already answered by someone else (e.g. an approval decided by another client).
+pub const ALREADY_DECIDED: i32 = -32008;
+
+/// Every code with its name, for documentation and for clients that print codes.
+pub const ALL: &[(i32, &str)] = &[
+    (PARSE_ERROR, "parse error"),
+    (INVALID_REQUEST, "invalid request"),
+    (METHOD_NOT_FOUND, "method not found"),
+    (INVALID_PARAMS, "invalid params"),
+    (INTERNAL_ERROR, "internal error"),
+    (OVERLOADED, "overloaded"),
+    (NOT_INITIALIZED, "not initialized"),
+    (UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version"),
+    (SHUTTING_DOWN, "shutting down"),
+    (NOT_FOUND, "not found"),
+    (CONFLICT, "conflict"),
+    (CONFIG_ERROR, "configuration error"),
+    (ALREADY_DECIDED, "already decided"),
+];
