@@ -1,1 +1,63 @@
-//! agentctl library.
+//! agentctl: the thin command-line client of agentd. Everything but `main` lives here so tests
+//! and other tools can reuse the client.
+
+pub mod autostart;
+pub mod cli;
+pub mod client;
+pub mod commands;
+pub mod output;
+pub mod transport;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cli::{Cli, Command, DaemonAction};
+use client::Connection;
+use output::CommandError;
+
+/// What every command needs: where the daemon is and how to talk to the user.
+pub struct Context {
+    pub socket: PathBuf,
+    pub no_start: bool,
+    pub json: bool,
+}
+
+impl Context {
+    /// Connect to the daemon, starting it unless `--no-start` was given.
+    pub async fn connect(&self) -> Result<Connection, CommandError> {
+        Ok(autostart::connect_or_start(&self.socket, !self.no_start, "agentctl").await?)
+    }
+}
+
+/// The socket path the client uses, resolved like the daemon resolves it.
+pub fn socket_path(explicit: Option<&std::path::Path>) -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    protocol::socket::resolve_socket_path(
+        explicit,
+        |name| std::env::var_os(name),
+        uid,
+        &std::env::temp_dir(),
+    )
+}
+
+/// Run a parsed command line to completion.
+pub async fn run(cli: Cli) -> ExitCode {
+    let ctx = Context {
+        socket: socket_path(cli.socket.as_deref()),
+        no_start: cli.no_start,
+        json: cli.json,
+    };
+    let result = match cli.command {
+        Command::Status => commands::daemon::status(&ctx).await,
+        Command::Daemon { action } => match action {
+            DaemonAction::Start => commands::daemon::start(&ctx).await,
+            DaemonAction::Stop => commands::daemon::stop(&ctx).await,
+            DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => output::report(err, ctx.json),
+    }
+}

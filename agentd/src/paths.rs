@@ -51,17 +51,12 @@ impl Paths {
 /// The socket path clients and the daemon agree on: `--socket`, else `AGENTD_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/agentd/agentd.sock`, else `$TMPDIR/agentd-$UID/agentd.sock`.
 pub fn socket_path(socket_override: Option<&Path>) -> Result<PathBuf> {
-    let path = if let Some(path) = socket_override {
-        path.to_path_buf()
-    } else if let Some(path) = std::env::var_os("AGENTD_SOCKET").filter(|p| !p.is_empty()) {
-        PathBuf::from(path)
-    } else if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
-        PathBuf::from(runtime).join("agentd").join("agentd.sock")
-    } else {
-        std::env::temp_dir()
-            .join(format!("agentd-{}", current_uid()))
-            .join("agentd.sock")
-    };
+    let path = protocol::socket::resolve_socket_path(
+        socket_override,
+        |name| std::env::var_os(name),
+        current_uid(),
+        &std::env::temp_dir(),
+    );
     if path.as_os_str().len() >= MAX_SOCKET_PATH_BYTES {
         bail!(
             "socket path is too long ({} bytes, the limit is {}): {}; set AGENTD_SOCKET to a shorter path",

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod error;
 pub mod event;
 pub mod methods;
+pub mod socket;
 
 pub use methods::Method;
 

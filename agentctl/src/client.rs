@@ -1,0 +1,161 @@
+//! A connection to agentd: connect (starting the daemon when asked), `initialize`, then typed
+//! requests and subscriptions over jsonrpsee's client.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use interprocess::local_socket::traits::tokio::Stream as _;
+use interprocess::local_socket::{GenericFilePath, ToFsName};
+use jsonrpsee::async_client::{Client, ClientBuilder};
+use jsonrpsee::core::client::{ClientT, Error as RpcClientError, SubscriptionClientT};
+use jsonrpsee::core::traits::ToRpcParams;
+use protocol::Method;
+use protocol::daemon::{Implementation, InitializeParams, InitializeResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::io::BufReader;
+
+use crate::transport::{LineReceiver, LineSender};
+
+/// Notifications buffered per subscription before jsonrpsee's client drops a lagging one; a
+/// busy run streams many deltas, and the terminal may be slow.
+const SUBSCRIPTION_BUFFER: usize = 1 << 16;
+
+/// How long a single request may take before the client gives up.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Why talking to the daemon failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing answers on the socket.
+    #[error("cannot reach agentd at {socket}: {reason}")]
+    Unreachable { socket: PathBuf, reason: String },
+    /// The daemon answered with a JSON-RPC error.
+    #[error("{message}")]
+    Rpc { code: i32, message: String },
+    /// The connection broke or a reply could not be read.
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl From<RpcClientError> for ClientError {
+    fn from(err: RpcClientError) -> Self {
+        match err {
+            RpcClientError::Call(err) => ClientError::Rpc {
+                code: err.code(),
+                message: err.message().to_owned(),
+            },
+            RpcClientError::RestartNeeded(reason) => {
+                ClientError::Transport(format!("connection to agentd lost: {reason}"))
+            }
+            other => ClientError::Transport(other.to_string()),
+        }
+    }
+}
+
+/// An initialised connection to the daemon.
+pub struct Connection {
+    client: Client,
+    pub socket: PathBuf,
+    pub server: InitializeResult,
+}
+
+/// Params sent as a JSON object (what editors and docs show), not jsonrpsee's default array.
+struct ObjectParams(Box<RawValue>);
+
+impl ToRpcParams for ObjectParams {
+    fn to_rpc_params(self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        Ok(Some(self.0))
+    }
+}
+
+fn object_params<T: Serialize>(params: &T) -> Result<ObjectParams, ClientError> {
+    serde_json::value::to_raw_value(params)
+        .map(ObjectParams)
+        .map_err(|err| ClientError::Transport(format!("cannot encode params: {err}")))
+}
+
+impl Connection {
+    /// Connect to `socket` and perform `initialize`.
+    pub async fn connect(socket: &Path, client_name: &str) -> Result<Connection, ClientError> {
+        let unreachable = |reason: String| ClientError::Unreachable {
+            socket: socket.to_path_buf(),
+            reason,
+        };
+        let name = socket
+            .to_fs_name::<GenericFilePath>()
+            .map_err(|err| unreachable(err.to_string()))?;
+        let stream = interprocess::local_socket::tokio::Stream::connect(name)
+            .await
+            .map_err(|err| unreachable(err.to_string()))?;
+        let (recv, send) = tokio::io::split(stream);
+        let client = ClientBuilder::default()
+            .request_timeout(REQUEST_TIMEOUT)
+            .max_buffer_capacity_per_subscription(SUBSCRIPTION_BUFFER)
+            .build_with_tokio(
+                LineSender { inner: send },
+                LineReceiver {
+                    inner: BufReader::new(recv),
+                    buf: Vec::new(),
+                },
+            );
+        let params = InitializeParams {
+            client_info: Implementation {
+                name: client_name.to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
+        };
+        let server: InitializeResult = client
+            .request(protocol::methods::Initialize::NAME, object_params(&params)?)
+            .await
+            .map_err(|err| match ClientError::from(err) {
+                ClientError::Transport(reason) => unreachable(reason),
+                other => other,
+            })?;
+        Ok(Connection {
+            client,
+            socket: socket.to_path_buf(),
+            server,
+        })
+    }
+
+    /// Call method `M`.
+    pub async fn request<M: Method>(&self, params: &M::Params) -> Result<M::Result, ClientError> {
+        Ok(self.client.request(M::NAME, object_params(params)?).await?)
+    }
+
+    /// Call a method by name with raw JSON params (for tools and tests).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ClientError> {
+        Ok(self.client.request(method, object_params(&params)?).await?)
+    }
+
+    /// Subscribe with `subscribe_method`; notifications of type `T` arrive on the returned
+    /// subscription until it is dropped or the daemon ends it.
+    pub async fn subscribe<T: DeserializeOwned, P: Serialize>(
+        &self,
+        subscribe_method: &str,
+        params: &P,
+        unsubscribe_method: &str,
+    ) -> Result<jsonrpsee::core::client::Subscription<T>, ClientError> {
+        Ok(self
+            .client
+            .subscribe(subscribe_method, object_params(params)?, unsubscribe_method)
+            .await?)
+    }
+
+    /// True while the connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.client.is_connected()
+    }
+
+    /// Resolves when the daemon closes the connection.
+    pub async fn closed(&self) {
+        self.client.on_disconnect().await;
+    }
+}

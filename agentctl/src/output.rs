@@ -1,0 +1,76 @@
+//! Exit codes and how results and errors reach the user: text for people, one JSON object on
+//! stdout with `--json`.
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use crate::client::ClientError;
+
+/// The operation succeeded.
+pub const EXIT_OK: u8 = 0;
+/// The operation failed (the daemon answered with an error, or the run failed).
+pub const EXIT_FAILED: u8 = 1;
+/// The command line was wrong.
+pub const EXIT_USAGE: u8 = 2;
+/// The daemon could not be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// A failed command: what to tell the user and which exit code to use.
+#[derive(Debug)]
+pub struct CommandError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CommandError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        CommandError {
+            code: EXIT_FAILED,
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        CommandError {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ClientError> for CommandError {
+    fn from(err: ClientError) -> Self {
+        match &err {
+            ClientError::Unreachable { .. } => CommandError {
+                code: EXIT_UNREACHABLE,
+                message: format!(
+                    "{err}\nstart it with `agentctl daemon start` (or drop --no-start), or check AGENTD_SOCKET"
+                ),
+            },
+            ClientError::Rpc { .. } | ClientError::Transport(_) => {
+                CommandError::failed(err.to_string())
+            }
+        }
+    }
+}
+
+/// Print one JSON object on stdout.
+pub fn print_json<T: Serialize>(value: &T) {
+    match serde_json::to_string(value) {
+        Ok(text) => println!("{text}"),
+        Err(err) => eprintln!("agentctl: cannot encode output: {err}"),
+    }
+}
+
+/// Report an error and turn it into the exit code.
+pub fn report(err: CommandError, json: bool) -> ExitCode {
+    if json {
+        print_json(
+            &serde_json::json!({ "error": { "message": err.message, "exitCode": err.code } }),
+        );
+    } else {
+        eprintln!("agentctl: {}", err.message);
+    }
+    ExitCode::from(err.code)
+}

@@ -1,0 +1,75 @@
+//! jsonrpsee's client over the daemon's NDJSON framing: one JSON message per line on a local
+//! socket.
+
+use interprocess::local_socket::tokio::Stream;
+use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+
+/// Largest line the client accepts from the daemon (the daemon's own limit).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("connection to agentd failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("agentd closed the connection")]
+    Closed,
+    #[error("agentd sent a line longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+}
+
+/// Writes each message as one line.
+pub struct LineSender {
+    pub(crate) inner: WriteHalf<Stream>,
+}
+
+/// Reads one message per line.
+pub struct LineReceiver {
+    pub(crate) inner: BufReader<ReadHalf<Stream>>,
+    pub(crate) buf: Vec<u8>,
+}
+
+impl TransportSenderT for LineSender {
+    type Error = TransportError;
+
+    async fn send(&mut self, mut msg: String) -> Result<(), Self::Error> {
+        msg.push('\n');
+        self.inner.write_all(msg.as_bytes()).await?;
+        self.inner.flush().await?;
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.shutdown().await?;
+        Ok(())
+    }
+}
+
+impl TransportReceiverT for LineReceiver {
+    type Error = TransportError;
+
+    async fn receive(&mut self) -> Result<ReceivedMessage, Self::Error> {
+        loop {
+            self.buf.clear();
+            let read = (&mut self.inner)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut self.buf)
+                .await?;
+            if read == 0 {
+                return Err(TransportError::Closed);
+            }
+            if self.buf.len() > MAX_LINE_BYTES {
+                return Err(TransportError::TooLong);
+            }
+            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+                self.buf.pop();
+            }
+            if self.buf.is_empty() {
+                continue;
+            }
+            let text = String::from_utf8(std::mem::take(&mut self.buf))
+                .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
+            return Ok(ReceivedMessage::Text(text));
+        }
+    }
+}
