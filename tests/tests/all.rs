@@ -1,1 +1,3 @@
-//! All integration tests.
+//! All integration tests, in one binary: they start the real daemon and clients.
+
+mod daemon;

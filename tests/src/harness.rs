@@ -1,0 +1,414 @@
+//! The daemon harness: starts the real `agentd` binary on its own socket with temp XDG dirs,
+//! talks to it over raw NDJSON JSON-RPC (typed helpers on top), and kills it on drop.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// How long any single wait in a test may take before it fails with a clear message.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Path of a workspace binary built next to the test executable (`cargo build --workspace`).
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/all-<hash> → target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps");
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the binaries first (`cargo build --workspace`)",
+        path.display()
+    );
+    path
+}
+
+/// A test's private environment: temp home, XDG dirs and socket path.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    /// Extra environment for the daemon and agentctl (provider URLs, keys, …).
+    pub vars: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new()
+            .prefix("agentd-t")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        let socket = dir.path().join("run").join("agentd.sock");
+        for sub in ["home", "run", "state", "config", "data", "work"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("create temp dirs");
+        }
+        TestEnv {
+            dir,
+            socket,
+            vars: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    /// A workspace directory for sessions.
+    pub fn workspace(&self) -> PathBuf {
+        self.path("work")
+    }
+
+    pub fn var(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.vars.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Write `config.toml` where the daemon looks for it.
+    pub fn config(self, toml: &str) -> Self {
+        let path = self.path("config").join("agentd").join("config.toml");
+        std::fs::create_dir_all(path.parent().expect("config dir")).expect("create config dir");
+        std::fs::write(path, toml).expect("write config");
+        self
+    }
+
+    /// Apply the test environment to a command: a clean env with only what the test chose.
+    pub fn apply(&self, command: &mut tokio::process::Command) {
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_RUNTIME_DIR", self.path("run"))
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("AGENTD_SOCKET", &self.socket)
+            .env("AGENTD_LOG", "info,agentd=debug")
+            .env("AGENTD_BIN", binary("agentd"));
+        for (key, value) in &self.vars {
+            command.env(key, value);
+        }
+    }
+
+    /// An `agentctl` command in this environment.
+    pub fn agentctl(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(binary("agentctl"));
+        self.apply(&mut command);
+        command.current_dir(self.workspace()).kill_on_drop(true);
+        command
+    }
+
+    /// Spawn `agentd` without waiting for it (for tests of startup failures).
+    pub fn spawn_daemon(&self) -> tokio::process::Child {
+        let mut command = tokio::process::Command::new(binary("agentd"));
+        self.apply(&mut command);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn agentd")
+    }
+}
+
+impl Drop for TestEnv {
+    /// A daemon that agentctl auto-started in this environment dies with it.
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        let Ok(file) = std::fs::File::open(lock_path(&self.socket)) else {
+            return;
+        };
+        // Only a daemon that still holds its lock is alive; never signal a reused pid.
+        // SAFETY: flock on an open descriptor has no memory-safety preconditions.
+        let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        if free {
+            return;
+        }
+        let pid = std::fs::read_to_string(lock_path(&self.socket)).unwrap_or_default();
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The daemon's lock file for `socket` (it holds the daemon's pid).
+pub fn lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    socket.with_file_name(name)
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        TestEnv::new()
+    }
+}
+
+/// A running daemon owned by a test.
+pub struct Daemon {
+    pub env: TestEnv,
+    child: Option<tokio::process::Child>,
+}
+
+impl Daemon {
+    /// Start a daemon in a fresh environment.
+    pub async fn start() -> Daemon {
+        Daemon::start_in(TestEnv::new()).await
+    }
+
+    /// Start a daemon in `env` and wait until it answers `initialize`.
+    pub async fn start_in(env: TestEnv) -> Daemon {
+        let mut child = env.spawn_daemon();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if Client::connect_raw(&env.socket).await.is_ok() {
+                break;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    use tokio::io::AsyncReadExt;
+                    let _ = pipe.read_to_string(&mut stderr).await;
+                }
+                panic!("agentd exited during startup with {status}:\n{stderr}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "agentd did not start within {WAIT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Its stderr is not read from here on; stop piping it so it never blocks.
+        drop(child.stderr.take());
+        Daemon {
+            env,
+            child: Some(child),
+        }
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.env.socket
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child
+            .as_ref()
+            .and_then(|c| c.id())
+            .expect("daemon is running")
+    }
+
+    /// A new initialised client connection.
+    pub async fn client(&self) -> Client {
+        let mut client = Client::connect_raw(self.socket()).await.expect("connect");
+        client.initialize().await;
+        client
+    }
+
+    /// Send a signal to the daemon.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill with a valid pid and signal number has no memory-safety concerns.
+        unsafe {
+            libc::kill(self.pid() as i32, signal);
+        }
+    }
+
+    /// Wait for the daemon to exit on its own.
+    pub async fn wait_exit(&mut self) -> ExitStatus {
+        let child = self.child.as_mut().expect("daemon is running");
+        let status = tokio::time::timeout(WAIT, child.wait())
+            .await
+            .expect("daemon did not exit in time")
+            .expect("wait for daemon");
+        self.child = None;
+        status
+    }
+
+    /// Kill the daemon hard (a crash), leaving its files behind.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// The daemon's log file, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.env.path("state").join("agentd").join("agentd.log"))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// A JSON-RPC error as received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+/// A raw NDJSON JSON-RPC client: sends lines, matches responses by id, queues notifications.
+pub struct Client {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    next_id: u64,
+    notifications: VecDeque<Value>,
+    /// Responses that arrived while waiting for another id.
+    responses: Vec<Value>,
+}
+
+impl Client {
+    /// Connect without `initialize`.
+    pub async fn connect_raw(socket: &Path) -> std::io::Result<Client> {
+        let stream = UnixStream::connect(socket).await?;
+        let (read, write) = stream.into_split();
+        Ok(Client {
+            reader: BufReader::new(read),
+            writer: write,
+            next_id: 1,
+            notifications: VecDeque::new(),
+            responses: Vec::new(),
+        })
+    }
+
+    pub async fn initialize(&mut self) -> Value {
+        self.request(
+            "initialize",
+            json!({"clientInfo": {"name": "agentd-tests", "version": "0"}, "protocolVersion": protocol::PROTOCOL_VERSION}),
+        )
+        .await
+        .expect("initialize")
+    }
+
+    /// Send one raw line (a `\n` is appended).
+    pub async fn send_line(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).await.expect("write");
+        self.writer.write_all(b"\n").await.expect("write");
+        self.writer.flush().await.expect("flush");
+    }
+
+    /// Read the next message of any kind.
+    pub async fn read_message(&mut self) -> Value {
+        let mut line = String::new();
+        let read = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
+            .await
+            .expect("timed out waiting for a message from agentd")
+            .expect("read from agentd");
+        assert!(read > 0, "agentd closed the connection");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("bad JSON from agentd ({err}): {line}"))
+    }
+
+    /// True when the daemon closed the connection (reads EOF within the wait limit).
+    pub async fn closed_by_daemon(&mut self) -> bool {
+        let mut line = String::new();
+        matches!(
+            tokio::time::timeout(WAIT, self.reader.read_line(&mut line)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+
+    /// Call `method` and wait for its response.
+    pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&line.to_string()).await;
+        let response = self.response_for(&json!(id)).await;
+        into_result(response)
+    }
+
+    /// Call method `M` with typed params and result.
+    pub async fn call<M: protocol::Method>(
+        &mut self,
+        params: &M::Params,
+    ) -> Result<M::Result, RpcError> {
+        let value = self
+            .request(
+                M::NAME,
+                serde_json::to_value(params).expect("encode params"),
+            )
+            .await?;
+        Ok(serde_json::from_value(value)
+            .unwrap_or_else(|err| panic!("bad {} result: {err}", M::NAME)))
+    }
+
+    /// Wait for the response with `id`, queueing notifications and other responses.
+    pub async fn response_for(&mut self, id: &Value) -> Value {
+        if let Some(pos) = self.responses.iter().position(|r| &r["id"] == id) {
+            return self.responses.remove(pos);
+        }
+        loop {
+            let message = self.read_message().await;
+            if message.get("method").is_some() && message.get("id").is_none() {
+                self.notifications.push_back(message);
+            } else if &message["id"] == id {
+                return message;
+            } else {
+                self.responses.push(message);
+            }
+        }
+    }
+
+    /// The next notification (queued or read), with the wait limit.
+    pub async fn next_notification(&mut self) -> Value {
+        if let Some(message) = self.notifications.pop_front() {
+            return message;
+        }
+        loop {
+            let message = self.read_message().await;
+            if message.get("method").is_some() && message.get("id").is_none() {
+                return message;
+            }
+            self.responses.push(message);
+        }
+    }
+
+    /// Subscribe-style notifications carry their payload in `params.result`.
+    pub async fn next_notification_result(&mut self) -> Value {
+        let message = self.next_notification().await;
+        message["params"]["result"].clone()
+    }
+
+    /// Send typed params without waiting (for pipelining tests); returns the id used.
+    pub async fn send_request<P: Serialize>(&mut self, method: &str, params: &P) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&line.to_string()).await;
+        id
+    }
+}
+
+fn into_result(response: Value) -> Result<Value, RpcError> {
+    if let Some(error) = response.get("error") {
+        return Err(RpcError {
+            code: error["code"].as_i64().expect("error code"),
+            message: error["message"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    Ok(response["result"].clone())
+}
+
+/// Decode a value, with the value in the panic message when it does not fit.
+pub fn decode<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value.clone())
+        .unwrap_or_else(|err| panic!("cannot decode ({err}): {value}"))
+}
