@@ -1,18 +1,183 @@
-//! The `session/event` notification envelope. Event payloads are defined alongside the session
-//! methods; the envelope is stable.
+//! Session events and their notification envelope (`session/event`, `daemon/event`).
 
 use serde::{Deserialize, Serialize};
 
-/// Notification method carrying session events to subscribers.
+/// Notification method carrying one session's events to its subscribers.
 pub const SESSION_EVENT: &str = "session/event";
+/// Notification method carrying lifecycle events of all sessions to `daemon/subscribe`rs.
+pub const DAEMON_EVENT: &str = "daemon/event";
 
-/// Params of a `session/event` notification (inside jsonrpsee's subscription `result`).
+/// Params of a `session/event` / `daemon/event` notification (inside jsonrpsee's subscription
+/// `result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionEventEnvelope<E> {
+pub struct SessionEventEnvelope<E = Event> {
     pub session_id: String,
-    /// Monotonic per session, persisted; `messageDelta` events share the seq of the last
-    /// persisted event and are never replayed.
+    /// Monotonic per session, persisted. `messageDelta` and `lagged` are not persisted and
+    /// carry the seq of the last persisted event.
     pub seq: u64,
     pub event: E,
+}
+
+/// Token usage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+/// A tool call as the model made it; `arguments` is the raw JSON text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallInfo {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunStatus {
+    Completed,
+    Cancelled,
+    Failed,
+    MaxSteps,
+    /// The daemon stopped or crashed while the run was active.
+    Interrupted,
+}
+
+/// Where a user message came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum UserMessageKind {
+    Prompt,
+    Steer,
+    FollowUp,
+}
+
+/// One event of a session. Everything but `messageDelta` and `lagged` is persisted to the
+/// session log before it is published.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Event {
+    /// A session was created (daemon stream only).
+    #[serde(rename_all = "camelCase")]
+    SessionCreated { cwd: String, model: String },
+    /// A session was deleted (daemon stream only).
+    SessionDeleted {},
+    #[serde(rename_all = "camelCase")]
+    RunStarted { run_id: String, prompt: String },
+    /// A model call begins (step counts from 1).
+    #[serde(rename_all = "camelCase")]
+    TurnStarted { run_id: String, step: u32 },
+    /// Streamed assistant text; best-effort, never persisted.
+    #[serde(rename_all = "camelCase")]
+    MessageDelta { run_id: String, text: String },
+    /// A complete message: the user's (prompt, steer, follow-up) or the assistant's.
+    #[serde(rename_all = "camelCase")]
+    MessageCompleted {
+        run_id: String,
+        role: MessageRole,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<UserMessageKind>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallInfo>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolStarted {
+        run_id: String,
+        tool_call_id: String,
+        tool: String,
+        /// One line for UIs, e.g. the command or the path.
+        summary: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolProgress {
+        run_id: String,
+        tool_call_id: String,
+        message: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolCompleted {
+        run_id: String,
+        tool_call_id: String,
+        tool: String,
+        /// The result the model reads (capped).
+        output: String,
+        is_error: bool,
+        duration_ms: u64,
+    },
+    /// A steering message was delivered to the model.
+    #[serde(rename_all = "camelCase")]
+    SteerDelivered { run_id: String, text: String },
+    #[serde(rename_all = "camelCase")]
+    UsageUpdated {
+        run_id: String,
+        /// This model call.
+        usage: Usage,
+        /// The session so far.
+        total: Usage,
+    },
+    #[serde(rename_all = "camelCase")]
+    Warning { message: String },
+    #[serde(rename_all = "camelCase")]
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        message: String,
+        /// True when the daemon retries on its own (LLM retries).
+        will_retry: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    RunFinished {
+        run_id: String,
+        status: RunStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Tokens used by this run.
+        usage: Usage,
+    },
+    /// This subscriber fell behind and missed events; the daemon replays persisted events
+    /// after `seq` next (deltas are lost).
+    Lagged {},
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MessageRole {
+    User,
+    Assistant,
+}
+
+impl Event {
+    /// Whether the event is written to the session log (and replayed).
+    pub fn is_persisted(&self) -> bool {
+        !matches!(self, Event::MessageDelta { .. } | Event::Lagged {})
+    }
+
+    /// The run the event belongs to, if any.
+    pub fn run_id(&self) -> Option<&str> {
+        match self {
+            Event::RunStarted { run_id, .. }
+            | Event::TurnStarted { run_id, .. }
+            | Event::MessageDelta { run_id, .. }
+            | Event::MessageCompleted { run_id, .. }
+            | Event::ToolStarted { run_id, .. }
+            | Event::ToolProgress { run_id, .. }
+            | Event::ToolCompleted { run_id, .. }
+            | Event::SteerDelivered { run_id, .. }
+            | Event::UsageUpdated { run_id, .. }
+            | Event::RunFinished { run_id, .. } => Some(run_id),
+            Event::Error { run_id, .. } => run_id.as_deref(),
+            Event::SessionCreated { .. }
+            | Event::SessionDeleted {}
+            | Event::Warning { .. }
+            | Event::Lagged {} => None,
+        }
+    }
 }

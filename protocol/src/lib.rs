@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod error;
 pub mod event;
 pub mod methods;
+pub mod session;
 pub mod socket;
 
 pub use methods::Method;

@@ -3,6 +3,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::daemon::*;
+use crate::session::*;
 
 /// A JSON-RPC method of the agentd protocol.
 pub trait Method {
@@ -35,4 +36,30 @@ methods! {
     DaemonStatus = "daemon/status": StatusParams => StatusResult;
     /// Graceful stop: stop accepting, finish in-flight requests, remove the socket, exit 0.
     DaemonShutdown = "daemon/shutdown": ShutdownParams => ShutdownResult;
+    /// Lifecycle events of every session (created, deleted, run started/finished), as
+    /// `daemon/event` notifications, until `daemon/unsubscribe`.
+    DaemonSubscribe = "daemon/subscribe": DaemonSubscribeParams => u64;
+    /// New session in a workspace directory.
+    SessionCreate = "session/create": CreateSessionParams => CreateSessionResult;
+    /// Every session, newest first, paginated.
+    SessionList = "session/list": ListSessionsParams => ListSessionsResult;
+    /// One session, optionally with its history and queued messages.
+    SessionGet = "session/get": GetSessionParams => GetSessionResult;
+    /// Delete a session and its log (cancels its run first).
+    SessionDelete = "session/delete": SessionRef => DeleteSessionResult;
+    /// Start a run; acknowledges at once with the run id, the outcome arrives as events.
+    SessionPrompt = "session/prompt": PromptParams => PromptResult;
+    /// Deliver a message after the current tool batch, skipping the batch's unstarted calls.
+    SessionSteer = "session/steer": QueueMessageParams => QueueMessageResult;
+    /// Deliver a message when the run would otherwise end (starts a run when idle).
+    SessionFollowUp = "session/followUp": QueueMessageParams => QueueMessageResult;
+    /// Cancel the active run; it ends with `runFinished{status:"cancelled"}`.
+    SessionCancel = "session/cancel": SessionRef => CancelResult;
+    /// Replay persisted events after `afterSeq`, then live events, as `session/event`
+    /// notifications, until `session/unsubscribe`.
+    SessionSubscribe = "session/subscribe": SubscribeParams => u64;
 }
+
+/// Unsubscribe methods paired with the subscriptions above (they take the subscription id).
+pub const SESSION_UNSUBSCRIBE: &str = "session/unsubscribe";
+pub const DAEMON_UNSUBSCRIBE: &str = "daemon/unsubscribe";

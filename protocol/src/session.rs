@@ -1,0 +1,196 @@
+//! Params and results of the session methods (`session/*`, `daemon/subscribe`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{ToolCallInfo, Usage};
+
+/// A session as listed and shown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The workspace root: file tools are confined to it, `run_shell` starts in it.
+    pub cwd: String,
+    /// The configured provider name (e.g. "openai").
+    pub provider: String,
+    pub model: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub status: SessionStatus,
+    /// The id of the active run, while one is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Seq of the last persisted event; subscribe with `afterSeq` = this to get only new events.
+    pub last_seq: u64,
+    /// Tokens used by the session so far.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionStatus {
+    /// No run is active.
+    Idle,
+    /// A run is active.
+    Running,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateSessionParams {
+    /// Workspace directory (absolute, must exist).
+    pub cwd: String,
+    /// A configured provider name, `provider:model`, or a model of the default provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionResult {
+    pub session_id: String,
+    pub session: SessionInfo,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListSessionsParams {
+    /// Return sessions after this cursor (from a previous `nextCursor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// At most this many (default 100, max 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsResult {
+    /// Newest first.
+    pub sessions: Vec<SessionInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Params naming one session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionRef {
+    pub session_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetSessionParams {
+    pub session_id: String,
+    /// Include the conversation history (default false).
+    #[serde(default)]
+    pub include_history: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetSessionResult {
+    pub session: SessionInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<HistoryMessage>>,
+    /// Steering messages not yet delivered.
+    pub queued_steers: Vec<String>,
+    /// Follow-up messages not yet delivered (after a cancel they stay here for the user).
+    pub queued_follow_ups: Vec<String>,
+}
+
+/// One message of the conversation history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum HistoryMessage {
+    User {
+        content: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Assistant {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallInfo>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Tool {
+        tool_call_id: String,
+        tool_name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteSessionResult {
+    pub deleted: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromptParams {
+    pub session_id: String,
+    pub text: String,
+    /// Makes the prompt idempotent: the same id on the same session returns the first runId.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_request_id: Option<String>,
+    /// When a run is active, queue the text as a follow-up instead of failing.
+    #[serde(default)]
+    pub queue_if_busy: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    pub run_id: String,
+    /// True when the text was queued as a follow-up of the active run `runId`.
+    #[serde(default)]
+    pub queued: bool,
+}
+
+/// Params of `session/steer` and `session/followUp`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QueueMessageParams {
+    pub session_id: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueMessageResult {
+    /// The run the message goes to.
+    pub run_id: String,
+    /// True when queued into the active run; false when it started a new run (follow-up on
+    /// an idle session).
+    pub queued: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    /// False when no run was active.
+    pub cancelled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubscribeParams {
+    pub session_id: String,
+    /// Replay persisted events with `seq > afterSeq` first; omit for live events only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DaemonSubscribeParams {}
