@@ -1,0 +1,461 @@
+//! The think → act → observe loop of one run (DESIGN §5): call the model with the frozen system
+//! prompt and the append-only history, stream its text, run its tool calls through the batch
+//! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
+//! completion, cancellation, failure or the step limit.
+
+pub mod prompt;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
+use crate::llm::{ChatRequest, LlmClient, LlmEvent};
+use crate::session::SessionShared;
+use crate::session::events::EventLog;
+use crate::tools::{BatchObserver, ToolContext, ToolOutput, ToolRegistry, execute_batch};
+use protocol::event::{Event, MessageRole, RunStatus, ToolCallInfo, UserMessageKind};
+
+/// Events raised from synchronous callbacks (tool observer, LLM retries) wait here until the
+/// run persists them; bounded so a flood of progress reports cannot grow memory.
+const PENDING_EVENTS: usize = 1024;
+
+/// The result text given to tool calls skipped because the user steered.
+pub const SKIPPED_FOR_STEER: &str = "skipped: user steered";
+/// The result text given to tool calls orphaned by a daemon restart.
+pub const INTERRUPTED: &str = "interrupted: the daemon stopped before this tool call finished";
+
+/// Why a run's cancellation token fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// `session/cancel` (or deleting the session).
+    Cancelled,
+    /// The daemon is shutting down.
+    Shutdown,
+}
+
+/// Everything one run needs.
+pub struct Run {
+    pub session_id: Arc<str>,
+    pub run_id: String,
+    pub system: Arc<str>,
+    pub llm: LlmClient,
+    pub tools: Arc<ToolRegistry>,
+    pub tool_specs: Arc<[ToolSpec]>,
+    pub tool_context: ToolContext,
+    pub max_steps: u32,
+    pub shared: Arc<SessionShared>,
+    pub log: Arc<EventLog>,
+    pub cancel: CancellationToken,
+    /// Read when `cancel` fires, to tell a user cancel from a shutdown.
+    pub stop_reason: Arc<std::sync::Mutex<Option<StopReason>>>,
+}
+
+/// How the run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub usage: Usage,
+}
+
+impl Run {
+    /// Run to the end. `history` is the session's history including the prompt just added.
+    /// Every event is persisted before it is published; the final `runFinished` is appended
+    /// here too.
+    pub async fn execute(self, mut history: Vec<Message>) -> RunOutcome {
+        let outcome = match self.steps(&mut history).await {
+            Ok(outcome) => outcome,
+            Err(err) => RunOutcome {
+                status: RunStatus::Failed,
+                error: Some(format!("{err:#}")),
+                usage: Usage::default(),
+            },
+        };
+        let finished = Event::RunFinished {
+            run_id: self.run_id.clone(),
+            status: outcome.status,
+            error: outcome.error.clone(),
+            usage: to_wire_usage(&outcome.usage),
+        };
+        if let Err(err) = self.log.append(finished).await {
+            tracing::error!(session = %self.session_id, %err, "cannot persist runFinished");
+        }
+        outcome
+    }
+
+    async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
+        let mut run_usage = Usage::default();
+        let mut step = 0;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(self.stopped(run_usage));
+            }
+            if step >= self.max_steps {
+                return Ok(RunOutcome {
+                    status: RunStatus::MaxSteps,
+                    error: Some(format!(
+                        "stopped after {} model calls (maxSteps); send a follow-up to continue",
+                        self.max_steps
+                    )),
+                    usage: run_usage,
+                });
+            }
+            step += 1;
+            self.log
+                .append(Event::TurnStarted {
+                    run_id: self.run_id.clone(),
+                    step,
+                })
+                .await?;
+
+            let (completion, partial) = match self.call_model(history).await? {
+                ModelCall::Done(completion) => (Some(completion), None),
+                ModelCall::Cancelled(partial) => (None, Some(partial)),
+                ModelCall::Failed(message) => {
+                    return Ok(RunOutcome {
+                        status: RunStatus::Failed,
+                        error: Some(message),
+                        usage: run_usage,
+                    });
+                }
+            };
+            let Some(completion) = completion else {
+                // Keep what the model had said before the cancel.
+                let partial = partial.unwrap_or_default();
+                if !partial.is_empty() {
+                    self.push_assistant(history, partial, Vec::new()).await?;
+                }
+                return Ok(self.stopped(run_usage));
+            };
+
+            run_usage.add(&completion.usage);
+            let total = {
+                let mut state = self.shared.lock();
+                state.usage.add(&completion.usage);
+                state.usage
+            };
+            let tool_calls = completion.tool_calls;
+            self.push_assistant(history, completion.content, tool_calls.clone())
+                .await?;
+            self.log
+                .append(Event::UsageUpdated {
+                    run_id: self.run_id.clone(),
+                    usage: to_wire_usage(&completion.usage),
+                    total: to_wire_usage(&total),
+                })
+                .await?;
+
+            if tool_calls.is_empty() {
+                // A steer that arrived during the last model call is delivered now.
+                if self.deliver_steers(history).await? {
+                    continue;
+                }
+                let follow_up = self.shared.lock().follow_ups.pop_front();
+                match follow_up {
+                    Some(text) => {
+                        self.push_user(history, text, UserMessageKind::FollowUp)
+                            .await?;
+                        continue;
+                    }
+                    None => {
+                        return Ok(RunOutcome {
+                            status: RunStatus::Completed,
+                            error: None,
+                            usage: run_usage,
+                        });
+                    }
+                }
+            }
+
+            let results = self.run_tools(&tool_calls).await?;
+            for result in results {
+                let message = Message::Tool {
+                    tool_call_id: result.call.id,
+                    tool_name: result.call.name,
+                    content: result.output.content,
+                    is_error: result.output.is_error,
+                };
+                self.push_message(history, message).await?;
+            }
+            if self.cancel.is_cancelled() {
+                return Ok(self.stopped(run_usage));
+            }
+            self.deliver_steers(history).await?;
+        }
+    }
+
+    /// Deliver queued steering messages; true when there were any.
+    async fn deliver_steers(&self, history: &mut Vec<Message>) -> Result<bool> {
+        let steers: Vec<String> = self.shared.lock().steers.drain(..).collect();
+        let any = !steers.is_empty();
+        for text in steers {
+            self.push_user(history, text.clone(), UserMessageKind::Steer)
+                .await?;
+            self.log
+                .append(Event::SteerDelivered {
+                    run_id: self.run_id.clone(),
+                    text,
+                })
+                .await?;
+        }
+        Ok(any)
+    }
+
+    fn stopped(&self, usage: Usage) -> RunOutcome {
+        let reason = self
+            .stop_reason
+            .lock()
+            .map(|reason| *reason)
+            .unwrap_or(None);
+        match reason {
+            Some(StopReason::Shutdown) => RunOutcome {
+                status: RunStatus::Interrupted,
+                error: Some("the daemon is shutting down; prompt again to continue".to_owned()),
+                usage,
+            },
+            _ => RunOutcome {
+                status: RunStatus::Cancelled,
+                error: None,
+                usage,
+            },
+        }
+    }
+
+    /// One model call with deltas published as they stream and retries reported as events.
+    async fn call_model(&self, history: &[Message]) -> Result<ModelCall> {
+        let request = ChatRequest {
+            session_id: &self.session_id,
+            system: &self.system,
+            messages: history,
+            tools: &self.tool_specs,
+        };
+        let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
+        let mut partial = String::new();
+        let run_id = self.run_id.clone();
+        let log = self.log.clone();
+        let mut on_event = |event: LlmEvent| match event {
+            LlmEvent::TextDelta(text) => {
+                partial.push_str(&text);
+                log.publish_transient(Event::MessageDelta {
+                    run_id: run_id.clone(),
+                    text,
+                });
+            }
+            LlmEvent::Retrying {
+                attempt,
+                delay,
+                message,
+            } => {
+                let event = Event::Error {
+                    run_id: Some(run_id.clone()),
+                    message: format!(
+                        "{message}; retrying in {:.1}s (attempt {})",
+                        delay.as_secs_f64(),
+                        attempt + 1
+                    ),
+                    will_retry: true,
+                };
+                if pending_tx.try_send(event).is_err() {
+                    tracing::warn!("dropped a retry notice: too many pending events");
+                }
+            }
+        };
+        let call = self.llm.complete(&request, &mut on_event);
+        let outcome = tokio::select! {
+            result = pump(&self.log, pending_rx, call) => result?,
+            _ = self.cancel.cancelled() => None,
+        };
+        drop(on_event);
+        Ok(match outcome {
+            Some(Ok(completion)) => ModelCall::Done(completion),
+            Some(Err(err)) => ModelCall::Failed(err.to_string()),
+            None => ModelCall::Cancelled(partial),
+        })
+    }
+
+    async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+        let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
+        let observer = RunObserver {
+            run_id: self.run_id.clone(),
+            events: pending_tx,
+            shared: self.shared.clone(),
+        };
+        let mut context = self.tool_context.clone();
+        context.cancel = self.cancel.clone();
+        let batch = execute_batch(&self.tools, calls, &context, &observer);
+        let results = pump(&self.log, pending_rx, batch).await?;
+        Ok(results)
+    }
+
+    async fn push_assistant(
+        &self,
+        history: &mut Vec<Message>,
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    ) -> Result<()> {
+        let event = Event::MessageCompleted {
+            run_id: self.run_id.clone(),
+            role: MessageRole::Assistant,
+            content: content.clone(),
+            kind: None,
+            tool_calls: tool_calls.iter().map(to_wire_call).collect(),
+        };
+        self.push_message(
+            history,
+            Message::Assistant {
+                content,
+                tool_calls,
+            },
+        )
+        .await?;
+        self.log.append(event).await?;
+        Ok(())
+    }
+
+    async fn push_user(
+        &self,
+        history: &mut Vec<Message>,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<()> {
+        self.push_message(
+            history,
+            Message::User {
+                content: text.clone(),
+            },
+        )
+        .await?;
+        self.log
+            .append(Event::MessageCompleted {
+                run_id: self.run_id.clone(),
+                role: MessageRole::User,
+                content: text,
+                kind: Some(kind),
+                tool_calls: Vec::new(),
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Persist a message, then add it to the run's history and the session's.
+    async fn push_message(&self, history: &mut Vec<Message>, message: Message) -> Result<()> {
+        self.log.append_message(&message).await?;
+        self.shared.lock().history.push(message.clone());
+        history.push(message);
+        Ok(())
+    }
+}
+
+enum ModelCall {
+    Done(crate::llm::Completion),
+    Failed(String),
+    /// Cancelled mid-stream, with the text streamed so far.
+    Cancelled(String),
+}
+
+/// Drive `work` while persisting the events its synchronous callbacks queue, in order; the
+/// events still queued when `work` ends are persisted before returning.
+async fn pump<F: Future>(
+    log: &EventLog,
+    mut pending: mpsc::Receiver<Event>,
+    work: F,
+) -> Result<F::Output> {
+    let mut work = std::pin::pin!(work);
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(event) = pending.recv() => {
+                log.append(event).await?;
+            }
+            output = &mut work => break output,
+        }
+    };
+    pending.close();
+    while let Ok(event) = pending.try_recv() {
+        log.append(event).await?;
+    }
+    Ok(output)
+}
+
+/// Turns executor callbacks into run events and skips unstarted calls once the user steered.
+struct RunObserver {
+    run_id: String,
+    events: mpsc::Sender<Event>,
+    shared: Arc<SessionShared>,
+}
+
+impl RunObserver {
+    fn queue(&self, event: Event, what: &str) {
+        if self.events.try_send(event).is_err() {
+            tracing::warn!(what, "dropped a tool event: too many pending events");
+        }
+    }
+}
+
+impl BatchObserver for RunObserver {
+    fn started(&self, call: &ToolCall, summary: &str) {
+        self.queue(
+            Event::ToolStarted {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                summary: summary.to_owned(),
+            },
+            "toolStarted",
+        );
+    }
+
+    fn progress(&self, call: &ToolCall, message: &str) {
+        self.queue(
+            Event::ToolProgress {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                message: message.to_owned(),
+            },
+            "toolProgress",
+        );
+    }
+
+    fn completed(&self, call: &ToolCall, output: &ToolOutput, duration: Duration) {
+        self.queue(
+            Event::ToolCompleted {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                output: output.content.clone(),
+                is_error: output.is_error,
+                duration_ms: duration.as_millis() as u64,
+            },
+            "toolCompleted",
+        );
+    }
+
+    fn skip_reason(&self) -> Option<String> {
+        if self.shared.lock().steers.is_empty() {
+            None
+        } else {
+            Some(SKIPPED_FOR_STEER.to_owned())
+        }
+    }
+}
+
+pub fn to_wire_usage(usage: &Usage) -> protocol::event::Usage {
+    protocol::event::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+    }
+}
+
+pub fn to_wire_call(call: &ToolCall) -> ToolCallInfo {
+    ToolCallInfo {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}

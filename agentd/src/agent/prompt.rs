@@ -1,0 +1,101 @@
+//! The system prompt, assembled once when a session is created and frozen for its life (it is
+//! stored in the session header), so every request of the session shares a byte-identical
+//! prefix and provider prompt caches keep hitting.
+
+use std::path::Path;
+
+/// Project notes files read from the workspace and its parents up to the git root.
+const NOTES_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+/// Notes longer than this are cut: they go into every request.
+const MAX_NOTES_CHARS: usize = 20_000;
+
+const BASE_INSTRUCTIONS: &str = "\
+You are agentd, a capable software agent working in the user's workspace. You think, act with \
+tools, and observe the results until the task is done.
+
+- Use the tools to inspect files before changing them; prefer small, precise edits (edit_file) \
+over rewriting whole files.
+- File tools only reach the workspace directory below; paths are relative to it.
+- run_shell runs a command in the workspace with a timeout; check its exit code and output.
+- When several independent read-only lookups are needed, call those tools together in one turn.
+- A tool error is information: read it and correct the call rather than repeating it.
+- When the task is done, answer concisely with what you did and what the user should know.";
+
+/// Build the system prompt for a session in `cwd`. Blocking (reads notes files): call from
+/// `spawn_blocking` or before serving.
+pub fn build(cwd: &Path, date: &str) -> String {
+    let mut prompt = String::from(BASE_INSTRUCTIONS);
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
+    prompt.push_str("\n\n<environment>\n");
+    prompt.push_str(&format!("os: {} ({})\n", std::env::consts::OS, std::env::consts::ARCH));
+    prompt.push_str(&format!("shell: {shell}\n"));
+    prompt.push_str(&format!("workspace: {}\n", cwd.display()));
+    prompt.push_str(&format!("date: {date}\n"));
+    prompt.push_str("</environment>");
+    for (path, notes) in project_notes(cwd) {
+        prompt.push_str(&format!(
+            "\n\n<project_notes source=\"{}\">\n{}\n</project_notes>",
+            path.display(),
+            notes.trim()
+        ));
+    }
+    prompt
+}
+
+/// Notes files from the git root (or filesystem root) down to `cwd`, outermost first.
+fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut dirs = Vec::new();
+    for dir in cwd.ancestors() {
+        dirs.push(dir.to_path_buf());
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    dirs.reverse();
+    let mut notes = Vec::new();
+    let mut budget = MAX_NOTES_CHARS;
+    for dir in dirs {
+        for name in NOTES_FILES {
+            let path = dir.join(name);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if budget == 0 {
+                break;
+            }
+            let text: String = text.chars().take(budget).collect();
+            budget -= text.chars().count();
+            notes.push((path, text));
+            // AGENTS.md wins over CLAUDE.md in the same directory.
+            break;
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_environment_and_project_notes_outermost_first() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".git")).unwrap();
+        std::fs::write(root.path().join("AGENTS.md"), "root notes").unwrap();
+        let sub = root.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("CLAUDE.md"), "sub notes").unwrap();
+        let prompt = build(&sub, "2026-11-30");
+        assert!(prompt.contains("date: 2026-11-30"));
+        assert!(prompt.contains(&format!("workspace: {}", sub.display())));
+        let root_at = prompt.find("root notes").unwrap();
+        let sub_at = prompt.find("sub notes").unwrap();
+        assert!(root_at < sub_at);
+    }
+
+    #[test]
+    fn the_prompt_is_deterministic() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(build(dir.path(), "d"), build(dir.path(), "d"));
+    }
+}

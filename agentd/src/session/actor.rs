@@ -1,0 +1,570 @@
+//! One session as an actor: commands (prompt, steer, follow-up, cancel) go in through a
+//! channel and are handled one at a time, so runs of a session are serialised while sessions
+//! run concurrently; events come out through the session's `EventLog`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::events::{EventLog, Published};
+use super::{SessionDeps, SessionShared};
+use crate::agent::{INTERRUPTED, Run, StopReason, to_wire_usage};
+use crate::conversation::{Message, ToolSpec};
+use crate::llm::LlmClient;
+use crate::store::{self, SessionHeader};
+use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
+use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionStatus};
+
+/// Commands queued per session before senders wait.
+const COMMAND_QUEUE: usize = 64;
+/// `clientRequestId`s remembered per session for idempotent prompts.
+const REMEMBERED_REQUEST_IDS: usize = 256;
+
+/// Why a session request failed; mapped to JSON-RPC errors by the RPC layer.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl SessionError {
+    pub fn not_found(id: &str) -> Self {
+        SessionError::NotFound(format!(
+            "session not found: {id}; list sessions with `agentctl sessions list`"
+        ))
+    }
+}
+
+/// A loaded session: its header, log, shared state and the actor's mailbox.
+pub struct Session {
+    pub header: SessionHeader,
+    pub log: Arc<EventLog>,
+    pub shared: Arc<SessionShared>,
+    commands: Mutex<Option<mpsc::Sender<Command>>>,
+    /// Fires the active run's cancellation from outside the actor (shutdown, delete).
+    active: Arc<Mutex<Option<ActiveRun>>>,
+    run_finished: broadcast::Sender<()>,
+}
+
+#[derive(Clone)]
+struct ActiveRun {
+    run_id: String,
+    cancel: CancellationToken,
+    stop_reason: Arc<Mutex<Option<StopReason>>>,
+}
+
+impl ActiveRun {
+    fn stop(&self, reason: StopReason) {
+        if let Ok(mut slot) = self.stop_reason.lock() {
+            slot.get_or_insert(reason);
+        }
+        self.cancel.cancel();
+    }
+}
+
+enum Command {
+    Prompt {
+        text: String,
+        client_request_id: Option<String>,
+        queue_if_busy: bool,
+        reply: oneshot::Sender<Result<PromptResult, SessionError>>,
+    },
+    Steer {
+        text: String,
+        reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
+    },
+    FollowUp {
+        text: String,
+        reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
+    },
+    RunEnded {
+        run_id: String,
+    },
+}
+
+impl Session {
+    /// Load a session from its file, repair an interrupted run, and start its actor.
+    pub(super) async fn load(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        daemon_events: broadcast::Sender<Arc<Published>>,
+        tasks: &TaskTracker,
+    ) -> Result<Session, SessionError> {
+        let path = store::session_path(&deps.paths.sessions_dir, &header.id);
+        let load_path = path.clone();
+        let loaded = tokio::task::spawn_blocking(move || store::load(&load_path))
+            .await
+            .map_err(|err| SessionError::Internal(err.to_string()))?
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        for warning in &loaded.warnings {
+            tracing::warn!(session = %header.id, "{warning}");
+        }
+        let log = EventLog::open(&header.id, path, loaded.last_seq, daemon_events)
+            .await
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        let log = Arc::new(log);
+        let shared = Arc::new(SessionShared::default());
+        {
+            let mut state = shared.lock();
+            state.history = loaded.history;
+            state.usage = loaded.usage;
+        }
+        if let Some(run_id) = loaded.unfinished_run {
+            repair_interrupted_run(&log, &shared, &run_id)
+                .await
+                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        }
+        let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
+        let active = Arc::new(Mutex::new(None));
+        let (run_finished, _) = broadcast::channel(4);
+        let actor = Actor {
+            header: header.clone(),
+            deps,
+            log: log.clone(),
+            shared: shared.clone(),
+            active: active.clone(),
+            commands: commands_tx.downgrade(),
+            recent_requests: VecDeque::new(),
+            tasks: tasks.clone(),
+            run_finished: run_finished.clone(),
+        };
+        tasks.spawn(actor.run(commands_rx));
+        Ok(Session {
+            header,
+            log,
+            shared,
+            commands: Mutex::new(Some(commands_tx)),
+            active,
+            run_finished,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The session as listed.
+    pub fn info(&self) -> SessionInfo {
+        let state = self.shared.lock();
+        SessionInfo {
+            session_id: self.header.id.clone(),
+            title: self.header.title.clone(),
+            cwd: self.header.cwd.clone(),
+            provider: self.header.provider.clone(),
+            model: self.header.model.clone(),
+            created_at: self.header.created_at.clone(),
+            updated_at: state
+                .updated_at
+                .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+                .unwrap_or_else(|| self.header.created_at.clone()),
+            status: if state.run_id.is_some() {
+                SessionStatus::Running
+            } else {
+                SessionStatus::Idle
+            },
+            run_id: state.run_id.clone(),
+            last_seq: self.log.last_seq(),
+            usage: to_wire_usage(&state.usage),
+        }
+    }
+
+    pub async fn prompt(
+        &self,
+        text: String,
+        client_request_id: Option<String>,
+        queue_if_busy: bool,
+    ) -> Result<PromptResult, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Prompt {
+            text,
+            client_request_id,
+            queue_if_busy,
+            reply,
+        })
+        .await?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    pub async fn steer(&self, text: String) -> Result<QueueMessageResult, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Steer { text, reply }).await?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::FollowUp { text, reply }).await?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    /// Cancel the active run; returns its id, or None when idle. The outcome arrives as
+    /// `runFinished{status:"cancelled"}`.
+    pub fn cancel(&self) -> Option<String> {
+        let active = self.active.lock().ok()?.clone()?;
+        active.stop(StopReason::Cancelled);
+        Some(active.run_id)
+    }
+
+    /// Stop the active run without waiting.
+    pub fn request_stop(&self, reason: StopReason) {
+        if let Some(active) = self.active.lock().ok().and_then(|a| a.clone()) {
+            active.stop(reason);
+        }
+    }
+
+    /// Stop the active run and wait until it has finished.
+    pub async fn stop_and_wait(&self, reason: StopReason) {
+        let mut finished = self.run_finished.subscribe();
+        let running = self.active.lock().ok().and_then(|a| a.clone()).is_some();
+        if !running {
+            return;
+        }
+        self.request_stop(reason);
+        loop {
+            if self.active.lock().ok().and_then(|a| a.clone()).is_none() {
+                return;
+            }
+            if finished.recv().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Close the mailbox: the actor ends once its run (if any) has ended.
+    pub fn close(&self) {
+        if let Ok(mut commands) = self.commands.lock() {
+            commands.take();
+        }
+    }
+
+    async fn send(&self, command: Command) -> Result<(), SessionError> {
+        let sender = self
+            .commands
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .ok_or_else(closed)?;
+        sender.send(command).await.map_err(|_| closed())
+    }
+}
+
+fn closed() -> SessionError {
+    SessionError::Conflict("the session is closing (deleted, or the daemon is stopping)".to_owned())
+}
+
+/// The actor's own state.
+struct Actor {
+    header: SessionHeader,
+    deps: Arc<SessionDeps>,
+    log: Arc<EventLog>,
+    shared: Arc<SessionShared>,
+    active: Arc<Mutex<Option<ActiveRun>>>,
+    /// Weak, so the actor ends when the session's handle closes the mailbox.
+    commands: mpsc::WeakSender<Command>,
+    recent_requests: VecDeque<(String, String)>,
+    tasks: TaskTracker,
+    run_finished: broadcast::Sender<()>,
+}
+
+impl Actor {
+    async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        while let Some(command) = commands.recv().await {
+            match command {
+                Command::Prompt {
+                    text,
+                    client_request_id,
+                    queue_if_busy,
+                    reply,
+                } => {
+                    let result = self.prompt(text, client_request_id, queue_if_busy).await;
+                    let _ = reply.send(result);
+                }
+                Command::Steer { text, reply } => {
+                    let result = match self.active_run_id() {
+                        Some(run_id) => {
+                            self.shared.lock().steers.push_back(text);
+                            Ok(QueueMessageResult {
+                                run_id,
+                                queued: true,
+                            })
+                        }
+                        None => Err(SessionError::Conflict(
+                            "no run is active to steer; send a prompt instead".to_owned(),
+                        )),
+                    };
+                    let _ = reply.send(result);
+                }
+                Command::FollowUp { text, reply } => {
+                    let result = match self.active_run_id() {
+                        Some(run_id) => {
+                            self.shared.lock().follow_ups.push_back(text);
+                            Ok(QueueMessageResult {
+                                run_id,
+                                queued: true,
+                            })
+                        }
+                        None => self.start_run(text, UserMessageKind::FollowUp).await.map(
+                            |run_id| QueueMessageResult {
+                                run_id,
+                                queued: false,
+                            },
+                        ),
+                    };
+                    let _ = reply.send(result);
+                }
+                Command::RunEnded { run_id } => {
+                    self.run_ended(&run_id);
+                }
+            }
+        }
+        // The mailbox closed: wait for a run still going (it was asked to stop).
+        tracing::debug!(session = %self.header.id, "session actor stopped");
+    }
+
+    fn active_run_id(&self) -> Option<String> {
+        self.active
+            .lock()
+            .ok()
+            .and_then(|a| a.as_ref().map(|a| a.run_id.clone()))
+    }
+
+    async fn prompt(
+        &mut self,
+        text: String,
+        client_request_id: Option<String>,
+        queue_if_busy: bool,
+    ) -> Result<PromptResult, SessionError> {
+        if let Some(request_id) = &client_request_id
+            && let Some((_, run_id)) = self.recent_requests.iter().find(|(id, _)| id == request_id)
+        {
+            return Ok(PromptResult {
+                run_id: run_id.clone(),
+                queued: false,
+            });
+        }
+        if text.trim().is_empty() {
+            return Err(SessionError::InvalidParams("the prompt is empty".to_owned()));
+        }
+        let result = match self.active_run_id() {
+            Some(run_id) if queue_if_busy => {
+                self.shared.lock().follow_ups.push_back(text);
+                PromptResult {
+                    run_id,
+                    queued: true,
+                }
+            }
+            Some(run_id) => {
+                return Err(SessionError::Conflict(format!(
+                    "a run is already active on this session ({run_id}); steer it (session/steer), queue a follow-up (session/followUp), or cancel it first"
+                )));
+            }
+            None => PromptResult {
+                run_id: self.start_run(text, UserMessageKind::Prompt).await?,
+                queued: false,
+            },
+        };
+        if let Some(request_id) = client_request_id {
+            if self.recent_requests.len() >= REMEMBERED_REQUEST_IDS {
+                self.recent_requests.pop_front();
+            }
+            self.recent_requests
+                .push_back((request_id, result.run_id.clone()));
+        }
+        Ok(result)
+    }
+
+    /// Persist the start of a run and its first user message, then spawn the run.
+    async fn start_run(&mut self, text: String, kind: UserMessageKind) -> Result<String, SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(Some(&format!("{}:{}", self.header.provider, self.header.model)))
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let llm = LlmClient::new(provider, self.deps.http.clone());
+        let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        self.log
+            .append(Event::RunStarted {
+                run_id: run_id.clone(),
+                prompt: text.clone(),
+            })
+            .await
+            .map_err(internal)?;
+        let message = Message::User {
+            content: text.clone(),
+        };
+        self.log.append_message(&message).await.map_err(internal)?;
+        let history = {
+            let mut state = self.shared.lock();
+            state.history.push(message);
+            state.run_id = Some(run_id.clone());
+            state.updated_at = Some(SystemTime::now());
+            state.history.clone()
+        };
+        self.log
+            .append(Event::MessageCompleted {
+                run_id: run_id.clone(),
+                role: MessageRole::User,
+                content: text,
+                kind: Some(kind),
+                tool_calls: Vec::new(),
+            })
+            .await
+            .map_err(internal)?;
+
+        let active = ActiveRun {
+            run_id: run_id.clone(),
+            cancel: CancellationToken::new(),
+            stop_reason: Arc::new(Mutex::new(None)),
+        };
+        if let Ok(mut slot) = self.active.lock() {
+            *slot = Some(active.clone());
+        }
+        let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
+        let mut tool_context = crate::tools::ToolContext::new(
+            std::path::PathBuf::from(&self.header.cwd),
+            self.deps.http.clone(),
+        );
+        tool_context.limits = self.deps.tool_limits.clone();
+        let run = Run {
+            session_id: self.header.id.as_str().into(),
+            run_id: run_id.clone(),
+            system: self.header.system_prompt.as_str().into(),
+            llm,
+            tools: self.deps.tools.clone(),
+            tool_specs,
+            tool_context,
+            max_steps: config.max_steps,
+            shared: self.shared.clone(),
+            log: self.log.clone(),
+            cancel: active.cancel.clone(),
+            stop_reason: active.stop_reason.clone(),
+        };
+        let commands = self.commands.clone();
+        let ended_run_id = run_id.clone();
+        let active_slot = self.active.clone();
+        let shared = self.shared.clone();
+        let run_finished = self.run_finished.clone();
+        self.tasks.spawn(async move {
+            let outcome = run.execute(history).await;
+            tracing::debug!(run = %ended_run_id, status = ?outcome.status, "run finished");
+            // Clear the active run here, not only in the actor: the actor may be gone.
+            {
+                let mut state = shared.lock();
+                state.run_id = None;
+                state.updated_at = Some(SystemTime::now());
+            }
+            if let Ok(mut slot) = active_slot.lock()
+                && slot.as_ref().map(|a| a.run_id.as_str()) == Some(ended_run_id.as_str())
+            {
+                *slot = None;
+            }
+            let _ = run_finished.send(());
+            if let Some(commands) = commands.upgrade() {
+                let _ = commands.send(Command::RunEnded { run_id: ended_run_id }).await;
+            }
+        });
+        Ok(run_id)
+    }
+
+    fn run_ended(&mut self, run_id: &str) {
+        tracing::debug!(session = %self.header.id, run = run_id, "run ended");
+    }
+}
+
+/// A run that was active when the daemon stopped: pair its orphaned tool calls with an
+/// "interrupted" result and record that it ended.
+async fn repair_interrupted_run(
+    log: &EventLog,
+    shared: &SessionShared,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let orphans = orphaned_tool_calls(&shared.lock().history);
+    for (id, name) in orphans {
+        let message = Message::Tool {
+            tool_call_id: id,
+            tool_name: name,
+            content: INTERRUPTED.to_owned(),
+            is_error: true,
+        };
+        log.append_message(&message).await?;
+        shared.lock().history.push(message);
+    }
+    log.append(Event::RunFinished {
+        run_id: run_id.to_owned(),
+        status: RunStatus::Interrupted,
+        error: Some("the daemon stopped while this run was active".to_owned()),
+        usage: Default::default(),
+    })
+    .await?;
+    Ok(())
+}
+
+/// Tool calls of the last assistant message that have no result yet.
+fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
+    let Some(position) = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return Vec::new();
+    };
+    let Message::Assistant { tool_calls, .. } = &history[position] else {
+        return Vec::new();
+    };
+    tool_calls
+        .iter()
+        .filter(|call| {
+            !history[position + 1..].iter().any(|m| {
+                matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id)
+            })
+        })
+        .map(|call| (call.id.clone(), call.name.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::ToolCall;
+
+    #[test]
+    fn orphaned_tool_calls_are_those_without_results() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let history = vec![
+            Message::User { content: "x".into() },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            Message::Tool {
+                tool_call_id: "a".into(),
+                tool_name: "read_file".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        assert_eq!(
+            orphaned_tool_calls(&history),
+            vec![("b".to_owned(), "read_file".to_owned())]
+        );
+    }
+}

@@ -1,0 +1,368 @@
+//! Sessions: the manager that creates, finds, loads and deletes them, and the state a session
+//! shares between its actor, its run and the RPC layer.
+
+pub mod actor;
+pub mod events;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::SystemTime;
+
+use anyhow::Context;
+use tokio::sync::{OnceCell, broadcast};
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::conversation::{Message, Usage};
+use crate::paths::Paths;
+use crate::store::{self, SessionHeader};
+use crate::tools::{ToolLimits, ToolRegistry};
+use actor::Session;
+use events::{EventLog, Published};
+use protocol::event::Event;
+use protocol::session::{CreateSessionParams, SessionInfo, SessionStatus};
+
+pub use actor::SessionError;
+
+/// Lifecycle events of all sessions buffered for `daemon/subscribe` before a subscriber lags.
+const DAEMON_EVENT_BUFFER: usize = 1024;
+/// Largest page of `session/list`.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// Page size of `session/list` when the client gives none.
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+
+/// State shared by a session's actor, its active run and readers (`session/get`). Locked only
+/// for short, non-async critical sections.
+#[derive(Debug, Default)]
+pub struct SessionShared {
+    state: Mutex<SessionState>,
+}
+
+#[derive(Debug, Default)]
+pub struct SessionState {
+    pub history: Vec<Message>,
+    /// Delivered after the current tool batch.
+    pub steers: VecDeque<String>,
+    /// Delivered when the run would otherwise end.
+    pub follow_ups: VecDeque<String>,
+    pub usage: Usage,
+    /// The active run's id.
+    pub run_id: Option<String>,
+    pub updated_at: Option<SystemTime>,
+}
+
+impl SessionShared {
+    pub fn lock(&self) -> MutexGuard<'_, SessionState> {
+        // A panic while holding this lock cannot leave the state half-updated in a way that
+        // matters more than losing the session; keep going with the data as it is.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What sessions need from the daemon.
+pub struct SessionDeps {
+    pub paths: Paths,
+    /// The configuration, or why it is unusable (file, line, reason).
+    pub config: Result<Config, String>,
+    pub http: reqwest::Client,
+    pub tools: Arc<ToolRegistry>,
+    pub tool_limits: ToolLimits,
+}
+
+/// One known session: its header (always) and its loaded actor (on first use).
+struct Slot {
+    header: SessionHeader,
+    file_updated_at: Option<SystemTime>,
+    loaded: OnceCell<Arc<Session>>,
+    deleted: AtomicBool,
+}
+
+/// Every session of the daemon.
+pub struct SessionManager {
+    deps: Arc<SessionDeps>,
+    slots: RwLock<HashMap<String, Arc<Slot>>>,
+    daemon_events: broadcast::Sender<Arc<Published>>,
+    /// Owns every session actor and run task.
+    tasks: TaskTracker,
+}
+
+impl SessionManager {
+    /// Index the sessions on disk (headers only; each loads on first use).
+    pub async fn open(deps: SessionDeps) -> anyhow::Result<SessionManager> {
+        let dir = deps.paths.sessions_dir.clone();
+        let headers = tokio::task::spawn_blocking(move || scan(&dir))
+            .await
+            .context("session scan failed")??;
+        let (daemon_events, _) = broadcast::channel(DAEMON_EVENT_BUFFER);
+        let slots = headers
+            .into_iter()
+            .map(|(header, updated)| {
+                let slot = Slot {
+                    header,
+                    file_updated_at: updated,
+                    loaded: OnceCell::new(),
+                    deleted: AtomicBool::new(false),
+                };
+                (slot.header.id.clone(), Arc::new(slot))
+            })
+            .collect();
+        Ok(SessionManager {
+            deps: Arc::new(deps),
+            slots: RwLock::new(slots),
+            daemon_events,
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    pub fn config_error(&self) -> Option<String> {
+        self.deps.config.as_ref().err().cloned()
+    }
+
+    pub fn count(&self) -> usize {
+        self.read_slots().len()
+    }
+
+    pub fn active_runs(&self) -> usize {
+        self.read_slots()
+            .values()
+            .filter_map(|slot| slot.loaded.get())
+            .filter(|session| session.shared.lock().run_id.is_some())
+            .count()
+    }
+
+    /// The daemon-wide lifecycle stream.
+    pub fn subscribe_daemon_events(&self) -> broadcast::Receiver<Arc<Published>> {
+        self.daemon_events.subscribe()
+    }
+
+    /// Create a session in `params.cwd`.
+    pub async fn create(&self, params: CreateSessionParams) -> Result<Arc<Session>, SessionError> {
+        let config = self.deps.config.as_ref().map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(params.model.as_deref())
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let cwd = PathBuf::from(&params.cwd);
+        if !cwd.is_absolute() {
+            return Err(SessionError::InvalidParams(format!(
+                "cwd must be an absolute path, got {:?}",
+                params.cwd
+            )));
+        }
+        let cwd = tokio::fs::canonicalize(&cwd).await.map_err(|err| {
+            SessionError::InvalidParams(format!("cwd {} is not usable: {err}", params.cwd))
+        })?;
+        if !cwd.is_dir() {
+            return Err(SessionError::InvalidParams(format!(
+                "cwd {} is not a directory",
+                cwd.display()
+            )));
+        }
+        let now = SystemTime::now();
+        let created_at = humantime::format_rfc3339_seconds(now).to_string();
+        let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
+        let prompt_cwd = cwd.clone();
+        let system_prompt =
+            tokio::task::spawn_blocking(move || crate::agent::prompt::build(&prompt_cwd, &date))
+                .await
+                .map_err(|err| SessionError::Internal(err.to_string()))?;
+        let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
+        let header = SessionHeader {
+            version: store::FORMAT_VERSION,
+            id: id.clone(),
+            created_at,
+            cwd: cwd.display().to_string(),
+            provider: provider.name.clone(),
+            model: provider.model.clone(),
+            title: params.title.filter(|t| !t.trim().is_empty()),
+            system_prompt,
+            agent: None,
+            parent_session_id: None,
+            agent_type: None,
+        };
+        let path = store::session_path(&self.deps.paths.sessions_dir, &id);
+        let line = store::encode(&store::Entry::Header(header.clone()))
+            .map_err(|err| SessionError::Internal(err.to_string()))?;
+        tokio::fs::write(&path, line)
+            .await
+            .map_err(|err| SessionError::Internal(format!("cannot create {}: {err}", path.display())))?;
+        let slot = Arc::new(Slot {
+            header: header.clone(),
+            file_updated_at: Some(now),
+            loaded: OnceCell::new(),
+            deleted: AtomicBool::new(false),
+        });
+        self.write_slots().insert(id.clone(), slot.clone());
+        let session = self.load(&slot).await?;
+        session
+            .log
+            .append(Event::SessionCreated {
+                cwd: header.cwd.clone(),
+                model: header.model.clone(),
+            })
+            .await
+            .map_err(|err| SessionError::Internal(err.to_string()))?;
+        Ok(session)
+    }
+
+    /// The session `id`, loaded.
+    pub async fn get(&self, id: &str) -> Result<Arc<Session>, SessionError> {
+        let slot = self
+            .read_slots()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| SessionError::not_found(id))?;
+        if slot.deleted.load(Ordering::Acquire) {
+            return Err(SessionError::not_found(id));
+        }
+        self.load(&slot).await
+    }
+
+    /// Sessions newest first; `cursor` is the id of the last session of the previous page.
+    pub async fn list(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<SessionInfo>, Option<String>), SessionError> {
+        let mut slots: Vec<Arc<Slot>> = self.read_slots().values().cloned().collect();
+        slots.sort_by(|a, b| {
+            b.header
+                .created_at
+                .cmp(&a.header.created_at)
+                .then_with(|| b.header.id.cmp(&a.header.id))
+        });
+        let start = match cursor {
+            Some(cursor) => slots
+                .iter()
+                .position(|slot| slot.header.id == cursor)
+                .map(|pos| pos + 1)
+                .ok_or_else(|| {
+                    SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
+                })?,
+            None => 0,
+        };
+        let page: Vec<Arc<Slot>> = slots.iter().skip(start).take(limit).cloned().collect();
+        let next_cursor = (start + page.len() < slots.len())
+            .then(|| page.last().map(|slot| slot.header.id.clone()))
+            .flatten();
+        let mut infos = Vec::with_capacity(page.len());
+        for slot in page {
+            match self.load(&slot).await {
+                Ok(session) => infos.push(session.info()),
+                Err(err) => {
+                    tracing::warn!(session = %slot.header.id, %err, "cannot load session");
+                    infos.push(header_info(&slot.header, slot.file_updated_at));
+                }
+            }
+        }
+        Ok((infos, next_cursor))
+    }
+
+    /// Delete a session: cancel its run, wait for it, remove its file.
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        let session = self.get(id).await?;
+        let slot = self.read_slots().get(id).cloned();
+        if let Some(slot) = slot
+            && slot.deleted.swap(true, Ordering::AcqRel)
+        {
+            return Err(SessionError::not_found(id));
+        }
+        session.stop_and_wait(crate::agent::StopReason::Cancelled).await;
+        let _ = session.log.append(Event::SessionDeleted {}).await;
+        self.write_slots().remove(id);
+        let path = store::session_path(&self.deps.paths.sessions_dir, id);
+        tokio::fs::remove_file(&path)
+            .await
+            .map_err(|err| SessionError::Internal(format!("cannot remove {}: {err}", path.display())))?;
+        session.close();
+        Ok(())
+    }
+
+    /// Stop every run (they end `interrupted`) and wait for the actors, bounded by `deadline`.
+    pub async fn shutdown(&self, deadline: std::time::Duration) {
+        let sessions: Vec<Arc<Session>> = self
+            .read_slots()
+            .values()
+            .filter_map(|slot| slot.loaded.get().cloned())
+            .collect();
+        for session in &sessions {
+            session.request_stop(crate::agent::StopReason::Shutdown);
+        }
+        for session in &sessions {
+            session.close();
+        }
+        self.tasks.close();
+        if tokio::time::timeout(deadline, self.tasks.wait()).await.is_err() {
+            tracing::warn!("some runs did not stop in time");
+        }
+    }
+
+    async fn load(&self, slot: &Arc<Slot>) -> Result<Arc<Session>, SessionError> {
+        let session = slot
+            .loaded
+            .get_or_try_init(|| async {
+                actor::Session::load(
+                    slot.header.clone(),
+                    self.deps.clone(),
+                    self.daemon_events.clone(),
+                    &self.tasks,
+                )
+                .await
+                .map(Arc::new)
+            })
+            .await?;
+        Ok(session.clone())
+    }
+
+    fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_slots(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Info from the header alone (for a session that cannot be loaded).
+fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionInfo {
+    SessionInfo {
+        session_id: header.id.clone(),
+        title: header.title.clone(),
+        cwd: header.cwd.clone(),
+        provider: header.provider.clone(),
+        model: header.model.clone(),
+        created_at: header.created_at.clone(),
+        updated_at: updated
+            .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+            .unwrap_or_else(|| header.created_at.clone()),
+        status: SessionStatus::Idle,
+        run_id: None,
+        last_seq: 0,
+        usage: Default::default(),
+    }
+}
+
+/// Read every session header in `dir`. Blocking.
+fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<SystemTime>)>> {
+    let mut found = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        match store::read_header(&path) {
+            Ok(header) => {
+                let updated = entry.metadata().and_then(|m| m.modified()).ok();
+                found.push((header, updated));
+            }
+            Err(err) => tracing::warn!(%err, "skipping an unreadable session file"),
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,297 @@
+//! Session persistence: one JSONL file per session, `$XDG_STATE_HOME/agentd/sessions/<id>.jsonl`.
+//! A header line, then one entry per line: conversation messages and persisted events, in the
+//! order they happened. Loading tolerates a torn last line (a crash mid-write) and keeps going
+//! past entry types it does not know.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::Message;
+use protocol::event::Event;
+
+/// Format version written in every header.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The first line of a session file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    pub version: u32,
+    pub id: String,
+    pub created_at: String,
+    pub cwd: String,
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
+    pub system_prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+}
+
+/// One line of a session file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Entry {
+    Header(SessionHeader),
+    /// A message of the conversation, in history order.
+    Message { message: Message },
+    /// A persisted event with its seq.
+    Event { seq: u64, event: Event },
+    /// An entry written by a newer version; kept in the file, skipped on load.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What a session file holds.
+#[derive(Debug)]
+pub struct LoadedSession {
+    pub header: SessionHeader,
+    pub history: Vec<Message>,
+    pub last_seq: u64,
+    /// The last `runStarted` without a matching `runFinished`: the run the daemon was in when
+    /// it stopped.
+    pub unfinished_run: Option<String>,
+    pub usage: crate::conversation::Usage,
+    /// Problems met while loading (torn line, unreadable entries), for the log.
+    pub warnings: Vec<String>,
+}
+
+/// The file of session `id` in `dir`.
+pub fn session_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join(format!("{id}.jsonl"))
+}
+
+/// Encode an entry as one line, `\n` included.
+pub fn encode(entry: &Entry) -> Result<String> {
+    line_of(entry)
+}
+
+/// Encode an event entry without cloning the event.
+pub fn encode_event(seq: u64, event: &Event) -> Result<String> {
+    #[derive(Serialize)]
+    #[serde(tag = "type", rename = "event")]
+    struct EventLine<'a> {
+        seq: u64,
+        event: &'a Event,
+    }
+    line_of(&EventLine { seq, event })
+}
+
+/// Encode a message entry without cloning the message.
+pub fn encode_message(message: &Message) -> Result<String> {
+    #[derive(Serialize)]
+    #[serde(tag = "type", rename = "message")]
+    struct MessageLine<'a> {
+        message: &'a Message,
+    }
+    line_of(&MessageLine { message })
+}
+
+fn line_of<T: Serialize>(value: &T) -> Result<String> {
+    let mut line = serde_json::to_string(value).context("cannot encode a session entry")?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// Read only the header of a session file (for listing without loading everything).
+pub fn read_header(path: &Path) -> Result<SessionHeader> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut first = String::new();
+    std::io::BufReader::new(file)
+        .read_line(&mut first)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    match serde_json::from_str::<Entry>(&first) {
+        Ok(Entry::Header(header)) => Ok(header),
+        Ok(_) => bail!("{}: the first line is not a session header", path.display()),
+        Err(err) => bail!("{}: bad session header: {err}", path.display()),
+    }
+}
+
+/// Load a whole session file. Blocking: call from `spawn_blocking`.
+pub fn load(path: &Path) -> Result<LoadedSession> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let reader = std::io::BufReader::new(file);
+    let mut lines = reader.split(b'\n').peekable();
+    let first = lines
+        .next()
+        .transpose()?
+        .with_context(|| format!("{} is empty", path.display()))?;
+    let header = match serde_json::from_slice::<Entry>(&first) {
+        Ok(Entry::Header(header)) => header,
+        _ => bail!("{}: the first line is not a session header", path.display()),
+    };
+    let mut loaded = LoadedSession {
+        header,
+        history: Vec::new(),
+        last_seq: 0,
+        unfinished_run: None,
+        usage: Default::default(),
+        warnings: Vec::new(),
+    };
+    let mut line_number = 1;
+    while let Some(line) = lines.next() {
+        line_number += 1;
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let is_last = lines.peek().is_none();
+        match serde_json::from_slice::<Entry>(&line) {
+            Ok(Entry::Message { message }) => loaded.history.push(message),
+            Ok(Entry::Event { seq, event }) => {
+                loaded.last_seq = loaded.last_seq.max(seq);
+                match &event {
+                    Event::RunStarted { run_id, .. } => loaded.unfinished_run = Some(run_id.clone()),
+                    Event::RunFinished { run_id, .. }
+                        if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
+                    {
+                        loaded.unfinished_run = None;
+                    }
+                    Event::UsageUpdated { total, .. } => {
+                        loaded.usage = crate::conversation::Usage {
+                            input_tokens: total.input_tokens,
+                            output_tokens: total.output_tokens,
+                            cached_input_tokens: total.cached_input_tokens,
+                            cache_creation_input_tokens: total.cache_creation_input_tokens,
+                        };
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Entry::Header(_)) | Ok(Entry::Unknown) => {}
+            Err(err) if is_last => loaded.warnings.push(format!(
+                "{}:{line_number}: skipped a torn last line ({err})",
+                path.display()
+            )),
+            Err(err) => loaded.warnings.push(format!(
+                "{}:{line_number}: skipped an unreadable entry ({err})",
+                path.display()
+            )),
+        }
+    }
+    Ok(loaded)
+}
+
+/// Persisted events of a session file with `after < seq <= up_to`, in order. Blocking.
+pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Event)>> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut events = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line?;
+        // Cheap pre-filter: only event lines need decoding.
+        if !line.starts_with(br#"{"type":"event""#) {
+            continue;
+        }
+        if let Ok(Entry::Event { seq, event }) = serde_json::from_slice::<Entry>(&line)
+            && seq > after
+            && seq <= up_to
+        {
+            events.push((seq, event));
+        }
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn header() -> SessionHeader {
+        SessionHeader {
+            version: FORMAT_VERSION,
+            id: "ses_1".into(),
+            created_at: "2026-11-30T00:00:00Z".into(),
+            cwd: "/w".into(),
+            provider: "openai".into(),
+            model: "m".into(),
+            title: None,
+            system_prompt: "sys".into(),
+            agent: None,
+            parent_session_id: None,
+            agent_type: None,
+        }
+    }
+
+    fn write(path: &Path, entries: &[Entry], tail: &str) {
+        let mut file = std::fs::File::create(path).unwrap();
+        for entry in entries {
+            file.write_all(encode(entry).unwrap().as_bytes()).unwrap();
+        }
+        file.write_all(tail.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let run_started = Event::RunStarted {
+            run_id: "run_1".into(),
+            prompt: "hi".into(),
+        };
+        write(
+            &path,
+            &[
+                Entry::Header(header()),
+                Entry::Event { seq: 1, event: run_started.clone() },
+                Entry::Message {
+                    message: Message::User { content: "hi".into() },
+                },
+                Entry::Event {
+                    seq: 2,
+                    event: Event::Warning { message: "w".into() },
+                },
+            ],
+            "{\"type\":\"message\",\"message\":{\"role\":\"assis",
+        );
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.header, header());
+        assert_eq!(loaded.history, vec![Message::User { content: "hi".into() }]);
+        assert_eq!(loaded.last_seq, 2);
+        assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(loaded.warnings[0].contains("torn"), "{:?}", loaded.warnings);
+        assert_eq!(read_events(&path, 0, 1).unwrap(), vec![(1, run_started)]);
+        assert_eq!(read_events(&path, 1, 10).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn borrowed_encoders_match_the_entry_format() {
+        let event = Event::Warning { message: "w".into() };
+        assert_eq!(
+            encode_event(3, &event).unwrap(),
+            encode(&Entry::Event { seq: 3, event }).unwrap()
+        );
+        let message = Message::User { content: "x".into() };
+        assert_eq!(
+            encode_message(&message).unwrap(),
+            encode(&Entry::Message { message }).unwrap()
+        );
+    }
+
+    #[test]
+    fn unknown_entry_types_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        write(&path, &[Entry::Header(header())], "{\"type\":\"fromTheFuture\",\"x\":1}\n");
+        let loaded = load(&path).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn read_header_reads_only_the_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        write(&path, &[Entry::Header(header())], "garbage\n");
+        assert_eq!(read_header(&path).unwrap().id, "ses_1");
+    }
+}
