@@ -45,6 +45,14 @@ fn resolved(config: &Config, model: Option<&str>) -> String {
     }
 }
 
+/// (config file, environment, model asked for, expected resolution)
+type Case = (
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+    Option<&'static str>,
+    &'static str,
+);
+
 const TWO_PROVIDERS: &str = r#"
 max_steps = 7
 [providers.local]
@@ -62,7 +70,7 @@ max_retries = 2
 
 #[test]
 fn resolve_provider_table() {
-    let cases: &[(Option<&str>, &[(&str, &str)], Option<&str>, &str)] = &[
+    let cases: &[Case] = &[
         // (file, env, model asked, expected)
         (
             None,
