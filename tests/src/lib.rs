@@ -1,1 +1,3 @@
 //! Test support: the daemon harness and the scripted mock LLM server.
+
+pub mod mock_llm;
