@@ -19,7 +19,9 @@ pub enum ProviderKind {
 }
 
 /// One named LLM provider with the model to use and its retry limits.
-#[derive(Clone, Debug)]
+///
+/// `Debug` is written by hand so the API key never reaches a log.
+#[derive(Clone)]
 pub struct ProviderConfig {
     pub name: String,
     pub kind: ProviderKind,
@@ -39,6 +41,26 @@ pub struct ProviderConfig {
     pub retry_max_delay_ms: u64,
     /// Seconds without any bytes from the provider before the stream counts as cut.
     pub stream_idle_timeout_secs: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("model", &self.model)
+            .field("context_window", &self.context_window)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("reasoning_effort", &self.reasoning_effort)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_delay_ms", &self.retry_base_delay_ms)
+            .field("retry_max_delay_ms", &self.retry_max_delay_ms)
+            .field("stream_idle_timeout_secs", &self.stream_idle_timeout_secs)
+            .finish()
+    }
 }
 
 /// The daemon configuration.

@@ -422,3 +422,91 @@ async fn bodies_of_a_session_extend_each_other() {
         assert!(long.len() > short.len() + 20);
     }
 }
+
+#[tokio::test]
+async fn exhausted_script_fails_strict_or_echoes() {
+    let strict = MockLlm::start().await;
+    let (result, events) = complete(&client(&strict, Format::OpenAi), &[user("hi")]).await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.contains("mock-llm: no scripted reply left"),
+        "{error}"
+    );
+    assert_eq!(retries(&events).len(), 3, "500 is retried");
+    assert_eq!(strict.requests().len(), 4);
+
+    for format in FORMATS {
+        let echo = MockLlm::start_echo().await;
+        let history = [user("first"), user("second words")];
+        let (result, _) = complete(&client(&echo, format), &history).await;
+        assert_eq!(
+            result.unwrap().content,
+            "You said: second words",
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn mock_llm_binary_serves_script_then_echo_and_control_endpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"text": "from the script", "usage": {"input": 3, "output": 2}}]"#,
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mock-llm"))
+        .arg("--script")
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    let line = lines.next_line().await.unwrap().unwrap();
+    let base_url = line.strip_prefix("listening on ").unwrap().to_owned();
+    assert!(base_url.starts_with("http://127.0.0.1:"), "{line}");
+
+    let http = LlmClient::http_client().unwrap();
+    let mut provider = ProviderConfig {
+        kind: ProviderKind::OpenAi,
+        base_url: format!("{base_url}/v1"),
+        ..provider(&MockLlm::start().await, Format::OpenAi)
+    };
+    provider.api_key = None;
+    let client = LlmClient::new(provider, http.clone());
+    let (result, _) = complete(&client, &[user("hi")]).await;
+    assert_eq!(result.unwrap().content, "from the script");
+    let (result, _) = complete(&client, &[user("hi")]).await;
+    assert_eq!(result.unwrap().content, "You said: hi");
+
+    let pushed = http
+        .post(format!("{base_url}/mock/replies"))
+        .body(r#"[{"toolCalls": [{"id": "c1", "name": "ls", "arguments": {"path": "."}}]}]"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pushed.status().as_u16(), 200);
+    let (result, _) = complete(&client, &[user("hi")]).await;
+    let calls = result.unwrap().tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].arguments, r#"{"path":"."}"#);
+
+    let recorded = http
+        .get(format!("{base_url}/mock/requests"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let recorded: serde_json::Value = serde_json::from_str(&recorded).unwrap();
+    let recorded = recorded.as_array().unwrap();
+    assert_eq!(recorded.len(), 3);
+    assert_eq!(recorded[0]["path"], "/v1/chat/completions");
+    assert_eq!(recorded[0]["json"]["model"], "mock-model");
+    assert!(recorded[0]["headers"].get("authorization").is_none());
+    child.kill().await.unwrap();
+}

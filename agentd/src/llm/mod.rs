@@ -430,3 +430,74 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The agent loop spawns model calls on the multi-threaded runtime.
+    #[test]
+    fn complete_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
+        let provider = crate::config::load(None, &env)
+            .unwrap()
+            .resolve_provider(None)
+            .unwrap();
+        let client = LlmClient::new(provider, LlmClient::http_client().unwrap());
+        let request = ChatRequest {
+            session_id: "s",
+            system: "",
+            messages: &[],
+            tools: &[],
+        };
+        let mut on_event = |_: LlmEvent| {};
+        let future = client.complete(&request, &mut on_event);
+        assert_send(&future);
+    }
+
+    #[test]
+    fn endpoint_urls() {
+        let url = |kind: ProviderKind, base: &str| {
+            let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
+            let mut provider = crate::config::load(None, &env)
+                .unwrap()
+                .resolve_provider(None)
+                .unwrap();
+            provider.kind = kind;
+            provider.base_url = base.to_owned();
+            LlmClient::new(provider, LlmClient::http_client().unwrap())
+                .inner
+                .url
+                .clone()
+        };
+        assert_eq!(
+            url(ProviderKind::OpenAi, "http://h/v1"),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            url(ProviderKind::Anthropic, "https://a.com"),
+            "https://a.com/v1/messages"
+        );
+        assert_eq!(
+            url(ProviderKind::Anthropic, "https://a.com/v1/"),
+            "https://a.com/v1/messages"
+        );
+    }
+
+    #[test]
+    fn error_messages_from_bodies() {
+        let status = reqwest::StatusCode::BAD_GATEWAY;
+        assert_eq!(error_message(r#"{"error":{"message":"m1"}}"#, status), "m1");
+        assert_eq!(
+            error_message(r#"{"error":"ollama says"}"#, status),
+            "ollama says"
+        );
+        assert_eq!(
+            error_message("  <html>gateway</html> ", status),
+            "<html>gateway</html>"
+        );
+        assert_eq!(error_message("", status), "bad gateway");
+        assert_eq!(error_message(&"x".repeat(700), status).chars().count(), 601);
+    }
+}
