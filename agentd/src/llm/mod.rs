@@ -235,6 +235,32 @@ impl LlmClient {
             return Err((self.status_error(status.as_u16(), message), retry_after));
         }
 
+        // A server that ignored `stream: true` answers with one JSON object: say so plainly
+        // instead of reporting an empty stream.
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if content_type.starts_with("application/json") {
+            let text = tokio::time::timeout(idle, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return Err((
+                LlmError::InvalidResponse {
+                    url: url.clone(),
+                    message: format!(
+                        "expected an event stream but got JSON (does the server support \"stream\": true?): {}",
+                        truncate(&text, MAX_ERROR_MESSAGE_CHARS)
+                    ),
+                },
+                None,
+            ));
+        }
+
         let mut assembler = Assembler::new(&provider.kind);
         let mut events = SseStream::from_bytes_stream(response.bytes_stream());
         let mut emit_text = |text: String| on_event(LlmEvent::TextDelta(text));

@@ -1,6 +1,12 @@
 //! `mock-llm [--port N] [--script FILE.json]`: the scripted mock LLM server as a process, for
 //! trying agentd without an API key. Replies from the script (a JSON array of `Reply`), then
-//! echoes. Prints `listening on http://127.0.0.1:PORT` once ready.
+//! echoes. Prints `listening on http://127.0.0.1:PORT` once ready. Then, for example:
+//!
+//! ```text
+//! OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 OPENAI_API_KEY=x agentctl run "hello"
+//! curl -d '[{"text":"scripted"}]' http://127.0.0.1:PORT/mock/replies   # queue replies
+//! curl http://127.0.0.1:PORT/mock/requests                             # what was sent
+//! ```
 
 use std::io::Write;
 
