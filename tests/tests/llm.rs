@@ -510,3 +510,41 @@ async fn mock_llm_binary_serves_script_then_echo_and_control_endpoints() {
     assert!(recorded[0]["headers"].get("authorization").is_none());
     child.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn unreachable_and_malformed_endpoints() {
+    // A port nobody listens on: connect errors are retried, then reported.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mock = MockLlm::start().await;
+    let client = client_with(&mock, Format::OpenAi, |p| {
+        p.base_url = format!("http://127.0.0.1:{port}/v1");
+        p.max_retries = 2;
+    });
+    let (result, events) = complete(&client, &[user("hi")]).await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!(
+            "cannot reach http://127.0.0.1:{port}/v1/chat/completions"
+        )),
+        "{error}"
+    );
+    assert!(error.ends_with("(gave up after 3 attempts)"), "{error}");
+    assert_eq!(retries(&events).len(), 2);
+
+    // No scheme: a configuration mistake, reported at once.
+    let client = client_with(&mock, Format::OpenAi, |p| {
+        p.base_url = "localhost:11434/v1".to_owned()
+    });
+    let (result, events) = complete(&client, &[user("hi")]).await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.starts_with("endpoint not found: localhost:11434/v1/chat/completions"),
+        "{error}"
+    );
+    assert!(error.ends_with("check base_url"), "{error}");
+    assert!(events.is_empty());
+    assert!(mock.requests().is_empty());
+}

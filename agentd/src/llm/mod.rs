@@ -221,6 +221,16 @@ impl LlmClient {
                     idle.as_secs()
                 )));
             }
+            // A URL reqwest cannot even use (no scheme, bad host) will not improve on retry.
+            Ok(Err(error)) if error.is_builder() => {
+                return Err((
+                    LlmError::EndpointNotFound {
+                        url: url.clone(),
+                        message: error_chain(&error),
+                    },
+                    None,
+                ));
+            }
             Ok(Err(error)) => return Err(connect_failed(error_chain(&error))),
             Ok(Ok(response)) => response,
         };
