@@ -1,1 +1,434 @@
 //! Configuration: config.toml and environment quick start.
+//!
+//! `load` reads the file (a missing file is fine, a bad one is an error, never a silent fallback)
+//! and adds the environment quick-start providers; `Config::resolve_provider` picks the provider
+//! and model for a session.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The wire format a provider speaks.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter, …).
+    OpenAi,
+    /// Anthropic messages.
+    Anthropic,
+}
+
+/// One named LLM provider with the model to use and its retry limits.
+///
+/// `Debug` is written by hand so the API key never reaches a log.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Without a trailing slash.
+    pub base_url: String,
+    /// The key itself, read from `api_key_env` (or the file) at load time.
+    pub api_key: Option<String>,
+    /// Where the key comes from; named in "API key rejected" messages.
+    pub api_key_env: Option<String>,
+    pub model: String,
+    pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub reasoning_effort: Option<String>,
+    /// Retries after the first attempt for 408/409/429/5xx, connect errors and cut streams.
+    pub max_retries: u32,
+    pub retry_base_delay_ms: u64,
+    pub retry_max_delay_ms: u64,
+    /// Seconds without any bytes from the provider before the stream counts as cut.
+    pub stream_idle_timeout_secs: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("model", &self.model)
+            .field("context_window", &self.context_window)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("reasoning_effort", &self.reasoning_effort)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_delay_ms", &self.retry_base_delay_ms)
+            .field("retry_max_delay_ms", &self.retry_max_delay_ms)
+            .field("stream_idle_timeout_secs", &self.stream_idle_timeout_secs)
+            .finish()
+    }
+}
+
+/// The daemon configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The config file that was read, if one existed.
+    pub source: Option<PathBuf>,
+    /// Where the config file is looked for (named in error messages even when it is missing).
+    pub path: Option<PathBuf>,
+    /// The default provider name: the file's `default_provider`, else `AGENTD_PROVIDER`.
+    pub default_provider: Option<String>,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Model calls per run before the run stops with `maxSteps`.
+    pub max_steps: u32,
+    /// Tool output longer than this is cut, keeping head and tail.
+    pub tool_output_max_chars: usize,
+}
+
+/// Why the configuration could not be loaded or a provider not resolved.
+#[derive(thiserror::Error, Debug)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {reason}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+    #[error(
+        "no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to {config_path}"
+    )]
+    NoProvider { config_path: String },
+    #[error(
+        "several providers configured ({names}): set default_provider in {config_path} or AGENTD_PROVIDER, or pick one with the model name PROVIDER:MODEL"
+    )]
+    AmbiguousProvider { names: String, config_path: String },
+    #[error("unknown provider {name:?} (from {origin}); configured providers: {names}")]
+    UnknownProvider {
+        name: String,
+        origin: &'static str,
+        names: String,
+    },
+}
+
+/// Defaults (data, not magic numbers inside functions).
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+pub const DEFAULT_TOOL_OUTPUT_MAX_CHARS: usize = 30_000;
+pub const DEFAULT_MAX_RETRIES: u32 = 4;
+pub const DEFAULT_RETRY_BASE_DELAY_MS: u64 = 500;
+pub const DEFAULT_RETRY_MAX_DELAY_MS: u64 = 30_000;
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 90;
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
+pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
+/// Loads the configuration from `path` (None or a missing file: environment only) and `env`.
+pub fn load(
+    path: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    // Empty variables count as unset: `FOO= agentd` should not configure anything.
+    let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    let mut config = Config {
+        source: None,
+        path: path.map(Path::to_path_buf),
+        default_provider: None,
+        providers: BTreeMap::new(),
+        max_steps: DEFAULT_MAX_STEPS,
+        tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
+    };
+    if let Some(path) = path {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                apply_file(&mut config, path, &text, &env)?;
+                config.source = Some(path.to_path_buf());
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    }
+    add_env_providers(&mut config, &env);
+    if config.default_provider.is_none() {
+        config.default_provider = env("AGENTD_PROVIDER");
+    }
+    Ok(config)
+}
+
+impl Config {
+    /// Picks the provider (and model) for `model`: None → the default provider; a provider name →
+    /// that provider; `PROVIDER:MODEL` with a known provider → it with that model; anything else
+    /// → the default provider with that model.
+    pub fn resolve_provider(&self, model: Option<&str>) -> Result<ProviderConfig, ConfigError> {
+        let Some(model) = model.map(str::trim).filter(|m| !m.is_empty()) else {
+            return self.default_provider_config().cloned();
+        };
+        if let Some(provider) = self.providers.get(model) {
+            return Ok(provider.clone());
+        }
+        if let Some((name, model)) = model.split_once(':')
+            && let Some(provider) = self.providers.get(name)
+            && !model.is_empty()
+        {
+            return Ok(ProviderConfig {
+                model: model.to_owned(),
+                ..provider.clone()
+            });
+        }
+        Ok(ProviderConfig {
+            model: model.to_owned(),
+            ..self.default_provider_config()?.clone()
+        })
+    }
+
+    fn default_provider_config(&self) -> Result<&ProviderConfig, ConfigError> {
+        if let Some(name) = &self.default_provider {
+            return self
+                .providers
+                .get(name)
+                .ok_or_else(|| ConfigError::UnknownProvider {
+                    name: name.clone(),
+                    origin: "default_provider / AGENTD_PROVIDER",
+                    names: self.provider_names(),
+                });
+        }
+        let mut providers = self.providers.values();
+        match (providers.next(), providers.next()) {
+            (Some(only), None) => Ok(only),
+            (None, _) => Err(ConfigError::NoProvider {
+                config_path: self.path_for_messages(),
+            }),
+            (Some(_), Some(_)) => Err(ConfigError::AmbiguousProvider {
+                names: self.provider_names(),
+                config_path: self.path_for_messages(),
+            }),
+        }
+    }
+
+    fn provider_names(&self) -> String {
+        if self.providers.is_empty() {
+            return "none".to_owned();
+        }
+        self.providers
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn path_for_messages(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "config.toml".to_owned(),
+        }
+    }
+}
+
+/// config.toml as written; unknown fields are errors so typos are reported.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    default_provider: Option<String>,
+    max_steps: Option<u32>,
+    tool_output_max_chars: Option<usize>,
+    #[serde(default)]
+    providers: BTreeMap<String, FileProvider>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileProvider {
+    kind: FileProviderKind,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    model: String,
+    context_window: Option<u64>,
+    max_output_tokens: Option<u64>,
+    reasoning_effort: Option<String>,
+    max_retries: Option<u32>,
+    retry_base_delay_ms: Option<u64>,
+    retry_max_delay_ms: Option<u64>,
+    stream_idle_timeout_secs: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FileProviderKind {
+    #[serde(alias = "openai-compatible", alias = "openai_compatible")]
+    OpenAi,
+    Anthropic,
+}
+
+fn apply_file(
+    config: &mut Config,
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), ConfigError> {
+    let file: FileConfig = toml::from_str(text).map_err(|error| {
+        let (line, column) = error
+            .span()
+            .map(|span| line_and_column(text, span.start))
+            .unwrap_or((1, 1));
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            reason: error.message().trim().to_owned(),
+        }
+    })?;
+    let invalid = |reason: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if let Some(max_steps) = file.max_steps {
+        if max_steps == 0 {
+            return Err(invalid("max_steps must be at least 1".to_owned()));
+        }
+        config.max_steps = max_steps;
+    }
+    if let Some(chars) = file.tool_output_max_chars {
+        config.tool_output_max_chars = chars;
+    }
+    for (name, provider) in file.providers {
+        let (kind, default_url, default_key_env) = match provider.kind {
+            FileProviderKind::OpenAi => (
+                ProviderKind::OpenAi,
+                OPENAI_DEFAULT_BASE_URL,
+                "OPENAI_API_KEY",
+            ),
+            FileProviderKind::Anthropic => (
+                ProviderKind::Anthropic,
+                ANTHROPIC_DEFAULT_BASE_URL,
+                "ANTHROPIC_API_KEY",
+            ),
+        };
+        if provider.model.trim().is_empty() {
+            return Err(invalid(format!("providers.{name}.model is empty")));
+        }
+        let base_url = provider
+            .base_url
+            .unwrap_or_else(|| default_url.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        // The provider's own endpoint always needs a key: default to its usual variable. A
+        // custom endpoint (Ollama, vLLM) may need none.
+        let api_key_env = provider.api_key_env.or_else(|| {
+            (provider.api_key.is_none() && base_url == default_url)
+                .then(|| default_key_env.to_owned())
+        });
+        let api_key = provider
+            .api_key
+            .or_else(|| api_key_env.as_deref().and_then(env));
+        config.providers.insert(
+            name.clone(),
+            ProviderConfig {
+                name,
+                kind,
+                base_url,
+                api_key,
+                api_key_env,
+                model: provider.model,
+                context_window: provider.context_window,
+                max_output_tokens: provider.max_output_tokens,
+                reasoning_effort: provider.reasoning_effort,
+                max_retries: provider.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                retry_base_delay_ms: provider
+                    .retry_base_delay_ms
+                    .unwrap_or(DEFAULT_RETRY_BASE_DELAY_MS),
+                retry_max_delay_ms: provider
+                    .retry_max_delay_ms
+                    .unwrap_or(DEFAULT_RETRY_MAX_DELAY_MS),
+                stream_idle_timeout_secs: provider
+                    .stream_idle_timeout_secs
+                    .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_SECS),
+            },
+        );
+    }
+    if let Some(default) = file.default_provider {
+        if !config.providers.contains_key(&default) {
+            return Err(invalid(format!(
+                "default_provider {default:?} is not one of [providers.*] ({})",
+                config.provider_names()
+            )));
+        }
+        config.default_provider = Some(default);
+    }
+    Ok(())
+}
+
+/// Adds the `openai` / `anthropic` quick-start providers unless the file defines those names.
+fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) {
+    let model_override = env("AGENTD_MODEL");
+    let quick_starts = [
+        (
+            "openai",
+            ProviderKind::OpenAi,
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            OPENAI_DEFAULT_BASE_URL,
+            OPENAI_DEFAULT_MODEL,
+        ),
+        (
+            "anthropic",
+            ProviderKind::Anthropic,
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            ANTHROPIC_DEFAULT_BASE_URL,
+            ANTHROPIC_DEFAULT_MODEL,
+        ),
+    ];
+    for (name, kind, key_var, url_var, default_url, default_model) in quick_starts {
+        let Some(api_key) = env(key_var) else {
+            continue;
+        };
+        if config.providers.contains_key(name) {
+            continue;
+        }
+        let base_url = env(url_var)
+            .unwrap_or_else(|| default_url.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        config.providers.insert(
+            name.to_owned(),
+            ProviderConfig {
+                name: name.to_owned(),
+                kind,
+                base_url,
+                api_key: Some(api_key),
+                api_key_env: Some(key_var.to_owned()),
+                model: model_override
+                    .clone()
+                    .unwrap_or_else(|| default_model.to_owned()),
+                context_window: None,
+                max_output_tokens: None,
+                reasoning_effort: None,
+                max_retries: DEFAULT_MAX_RETRIES,
+                retry_base_delay_ms: DEFAULT_RETRY_BASE_DELAY_MS,
+                retry_max_delay_ms: DEFAULT_RETRY_MAX_DELAY_MS,
+                stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+            },
+        );
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,3 +1,4 @@
 //! Test support: the daemon harness and the scripted mock LLM server.
 
 pub mod harness;
+pub mod mock_llm;

@@ -1,1 +1,539 @@
 //! LLM providers: OpenAI-compatible chat completions and Anthropic messages, streamed over SSE.
+//!
+//! `LlmClient::complete` sends one request, streams text deltas to the caller, assembles tool
+//! calls and usage, and retries what may succeed on a second try (connect errors, 408/409/429/5xx
+//! and streams cut before any output) with backoff. Cancelling is dropping the future: nothing is
+//! spawned, so dropping it closes the connection and stops everything.
+
+mod anthropic;
+mod error;
+mod openai;
+mod retry;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
+use sse_stream::SseStream;
+
+pub use self::error::LlmError;
+use crate::config::{ProviderConfig, ProviderKind};
+use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
+
+/// One model call: the frozen system prompt, the history and the tools on offer.
+#[derive(Clone, Copy, Debug)]
+pub struct ChatRequest<'a> {
+    /// Sent as OpenAI's `prompt_cache_key` so a session's requests share a cache.
+    pub session_id: &'a str,
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+/// What happens while a call is in flight.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LlmEvent {
+    /// A piece of the reply text, in order.
+    TextDelta(String),
+    /// The previous attempt failed before any output; the next starts after `delay`.
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        message: String,
+    },
+}
+
+/// The whole reply of one call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Completion {
+    pub content: String,
+    /// In the model's order; `arguments` is the raw JSON text (`"{}"` when the model sent none).
+    pub tool_calls: Vec<ToolCall>,
+    /// The provider's own word: `stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, …
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+/// A client for one provider and model. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct LlmClient {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    provider: ProviderConfig,
+    http: reqwest::Client,
+    /// The full endpoint URL, named in errors.
+    url: String,
+}
+
+/// How long to wait for a TCP/TLS connection before the attempt counts as failed (and retried).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Error bodies longer than this are cut in messages.
+const MAX_ERROR_MESSAGE_CHARS: usize = 600;
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl LlmClient {
+    pub fn new(provider: ProviderConfig, http: reqwest::Client) -> Self {
+        let base = provider.base_url.trim_end_matches('/');
+        let url = match provider.kind {
+            ProviderKind::OpenAi => format!("{base}/chat/completions"),
+            // Accept a base URL given with or without the version segment.
+            ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+        };
+        LlmClient {
+            inner: Arc::new(Inner {
+                provider,
+                http,
+                url,
+            }),
+        }
+    }
+
+    /// Builds the HTTP client to share between providers: a connect timeout but no total
+    /// timeout (streams run long; idle streams are caught per event instead).
+    pub fn http_client() -> anyhow::Result<reqwest::Client> {
+        // reqwest is built without a crypto provider; an error here only means another part of
+        // the process installed one already.
+        let _already_installed = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|error| {
+                anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&error))
+            })?;
+        Ok(client)
+    }
+
+    pub fn model(&self) -> &str {
+        &self.inner.provider.model
+    }
+
+    pub fn provider_name(&self) -> &str {
+        &self.inner.provider.name
+    }
+
+    pub fn provider(&self) -> &ProviderConfig {
+        &self.inner.provider
+    }
+
+    /// The exact bytes `complete` would send for `request`.
+    pub fn request_body(&self, request: &ChatRequest<'_>) -> Result<Vec<u8>, LlmError> {
+        let provider = &self.inner.provider;
+        let body = match provider.kind {
+            ProviderKind::OpenAi => openai::request_body(provider, request),
+            ProviderKind::Anthropic => anthropic::request_body(provider, request),
+        };
+        body.map_err(|error| LlmError::InvalidResponse {
+            url: self.inner.url.clone(),
+            message: format!("cannot serialise the request: {error}"),
+        })
+    }
+
+    /// Runs one model call, retrying transient failures; see the module docs.
+    pub async fn complete(
+        &self,
+        request: &ChatRequest<'_>,
+        on_event: &mut (dyn FnMut(LlmEvent) + Send),
+    ) -> Result<Completion, LlmError> {
+        let provider = &self.inner.provider;
+        let body = bytes::Bytes::from(self.request_body(request)?);
+        let base_delay = Duration::from_millis(provider.retry_base_delay_ms);
+        let max_delay = Duration::from_millis(provider.retry_max_delay_ms);
+        let mut retries = 0;
+        loop {
+            let (error, retry_after) = match self.attempt(body.clone(), on_event).await {
+                Ok(completion) => return Ok(completion),
+                Err(failure) => failure,
+            };
+            if !error.is_retryable() {
+                return Err(error);
+            }
+            if retries >= provider.max_retries {
+                if retries == 0 {
+                    return Err(error);
+                }
+                return Err(LlmError::RetriesExhausted {
+                    attempts: retries + 1,
+                    last: Box::new(error),
+                });
+            }
+            retries += 1;
+            let delay = retry::backoff_delay(retries, base_delay, max_delay, retry_after);
+            let message = error.to_string();
+            tracing::warn!(provider = %provider.name, attempt = retries, ?delay, %message, "retrying model call");
+            on_event(LlmEvent::Retrying {
+                attempt: retries,
+                delay,
+                message,
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// One HTTP exchange. On failure also returns the server's `Retry-After`, if any.
+    async fn attempt(
+        &self,
+        body: bytes::Bytes,
+        on_event: &mut (dyn FnMut(LlmEvent) + Send),
+    ) -> Result<Completion, (LlmError, Option<Duration>)> {
+        let Inner {
+            provider,
+            http,
+            url,
+        } = &*self.inner;
+        let idle = Duration::from_secs(provider.stream_idle_timeout_secs.max(1));
+        let mut request = http
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .header(USER_AGENT, concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .body(body);
+        match provider.kind {
+            ProviderKind::OpenAi => {
+                if let Some(key) = &provider.api_key {
+                    request = request.bearer_auth(key);
+                }
+            }
+            ProviderKind::Anthropic => {
+                if let Some(key) = &provider.api_key {
+                    request = request.header("x-api-key", key);
+                }
+                request = request.header("anthropic-version", ANTHROPIC_VERSION);
+            }
+        }
+        let connect_failed = |message: String| {
+            (
+                LlmError::Connect {
+                    url: url.clone(),
+                    message,
+                },
+                None,
+            )
+        };
+        let response = match tokio::time::timeout(idle, request.send()).await {
+            Err(_elapsed) => {
+                return Err(connect_failed(format!(
+                    "no response within {}s (stream_idle_timeout_secs)",
+                    idle.as_secs()
+                )));
+            }
+            // A URL reqwest cannot even use (no scheme, bad host) will not improve on retry.
+            Ok(Err(error)) if error.is_builder() => {
+                return Err((
+                    LlmError::EndpointNotFound {
+                        url: url.clone(),
+                        message: error_chain(&error),
+                    },
+                    None,
+                ));
+            }
+            Ok(Err(error)) => return Err(connect_failed(error_chain(&error))),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry::retry_after(response.headers());
+            let text = match tokio::time::timeout(idle, response.text()).await {
+                Ok(Ok(text)) => text,
+                _ => String::new(),
+            };
+            let message = error_message(&text, status);
+            return Err((self.status_error(status.as_u16(), message), retry_after));
+        }
+
+        // A server that ignored `stream: true` answers with one JSON object: say so plainly
+        // instead of reporting an empty stream.
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if content_type.starts_with("application/json") {
+            let text = tokio::time::timeout(idle, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return Err((
+                LlmError::InvalidResponse {
+                    url: url.clone(),
+                    message: format!(
+                        "expected an event stream but got JSON (does the server support \"stream\": true?): {}",
+                        truncate(&text, MAX_ERROR_MESSAGE_CHARS)
+                    ),
+                },
+                None,
+            ));
+        }
+
+        let mut assembler = Assembler::new(&provider.kind);
+        let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+        let mut emit_text = |text: String| on_event(LlmEvent::TextDelta(text));
+        loop {
+            let cut = |reason: String, output_started: bool| {
+                (
+                    LlmError::StreamCut {
+                        url: url.clone(),
+                        reason,
+                        output_started,
+                    },
+                    None,
+                )
+            };
+            let next = match tokio::time::timeout(idle, events.next()).await {
+                Ok(next) => next,
+                Err(_elapsed) => {
+                    return Err(cut(
+                        format!("no data for {}s (stream_idle_timeout_secs)", idle.as_secs()),
+                        assembler.output_started(),
+                    ));
+                }
+            };
+            let event = match next {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => {
+                    return Err(cut(error.to_string(), assembler.output_started()));
+                }
+                None if assembler.complete_on_eof() => break,
+                None => {
+                    return Err(cut(
+                        "the connection closed before the final event".to_owned(),
+                        assembler.output_started(),
+                    ));
+                }
+            };
+            let Some(data) = event.data else { continue };
+            match assembler.on_data(&data, &mut emit_text) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(StreamError::Provider(message)) => {
+                    return Err(cut(
+                        format!("the provider reported: {message}"),
+                        assembler.output_started(),
+                    ));
+                }
+                Err(StreamError::Invalid(message)) => {
+                    return Err((
+                        LlmError::InvalidResponse {
+                            url: url.clone(),
+                            message: truncate(&message, MAX_ERROR_MESSAGE_CHARS),
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+        Ok(assembler.finish())
+    }
+
+    fn status_error(&self, status: u16, message: String) -> LlmError {
+        let Inner { provider, url, .. } = &*self.inner;
+        let url = url.clone();
+        match status {
+            401 | 403 => LlmError::Auth {
+                url,
+                message,
+                hint: match (&provider.api_key_env, &provider.api_key) {
+                    (Some(var), None) => format!("set {var} (it is not set)"),
+                    (Some(var), Some(_)) => format!("set {var}"),
+                    (None, _) => format!(
+                        "set api_key_env for [providers.{}] in config.toml",
+                        provider.name
+                    ),
+                },
+            },
+            404 if message.to_lowercase().contains("model") => LlmError::ModelNotFound {
+                model: provider.model.clone(),
+                url,
+                message,
+            },
+            404 => LlmError::EndpointNotFound { url, message },
+            status if retry::is_retryable_status(status) => LlmError::Http {
+                url,
+                status,
+                message,
+            },
+            status => LlmError::Rejected {
+                url,
+                status,
+                message,
+            },
+        }
+    }
+}
+
+/// Why a stream could not be read further (mapped to `LlmError` with the URL by the caller).
+pub(crate) enum StreamError {
+    /// The provider sent an error event in the stream (overloaded, …).
+    Provider(String),
+    /// The provider sent something that is not its format.
+    Invalid(String),
+}
+
+/// The provider-specific reply assembler.
+enum Assembler {
+    OpenAi(openai::Assembler),
+    Anthropic(anthropic::Assembler),
+}
+
+impl Assembler {
+    fn new(kind: &ProviderKind) -> Self {
+        match kind {
+            ProviderKind::OpenAi => Assembler::OpenAi(openai::Assembler::default()),
+            ProviderKind::Anthropic => Assembler::Anthropic(anthropic::Assembler::default()),
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        data: &str,
+        emit_text: &mut dyn FnMut(String),
+    ) -> Result<bool, StreamError> {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.on_data(data, emit_text),
+            Assembler::Anthropic(assembler) => assembler.on_data(data, emit_text),
+        }
+    }
+
+    fn output_started(&self) -> bool {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.output_started(),
+            Assembler::Anthropic(assembler) => assembler.output_started(),
+        }
+    }
+
+    fn complete_on_eof(&self) -> bool {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.complete_on_eof(),
+            Assembler::Anthropic(assembler) => assembler.complete_on_eof(),
+        }
+    }
+
+    fn finish(self) -> Completion {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.finish(),
+            Assembler::Anthropic(assembler) => assembler.finish(),
+        }
+    }
+}
+
+/// The provider's own error message from an error body (`{"error":{"message"}}`, Ollama's
+/// `{"error":"…"}`, or plain text), cut to a readable length.
+fn error_message(body: &str, status: reqwest::StatusCode) -> String {
+    let from_json = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|value| {
+            value.get("error").map(openai::error_text).or_else(|| {
+                value
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+            })
+        });
+    let message = from_json.unwrap_or_else(|| body.trim().to_owned());
+    if message.is_empty() {
+        return status
+            .canonical_reason()
+            .unwrap_or("no details")
+            .to_lowercase();
+    }
+    truncate(&message, MAX_ERROR_MESSAGE_CHARS)
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// An error with its causes, which is where reqwest keeps the useful part ("connection refused").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The agent loop spawns model calls on the multi-threaded runtime.
+    #[test]
+    fn complete_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
+        let provider = crate::config::load(None, &env)
+            .unwrap()
+            .resolve_provider(None)
+            .unwrap();
+        let client = LlmClient::new(provider, LlmClient::http_client().unwrap());
+        let request = ChatRequest {
+            session_id: "s",
+            system: "",
+            messages: &[],
+            tools: &[],
+        };
+        let mut on_event = |_: LlmEvent| {};
+        let future = client.complete(&request, &mut on_event);
+        assert_send(&future);
+    }
+
+    #[test]
+    fn endpoint_urls() {
+        let url = |kind: ProviderKind, base: &str| {
+            let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
+            let mut provider = crate::config::load(None, &env)
+                .unwrap()
+                .resolve_provider(None)
+                .unwrap();
+            provider.kind = kind;
+            provider.base_url = base.to_owned();
+            LlmClient::new(provider, LlmClient::http_client().unwrap())
+                .inner
+                .url
+                .clone()
+        };
+        assert_eq!(
+            url(ProviderKind::OpenAi, "http://h/v1"),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            url(ProviderKind::Anthropic, "https://a.com"),
+            "https://a.com/v1/messages"
+        );
+        assert_eq!(
+            url(ProviderKind::Anthropic, "https://a.com/v1/"),
+            "https://a.com/v1/messages"
+        );
+    }
+
+    #[test]
+    fn error_messages_from_bodies() {
+        let status = reqwest::StatusCode::BAD_GATEWAY;
+        assert_eq!(error_message(r#"{"error":{"message":"m1"}}"#, status), "m1");
+        assert_eq!(
+            error_message(r#"{"error":"ollama says"}"#, status),
+            "ollama says"
+        );
+        assert_eq!(
+            error_message("  <html>gateway</html> ", status),
+            "<html>gateway</html>"
+        );
+        assert_eq!(error_message("", status), "bad gateway");
+        assert_eq!(error_message(&"x".repeat(700), status).chars().count(), 601);
+    }
+}

@@ -1,0 +1,286 @@
+//! Table-driven tests of config loading and provider resolution.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::*;
+
+fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn write_config(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    file
+}
+
+fn load_with(text: Option<&str>, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let env = env_of(vars);
+    match text {
+        Some(text) => {
+            let file = write_config(text);
+            load(Some(file.path()), &env)
+        }
+        None => load(None, &env),
+    }
+}
+
+/// Resolves `model` and returns "provider kind base_url model key" or the error text.
+fn resolved(config: &Config, model: Option<&str>) -> String {
+    match config.resolve_provider(model) {
+        Ok(p) => format!(
+            "{} {:?} {} {} key={}",
+            p.name,
+            p.kind,
+            p.base_url,
+            p.model,
+            p.api_key.as_deref().unwrap_or("-")
+        ),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// (config file, environment, model asked for, expected resolution)
+type Case = (
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+    Option<&'static str>,
+    &'static str,
+);
+
+const TWO_PROVIDERS: &str = r#"
+max_steps = 7
+[providers.local]
+kind = "openai"
+base_url = "http://localhost:11434/v1/"
+model = "qwen3"
+context_window = 32768
+[providers.claude]
+kind = "anthropic"
+api_key_env = "MY_CLAUDE_KEY"
+model = "claude-opus-4"
+max_output_tokens = 4096
+max_retries = 2
+"#;
+
+#[test]
+fn resolve_provider_table() {
+    let cases: &[Case] = &[
+        // (file, env, model asked, expected)
+        (
+            None,
+            &[],
+            None,
+            "error: no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to config.toml",
+        ),
+        (
+            None,
+            &[("OPENAI_API_KEY", "sk-1")],
+            None,
+            "openai OpenAi https://api.openai.com/v1 gpt-4o-mini key=sk-1",
+        ),
+        (
+            None,
+            &[
+                ("OPENAI_API_KEY", "x"),
+                ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/"),
+            ],
+            Some("llama3"),
+            "openai OpenAi http://127.0.0.1:9/v1 llama3 key=x",
+        ),
+        (
+            None,
+            &[("ANTHROPIC_API_KEY", "a"), ("AGENTD_MODEL", "claude-haiku")],
+            None,
+            "anthropic Anthropic https://api.anthropic.com claude-haiku key=a",
+        ),
+        (
+            None,
+            &[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")],
+            None,
+            "error: several providers configured (anthropic, openai): set default_provider in config.toml or AGENTD_PROVIDER, or pick one with the model name PROVIDER:MODEL",
+        ),
+        (
+            None,
+            &[
+                ("ANTHROPIC_API_KEY", "a"),
+                ("OPENAI_API_KEY", "o"),
+                ("AGENTD_PROVIDER", "anthropic"),
+            ],
+            None,
+            "anthropic Anthropic https://api.anthropic.com claude-sonnet-4-5 key=a",
+        ),
+        (
+            None,
+            &[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")],
+            Some("openai"),
+            "openai OpenAi https://api.openai.com/v1 gpt-4o-mini key=o",
+        ),
+        (
+            None,
+            &[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")],
+            Some("openai:gpt-5"),
+            "openai OpenAi https://api.openai.com/v1 gpt-5 key=o",
+        ),
+        (
+            None,
+            &[("OPENAI_API_KEY", "")],
+            None,
+            "error: no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to config.toml",
+        ),
+        (
+            None,
+            &[("OPENAI_API_KEY", "o"), ("AGENTD_PROVIDER", "nope")],
+            None,
+            "error: unknown provider \"nope\" (from default_provider / AGENTD_PROVIDER); configured providers: openai",
+        ),
+        // A file with two providers and no default.
+        (
+            Some(TWO_PROVIDERS),
+            &[("MY_CLAUDE_KEY", "ck")],
+            Some("claude"),
+            "claude Anthropic https://api.anthropic.com claude-opus-4 key=ck",
+        ),
+        (
+            Some(TWO_PROVIDERS),
+            &[],
+            Some("local"),
+            "local OpenAi http://localhost:11434/v1 qwen3 key=-",
+        ),
+        (
+            Some(TWO_PROVIDERS),
+            &[],
+            Some("local:qwen3:8b"),
+            "local OpenAi http://localhost:11434/v1 qwen3:8b key=-",
+        ),
+        (
+            Some(TWO_PROVIDERS),
+            &[("AGENTD_PROVIDER", "local")],
+            Some("qwen3:8b"),
+            "local OpenAi http://localhost:11434/v1 qwen3:8b key=-",
+        ),
+        // File providers win over env quick start with the same name; other env providers add.
+        (
+            Some("[providers.openai]\nkind = \"openai\"\nmodel = \"gpt-5\"\n"),
+            &[("OPENAI_API_KEY", "o"), ("AGENTD_MODEL", "ignored")],
+            None,
+            "openai OpenAi https://api.openai.com/v1 gpt-5 key=o",
+        ),
+        (
+            Some(
+                "default_provider = \"anthropic\"\n[providers.anthropic]\nkind = \"anthropic\"\nmodel = \"m\"\n",
+            ),
+            &[("OPENAI_API_KEY", "o")],
+            None,
+            "anthropic Anthropic https://api.anthropic.com m key=-",
+        ),
+    ];
+    for (index, (file, vars, model, expected)) in cases.iter().enumerate() {
+        let config = load_with(*file, vars).unwrap_or_else(|e| panic!("case {index}: {e}"));
+        assert_eq!(resolved(&config, *model), *expected, "case {index}");
+    }
+}
+
+#[test]
+fn file_values_and_defaults() {
+    let config = load_with(Some(TWO_PROVIDERS), &[]).unwrap();
+    assert_eq!(config.max_steps, 7);
+    assert_eq!(config.tool_output_max_chars, DEFAULT_TOOL_OUTPUT_MAX_CHARS);
+    assert!(config.source.is_some());
+    let local = &config.providers["local"];
+    assert_eq!(local.context_window, Some(32768));
+    assert_eq!(local.api_key_env, None, "custom endpoints need no key");
+    assert_eq!(local.max_retries, DEFAULT_MAX_RETRIES);
+    assert_eq!(
+        local.stream_idle_timeout_secs,
+        DEFAULT_STREAM_IDLE_TIMEOUT_SECS
+    );
+    let claude = &config.providers["claude"];
+    assert_eq!(claude.api_key_env.as_deref(), Some("MY_CLAUDE_KEY"));
+    assert_eq!(claude.api_key, None, "unset key env is not a load error");
+    assert_eq!(claude.max_output_tokens, Some(4096));
+    assert_eq!(claude.max_retries, 2);
+}
+
+#[test]
+fn missing_file_is_env_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let config = load(Some(&path), &env_of(&[])).unwrap();
+    assert!(config.source.is_none());
+    assert!(config.providers.is_empty());
+    assert_eq!(config.max_steps, DEFAULT_MAX_STEPS);
+    let error = config.resolve_provider(None).unwrap_err().to_string();
+    assert!(
+        error.ends_with(&format!("add [providers.NAME] to {}", path.display())),
+        "{error}"
+    );
+}
+
+#[test]
+fn bad_files_report_where() {
+    let cases: &[(&str, &str)] = &[
+        // (file, expected error after "<path>:")
+        (
+            "max_steps = 5\nmax_stepz = 6\n",
+            "2:1: unknown field `max_stepz`",
+        ),
+        (
+            "[providers.a]\nkind = \"openai\"\nmodle = \"x\"\n",
+            "3:1: unknown field `modle`",
+        ),
+        (
+            "[providers.a]\nkind = \"gemini\"\nmodel = \"x\"\n",
+            "2:8: unknown variant `gemini`",
+        ),
+        (
+            "max_steps = \"many\"\n",
+            "1:13: invalid type: string \"many\", expected u32",
+        ),
+        ("[providers.a\n", "1:13: "),
+        (
+            "[providers.a]\nkind = \"openai\"\n",
+            "1:1: missing field `model`",
+        ),
+        ("max_steps = 0\n", " max_steps must be at least 1"),
+        (
+            "default_provider = \"x\"\n[providers.a]\nkind = \"openai\"\nmodel = \"m\"\n",
+            " default_provider \"x\" is not one of [providers.*] (a)",
+        ),
+    ];
+    for (text, expected) in cases {
+        let file = write_config(text);
+        let error = load(Some(file.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        let prefix = format!("{}:", file.path().display());
+        let rest = error
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{error}"));
+        assert!(
+            rest.starts_with(expected),
+            "for {text:?}: got {error:?}, want …{expected:?}"
+        );
+    }
+}
+
+#[test]
+fn line_and_column_counts_characters() {
+    assert_eq!(line_and_column("abc", 0), (1, 1));
+    assert_eq!(line_and_column("ab\ncd", 4), (2, 2));
+    assert_eq!(line_and_column("é\né", 4), (2, 2));
+    assert_eq!(line_and_column("x", 99), (1, 2));
+}
+
+#[test]
+fn debug_output_hides_the_key() {
+    let config = load(None, &env_of(&[("OPENAI_API_KEY", "sk-secret")])).unwrap();
+    let text = format!("{config:?}");
+    assert!(!text.contains("sk-secret"), "{text}");
+    assert!(text.contains("<redacted>"), "{text}");
+}

@@ -1,0 +1,103 @@
+//! What can go wrong talking to a provider, with messages a user can act on.
+
+/// A failed model call. Display is a clear lowercase message naming what to do.
+#[derive(thiserror::Error, Debug)]
+pub enum LlmError {
+    /// 401/403: the key is missing or wrong.
+    #[error("API key rejected by {url}{}: {hint}", detail(.message))]
+    Auth {
+        url: String,
+        message: String,
+        /// e.g. "set OPENAI_API_KEY".
+        hint: String,
+    },
+    /// 404 mentioning the model.
+    #[error("model not found: {model} ({url}{})", detail(.message))]
+    ModelNotFound {
+        model: String,
+        url: String,
+        message: String,
+    },
+    /// 404 for the endpoint itself (wrong base_url).
+    #[error("endpoint not found: {url}{}: check base_url", detail(.message))]
+    EndpointNotFound { url: String, message: String },
+    /// 400 and other non-retryable statuses.
+    #[error("request rejected by {url} (HTTP {status}): {message}")]
+    Rejected {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    /// 408/409/429/5xx.
+    #[error("HTTP {status} from {url}: {message}")]
+    Http {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    /// No response: connect refused, DNS, TLS, reset before the headers, header timeout.
+    #[error("cannot reach {url}: {message}")]
+    Connect { url: String, message: String },
+    /// The stream ended, broke, reported an error or went idle before its final event.
+    #[error("stream from {url} was cut {}: {reason}", cut_when(*.output_started))]
+    StreamCut {
+        url: String,
+        reason: String,
+        /// Text or a tool call already reached the caller; the call cannot be retried.
+        output_started: bool,
+    },
+    /// The provider sent something we cannot read.
+    #[error("invalid response from {url}: {message}")]
+    InvalidResponse { url: String, message: String },
+    /// The retry budget ran out; `last` is the final failure.
+    #[error("{last} (gave up after {attempts} attempts)")]
+    RetriesExhausted { attempts: u32, last: Box<LlmError> },
+}
+
+impl LlmError {
+    /// Whether this failure, on its own, may go away when the same request is sent again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Http { .. } | LlmError::Connect { .. } => true,
+            LlmError::StreamCut { output_started, .. } => !output_started,
+            _ => false,
+        }
+    }
+
+    /// Whether the provider refused the request because the prompt is too long for the model:
+    /// the caller should compact the history and try again.
+    pub fn is_context_overflow(&self) -> bool {
+        let message = match self {
+            LlmError::Rejected { message, .. } => message,
+            LlmError::RetriesExhausted { last, .. } => return last.is_context_overflow(),
+            _ => return false,
+        };
+        let message = message.to_lowercase();
+        [
+            "context length",
+            "context_length",
+            "context window",
+            "prompt is too long",
+            "too many tokens",
+            "maximum context",
+        ]
+        .iter()
+        .any(|needle| message.contains(needle))
+    }
+}
+
+fn cut_when(output_started: bool) -> &'static str {
+    if output_started {
+        "after the reply began (the partial reply is incomplete; send the prompt again)"
+    } else {
+        "before the reply began"
+    }
+}
+
+fn detail(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(" ({message})")
+    }
+}

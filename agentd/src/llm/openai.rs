@@ -1,0 +1,347 @@
+//! The OpenAI-compatible chat completions format: request bodies and the streamed reply.
+//!
+//! Bodies are built from structs whose field order is fixed and whose last field is the message
+//! list, so the body of a longer history is a byte-exact extension of the shorter one's (up to
+//! the end of its messages): prefix caches keep hitting.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChatRequest, Completion, StreamError};
+use crate::config::ProviderConfig;
+use crate::conversation::{Message, ToolCall, Usage};
+
+/// Serialises the request body for `POST {base_url}/chat/completions`.
+pub(crate) fn request_body(
+    provider: &ProviderConfig,
+    request: &ChatRequest<'_>,
+) -> serde_json::Result<Vec<u8>> {
+    // api.openai.com wants the new name (reasoning models reject `max_tokens`); the compatible
+    // servers (Ollama, vLLM, llama.cpp) all know `max_tokens`.
+    let (max_completion_tokens, max_tokens) = if provider.base_url.contains("api.openai.com") {
+        (provider.max_output_tokens, None)
+    } else {
+        (None, provider.max_output_tokens)
+    };
+    let body = Body {
+        model: &provider.model,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        prompt_cache_key: Some(request.session_id).filter(|id| !id.is_empty()),
+        reasoning_effort: provider.reasoning_effort.as_deref(),
+        max_completion_tokens,
+        max_tokens,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| Tool {
+                kind: "function",
+                function: Function {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.input_schema,
+                },
+            })
+            .collect(),
+        messages: wire_messages(request.system, request.messages),
+    };
+    serde_json::to_vec(&body)
+}
+
+fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let system = (!system.is_empty()).then(|| WireMessage::plain("system", system));
+    let history = messages.iter().map(|message| match message {
+        Message::User { content } => WireMessage::plain("user", content),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => WireMessage {
+            role: "assistant",
+            content,
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| WireToolCall {
+                    id: &call.id,
+                    kind: "function",
+                    function: WireFunctionCall {
+                        name: &call.name,
+                        arguments: &call.arguments,
+                    },
+                })
+                .collect(),
+            tool_call_id: None,
+        },
+        Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } => WireMessage {
+            role: "tool",
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: Some(tool_call_id),
+        },
+    });
+    system.into_iter().chain(history).collect()
+}
+
+/// Field order is part of the contract: the messages come last.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    messages: Vec<WireMessage<'a>>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> WireMessage<'a> {
+    fn plain(role: &'static str, content: &'a str) -> Self {
+        WireMessage {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    /// The raw text as the model wrote it, so the history replays byte for byte.
+    arguments: &'a str,
+}
+
+/// Assembles a streamed reply from `chat.completion.chunk`s.
+#[derive(Default)]
+pub(crate) struct Assembler {
+    content: String,
+    /// Tool calls by their stream `index`; fragments of several calls may interleave.
+    calls: BTreeMap<u64, PartialCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Assembler {
+    /// Handles one SSE `data` payload; returns true on `[DONE]`.
+    pub(crate) fn on_data(
+        &mut self,
+        data: &str,
+        emit_text: &mut dyn FnMut(String),
+    ) -> Result<bool, StreamError> {
+        if data.trim() == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|error| StreamError::Invalid(format!("bad chunk ({error}): {data}")))?;
+        if let Some(error) = chunk.error {
+            return Err(StreamError::Provider(error_text(&error)));
+        }
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+                self.content.push_str(&text);
+                emit_text(text);
+            }
+            for fragment in choice.delta.tool_calls {
+                let index = fragment.index.unwrap_or(self.calls.len() as u64);
+                let call = self.calls.entry(index).or_default();
+                if let Some(id) = fragment.id.filter(|id| !id.is_empty())
+                    && call.id.is_empty()
+                {
+                    call.id = id;
+                }
+                if let Some(function) = fragment.function {
+                    if let Some(name) = function.name.filter(|n| !n.is_empty())
+                        && call.name.is_empty()
+                    {
+                        call.name = name;
+                    }
+                    if let Some(arguments) = function.arguments {
+                        call.arguments.push_str(&arguments);
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
+                cached_input_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens)
+                    .unwrap_or(0),
+                cache_creation_input_tokens: 0,
+            };
+        }
+        Ok(false)
+    }
+
+    /// Text or a tool call reached the caller: the call can no longer be retried.
+    pub(crate) fn output_started(&self) -> bool {
+        !self.content.is_empty() || !self.calls.is_empty()
+    }
+
+    /// Some servers end without `[DONE]`; once the finish reason came, the reply is whole.
+    pub(crate) fn complete_on_eof(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    pub(crate) fn finish(self) -> Completion {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|(index, call)| ToolCall {
+                id: if call.id.is_empty() {
+                    format!("call_{index}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: if call.arguments.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    call.arguments
+                },
+            })
+            .collect();
+        Completion {
+            content: self.content,
+            tool_calls,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+/// The provider's message from an `{"error": …}` value (an object with `message`, or a string).
+pub(crate) fn error_text(error: &serde_json::Value) -> String {
+    match error {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Object(fields) => match fields.get("message") {
+            Some(serde_json::Value::String(text)) => text.clone(),
+            _ => error.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<ChunkUsage>,
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+struct Delta {
+    content: Option<String>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    tool_calls: Vec<ToolCallFragment>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallFragment {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<FunctionFragment>,
+}
+
+#[derive(Deserialize)]
+struct FunctionFragment {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    cached_tokens: Option<u64>,
+}
+
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+pub(crate) mod tests;

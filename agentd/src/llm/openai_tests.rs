@@ -1,0 +1,239 @@
+//! Request bodies and chunk assembly of the OpenAI format.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::config::{ProviderKind, load};
+use crate::conversation::ToolSpec;
+
+pub(crate) fn provider(kind: ProviderKind, base_url: &str) -> ProviderConfig {
+    let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
+    let mut provider = load(None, &env).unwrap().resolve_provider(None).unwrap();
+    provider.kind = kind;
+    provider.base_url = base_url.to_owned();
+    provider.model = "m".to_owned();
+    provider
+}
+
+pub(crate) fn history() -> Vec<Message> {
+    vec![
+        Message::User {
+            content: "list files".to_owned(),
+        },
+        Message::Assistant {
+            content: "Looking.".to_owned(),
+            tool_calls: vec![
+                ToolCall {
+                    id: "c1".to_owned(),
+                    name: "ls".to_owned(),
+                    arguments: "{\"path\": \".\"}".to_owned(),
+                },
+                ToolCall {
+                    id: "c2".to_owned(),
+                    name: "read".to_owned(),
+                    arguments: "{bad json".to_owned(),
+                },
+            ],
+        },
+        Message::Tool {
+            tool_call_id: "c1".to_owned(),
+            tool_name: "ls".to_owned(),
+            content: "a.txt".to_owned(),
+            is_error: false,
+        },
+        Message::Tool {
+            tool_call_id: "c2".to_owned(),
+            tool_name: "read".to_owned(),
+            content: "bad args".to_owned(),
+            is_error: true,
+        },
+    ]
+}
+
+pub(crate) fn tools() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "ls".to_owned(),
+        description: "List files".to_owned(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }]
+}
+
+fn body_json(provider: &ProviderConfig, messages: &[Message]) -> serde_json::Value {
+    let tools = tools();
+    let request = ChatRequest {
+        session_id: "ses_1",
+        system: "be brief",
+        messages,
+        tools: &tools,
+    };
+    serde_json::from_slice(&request_body(provider, &request).unwrap()).unwrap()
+}
+
+#[test]
+fn body_shape() {
+    let mut provider = provider(ProviderKind::OpenAi, "https://api.openai.com/v1");
+    provider.reasoning_effort = Some("low".to_owned());
+    provider.max_output_tokens = Some(1000);
+    assert_eq!(
+        body_json(&provider, &history()),
+        json!({
+            "model": "m",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "prompt_cache_key": "ses_1",
+            "reasoning_effort": "low",
+            "max_completion_tokens": 1000,
+            "tools": [{"type": "function", "function": {
+                "name": "ls", "description": "List files",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}],
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "list files"},
+                {"role": "assistant", "content": "Looking.", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "read", "arguments": "{bad json"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+                {"role": "tool", "tool_call_id": "c2", "content": "bad args"}
+            ]
+        })
+    );
+    // Compatible servers get `max_tokens`; no key-dependent fields.
+    let local = body_json(
+        &provider_with_url("http://localhost:11434/v1", Some(5)),
+        &[],
+    );
+    assert_eq!(local["max_tokens"], 5);
+    assert!(local.get("max_completion_tokens").is_none());
+    assert!(local.get("reasoning_effort").is_none());
+}
+
+fn provider_with_url(url: &str, max: Option<u64>) -> ProviderConfig {
+    let mut provider = provider(ProviderKind::OpenAi, url);
+    provider.max_output_tokens = max;
+    provider
+}
+
+#[test]
+fn body_is_prefix_extension_of_shorter_history() {
+    let provider = provider(ProviderKind::OpenAi, "http://x/v1");
+    let tools = tools();
+    let body = |messages: &[Message]| {
+        let request = ChatRequest {
+            session_id: "ses_1",
+            system: "sys",
+            messages,
+            tools: &tools,
+        };
+        String::from_utf8(request_body(&provider, &request).unwrap()).unwrap()
+    };
+    let mut messages = history();
+    let short = body(&messages);
+    messages.push(Message::Assistant {
+        content: "done".to_owned(),
+        tool_calls: vec![],
+    });
+    messages.push(Message::User {
+        content: "thanks".to_owned(),
+    });
+    let long = body(&messages);
+    // The short body ends with "]}" closing the message list and the object.
+    let prefix = short.strip_suffix("]}").unwrap();
+    assert!(prefix.ends_with("\"tool_call_id\":\"c2\"}"), "{prefix}");
+    assert!(long.starts_with(prefix), "\n{short}\n{long}");
+    assert_eq!(body(&messages), long, "same input, same bytes");
+}
+
+/// Feeds SSE data payloads; returns the completion, the emitted text deltas and whether output
+/// had started.
+fn assemble(payloads: &[&str]) -> (Completion, Vec<String>, bool) {
+    let mut assembler = Assembler::default();
+    let mut deltas = Vec::new();
+    let mut done = false;
+    for payload in payloads {
+        assert!(!done, "data after [DONE]");
+        done = assembler
+            .on_data(payload, &mut |text| deltas.push(text))
+            .unwrap_or_else(|_| panic!("rejected {payload}"));
+    }
+    assert!(done, "no [DONE]");
+    let started = assembler.output_started();
+    (assembler.finish(), deltas, started)
+}
+
+#[test]
+fn assembles_text_and_usage() {
+    let (completion, deltas, started) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}],"usage":null}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":64}}}"#,
+        "[DONE]",
+    ]);
+    assert!(started);
+    assert_eq!(deltas, ["Hel", "lo"]);
+    assert_eq!(
+        completion,
+        Completion {
+            content: "Hello".to_owned(),
+            tool_calls: vec![],
+            finish_reason: Some("stop".to_owned()),
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 7,
+                cached_input_tokens: 64,
+                cache_creation_input_tokens: 0,
+            },
+        }
+    );
+}
+
+#[test]
+fn assembles_interleaved_tool_call_fragments() {
+    let (completion, deltas, started) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"ls","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"read","arguments":"{\"pa"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"th\":\"a\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\".\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_c","function":{"name":"noargs"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        "[DONE]",
+    ]);
+    assert!(started);
+    assert!(deltas.is_empty());
+    assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
+    let calls: Vec<_> = completion
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_a", "ls", "{\"path\":\".\"}"),
+            ("call_b", "read", "{\"path\":\"a\"}"),
+            ("call_c", "noargs", "{}"),
+        ]
+    );
+}
+
+#[test]
+fn role_chunk_is_not_output_and_errors_are_reported() {
+    let mut assembler = Assembler::default();
+    let mut ignore = |_: String| {};
+    let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
+    assert!(!assembler.on_data(role, &mut ignore).ok().unwrap());
+    assert!(!assembler.output_started());
+    assert!(!assembler.complete_on_eof());
+    match assembler.on_data(r#"{"error":{"message":"overloaded"}}"#, &mut ignore) {
+        Err(StreamError::Provider(message)) => assert_eq!(message, "overloaded"),
+        _ => panic!("error chunk not reported"),
+    }
+    assert!(matches!(
+        assembler.on_data("not json", &mut ignore),
+        Err(StreamError::Invalid(_))
+    ));
+}

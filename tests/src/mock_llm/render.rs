@@ -1,0 +1,272 @@
+//! Renders a `Reply` as the SSE events (or error body) of the OpenAI or Anthropic format.
+
+use serde_json::{Value, json};
+
+use super::reply::Reply;
+
+/// The wire format, chosen by the endpoint the request hit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+/// One SSE event: an optional `event:` name and its `data:` line.
+pub(crate) struct SseEvent {
+    pub name: Option<&'static str>,
+    pub data: String,
+}
+
+impl SseEvent {
+    fn data(data: Value) -> Self {
+        SseEvent {
+            name: None,
+            data: data.to_string(),
+        }
+    }
+
+    fn named(name: &'static str, data: Value) -> Self {
+        SseEvent {
+            name: Some(name),
+            data: data.to_string(),
+        }
+    }
+
+    pub(crate) fn to_bytes(&self) -> bytes::Bytes {
+        let mut text = String::new();
+        if let Some(name) = self.name {
+            text.push_str("event: ");
+            text.push_str(name);
+            text.push('\n');
+        }
+        text.push_str("data: ");
+        text.push_str(&self.data);
+        text.push_str("\n\n");
+        bytes::Bytes::from(text)
+    }
+}
+
+/// The provider-shaped JSON body of an error reply.
+pub(crate) fn error_body(format: Format, status: u16, message: &str) -> String {
+    match format {
+        Format::OpenAi => {
+            json!({"error": {"message": message, "type": "mock_error", "code": status}})
+        }
+        Format::Anthropic => {
+            let kind = match status {
+                400 => "invalid_request_error",
+                401 => "authentication_error",
+                403 => "permission_error",
+                404 => "not_found_error",
+                429 => "rate_limit_error",
+                529 => "overloaded_error",
+                _ => "api_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    }
+    .to_string()
+}
+
+/// All the events of a streamed reply, final ones included.
+pub(crate) fn events(format: Format, reply: &Reply, model: &str) -> Vec<SseEvent> {
+    match format {
+        Format::OpenAi => openai_events(reply, model),
+        Format::Anthropic => anthropic_events(reply, model),
+    }
+}
+
+/// Splits text into pieces: small ones when fragmented, else word by word (keeping spaces).
+fn pieces(text: &str, fragmented: bool) -> Vec<String> {
+    if fragmented {
+        let chars: Vec<char> = text.chars().collect();
+        return chars.chunks(2).map(|c| c.iter().collect()).collect();
+    }
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    for c in text.chars() {
+        current.push(c);
+        if c == ' ' {
+            pieces.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+/// Tool-call arguments: whole unless fragmented.
+fn argument_pieces(arguments: &str, fragmented: bool) -> Vec<String> {
+    if fragmented {
+        let chars: Vec<char> = arguments.chars().collect();
+        chars.chunks(3).map(|c| c.iter().collect()).collect()
+    } else if arguments.is_empty() {
+        Vec::new()
+    } else {
+        vec![arguments.to_owned()]
+    }
+}
+
+fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
+    let chunk = |delta: Value, finish_reason: Value| {
+        SseEvent::data(json!({
+            "id": "chatcmpl-mock",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }))
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    for piece in pieces(&reply.text, reply.fragmented) {
+        events.push(chunk(json!({"content": piece}), Value::Null));
+    }
+    // Round-robin over the calls so fragments of several calls interleave by index.
+    let call_pieces: Vec<Vec<String>> = reply
+        .tool_calls
+        .iter()
+        .map(|call| argument_pieces(&call.arguments, reply.fragmented))
+        .collect();
+    let rounds = call_pieces.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    for round in 0..rounds {
+        for (index, (call, pieces)) in reply.tool_calls.iter().zip(&call_pieces).enumerate() {
+            let arguments = pieces.get(round).cloned().unwrap_or_default();
+            let fragment = if round == 0 {
+                json!({"index": index, "id": call.id, "type": "function",
+                       "function": {"name": call.name, "arguments": arguments}})
+            } else if arguments.is_empty() {
+                continue;
+            } else {
+                json!({"index": index, "function": {"arguments": arguments}})
+            };
+            events.push(chunk(json!({"tool_calls": [fragment]}), Value::Null));
+        }
+    }
+    let finish = if reply.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    events.push(chunk(json!({}), json!(finish)));
+    let usage = reply.usage_or_default();
+    events.push(SseEvent::data(json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": usage.input,
+            "completion_tokens": usage.output,
+            "total_tokens": usage.input + usage.output,
+            "prompt_tokens_details": {"cached_tokens": usage.cached},
+        },
+    })));
+    events.push(SseEvent {
+        name: None,
+        data: "[DONE]".to_owned(),
+    });
+    events
+}
+
+fn anthropic_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
+    let usage = reply.usage_or_default();
+    let mut events = vec![SseEvent::named(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {
+                "input_tokens": usage.input.saturating_sub(usage.cached),
+                "cache_read_input_tokens": usage.cached,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 1,
+            },
+        }}),
+    )];
+    let mut index = 0;
+    if !reply.text.is_empty() {
+        events.push(SseEvent::named(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "text", "text": ""}}),
+        ));
+        events.push(SseEvent::named("ping", json!({"type": "ping"})));
+        for piece in pieces(&reply.text, reply.fragmented) {
+            events.push(SseEvent::named(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        events.push(SseEvent::named(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    for call in &reply.tool_calls {
+        events.push(SseEvent::named(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}),
+        ));
+        for piece in argument_pieces(&call.arguments, reply.fragmented) {
+            events.push(SseEvent::named(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        events.push(SseEvent::named(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let stop_reason = if reply.tool_calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    events.push(SseEvent::named(
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": usage.output}}),
+    ));
+    events.push(SseEvent::named(
+        "message_stop",
+        json!({"type": "message_stop"}),
+    ));
+    events
+}
+
+/// The last text the user wrote, for echo mode.
+pub(crate) fn last_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    for message in messages.iter().rev() {
+        if message["role"] != "user" {
+            continue;
+        }
+        match &message["content"] {
+            Value::String(text) => return text.clone(),
+            Value::Array(parts) => {
+                let text = parts
+                    .iter()
+                    .rev()
+                    .find(|part| part["type"] == "text")
+                    .and_then(|part| part["text"].as_str());
+                if let Some(text) = text {
+                    return text.to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    String::new()
+}
