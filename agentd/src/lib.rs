@@ -3,4 +3,5 @@
 pub mod config;
 pub mod conversation;
 pub mod llm;
+pub mod process;
 pub mod tools;
