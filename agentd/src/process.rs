@@ -285,6 +285,23 @@ pub(crate) mod tests {
         wait_until_dead(text.trim().parse().unwrap()).await;
     }
 
+    #[tokio::test]
+    async fn stderr_to_tracing_does_not_block_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = ProcessSpec::shell(
+            "for i in $(seq 1 20000); do echo noise >&2; done; echo out",
+            dir.path().to_path_buf(),
+        );
+        spec.stderr = StderrMode::Tracing;
+        let mut child = ChildProcess::spawn(spec).unwrap();
+        assert!(child.take_stderr().is_none());
+        let mut stdout = child.take_stdout().unwrap();
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).await.unwrap();
+        assert_eq!(text, "out\n");
+        assert!(child.wait().await.unwrap().success());
+    }
+
     /// Polls the process table until `pid` is dead, failing after a generous bound.
     pub(crate) async fn wait_until_dead(pid: i32) {
         for _ in 0..500 {

@@ -481,3 +481,76 @@ fn builtin_specs_are_sorted_and_filterable() {
         assert!(!spec.description.is_empty());
     }
 }
+
+#[test]
+fn descriptions_state_the_default_limits() {
+    let limits = ToolLimits::default();
+    let registry = ToolRegistry::builtin();
+    let description = |name: &str| registry.get(name).unwrap().description();
+    let check = |name: &str, text: String| {
+        assert!(
+            description(name).contains(&text),
+            "{name} should mention {text}"
+        );
+    };
+    check("read_file", limits.read_file_default_lines.to_string());
+    check("list_dir", limits.listing_max_entries.to_string());
+    check("glob", limits.listing_max_entries.to_string());
+    check("grep", limits.grep_max_matches.to_string());
+    check(
+        "fetch_url",
+        format!("{} MiB", limits.fetch_max_bytes / (1024 * 1024)),
+    );
+    check(
+        "fetch_url",
+        format!("{} seconds", limits.fetch_timeout.as_secs()),
+    );
+    check(
+        "run_shell",
+        format!(
+            "default {} minutes",
+            limits.shell_default_timeout.as_secs() / 60
+        ),
+    );
+    check(
+        "run_shell",
+        format!(
+            "at most {} minutes",
+            limits.shell_max_timeout.as_secs() / 60
+        ),
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_batch_kills_the_shell_and_its_grandchildren() {
+    let (_dir, ctx) = workspace();
+    let registry = ToolRegistry::builtin();
+    let calls = [call(
+        0,
+        "run_shell",
+        json!({"command": "sleep 30 & echo $! > pid; echo started; wait"}),
+    )];
+    // run_shell reports progress once "started" is printed: then the pid file is written.
+    struct CancelOnProgress(tokio_util::sync::CancellationToken);
+    impl BatchObserver for CancelOnProgress {
+        fn started(&self, _: &ToolCall, _: &str) {}
+        fn progress(&self, _: &ToolCall, _: &str) {
+            self.0.cancel();
+        }
+        fn completed(&self, _: &ToolCall, _: &ToolOutput, _: Duration) {}
+        fn skip_reason(&self) -> Option<String> {
+            None
+        }
+    }
+    let observer = CancelOnProgress(ctx.cancel.clone());
+    let results = bounded(execute_batch(&registry, &calls, &ctx, &observer)).await;
+    // Either the executor or run_shell itself noticed first; both end in "cancelled".
+    assert!(results[0].output.is_error);
+    assert!(
+        results[0].output.content.ends_with("cancelled"),
+        "{:?}",
+        results[0].output
+    );
+    let pid = std::fs::read_to_string(ctx.workspace.join("pid")).unwrap();
+    crate::process::tests::wait_until_dead(pid.trim().parse().unwrap()).await;
+}

@@ -350,10 +350,11 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     let content = tokio::fs::read_to_string(&path)
         .await
         .map_err(|error| format!("cannot read {shown} as text: {error}"))?;
-    let count = content.matches(&params.old_text).count();
+    let (old_text, new_text) = crlf_adjusted(&content, params.old_text, params.new_text);
+    let count = content.matches(&old_text).count();
     let replace_all = params.replace_all.unwrap_or(false);
     if count == 0 {
-        let hint = if content.contains(params.old_text.trim()) {
+        let hint = if content.contains(old_text.trim()) {
             "the text occurs with different leading or trailing whitespace; copy it exactly"
         } else {
             "read_file it again and copy the text exactly (whitespace and indentation \
@@ -367,20 +368,37 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
              it unique, or set replaceAll to true to replace all of them"
         ));
     }
-    let first_match = content.find(&params.old_text).unwrap_or(0);
+    let first_match = content.find(&old_text).unwrap_or(0);
     let updated = if replace_all {
-        content.replace(&params.old_text, &params.new_text)
+        content.replace(&old_text, &new_text)
     } else {
-        content.replacen(&params.old_text, &params.new_text, 1)
+        content.replacen(&old_text, &new_text, 1)
     };
     write_atomic(&path, updated.as_bytes())
         .await
         .map_err(|error| format!("cannot write {shown}: {error}"))?;
     let plural = if count == 1 { "" } else { "s" };
-    let snippet = numbered_snippet(&updated, first_match, params.new_text.len());
+    let snippet = numbered_snippet(&updated, first_match, new_text.len());
     Ok(ToolOutput::ok(format!(
         "edited {shown}: replaced {count} occurrence{plural}\n{snippet}"
     )))
+}
+
+/// The model writes `\n`; in a file with CRLF line ends whose text only matches with `\r\n`,
+/// both texts are converted so the edit applies and the file keeps its line ends.
+fn crlf_adjusted(content: &str, old_text: String, new_text: String) -> (String, String) {
+    let needs_crlf = content.contains("\r\n")
+        && old_text.contains('\n')
+        && !old_text.contains('\r')
+        && !content.contains(&old_text);
+    if needs_crlf {
+        (
+            old_text.replace('\n', "\r\n"),
+            new_text.replace("\r\n", "\n").replace('\n', "\r\n"),
+        )
+    } else {
+        (old_text, new_text)
+    }
 }
 
 /// The lines around bytes `start..start + len` of `text`, numbered, with 3 lines of context.

@@ -290,3 +290,21 @@ fn schemas_use_camel_case_and_required_fields() {
     assert_eq!(schema["type"], "object");
     assert!(schema.get("$schema").is_none());
 }
+
+#[tokio::test]
+async fn edit_file_keeps_crlf_line_ends() {
+    let (_dir, ctx) = workspace();
+    let path = ctx.workspace.join("a.txt");
+    std::fs::write(&path, "one\r\ntwo\r\nthree\r\n").unwrap();
+    let output = call(
+        &EditFile,
+        json!({"path": "a.txt", "oldText": "one\ntwo", "newText": "1\n2"}),
+        &ctx,
+    )
+    .await;
+    assert!(!output.is_error, "{}", output.content);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "1\r\n2\r\nthree\r\n"
+    );
+}

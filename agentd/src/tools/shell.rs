@@ -41,7 +41,7 @@ impl Tool for RunShell {
          environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Returns \
          stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
          command and everything it started are killed after `timeoutMs` (default 2 minutes, \
-         at most 10) and when the command exits, so do not leave servers running in the \
+         at most 10 minutes) and when the command exits, so do not leave servers running in the \
          background. Prefer read_file, grep, glob and edit_file for reading, searching and \
          editing files."
     }
@@ -117,7 +117,7 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
             let (status, (), ()) = tokio::join!(
                 child.wait(),
                 read_into(&mut stdout, &mut out, Some(&progress)),
-                read_into(&mut stderr, &mut err, None),
+                read_into(&mut stderr, &mut err, Some(&progress)),
             );
             status
         };
@@ -192,18 +192,27 @@ async fn read_into(
             Ok(read) => {
                 buffer.push(&chunk[..read]);
                 if let Some(progress) = progress {
-                    progress.maybe_report(buffer, &chunk[..read]);
+                    progress.maybe_report(&chunk[..read]);
                 }
             }
         }
     }
 }
 
-/// Throttled progress reports: "N lines, M bytes: <last line>".
+/// Throttled progress reports over stdout and stderr together: "N lines, M bytes of output:
+/// <last line>".
 struct Progress {
     sink: ProgressSink,
     interval: Duration,
-    last: std::sync::Mutex<Option<Instant>>,
+    /// Counts and the time of the last report.
+    state: std::sync::Mutex<ProgressState>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    lines: u64,
+    bytes: u64,
+    last_report: Option<Instant>,
 }
 
 impl Progress {
@@ -211,27 +220,28 @@ impl Progress {
         Self {
             sink,
             interval,
-            last: std::sync::Mutex::new(None),
+            state: std::sync::Mutex::new(ProgressState::default()),
         }
     }
 
-    fn maybe_report(&self, buffer: &HeadTailBuffer, chunk: &[u8]) {
-        let Ok(mut last) = self.last.lock() else {
+    fn maybe_report(&self, chunk: &[u8]) {
+        let Ok(mut state) = self.state.lock() else {
             return;
         };
+        state.bytes += chunk.len() as u64;
+        state.lines += chunk.iter().filter(|&&byte| byte == b'\n').count() as u64;
         let now = Instant::now();
-        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
+        if state
+            .last_report
+            .is_some_and(|at| now.duration_since(at) < self.interval)
+        {
             return;
         }
-        *last = Some(now);
-        drop(last);
+        state.last_report = Some(now);
+        let mut message = format!("{} lines, {} bytes of output", state.lines, state.bytes);
+        drop(state);
         let text = String::from_utf8_lossy(chunk);
         let last_line = text.lines().rev().find(|line| !line.trim().is_empty());
-        let mut message = format!(
-            "{} lines, {} bytes of output",
-            buffer.total_lines(),
-            buffer.total_bytes()
-        );
         if let Some(line) = last_line {
             message.push_str(": ");
             message.push_str(&one_line(line, 200));
