@@ -176,7 +176,14 @@ async fn run_call(
         }),
         ..ctx.clone()
     };
-    let mut running = AssertUnwindSafe(tool.call(input, &call_ctx)).catch_unwind();
+    let running = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(input, &call_ctx))) {
+        Ok(running) => running,
+        Err(panic) => {
+            let output = panicked(tool.as_ref(), panic.as_ref());
+            return finish(call, output, start, observer);
+        }
+    };
+    let mut running = AssertUnwindSafe(running).catch_unwind();
     let outcome = loop {
         tokio::select! {
             biased;
@@ -199,14 +206,7 @@ async fn run_call(
             is_error: output.is_error,
         },
         Some(Ok(output)) => output,
-        Some(Err(panic)) => {
-            let message = panic_message(panic.as_ref());
-            tracing::error!(tool = tool.name(), %message, "tool panicked");
-            ToolOutput::error(format!(
-                "{} failed with an internal error: {message}",
-                tool.name()
-            ))
-        }
+        Some(Err(panic)) => panicked(tool.as_ref(), panic.as_ref()),
     };
     finish(call, output, start, observer)
 }
@@ -219,6 +219,16 @@ fn finish(
 ) -> ToolOutput {
     observer.completed(call, &output, start.elapsed());
     output
+}
+
+/// The result of a call whose tool panicked; the panic is logged.
+fn panicked(tool: &dyn Tool, panic: &(dyn std::any::Any + Send)) -> ToolOutput {
+    let message = panic_message(panic);
+    tracing::error!(tool = tool.name(), %message, "tool panicked");
+    ToolOutput::error(format!(
+        "{} failed with an internal error: {message}",
+        tool.name()
+    ))
 }
 
 /// Runs a synchronous tool method, turning a panic into an error message.

@@ -54,6 +54,9 @@ impl Tool for TestTool {
         input: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
+        if input["action"] == "panic_now" {
+            panic!("sync boom");
+        }
         Box::pin(async move {
             let id = input["id"].as_i64().unwrap_or(0);
             let shared = &self.shared;
@@ -325,7 +328,8 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let (_dir, ctx) = workspace();
     let calls = [
         call(0, "rw", json!({"action": "panic"})),
-        call(1, "rw", json!({"id": 1})),
+        call(1, "rw", json!({"action": "panic_now"})),
+        call(2, "rw", json!({"id": 2})),
     ];
     let results = bounded(execute_batch(
         &registry(&shared),
@@ -338,7 +342,12 @@ async fn a_panicking_tool_becomes_an_error_result() {
         contents(&results),
         [
             ("call_0", "rw failed with an internal error: boom", true),
-            ("call_1", "done 1", false)
+            (
+                "call_1",
+                "rw failed with an internal error: sync boom",
+                true
+            ),
+            ("call_2", "done 2", false)
         ]
     );
 }

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::conversation::ToolSpec;
 
-pub use executor::{BatchObserver, NoopObserver, ToolResult, execute_batch};
+pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
 pub use fetch::FetchUrl;
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
