@@ -1,14 +1,18 @@
 //! The agentd daemon library: everything but argument parsing lives here so tests can drive it.
 
+pub mod agent;
 pub mod config;
 pub mod conversation;
 pub mod daemon;
 pub mod llm;
 pub mod logging;
 pub mod paths;
+pub mod process;
 pub mod rpc;
 pub mod server;
+pub mod session;
 pub mod state;
+pub mod store;
 pub mod tools;
 
 /// Set up logging and the runtime, then run the daemon until it stops.

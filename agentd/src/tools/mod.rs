@@ -1,1 +1,348 @@
-//! Tools: the tool trait, the registry, the batch executor and the built-in tools.
+//! Tools: the tool trait, the registry, the context a tool runs in, and the built-in tools.
+//!
+//! A tool never throws at the model: every failure (bad arguments, denied path, failed command)
+//! becomes a [`ToolOutput`] with `is_error` set, which the model reads and corrects. The batch
+//! executor ([`execute_batch`]) validates calls, decides between parallel and sequential
+//! execution, truncates output and pairs every call with exactly one result.
+
+mod executor;
+mod fetch;
+mod files;
+mod path;
+mod search;
+mod shell;
+mod truncate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::conversation::ToolSpec;
+
+pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
+pub use fetch::FetchUrl;
+pub use files::{EditFile, ListDir, ReadFile, WriteFile};
+pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
+pub use search::{Glob, Grep};
+pub use shell::RunShell;
+pub use truncate::{HeadTailBuffer, truncate_middle};
+
+/// A tool the model can call.
+///
+/// Implementations parse their input with [`parse_input`] into a params struct that derives
+/// `JsonSchema` and `Deserialize`, so the schema offered to the model and the validation agree.
+pub trait Tool: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    /// Written for the model: when to use the tool, what it returns, its limits.
+    fn description(&self) -> &'static str;
+    /// JSON schema of the input object, generated with [`schema_of`] from the params struct.
+    fn input_schema(&self) -> serde_json::Value;
+    /// Whether the tool only observes (files, network) and never changes anything.
+    fn read_only(&self) -> bool;
+    /// Whether the tool may run concurrently with other calls of the same batch.
+    fn parallel_safe(&self) -> bool {
+        self.read_only()
+    }
+    /// Checks the input against the params struct before anything runs; the error is the text
+    /// the model reads (see [`parse_input`]). The default accepts everything (e.g. MCP tools,
+    /// whose servers validate).
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
+    /// Whether the executor may cut this tool's output to the output cap (`[skill]` results of
+    /// `load_skill` are never cut).
+    fn truncate_output(&self) -> bool {
+        true
+    }
+    /// One line for UIs, e.g. "ls -la" or "src/main.rs".
+    fn summary(&self, input: &serde_json::Value) -> String;
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// What a tool call produced: text for the model, and whether it is an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// Everything a tool call may use besides its input.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// Canonical session cwd, which is the workspace root: file tools stay under it.
+    pub workspace: PathBuf,
+    /// Fired when the run is cancelled: tools stop (run_shell kills its process group).
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Where a long-running tool reports progress (run_shell: output lines and byte counts).
+    /// [`execute_batch`] replaces it per call to route progress to its observer.
+    pub progress: ProgressSink,
+    /// Shared HTTP client (connection pool) for fetch_url.
+    pub http: reqwest::Client,
+    pub limits: ToolLimits,
+}
+
+impl ToolContext {
+    /// A context with default limits, no progress sink and a fresh cancellation token.
+    pub fn new(workspace: PathBuf, http: reqwest::Client) -> Self {
+        Self {
+            workspace,
+            cancel: tokio_util::sync::CancellationToken::new(),
+            progress: ProgressSink::none(),
+            http,
+            limits: ToolLimits::default(),
+        }
+    }
+}
+
+/// A callback receiving progress lines from a running tool. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct ProgressSink(Option<Arc<dyn Fn(String) + Send + Sync>>);
+
+impl ProgressSink {
+    pub fn new(report: impl Fn(String) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(report)))
+    }
+
+    /// A sink that drops everything.
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    pub fn report(&self, message: impl Into<String>) {
+        if let Some(report) = &self.0 {
+            report(message.into());
+        }
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ProgressSink(..)"
+        } else {
+            "ProgressSink(none)"
+        })
+    }
+}
+
+/// Caps on what tools do and return. Limits are data: each one says why it exists.
+#[derive(Clone, Debug)]
+pub struct ToolLimits {
+    /// Tool output longer than this (in chars) is cut keeping head and tail, so one noisy
+    /// command cannot flood the model's context window.
+    pub output_max_chars: usize,
+    /// How many calls of a parallel batch run at once, so a model asking for 50 greps does not
+    /// open 50 directory walks on a small machine.
+    pub parallel_max: usize,
+    /// run_shell timeout when the model gives none: long enough for builds and test suites,
+    /// short enough that a hung command does not stall the run for long.
+    pub shell_default_timeout: Duration,
+    /// Upper bound on the timeout the model may ask for; a run must come back eventually.
+    pub shell_max_timeout: Duration,
+    /// Bytes of stdout (and, separately, stderr) kept in memory while a command runs (head and
+    /// tail halves), so `yes` or a huge build log cannot exhaust the daemon's memory.
+    pub shell_capture_max_bytes: usize,
+    /// Minimum time between two progress reports of run_shell, so chatty commands do not flood
+    /// clients with events.
+    pub shell_progress_interval: Duration,
+    /// Bytes of a fetched body that are read at most; the rest is not downloaded.
+    pub fetch_max_bytes: usize,
+    /// Whole-request timeout of fetch_url, so a slow server cannot hold the run.
+    pub fetch_timeout: Duration,
+    /// Lines read_file returns when the model gives no limit; the model pages with offset.
+    pub read_file_default_lines: usize,
+    /// Longer lines are cut by read_file (minified files would otherwise fill the context).
+    pub read_file_max_line_chars: usize,
+    /// Entries returned by list_dir and glob; the model narrows the pattern for more.
+    pub listing_max_entries: usize,
+    /// Matching lines returned by grep; the model narrows the pattern or path for more.
+    pub grep_max_matches: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            output_max_chars: 30_000,
+            parallel_max: 8,
+            shell_default_timeout: Duration::from_secs(120),
+            shell_max_timeout: Duration::from_secs(600),
+            shell_capture_max_bytes: 1024 * 1024,
+            shell_progress_interval: Duration::from_millis(500),
+            fetch_max_bytes: 1024 * 1024,
+            fetch_timeout: Duration::from_secs(30),
+            read_file_default_lines: 2000,
+            read_file_max_line_chars: 2000,
+            listing_max_entries: 1000,
+            grep_max_matches: 500,
+        }
+    }
+}
+
+/// The tools offered to a session, by name. A `BTreeMap` keeps the order deterministic, which
+/// keeps the request prefix byte-stable for provider caches.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in file, search, shell and web tools.
+    pub fn builtin() -> Self {
+        let mut registry = Self::new();
+        registry.register(Arc::new(ReadFile));
+        registry.register(Arc::new(WriteFile));
+        registry.register(Arc::new(EditFile));
+        registry.register(Arc::new(ListDir));
+        registry.register(Arc::new(Glob));
+        registry.register(Arc::new(Grep));
+        registry.register(Arc::new(RunShell));
+        registry.register(Arc::new(FetchUrl));
+        registry
+    }
+
+    /// Specs for the model's `tools` field, sorted by name.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                input_schema: tool.input_schema(),
+            })
+            .collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// Adds a tool, replacing one of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.name(), tool);
+    }
+
+    /// The tools whose names `keep` accepts (subagent allow/deny lists, read-only agents).
+    pub fn filtered(&self, keep: impl Fn(&str) -> bool) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(name, _)| keep(name))
+                .map(|(name, tool)| (*name, Arc::clone(tool)))
+                .collect(),
+        }
+    }
+
+    /// Tool names in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.keys().copied().collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+/// The input schema of a params struct, without the `$schema` and `title` keys that providers
+/// do not need.
+pub fn schema_of<P: JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(P);
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+    }
+    schema.to_value()
+}
+
+/// Deserialises a tool's input into its params struct; the error is written for the model,
+/// e.g. "invalid arguments for read_file: missing field `path`".
+pub fn parse_input<P: DeserializeOwned>(
+    tool_name: &str,
+    input: &serde_json::Value,
+) -> Result<P, String> {
+    P::deserialize(input).map_err(|error| format!("invalid arguments for {tool_name}: {error}"))
+}
+
+/// Shortens a one-line summary for UIs to at most `max_chars` chars (first line only).
+pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut out: String = first.chars().take(max_chars).collect();
+    if out.len() < first.len() || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// The string field `key` of an input object, or "" (for summaries of possibly bad input).
+pub(crate) fn str_field<'a>(input: &'a serde_json::Value, key: &str) -> &'a str {
+    input
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Helpers for the tool tests: a context on a temp workspace and a validated call.
+
+    use super::{Tool, ToolContext, ToolOutput};
+
+    /// A temp workspace and a context on it (canonical path, default limits).
+    pub(crate) fn workspace() -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().build().unwrap();
+        let ctx = ToolContext::new(dir.path().canonicalize().unwrap(), http);
+        (dir, ctx)
+    }
+
+    /// Validates `input` like the executor does, then calls the tool.
+    pub(crate) async fn call(
+        tool: &dyn Tool,
+        input: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> ToolOutput {
+        if let Err(message) = tool.validate(&input) {
+            return ToolOutput::error(message);
+        }
+        tool.call(input, ctx).await
+    }
+}

@@ -1,0 +1,315 @@
+//! The one wrapper for child processes: explicit cwd and environment, null stdin, the child in
+//! its own process group, the whole group killed (SIGKILL to -pgid) on stop and on drop, and the
+//! child reaped. Nothing in agentd spawns a process any other way.
+//!
+//! The group does not outlive its leader: when the leader exits, whatever it left running in the
+//! background (`sleep 30 &`) is killed too, so no pipe stays open and nothing is orphaned.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStderr, ChildStdout};
+use tokio::task::JoinHandle;
+
+/// Environment variables a child keeps from the daemon's environment; everything else (API keys,
+/// tokens, secrets) is dropped.
+pub const KEPT_ENV_VARS: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "SHELL", "TMPDIR", "TZ",
+];
+
+/// What to do with the child's stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StderrMode {
+    /// A pipe the caller takes with [`ChildProcess::take_stderr`].
+    Capture,
+    /// Each line is logged with `tracing` (long-lived helpers such as MCP servers).
+    Tracing,
+    Null,
+}
+
+/// How to start a child process. Nothing is inherited implicitly: cwd and env are explicit.
+#[derive(Clone, Debug)]
+pub struct ProcessSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The child's entire environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
+    pub capture_stdout: bool,
+    pub stderr: StderrMode,
+}
+
+impl ProcessSpec {
+    /// `sh -c <script>` in `cwd` with the scrubbed environment, stdout and stderr captured.
+    pub fn shell(script: &str, cwd: PathBuf) -> Self {
+        Self {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd,
+            env: scrubbed_env(),
+            capture_stdout: true,
+            stderr: StderrMode::Capture,
+        }
+    }
+}
+
+/// The daemon's environment reduced to [`KEPT_ENV_VARS`] and `LC_*`.
+pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
+    scrub_env(std::env::vars_os())
+}
+
+/// `vars` reduced to [`KEPT_ENV_VARS`] and `LC_*`.
+pub fn scrub_env(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    vars.into_iter()
+        .filter(|(name, _)| {
+            name.to_str()
+                .is_some_and(|name| KEPT_ENV_VARS.contains(&name) || name.starts_with("LC_"))
+        })
+        .collect()
+}
+
+/// A running child process and its process group.
+///
+/// Dropping it kills the whole group; the leader is then reaped by tokio (kill-on-drop), and
+/// members whose parent died are reaped by init.
+#[derive(Debug)]
+pub struct ChildProcess {
+    child: Box<dyn ChildWrapper>,
+    /// The leader's pid, which is the group id (the leader made the group).
+    pgid: i32,
+    /// Set once the group has been killed after the leader was reaped: the pgid may be reused
+    /// from then on, so it is never signalled again.
+    group_finished: bool,
+    stderr_logger: Option<JoinHandle<()>>,
+}
+
+impl ChildProcess {
+    pub fn spawn(spec: ProcessSpec) -> io::Result<Self> {
+        let mut command = tokio::process::Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .env_clear()
+            .envs(spec.env.iter().map(|(name, value)| (name, value)))
+            .stdin(Stdio::null())
+            .stdout(if spec.capture_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(match spec.stderr {
+                StderrMode::Capture | StderrMode::Tracing => Stdio::piped(),
+                StderrMode::Null => Stdio::null(),
+            });
+        let mut wrapped = CommandWrap::from(command);
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let mut child = wrapped.spawn()?;
+        let pid = child
+            .id()
+            .ok_or_else(|| io::Error::other("child exited before its pid was read"))?;
+        let pgid = i32::try_from(pid).map_err(io::Error::other)?;
+        let stderr_logger = match spec.stderr {
+            StderrMode::Tracing => child.stderr().take().map(|stderr| {
+                let program = spec.program.to_string_lossy().into_owned();
+                tokio::spawn(log_lines(stderr, program, pid))
+            }),
+            _ => None,
+        };
+        tracing::debug!(pid, program = ?spec.program, cwd = %spec.cwd.display(), "spawned child");
+        Ok(Self {
+            child,
+            pgid,
+            group_finished: false,
+            stderr_logger,
+        })
+    }
+
+    /// The leader's pid (also the process group id).
+    pub fn pid(&self) -> u32 {
+        self.pgid.unsigned_abs()
+    }
+
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout().take()
+    }
+
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr().take()
+    }
+
+    /// Waits for the leader to exit, then kills what is left of its group.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        let status = self.child.wait().await?;
+        self.finish_group();
+        Ok(status)
+    }
+
+    /// Kills the whole group and reaps the leader.
+    pub async fn kill(&mut self) -> io::Result<ExitStatus> {
+        if !self.group_finished {
+            kill_group(self.pgid);
+        }
+        self.wait().await
+    }
+
+    fn finish_group(&mut self) {
+        if !self.group_finished {
+            kill_group(self.pgid);
+            self.group_finished = true;
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        if !self.group_finished {
+            kill_group(self.pgid);
+        }
+        if let Some(logger) = self.stderr_logger.take() {
+            logger.abort();
+        }
+    }
+}
+
+/// SIGKILL to every process of group `pgid`; a group that is already gone is fine.
+fn kill_group(pgid: i32) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: killpg only sends a signal; the pgid is that of a group this process created.
+    let result = unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    if result != 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::ESRCH) {
+            tracing::warn!(pgid, %error, "could not kill process group");
+        }
+    }
+}
+
+async fn log_lines(stderr: ChildStderr, program: String, pid: u32) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "agentd::child", pid, program = %program, "{line}");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Whether `pid` is gone or a zombie (killed, waiting for init to reap it).
+    pub(crate) fn process_is_dead(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks for existence.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            return true;
+        }
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+            })
+            .unwrap_or(true)
+    }
+
+    #[tokio::test]
+    async fn env_is_exactly_the_given_one_and_cwd_is_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = ProcessSpec::shell("pwd; env", dir.path().to_path_buf());
+        spec.env = scrub_env([
+            ("PATH".into(), std::env::var_os("PATH").unwrap()),
+            ("LC_ALL".into(), "C".into()),
+            ("MY_API_KEY".into(), "sk-secret".into()),
+            ("GITHUB_TOKEN".into(), "ghp".into()),
+        ]);
+        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut stdout = child.take_stdout().unwrap();
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).await.unwrap();
+        assert!(child.wait().await.unwrap().success());
+        let cwd = dir.path().canonicalize().unwrap();
+        assert!(text.starts_with(&format!("{}\n", cwd.display())), "{text}");
+        assert!(text.contains("\nLC_ALL=C\n"), "{text}");
+        for line in text.lines().skip(1) {
+            let name = line.split('=').next().unwrap();
+            assert!(
+                ["PATH", "LC_ALL", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                "unexpected variable {name} (sh sets PWD, SHLVL, _)"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn drop_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let mut spec = ProcessSpec::shell(
+            "sleep 30 & echo $! > pid; echo started; wait",
+            dir.path().to_path_buf(),
+        );
+        spec.stderr = StderrMode::Null;
+        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut stdout = BufReader::new(child.take_stdout().unwrap()).lines();
+        assert_eq!(
+            stdout.next_line().await.unwrap().as_deref(),
+            Some("started")
+        );
+        let grandchild: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!process_is_dead(grandchild));
+        drop(child);
+        wait_until_dead(grandchild).await;
+    }
+
+    #[tokio::test]
+    async fn leftovers_are_killed_when_the_leader_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = ProcessSpec::shell("sleep 30 & echo $!", dir.path().to_path_buf());
+        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut stdout = child.take_stdout().unwrap();
+        let status = child.wait().await.unwrap();
+        assert!(status.success());
+        // The background sleep held stdout open; killing the group closes it.
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).await.unwrap();
+        wait_until_dead(text.trim().parse().unwrap()).await;
+    }
+
+    #[tokio::test]
+    async fn stderr_to_tracing_does_not_block_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = ProcessSpec::shell(
+            "for i in $(seq 1 20000); do echo noise >&2; done; echo out",
+            dir.path().to_path_buf(),
+        );
+        spec.stderr = StderrMode::Tracing;
+        let mut child = ChildProcess::spawn(spec).unwrap();
+        assert!(child.take_stderr().is_none());
+        let mut stdout = child.take_stdout().unwrap();
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).await.unwrap();
+        assert_eq!(text, "out\n");
+        assert!(child.wait().await.unwrap().success());
+    }
+
+    /// Polls the process table until `pid` is dead, failing after a generous bound.
+    pub(crate) async fn wait_until_dead(pid: i32) {
+        for _ in 0..500 {
+            if process_is_dead(pid) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("process {pid} is still alive");
+    }
+}

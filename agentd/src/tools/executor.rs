@@ -1,0 +1,252 @@
+//! The batch executor: runs the tool calls of one model message and pairs each with exactly one
+//! result, in the model's order (DESIGN §5 steps 4–6).
+//!
+//! All calls run concurrently only if every call's tool is parallel-safe; otherwise they run one
+//! after the other in the model's order, and the observer may skip the rest (a steer). Unknown
+//! tools, malformed arguments, panics and cancellation all become error results.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+
+use super::{ProgressSink, Tool, ToolContext, ToolOutput, ToolRegistry, truncate_middle};
+use crate::conversation::ToolCall;
+
+/// Watches a batch: UIs show calls starting, progressing and completing.
+///
+/// Every call gets exactly one `completed`. `started` comes first for calls that were attempted
+/// (including unknown tools and bad arguments, which fail at once); calls skipped or cancelled
+/// before they started get only `completed`.
+pub trait BatchObserver: Send + Sync {
+    fn started(&self, call: &ToolCall, summary: &str);
+    fn progress(&self, call: &ToolCall, message: &str);
+    fn completed(&self, call: &ToolCall, output: &ToolOutput, duration: Duration);
+    /// Checked before starting each call of a sequential batch; Some(reason) → the call is not run
+    /// and gets an error result with that text (the agent uses it for "skipped: user steered").
+    fn skip_reason(&self) -> Option<String>;
+}
+
+/// An observer that ignores everything and never skips.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoopObserver;
+
+impl BatchObserver for NoopObserver {
+    fn started(&self, _call: &ToolCall, _summary: &str) {}
+    fn progress(&self, _call: &ToolCall, _message: &str) {}
+    fn completed(&self, _call: &ToolCall, _output: &ToolOutput, _duration: Duration) {}
+    fn skip_reason(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A tool call paired with its result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    pub call: ToolCall,
+    pub output: ToolOutput,
+}
+
+/// The result text of calls that did not finish because the run was cancelled.
+pub const CANCELLED: &str = "cancelled";
+
+/// Runs `calls` and returns one result per call, in the order of `calls`.
+pub async fn execute_batch(
+    registry: &ToolRegistry,
+    calls: &[ToolCall],
+    ctx: &ToolContext,
+    observer: &dyn BatchObserver,
+) -> Vec<ToolResult> {
+    let prepared: Vec<Prepared> = calls.iter().map(|call| prepare(registry, call)).collect();
+    let parallel = prepared.iter().all(|prepared| match prepared {
+        Prepared::Ready { tool, .. } => {
+            catch_panic(|| tool.parallel_safe(), "parallel_safe").unwrap_or(false)
+        }
+        Prepared::Invalid(_) => true,
+    });
+
+    let outputs: Vec<ToolOutput> = if parallel {
+        futures::stream::iter(calls.iter().zip(prepared))
+            .map(|(call, prepared)| run_call(call, prepared, ctx, observer))
+            .buffered(ctx.limits.parallel_max.max(1))
+            .collect()
+            .await
+    } else {
+        let mut outputs = Vec::with_capacity(calls.len());
+        for (call, prepared) in calls.iter().zip(prepared) {
+            outputs.push(run_call(call, prepared, ctx, observer).await);
+        }
+        outputs
+    };
+
+    calls
+        .iter()
+        .cloned()
+        .zip(outputs)
+        .map(|(call, output)| ToolResult { call, output })
+        .collect()
+}
+
+/// A call after lookup and argument validation.
+enum Prepared {
+    Ready {
+        tool: Arc<dyn Tool>,
+        input: serde_json::Value,
+    },
+    /// Unknown tool or bad arguments: the error result, nothing runs.
+    Invalid(ToolOutput),
+}
+
+fn prepare(registry: &ToolRegistry, call: &ToolCall) -> Prepared {
+    let Some(tool) = registry.get(&call.name) else {
+        let available = registry.names().join(", ");
+        return Prepared::Invalid(ToolOutput::error(format!(
+            "unknown tool `{}`; available tools: {available}",
+            call.name
+        )));
+    };
+    let input = match parse_arguments(&call.name, &call.arguments) {
+        Ok(input) => input,
+        Err(message) => return Prepared::Invalid(ToolOutput::error(message)),
+    };
+    match catch_panic(|| tool.validate(&input), "validate") {
+        Ok(Ok(())) => Prepared::Ready { tool, input },
+        Ok(Err(message)) | Err(message) => Prepared::Invalid(ToolOutput::error(message)),
+    }
+}
+
+/// Parses the model's raw argument text into a JSON object. Empty text counts as `{}` (some
+/// models send nothing for tools without parameters).
+fn parse_arguments(tool_name: &str, arguments: &str) -> Result<serde_json::Value, String> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(serde_json::Map::new()));
+    }
+    let value: serde_json::Value = serde_json::from_str(arguments).map_err(|error| {
+        format!("invalid arguments for {tool_name}: not valid JSON ({error}); send a JSON object")
+    })?;
+    if !value.is_object() {
+        return Err(format!(
+            "invalid arguments for {tool_name}: expected a JSON object, got {}",
+            json_kind(&value)
+        ));
+    }
+    Ok(value)
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Runs one call to its final (truncated) output and tells the observer.
+async fn run_call(
+    call: &ToolCall,
+    prepared: Prepared,
+    ctx: &ToolContext,
+    observer: &dyn BatchObserver,
+) -> ToolOutput {
+    let start = Instant::now();
+    if ctx.cancel.is_cancelled() {
+        return finish(call, ToolOutput::error(CANCELLED), start, observer);
+    }
+    if let Some(reason) = observer.skip_reason() {
+        return finish(call, ToolOutput::error(reason), start, observer);
+    }
+    let (tool, input) = match prepared {
+        Prepared::Invalid(output) => {
+            observer.started(call, "");
+            return finish(call, output, start, observer);
+        }
+        Prepared::Ready { tool, input } => (tool, input),
+    };
+    let summary = catch_panic(|| tool.summary(&input), "summary").unwrap_or_default();
+    observer.started(call, &summary);
+
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let call_ctx = ToolContext {
+        progress: ProgressSink::new(move |message| {
+            let _ = progress_tx.send(message);
+        }),
+        ..ctx.clone()
+    };
+    let running = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(input, &call_ctx))) {
+        Ok(running) => running,
+        Err(panic) => {
+            let output = panicked(tool.as_ref(), panic.as_ref());
+            return finish(call, output, start, observer);
+        }
+    };
+    let mut running = AssertUnwindSafe(running).catch_unwind();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            outcome = &mut running => break Some(outcome),
+            () = ctx.cancel.cancelled() => break None,
+            Some(message) = progress_rx.recv() => observer.progress(call, &message),
+        }
+    };
+    drop(running);
+    while let Ok(message) = progress_rx.try_recv() {
+        observer.progress(call, &message);
+    }
+    let output = match outcome {
+        None => ToolOutput::error(CANCELLED),
+        Some(Ok(output)) if output.content.is_empty() && !output.is_error => {
+            ToolOutput::ok("(no output)")
+        }
+        Some(Ok(output)) if tool.truncate_output() => ToolOutput {
+            content: truncate_middle(&output.content, ctx.limits.output_max_chars).into_owned(),
+            is_error: output.is_error,
+        },
+        Some(Ok(output)) => output,
+        Some(Err(panic)) => panicked(tool.as_ref(), panic.as_ref()),
+    };
+    finish(call, output, start, observer)
+}
+
+fn finish(
+    call: &ToolCall,
+    output: ToolOutput,
+    start: Instant,
+    observer: &dyn BatchObserver,
+) -> ToolOutput {
+    observer.completed(call, &output, start.elapsed());
+    output
+}
+
+/// The result of a call whose tool panicked; the panic is logged.
+fn panicked(tool: &dyn Tool, panic: &(dyn std::any::Any + Send)) -> ToolOutput {
+    let message = panic_message(panic);
+    tracing::error!(tool = tool.name(), %message, "tool panicked");
+    ToolOutput::error(format!(
+        "{} failed with an internal error: {message}",
+        tool.name()
+    ))
+}
+
+/// Runs a synchronous tool method, turning a panic into an error message.
+fn catch_panic<T>(f: impl FnOnce() -> T, what: &str) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(f))
+        .map_err(|panic| format!("tool {what} failed: {}", panic_message(panic.as_ref())))
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "panic".to_owned()
+    }
+}
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod tests;

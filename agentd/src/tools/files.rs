@@ -1,0 +1,522 @@
+//! File tools: read_file, write_file, edit_file and list_dir, all confined to the workspace.
+
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::{
+    Tool, ToolContext, ToolOutput, display_path, parse_input, resolve_in_workspace_async,
+    schema_of, str_field,
+};
+
+/// Bytes looked at to decide whether a file is binary (a NUL byte in them).
+const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// Reads a text file with line numbers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadFileParams {
+    /// Path of the file, relative to the workspace root (or absolute inside it).
+    path: String,
+    /// 1-based number of the first line to return (default 1).
+    offset: Option<u64>,
+    /// Maximum number of lines to return (default 2000).
+    limit: Option<u64>,
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
+         (line number, tab, text). By default the first 2000 lines are returned; for longer \
+         files the result says so, and you read on with `offset` (1-based first line) and \
+         `limit` (number of lines). Very long lines are cut. Binary files are refused. Read a \
+         file before editing it, and prefer this over `cat` in run_shell."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<ReadFileParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<ReadFileParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        str_field(input, "path").to_owned()
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: ReadFileParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            read_file(params, ctx)
+                .await
+                .unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn read_file(params: ReadFileParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
+    let shown = display_path(&ctx.workspace, &path);
+    let file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|error| format!("cannot open {shown}: {error}"))?;
+    let metadata = file
+        .metadata()
+        .await
+        .map_err(|error| format!("cannot read {shown}: {error}"))?;
+    if metadata.is_dir() {
+        return Err(format!(
+            "{shown} is a directory; use list_dir to see its entries"
+        ));
+    }
+    let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
+    let start = reader
+        .fill_buf()
+        .await
+        .map_err(|error| format!("cannot read {shown}: {error}"))?;
+    if start.is_empty() {
+        return Ok(ToolOutput::ok(format!("({shown} is empty)")));
+    }
+    if start.contains(&0) {
+        return Err(format!(
+            "{shown} looks like a binary file; read_file only reads text"
+        ));
+    }
+
+    let first = params.offset.unwrap_or(1).max(1);
+    let limit = params
+        .limit
+        .unwrap_or(ctx.limits.read_file_default_lines as u64)
+        .max(1);
+    let max_line_chars = ctx.limits.read_file_max_line_chars;
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    let mut shown_lines = 0u64;
+    let mut more = false;
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|error| format!("cannot read {shown}: {error}"))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if number < first {
+            continue;
+        }
+        if shown_lines == limit {
+            more = true;
+            break;
+        }
+        shown_lines += 1;
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        out.push_str(&format!("{number:>6}\t"));
+        if text.chars().count() > max_line_chars {
+            out.extend(text.chars().take(max_line_chars));
+            out.push_str(" [… line cut]");
+        } else {
+            out.push_str(text);
+        }
+        out.push('\n');
+    }
+    if shown_lines == 0 {
+        return Err(format!(
+            "offset {first} is past the end of {shown}, which has {number} lines"
+        ));
+    }
+    if more {
+        let last = first + shown_lines - 1;
+        out.push_str(&format!(
+            "[showing lines {first}-{last}; the file has more: call read_file with offset={} \
+             to read on]\n",
+            last + 1
+        ));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+/// Creates or overwrites a file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct WriteFileParams {
+    /// Path of the file, relative to the workspace root (or absolute inside it).
+    path: String,
+    /// The complete new content of the file.
+    content: String,
+}
+
+impl Tool for WriteFile {
+    fn name(&self) -> &'static str {
+        "write_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Create a file or replace its whole content. Missing parent directories are created; \
+         the write is atomic. Returns the number of bytes written. To change part of an \
+         existing file use edit_file instead, which does not need the whole content."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<WriteFileParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<WriteFileParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        str_field(input, "path").to_owned()
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: WriteFileParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            write_file(params, ctx)
+                .await
+                .unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn write_file(params: WriteFileParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
+    let shown = display_path(&ctx.workspace, &path);
+    let existed = match tokio::fs::metadata(&path).await {
+        Ok(metadata) if metadata.is_dir() => {
+            return Err(format!("{shown} is a directory; give a file path"));
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|error| format!("cannot create the directories for {shown}: {error}"))?;
+    }
+    write_atomic(&path, params.content.as_bytes())
+        .await
+        .map_err(|error| format!("cannot write {shown}: {error}"))?;
+    let verb = if existed { "overwrote" } else { "created" };
+    Ok(ToolOutput::ok(format!(
+        "{verb} {shown} ({} bytes)",
+        params.content.len()
+    )))
+}
+
+/// Writes `bytes` to a temp file next to `path`, syncs it and renames it over `path`, keeping the
+/// permissions of a file it replaces.
+async fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path has no file name"))?;
+    let temp = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        file_name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = async {
+        let mut file = tokio::fs::File::create(&temp).await?;
+        file.write_all(bytes).await?;
+        file.sync_all().await?;
+        drop(file);
+        if let Ok(metadata) = tokio::fs::metadata(path).await {
+            tokio::fs::set_permissions(&temp, metadata.permissions()).await?;
+        }
+        tokio::fs::rename(&temp, path).await
+    }
+    .await;
+    if result.is_err() {
+        let _ = tokio::fs::remove_file(&temp).await;
+    }
+    result
+}
+
+/// Replaces exact text in a file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EditFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EditFileParams {
+    /// Path of the file, relative to the workspace root (or absolute inside it).
+    path: String,
+    /// The exact text to replace, including whitespace and indentation.
+    old_text: String,
+    /// The text to put in its place.
+    new_text: String,
+    /// Replace every occurrence instead of requiring exactly one (default false).
+    replace_all: Option<bool>,
+}
+
+impl Tool for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replace exact text in an existing file. `oldText` must match the file exactly \
+         (whitespace and indentation included; no line numbers) and must occur exactly once, \
+         unless `replaceAll` is true. If it matches several times, include more surrounding \
+         lines to make it unique. Returns the edited region with line numbers. Read the file \
+         first; use write_file to create files."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<EditFileParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<EditFileParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        str_field(input, "path").to_owned()
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: EditFileParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            edit_file(params, ctx)
+                .await
+                .unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    if params.old_text.is_empty() {
+        return Err(
+            "oldText is empty; give the exact text to replace (use write_file to \
+                    create a file)"
+                .to_owned(),
+        );
+    }
+    if params.old_text == params.new_text {
+        return Err("oldText and newText are the same; nothing to change".to_owned());
+    }
+    let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
+    let shown = display_path(&ctx.workspace, &path);
+    let content = tokio::fs::read_to_string(&path)
+        .await
+        .map_err(|error| format!("cannot read {shown} as text: {error}"))?;
+    let (old_text, new_text) = crlf_adjusted(&content, params.old_text, params.new_text);
+    let count = content.matches(&old_text).count();
+    let replace_all = params.replace_all.unwrap_or(false);
+    if count == 0 {
+        let hint = if content.contains(old_text.trim()) {
+            "the text occurs with different leading or trailing whitespace; copy it exactly"
+        } else {
+            "read_file it again and copy the text exactly (whitespace and indentation \
+             included, without line numbers)"
+        };
+        return Err(format!("oldText was not found in {shown}; {hint}"));
+    }
+    if count > 1 && !replace_all {
+        return Err(format!(
+            "oldText matches {count} times in {shown}; include more surrounding lines to make \
+             it unique, or set replaceAll to true to replace all of them"
+        ));
+    }
+    let first_match = content.find(&old_text).unwrap_or(0);
+    let updated = if replace_all {
+        content.replace(&old_text, &new_text)
+    } else {
+        content.replacen(&old_text, &new_text, 1)
+    };
+    write_atomic(&path, updated.as_bytes())
+        .await
+        .map_err(|error| format!("cannot write {shown}: {error}"))?;
+    let plural = if count == 1 { "" } else { "s" };
+    let snippet = numbered_snippet(&updated, first_match, new_text.len());
+    Ok(ToolOutput::ok(format!(
+        "edited {shown}: replaced {count} occurrence{plural}\n{snippet}"
+    )))
+}
+
+/// The model writes `\n`; in a file with CRLF line ends whose text only matches with `\r\n`,
+/// both texts are converted so the edit applies and the file keeps its line ends.
+fn crlf_adjusted(content: &str, old_text: String, new_text: String) -> (String, String) {
+    let needs_crlf = content.contains("\r\n")
+        && old_text.contains('\n')
+        && !old_text.contains('\r')
+        && !content.contains(&old_text);
+    if needs_crlf {
+        (
+            old_text.replace('\n', "\r\n"),
+            new_text.replace("\r\n", "\n").replace('\n', "\r\n"),
+        )
+    } else {
+        (old_text, new_text)
+    }
+}
+
+/// The lines around bytes `start..start + len` of `text`, numbered, with 3 lines of context.
+fn numbered_snippet(text: &str, start: usize, len: usize) -> String {
+    const CONTEXT_LINES: usize = 3;
+    const MAX_LINES: usize = 40;
+    let first_line = text[..start.min(text.len())].matches('\n').count();
+    let end = (start + len).min(text.len());
+    let last_line = first_line + text[start.min(end)..end].matches('\n').count();
+    let from = first_line.saturating_sub(CONTEXT_LINES);
+    let to = (last_line + CONTEXT_LINES).min(from + MAX_LINES);
+    text.lines()
+        .enumerate()
+        .skip(from)
+        .take(to - from + 1)
+        .map(|(index, line)| format!("{:>6}\t{line}\n", index + 1))
+        .collect()
+}
+
+/// Lists a directory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListDir;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListDirParams {
+    /// Directory to list, relative to the workspace root (default: the root).
+    path: Option<String>,
+}
+
+impl Tool for ListDir {
+    fn name(&self) -> &'static str {
+        "list_dir"
+    }
+
+    fn description(&self) -> &'static str {
+        "List the entries of one directory (not recursive), sorted by name, directories marked \
+         with a trailing `/`. Hidden and ignored files are included. Long listings are capped at \
+         1000 entries. Use glob to find files recursively by name."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<ListDirParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<ListDirParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        match str_field(input, "path") {
+            "" => ".".to_owned(),
+            path => path.to_owned(),
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: ListDirParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            list_dir(params, ctx)
+                .await
+                .unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn list_dir(params: ListDirParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let requested = params.path.unwrap_or_else(|| ".".to_owned());
+    let path: PathBuf = resolve_in_workspace_async(&ctx.workspace, &requested).await?;
+    let shown = display_path(&ctx.workspace, &path);
+    let mut reader = tokio::fs::read_dir(&path)
+        .await
+        .map_err(|error| format!("cannot list {shown}: {error}"))?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader
+        .next_entry()
+        .await
+        .map_err(|error| format!("cannot list {shown}: {error}"))?
+    {
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = match entry.file_type().await {
+            Ok(kind) if kind.is_symlink() => tokio::fs::metadata(entry.path())
+                .await
+                .is_ok_and(|metadata| metadata.is_dir()),
+            Ok(kind) => kind.is_dir(),
+            Err(_) => false,
+        };
+        if is_dir {
+            name.push('/');
+        }
+        entries.push(name);
+    }
+    if entries.is_empty() {
+        return Ok(ToolOutput::ok(format!("{shown} is empty")));
+    }
+    entries.sort();
+    let max = ctx.limits.listing_max_entries;
+    let hidden = entries.len().saturating_sub(max);
+    entries.truncate(max);
+    let mut out = entries.join("\n");
+    out.push('\n');
+    if hidden > 0 {
+        out.push_str(&format!("[… {hidden} more entries not shown]\n"));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+#[cfg(test)]
+#[path = "files_tests.rs"]
+mod tests;

@@ -1,0 +1,191 @@
+//! Workspace containment, a hard limit no permission rule overrides: every path a file tool
+//! touches is resolved through `..` and symlinks and must stay under the workspace root.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Resolves `path` (relative to the workspace, or absolute) to an absolute path under the
+/// workspace, following symlinks.
+///
+/// The deepest existing ancestor is canonicalised and the remaining (not yet existing) normal
+/// components are appended, so paths of files about to be created resolve too. A `..` after a
+/// non-existent directory, a dangling symlink, and any result outside the workspace are refused
+/// with a message written for the model.
+///
+/// Blocking (it touches the file system); async code calls [`resolve_in_workspace_async`].
+pub fn resolve_in_workspace(workspace: &Path, path: &str) -> Result<PathBuf, String> {
+    if path.trim().is_empty() {
+        return Err("path is empty; give a path relative to the workspace root".to_owned());
+    }
+    let workspace = workspace.canonicalize().map_err(|error| {
+        format!(
+            "workspace {} is not accessible: {error}",
+            workspace.display()
+        )
+    })?;
+    let requested = Path::new(path);
+    let joined = if requested.is_absolute() {
+        requested.to_path_buf()
+    } else {
+        workspace.join(requested)
+    };
+
+    let (existing, rest) = deepest_existing_ancestor(&joined)?;
+    let mut resolved = existing.canonicalize().map_err(|error| {
+        if error.kind() == io::ErrorKind::NotFound {
+            format!("{path}: a symlink on the way points to a path that does not exist")
+        } else {
+            format!("{path}: cannot resolve: {error}")
+        }
+    })?;
+    for component in rest.components() {
+        match component {
+            Component::Normal(name) => resolved.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(format!(
+                    "{path}: `..` follows a directory that does not exist; give a path without it"
+                ));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("{path}: cannot resolve"));
+            }
+        }
+    }
+    if !resolved.starts_with(&workspace) {
+        return Err(format!(
+            "path escapes the workspace: {path} resolves to {}, outside {}; file tools only work \
+             under the workspace root",
+            resolved.display(),
+            workspace.display()
+        ));
+    }
+    Ok(resolved)
+}
+
+/// [`resolve_in_workspace`] on the blocking pool.
+pub async fn resolve_in_workspace_async(workspace: &Path, path: &str) -> Result<PathBuf, String> {
+    let workspace = workspace.to_path_buf();
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || resolve_in_workspace(&workspace, &path))
+        .await
+        .map_err(|error| format!("path resolution failed: {error}"))?
+}
+
+/// `path` relative to the workspace for messages ("." for the root), or as is when outside.
+pub fn display_path(workspace: &Path, path: &Path) -> String {
+    match path.strip_prefix(workspace) {
+        Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+        Ok(relative) => relative.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Splits `path` into its deepest ancestor that exists (as a file, directory or symlink) and the
+/// rest.
+fn deepest_existing_ancestor(path: &Path) -> Result<(PathBuf, PathBuf), String> {
+    for ancestor in path.ancestors() {
+        if ancestor.as_os_str().is_empty() || ancestor.symlink_metadata().is_err() {
+            continue;
+        }
+        let rest = path
+            .strip_prefix(ancestor)
+            .map_err(|error| format!("{}: cannot resolve: {error}", path.display()))?;
+        return Ok((ancestor.to_path_buf(), rest.to_path_buf()));
+    }
+    Err(format!("{}: no part of the path exists", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn relative_and_absolute_paths_inside_resolve() {
+        let (_dir, root) = workspace();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/main.rs"), "").unwrap();
+        assert_eq!(
+            resolve_in_workspace(&root, "src/main.rs").unwrap(),
+            root.join("src/main.rs")
+        );
+        assert_eq!(
+            resolve_in_workspace(&root, root.join("src/./main.rs").to_str().unwrap()).unwrap(),
+            root.join("src/main.rs")
+        );
+        assert_eq!(resolve_in_workspace(&root, ".").unwrap(), root);
+        assert_eq!(
+            resolve_in_workspace(&root, "src/../src/main.rs").unwrap(),
+            root.join("src/main.rs")
+        );
+    }
+
+    #[test]
+    fn new_file_paths_resolve_under_the_workspace() {
+        let (_dir, root) = workspace();
+        assert_eq!(
+            resolve_in_workspace(&root, "new/dir/file.txt").unwrap(),
+            root.join("new/dir/file.txt")
+        );
+    }
+
+    #[test]
+    fn dot_dot_escapes_are_refused() {
+        let (_dir, root) = workspace();
+        let error = resolve_in_workspace(&root, "../outside.txt").unwrap_err();
+        assert!(error.starts_with("path escapes the workspace"), "{error}");
+        let error = resolve_in_workspace(&root, "/etc/passwd").unwrap_err();
+        assert!(error.starts_with("path escapes the workspace"), "{error}");
+        let error = resolve_in_workspace(&root, "missing/../../outside").unwrap_err();
+        assert!(error.contains("`..`"), "{error}");
+    }
+
+    #[test]
+    fn symlink_escapes_are_refused() {
+        let (dir, root) = workspace();
+        let outside = dir.path().canonicalize().unwrap().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        for path in ["link/secret", "link/new-file", "link"] {
+            let error = resolve_in_workspace(&root, path).unwrap_err();
+            assert!(
+                error.starts_with("path escapes the workspace"),
+                "{path}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn dangling_symlinks_are_refused() {
+        let (dir, root) = workspace();
+        let target = dir.path().join("nowhere/file");
+        std::os::unix::fs::symlink(&target, root.join("dangling")).unwrap();
+        let error = resolve_in_workspace(&root, "dangling").unwrap_err();
+        assert!(error.contains("does not exist"), "{error}");
+    }
+
+    #[test]
+    fn symlinks_inside_the_workspace_are_followed() {
+        let (_dir, root) = workspace();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("alias")).unwrap();
+        assert_eq!(
+            resolve_in_workspace(&root, "alias/x").unwrap(),
+            root.join("real/x")
+        );
+    }
+
+    #[test]
+    fn empty_path_is_refused() {
+        let (_dir, root) = workspace();
+        assert!(resolve_in_workspace(&root, " ").is_err());
+    }
+}

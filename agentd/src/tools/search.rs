@@ -1,0 +1,328 @@
+//! Search tools: glob (files by name) and grep (lines by regex). Both walk the workspace with
+//! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Tool, ToolContext, ToolOutput, display_path, parse_input, resolve_in_workspace_async,
+    schema_of, str_field,
+};
+
+/// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
+const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// Finds files by glob pattern.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Glob;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GlobParams {
+    /// Glob pattern, e.g. `**/*.rs`, `src/**/mod.rs` or `*.toml`.
+    pattern: String,
+    /// Directory to search in, relative to the workspace root (default: the root).
+    path: Option<String>,
+}
+
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        "glob"
+    }
+
+    fn description(&self) -> &'static str {
+        "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
+         depth). A pattern without `/` matches file names at any depth (`*.rs`); a pattern \
+         with `/` matches the path relative to the searched directory (`src/**/*.rs`). Files \
+         ignored by .gitignore and hidden files are skipped. Returns matching file paths \
+         relative to the workspace, sorted, at most 1000."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<GlobParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<GlobParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        with_path(str_field(input, "pattern"), str_field(input, "path"))
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: GlobParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            glob(params, ctx).await.unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let root = search_root(ctx, params.path.as_deref()).await?;
+    let matcher = FileMatcher::new(&params.pattern)?;
+    let workspace = ctx.workspace.clone();
+    let cancel = ctx.cancel.clone();
+    let max = ctx.limits.listing_max_entries;
+    let pattern = params.pattern.clone();
+    run_blocking(move || {
+        let mut found = Vec::new();
+        for path in walk_files(&root, &cancel) {
+            if matcher.is_match(&root, &path) {
+                found.push(display_path(&workspace, &path));
+            }
+        }
+        if found.is_empty() {
+            return format!(
+                "no files match `{pattern}` in {}",
+                display_path(&workspace, &root)
+            );
+        }
+        found.sort();
+        let hidden = found.len().saturating_sub(max);
+        found.truncate(max);
+        let mut out = found.join("\n");
+        out.push('\n');
+        if hidden > 0 {
+            out.push_str(&format!(
+                "[… {hidden} more files not shown; narrow the pattern or path]\n"
+            ));
+        }
+        out
+    })
+    .await
+}
+
+/// Searches file contents by regex.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Grep;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GrepParams {
+    /// Regular expression (Rust regex syntax), e.g. `fn\s+main` or `(?i)todo`.
+    pattern: String,
+    /// File or directory to search, relative to the workspace root (default: the root).
+    path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`.
+    glob: Option<String>,
+}
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+
+    fn description(&self) -> &'static str {
+        "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
+         case-insensitive). Skips files ignored by .gitignore, hidden files and binary files. \
+         Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
+         by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
+         (e.g. `*.rs`)."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<GrepParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<GrepParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        with_path(str_field(input, "pattern"), str_field(input, "path"))
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: GrepParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            grep(params, ctx).await.unwrap_or_else(ToolOutput::error)
+        })
+    }
+}
+
+async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let regex = regex::Regex::new(&params.pattern)
+        .map_err(|error| format!("invalid regex `{}`: {error}", params.pattern))?;
+    let root = search_root(ctx, params.path.as_deref()).await?;
+    let matcher = params.glob.as_deref().map(FileMatcher::new).transpose()?;
+    let workspace = ctx.workspace.clone();
+    let cancel = ctx.cancel.clone();
+    let max = ctx.limits.grep_max_matches;
+    let max_line_chars = ctx.limits.read_file_max_line_chars;
+    run_blocking(move || {
+        let mut files: Vec<PathBuf> = walk_files(&root, &cancel)
+            .filter(|path| matcher.as_ref().is_none_or(|m| m.is_match(&root, path)))
+            .collect();
+        files.sort();
+        let mut out = String::new();
+        let mut matches = 0usize;
+        let mut capped = false;
+        'files: for path in files {
+            if cancel.is_cancelled() {
+                break;
+            }
+            let shown = display_path(&workspace, &path);
+            for (number, line) in matching_lines(&path, &regex) {
+                if matches == max {
+                    capped = true;
+                    break 'files;
+                }
+                matches += 1;
+                let line: String = line.chars().take(max_line_chars).collect();
+                out.push_str(&format!("{shown}:{number}: {line}\n"));
+            }
+        }
+        if matches == 0 {
+            return format!(
+                "no matches for `{}` in {}",
+                regex.as_str(),
+                display_path(&workspace, &root)
+            );
+        }
+        if capped {
+            out.push_str(&format!(
+                "[… stopped at {max} matches; narrow the pattern, path or glob]\n"
+            ));
+        }
+        out
+    })
+    .await
+}
+
+/// The matching lines of a text file as (1-based number, text); nothing for binary or unreadable
+/// files.
+fn matching_lines(path: &Path, regex: &regex::Regex) -> Vec<(usize, String)> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut reader = std::io::BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
+    match reader.fill_buf() {
+        Ok(start) if !start.contains(&0) => {}
+        _ => return Vec::new(),
+    }
+    let mut found = Vec::new();
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        number += 1;
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if regex.is_match(text) {
+            found.push((number, text.to_owned()));
+        }
+    }
+    found
+}
+
+/// A glob matched against file names (pattern without `/`) or paths relative to the search root.
+struct FileMatcher {
+    matcher: GlobMatcher,
+    match_full_path: bool,
+}
+
+impl FileMatcher {
+    fn new(pattern: &str) -> Result<Self, String> {
+        let pattern = pattern.trim_start_matches("./");
+        let matcher = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|error| format!("invalid glob `{pattern}`: {error}"))?
+            .compile_matcher();
+        Ok(Self {
+            matcher,
+            match_full_path: pattern.contains('/'),
+        })
+    }
+
+    fn is_match(&self, root: &Path, path: &Path) -> bool {
+        if self.match_full_path {
+            path.strip_prefix(root)
+                .is_ok_and(|relative| self.matcher.is_match(relative))
+        } else {
+            path.file_name()
+                .is_some_and(|name| self.matcher.is_match(Path::new(name)))
+        }
+    }
+}
+
+/// Files under `root` (or `root` itself if it is a file), gitignore-aware, hidden files skipped,
+/// symlinks not followed; stops early when `cancel` fires.
+fn walk_files<'a>(
+    root: &Path,
+    cancel: &'a CancellationToken,
+) -> impl Iterator<Item = PathBuf> + 'a {
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .build()
+        .take_while(move |_| !cancel.is_cancelled())
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+        .map(ignore::DirEntry::into_path)
+}
+
+async fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, String> {
+    let root = resolve_in_workspace_async(&ctx.workspace, path.unwrap_or(".")).await?;
+    if tokio::fs::metadata(&root).await.is_err() {
+        return Err(format!(
+            "{} does not exist",
+            display_path(&ctx.workspace, &root)
+        ));
+    }
+    Ok(root)
+}
+
+/// Runs a walk on the blocking pool; its text is the tool's (successful) output.
+async fn run_blocking(
+    work: impl FnOnce() -> String + Send + 'static,
+) -> Result<ToolOutput, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map(ToolOutput::ok)
+        .map_err(|error| format!("search failed: {error}"))
+}
+
+fn with_path(pattern: &str, path: &str) -> String {
+    if path.is_empty() {
+        pattern.to_owned()
+    } else {
+        format!("{pattern} in {path}")
+    }
+}
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+//! Tests of glob and grep.
+
+use serde_json::json;
+
+use super::*;
+use crate::tools::test_support::{call, workspace};
+
+/// A small tree: sources, a gitignored build dir, a hidden dir and a binary file.
+fn tree(root: &Path) {
+    for (path, content) in [
+        (".gitignore", "target/\n"),
+        ("Cargo.toml", "[package]\nname = \"demo\"\n"),
+        ("src/main.rs", "fn main() {\n    // TODO: more\n}\n"),
+        ("src/lib/mod.rs", "pub fn todo() {}\n"),
+        ("target/out.rs", "fn main() {}\n"),
+        (".hidden/x.rs", "fn main() {}\n"),
+    ] {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    std::fs::write(root.join("src/blob.rs"), b"fn main\0binary").unwrap();
+}
+
+#[tokio::test]
+async fn glob_matches_names_at_any_depth_and_skips_ignored() {
+    let (_dir, ctx) = workspace();
+    tree(&ctx.workspace);
+    let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("src/blob.rs\nsrc/lib/mod.rs\nsrc/main.rs\n")
+    );
+}
+
+#[tokio::test]
+async fn glob_with_slash_matches_relative_paths() {
+    let (_dir, ctx) = workspace();
+    tree(&ctx.workspace);
+    let output = call(&Glob, json!({"pattern": "src/*.rs"}), &ctx).await;
+    assert_eq!(output.content, "src/blob.rs\nsrc/main.rs\n");
+    let output = call(&Glob, json!({"pattern": "**/mod.rs"}), &ctx).await;
+    assert_eq!(output.content, "src/lib/mod.rs\n");
+    let output = call(&Glob, json!({"pattern": "*.rs", "path": "src/lib"}), &ctx).await;
+    assert_eq!(output.content, "src/lib/mod.rs\n");
+}
+
+#[tokio::test]
+async fn glob_caps_and_reports_errors() {
+    let (_dir, mut ctx) = workspace();
+    tree(&ctx.workspace);
+    ctx.limits.listing_max_entries = 1;
+    let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
+    assert_eq!(
+        output.content,
+        "src/blob.rs\n[… 2 more files not shown; narrow the pattern or path]\n"
+    );
+    let output = call(&Glob, json!({"pattern": "*.py"}), &ctx).await;
+    assert_eq!(output, ToolOutput::ok("no files match `*.py` in ."));
+    let output = call(&Glob, json!({"pattern": "a[", "path": "src"}), &ctx).await;
+    assert!(output.is_error && output.content.starts_with("invalid glob"));
+    let output = call(&Glob, json!({"pattern": "*", "path": ".."}), &ctx).await;
+    assert!(output.content.starts_with("path escapes the workspace"));
+    let output = call(&Glob, json!({"pattern": "*", "path": "nope"}), &ctx).await;
+    assert_eq!(output, ToolOutput::error("nope does not exist"));
+}
+
+#[tokio::test]
+async fn grep_finds_lines_in_text_files() {
+    let (_dir, ctx) = workspace();
+    tree(&ctx.workspace);
+    let output = call(&Grep, json!({"pattern": "fn main"}), &ctx).await;
+    assert_eq!(output, ToolOutput::ok("src/main.rs:1: fn main() {\n"));
+    let output = call(&Grep, json!({"pattern": "(?i)todo"}), &ctx).await;
+    assert_eq!(
+        output.content,
+        "src/lib/mod.rs:1: pub fn todo() {}\nsrc/main.rs:2:     // TODO: more\n"
+    );
+}
+
+#[tokio::test]
+async fn grep_narrows_by_path_and_glob() {
+    let (_dir, ctx) = workspace();
+    tree(&ctx.workspace);
+    let output = call(
+        &Grep,
+        json!({"pattern": "(?i)todo", "path": "src/main.rs"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(output.content, "src/main.rs:2:     // TODO: more\n");
+    let output = call(
+        &Grep,
+        json!({"pattern": "(?i)todo", "glob": "mod.rs"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(output.content, "src/lib/mod.rs:1: pub fn todo() {}\n");
+    let output = call(&Grep, json!({"pattern": "name", "glob": "*.toml"}), &ctx).await;
+    assert_eq!(output.content, "Cargo.toml:2: name = \"demo\"\n");
+}
+
+#[tokio::test]
+async fn grep_caps_and_reports_errors() {
+    let (_dir, mut ctx) = workspace();
+    tree(&ctx.workspace);
+    ctx.limits.grep_max_matches = 1;
+    let output = call(&Grep, json!({"pattern": "fn"}), &ctx).await;
+    assert_eq!(
+        output.content,
+        "src/lib/mod.rs:1: pub fn todo() {}\n[… stopped at 1 matches; narrow the pattern, path \
+         or glob]\n"
+    );
+    let output = call(&Grep, json!({"pattern": "nothing here"}), &ctx).await;
+    assert_eq!(output, ToolOutput::ok("no matches for `nothing here` in ."));
+    let output = call(&Grep, json!({"pattern": "fn("}), &ctx).await;
+    assert!(output.is_error);
+    assert!(
+        output.content.starts_with("invalid regex `fn(`"),
+        "{}",
+        output.content
+    );
+    let output = call(&Grep, json!({"pattern": "x", "path": "/"}), &ctx).await;
+    assert!(output.content.starts_with("path escapes the workspace"));
+    let output = call(&Grep, json!({"path": "src"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::error("invalid arguments for grep: missing field `pattern`")
+    );
+}

@@ -1,0 +1,255 @@
+//! run_shell: a command through `sh -c` in the workspace, in its own process group (through
+//! [`crate::process`]), with a scrubbed environment, a timeout, bounded output capture and
+//! throttled progress. Timeout and cancellation kill the whole group.
+
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::{
+    HeadTailBuffer, ProgressSink, Tool, ToolContext, ToolOutput, one_line, parse_input, schema_of,
+    str_field,
+};
+use crate::process::{ChildProcess, ProcessSpec};
+
+/// Runs a shell command.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunShell;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RunShellParams {
+    /// The command line, run with `sh -c` in the workspace root.
+    command: String,
+    /// Timeout in milliseconds (default 120000, at most 600000).
+    timeout_ms: Option<u64>,
+    /// Run the command as a background task (not supported yet).
+    run_in_background: Option<bool>,
+}
+
+impl Tool for RunShell {
+    fn name(&self) -> &'static str {
+        "run_shell"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command with `sh -c` in the workspace root (builds, tests, git, package \
+         managers). stdin is empty, so interactive commands fail; pass flags like `--yes`. The \
+         environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Returns \
+         stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
+         command and everything it started are killed after `timeoutMs` (default 2 minutes, \
+         at most 10 minutes) and when the command exits, so do not leave servers running in the \
+         background. Prefer read_file, grep, glob and edit_file for reading, searching and \
+         editing files."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<RunShellParams>()
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<RunShellParams>(self.name(), input).map(drop)
+    }
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        one_line(str_field(input, "command"), 120)
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: serde_json::Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let params: RunShellParams = match parse_input(self.name(), &input) {
+                Ok(params) => params,
+                Err(message) => return ToolOutput::error(message),
+            };
+            run_shell(params, ctx).await
+        })
+    }
+}
+
+/// How the command's run ended.
+enum Ending {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
+    if params.run_in_background == Some(true) {
+        return ToolOutput::error(
+            "runInBackground is not supported yet; run the command in the foreground (with a \
+             timeoutMs if it takes long)",
+        );
+    }
+    if params.command.trim().is_empty() {
+        return ToolOutput::error("command is empty");
+    }
+    let limits = &ctx.limits;
+    let timeout = params
+        .timeout_ms
+        .map_or(limits.shell_default_timeout, Duration::from_millis)
+        .min(limits.shell_max_timeout);
+
+    let spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
+    let mut child = match ChildProcess::spawn(spec) {
+        Ok(child) => child,
+        Err(error) => return ToolOutput::error(format!("cannot start sh: {error}")),
+    };
+    let (Some(mut stdout), Some(mut stderr)) = (child.take_stdout(), child.take_stderr()) else {
+        return ToolOutput::error("cannot capture the command's output");
+    };
+
+    let mut out = HeadTailBuffer::new(limits.shell_capture_max_bytes);
+    let mut err = HeadTailBuffer::new(limits.shell_capture_max_bytes);
+    let progress = Progress::new(ctx.progress.clone(), limits.shell_progress_interval);
+    let ending = {
+        let run = async {
+            let (status, (), ()) = tokio::join!(
+                child.wait(),
+                read_into(&mut stdout, &mut out, Some(&progress)),
+                read_into(&mut stderr, &mut err, Some(&progress)),
+            );
+            status
+        };
+        tokio::select! {
+            status = run => Ending::Exited(status),
+            () = tokio::time::sleep(timeout) => Ending::TimedOut,
+            () = ctx.cancel.cancelled() => Ending::Cancelled,
+        }
+    };
+    if !matches!(ending, Ending::Exited(_)) {
+        let _ = child.kill().await;
+        // The group is dead, so the pipes reach end of file: keep what was still in them.
+        read_into(&mut stdout, &mut out, None).await;
+        read_into(&mut stderr, &mut err, None).await;
+    }
+
+    let mut text = String::new();
+    if !out.is_empty() {
+        text.push_str(&out.to_text());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if !err.is_empty() {
+        text.push_str("[stderr]\n");
+        text.push_str(&err.to_text());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    let (footer, is_error) = match ending {
+        Ending::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
+            (Some(0), _) => ("[exit code 0]".to_owned(), false),
+            (Some(code), _) => (format!("[exit code {code}]"), true),
+            (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
+            (None, None) => ("[exited]".to_owned(), true),
+        },
+        Ending::Exited(Err(error)) => (format!("[could not wait for the command: {error}]"), true),
+        Ending::TimedOut => (
+            format!(
+                "[timed out after {} and was killed with everything it started; give a larger \
+                 timeoutMs (at most {} ms) or a faster command]",
+                humantime::format_duration(timeout),
+                limits.shell_max_timeout.as_millis()
+            ),
+            true,
+        ),
+        Ending::Cancelled => ("cancelled".to_owned(), true),
+    };
+    text.push_str(&footer);
+    ToolOutput {
+        content: text,
+        is_error,
+    }
+}
+
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+/// Reads `reader` to its end into `buffer`, reporting progress if asked.
+async fn read_into(
+    reader: &mut (impl AsyncRead + Unpin),
+    buffer: &mut HeadTailBuffer,
+    progress: Option<&Progress>,
+) {
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => {
+                buffer.push(&chunk[..read]);
+                if let Some(progress) = progress {
+                    progress.maybe_report(&chunk[..read]);
+                }
+            }
+        }
+    }
+}
+
+/// Throttled progress reports over stdout and stderr together: "N lines, M bytes of output:
+/// <last line>".
+struct Progress {
+    sink: ProgressSink,
+    interval: Duration,
+    /// Counts and the time of the last report.
+    state: std::sync::Mutex<ProgressState>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    lines: u64,
+    bytes: u64,
+    last_report: Option<Instant>,
+}
+
+impl Progress {
+    fn new(sink: ProgressSink, interval: Duration) -> Self {
+        Self {
+            sink,
+            interval,
+            state: std::sync::Mutex::new(ProgressState::default()),
+        }
+    }
+
+    fn maybe_report(&self, chunk: &[u8]) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.bytes += chunk.len() as u64;
+        state.lines += chunk.iter().filter(|&&byte| byte == b'\n').count() as u64;
+        let now = Instant::now();
+        if state
+            .last_report
+            .is_some_and(|at| now.duration_since(at) < self.interval)
+        {
+            return;
+        }
+        state.last_report = Some(now);
+        let mut message = format!("{} lines, {} bytes of output", state.lines, state.bytes);
+        drop(state);
+        let text = String::from_utf8_lossy(chunk);
+        let last_line = text.lines().rev().find(|line| !line.trim().is_empty());
+        if let Some(line) = last_line {
+            message.push_str(": ");
+            message.push_str(&one_line(line, 200));
+        }
+        self.sink.report(message);
+    }
+}
+
+#[cfg(test)]
+#[path = "shell_tests.rs"]
+mod tests;
