@@ -7,9 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::paths::Paths;
 use crate::server::ConnectionStats;
+use crate::session::SessionManager;
 
 /// Everything handlers share. Owned by `daemon::run`; cloned as `Arc<DaemonState>`.
-#[derive(Debug)]
 pub struct DaemonState {
     pub paths: Paths,
     pub started_at: SystemTime,
@@ -17,6 +17,18 @@ pub struct DaemonState {
     /// Cancelled to stop the daemon (signal or `daemon/shutdown`).
     pub shutdown: CancellationToken,
     pub connections: Arc<ConnectionStats>,
-    /// Why the config file is unusable, if it is (file, line and reason).
-    pub config_error: Option<String>,
+    pub sessions: Arc<SessionManager>,
+}
+
+impl DaemonState {
+    /// Refuse new work once the daemon is stopping.
+    pub fn refuse_if_stopping(&self) -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
+        if self.shutdown.is_cancelled() {
+            return Err(crate::rpc::rpc_error(
+                protocol::error::SHUTTING_DOWN,
+                "the daemon is shutting down; retry once it is back",
+            ));
+        }
+        Ok(())
+    }
 }

@@ -43,9 +43,14 @@ pub struct SessionHeader {
 pub enum Entry {
     Header(SessionHeader),
     /// A message of the conversation, in history order.
-    Message { message: Message },
+    Message {
+        message: Message,
+    },
     /// A persisted event with its seq.
-    Event { seq: u64, event: Event },
+    Event {
+        seq: u64,
+        event: Event,
+    },
     /// An entry written by a newer version; kept in the file, skipped on load.
     #[serde(other)]
     Unknown,
@@ -104,7 +109,8 @@ fn line_of<T: Serialize>(value: &T) -> Result<String> {
 
 /// Read only the header of a session file (for listing without loading everything).
 pub fn read_header(path: &Path) -> Result<SessionHeader> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut first = String::new();
     std::io::BufReader::new(file)
         .read_line(&mut first)
@@ -118,7 +124,8 @@ pub fn read_header(path: &Path) -> Result<SessionHeader> {
 
 /// Load a whole session file. Blocking: call from `spawn_blocking`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let reader = std::io::BufReader::new(file);
     let mut lines = reader.split(b'\n').peekable();
     let first = lines
@@ -150,7 +157,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
             Ok(Entry::Event { seq, event }) => {
                 loaded.last_seq = loaded.last_seq.max(seq);
                 match &event {
-                    Event::RunStarted { run_id, .. } => loaded.unfinished_run = Some(run_id.clone()),
+                    Event::RunStarted { run_id, .. } => {
+                        loaded.unfinished_run = Some(run_id.clone())
+                    }
                     Event::RunFinished { run_id, .. }
                         if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
                     {
@@ -183,7 +192,8 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
 
 /// Persisted events of a session file with `after < seq <= up_to`, in order. Blocking.
 pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Event)>> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut events = Vec::new();
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;
@@ -242,20 +252,32 @@ mod tests {
             &path,
             &[
                 Entry::Header(header()),
-                Entry::Event { seq: 1, event: run_started.clone() },
+                Entry::Event {
+                    seq: 1,
+                    event: run_started.clone(),
+                },
                 Entry::Message {
-                    message: Message::User { content: "hi".into() },
+                    message: Message::User {
+                        content: "hi".into(),
+                    },
                 },
                 Entry::Event {
                     seq: 2,
-                    event: Event::Warning { message: "w".into() },
+                    event: Event::Warning {
+                        message: "w".into(),
+                    },
                 },
             ],
             "{\"type\":\"message\",\"message\":{\"role\":\"assis",
         );
         let loaded = load(&path).unwrap();
         assert_eq!(loaded.header, header());
-        assert_eq!(loaded.history, vec![Message::User { content: "hi".into() }]);
+        assert_eq!(
+            loaded.history,
+            vec![Message::User {
+                content: "hi".into()
+            }]
+        );
         assert_eq!(loaded.last_seq, 2);
         assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
         assert_eq!(loaded.warnings.len(), 1);
@@ -266,12 +288,16 @@ mod tests {
 
     #[test]
     fn borrowed_encoders_match_the_entry_format() {
-        let event = Event::Warning { message: "w".into() };
+        let event = Event::Warning {
+            message: "w".into(),
+        };
         assert_eq!(
             encode_event(3, &event).unwrap(),
             encode(&Entry::Event { seq: 3, event }).unwrap()
         );
-        let message = Message::User { content: "x".into() };
+        let message = Message::User {
+            content: "x".into(),
+        };
         assert_eq!(
             encode_message(&message).unwrap(),
             encode(&Entry::Message { message }).unwrap()
@@ -282,7 +308,11 @@ mod tests {
     fn unknown_entry_types_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
-        write(&path, &[Entry::Header(header())], "{\"type\":\"fromTheFuture\",\"x\":1}\n");
+        write(
+            &path,
+            &[Entry::Header(header())],
+            "{\"type\":\"fromTheFuture\",\"x\":1}\n",
+        );
         let loaded = load(&path).unwrap();
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     }

@@ -266,10 +266,9 @@ impl Run {
         };
         let call = self.llm.complete(&request, &mut on_event);
         let outcome = tokio::select! {
-            result = pump(&self.log, pending_rx, call) => result?,
+            result = pump(&self.log, pending_rx, call) => Some(result?),
             _ = self.cancel.cancelled() => None,
         };
-        drop(on_event);
         Ok(match outcome {
             Some(Ok(completion)) => ModelCall::Done(completion),
             Some(Err(err)) => ModelCall::Failed(err.to_string()),

@@ -27,7 +27,11 @@ pub fn build(cwd: &Path, date: &str) -> String {
     let mut prompt = String::from(BASE_INSTRUCTIONS);
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     prompt.push_str("\n\n<environment>\n");
-    prompt.push_str(&format!("os: {} ({})\n", std::env::consts::OS, std::env::consts::ARCH));
+    prompt.push_str(&format!(
+        "os: {} ({})\n",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
     prompt.push_str(&format!("shell: {shell}\n"));
     prompt.push_str(&format!("workspace: {}\n", cwd.display()));
     prompt.push_str(&format!("date: {date}\n"));

@@ -18,6 +18,7 @@ pub use lock::InstanceLock;
 
 use crate::paths::{self, Paths};
 use crate::server::{self, ConnectionStats, ServerLimits};
+use crate::session::{SessionDeps, SessionManager};
 use crate::state::DaemonState;
 
 /// How the daemon was asked to start.
@@ -44,6 +45,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let listener = bind(&paths.socket)?;
     tracing::info!(socket = %paths.socket.display(), pid = std::process::id(), "agentd listening");
 
+    let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),
@@ -51,11 +53,20 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         started: Instant::now(),
         shutdown: shutdown.clone(),
         connections: Arc::new(ConnectionStats::default()),
-        config_error: None,
+        sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
     let signals = spawn_signal_listener(shutdown.clone())?;
 
+    // Runs are interrupted as soon as the stop begins, while clients are still connected to
+    // see their `runFinished`.
+    let stop_sessions = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            sessions.shutdown(RUN_STOP_DEADLINE).await;
+        })
+    };
     server::serve(
         listener,
         module.into(),
@@ -64,6 +75,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         shutdown.clone(),
     )
     .await;
+    let _ = stop_sessions.await;
 
     signals.close();
     // The listener unlinks the path it created when dropped; make sure, in case it did not.
@@ -74,6 +86,32 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     }
     tracing::info!("agentd stopped");
     Ok(())
+}
+
+/// How long runs get to record that they were interrupted when the daemon stops.
+const RUN_STOP_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Load the configuration (a bad file is reported, never silently replaced) and build what
+/// sessions need.
+fn session_deps(paths: &Paths) -> Result<SessionDeps> {
+    let config = match crate::config::load(Some(&paths.config), &|name| std::env::var(name).ok()) {
+        Ok(config) => Ok(config),
+        Err(err) => {
+            tracing::error!("configuration error: {err}");
+            Err(err.to_string())
+        }
+    };
+    let mut tool_limits = crate::tools::ToolLimits::default();
+    if let Ok(config) = &config {
+        tool_limits.output_max_chars = config.tool_output_max_chars;
+    }
+    Ok(SessionDeps {
+        paths: paths.clone(),
+        config,
+        http: crate::llm::LlmClient::http_client()?,
+        tools: Arc::new(crate::tools::ToolRegistry::builtin()),
+        tool_limits,
+    })
 }
 
 /// A socket file nobody answers on is left over from a crash: remove it. One that answers

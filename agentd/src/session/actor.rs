@@ -307,21 +307,22 @@ impl Actor {
                     let _ = reply.send(result);
                 }
                 Command::FollowUp { text, reply } => {
-                    let result = match self.active_run_id() {
-                        Some(run_id) => {
-                            self.shared.lock().follow_ups.push_back(text);
-                            Ok(QueueMessageResult {
-                                run_id,
-                                queued: true,
-                            })
-                        }
-                        None => self.start_run(text, UserMessageKind::FollowUp).await.map(
-                            |run_id| QueueMessageResult {
-                                run_id,
-                                queued: false,
-                            },
-                        ),
-                    };
+                    let result =
+                        match self.active_run_id() {
+                            Some(run_id) => {
+                                self.shared.lock().follow_ups.push_back(text);
+                                Ok(QueueMessageResult {
+                                    run_id,
+                                    queued: true,
+                                })
+                            }
+                            None => self.start_run(text, UserMessageKind::FollowUp).await.map(
+                                |run_id| QueueMessageResult {
+                                    run_id,
+                                    queued: false,
+                                },
+                            ),
+                        };
                     let _ = reply.send(result);
                 }
                 Command::RunEnded { run_id } => {
@@ -355,7 +356,9 @@ impl Actor {
             });
         }
         if text.trim().is_empty() {
-            return Err(SessionError::InvalidParams("the prompt is empty".to_owned()));
+            return Err(SessionError::InvalidParams(
+                "the prompt is empty".to_owned(),
+            ));
         }
         let result = match self.active_run_id() {
             Some(run_id) if queue_if_busy => {
@@ -386,14 +389,21 @@ impl Actor {
     }
 
     /// Persist the start of a run and its first user message, then spawn the run.
-    async fn start_run(&mut self, text: String, kind: UserMessageKind) -> Result<String, SessionError> {
+    async fn start_run(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<String, SessionError> {
         let config = self
             .deps
             .config
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
         let provider = config
-            .resolve_provider(Some(&format!("{}:{}", self.header.provider, self.header.model)))
+            .resolve_provider(Some(&format!(
+                "{}:{}",
+                self.header.provider, self.header.model
+            )))
             .map_err(|err| SessionError::Config(err.to_string()))?;
         let llm = LlmClient::new(provider, self.deps.http.clone());
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
@@ -476,7 +486,11 @@ impl Actor {
             }
             let _ = run_finished.send(());
             if let Some(commands) = commands.upgrade() {
-                let _ = commands.send(Command::RunEnded { run_id: ended_run_id }).await;
+                let _ = commands
+                    .send(Command::RunEnded {
+                        run_id: ended_run_id,
+                    })
+                    .await;
             }
         });
         Ok(run_id)
@@ -529,9 +543,9 @@ fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
     tool_calls
         .iter()
         .filter(|call| {
-            !history[position + 1..].iter().any(|m| {
-                matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id)
-            })
+            !history[position + 1..].iter().any(
+                |m| matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id),
+            )
         })
         .map(|call| (call.id.clone(), call.name.clone()))
         .collect()
@@ -550,7 +564,9 @@ mod tests {
             arguments: "{}".into(),
         };
         let history = vec![
-            Message::User { content: "x".into() },
+            Message::User {
+                content: "x".into(),
+            },
             Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call("a"), call("b")],

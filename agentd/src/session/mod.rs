@@ -20,7 +20,7 @@ use crate::paths::Paths;
 use crate::store::{self, SessionHeader};
 use crate::tools::{ToolLimits, ToolRegistry};
 use actor::Session;
-use events::{EventLog, Published};
+use events::Published;
 use protocol::event::Event;
 use protocol::session::{CreateSessionParams, SessionInfo, SessionStatus};
 
@@ -57,7 +57,9 @@ impl SessionShared {
     pub fn lock(&self) -> MutexGuard<'_, SessionState> {
         // A panic while holding this lock cannot leave the state half-updated in a way that
         // matters more than losing the session; keep going with the data as it is.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -139,7 +141,11 @@ impl SessionManager {
 
     /// Create a session in `params.cwd`.
     pub async fn create(&self, params: CreateSessionParams) -> Result<Arc<Session>, SessionError> {
-        let config = self.deps.config.as_ref().map_err(|err| SessionError::Config(err.clone()))?;
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
         let provider = config
             .resolve_provider(params.model.as_deref())
             .map_err(|err| SessionError::Config(err.to_string()))?;
@@ -184,9 +190,9 @@ impl SessionManager {
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))
             .map_err(|err| SessionError::Internal(err.to_string()))?;
-        tokio::fs::write(&path, line)
-            .await
-            .map_err(|err| SessionError::Internal(format!("cannot create {}: {err}", path.display())))?;
+        tokio::fs::write(&path, line).await.map_err(|err| {
+            SessionError::Internal(format!("cannot create {}: {err}", path.display()))
+        })?;
         let slot = Arc::new(Slot {
             header: header.clone(),
             file_updated_at: Some(now),
@@ -237,9 +243,7 @@ impl SessionManager {
                 .iter()
                 .position(|slot| slot.header.id == cursor)
                 .map(|pos| pos + 1)
-                .ok_or_else(|| {
-                    SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
-                })?,
+                .ok_or_else(|| SessionError::InvalidParams(format!("unknown cursor {cursor:?}")))?,
             None => 0,
         };
         let page: Vec<Arc<Slot>> = slots.iter().skip(start).take(limit).cloned().collect();
@@ -268,13 +272,15 @@ impl SessionManager {
         {
             return Err(SessionError::not_found(id));
         }
-        session.stop_and_wait(crate::agent::StopReason::Cancelled).await;
+        session
+            .stop_and_wait(crate::agent::StopReason::Cancelled)
+            .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
         let path = store::session_path(&self.deps.paths.sessions_dir, id);
-        tokio::fs::remove_file(&path)
-            .await
-            .map_err(|err| SessionError::Internal(format!("cannot remove {}: {err}", path.display())))?;
+        tokio::fs::remove_file(&path).await.map_err(|err| {
+            SessionError::Internal(format!("cannot remove {}: {err}", path.display()))
+        })?;
         session.close();
         Ok(())
     }
@@ -293,7 +299,10 @@ impl SessionManager {
             session.close();
         }
         self.tasks.close();
-        if tokio::time::timeout(deadline, self.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(deadline, self.tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("some runs did not stop in time");
         }
     }
@@ -316,11 +325,15 @@ impl SessionManager {
     }
 
     fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
-        self.slots.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.slots
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write_slots(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Slot>>> {
-        self.slots.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.slots
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

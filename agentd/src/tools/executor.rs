@@ -67,8 +67,14 @@ pub async fn execute_batch(
     });
 
     let outputs: Vec<ToolOutput> = if parallel {
-        futures::stream::iter(calls.iter().zip(prepared))
+        // Build the futures first: a closure inside the stream would make the batch future
+        // fail the `Send` check the daemon's task spawn needs (a higher-ranked lifetime issue).
+        let pending: Vec<_> = calls
+            .iter()
+            .zip(prepared)
             .map(|(call, prepared)| run_call(call, prepared, ctx, observer))
+            .collect();
+        futures::stream::iter(pending)
             .buffered(ctx.limits.parallel_max.max(1))
             .collect()
             .await

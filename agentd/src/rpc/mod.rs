@@ -9,19 +9,83 @@ use protocol::Method;
 use protocol::daemon::*;
 use protocol::methods;
 
+mod session;
+mod subscription;
+
 use crate::server::ConnectionContext;
 use crate::server::params;
 use crate::state::DaemonState;
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
-/// Build the method table.
+/// Build the method table. Every handler runs concurrently with the others; commands that must
+/// be ordered per session (prompt, steer, follow-up) are serialised by the session's actor.
 pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> {
+    use methods::*;
     let mut module = RpcModule::from_arc(state);
-    register::<methods::Initialize, _, _>(&mut module, initialize)?;
-    register::<methods::DaemonStatus, _, _>(&mut module, daemon_status)?;
-    register::<methods::DaemonShutdown, _, _>(&mut module, daemon_shutdown)?;
+    register::<Initialize, _, _>(&mut module, initialize)?;
+    register::<DaemonStatus, _, _>(&mut module, daemon_status)?;
+    register::<DaemonShutdown, _, _>(&mut module, daemon_shutdown)?;
+    register::<SessionCreate, _, _>(&mut module, session::create)?;
+    register::<SessionList, _, _>(&mut module, session::list)?;
+    register::<SessionGet, _, _>(&mut module, session::get)?;
+    register::<SessionDelete, _, _>(&mut module, session::delete)?;
+    register::<SessionPrompt, _, _>(&mut module, session::prompt)?; // via the session actor
+    register::<SessionSteer, _, _>(&mut module, session::steer)?; // via the session actor
+    register::<SessionFollowUp, _, _>(&mut module, session::follow_up)?; // via the session actor
+    register::<SessionCancel, _, _>(&mut module, session::cancel)?;
+    register_session_subscription(&mut module)?;
+    register_daemon_subscription(&mut module)?;
     Ok(module)
+}
+
+/// `session/subscribe` → `session/event` notifications → `session/unsubscribe`.
+fn register_session_subscription(module: &mut RpcModule<DaemonState>) -> anyhow::Result<()> {
+    module.register_subscription(
+        methods::SessionSubscribe::NAME,
+        protocol::event::SESSION_EVENT,
+        methods::SESSION_UNSUBSCRIBE,
+        |raw, pending, state, extensions| async move {
+            let params = match params::parse::<protocol::session::SubscribeParams>(&raw) {
+                Ok(params) => params,
+                Err(err) => return pending.reject(err).await,
+            };
+            let Some(connection) = extensions.get::<Arc<ConnectionContext>>().cloned() else {
+                return pending
+                    .reject(internal("request without a connection context"))
+                    .await;
+            };
+            let session = match state.sessions.get(&params.session_id).await {
+                Ok(session) => session,
+                Err(err) => return pending.reject(ErrorObjectOwned::from(err)).await,
+            };
+            subscription::forward_session_events(pending, session, params.after_seq, connection)
+                .await;
+        },
+    )?;
+    Ok(())
+}
+
+/// `daemon/subscribe` → `daemon/event` notifications → `daemon/unsubscribe`.
+fn register_daemon_subscription(module: &mut RpcModule<DaemonState>) -> anyhow::Result<()> {
+    module.register_subscription(
+        methods::DaemonSubscribe::NAME,
+        protocol::event::DAEMON_EVENT,
+        methods::DAEMON_UNSUBSCRIBE,
+        |raw, pending, state, extensions| async move {
+            if let Err(err) = params::parse::<protocol::session::DaemonSubscribeParams>(&raw) {
+                return pending.reject(err).await;
+            }
+            let Some(connection) = extensions.get::<Arc<ConnectionContext>>().cloned() else {
+                return pending
+                    .reject(internal("request without a connection context"))
+                    .await;
+            };
+            let live = state.sessions.subscribe_daemon_events();
+            subscription::forward_daemon_events(pending, live, connection).await;
+        },
+    )?;
+    Ok(())
 }
 
 /// Register an async handler for method `M`, with params parsing (object or one-element array)
@@ -100,7 +164,10 @@ async fn initialize(
         protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
         capabilities: Capabilities {
             methods: methods::ALL.iter().map(|m| (*m).to_owned()).collect(),
-            notifications: vec![protocol::event::SESSION_EVENT.to_owned()],
+            notifications: vec![
+                protocol::event::SESSION_EVENT.to_owned(),
+                protocol::event::DAEMON_EVENT.to_owned(),
+            ],
             max_line_bytes: crate::server::ServerLimits::default().max_line_bytes as u64,
         },
     })
@@ -120,8 +187,13 @@ async fn daemon_status(
         socket_path: state.paths.socket.display().to_string(),
         state_dir: state.paths.state_dir.display().to_string(),
         config_path: state.paths.config.display().to_string(),
-        config_error: state.config_error.clone(),
-        counts: StatusCounts::default(),
+        config_error: state.sessions.config_error(),
+        counts: StatusCounts {
+            sessions: state.sessions.count() as u64,
+            active_runs: state.sessions.active_runs() as u64,
+            tasks: 0,
+            mcp_servers: 0,
+        },
         connected_clients: state.connections.open_connections(),
     })
 }

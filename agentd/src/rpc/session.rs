@@ -1,0 +1,154 @@
+//! Handlers of the `session/*` methods: translate params into session-manager and actor calls
+//! and their errors into JSON-RPC errors. No session logic lives here.
+
+use std::sync::Arc;
+
+use jsonrpsee::types::ErrorObjectOwned;
+use protocol::error as codes;
+use protocol::session::*;
+
+use super::{RpcResult, rpc_error};
+use crate::conversation::Message;
+use crate::server::ConnectionContext;
+use crate::session::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SessionError};
+use crate::state::DaemonState;
+
+impl From<SessionError> for ErrorObjectOwned {
+    fn from(err: SessionError) -> Self {
+        let code = match &err {
+            SessionError::NotFound(_) => codes::NOT_FOUND,
+            SessionError::Conflict(_) => codes::CONFLICT,
+            SessionError::InvalidParams(_) => codes::INVALID_PARAMS,
+            SessionError::Config(_) => codes::CONFIG_ERROR,
+            SessionError::Internal(_) => codes::INTERNAL_ERROR,
+        };
+        rpc_error(code, err.to_string())
+    }
+}
+
+pub async fn create(
+    state: Arc<DaemonState>,
+    params: CreateSessionParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<CreateSessionResult> {
+    state.refuse_if_stopping()?;
+    let session = state.sessions.create(params).await?;
+    Ok(CreateSessionResult {
+        session_id: session.id().to_owned(),
+        session: session.info(),
+    })
+}
+
+pub async fn list(
+    state: Arc<DaemonState>,
+    params: ListSessionsParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<ListSessionsResult> {
+    let limit = params
+        .limit
+        .map(|limit| (limit as usize).clamp(1, MAX_LIST_LIMIT))
+        .unwrap_or(DEFAULT_LIST_LIMIT);
+    let (sessions, next_cursor) = state.sessions.list(params.cursor.as_deref(), limit).await?;
+    Ok(ListSessionsResult {
+        sessions,
+        next_cursor,
+    })
+}
+
+pub async fn get(
+    state: Arc<DaemonState>,
+    params: GetSessionParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<GetSessionResult> {
+    let session = state.sessions.get(&params.session_id).await?;
+    let info = session.info();
+    let shared = session.shared.lock();
+    let history = params
+        .include_history
+        .then(|| shared.history.iter().map(to_history_message).collect());
+    Ok(GetSessionResult {
+        session: info,
+        history,
+        queued_steers: shared.steers.iter().cloned().collect(),
+        queued_follow_ups: shared.follow_ups.iter().cloned().collect(),
+    })
+}
+
+pub async fn delete(
+    state: Arc<DaemonState>,
+    params: SessionRef,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<DeleteSessionResult> {
+    state.sessions.delete(&params.session_id).await?;
+    Ok(DeleteSessionResult { deleted: true })
+}
+
+pub async fn prompt(
+    state: Arc<DaemonState>,
+    params: PromptParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<PromptResult> {
+    state.refuse_if_stopping()?;
+    let session = state.sessions.get(&params.session_id).await?;
+    Ok(session
+        .prompt(params.text, params.client_request_id, params.queue_if_busy)
+        .await?)
+}
+
+pub async fn steer(
+    state: Arc<DaemonState>,
+    params: QueueMessageParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<QueueMessageResult> {
+    let session = state.sessions.get(&params.session_id).await?;
+    Ok(session.steer(params.text).await?)
+}
+
+pub async fn follow_up(
+    state: Arc<DaemonState>,
+    params: QueueMessageParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<QueueMessageResult> {
+    state.refuse_if_stopping()?;
+    let session = state.sessions.get(&params.session_id).await?;
+    Ok(session.follow_up(params.text).await?)
+}
+
+pub async fn cancel(
+    state: Arc<DaemonState>,
+    params: SessionRef,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<CancelResult> {
+    let session = state.sessions.get(&params.session_id).await?;
+    let run_id = session.cancel();
+    Ok(CancelResult {
+        cancelled: run_id.is_some(),
+        run_id,
+    })
+}
+
+fn to_history_message(message: &Message) -> HistoryMessage {
+    match message {
+        Message::User { content } => HistoryMessage::User {
+            content: content.clone(),
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => HistoryMessage::Assistant {
+            content: content.clone(),
+            tool_calls: tool_calls.iter().map(crate::agent::to_wire_call).collect(),
+        },
+        Message::Tool {
+            tool_call_id,
+            tool_name,
+            content,
+            is_error,
+        } => HistoryMessage::Tool {
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            content: content.clone(),
+            is_error: *is_error,
+        },
+    }
+}

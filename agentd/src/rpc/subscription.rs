@@ -1,0 +1,141 @@
+//! Subscriptions: `session/subscribe` (replay after `afterSeq`, then live, no gap, no
+//! duplicate) and `daemon/subscribe` (lifecycle events of every session). A slow subscriber
+//! never slows a run: it loses deltas, gets a `lagged` marker and is re-synced from the log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonrpsee::{PendingSubscriptionSink, SubscriptionMessage, SubscriptionSink};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::server::ConnectionContext;
+use crate::session::actor::Session;
+use crate::session::events::Published;
+
+/// How long a persisted event may wait for room in a client's queue before the subscription
+/// is dropped (the client is not reading).
+const PERSISTED_SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Forward a session's events to one subscriber until it unsubscribes, the connection closes
+/// or the session is deleted.
+pub async fn forward_session_events(
+    pending: PendingSubscriptionSink,
+    session: Arc<Session>,
+    after_seq: Option<u64>,
+    connection: Arc<ConnectionContext>,
+) {
+    let subscription = match session.log.subscribe(after_seq).await {
+        Ok(subscription) => subscription,
+        Err(err) => {
+            pending
+                .reject(crate::rpc::internal(format!(
+                    "cannot replay events: {err:#}"
+                )))
+                .await;
+            return;
+        }
+    };
+    let Ok(sink) = pending.accept().await else {
+        return;
+    };
+    for event in &subscription.replay {
+        if send_persisted(&sink, event).await.is_err() {
+            return;
+        }
+    }
+    let mut delivered = subscription.caught_up_to;
+    let mut live = subscription.live;
+    loop {
+        let received = tokio::select! {
+            _ = sink.closed() => return,
+            _ = connection.closed.cancelled() => return,
+            received = live.recv() => received,
+        };
+        match received {
+            Ok(event) => {
+                if event.persisted {
+                    if event.seq <= delivered {
+                        continue;
+                    }
+                    if send_persisted(&sink, &event).await.is_err() {
+                        return;
+                    }
+                    delivered = event.seq;
+                } else {
+                    // Best-effort: a full client queue drops the delta.
+                    let _ = sink.send_timeout(message(&event), Duration::ZERO).await;
+                }
+            }
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!(
+                    missed,
+                    session = session.id(),
+                    "subscriber lagged; re-syncing"
+                );
+                if let Ok(marker) = session.log.lagged_marker(delivered)
+                    && send_persisted(&sink, &marker).await.is_err()
+                {
+                    return;
+                }
+                let Ok(resync) = session.log.subscribe(Some(delivered)).await else {
+                    return;
+                };
+                for event in &resync.replay {
+                    if send_persisted(&sink, event).await.is_err() {
+                        return;
+                    }
+                }
+                delivered = resync.caught_up_to;
+                live = resync.live;
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Forward lifecycle events of every session.
+pub async fn forward_daemon_events(
+    pending: PendingSubscriptionSink,
+    mut live: tokio::sync::broadcast::Receiver<Arc<Published>>,
+    connection: Arc<ConnectionContext>,
+) {
+    let Ok(sink) = pending.accept().await else {
+        return;
+    };
+    loop {
+        let received = tokio::select! {
+            _ = sink.closed() => return,
+            _ = connection.closed.cancelled() => return,
+            received = live.recv() => received,
+        };
+        match received {
+            Ok(event) => {
+                if send_persisted(&sink, &event).await.is_err() {
+                    return;
+                }
+            }
+            // Lifecycle events are advisory; a lagging client re-lists sessions.
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "daemon-event subscriber lagged");
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+fn message(event: &Published) -> SubscriptionMessage {
+    SubscriptionMessage::from(event.json.clone())
+}
+
+async fn send_persisted(sink: &SubscriptionSink, event: &Published) -> Result<(), ()> {
+    match sink
+        .send_timeout(message(event), PERSISTED_SEND_TIMEOUT)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            tracing::debug!(%err, "dropping a subscriber that does not read its events");
+            Err(())
+        }
+    }
+}
