@@ -346,3 +346,23 @@ async fn agentctl_usage_errors_exit_2() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn a_bad_config_file_is_reported_with_file_and_line_and_never_replaced() {
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .config("max_steps = 5\n[providers.local]\nkind = \"openai\"\nbase_url = \n");
+    let daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    let status: StatusResult = client.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    let error = status.config_error.expect("config error reported");
+    assert!(error.contains("config.toml:4"), "{error}");
+    // The environment provider is not used instead of the broken file.
+    let workspace = daemon.env.workspace();
+    let err = client
+        .request("session/create", json!({"cwd": workspace}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::CONFIG_ERROR as i64);
+    assert!(err.message.contains("config.toml:4"), "{}", err.message);
+}

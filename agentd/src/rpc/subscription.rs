@@ -47,9 +47,11 @@ pub async fn forward_session_events(
     let mut live = subscription.live;
     loop {
         let received = tokio::select! {
+            biased;
+            received = live.recv() => received,
             _ = sink.closed() => return,
             _ = connection.closed.cancelled() => return,
-            received = live.recv() => received,
+            _ = session.log.closed() => return,
         };
         match received {
             Ok(event) => {

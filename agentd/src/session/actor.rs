@@ -242,11 +242,13 @@ impl Session {
         }
     }
 
-    /// Close the mailbox: the actor ends once its run (if any) has ended.
+    /// Close the mailbox (the actor ends once its run, if any, has ended) and end every
+    /// subscription.
     pub fn close(&self) {
         if let Ok(mut commands) = self.commands.lock() {
             commands.take();
         }
+        self.log.close();
     }
 
     async fn send(&self, command: Command) -> Result<(), SessionError> {

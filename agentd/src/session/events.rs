@@ -40,6 +40,8 @@ pub struct EventLog {
     live: broadcast::Sender<Arc<Published>>,
     /// Lifecycle events of all sessions (daemon/subscribe).
     daemon_events: broadcast::Sender<Arc<Published>>,
+    /// Cancelled when the session is deleted or the daemon stops: subscriptions end.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 /// What a new subscriber gets: persisted events to replay, then the live receiver.
@@ -72,7 +74,18 @@ impl EventLog {
             last_seq: AtomicU64::new(last_seq),
             live,
             daemon_events,
+            closed: tokio_util::sync::CancellationToken::new(),
         })
+    }
+
+    /// End every subscription once it has sent what was already published.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Resolves once the log is closed.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
     }
 
     pub fn last_seq(&self) -> u64 {

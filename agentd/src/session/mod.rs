@@ -292,8 +292,15 @@ impl SessionManager {
             .values()
             .filter_map(|slot| slot.loaded.get().cloned())
             .collect();
-        for session in &sessions {
-            session.request_stop(crate::agent::StopReason::Shutdown);
+        // Runs first (they record `runFinished{interrupted}` while subscribers still listen),
+        // then the actors and subscriptions.
+        let stop_runs = futures::future::join_all(
+            sessions
+                .iter()
+                .map(|session| session.stop_and_wait(crate::agent::StopReason::Shutdown)),
+        );
+        if tokio::time::timeout(deadline, stop_runs).await.is_err() {
+            tracing::warn!("some runs did not stop in time");
         }
         for session in &sessions {
             session.close();
@@ -303,7 +310,7 @@ impl SessionManager {
             .await
             .is_err()
         {
-            tracing::warn!("some runs did not stop in time");
+            tracing::warn!("some session tasks did not stop in time");
         }
     }
 
