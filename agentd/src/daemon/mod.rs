@@ -58,13 +58,16 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let module = crate::rpc::build(state.clone())?;
     let signals = spawn_signal_listener(shutdown.clone())?;
 
-    // Runs are interrupted as soon as the stop begins, while clients are still connected to
-    // see their `runFinished`.
+    // A stop first interrupts the runs, while clients are still connected to see their
+    // `runFinished{interrupted}`, then closes the connections.
+    let server_stop = CancellationToken::new();
     let stop_sessions = {
         let shutdown = shutdown.clone();
+        let server_stop = server_stop.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
+            server_stop.cancel();
         })
     };
     server::serve(
@@ -72,7 +75,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         module.into(),
         ServerLimits::default(),
         state.connections.clone(),
-        shutdown.clone(),
+        server_stop,
     )
     .await;
     let _ = stop_sessions.await;
