@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod output;
+pub mod render;
 pub mod transport;
 
 use std::path::PathBuf;
