@@ -172,6 +172,13 @@ impl Renderer {
         out
     }
 
+    /// A note of the client's own (Ctrl-C, a skipped event) on stderr, on its own line.
+    pub fn note(&mut self, text: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.stderr_line(text, &mut out);
+        out
+    }
+
     /// In `--json` mode only the exit decision is needed.
     fn track_exit(&mut self, event: &Event) {
         if let Event::RunFinished { run_id, status, .. } = event
@@ -407,10 +414,9 @@ impl Renderer {
             )),
             RunStatus::MaxSteps => Some(match error {
                 Some(error) => format!("run stopped at the step limit: {error}"),
-                None => {
-                    "run stopped at the step limit (progress is kept; send a follow-up to continue)"
-                        .to_owned()
-                }
+                None => "run stopped at the step limit (progress is kept; \
+                     send a follow-up to continue)"
+                    .to_owned(),
             }),
             RunStatus::Interrupted => Some(format!(
                 "run interrupted: {}",

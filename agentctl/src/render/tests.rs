@@ -514,3 +514,24 @@ fn helpers_format_durations_and_lines() {
     assert_eq!(truncate("abcdef", 4), "abc…");
     assert_eq!(truncate("abc", 4), "abc");
 }
+
+#[test]
+fn client_notes_clear_the_spinner_and_start_on_their_own_line() {
+    let mut h = Harness::run(RenderOptions {
+        json: false,
+        stderr_is_tty: true,
+    });
+    h.send(tool_started(RUN, "c1", "run_shell", "sleep 5"));
+    let note = h.renderer.note("cancelling…");
+    h.collect(note);
+    assert!(
+        h.stderr.ends_with("\r\x1b[2Kcancelling…\n"),
+        "{:?}",
+        h.stderr
+    );
+    let mut h = Harness::plain_run();
+    h.send(delta(RUN, "half"));
+    let note = h.renderer.note("cancelling…");
+    h.collect(note);
+    assert_eq!(h.stderr, "\ncancelling…\n");
+}
