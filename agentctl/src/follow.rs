@@ -65,6 +65,7 @@ pub async fn follow(
     mut renderer: Renderer,
     on_interrupt: OnInterrupt,
     animate_spinner: bool,
+    emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
     let mut interrupts = signal(SignalKind::interrupt())
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
@@ -161,10 +162,10 @@ async fn cancel(connection: &Connection, session_id: &str) -> Result<(), String>
     }
 }
 
-/// Write the renderer's output in order; stdout is flushed before stderr is written so the
-/// two interleave as the renderer meant. Write errors (a closed pipe) are ignored: the run's
+/// The sink `run` and `attach` use: the terminal. Writes the renderer's output in order;
+/// stdout is flushed before stderr is written so the two interleave as the renderer meant. Write errors (a closed pipe) are ignored: the run's
 /// outcome still decides the exit code.
-pub fn emit(outputs: Vec<Output>) {
+pub fn write_to_terminal(outputs: Vec<Output>) {
     if outputs.is_empty() {
         return;
     }
@@ -184,3 +185,6 @@ pub fn emit(outputs: Vec<Output>) {
     let _ = stdout.flush();
     let _ = stderr.flush();
 }
+
+#[cfg(test)]
+mod tests;

@@ -59,9 +59,18 @@ pub async fn run(cli: Cli) -> ExitCode {
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
         }),
-        Command::Run(args) => commands::run::run(&ctx, args).await,
-        Command::Attach { session, follow } => {
-            commands::attach::attach(&ctx, session, follow).await
+        Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
+        Command::Attach {
+            session,
+            follow: keep_following,
+        } => {
+            commands::attach::attach(
+                &ctx,
+                session,
+                keep_following,
+                &mut follow::write_to_terminal,
+            )
+            .await
         }
         Command::Sessions { action } => done(match action {
             SessionsAction::List => commands::sessions::list(&ctx).await,

@@ -7,10 +7,15 @@ use crate::Context;
 use crate::commands::render_options;
 use crate::follow::{self, OnInterrupt};
 use crate::output::CommandError;
-use crate::render::{AttachUntil, Mode, Renderer};
+use crate::render::{AttachUntil, Mode, Output, Renderer};
 
 /// `agentctl attach SESSION [--follow]`.
-pub async fn attach(ctx: &Context, session_id: String, follow: bool) -> Result<u8, CommandError> {
+pub async fn attach(
+    ctx: &Context,
+    session_id: String,
+    follow: bool,
+    emit: &mut dyn FnMut(Vec<Output>),
+) -> Result<u8, CommandError> {
     let connection = ctx.connect().await?;
     let params = GetSessionParams {
         session_id,
@@ -27,7 +32,10 @@ pub async fn attach(ctx: &Context, session_id: String, follow: bool) -> Result<u
     };
     if !ctx.json {
         let title = info.title.as_deref().unwrap_or(&info.cwd);
-        eprintln!("session {} · {} · {title}", info.session_id, info.model);
+        emit(vec![Output::Stderr(format!(
+            "session {} · {} · {title}\n",
+            info.session_id, info.model
+        ))]);
     }
     // Everything from the start: deltas are not replayed, completed messages are.
     let subscription = follow::subscribe(&connection, &info.session_id, 0).await?;
@@ -41,6 +49,7 @@ pub async fn attach(ctx: &Context, session_id: String, follow: bool) -> Result<u
         renderer,
         OnInterrupt::Detach,
         animate,
+        emit,
     )
     .await
 }

@@ -8,10 +8,14 @@ use crate::cli::RunArgs;
 use crate::commands::{message_text, render_options};
 use crate::follow::{self, OnInterrupt};
 use crate::output::{CommandError, EXIT_OK, print_json};
-use crate::render::{Mode, Renderer};
+use crate::render::{Mode, Output, Renderer};
 
 /// `agentctl run`: the exit code is the run's outcome (see `cli::Command::Run`).
-pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8, CommandError> {
+pub async fn run(
+    ctx: &Context,
+    args: RunArgs,
+    emit: &mut dyn FnMut(Vec<Output>),
+) -> Result<u8, CommandError> {
     let text = message_text(&args.prompt, "prompt")?;
     let cwd = match &args.cwd {
         Some(dir) => std::path::absolute(dir)
@@ -86,6 +90,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8, CommandError> {
         renderer,
         OnInterrupt::CancelRun,
         animate,
+        emit,
     )
     .await
 }
