@@ -5,15 +5,17 @@ pub mod autostart;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod follow;
 pub mod output;
+pub mod render;
 pub mod transport;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cli::{Cli, Command, DaemonAction};
+use cli::{Cli, Command, DaemonAction, SessionsAction};
 use client::Connection;
-use output::CommandError;
+use output::{CommandError, EXIT_OK};
 
 /// What every command needs: where the daemon is and how to talk to the user.
 pub struct Context {
@@ -48,16 +50,43 @@ pub async fn run(cli: Cli) -> ExitCode {
         no_start: cli.no_start,
         json: cli.json,
     };
+    // Streaming commands exit with their run's outcome; the others succeed or fail.
+    let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);
     let result = match cli.command {
-        Command::Status => commands::daemon::status(&ctx).await,
-        Command::Daemon { action } => match action {
+        Command::Status => done(commands::daemon::status(&ctx).await),
+        Command::Daemon { action } => done(match action {
             DaemonAction::Start => commands::daemon::start(&ctx).await,
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
-        },
+        }),
+        Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
+        Command::Attach {
+            session,
+            follow: keep_following,
+        } => {
+            commands::attach::attach(
+                &ctx,
+                session,
+                keep_following,
+                &mut follow::write_to_terminal,
+            )
+            .await
+        }
+        Command::Sessions { action } => done(match action {
+            SessionsAction::List => commands::sessions::list(&ctx).await,
+            SessionsAction::Show { session } => commands::sessions::show(&ctx, session).await,
+            SessionsAction::Rm { session } => commands::sessions::remove(&ctx, session).await,
+        }),
+        Command::Steer { session, text } => {
+            done(commands::control::steer(&ctx, session, &text).await)
+        }
+        Command::FollowUp { session, text } => {
+            done(commands::control::follow_up(&ctx, session, &text).await)
+        }
+        Command::Cancel { session } => done(commands::control::cancel(&ctx, session).await),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(err) => output::report(err, ctx.json),
     }
 }

@@ -13,8 +13,10 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// The command line was wrong.
 pub const EXIT_USAGE: u8 = 2;
-/// The daemon could not be reached.
+/// The daemon could not be reached, or the connection to it was lost.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// The run was cancelled (Ctrl-C), like a shell's 128 + SIGINT.
+pub const EXIT_CANCELLED: u8 = 130;
 
 /// A failed command: what to tell the user and which exit code to use.
 #[derive(Debug)]
@@ -34,6 +36,14 @@ impl CommandError {
     pub fn usage(message: impl Into<String>) -> Self {
         CommandError {
             code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// The connection to the daemon broke mid-command (it stopped or crashed).
+    pub fn connection_lost(message: impl Into<String>) -> Self {
+        CommandError {
+            code: EXIT_UNREACHABLE,
             message: message.into(),
         }
     }

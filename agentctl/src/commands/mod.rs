@@ -1,3 +1,38 @@
 //! One module per group of subcommands.
 
+pub mod attach;
+pub mod control;
 pub mod daemon;
+pub mod run;
+pub mod sessions;
+
+use std::io::{IsTerminal, Read};
+
+use crate::output::CommandError;
+use crate::render::RenderOptions;
+
+/// The text of a message argument: `-` reads all of stdin. Empty text is a usage error.
+pub fn message_text(arg: &str, what: &str) -> Result<String, CommandError> {
+    let text = if arg == "-" {
+        // Blocking is fine: nothing else runs yet.
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|err| {
+            CommandError::failed(format!("cannot read the {what} from stdin: {err}"))
+        })?;
+        text
+    } else {
+        arg.to_owned()
+    };
+    if text.trim().is_empty() {
+        return Err(CommandError::usage(format!("the {what} is empty")));
+    }
+    Ok(text)
+}
+
+/// How `run` and `attach` render: JSON lines with `--json`, a spinner when stderr is a terminal.
+pub fn render_options(json: bool) -> RenderOptions {
+    RenderOptions {
+        json,
+        stderr_is_tty: std::io::stderr().is_terminal(),
+    }
+}

@@ -1,0 +1,69 @@
+//! `agentctl steer`, `agentctl followup` and `agentctl cancel`: steer a session's run.
+
+use protocol::methods::{SessionCancel, SessionFollowUp, SessionSteer};
+use protocol::session::{QueueMessageParams, SessionRef};
+
+use crate::Context;
+use crate::commands::message_text;
+use crate::output::{CommandError, print_json};
+
+/// `agentctl steer SESSION TEXT`: fails (CONFLICT) when no run is active.
+pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
+    let text = message_text(text, "steering message")?;
+    let connection = ctx.connect().await?;
+    let params = QueueMessageParams { session_id, text };
+    let result = connection.request::<SessionSteer>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else {
+        println!(
+            "steer queued for run {}; it reaches the model after the current tool batch",
+            result.run_id
+        );
+    }
+    Ok(())
+}
+
+/// `agentctl followup SESSION TEXT`: queued into the active run, or starts a run when idle.
+pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
+    let text = message_text(text, "follow-up message")?;
+    let connection = ctx.connect().await?;
+    let params = QueueMessageParams {
+        session_id: session_id.clone(),
+        text,
+    };
+    let result = connection.request::<SessionFollowUp>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else if result.queued {
+        println!(
+            "follow-up queued for run {}; it is delivered when the run would end",
+            result.run_id
+        );
+    } else {
+        println!(
+            "follow-up started run {} (watch it with `agentctl attach {session_id}`)",
+            result.run_id
+        );
+    }
+    Ok(())
+}
+
+/// `agentctl cancel SESSION`: idempotent; succeeds when no run is active.
+pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = SessionRef {
+        session_id: session_id.clone(),
+    };
+    let result = connection.request::<SessionCancel>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else {
+        match (result.cancelled, &result.run_id) {
+            (true, Some(run_id)) => println!("cancelling run {run_id}"),
+            (true, None) => println!("cancelling the active run of {session_id}"),
+            (false, _) => println!("no active run in session {session_id}"),
+        }
+    }
+    Ok(())
+}

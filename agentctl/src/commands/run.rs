@@ -1,0 +1,96 @@
+//! `agentctl run`: create (or reuse) a session, subscribe, prompt, and stream the run.
+
+use protocol::methods::{SessionCreate, SessionGet, SessionPrompt};
+use protocol::session::{CreateSessionParams, GetSessionParams, PromptParams};
+
+use crate::Context;
+use crate::cli::RunArgs;
+use crate::commands::{message_text, render_options};
+use crate::follow::{self, OnInterrupt};
+use crate::output::{CommandError, EXIT_OK, print_json};
+use crate::render::{Mode, Output, Renderer};
+
+/// `agentctl run`: the exit code is the run's outcome (see `cli::Command::Run`).
+pub async fn run(
+    ctx: &Context,
+    args: RunArgs,
+    emit: &mut dyn FnMut(Vec<Output>),
+) -> Result<u8, CommandError> {
+    let text = message_text(&args.prompt, "prompt")?;
+    let cwd = match &args.cwd {
+        Some(dir) => std::path::absolute(dir)
+            .map_err(|err| CommandError::usage(format!("bad --cwd {}: {err}", dir.display())))?,
+        None => std::env::current_dir().map_err(|err| {
+            CommandError::failed(format!("cannot read the current directory: {err}"))
+        })?,
+    };
+    if args.session.is_none() && !cwd.is_dir() {
+        return Err(CommandError::usage(format!(
+            "--cwd {} is not a directory",
+            cwd.display()
+        )));
+    }
+
+    let connection = ctx.connect().await?;
+    // The seq to subscribe after: only this run's events are wanted.
+    let (session_id, last_seq) = match args.session {
+        Some(session_id) => {
+            let params = GetSessionParams {
+                session_id,
+                include_history: false,
+            };
+            let found = connection.request::<SessionGet>(&params).await?;
+            (found.session.session_id, found.session.last_seq)
+        }
+        None => {
+            let params = CreateSessionParams {
+                cwd: cwd.to_string_lossy().into_owned(),
+                model: args.model,
+                title: args.title,
+            };
+            let created = connection.request::<SessionCreate>(&params).await?;
+            (created.session_id, created.session.last_seq)
+        }
+    };
+    let prompt = PromptParams {
+        session_id: session_id.clone(),
+        text,
+        // A fresh id per invocation: a retried request never starts a second run.
+        client_request_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
+        queue_if_busy: false,
+    };
+
+    if args.background {
+        let started = connection.request::<SessionPrompt>(&prompt).await?;
+        if ctx.json {
+            print_json(&serde_json::json!({ "sessionId": session_id, "runId": started.run_id }));
+        } else {
+            println!("session {session_id}");
+            println!("run {}", started.run_id);
+        }
+        return Ok(EXIT_OK);
+    }
+
+    // Subscribe before prompting so no event of the run can be missed.
+    let subscription = follow::subscribe(&connection, &session_id, last_seq).await?;
+    let started = connection.request::<SessionPrompt>(&prompt).await?;
+    let options = render_options(ctx.json);
+    let renderer = Renderer::new(
+        Mode::Run {
+            run_id: started.run_id,
+        },
+        options,
+        last_seq,
+    );
+    let animate = options.stderr_is_tty && !options.json;
+    follow::follow(
+        &connection,
+        &session_id,
+        subscription,
+        renderer,
+        OnInterrupt::CancelRun,
+        animate,
+        emit,
+    )
+    .await
+}

@@ -1,0 +1,314 @@
+//! `agentctl sessions list|show|rm`: durable sessions, listed as a table and shown with their
+//! history.
+
+use std::fmt::Write as _;
+
+use protocol::methods::{SessionDelete, SessionGet, SessionList};
+use protocol::session::{
+    GetSessionParams, GetSessionResult, HistoryMessage, ListSessionsParams, SessionInfo,
+    SessionRef, SessionStatus,
+};
+
+use crate::Context;
+use crate::output::{CommandError, print_json};
+use crate::render::{one_line, truncate};
+
+/// Sessions asked for per `session/list` page.
+const LIST_PAGE: u32 = 1000;
+
+/// Longest title/cwd cell in the table.
+const TITLE_MAX_CHARS: usize = 60;
+
+/// Longest tool call arguments / result shown per line in `sessions show`.
+const TOOL_TEXT_MAX_CHARS: usize = 100;
+
+/// `agentctl sessions list`: every session, newest first (all pages).
+pub async fn list(ctx: &Context) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let mut sessions = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = ListSessionsParams {
+            cursor,
+            limit: Some(LIST_PAGE),
+        };
+        let page = connection.request::<SessionList>(&params).await?;
+        sessions.extend(page.sessions);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    if ctx.json {
+        print_json(&serde_json::json!({ "sessions": sessions }));
+    } else if sessions.is_empty() {
+        println!("no sessions; start one with `agentctl run \"…\"`");
+    } else {
+        print!("{}", format_table(&sessions));
+    }
+    Ok(())
+}
+
+/// `agentctl sessions show ID`: the session's details and its history.
+pub async fn show(ctx: &Context, session_id: String) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = GetSessionParams {
+        session_id,
+        include_history: true,
+    };
+    let session = connection.request::<SessionGet>(&params).await?;
+    if ctx.json {
+        print_json(&session);
+    } else {
+        print!("{}", format_session(&session));
+    }
+    Ok(())
+}
+
+/// `agentctl sessions rm ID`.
+pub async fn remove(ctx: &Context, session_id: String) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = SessionRef {
+        session_id: session_id.clone(),
+    };
+    let result = connection.request::<SessionDelete>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else if result.deleted {
+        println!("deleted session {session_id}");
+    } else {
+        return Err(CommandError::failed(format!(
+            "session {session_id} was not deleted"
+        )));
+    }
+    Ok(())
+}
+
+/// The `sessions list` table: id, status, model, updated, title (or cwd).
+pub fn format_table(sessions: &[SessionInfo]) -> String {
+    let header = ["ID", "STATUS", "MODEL", "UPDATED", "TITLE / CWD"];
+    let rows: Vec<[String; 5]> = sessions
+        .iter()
+        .map(|session| {
+            [
+                session.session_id.clone(),
+                status_name(session.status).to_owned(),
+                session.model.clone(),
+                short_time(&session.updated_at),
+                truncate(
+                    &one_line(session.title.as_deref().unwrap_or(&session.cwd)),
+                    TITLE_MAX_CHARS,
+                ),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|cell| cell.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut table = String::new();
+    let header_row = header.map(str::to_owned);
+    for row in std::iter::once(&header_row).chain(&rows) {
+        let mut line = String::new();
+        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if index + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<width$}  ");
+            }
+        }
+        table.push_str(line.trim_end());
+        table.push('\n');
+    }
+    table
+}
+
+/// `sessions show`: details, then the history as a readable transcript.
+pub fn format_session(result: &GetSessionResult) -> String {
+    let session = &result.session;
+    let mut text = String::new();
+    let _ = writeln!(text, "session  {}", session.session_id);
+    if let Some(title) = &session.title {
+        let _ = writeln!(text, "title    {title}");
+    }
+    match &session.run_id {
+        Some(run_id) => {
+            let _ = writeln!(text, "status   {} ({run_id})", status_name(session.status));
+        }
+        None => {
+            let _ = writeln!(text, "status   {}", status_name(session.status));
+        }
+    }
+    let _ = writeln!(text, "model    {} ({})", session.model, session.provider);
+    let _ = writeln!(text, "cwd      {}", session.cwd);
+    let _ = writeln!(text, "created  {}", session.created_at);
+    let _ = writeln!(text, "updated  {}", session.updated_at);
+    let usage = &session.usage;
+    let _ = writeln!(
+        text,
+        "tokens   {} in ({} cached), {} out",
+        usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+    );
+    for steer in &result.queued_steers {
+        let _ = writeln!(text, "queued steer      {}", one_line(steer));
+    }
+    for follow_up in &result.queued_follow_ups {
+        let _ = writeln!(text, "queued follow-up  {}", one_line(follow_up));
+    }
+    if let Some(history) = &result.history {
+        text.push('\n');
+        text.push_str(&format_history(history));
+    }
+    text
+}
+
+/// The history: user messages as `> text`, assistant text as is, tool calls as `→ name(args)`
+/// and tool results as `← name: first line` (`✗` on errors).
+pub fn format_history(history: &[HistoryMessage]) -> String {
+    let mut text = String::new();
+    for message in history {
+        match message {
+            HistoryMessage::User { content } => {
+                for line in content.lines() {
+                    let _ = writeln!(text, "> {line}");
+                }
+            }
+            HistoryMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() {
+                    text.push_str(content);
+                    if !content.ends_with('\n') {
+                        text.push('\n');
+                    }
+                }
+                for call in tool_calls {
+                    let arguments = truncate(&one_line(&call.arguments), TOOL_TEXT_MAX_CHARS);
+                    let _ = writeln!(text, "  → {}({arguments})", call.name);
+                }
+            }
+            HistoryMessage::Tool {
+                tool_name,
+                content,
+                is_error,
+                ..
+            } => {
+                let mark = if *is_error { "✗" } else { "←" };
+                let first = truncate(&one_line(content), TOOL_TEXT_MAX_CHARS);
+                let _ = writeln!(text, "  {mark} {tool_name}: {first}");
+            }
+        }
+    }
+    text
+}
+
+fn status_name(status: SessionStatus) -> &'static str {
+    match status {
+        SessionStatus::Idle => "idle",
+        SessionStatus::Running => "running",
+    }
+}
+
+/// `2026-11-30T09:21:37Z` → `2026-11-30 09:21`; anything else as given.
+fn short_time(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
+            format!("{date} {time}")
+        }
+        _ => rfc3339.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::event::{ToolCallInfo, Usage};
+
+    use super::*;
+
+    fn info(id: &str, title: Option<&str>, status: SessionStatus) -> SessionInfo {
+        SessionInfo {
+            session_id: id.to_owned(),
+            title: title.map(str::to_owned),
+            cwd: "/home/me/project".to_owned(),
+            provider: "openai".to_owned(),
+            model: "gpt-4o-mini".to_owned(),
+            created_at: "2026-11-30T09:00:00Z".to_owned(),
+            updated_at: "2026-11-30T09:21:37Z".to_owned(),
+            status,
+            run_id: None,
+            last_seq: 7,
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn table_aligns_columns_and_falls_back_to_cwd() {
+        let table = format_table(&[
+            info("ses_a", Some("fix the build"), SessionStatus::Running),
+            info("ses_bbbb", None, SessionStatus::Idle),
+        ]);
+        assert_eq!(
+            table,
+            "ID        STATUS   MODEL        UPDATED           TITLE / CWD\n\
+             ses_a     running  gpt-4o-mini  2026-11-30 09:21  fix the build\n\
+             ses_bbbb  idle     gpt-4o-mini  2026-11-30 09:21  /home/me/project\n"
+        );
+    }
+
+    #[test]
+    fn session_is_shown_with_a_readable_history() {
+        let mut session = info("ses_a", Some("demo"), SessionStatus::Running);
+        session.run_id = Some("run_1".to_owned());
+        let result = GetSessionResult {
+            session,
+            history: Some(vec![
+                HistoryMessage::User {
+                    content: "list files\nplease".to_owned(),
+                },
+                HistoryMessage::Assistant {
+                    content: "Looking.".to_owned(),
+                    tool_calls: vec![ToolCallInfo {
+                        id: "c1".to_owned(),
+                        name: "list_dir".to_owned(),
+                        arguments: r#"{"path":"."}"#.to_owned(),
+                    }],
+                },
+                HistoryMessage::Tool {
+                    tool_call_id: "c1".to_owned(),
+                    tool_name: "list_dir".to_owned(),
+                    content: "a.rs\nb.rs".to_owned(),
+                    is_error: false,
+                },
+                HistoryMessage::Tool {
+                    tool_call_id: "c2".to_owned(),
+                    tool_name: "read_file".to_owned(),
+                    content: "not found".to_owned(),
+                    is_error: true,
+                },
+                HistoryMessage::Assistant {
+                    content: "Two files.".to_owned(),
+                    tool_calls: Vec::new(),
+                },
+            ]),
+            queued_steers: Vec::new(),
+            queued_follow_ups: vec!["then commit".to_owned()],
+        };
+        let text = format_session(&result);
+        assert!(text.starts_with("session  ses_a\ntitle    demo\nstatus   running (run_1)\n"));
+        assert!(text.contains("model    gpt-4o-mini (openai)\n"));
+        assert!(text.contains("queued follow-up  then commit\n"));
+        assert!(text.ends_with(
+            "\n> list files\n> please\nLooking.\n  → list_dir({\"path\":\".\"})\n  \
+             ← list_dir: a.rs …\n  ✗ read_file: not found\nTwo files.\n"
+        ));
+    }
+
+    #[test]
+    fn short_time_keeps_what_it_cannot_read() {
+        assert_eq!(short_time("2026-11-30T09:21:37.123Z"), "2026-11-30 09:21");
+        assert_eq!(short_time("yesterday"), "yesterday");
+    }
+}

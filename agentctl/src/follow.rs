@@ -1,0 +1,190 @@
+//! Following one session's event stream until the renderer says it is done: reads the
+//! `session/event` subscription, feeds the pure `render::Renderer`, writes what it answers,
+//! animates the spinner, handles Ctrl-C and a lost connection. Shared by `run` and `attach`.
+
+use std::io::Write;
+use std::time::Duration;
+
+use jsonrpsee::core::client::{Subscription, SubscriptionCloseReason};
+use protocol::Method;
+use protocol::event::SessionEventEnvelope;
+use protocol::methods::{SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
+use protocol::session::{SessionRef, SubscribeParams};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
+
+use crate::client::Connection;
+use crate::output::{CommandError, EXIT_CANCELLED};
+use crate::render::{Output, Renderer};
+
+/// The envelope as it arrives: the event stays raw JSON so unknown event types survive.
+pub type RawEnvelope = SessionEventEnvelope<serde_json::Value>;
+
+/// A live subscription to one session's events.
+pub type EventSubscription = Subscription<RawEnvelope>;
+
+/// What Ctrl-C does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnInterrupt {
+    /// `run`: cancel the run and keep showing events until it finishes (bounded); a second
+    /// Ctrl-C quits at once.
+    CancelRun,
+    /// `attach`: stop watching; the run goes on.
+    Detach,
+}
+
+/// How long `run` waits for `runFinished` after asking the daemon to cancel.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the `session/cancel` request itself may take.
+const CANCEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Spinner frame interval on a terminal.
+const SPINNER_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Subscribe to `session_id`'s events with `seq > after_seq` (replayed first, then live).
+pub async fn subscribe(
+    connection: &Connection,
+    session_id: &str,
+    after_seq: u64,
+) -> Result<EventSubscription, CommandError> {
+    let params = SubscribeParams {
+        session_id: session_id.to_owned(),
+        after_seq: Some(after_seq),
+    };
+    Ok(connection
+        .subscribe(SessionSubscribe::NAME, &params, SESSION_UNSUBSCRIBE)
+        .await?)
+}
+
+/// Show events until the renderer has an exit code, Ctrl-C, or the connection drops.
+pub async fn follow(
+    connection: &Connection,
+    session_id: &str,
+    mut subscription: EventSubscription,
+    mut renderer: Renderer,
+    on_interrupt: OnInterrupt,
+    animate_spinner: bool,
+    emit: &mut dyn FnMut(Vec<Output>),
+) -> Result<u8, CommandError> {
+    let mut interrupts = signal(SignalKind::interrupt())
+        .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
+    let mut ticker = tokio::time::interval(SPINNER_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // Set once Ctrl-C asked the daemon to cancel: give up waiting at this instant.
+    let mut cancel_deadline: Option<Instant> = None;
+    loop {
+        if let Some(code) = renderer.exit_code() {
+            emit(renderer.finish());
+            return Ok(code);
+        }
+        let give_up = async {
+            match cancel_deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        let wake = tokio::select! {
+            next = subscription.next() => Wake::Event(next),
+            _ = interrupts.recv() => Wake::Interrupt,
+            _ = ticker.tick(), if animate_spinner => Wake::Tick,
+            () = give_up => Wake::GiveUp,
+        };
+        match wake {
+            Wake::Event(Some(Ok(envelope))) => emit(renderer.handle(&envelope)),
+            Wake::Event(Some(Err(err))) => {
+                emit(renderer.note(&format!("agentctl: skipping an unreadable event: {err}")));
+            }
+            Wake::Event(None) => {
+                let lagged = matches!(
+                    subscription.close_reason(),
+                    Some(SubscriptionCloseReason::Lagged)
+                );
+                if lagged && connection.is_connected() {
+                    // We could not keep up; the daemon replays what we missed.
+                    subscription = subscribe(connection, session_id, renderer.last_seq()).await?;
+                    continue;
+                }
+                emit(renderer.finish());
+                if connection.is_connected() {
+                    return Err(CommandError::failed(format!(
+                        "agentd ended the event stream of session {session_id} (was it deleted?)"
+                    )));
+                }
+                return Err(CommandError::connection_lost(format!(
+                    "lost the connection to agentd (did it stop or crash?); \
+                     once it is back, see `agentctl sessions show {session_id}`"
+                )));
+            }
+            Wake::Interrupt => {
+                if on_interrupt == OnInterrupt::Detach || cancel_deadline.is_some() {
+                    emit(renderer.finish());
+                    return Ok(EXIT_CANCELLED);
+                }
+                emit(renderer.note("cancelling… (Ctrl-C again to quit at once)"));
+                cancel_deadline = Some(Instant::now() + CANCEL_WAIT);
+                if let Err(message) = cancel(connection, session_id).await {
+                    emit(renderer.note(&message));
+                }
+            }
+            Wake::Tick => emit(renderer.tick()),
+            Wake::GiveUp => {
+                emit(renderer.finish());
+                emit(renderer.note(&format!(
+                    "agentctl: the run did not finish within {}s of cancelling; \
+                     see `agentctl sessions show {session_id}`",
+                    CANCEL_WAIT.as_secs()
+                )));
+                return Ok(EXIT_CANCELLED);
+            }
+        }
+    }
+}
+
+/// Why the follow loop woke up.
+enum Wake {
+    Event(Option<Result<RawEnvelope, serde_json::Error>>),
+    Interrupt,
+    Tick,
+    GiveUp,
+}
+
+/// Ask the daemon to cancel the session's run; the outcome arrives as `runFinished`.
+async fn cancel(connection: &Connection, session_id: &str) -> Result<(), String> {
+    let params = SessionRef {
+        session_id: session_id.to_owned(),
+    };
+    let request = connection.request::<SessionCancel>(&params);
+    match tokio::time::timeout(CANCEL_REQUEST_TIMEOUT, request).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(format!("agentctl: cancel failed: {err}")),
+        Err(_) => Err("agentctl: agentd did not answer the cancel request".to_owned()),
+    }
+}
+
+/// The sink `run` and `attach` use: the terminal. Writes the renderer's output in order;
+/// stdout is flushed before stderr is written so the two interleave as the renderer meant. Write errors (a closed pipe) are ignored: the run's
+/// outcome still decides the exit code.
+pub fn write_to_terminal(outputs: Vec<Output>) {
+    if outputs.is_empty() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr().lock();
+    for output in outputs {
+        match output {
+            Output::Stdout(text) => {
+                let _ = stdout.write_all(text.as_bytes());
+            }
+            Output::Stderr(text) => {
+                let _ = stdout.flush();
+                let _ = stderr.write_all(text.as_bytes());
+            }
+        }
+    }
+    let _ = stdout.flush();
+    let _ = stderr.flush();
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,534 @@
+//! Turning a session's event stream into terminal output: a pure state machine. It takes one
+//! event envelope at a time and answers with what to write on stdout and stderr and, once the
+//! stream has said what it had to say, the exit code. No I/O here, so every rendering rule is
+//! unit-tested.
+
+use std::collections::BTreeMap;
+
+use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope, UserMessageKind};
+
+use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK};
+
+/// What the renderer is following, which decides what it shows and when it is done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `agentctl run`: show only this run; done when it finishes, with its status as the exit
+    /// code, and name the session on stderr.
+    Run { run_id: String },
+    /// `agentctl attach`: show every run as a transcript (user messages as `> text`).
+    Attach { until: AttachUntil },
+}
+
+/// When `attach` stops by itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttachUntil {
+    /// The session was idle: stop once the replay reaches this seq (exit 0).
+    Seq(u64),
+    /// The session was running: stop when this run finishes (exit code of its status).
+    RunFinished(String),
+    /// `--follow`: never; only Ctrl-C ends it.
+    Never,
+}
+
+/// How output looks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// `--json`: every envelope as one NDJSON line on stdout, nothing on stderr.
+    pub json: bool,
+    /// Stderr is a terminal: tool activity as a spinner line redrawn in place (ANSI).
+    /// Otherwise terse `[tool] …` lines.
+    pub stderr_is_tty: bool,
+}
+
+/// One piece of output, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    Stdout(String),
+    Stderr(String),
+}
+
+/// The event-stream state machine.
+#[derive(Debug)]
+pub struct Renderer {
+    mode: Mode,
+    options: RenderOptions,
+    /// Seq of the last persisted event handled; persisted events at or below it are
+    /// duplicates (a replay after `lagged` or after re-subscribing) and are skipped.
+    last_seq: u64,
+    /// Assistant text printed from `messageDelta`s of the message in progress, per run, so
+    /// `messageCompleted` prints only what is missing.
+    streamed: BTreeMap<String, String>,
+    /// Stdout's last line is unfinished (text printed without a trailing newline yet).
+    stdout_line_open: bool,
+    /// Tools started and not yet completed, by tool call id, in start order.
+    active_tools: Vec<ActiveTool>,
+    /// The spinner line is currently drawn on stderr (TTY only) and must be cleared before
+    /// anything else is written.
+    spinner_drawn: bool,
+    /// Spinner animation frame.
+    frame: usize,
+    /// Set when the stream has reached its end: the exit code.
+    exit: Option<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ActiveTool {
+    tool_call_id: String,
+    tool: String,
+    summary: String,
+}
+
+/// Spinner frames (braille dots).
+const SPINNER_FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Longest one-line summary shown for a tool: a spinner line must not wrap, or redrawing it
+/// in place breaks.
+const SUMMARY_MAX_CHARS: usize = 60;
+
+/// Moves to the start of the line and erases it.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
+impl Renderer {
+    /// A renderer for a subscription made with `afterSeq = after_seq`.
+    pub fn new(mode: Mode, options: RenderOptions, after_seq: u64) -> Renderer {
+        Renderer {
+            mode,
+            options,
+            last_seq: after_seq,
+            streamed: BTreeMap::new(),
+            stdout_line_open: false,
+            active_tools: Vec::new(),
+            spinner_drawn: false,
+            frame: 0,
+            exit: None,
+        }
+    }
+
+    /// Seq of the last persisted event handled: re-subscribe with `afterSeq` = this.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// The exit code once the stream is done (the run finished, or attach caught up).
+    pub fn exit_code(&self) -> Option<u8> {
+        if let Some(code) = self.exit {
+            return Some(code);
+        }
+        match &self.mode {
+            Mode::Attach {
+                until: AttachUntil::Seq(seq),
+            } if self.last_seq >= *seq => Some(EXIT_OK),
+            _ => None,
+        }
+    }
+
+    /// Handle one envelope. The event stays raw JSON so that event types this client does not
+    /// know still reach `--json` output; in text mode they are skipped.
+    pub fn handle(&mut self, envelope: &SessionEventEnvelope<serde_json::Value>) -> Vec<Output> {
+        let event = serde_json::from_value::<Event>(envelope.event.clone()).ok();
+        let persisted = event.as_ref().is_none_or(Event::is_persisted);
+        if persisted {
+            if envelope.seq <= self.last_seq {
+                return Vec::new();
+            }
+            self.last_seq = envelope.seq;
+        }
+        let mut out = Vec::new();
+        if self.options.json {
+            match serde_json::to_string(envelope) {
+                Ok(line) => out.push(Output::Stdout(line + "\n")),
+                Err(err) => out.push(Output::Stderr(format!(
+                    "agentctl: cannot encode event: {err}\n"
+                ))),
+            }
+            if let Some(event) = &event {
+                self.track_exit(event);
+            }
+            return out;
+        }
+        if let Some(event) = event {
+            self.render(&envelope.session_id, &event, &mut out);
+        }
+        out
+    }
+
+    /// Redraw the spinner with its next frame (call every ~100 ms on a TTY).
+    pub fn tick(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.options.json || !self.options.stderr_is_tty || self.active_tools.is_empty() {
+            return out;
+        }
+        self.frame = (self.frame + 1) % SPINNER_FRAMES.len();
+        self.draw_spinner(&mut out);
+        out
+    }
+
+    /// Leave the terminal tidy before exiting early (Ctrl-C, lost connection): erase the
+    /// spinner and end stdout's last line.
+    pub fn finish(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.clear_spinner(&mut out);
+        self.end_stdout_line(&mut out);
+        out
+    }
+
+    /// A note of the client's own (Ctrl-C, a skipped event) on stderr, on its own line.
+    pub fn note(&mut self, text: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.stderr_line(text, &mut out);
+        out
+    }
+
+    /// In `--json` mode only the exit decision is needed.
+    fn track_exit(&mut self, event: &Event) {
+        if let Event::RunFinished { run_id, status, .. } = event
+            && self.is_goal_run(run_id)
+        {
+            self.exit = Some(exit_code_for(*status));
+        }
+    }
+
+    /// Whether `run_id` is the run whose end ends the stream.
+    fn is_goal_run(&self, run_id: &str) -> bool {
+        match &self.mode {
+            Mode::Run { run_id: ours } => ours == run_id,
+            Mode::Attach {
+                until: AttachUntil::RunFinished(ours),
+            } => ours == run_id,
+            Mode::Attach { .. } => false,
+        }
+    }
+
+    /// Whether an event of `run_id` is shown at all: `run` shows only its own run.
+    fn shows_run(&self, run_id: Option<&str>) -> bool {
+        match (&self.mode, run_id) {
+            (Mode::Run { run_id: ours }, Some(run_id)) => ours == run_id,
+            _ => true,
+        }
+    }
+
+    fn is_transcript(&self) -> bool {
+        matches!(self.mode, Mode::Attach { .. })
+    }
+
+    fn render(&mut self, session_id: &str, event: &Event, out: &mut Vec<Output>) {
+        if !self.shows_run(event.run_id()) {
+            return;
+        }
+        match event {
+            Event::MessageDelta { run_id, text } => {
+                self.streamed
+                    .entry(run_id.clone())
+                    .or_default()
+                    .push_str(text);
+                self.stdout(text, out);
+            }
+            Event::MessageCompleted {
+                run_id,
+                role: MessageRole::Assistant,
+                content,
+                ..
+            } => self.assistant_completed(run_id, content, out),
+            Event::MessageCompleted {
+                role: MessageRole::User,
+                content,
+                kind,
+                ..
+            } => self.user_message(content, *kind, out),
+            Event::ToolStarted {
+                tool_call_id,
+                tool,
+                summary,
+                ..
+            } => self.tool_started(tool_call_id, tool, summary, out),
+            Event::ToolCompleted {
+                tool_call_id,
+                tool,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } => self.tool_completed(tool_call_id, tool, output, *is_error, *duration_ms, out),
+            Event::SteerDelivered { text, .. } => {
+                // A transcript shows the steer as a user message (`messageCompleted`).
+                if !self.is_transcript() {
+                    self.stderr_line(&format!("steer delivered: {}", one_line(text)), out);
+                }
+            }
+            Event::Warning { message } => {
+                self.stderr_line(&format!("warning: {}", one_line(message)), out);
+            }
+            Event::Error {
+                message,
+                will_retry,
+                ..
+            } => {
+                let prefix = if *will_retry { "retrying" } else { "error" };
+                self.stderr_line(&format!("{prefix}: {}", one_line(message)), out);
+            }
+            Event::RunFinished {
+                run_id,
+                status,
+                error,
+                ..
+            } => self.run_finished(session_id, run_id, *status, error.as_deref(), out),
+            Event::SessionCreated { .. }
+            | Event::SessionDeleted {}
+            | Event::RunStarted { .. }
+            | Event::TurnStarted { .. }
+            | Event::ToolProgress { .. }
+            | Event::UsageUpdated { .. }
+            | Event::Lagged {} => {}
+        }
+    }
+
+    fn assistant_completed(&mut self, run_id: &str, content: &str, out: &mut Vec<Output>) {
+        let streamed = self.streamed.remove(run_id).unwrap_or_default();
+        if let Some(missing) = content.strip_prefix(streamed.as_str()) {
+            self.stdout(missing, out);
+        } else {
+            // Some deltas were lost (the client lagged): what was printed is not a prefix of
+            // the message. Print the whole message again on its own lines.
+            self.end_stdout_line(out);
+            self.stderr_line("(output was interrupted; the full message follows)", out);
+            self.stdout(content, out);
+        }
+        self.end_stdout_line(out);
+    }
+
+    fn user_message(
+        &mut self,
+        content: &str,
+        kind: Option<UserMessageKind>,
+        out: &mut Vec<Output>,
+    ) {
+        if self.is_transcript() {
+            let label = match kind {
+                Some(UserMessageKind::Steer) => "(steer) ",
+                Some(UserMessageKind::FollowUp) => "(follow-up) ",
+                Some(UserMessageKind::Prompt) | None => "",
+            };
+            self.end_stdout_line(out);
+            let quoted: String = content
+                .lines()
+                .enumerate()
+                .map(|(index, line)| {
+                    if index == 0 {
+                        format!("> {label}{line}\n")
+                    } else {
+                        format!("> {line}\n")
+                    }
+                })
+                .collect();
+            let quoted = if quoted.is_empty() {
+                format!("> {label}\n")
+            } else {
+                quoted
+            };
+            self.stdout(&quoted, out);
+        } else if kind == Some(UserMessageKind::FollowUp) {
+            // `run` typed the prompt itself and notes steers via `steerDelivered`.
+            self.stderr_line(&format!("follow-up delivered: {}", one_line(content)), out);
+        }
+    }
+
+    fn tool_started(&mut self, id: &str, tool: &str, summary: &str, out: &mut Vec<Output>) {
+        let summary = truncate(&one_line(summary), SUMMARY_MAX_CHARS);
+        if self.options.stderr_is_tty {
+            self.active_tools.push(ActiveTool {
+                tool_call_id: id.to_owned(),
+                tool: tool.to_owned(),
+                summary,
+            });
+            self.draw_spinner(out);
+        } else {
+            let line = if summary.is_empty() {
+                format!("[tool] {tool}")
+            } else {
+                format!("[tool] {tool}: {summary}")
+            };
+            self.stderr_line(&line, out);
+        }
+    }
+
+    fn tool_completed(
+        &mut self,
+        id: &str,
+        tool: &str,
+        output: &str,
+        is_error: bool,
+        duration_ms: u64,
+        out: &mut Vec<Output>,
+    ) {
+        let duration = format_duration(duration_ms);
+        let error = if is_error {
+            let first = truncate(&one_line(output), SUMMARY_MAX_CHARS);
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            }
+        } else {
+            String::new()
+        };
+        if self.options.stderr_is_tty {
+            let started = self
+                .active_tools
+                .iter()
+                .position(|active| active.tool_call_id == id)
+                .map(|index| self.active_tools.remove(index));
+            let label = match started {
+                Some(active) if !active.summary.is_empty() => {
+                    format!("{}: {}", active.tool, active.summary)
+                }
+                _ => tool.to_owned(),
+            };
+            let mark = if is_error { "✗" } else { "✓" };
+            self.stderr_line(&format!("{mark} {label} ({duration}){error}"), out);
+            self.draw_spinner(out);
+        } else {
+            let verb = if is_error { "failed" } else { "done" };
+            self.stderr_line(&format!("[tool] {tool} {verb} ({duration}){error}"), out);
+        }
+    }
+
+    fn run_finished(
+        &mut self,
+        session_id: &str,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&str>,
+        out: &mut Vec<Output>,
+    ) {
+        // Tools of a finished run cannot complete any more.
+        self.active_tools.clear();
+        self.clear_spinner(out);
+        self.streamed.remove(run_id);
+        self.end_stdout_line(out);
+        let message = match status {
+            RunStatus::Completed => None,
+            RunStatus::Cancelled => Some("run cancelled".to_owned()),
+            RunStatus::Failed => Some(format!(
+                "run failed: {}",
+                error.unwrap_or("no reason given")
+            )),
+            RunStatus::MaxSteps => Some(match error {
+                Some(error) => format!("run stopped at the step limit: {error}"),
+                None => "run stopped at the step limit (progress is kept; \
+                     send a follow-up to continue)"
+                    .to_owned(),
+            }),
+            RunStatus::Interrupted => Some(format!(
+                "run interrupted: {}",
+                error.unwrap_or("the daemon stopped while the run was active")
+            )),
+        };
+        if let Some(message) = message {
+            self.stderr_line(&message, out);
+        }
+        if self.is_goal_run(run_id) {
+            if !self.is_transcript() {
+                self.stderr_line(&format!("session: {session_id}"), out);
+            }
+            self.exit = Some(exit_code_for(status));
+        }
+    }
+
+    /// Write assistant or transcript text on stdout.
+    fn stdout(&mut self, text: &str, out: &mut Vec<Output>) {
+        if text.is_empty() {
+            return;
+        }
+        self.clear_spinner(out);
+        self.stdout_line_open = !text.ends_with('\n');
+        out.push(Output::Stdout(text.to_owned()));
+    }
+
+    fn end_stdout_line(&mut self, out: &mut Vec<Output>) {
+        if self.stdout_line_open {
+            self.stdout_line_open = false;
+            out.push(Output::Stdout("\n".to_owned()));
+        }
+    }
+
+    /// Write one note on stderr, on its own line even when stdout's line is unfinished (both
+    /// usually share a terminal). Stdout itself is never changed for stderr's sake.
+    fn stderr_line(&mut self, line: &str, out: &mut Vec<Output>) {
+        self.clear_spinner(out);
+        let lead = if self.stdout_line_open { "\n" } else { "" };
+        out.push(Output::Stderr(format!("{lead}{line}\n")));
+    }
+
+    fn draw_spinner(&mut self, out: &mut Vec<Output>) {
+        // Redrawing erases the cursor's line; never do that to unfinished stdout text.
+        if self.stdout_line_open {
+            return;
+        }
+        let Some(latest) = self.active_tools.last() else {
+            self.clear_spinner(out);
+            return;
+        };
+        let mut line = format!("{} {}", SPINNER_FRAMES[self.frame], latest.tool);
+        if !latest.summary.is_empty() {
+            line.push_str(": ");
+            line.push_str(&latest.summary);
+        }
+        if self.active_tools.len() > 1 {
+            line.push_str(&format!(" (+{} more)", self.active_tools.len() - 1));
+        }
+        out.push(Output::Stderr(format!("{CLEAR_LINE}{line}")));
+        self.spinner_drawn = true;
+    }
+
+    fn clear_spinner(&mut self, out: &mut Vec<Output>) {
+        if self.spinner_drawn {
+            self.spinner_drawn = false;
+            out.push(Output::Stderr(CLEAR_LINE.to_owned()));
+        }
+    }
+}
+
+/// The exit code of a run's final status.
+pub fn exit_code_for(status: RunStatus) -> u8 {
+    match status {
+        RunStatus::Completed => EXIT_OK,
+        RunStatus::Cancelled => EXIT_CANCELLED,
+        RunStatus::Failed | RunStatus::MaxSteps | RunStatus::Interrupted => EXIT_FAILED,
+    }
+}
+
+/// `12 ms`, `1.5 s`, `2 min 5 s`.
+pub fn format_duration(duration_ms: u64) -> String {
+    if duration_ms < 1000 {
+        format!("{duration_ms} ms")
+    } else if duration_ms < 60_000 {
+        format!("{:.1} s", duration_ms as f64 / 1000.0)
+    } else {
+        let secs = duration_ms / 1000;
+        format!("{} min {} s", secs / 60, secs % 60)
+    }
+}
+
+/// The first non-empty line of `text`, trimmed, with a `…` when more lines follow.
+pub fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+    let first = lines.next().unwrap_or_default();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first.to_owned()
+    }
+}
+
+/// At most `max_chars` characters, ending in `…` when cut.
+pub fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests;
