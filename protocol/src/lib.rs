@@ -5,6 +5,7 @@
 //! Framing (newline-delimited JSON) and the envelope (`jsonrpc`, `id`, `error`) are handled by
 //! the transports on top of jsonrpsee; this crate describes what goes inside.
 
+pub mod approval;
 pub mod daemon;
 pub mod error;
 pub mod event;
