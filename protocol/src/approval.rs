@@ -58,7 +58,9 @@ impl ApprovalDecision {
     pub fn allows(self) -> bool {
         matches!(
             self,
-            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession | ApprovalDecision::AllowAlways
+            ApprovalDecision::AllowOnce
+                | ApprovalDecision::AllowSession
+                | ApprovalDecision::AllowAlways
         )
     }
 }

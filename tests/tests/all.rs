@@ -1,4 +1,5 @@
 //! All integration tests, in one binary: they start the real daemon and clients.
 
+mod cli;
 mod daemon;
 mod llm;
