@@ -272,6 +272,30 @@ impl Renderer {
                 error,
                 ..
             } => self.run_finished(session_id, run_id, *status, error.as_deref(), out),
+            Event::ApprovalRequested { approval, .. } => {
+                self.stderr_line(
+                    &format!(
+                        "approval needed: {} {} ({}); answer with `agentctl approve {}` or `agentctl deny {}`",
+                        approval.tool,
+                        one_line(&approval.summary),
+                        one_line(&approval.reason),
+                        approval.approval_id,
+                        approval.approval_id
+                    ),
+                    out,
+                );
+            }
+            Event::ApprovalResolved {
+                approval_id,
+                decision,
+                decided_by,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!("approval {approval_id}: {decision:?} ({decided_by})"),
+                    out,
+                );
+            }
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::RunStarted { .. }

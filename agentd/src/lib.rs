@@ -1,6 +1,7 @@
 //! The agentd daemon library: everything but argument parsing lives here so tests can drive it.
 
 pub mod agent;
+pub mod approval;
 pub mod config;
 pub mod conversation;
 pub mod daemon;

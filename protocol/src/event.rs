@@ -112,6 +112,29 @@ pub enum Event {
         is_error: bool,
         duration_ms: u64,
     },
+    /// A tool call waits for a person: answer with `approval/respond`. Persisted before it is
+    /// announced, replayed to late subscribers.
+    #[serde(rename_all = "camelCase")]
+    ApprovalRequested {
+        run_id: String,
+        approval: crate::approval::PendingApproval,
+    },
+    /// An approval was decided. `decidedBy` is `client:<name>` for a person's answer,
+    /// `timeout`, `restart` (the daemon stopped while it was pending: denied, expired),
+    /// `cancel` (the run was cancelled) or `mode` (decided by the permission mode).
+    #[serde(rename_all = "camelCase")]
+    ApprovalResolved {
+        run_id: String,
+        approval_id: String,
+        tool_call_id: String,
+        decision: crate::approval::ApprovalDecision,
+        decided_by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// For `allowSession`: what the session now allows without asking (tool + specifier).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_rule: Option<String>,
+    },
     /// A steering message was delivered to the model.
     #[serde(rename_all = "camelCase")]
     SteerDelivered { run_id: String, text: String },
@@ -171,6 +194,8 @@ impl Event {
             | Event::ToolProgress { run_id, .. }
             | Event::ToolCompleted { run_id, .. }
             | Event::SteerDelivered { run_id, .. }
+            | Event::ApprovalRequested { run_id, .. }
+            | Event::ApprovalResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }
             | Event::RunFinished { run_id, .. } => Some(run_id),
             Event::Error { run_id, .. } => run_id.as_deref(),

@@ -2,6 +2,7 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
+use crate::approval::*;
 use crate::daemon::*;
 use crate::session::*;
 
@@ -58,6 +59,10 @@ methods! {
     /// Replay persisted events after `afterSeq`, then live events, as `session/event`
     /// notifications, until `session/unsubscribe`.
     SessionSubscribe = "session/subscribe": SubscribeParams => u64;
+    /// Pending approvals (of one session, or all), oldest first.
+    ApprovalList = "approval/list": ListApprovalsParams => ListApprovalsResult;
+    /// Answer a pending approval; the first answer wins, later ones get -32008.
+    ApprovalRespond = "approval/respond": RespondApprovalParams => RespondApprovalResult;
 }
 
 /// Unsubscribe methods paired with the subscriptions above (they take the subscription id).

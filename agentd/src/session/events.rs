@@ -157,6 +157,12 @@ impl EventLog {
         })
     }
 
+    /// Whether anyone could answer an approval of this session right now: a subscriber of the
+    /// session or of the daemon-wide stream.
+    pub fn has_listeners(&self) -> bool {
+        self.live.receiver_count() > 0 || self.daemon_events.receiver_count() > 0
+    }
+
     /// An encoded `lagged` marker for a subscriber that fell behind.
     pub fn lagged_marker(&self, seq: u64) -> Result<Arc<Published>> {
         Ok(Arc::new(self.encode(seq, false, Event::Lagged {})?))
@@ -186,6 +192,8 @@ fn is_lifecycle(event: &Event) -> bool {
             | Event::SessionDeleted {}
             | Event::RunStarted { .. }
             | Event::RunFinished { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalResolved { .. }
     )
 }
 
