@@ -78,14 +78,16 @@ impl ApprovalBroker {
     pub fn decide(&self, id: &str, resolution: Resolution) -> Result<(), RespondError> {
         let mut state = self.lock();
         let Some(waiting) = state.pending.remove(id) else {
-            return Err(match state.decided.iter().find(|(decided, _)| decided == id) {
-                Some((_, earlier)) => RespondError::AlreadyDecided {
-                    id: id.to_owned(),
-                    decision: earlier.decision,
-                    decided_by: earlier.decided_by.clone(),
+            return Err(
+                match state.decided.iter().find(|(decided, _)| decided == id) {
+                    Some((_, earlier)) => RespondError::AlreadyDecided {
+                        id: id.to_owned(),
+                        decision: earlier.decision,
+                        decided_by: earlier.decided_by.clone(),
+                    },
+                    None => RespondError::NotFound(id.to_owned()),
                 },
-                None => RespondError::NotFound(id.to_owned()),
-            });
+            );
         };
         if state.decided.len() >= REMEMBERED_DECISIONS {
             state.decided.pop_front();
@@ -114,7 +116,9 @@ impl ApprovalBroker {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BrokerState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -27,6 +27,9 @@ pub struct SessionHeader {
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// How tool calls with side effects are decided in this session.
+    #[serde(default)]
+    pub permission_mode: protocol::approval::PermissionMode,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,6 +228,7 @@ mod tests {
             provider: "openai".into(),
             model: "m".into(),
             title: None,
+            permission_mode: Default::default(),
             system_prompt: "sys".into(),
             agent: None,
             parent_session_id: None,

@@ -16,6 +16,7 @@ pub struct SessionInfo {
     /// The configured provider name (e.g. "openai").
     pub provider: String,
     pub model: String,
+    pub permission_mode: crate::approval::PermissionMode,
     pub created_at: String,
     pub updated_at: String,
     pub status: SessionStatus,
@@ -48,6 +49,9 @@ pub struct CreateSessionParams {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// How tool calls with side effects are decided (default: the config's default mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::approval::PermissionMode>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -47,6 +47,7 @@ pub async fn run(
                 cwd: cwd.to_string_lossy().into_owned(),
                 model: args.model,
                 title: args.title,
+                permission_mode: None,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)

@@ -164,6 +164,7 @@ impl Session {
             cwd: self.header.cwd.clone(),
             provider: self.header.provider.clone(),
             model: self.header.model.clone(),
+            permission_mode: self.header.permission_mode,
             created_at: self.header.created_at.clone(),
             updated_at: state
                 .updated_at

@@ -182,6 +182,7 @@ impl SessionManager {
             provider: provider.name.clone(),
             model: provider.model.clone(),
             title: params.title.filter(|t| !t.trim().is_empty()),
+            permission_mode: params.permission_mode.unwrap_or_default(),
             system_prompt,
             agent: None,
             parent_session_id: None,
@@ -352,6 +353,7 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         cwd: header.cwd.clone(),
         provider: header.provider.clone(),
         model: header.model.clone(),
+        permission_mode: header.permission_mode,
         created_at: header.created_at.clone(),
         updated_at: updated
             .map(|t| humantime::format_rfc3339_seconds(t).to_string())
