@@ -230,6 +230,7 @@ mod tests {
 
     fn info(id: &str, title: Option<&str>, status: SessionStatus) -> SessionInfo {
         SessionInfo {
+            permission_mode: Default::default(),
             session_id: id.to_owned(),
             title: title.map(str::to_owned),
             cwd: "/home/me/project".to_owned(),

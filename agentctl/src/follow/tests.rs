@@ -86,6 +86,7 @@ impl Drop for FakeDaemon {
 
 fn session_info(script: &Script) -> SessionInfo {
     SessionInfo {
+        permission_mode: Default::default(),
         session_id: "ses_1".to_owned(),
         title: None,
         cwd: "/tmp".to_owned(),
