@@ -38,6 +38,8 @@ pub enum RespondError {
 
 struct Waiting {
     approval: PendingApproval,
+    /// The allow rule `allowAlways` would add, when one is safe to add.
+    always_rule: Option<String>,
     /// Registration order, for listing oldest first.
     order: u64,
     answer: oneshot::Sender<Resolution>,
@@ -58,7 +60,11 @@ pub struct ApprovalBroker {
 
 impl ApprovalBroker {
     /// Register an approval; the receiver resolves when it is decided.
-    pub fn register(&self, approval: PendingApproval) -> oneshot::Receiver<Resolution> {
+    pub fn register(
+        &self,
+        approval: PendingApproval,
+        always_rule: Option<String>,
+    ) -> oneshot::Receiver<Resolution> {
         let (answer, decided) = oneshot::channel();
         let mut state = self.lock();
         let order = state.next_order;
@@ -67,6 +73,7 @@ impl ApprovalBroker {
             approval.approval_id.clone(),
             Waiting {
                 approval,
+                always_rule,
                 order,
                 answer,
             },
@@ -98,9 +105,17 @@ impl ApprovalBroker {
         Ok(())
     }
 
-    /// The pending approval `id`, if it is still pending.
-    pub fn get(&self, id: &str) -> Option<PendingApproval> {
-        self.lock().pending.get(id).map(|w| w.approval.clone())
+    /// The pending approval `id` and its `allowAlways` rule, if it is still pending.
+    pub fn get(&self, id: &str) -> Option<(PendingApproval, Option<String>)> {
+        self.lock()
+            .pending
+            .get(id)
+            .map(|w| (w.approval.clone(), w.always_rule.clone()))
+    }
+
+    /// Whether `id` is still pending.
+    pub fn is_pending(&self, id: &str) -> bool {
+        self.lock().pending.contains_key(id)
     }
 
     /// Pending approvals, oldest first, optionally of one session.
@@ -153,7 +168,7 @@ mod tests {
     #[tokio::test]
     async fn the_first_answer_wins_and_later_ones_are_told_who_decided() {
         let broker = ApprovalBroker::default();
-        let decided = broker.register(approval("apr_1", "ses_1"));
+        let decided = broker.register(approval("apr_1", "ses_1"), None);
         broker
             .decide("apr_1", by("client:a", ApprovalDecision::AllowOnce))
             .unwrap();
@@ -178,9 +193,9 @@ mod tests {
     #[test]
     fn lists_pending_oldest_first_per_session() {
         let broker = ApprovalBroker::default();
-        let _a = broker.register(approval("apr_1", "ses_1"));
-        let _b = broker.register(approval("apr_2", "ses_2"));
-        let _c = broker.register(approval("apr_3", "ses_1"));
+        let _a = broker.register(approval("apr_1", "ses_1"), None);
+        let _b = broker.register(approval("apr_2", "ses_2"), None);
+        let _c = broker.register(approval("apr_3", "ses_1"), None);
         let ids = |list: Vec<PendingApproval>| {
             list.into_iter().map(|a| a.approval_id).collect::<Vec<_>>()
         };

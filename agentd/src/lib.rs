@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod approval;
 pub mod config;
+pub mod config_edit;
 pub mod conversation;
 pub mod daemon;
 pub mod llm;

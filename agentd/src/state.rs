@@ -18,6 +18,8 @@ pub struct DaemonState {
     pub shutdown: CancellationToken,
     pub connections: Arc<ConnectionStats>,
     pub sessions: Arc<SessionManager>,
+    /// Tool calls waiting for a person, across sessions.
+    pub approvals: Arc<crate::approval::ApprovalBroker>,
 }
 
 impl DaemonState {

@@ -53,6 +53,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         started: Instant::now(),
         shutdown: shutdown.clone(),
         connections: Arc::new(ConnectionStats::default()),
+        approvals: sessions.approvals(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -114,6 +115,7 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         http: crate::llm::LlmClient::http_client()?,
         tools: Arc::new(crate::tools::ToolRegistry::builtin()),
         tool_limits,
+        approvals: Arc::new(crate::approval::ApprovalBroker::default()),
     })
 }
 

@@ -9,6 +9,7 @@ use protocol::Method;
 use protocol::daemon::*;
 use protocol::methods;
 
+mod approval;
 mod session;
 mod subscription;
 
@@ -34,6 +35,8 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionSteer, _, _>(&mut module, session::steer)?; // via the session actor
     register::<SessionFollowUp, _, _>(&mut module, session::follow_up)?; // via the session actor
     register::<SessionCancel, _, _>(&mut module, session::cancel)?;
+    register::<ApprovalList, _, _>(&mut module, approval::list)?;
+    register::<ApprovalRespond, _, _>(&mut module, approval::respond)?;
     register_session_subscription(&mut module)?;
     register_daemon_subscription(&mut module)?;
     Ok(module)
@@ -147,6 +150,7 @@ async fn initialize(
             "the daemon is shutting down",
         ));
     }
+    let _ = connection.client_name.set(params.client_info.name.clone());
     connection
         .initialized
         .store(true, std::sync::atomic::Ordering::Release);

@@ -30,6 +30,8 @@ pub struct ConnectionContext {
     pub connection_id: u64,
     /// Set by `initialize`; every other method is refused until then.
     pub initialized: AtomicBool,
+    /// The client's name from `initialize` (approvals record who decided).
+    pub client_name: std::sync::OnceLock<String>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
 }
@@ -70,6 +72,7 @@ pub async fn serve_connection<S>(
     let ctx = Arc::new(ConnectionContext {
         connection_id,
         initialized: AtomicBool::new(false),
+        client_name: std::sync::OnceLock::new(),
         closed: CancellationToken::new(),
     });
     let dispatcher = Arc::new(Dispatcher {

@@ -71,6 +71,8 @@ pub struct SessionDeps {
     pub http: reqwest::Client,
     pub tools: Arc<ToolRegistry>,
     pub tool_limits: ToolLimits,
+    /// Where runs park tool calls that need a person.
+    pub approvals: Arc<crate::approval::ApprovalBroker>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use).
@@ -116,6 +118,10 @@ impl SessionManager {
             daemon_events,
             tasks: TaskTracker::new(),
         })
+    }
+
+    pub fn approvals(&self) -> Arc<crate::approval::ApprovalBroker> {
+        self.deps.approvals.clone()
     }
 
     pub fn config_error(&self) -> Option<String> {
