@@ -521,3 +521,72 @@ async fn a_run_stops_at_max_steps(format: Format) {
     // Progress is kept: both calls have their results in history.
     assert_eq!(tool_results(&events).len(), 2);
 }
+
+both_formats!(messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_next_run);
+async fn messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_next_run(
+    format: Format,
+) {
+    let s = Scenario::start(format).await;
+    let gate = s.workspace().join("gate.fifo");
+    mkfifo(&gate);
+    s.mock.push(Reply::tool_call(
+        "c_wait",
+        "run_shell",
+        json!({"command": "cat gate.fifo"}),
+    ));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "start").await;
+    client
+        .persisted_events_until(|event| matches!(event, Event::ToolStarted { .. }))
+        .await;
+    for (method, text) in [
+        ("session/steer", "stale steer"),
+        ("session/followUp", "stale follow-up"),
+    ] {
+        client
+            .request(method, json!({"sessionId": session, "text": text}))
+            .await
+            .unwrap();
+    }
+    client
+        .request("session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Cancelled);
+    // Left for the user to resend.
+    let got = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(got["queuedSteers"], json!(["stale steer"]));
+    assert_eq!(got["queuedFollowUps"], json!(["stale follow-up"]));
+
+    // A new prompt is a fresh start: its tool calls run, and the stale messages are not
+    // slipped into its conversation.
+    s.mock
+        .push(Reply::tool_call("c_list", "list_dir", json!({})));
+    s.mock.push(Reply::text("fresh"));
+    client.prompt(&session, "new task").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 1);
+    assert!(!results[0].2, "the new run's call was not run: {results:?}");
+    let requests = s.mock.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "no extra model call for a stale follow-up"
+    );
+    assert_eq!(
+        request_user_texts(format, &requests[2]),
+        ["start", "new task"]
+    );
+    let got = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(got["queuedSteers"], json!([]));
+    assert_eq!(got["queuedFollowUps"], json!([]));
+}

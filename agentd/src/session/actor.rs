@@ -421,6 +421,21 @@ impl Actor {
         self.log.append_message(&message).await.map_err(internal)?;
         let history = {
             let mut state = self.shared.lock();
+            // Steers and follow-ups still queued belong to an earlier run that ended without
+            // delivering them (cancelled or failed): they stayed visible in `session/get` for
+            // the user to resend. Left here, a stale steer would make this run skip its tool
+            // calls ("skipped: user steered") and a stale follow-up would be sent after this
+            // run's answer, so a new run starts with empty queues.
+            let stale_steers = std::mem::take(&mut state.steers);
+            let stale_follow_ups = std::mem::take(&mut state.follow_ups);
+            if !stale_steers.is_empty() || !stale_follow_ups.is_empty() {
+                tracing::debug!(
+                    session = %self.header.id,
+                    steers = stale_steers.len(),
+                    follow_ups = stale_follow_ups.len(),
+                    "dropping messages queued for an earlier run"
+                );
+            }
             state.history.push(message);
             state.run_id = Some(run_id.clone());
             state.updated_at = Some(SystemTime::now());
