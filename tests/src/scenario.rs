@@ -157,6 +157,15 @@ impl Client {
         }
     }
 
+    /// Persisted events up to and including the one with seq `last` (e.g. a whole replay).
+    pub async fn events_through_seq(&mut self, last: u64) -> Vec<Envelope> {
+        let mut events: Vec<Envelope> = Vec::new();
+        while events.last().is_none_or(|e| e.seq < last) {
+            events.push(self.next_persisted_event().await);
+        }
+        events
+    }
+
     /// Persisted events up to and including the next `runFinished`.
     pub async fn events_until_run_finished(&mut self) -> Vec<Envelope> {
         self.persisted_events_until(|event| matches!(event, Event::RunFinished { .. }))

@@ -455,3 +455,53 @@ async fn daemon_subscribers_see_lifecycle_events_of_every_session(format: Format
     let seqs: Vec<u64> = seen.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[1] > w[0]), "{seqs:?}");
 }
+
+both_formats!(a_graceful_stop_mid_run_ends_it_interrupted_once);
+async fn a_graceful_stop_mid_run_ends_it_interrupted_once(format: Format) {
+    let mut s = Scenario::start(format).await;
+    let gate = s.workspace().join("gate.fifo");
+    mkfifo(&gate);
+    s.mock.push(Reply::tool_call(
+        "c_wait",
+        "run_shell",
+        json!({"command": "cat gate.fifo"}),
+    ));
+    let (mut client, session) = s.session().await;
+    let run_id = client.prompt(&session, "block").await;
+    client
+        .persisted_events_until(|event| matches!(event, Event::ToolStarted { .. }))
+        .await;
+    s.daemon.signal(libc::SIGTERM);
+    let status = s.daemon.wait_exit().await;
+    assert!(status.success(), "{status}");
+    // What the daemon sent before it exited is still in the socket.
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Interrupted, "{events:#?}");
+    drop(client);
+    s.daemon.restart().await;
+
+    let mut client = s.client().await;
+    let got = client
+        .request(
+            "session/get",
+            json!({"sessionId": session, "includeHistory": true}),
+        )
+        .await
+        .unwrap();
+    let history = got["history"].as_array().unwrap();
+    let results: Vec<&Value> = history.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(results.len(), 1, "one result for the one call: {got}");
+    assert_eq!(results[0]["toolCallId"], "c_wait");
+    client.subscribe(&session, Some(0)).await;
+    let last_seq = got["session"]["lastSeq"].as_u64().unwrap();
+    let replayed = client.events_through_seq(last_seq).await;
+    let finished: Vec<&Event> = replayed
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| matches!(e, Event::RunFinished { .. }))
+        .collect();
+    assert_eq!(finished.len(), 1, "runFinished once: {replayed:#?}");
+    assert!(
+        matches!(finished[0], Event::RunFinished { run_id: r, status: RunStatus::Interrupted, .. } if *r == run_id)
+    );
+}

@@ -590,3 +590,23 @@ async fn messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_n
     assert_eq!(got["queuedSteers"], json!([]));
     assert_eq!(got["queuedFollowUps"], json!([]));
 }
+
+both_formats!(cancel_during_a_model_stream_ends_the_run_cancelled);
+async fn cancel_during_a_model_stream_ends_the_run_cancelled(format: Format) {
+    let s = Scenario::start(format).await;
+    s.mock.push(Reply::stall());
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "think hard").await;
+    s.mock.wait_for_requests(1).await;
+    client
+        .request("session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Cancelled);
+    // The session takes the next prompt.
+    s.mock.push(Reply::text("back"));
+    client.prompt(&session, "again").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+}

@@ -59,12 +59,17 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let signals = spawn_signal_listener(shutdown.clone())?;
 
     // Runs are interrupted as soon as the stop begins, while clients are still connected to
-    // see their `runFinished`.
+    // see their `runFinished`: connections are closed only once the runs have stopped (new
+    // work is refused meanwhile, `refuse_if_stopping`). Closing them on `shutdown` itself
+    // raced the runs, and subscribers lost the `runFinished{interrupted}` of their run.
+    let close_connections = CancellationToken::new();
     let stop_sessions = {
         let shutdown = shutdown.clone();
+        let close_connections = close_connections.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
+            close_connections.cancel();
         })
     };
     server::serve(
@@ -72,7 +77,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         module.into(),
         ServerLimits::default(),
         state.connections.clone(),
-        shutdown.clone(),
+        close_connections,
     )
     .await;
     let _ = stop_sessions.await;
