@@ -170,6 +170,25 @@ impl Daemon {
 
     /// Start a daemon in `env` and wait until it answers `initialize`.
     pub async fn start_in(env: TestEnv) -> Daemon {
+        let child = Daemon::spawn_ready(&env).await;
+        Daemon {
+            env,
+            child: Some(child),
+        }
+    }
+
+    /// Start a new daemon in the same environment (same sessions, config and socket) after
+    /// this one exited (`wait_exit`) or was killed (`kill`).
+    pub async fn restart(&mut self) {
+        assert!(
+            self.child.is_none(),
+            "restart: the previous daemon is still running; stop or kill it first"
+        );
+        self.child = Some(Daemon::spawn_ready(&self.env).await);
+    }
+
+    /// Spawn `agentd` in `env` and wait until it accepts connections.
+    async fn spawn_ready(env: &TestEnv) -> tokio::process::Child {
         let mut child = env.spawn_daemon();
         let deadline = Instant::now() + WAIT;
         loop {
@@ -192,10 +211,7 @@ impl Daemon {
         }
         // Its stderr is not read from here on; stop piping it so it never blocks.
         drop(child.stderr.take());
-        Daemon {
-            env,
-            child: Some(child),
-        }
+        child
     }
 
     pub fn socket(&self) -> &Path {

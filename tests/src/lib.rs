@@ -2,3 +2,4 @@
 
 pub mod harness;
 pub mod mock_llm;
+pub mod scenario;

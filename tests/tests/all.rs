@@ -1,5 +1,25 @@
 //! All integration tests, in one binary: they start the real daemon and clients.
 
+/// `both_formats!(scenario)` turns `async fn scenario(format: Format)` into a module of two
+/// tests, `scenario::openai` and `scenario::anthropic`.
+macro_rules! both_formats {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test]
+            async fn openai() {
+                super::$name(agentd_tests::mock_llm::Format::OpenAi).await
+            }
+
+            #[tokio::test]
+            async fn anthropic() {
+                super::$name(agentd_tests::mock_llm::Format::Anthropic).await
+            }
+        }
+    };
+}
+
 mod cli;
 mod daemon;
 mod llm;
+mod sessions;
+mod tools_runs;

@@ -75,6 +75,8 @@ impl Run {
                 usage: Usage::default(),
             },
         };
+        // Whatever ended the run, it takes no more steers or follow-ups from here on.
+        self.shared.lock().run_id = None;
         let finished = Event::RunFinished {
             run_id: self.run_id.clone(),
             status: outcome.status,
@@ -150,18 +152,31 @@ impl Run {
                 .await?;
 
             if tool_calls.is_empty() {
-                // A steer that arrived during the last model call is delivered now.
-                if self.deliver_steers(history).await? {
-                    continue;
-                }
-                let follow_up = self.shared.lock().follow_ups.pop_front();
-                match follow_up {
-                    Some(text) => {
+                // The run would end. Under one lock: take what is queued, or stop accepting
+                // more, so a steer or follow-up sent now is either delivered by this run or
+                // starts the next one, never acknowledged and then lost.
+                let next = {
+                    let mut state = self.shared.lock();
+                    if !state.steers.is_empty() {
+                        Pending::Steers(state.steers.drain(..).collect())
+                    } else if let Some(text) = state.follow_ups.pop_front() {
+                        Pending::FollowUp(text)
+                    } else {
+                        state.run_id = None;
+                        Pending::Nothing
+                    }
+                };
+                match next {
+                    Pending::Steers(steers) => {
+                        self.push_steers(history, steers).await?;
+                        continue;
+                    }
+                    Pending::FollowUp(text) => {
                         self.push_user(history, text, UserMessageKind::FollowUp)
                             .await?;
                         continue;
                     }
-                    None => {
+                    Pending::Nothing => {
                         return Ok(RunOutcome {
                             status: RunStatus::Completed,
                             error: None,
@@ -188,10 +203,13 @@ impl Run {
         }
     }
 
-    /// Deliver queued steering messages; true when there were any.
-    async fn deliver_steers(&self, history: &mut Vec<Message>) -> Result<bool> {
+    /// Deliver queued steering messages.
+    async fn deliver_steers(&self, history: &mut Vec<Message>) -> Result<()> {
         let steers: Vec<String> = self.shared.lock().steers.drain(..).collect();
-        let any = !steers.is_empty();
+        self.push_steers(history, steers).await
+    }
+
+    async fn push_steers(&self, history: &mut Vec<Message>, steers: Vec<String>) -> Result<()> {
         for text in steers {
             self.push_user(history, text.clone(), UserMessageKind::Steer)
                 .await?;
@@ -202,7 +220,7 @@ impl Run {
                 })
                 .await?;
         }
-        Ok(any)
+        Ok(())
     }
 
     fn stopped(&self, usage: Usage) -> RunOutcome {
@@ -347,6 +365,13 @@ impl Run {
         history.push(message);
         Ok(())
     }
+}
+
+/// What a run that would end finds queued.
+enum Pending {
+    Steers(Vec<String>),
+    FollowUp(String),
+    Nothing,
 }
 
 enum ModelCall {

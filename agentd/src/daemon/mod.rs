@@ -59,16 +59,18 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let module = crate::rpc::build(state.clone())?;
     let signals = spawn_signal_listener(shutdown.clone())?;
 
-    // A stop first interrupts the runs, while clients are still connected to see their
-    // `runFinished{interrupted}`, then closes the connections.
-    let server_stop = CancellationToken::new();
+    // Runs are interrupted as soon as the stop begins, while clients are still connected to
+    // see their `runFinished`: connections are closed only once the runs have stopped (new
+    // work is refused meanwhile, `refuse_if_stopping`). Closing them on `shutdown` itself
+    // raced the runs, and subscribers lost the `runFinished{interrupted}` of their run.
+    let close_connections = CancellationToken::new();
     let stop_sessions = {
         let shutdown = shutdown.clone();
-        let server_stop = server_stop.clone();
+        let close_connections = close_connections.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
-            server_stop.cancel();
+            close_connections.cancel();
         })
     };
     server::serve(
@@ -76,7 +78,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         module.into(),
         ServerLimits::default(),
         state.connections.clone(),
-        server_stop,
+        close_connections,
     )
     .await;
     let _ = stop_sessions.await;

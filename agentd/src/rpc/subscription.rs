@@ -24,6 +24,7 @@ pub async fn forward_session_events(
     after_seq: Option<u64>,
     connection: Arc<ConnectionContext>,
 ) {
+    let _running = connection.forwarders.token();
     let subscription = match session.log.subscribe(after_seq).await {
         Ok(subscription) => subscription,
         Err(err) => {
@@ -47,6 +48,8 @@ pub async fn forward_session_events(
     let mut live = subscription.live;
     loop {
         let received = tokio::select! {
+            // Events already published go out before a closing connection ends the
+            // subscription (a daemon stop publishes `runFinished` just before it closes).
             biased;
             received = live.recv() => received,
             _ = sink.closed() => return,
@@ -101,14 +104,17 @@ pub async fn forward_daemon_events(
     mut live: tokio::sync::broadcast::Receiver<Arc<Published>>,
     connection: Arc<ConnectionContext>,
 ) {
+    let _running = connection.forwarders.token();
     let Ok(sink) = pending.accept().await else {
         return;
     };
     loop {
         let received = tokio::select! {
+            // Published events go out before a closing connection ends the subscription.
+            biased;
+            received = live.recv() => received,
             _ = sink.closed() => return,
             _ = connection.closed.cancelled() => return,
-            received = live.recv() => received,
         };
         match received {
             Ok(event) => {

@@ -34,6 +34,10 @@ pub struct ConnectionContext {
     pub client_name: std::sync::OnceLock<String>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
+    /// Subscription forwarders hold a token of it while they run: the connection waits for
+    /// them (they flush events already published, e.g. the `runFinished` of a daemon stop)
+    /// before it stops its writer.
+    pub forwarders: tokio_util::task::TaskTracker,
 }
 
 /// A request parsed off the wire, owned so it can move into a task.
@@ -74,6 +78,7 @@ pub async fn serve_connection<S>(
         initialized: AtomicBool::new(false),
         client_name: std::sync::OnceLock::new(),
         closed: CancellationToken::new(),
+        forwarders: tokio_util::task::TaskTracker::new(),
     });
     let dispatcher = Arc::new(Dispatcher {
         methods,
@@ -126,6 +131,14 @@ pub async fn serve_connection<S>(
         in_flight.abort_all();
     }
     ctx.closed.cancel();
+    // Let subscriptions send what was already published before the writer stops.
+    ctx.forwarders.close();
+    if tokio::time::timeout(limits.drain_deadline, ctx.forwarders.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(connection_id, "subscriptions did not stop in time");
+    }
     drop(dispatcher);
     drop(out_tx);
     writer_done.cancel();

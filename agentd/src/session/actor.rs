@@ -89,9 +89,6 @@ enum Command {
         text: String,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
-    RunEnded {
-        run_id: String,
-    },
 }
 
 impl Session {
@@ -135,9 +132,9 @@ impl Session {
             log: log.clone(),
             shared: shared.clone(),
             active: active.clone(),
-            commands: commands_tx.downgrade(),
             recent_requests: VecDeque::new(),
             tasks: tasks.clone(),
+            previous_run: None,
             run_finished: run_finished.clone(),
         };
         tasks.spawn(actor.run(commands_rx));
@@ -274,10 +271,10 @@ struct Actor {
     log: Arc<EventLog>,
     shared: Arc<SessionShared>,
     active: Arc<Mutex<Option<ActiveRun>>>,
-    /// Weak, so the actor ends when the session's handle closes the mailbox.
-    commands: mpsc::WeakSender<Command>,
     recent_requests: VecDeque<(String, String)>,
     tasks: TaskTracker,
+    /// The task of the last run started, awaited before the next run starts.
+    previous_run: Option<tokio::task::JoinHandle<()>>,
     run_finished: broadcast::Sender<()>,
 }
 
@@ -328,20 +325,16 @@ impl Actor {
                         };
                     let _ = reply.send(result);
                 }
-                Command::RunEnded { run_id } => {
-                    self.run_ended(&run_id);
-                }
             }
         }
         // The mailbox closed: wait for a run still going (it was asked to stop).
         tracing::debug!(session = %self.header.id, "session actor stopped");
     }
 
+    /// The run that still takes steers and follow-ups. A run clears this itself, under the
+    /// queues' lock, once it has decided to end.
     fn active_run_id(&self) -> Option<String> {
-        self.active
-            .lock()
-            .ok()
-            .and_then(|a| a.as_ref().map(|a| a.run_id.clone()))
+        self.shared.lock().run_id.clone()
     }
 
     async fn prompt(
@@ -409,6 +402,11 @@ impl Actor {
             )))
             .map_err(|err| SessionError::Config(err.to_string()))?;
         let llm = LlmClient::new(provider, self.deps.http.clone());
+        // The previous run may still be writing its `runFinished`: runs of a session never
+        // overlap in the log.
+        if let Some(previous) = self.previous_run.take() {
+            let _ = previous.await;
+        }
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         self.log
@@ -424,6 +422,21 @@ impl Actor {
         self.log.append_message(&message).await.map_err(internal)?;
         let history = {
             let mut state = self.shared.lock();
+            // Steers and follow-ups still queued belong to an earlier run that ended without
+            // delivering them (cancelled or failed): they stayed visible in `session/get` for
+            // the user to resend. Left here, a stale steer would make this run skip its tool
+            // calls ("skipped: user steered") and a stale follow-up would be sent after this
+            // run's answer, so a new run starts with empty queues.
+            let stale_steers = std::mem::take(&mut state.steers);
+            let stale_follow_ups = std::mem::take(&mut state.follow_ups);
+            if !stale_steers.is_empty() || !stale_follow_ups.is_empty() {
+                tracing::debug!(
+                    session = %self.header.id,
+                    steers = stale_steers.len(),
+                    follow_ups = stale_follow_ups.len(),
+                    "dropping messages queued for an earlier run"
+                );
+            }
             state.history.push(message);
             state.run_id = Some(run_id.clone());
             state.updated_at = Some(SystemTime::now());
@@ -468,12 +481,11 @@ impl Actor {
             cancel: active.cancel.clone(),
             stop_reason: active.stop_reason.clone(),
         };
-        let commands = self.commands.clone();
         let ended_run_id = run_id.clone();
         let active_slot = self.active.clone();
         let shared = self.shared.clone();
         let run_finished = self.run_finished.clone();
-        self.tasks.spawn(async move {
+        let handle = self.tasks.spawn(async move {
             let outcome = run.execute(history).await;
             tracing::debug!(run = %ended_run_id, status = ?outcome.status, "run finished");
             // Clear the active run here, not only in the actor: the actor may be gone.
@@ -488,19 +500,9 @@ impl Actor {
                 *slot = None;
             }
             let _ = run_finished.send(());
-            if let Some(commands) = commands.upgrade() {
-                let _ = commands
-                    .send(Command::RunEnded {
-                        run_id: ended_run_id,
-                    })
-                    .await;
-            }
         });
+        self.previous_run = Some(handle);
         Ok(run_id)
-    }
-
-    fn run_ended(&mut self, run_id: &str) {
-        tracing::debug!(session = %self.header.id, run = run_id, "run ended");
     }
 }
 

@@ -1,0 +1,431 @@
+//! End-to-end scenario helpers: a daemon configured against a `MockLlm` in either wire format,
+//! sessions in the test workspace, typed session events and waits on them (never sleeps).
+
+use std::path::Path;
+use std::time::Instant;
+
+use protocol::event::{Event, RunStatus, SessionEventEnvelope};
+use serde_json::{Value, json};
+
+use crate::harness::{Client, Daemon, TestEnv, WAIT};
+use crate::mock_llm::{Format, MockLlm, RecordedRequest};
+
+/// A session event as received: `params.result` of a `session/event` notification.
+pub type Envelope = SessionEventEnvelope<Event>;
+
+/// Both wire formats, for tests that loop over them.
+pub const FORMATS: [Format; 2] = [Format::OpenAi, Format::Anthropic];
+
+/// `config.toml` with one provider `mock` of `format` pointing at `mock`, small retry delays
+/// (`Retry-After` is capped at 200 ms) and `extra` top-level lines (e.g. `max_steps = 2`).
+pub fn config_toml(mock: &MockLlm, format: Format, extra: &str) -> String {
+    let (kind, base_url) = match format {
+        Format::OpenAi => ("openai", mock.openai_base_url()),
+        Format::Anthropic => ("anthropic", mock.base_url()),
+    };
+    format!(
+        "{extra}\n\
+         [providers.mock]\n\
+         kind = \"{kind}\"\n\
+         base_url = \"{base_url}\"\n\
+         api_key = \"test-key\"\n\
+         model = \"mock-model\"\n\
+         max_retries = 3\n\
+         retry_base_delay_ms = 10\n\
+         retry_max_delay_ms = 200\n\
+         stream_idle_timeout_secs = 10\n"
+    )
+}
+
+/// A daemon talking to a strict mock LLM in one wire format.
+pub struct Scenario {
+    pub daemon: Daemon,
+    pub mock: MockLlm,
+    pub format: Format,
+}
+
+impl Scenario {
+    pub async fn start(format: Format) -> Scenario {
+        Scenario::start_with(format, "").await
+    }
+
+    /// With extra top-level config lines.
+    pub async fn start_with(format: Format, extra: &str) -> Scenario {
+        let mock = MockLlm::start().await;
+        let env = TestEnv::new().config(&config_toml(&mock, format, extra));
+        let daemon = Daemon::start_in(env).await;
+        Scenario {
+            daemon,
+            mock,
+            format,
+        }
+    }
+
+    pub fn workspace(&self) -> std::path::PathBuf {
+        self.daemon.env.workspace()
+    }
+
+    pub async fn client(&self) -> Client {
+        self.daemon.client().await
+    }
+
+    /// A client with a new session in the workspace, subscribed to it from the start.
+    pub async fn session(&self) -> (Client, String) {
+        let mut client = self.client().await;
+        let session_id = create_session(&mut client, &self.workspace()).await;
+        client.subscribe(&session_id, Some(0)).await;
+        (client, session_id)
+    }
+}
+
+/// `session/create` in `cwd`; returns the session id.
+pub async fn create_session(client: &mut Client, cwd: &Path) -> String {
+    let result = client
+        .request("session/create", json!({"cwd": cwd.display().to_string()}))
+        .await
+        .expect("session/create");
+    result["sessionId"]
+        .as_str()
+        .expect("sessionId in session/create result")
+        .to_owned()
+}
+
+impl Client {
+    /// `session/subscribe`; returns the subscription id.
+    pub async fn subscribe(&mut self, session_id: &str, after_seq: Option<u64>) -> Value {
+        let mut params = json!({"sessionId": session_id});
+        if let Some(after) = after_seq {
+            params["afterSeq"] = json!(after);
+        }
+        self.request("session/subscribe", params)
+            .await
+            .expect("session/subscribe")
+    }
+
+    /// `session/prompt`; returns the run id.
+    pub async fn prompt(&mut self, session_id: &str, text: &str) -> String {
+        let result = self
+            .request(
+                "session/prompt",
+                json!({"sessionId": session_id, "text": text}),
+            )
+            .await
+            .expect("session/prompt");
+        result["runId"].as_str().expect("runId").to_owned()
+    }
+
+    /// The next `session/event` (other notifications are skipped).
+    pub async fn next_event(&mut self) -> Envelope {
+        loop {
+            let message = self.next_notification().await;
+            if message["method"] == protocol::event::SESSION_EVENT {
+                let result = message["params"]["result"].clone();
+                return serde_json::from_value(result.clone())
+                    .unwrap_or_else(|err| panic!("bad session event ({err}): {result}"));
+            }
+        }
+    }
+
+    /// The next persisted event (deltas are skipped).
+    pub async fn next_persisted_event(&mut self) -> Envelope {
+        loop {
+            let envelope = self.next_event().await;
+            if envelope.event.is_persisted() {
+                return envelope;
+            }
+        }
+    }
+
+    /// Persisted events up to and including the first that matches `done`.
+    pub async fn persisted_events_until(
+        &mut self,
+        mut done: impl FnMut(&Event) -> bool,
+    ) -> Vec<Envelope> {
+        let deadline = Instant::now() + WAIT;
+        let mut events = Vec::new();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no matching event within {WAIT:?}; got {events:#?}"
+            );
+            let envelope = self.next_persisted_event().await;
+            let matched = done(&envelope.event);
+            events.push(envelope);
+            if matched {
+                return events;
+            }
+        }
+    }
+
+    /// Persisted events up to and including the one with seq `last` (e.g. a whole replay).
+    pub async fn events_through_seq(&mut self, last: u64) -> Vec<Envelope> {
+        let mut events: Vec<Envelope> = Vec::new();
+        while events.last().is_none_or(|e| e.seq < last) {
+            events.push(self.next_persisted_event().await);
+        }
+        events
+    }
+
+    /// Persisted events up to and including the next `runFinished`.
+    pub async fn events_until_run_finished(&mut self) -> Vec<Envelope> {
+        self.persisted_events_until(|event| matches!(event, Event::RunFinished { .. }))
+            .await
+    }
+}
+
+/// The status of the `runFinished` event that ends `events`.
+pub fn run_status(events: &[Envelope]) -> RunStatus {
+    match events.last().map(|e| &e.event) {
+        Some(Event::RunFinished { status, .. }) => *status,
+        other => panic!("the events do not end with runFinished: {other:?}"),
+    }
+}
+
+/// The event type names, e.g. `["runStarted", "messageCompleted", …]`.
+pub fn kinds(events: &[Envelope]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(&e.event).expect("encode event")["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Asserts the seqs are strictly increasing.
+pub fn assert_seqs_increase(events: &[Envelope]) {
+    for pair in events.windows(2) {
+        assert!(
+            pair[1].seq > pair[0].seq,
+            "seqs not increasing: {} then {} in {events:#?}",
+            pair[0].seq,
+            pair[1].seq
+        );
+    }
+}
+
+/// `(toolCallId, output, isError)` of every `toolCompleted` in `events`.
+pub fn tool_results(events: &[Envelope]) -> Vec<(String, String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCompleted {
+                tool_call_id,
+                output,
+                is_error,
+                ..
+            } => Some((tool_call_id.clone(), output.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool result as the model saw it in a recorded request: `(toolCallId, content, isError)`,
+/// in request order, in either format.
+pub fn request_tool_results(format: Format, request: &RecordedRequest) -> Vec<(String, String)> {
+    let messages = request.json["messages"]
+        .as_array()
+        .expect("messages array in request");
+    let mut results = Vec::new();
+    for message in messages {
+        match format {
+            Format::OpenAi => {
+                if message["role"] == "tool" {
+                    results.push((
+                        message["tool_call_id"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        content_text(&message["content"]),
+                    ));
+                }
+            }
+            Format::Anthropic => {
+                for block in message["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" {
+                        results.push((
+                            block["tool_use_id"].as_str().unwrap_or_default().to_owned(),
+                            content_text(&block["content"]),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    results
+}
+
+/// The user texts of a recorded request, in order (in Anthropic a text block may share a user
+/// message with tool results).
+pub fn request_user_texts(format: Format, request: &RecordedRequest) -> Vec<String> {
+    let messages = request.json["messages"]
+        .as_array()
+        .expect("messages array in request");
+    let mut texts = Vec::new();
+    for message in messages.iter().filter(|m| m["role"] == "user") {
+        match format {
+            Format::OpenAi => texts.push(content_text(&message["content"])),
+            Format::Anthropic => match &message["content"] {
+                Value::String(text) => texts.push(text.clone()),
+                content => {
+                    for block in content.as_array().into_iter().flatten() {
+                        if block["type"] == "text" {
+                            texts.push(block["text"].as_str().unwrap_or_default().to_owned());
+                        }
+                    }
+                }
+            },
+        }
+    }
+    texts
+}
+
+/// A flat sequence of what the request's messages say, for order checks: `user:<text>`,
+/// `assistant:<text>`, `call:<id>`, `result:<id>`.
+pub fn request_transcript(format: Format, request: &RecordedRequest) -> Vec<String> {
+    let messages = request.json["messages"]
+        .as_array()
+        .expect("messages array in request");
+    let mut items = Vec::new();
+    for message in messages {
+        let role = message["role"].as_str().unwrap_or_default();
+        match format {
+            Format::OpenAi => match role {
+                "tool" => items.push(format!(
+                    "result:{}",
+                    message["tool_call_id"].as_str().unwrap_or_default()
+                )),
+                "system" => {}
+                _ => {
+                    let text = content_text(&message["content"]);
+                    if !text.is_empty() {
+                        items.push(format!("{role}:{text}"));
+                    }
+                    for call in message["tool_calls"].as_array().into_iter().flatten() {
+                        items.push(format!("call:{}", call["id"].as_str().unwrap_or_default()));
+                    }
+                }
+            },
+            Format::Anthropic => match &message["content"] {
+                Value::String(text) => items.push(format!("{role}:{text}")),
+                content => {
+                    for block in content.as_array().into_iter().flatten() {
+                        let item = match block["type"].as_str().unwrap_or_default() {
+                            "text" => {
+                                format!("{role}:{}", block["text"].as_str().unwrap_or_default())
+                            }
+                            "tool_use" => {
+                                format!("call:{}", block["id"].as_str().unwrap_or_default())
+                            }
+                            "tool_result" => format!(
+                                "result:{}",
+                                block["tool_use_id"].as_str().unwrap_or_default()
+                            ),
+                            other => format!("{role}:<{other}>"),
+                        };
+                        items.push(item);
+                    }
+                }
+            },
+        }
+    }
+    items
+}
+
+/// Text of a message or block content: a string, or the text blocks of an array.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// Make a named pipe: a tool reading it blocks until the test writes, a deterministic gate.
+pub fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
+    // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+    let rc = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
+    assert_eq!(
+        rc,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Write `data` into the FIFO `path` once a reader has it open, then close it (the reader sees
+/// the data, then end of file). Never blocks a thread: a non-blocking open is retried while no
+/// reader is there yet (bounded by `WAIT`).
+pub async fn write_fifo(path: &Path, data: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(mut file) => {
+                file.write_all(data.as_bytes()).expect("write to the FIFO");
+                return;
+            }
+            Err(err) if err.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(err) => panic!("cannot open {} for writing: {err}", path.display()),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nobody opened {} for reading within {WAIT:?}",
+            path.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Poll an outside condition (a file, a process) until it holds; fails after `WAIT`. Only for
+/// state the daemon cannot announce as an event.
+pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// True when process `pid` no longer runs (gone, or a zombie nobody reaped yet).
+pub fn process_gone(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return true;
+    }
+    // In containers without an init that reaps, a killed orphan stays a zombie: it is dead.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// The session's JSONL file in `env`.
+pub fn session_file(env: &TestEnv, session_id: &str) -> std::path::PathBuf {
+    env.path("state")
+        .join("agentd")
+        .join("sessions")
+        .join(format!("{session_id}.jsonl"))
+}
+
+/// Body of a recorded request with Anthropic's moving `cache_control` breakpoints removed.
+pub fn without_cache_control(body: &str) -> String {
+    body.replace(r#","cache_control":{"type":"ephemeral"}"#, "")
+}
