@@ -42,9 +42,10 @@ pub struct ApprovalDesk {
     prompting: Option<PendingApproval>,
     /// Approvals asked while another was prompted, oldest first (parallel tool calls).
     queued: VecDeque<PendingApproval>,
-    /// What this client answered, by approval id: the resolution that agrees is not announced
-    /// again; one that differs was decided elsewhere first.
-    answered: HashMap<String, ApprovalDecision>,
+    /// What this client answered, by approval id, and whether that was already announced
+    /// (a policy's line): the agreeing resolution announces a key's answer once it is final;
+    /// one that differs was decided elsewhere first.
+    answered: HashMap<String, (ApprovalDecision, bool)>,
     /// Approval ids seen, so a replayed request is not handled twice.
     seen: HashSet<String>,
 }
@@ -103,13 +104,9 @@ impl ApprovalDesk {
         };
         let approval_id = approval.approval_id.clone();
         self.prompting = None;
-        self.answered.insert(approval_id.clone(), decision);
+        self.answered.insert(approval_id.clone(), (decision, false));
         let mut actions = vec![
             DeskAction::ClosePrompt,
-            DeskAction::Note(format!(
-                "approval {approval_id}: {}",
-                decision_words(decision)
-            )),
             DeskAction::Respond {
                 approval_id,
                 decision,
@@ -194,7 +191,8 @@ impl ApprovalDesk {
                 policy_name(policy)
             ),
         };
-        self.answered.insert(approval.approval_id.clone(), decision);
+        self.answered
+            .insert(approval.approval_id.clone(), (decision, true));
         vec![
             DeskAction::Note(note),
             DeskAction::Respond {
@@ -211,10 +209,16 @@ impl ApprovalDesk {
         decision: ApprovalDecision,
         decided_by: &str,
     ) -> Vec<DeskAction> {
-        if let Some(ours) = self.answered.remove(approval_id)
+        if let Some((ours, announced)) = self.answered.remove(approval_id)
             && ours == decision
         {
-            return Vec::new();
+            if announced {
+                return Vec::new();
+            }
+            return vec![DeskAction::Note(format!(
+                "approval {approval_id}: {}",
+                decision_words(decision)
+            ))];
         }
         let note = DeskAction::Note(format!(
             "approval {approval_id}: {} by {decided_by}",

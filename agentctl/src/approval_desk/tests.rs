@@ -131,7 +131,6 @@ fn prompt_answers_by_key_and_queues_parallel_requests() {
         desk.on_key(b'y'),
         vec![
             DeskAction::ClosePrompt,
-            DeskAction::Note("approval apr_1: allowed once".to_owned()),
             DeskAction::Respond {
                 approval_id: "apr_1".to_owned(),
                 decision: AllowOnce,
@@ -144,7 +143,6 @@ fn prompt_answers_by_key_and_queues_parallel_requests() {
         desk.on_key(b'c'),
         vec![
             DeskAction::ClosePrompt,
-            DeskAction::Note("approval apr_2: denied and the run cancelled".to_owned()),
             DeskAction::Respond {
                 approval_id: "apr_2".to_owned(),
                 decision: DenyAndCancel,
@@ -153,6 +151,11 @@ fn prompt_answers_by_key_and_queues_parallel_requests() {
         ]
     );
     assert!(!desk.is_prompting());
+    // The answer is announced once the daemon has it, by whichever client name it carries.
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", AllowOnce, "client:agentctl")),
+        vec![DeskAction::Note("approval apr_1: allowed once".to_owned())]
+    );
 }
 
 #[test]
