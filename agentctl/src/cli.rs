@@ -42,6 +42,9 @@ pub enum Command {
     /// interrupted, 3 lost the daemon, 130 cancelled. Ctrl-C cancels the run (a second Ctrl-C
     /// quits at once).
     ///
+    /// Approvals of the run: on a terminal, an inline prompt (`y` once, `s` session, `a` always,
+    /// `n` deny, `c` deny and cancel); otherwise the --approve policy (default `never`).
+    ///
     /// With --json, every event envelope `{sessionId, seq, event}` is printed as one JSON line
     /// (NDJSON) on stdout: the one exception, with `attach`, to "one JSON object per command".
     Run(RunArgs),
