@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use protocol::approval::PermissionMode;
+
+use crate::approve_policy::ApprovePolicy;
 
 /// agentctl: talk to the agentd daemon (starting it when needed).
 #[derive(Debug, Parser)]
@@ -37,6 +41,9 @@ pub enum Command {
     /// printed on stderr at the end. Exit codes: 0 completed, 1 failed / step limit /
     /// interrupted, 3 lost the daemon, 130 cancelled. Ctrl-C cancels the run (a second Ctrl-C
     /// quits at once).
+    ///
+    /// Approvals of the run: on a terminal, an inline prompt (`y` once, `s` session, `a` always,
+    /// `n` deny, `c` deny and cancel); otherwise the --approve policy (default `never`).
     ///
     /// With --json, every event envelope `{sessionId, seq, event}` is printed as one JSON line
     /// (NDJSON) on stdout: the one exception, with `attach`, to "one JSON object per command".
@@ -80,6 +87,48 @@ pub enum Command {
         /// The session id (`ses_…`).
         session: String,
     },
+    /// List pending approvals (of every session, or one).
+    Approvals {
+        #[command(subcommand)]
+        action: ApprovalsAction,
+    },
+    /// Allow a pending tool call (once, for the session, or always).
+    ///
+    /// Exit 1 with the daemon's message when the approval is unknown or already decided.
+    Approve {
+        /// The approval id (`apr_…`).
+        approval: String,
+        /// Also allow the same tool and specifier for the rest of the session.
+        #[arg(long, conflicts_with = "always")]
+        session: bool,
+        /// Allow it from now on: adds an allow rule to the user config (when one is offered).
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a pending tool call; the model is told and goes on (or the run is cancelled).
+    ///
+    /// Exit 1 with the daemon's message when the approval is unknown or already decided.
+    Deny {
+        /// The approval id (`apr_…`).
+        approval: String,
+        /// Also cancel the run.
+        #[arg(long)]
+        cancel: bool,
+        /// Why, shown to the model.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsAction {
+    /// Pending approvals, oldest first: id, session, tool, summary, reason, age.
+    #[command(visible_alias = "ls")]
+    List {
+        /// Only this session's approvals.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
 }
 
 /// Arguments of `agentctl run`.
@@ -100,8 +149,27 @@ pub struct RunArgs {
     /// Start the run and exit at once, printing the session and run ids.
     #[arg(long)]
     pub background: bool,
+    /// How to answer the run's approvals instead of prompting: `never` denies them (the
+    /// default without a terminal or with --json), `wait` leaves them to another client
+    /// (`agentctl approve`), `edits` allows write_file/edit_file and denies the rest, `all`
+    /// allows everything asked. On a terminal the default is to prompt.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub approve: Option<ApprovePolicy>,
+    /// Permission mode of the new session.
+    #[arg(long, value_name = "MODE", conflicts_with = "session", value_parser = mode_parser())]
+    pub mode: Option<PermissionMode>,
     /// The prompt (`-` reads it from stdin).
     pub prompt: String,
+}
+
+/// `--mode`: the wire names of the permission modes.
+fn mode_parser() -> impl TypedValueParser<Value = PermissionMode> {
+    PossibleValuesParser::new(PermissionMode::ALL.map(PermissionMode::as_str)).map(|name| {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .unwrap_or_default()
+    })
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,20 +2,24 @@
 //! `session/event` subscription, feeds the pure `render::Renderer`, writes what it answers,
 //! animates the spinner, handles Ctrl-C and a lost connection. Shared by `run` and `attach`.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::time::Duration;
 
 use jsonrpsee::core::client::{Subscription, SubscriptionCloseReason};
 use protocol::Method;
-use protocol::event::SessionEventEnvelope;
-use protocol::methods::{SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
+use protocol::approval::RespondApprovalParams;
+use protocol::event::{Event, SessionEventEnvelope};
+use protocol::methods::{ApprovalRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
 use protocol::session::{SessionRef, SubscribeParams};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
-use crate::client::Connection;
+use crate::approval_desk::{ApprovalDesk, DeskAction};
+use crate::client::{ClientError, Connection};
 use crate::output::{CommandError, EXIT_CANCELLED};
 use crate::render::{Output, Renderer};
+use crate::terminal::PromptInput;
 
 /// The envelope as it arrives: the event stays raw JSON so unknown event types survive.
 pub type RawEnvelope = SessionEventEnvelope<serde_json::Value>;
@@ -42,6 +46,9 @@ const CANCEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Spinner frame interval on a terminal.
 const SPINNER_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How long an `approval/respond` request may take.
+const RESPOND_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Subscribe to `session_id`'s events with `seq > after_seq` (replayed first, then live).
 pub async fn subscribe(
     connection: &Connection,
@@ -57,7 +64,10 @@ pub async fn subscribe(
         .await?)
 }
 
-/// Show events until the renderer has an exit code, Ctrl-C, or the connection drops.
+/// Show events until the renderer has an exit code, Ctrl-C, or the connection drops. With a
+/// desk (`run`), the run's approvals are answered by policy or by prompting; the prompt reads
+/// keys on a blocking thread while events keep flowing.
+#[allow(clippy::too_many_arguments)]
 pub async fn follow(
     connection: &Connection,
     session_id: &str,
@@ -65,8 +75,13 @@ pub async fn follow(
     mut renderer: Renderer,
     on_interrupt: OnInterrupt,
     animate_spinner: bool,
+    mut desk: Option<ApprovalDesk>,
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
+    renderer.set_approvals_handled(desk.is_some());
+    // The terminal in single-key mode while a prompt waits; dropped (restored) on every way
+    // out of this function.
+    let mut prompt_input: Option<PromptInput> = None;
     let mut interrupts = signal(SignalKind::interrupt())
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     let mut ticker = tokio::time::interval(SPINNER_INTERVAL);
@@ -84,14 +99,61 @@ pub async fn follow(
                 None => std::future::pending().await,
             }
         };
+        let key = async {
+            match prompt_input.as_mut() {
+                Some(input) => input.keys.next().await,
+                None => std::future::pending().await,
+            }
+        };
         let wake = tokio::select! {
             next = subscription.next() => Wake::Event(next),
+            key = key => Wake::Key(key),
             _ = interrupts.recv() => Wake::Interrupt,
             _ = ticker.tick(), if animate_spinner => Wake::Tick,
             () = give_up => Wake::GiveUp,
         };
         match wake {
-            Wake::Event(Some(Ok(envelope))) => emit(renderer.handle(&envelope)),
+            Wake::Event(Some(Ok(envelope))) => {
+                // Approval events are persisted: one at or below the last seq is a replay.
+                let fresh = envelope.seq > renderer.last_seq();
+                emit(renderer.handle(&envelope));
+                if let Some(desk) = desk.as_mut()
+                    && fresh
+                    && let Ok(event) = serde_json::from_value::<Event>(envelope.event.clone())
+                {
+                    let actions = desk.on_event(&event);
+                    perform(
+                        connection,
+                        desk,
+                        &mut renderer,
+                        &mut prompt_input,
+                        actions,
+                        emit,
+                    )
+                    .await;
+                }
+            }
+            Wake::Key(key) => {
+                if let Some(desk) = desk.as_mut() {
+                    let actions = match key {
+                        Some(key) => desk.on_key(key),
+                        None => {
+                            prompt_input = None;
+                            emit(renderer.close_prompt());
+                            desk.prompt_failed("stdin ended")
+                        }
+                    };
+                    perform(
+                        connection,
+                        desk,
+                        &mut renderer,
+                        &mut prompt_input,
+                        actions,
+                        emit,
+                    )
+                    .await;
+                }
+            }
             Wake::Event(Some(Err(err))) => {
                 emit(renderer.note(&format!("agentctl: skipping an unreadable event: {err}")));
             }
@@ -117,6 +179,18 @@ pub async fn follow(
                 )));
             }
             Wake::Interrupt => {
+                if let Some(desk) = desk.as_mut() {
+                    let actions = desk.interrupt();
+                    perform(
+                        connection,
+                        desk,
+                        &mut renderer,
+                        &mut prompt_input,
+                        actions,
+                        emit,
+                    )
+                    .await;
+                }
                 if on_interrupt == OnInterrupt::Detach || cancel_deadline.is_some() {
                     emit(renderer.finish());
                     return Ok(EXIT_CANCELLED);
@@ -144,9 +218,63 @@ pub async fn follow(
 /// Why the follow loop woke up.
 enum Wake {
     Event(Option<Result<RawEnvelope, serde_json::Error>>),
+    /// A key while prompting; `None` when stdin ended.
+    Key(Option<u8>),
     Interrupt,
     Tick,
     GiveUp,
+}
+
+/// Do what the approval desk asks, in order (a failed answer may add notes).
+async fn perform(
+    connection: &Connection,
+    desk: &mut ApprovalDesk,
+    renderer: &mut Renderer,
+    prompt_input: &mut Option<PromptInput>,
+    actions: Vec<DeskAction>,
+    emit: &mut dyn FnMut(Vec<Output>),
+) {
+    let mut actions = VecDeque::from(actions);
+    while let Some(action) = actions.pop_front() {
+        match action {
+            DeskAction::Note(text) => emit(renderer.note(&text)),
+            DeskAction::Prompt { header, question } => match PromptInput::start() {
+                Ok(input) => {
+                    *prompt_input = Some(input);
+                    emit(renderer.show_prompt(&header, &question));
+                }
+                Err(err) => {
+                    emit(renderer.note(&header));
+                    actions.extend(desk.prompt_failed(&err.to_string()));
+                }
+            },
+            DeskAction::ClosePrompt => {
+                *prompt_input = None;
+                emit(renderer.close_prompt());
+            }
+            DeskAction::Respond {
+                approval_id,
+                decision,
+                reason,
+            } => {
+                let params = RespondApprovalParams {
+                    approval_id: approval_id.clone(),
+                    decision,
+                    reason,
+                };
+                let request = connection.request::<ApprovalRespond>(&params);
+                let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(ClientError::Rpc { code, message })) => Some((code, message)),
+                    Ok(Err(err)) => Some((0, err.to_string())),
+                    Err(_) => Some((0, "agentd did not answer in time".to_owned())),
+                };
+                if let Some((code, message)) = failure {
+                    actions.extend(desk.on_respond_error(&approval_id, code, &message));
+                }
+            }
+        }
+    }
 }
 
 /// Ask the daemon to cancel the session's run; the outcome arrives as `runFinished`.

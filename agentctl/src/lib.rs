@@ -1,6 +1,8 @@
 //! agentctl: the thin command-line client of agentd. Everything but `main` lives here so tests
 //! and other tools can reuse the client.
 
+pub mod approval_desk;
+pub mod approve_policy;
 pub mod autostart;
 pub mod cli;
 pub mod client;
@@ -8,12 +10,14 @@ pub mod commands;
 pub mod follow;
 pub mod output;
 pub mod render;
+pub mod terminal;
 pub mod transport;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cli::{Cli, Command, DaemonAction, SessionsAction};
+use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction};
 use client::Connection;
 use output::{CommandError, EXIT_OK};
 
@@ -22,6 +26,9 @@ pub struct Context {
     pub socket: PathBuf,
     pub no_start: bool,
     pub json: bool,
+    /// A person is at the terminal: stdin and stderr are terminals, so `run` may prompt for
+    /// approvals (tests set it false).
+    pub interactive: bool,
 }
 
 impl Context {
@@ -49,6 +56,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         socket: socket_path(cli.socket.as_deref()),
         no_start: cli.no_start,
         json: cli.json,
+        interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.
     let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);
@@ -84,6 +92,25 @@ pub async fn run(cli: Cli) -> ExitCode {
             done(commands::control::follow_up(&ctx, session, &text).await)
         }
         Command::Cancel { session } => done(commands::control::cancel(&ctx, session).await),
+        Command::Approvals {
+            action: ApprovalsAction::List { session },
+        } => done(commands::approvals::list(&ctx, session).await),
+        Command::Approve {
+            approval,
+            session,
+            always,
+        } => {
+            let decision = commands::approvals::approve_decision(session, always);
+            done(commands::approvals::respond(&ctx, approval, decision, None).await)
+        }
+        Command::Deny {
+            approval,
+            cancel,
+            reason,
+        } => {
+            let decision = commands::approvals::deny_decision(cancel);
+            done(commands::approvals::respond(&ctx, approval, decision, reason).await)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -69,6 +69,11 @@ pub struct Renderer {
     frame: usize,
     /// Set when the stream has reached its end: the exit code.
     exit: Option<u8>,
+    /// `run` answers its approvals itself (`approval_desk`): their events are not rendered.
+    approvals_handled: bool,
+    /// The approval prompt's question, drawn like the spinner (in its place) while it waits
+    /// for a key, and redrawn after anything else is written.
+    prompt: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +106,35 @@ impl Renderer {
             spinner_drawn: false,
             frame: 0,
             exit: None,
+            approvals_handled: false,
+            prompt: None,
         }
+    }
+
+    /// The caller answers approvals of the run itself: do not render their events.
+    pub fn set_approvals_handled(&mut self, handled: bool) {
+        self.approvals_handled = handled;
+    }
+
+    /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
+    pub fn show_prompt(&mut self, header: &str, question: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.stderr_line(header, &mut out);
+        self.prompt = Some(question.to_owned());
+        self.draw_spinner(&mut out);
+        out
+    }
+
+    /// Erase the prompt (answered, decided elsewhere, or given up).
+    pub fn close_prompt(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.prompt.take().is_some() {
+            self.clear_spinner(&mut out);
+            if self.options.stderr_is_tty && !self.active_tools.is_empty() {
+                self.draw_spinner(&mut out);
+            }
+        }
+        out
     }
 
     /// Seq of the last persisted event handled: re-subscribe with `afterSeq` = this.
@@ -149,13 +182,18 @@ impl Renderer {
         if let Some(event) = event {
             self.render(&envelope.session_id, &event, &mut out);
         }
+        self.redraw_prompt(&mut out);
         out
     }
 
     /// Redraw the spinner with its next frame (call every ~100 ms on a TTY).
     pub fn tick(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
-        if self.options.json || !self.options.stderr_is_tty || self.active_tools.is_empty() {
+        if self.options.json
+            || !self.options.stderr_is_tty
+            || self.active_tools.is_empty()
+            || self.prompt.is_some()
+        {
             return out;
         }
         self.frame = (self.frame + 1) % SPINNER_FRAMES.len();
@@ -176,7 +214,15 @@ impl Renderer {
     pub fn note(&mut self, text: &str) -> Vec<Output> {
         let mut out = Vec::new();
         self.stderr_line(text, &mut out);
+        self.redraw_prompt(&mut out);
         out
+    }
+
+    /// Put the prompt back after other output erased it.
+    fn redraw_prompt(&mut self, out: &mut Vec<Output>) {
+        if self.prompt.is_some() && !self.spinner_drawn {
+            self.draw_spinner(out);
+        }
     }
 
     /// In `--json` mode only the exit decision is needed.
@@ -272,6 +318,8 @@ impl Renderer {
                 error,
                 ..
             } => self.run_finished(session_id, run_id, *status, error.as_deref(), out),
+            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
+                if self.approvals_handled => {}
             Event::ApprovalRequested { approval, .. } => {
                 self.stderr_line(
                     &format!(
@@ -292,7 +340,10 @@ impl Renderer {
                 ..
             } => {
                 self.stderr_line(
-                    &format!("approval {approval_id}: {decision:?} ({decided_by})"),
+                    &format!(
+                        "approval {approval_id}: {} by {decided_by}",
+                        crate::approve_policy::decision_words(*decision)
+                    ),
                     out,
                 );
             }
@@ -484,6 +535,17 @@ impl Renderer {
     }
 
     fn draw_spinner(&mut self, out: &mut Vec<Output>) {
+        if let Some(question) = &self.prompt {
+            // The prompt must show even after unfinished stdout text: start a line for it.
+            let lead = if self.stdout_line_open {
+                "\n"
+            } else {
+                CLEAR_LINE
+            };
+            out.push(Output::Stderr(format!("{lead}{question}")));
+            self.spinner_drawn = true;
+            return;
+        }
         // Redrawing erases the cursor's line; never do that to unfinished stdout text.
         if self.stdout_line_open {
             return;

@@ -49,6 +49,7 @@ pub async fn attach(
         renderer,
         OnInterrupt::Detach,
         animate,
+        None,
         emit,
     )
     .await

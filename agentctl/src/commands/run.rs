@@ -4,6 +4,8 @@ use protocol::methods::{SessionCreate, SessionGet, SessionPrompt};
 use protocol::session::{CreateSessionParams, GetSessionParams, PromptParams};
 
 use crate::Context;
+use crate::approval_desk::ApprovalDesk;
+use crate::approve_policy::choose_handling;
 use crate::cli::RunArgs;
 use crate::commands::{message_text, render_options};
 use crate::follow::{self, OnInterrupt};
@@ -16,6 +18,11 @@ pub async fn run(
     args: RunArgs,
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
+    if args.session.is_some() && args.mode.is_some() {
+        return Err(CommandError::usage(
+            "--mode applies to a new session; it cannot be combined with --session yet",
+        ));
+    }
     let text = message_text(&args.prompt, "prompt")?;
     let cwd = match &args.cwd {
         Some(dir) => std::path::absolute(dir)
@@ -47,7 +54,7 @@ pub async fn run(
                 cwd: cwd.to_string_lossy().into_owned(),
                 model: args.model,
                 title: args.title,
-                permission_mode: None,
+                permission_mode: args.mode,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)
@@ -78,12 +85,15 @@ pub async fn run(
     let options = render_options(ctx.json);
     let renderer = Renderer::new(
         Mode::Run {
-            run_id: started.run_id,
+            run_id: started.run_id.clone(),
         },
         options,
         last_seq,
     );
     let animate = options.stderr_is_tty && !options.json;
+    // --json output is for programs: it never prompts.
+    let interactive = ctx.interactive && !ctx.json;
+    let desk = ApprovalDesk::new(started.run_id, choose_handling(args.approve, interactive));
     follow::follow(
         &connection,
         &session_id,
@@ -91,6 +101,7 @@ pub async fn run(
         renderer,
         OnInterrupt::CancelRun,
         animate,
+        Some(desk),
         emit,
     )
     .await

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use protocol::approval::{ApprovalDecision, PendingApproval, PermissionMode};
 use protocol::daemon::{Capabilities, Implementation, InitializeResult};
 use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope, Usage};
 use protocol::session::{SessionInfo, SessionStatus};
@@ -14,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
 use crate::Context;
+use crate::approve_policy::ApprovePolicy;
 use crate::cli::RunArgs;
 use crate::output::CommandError;
 use crate::render::Output;
@@ -28,6 +30,8 @@ struct Script {
     /// The session `session/get` and `session/create` describe.
     last_seq: u64,
     running_run: Option<String>,
+    /// Answer these methods with a JSON-RPC error (code, message) instead of a result.
+    errors: HashMap<&'static str, (i32, &'static str)>,
 }
 
 /// Every request the fake daemon received: method and params.
@@ -60,6 +64,7 @@ impl FakeDaemon {
             socket: self.socket.clone(),
             no_start: true,
             json: false,
+            interactive: false,
         }
     }
 
@@ -75,6 +80,15 @@ impl FakeDaemon {
     fn params(&self, method: &str) -> Value {
         let log = self.log.lock().unwrap();
         log.iter().find(|(m, _)| m == method).unwrap().1.clone()
+    }
+
+    /// The params of every call of `method`, in order.
+    fn all_params(&self, method: &str) -> Vec<Value> {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, params)| params.clone())
+            .collect()
     }
 }
 
@@ -134,12 +148,22 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
             "session/subscribe" => json!(7),
             "session/prompt" => json!({"runId": "run_1"}),
             "session/cancel" => json!({"cancelled": true, "runId": "run_1"}),
+            "approval/respond" => json!({
+                "approvalId": message["params"]["approvalId"],
+                "decision": message["params"]["decision"],
+            }),
+            "approval/list" => json!({"approvals": [pending("apr_1", "run_shell")]}),
             _ => json!(true),
         };
         if method == "session/subscribe" {
             seq = message["params"]["afterSeq"].as_u64().unwrap_or(seq);
         }
-        let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
+        let reply = match script.errors.get(method.as_str()) {
+            Some((code, text)) => json!({
+                "jsonrpc": "2.0", "id": message["id"], "error": {"code": code, "message": text}
+            }),
+            None => json!({"jsonrpc": "2.0", "id": message["id"], "result": result}),
+        };
         let mut out = reply.to_string() + "\n";
         for event in script
             .events_after
@@ -195,6 +219,8 @@ fn run_args(cwd: Option<PathBuf>, session: Option<&str>) -> RunArgs {
         session: session.map(str::to_owned),
         title: None,
         background: false,
+        approve: None,
+        mode: None,
         prompt: "say hello".to_owned(),
     }
 }
@@ -353,4 +379,278 @@ async fn attach_to_an_idle_session_replays_and_stops_at_its_last_seq() {
         daemon.params("session/subscribe"),
         json!({"sessionId": "ses_1", "afterSeq": 0})
     );
+}
+
+fn pending(id: &str, tool: &str) -> PendingApproval {
+    PendingApproval {
+        approval_id: id.to_owned(),
+        session_id: "ses_1".to_owned(),
+        run_id: "run_1".to_owned(),
+        tool_call_id: format!("call_{id}"),
+        tool: tool.to_owned(),
+        summary: if tool == "run_shell" {
+            "ls -la"
+        } else {
+            "src/main.rs"
+        }
+        .to_owned(),
+        input: json!({}),
+        reason: "default mode asks".to_owned(),
+        options: vec![
+            ApprovalDecision::AllowOnce,
+            ApprovalDecision::AllowSession,
+            ApprovalDecision::Deny,
+            ApprovalDecision::DenyAndCancel,
+        ],
+        requested_at: "2026-11-30T09:00:00Z".to_owned(),
+        expires_at: "2026-11-30T09:10:00Z".to_owned(),
+    }
+}
+
+fn approval_requested(id: &str, tool: &str) -> Event {
+    Event::ApprovalRequested {
+        run_id: "run_1".to_owned(),
+        approval: pending(id, tool),
+    }
+}
+
+/// A run whose tool calls ask `approvals` and that finishes once the last is answered.
+fn asking_daemon(
+    approvals: Vec<Event>,
+    errors: HashMap<&'static str, (i32, &'static str)>,
+) -> FakeDaemon {
+    FakeDaemon::start(Script {
+        events_after: HashMap::from([
+            ("session/prompt", approvals),
+            (
+                "approval/respond",
+                vec![finished("run_1", RunStatus::Completed)],
+            ),
+        ]),
+        errors,
+        ..Script::default()
+    })
+}
+
+#[tokio::test]
+async fn run_without_a_terminal_denies_by_default_and_says_so() {
+    let daemon = asking_daemon(
+        vec![approval_requested("apr_1", "run_shell")],
+        HashMap::new(),
+    );
+    let (result, _, stderr) = run(&daemon, run_args(None, None)).await;
+    assert_eq!(result.unwrap(), 0);
+    assert_eq!(
+        daemon.params("approval/respond"),
+        json!({
+            "approvalId": "apr_1",
+            "decision": "deny",
+            "reason": crate::approve_policy::NOT_INTERACTIVE_REASON,
+        })
+    );
+    assert!(
+        stderr.starts_with(
+            "approval apr_1: denied run_shell ls -la: agentctl run is not interactive"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn run_approve_edits_allows_edits_and_denies_the_shell() {
+    let daemon = asking_daemon(
+        vec![
+            approval_requested("apr_1", "write_file"),
+            approval_requested("apr_2", "run_shell"),
+        ],
+        HashMap::new(),
+    );
+    let mut args = run_args(None, None);
+    args.approve = Some(ApprovePolicy::Edits);
+    let (result, _, stderr) = run(&daemon, args).await;
+    assert_eq!(result.unwrap(), 0);
+    let answers = daemon.all_params("approval/respond");
+    assert_eq!(
+        answers[0],
+        json!({"approvalId": "apr_1", "decision": "allowOnce"})
+    );
+    assert_eq!(answers[1]["approvalId"], "apr_2");
+    assert_eq!(answers[1]["decision"], "deny");
+    assert!(
+        stderr.contains("approval apr_1: allowed once write_file src/main.rs (--approve edits)"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn run_approve_wait_leaves_it_to_another_client() {
+    let daemon = FakeDaemon::start(Script {
+        events_after: HashMap::from([(
+            "session/prompt",
+            vec![
+                approval_requested("apr_1", "run_shell"),
+                Event::ApprovalResolved {
+                    run_id: "run_1".to_owned(),
+                    approval_id: "apr_1".to_owned(),
+                    tool_call_id: "call_apr_1".to_owned(),
+                    decision: ApprovalDecision::AllowOnce,
+                    decided_by: "client:zed".to_owned(),
+                    reason: None,
+                    session_rule: None,
+                },
+                finished("run_1", RunStatus::Completed),
+            ],
+        )]),
+        ..Script::default()
+    });
+    let mut args = run_args(None, None);
+    args.approve = Some(ApprovePolicy::Wait);
+    let (result, _, stderr) = run(&daemon, args).await;
+    assert_eq!(result.unwrap(), 0);
+    assert!(!daemon.methods().contains(&"approval/respond".to_owned()));
+    assert_eq!(
+        stderr,
+        "approval apr_1 waits: run_shell ls -la (default mode asks); answer with \
+         `agentctl approve apr_1` or `agentctl deny apr_1`\n\
+         approval apr_1: allowed once by client:zed\n\
+         session: ses_1\n"
+    );
+}
+
+#[tokio::test]
+async fn run_says_calmly_when_someone_else_decided_first() {
+    let daemon = FakeDaemon::start(Script {
+        events_after: HashMap::from([
+            (
+                "approval/respond",
+                vec![finished("run_1", RunStatus::Completed)],
+            ),
+            (
+                "session/prompt",
+                vec![
+                    approval_requested("apr_1", "run_shell"),
+                    finished("run_1", RunStatus::Completed),
+                ],
+            ),
+        ]),
+        errors: HashMap::from([(
+            "approval/respond",
+            (-32008, "approval apr_1 was already decided"),
+        )]),
+        ..Script::default()
+    });
+    let mut args = run_args(None, None);
+    args.approve = Some(ApprovePolicy::All);
+    let (result, _, stderr) = run(&daemon, args).await;
+    assert_eq!(result.unwrap(), 0);
+    assert!(
+        stderr.contains("approval apr_1 was already decided by someone else"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn run_mode_sets_the_new_sessions_permission_mode_and_refuses_an_existing_session() {
+    let daemon = FakeDaemon::start(Script {
+        events_after: HashMap::from([(
+            "session/prompt",
+            vec![finished("run_1", RunStatus::Completed)],
+        )]),
+        ..Script::default()
+    });
+    let mut args = run_args(None, None);
+    args.mode = Some(PermissionMode::AcceptEdits);
+    let (result, _, _) = run(&daemon, args).await;
+    assert_eq!(result.unwrap(), 0);
+    assert_eq!(
+        daemon.params("session/create")["permissionMode"],
+        "acceptEdits"
+    );
+
+    let mut args = run_args(None, Some("ses_1"));
+    args.model = None;
+    args.mode = Some(PermissionMode::Plan);
+    let (result, _, _) = run(&daemon, args).await;
+    assert_eq!(result.unwrap_err().code, 2);
+}
+
+/// Run an approvals command against `daemon`.
+async fn approvals_command(daemon: &FakeDaemon, command: &str) -> Result<(), CommandError> {
+    let ctx = daemon.context();
+    let call = async {
+        match command {
+            "list" => crate::commands::approvals::list(&ctx, Some("ses_1".to_owned())).await,
+            "approve --session" => {
+                crate::commands::approvals::respond(
+                    &ctx,
+                    "apr_1".to_owned(),
+                    crate::commands::approvals::approve_decision(true, false),
+                    None,
+                )
+                .await
+            }
+            "deny --cancel --reason" => {
+                crate::commands::approvals::respond(
+                    &ctx,
+                    "apr_1".to_owned(),
+                    crate::commands::approvals::deny_decision(true),
+                    Some("not now".to_owned()),
+                )
+                .await
+            }
+            other => panic!("unknown command {other}"),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn approvals_list_approve_and_deny_send_the_right_params() {
+    let daemon = FakeDaemon::start(Script::default());
+    approvals_command(&daemon, "list").await.unwrap();
+    assert_eq!(
+        daemon.params("approval/list"),
+        json!({"sessionId": "ses_1"})
+    );
+
+    let daemon = FakeDaemon::start(Script::default());
+    approvals_command(&daemon, "approve --session")
+        .await
+        .unwrap();
+    assert_eq!(
+        daemon.params("approval/respond"),
+        json!({"approvalId": "apr_1", "decision": "allowSession"})
+    );
+
+    let daemon = FakeDaemon::start(Script::default());
+    approvals_command(&daemon, "deny --cancel --reason")
+        .await
+        .unwrap();
+    assert_eq!(
+        daemon.params("approval/respond"),
+        json!({"approvalId": "apr_1", "decision": "denyAndCancel", "reason": "not now"})
+    );
+}
+
+#[tokio::test]
+async fn approve_fails_with_the_daemons_message_when_already_decided_or_unknown() {
+    for (code, text) in [
+        (
+            -32008,
+            "approval apr_1 was already decided (allowOnce by client:zed)",
+        ),
+        (-32005, "no pending approval apr_1"),
+    ] {
+        let daemon = FakeDaemon::start(Script {
+            errors: HashMap::from([("approval/respond", (code, text))]),
+            ..Script::default()
+        });
+        let err = approvals_command(&daemon, "approve --session")
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, 1);
+        assert_eq!(err.message, text);
+    }
 }

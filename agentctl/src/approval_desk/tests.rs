@@ -1,0 +1,230 @@
+//! The desk's answers to requests, keys, resolutions by others and failed answers.
+
+use protocol::approval::ApprovalDecision::{self, *};
+use protocol::approval::PendingApproval;
+use protocol::event::{Event, RunStatus, Usage};
+
+use super::*;
+
+fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
+    PendingApproval {
+        approval_id: id.to_owned(),
+        session_id: "ses_1".to_owned(),
+        run_id: "run_1".to_owned(),
+        tool_call_id: format!("call_{id}"),
+        tool: tool.to_owned(),
+        summary: "ls -la".to_owned(),
+        input: serde_json::json!({}),
+        reason: "shell commands ask".to_owned(),
+        options,
+        requested_at: "2026-11-30T09:00:00Z".to_owned(),
+        expires_at: "2026-11-30T09:10:00Z".to_owned(),
+    }
+}
+
+fn requested(approval: PendingApproval) -> Event {
+    Event::ApprovalRequested {
+        run_id: approval.run_id.clone(),
+        approval,
+    }
+}
+
+fn resolved(id: &str, decision: ApprovalDecision, by: &str) -> Event {
+    Event::ApprovalResolved {
+        run_id: "run_1".to_owned(),
+        approval_id: id.to_owned(),
+        tool_call_id: format!("call_{id}"),
+        decision,
+        decided_by: by.to_owned(),
+        reason: None,
+        session_rule: None,
+    }
+}
+
+fn desk(handling: Handling) -> ApprovalDesk {
+    ApprovalDesk::new("run_1".to_owned(), handling)
+}
+
+fn prompt() -> DeskAction {
+    DeskAction::Prompt {
+        header: "approval needed: run_shell ls -la — shell commands ask".to_owned(),
+        question: "allow? [y]es once · [s]ession · [n]o · [c]ancel run ".to_owned(),
+    }
+}
+
+#[test]
+fn never_denies_with_one_line_and_a_reason_for_the_model() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::Never));
+    let actions = desk.on_event(&requested(approval("apr_1", "run_shell", vec![])));
+    assert_eq!(
+        actions,
+        vec![
+            DeskAction::Note(
+                "approval apr_1: denied run_shell ls -la: agentctl run is not interactive \
+                 (rerun with --approve edits|all, or --approve wait to answer from another \
+                 terminal)"
+                    .to_owned()
+            ),
+            DeskAction::Respond {
+                approval_id: "apr_1".to_owned(),
+                decision: Deny,
+                reason: Some(crate::approve_policy::NOT_INTERACTIVE_REASON.to_owned()),
+            },
+        ]
+    );
+    // Our own resolution is not announced again; a replayed request is not answered twice.
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", Deny, "client:agentctl")),
+        []
+    );
+    assert_eq!(
+        desk.on_event(&requested(approval("apr_1", "run_shell", vec![]))),
+        []
+    );
+}
+
+#[test]
+fn wait_leaves_it_pending_and_announces_the_outcome() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::Wait));
+    assert_eq!(
+        desk.on_event(&requested(approval("apr_1", "run_shell", vec![]))),
+        vec![DeskAction::Note(
+            "approval apr_1 waits: run_shell ls -la (shell commands ask); answer with \
+             `agentctl approve apr_1` or `agentctl deny apr_1`"
+                .to_owned()
+        )]
+    );
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", AllowSession, "client:zed")),
+        vec![DeskAction::Note(
+            "approval apr_1: allowed for this session by client:zed".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn other_runs_are_not_ours() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::All));
+    let mut other = approval("apr_9", "run_shell", vec![]);
+    other.run_id = "run_9".to_owned();
+    assert_eq!(desk.on_event(&requested(other)), []);
+}
+
+#[test]
+fn prompt_answers_by_key_and_queues_parallel_requests() {
+    let options = vec![AllowOnce, AllowSession, Deny, DenyAndCancel];
+    let mut desk = desk(Handling::Prompt);
+    assert_eq!(
+        desk.on_event(&requested(approval("apr_1", "run_shell", options.clone()))),
+        vec![prompt()]
+    );
+    assert!(desk.is_prompting());
+    // A second request waits for the first answer.
+    assert_eq!(
+        desk.on_event(&requested(approval("apr_2", "run_shell", options))),
+        []
+    );
+    // `a` is not offered; `x` means nothing.
+    assert_eq!(desk.on_key(b'a'), []);
+    assert_eq!(desk.on_key(b'x'), []);
+    assert_eq!(
+        desk.on_key(b'y'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Respond {
+                approval_id: "apr_1".to_owned(),
+                decision: AllowOnce,
+                reason: None,
+            },
+            prompt(),
+        ]
+    );
+    assert_eq!(
+        desk.on_key(b'c'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Respond {
+                approval_id: "apr_2".to_owned(),
+                decision: DenyAndCancel,
+                reason: None,
+            },
+        ]
+    );
+    assert!(!desk.is_prompting());
+    // The answer is announced once the daemon has it, by whichever client name it carries.
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", AllowOnce, "client:agentctl")),
+        vec![DeskAction::Note("approval apr_1: allowed once".to_owned())]
+    );
+}
+
+#[test]
+fn another_clients_answer_closes_the_prompt() {
+    let mut desk = desk(Handling::Prompt);
+    desk.on_event(&requested(approval("apr_1", "run_shell", vec![])));
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", Deny, "client:zed")),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Note("approval apr_1: denied by client:zed".to_owned()),
+        ]
+    );
+    assert!(!desk.is_prompting());
+    assert_eq!(desk.on_key(b'y'), []);
+}
+
+#[test]
+fn already_decided_is_said_calmly() {
+    let mut desk = desk(Handling::Prompt);
+    desk.on_event(&requested(approval("apr_1", "run_shell", vec![])));
+    desk.on_key(b'y');
+    assert_eq!(
+        desk.on_respond_error(
+            "apr_1",
+            ALREADY_DECIDED,
+            "approval apr_1 is already decided"
+        ),
+        vec![DeskAction::Note(
+            "approval apr_1 was already decided by someone else \
+             (approval apr_1 is already decided)"
+                .to_owned()
+        )]
+    );
+    // The winner's resolution is announced.
+    assert_eq!(
+        desk.on_event(&resolved("apr_1", Deny, "timeout")),
+        vec![DeskAction::Note(
+            "approval apr_1: denied by timeout".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn run_end_interrupt_and_terminal_failure_close_the_prompt() {
+    let mut desk = desk(Handling::Prompt);
+    desk.on_event(&requested(approval("apr_1", "run_shell", vec![])));
+    assert_eq!(desk.interrupt(), vec![DeskAction::ClosePrompt]);
+    assert_eq!(desk.interrupt(), []);
+
+    desk.on_event(&requested(approval("apr_2", "run_shell", vec![])));
+    let finished = Event::RunFinished {
+        run_id: "run_1".to_owned(),
+        status: RunStatus::Cancelled,
+        error: None,
+        usage: Usage::default(),
+    };
+    assert_eq!(desk.on_event(&finished), vec![DeskAction::ClosePrompt]);
+
+    let mut desk = super::ApprovalDesk::new("run_1".to_owned(), Handling::Prompt);
+    desk.on_event(&requested(approval("apr_3", "run_shell", vec![])));
+    let actions = desk.prompt_failed("not a terminal");
+    assert_eq!(actions.len(), 2);
+    assert!(
+        matches!(&actions[1], DeskAction::Note(line) if line.starts_with("approval apr_3 waits"))
+    );
+    // Later approvals wait too, without prompting.
+    assert!(matches!(
+        &desk.on_event(&requested(approval("apr_4", "run_shell", vec![])))[..],
+        [DeskAction::Note(line)] if line.starts_with("approval apr_4 waits")
+    ));
+}

@@ -1,0 +1,258 @@
+//! `agentctl approvals list`, `agentctl approve` and `agentctl deny`: answer pending approvals
+//! from another terminal than the run's.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use protocol::approval::{
+    ApprovalDecision, ListApprovalsParams, PendingApproval, RespondApprovalParams,
+};
+use protocol::methods::{ApprovalList, ApprovalRespond};
+
+use crate::Context;
+use crate::approve_policy::decision_words;
+use crate::output::{CommandError, print_json};
+use crate::render::{one_line, truncate};
+
+/// Longest summary / reason cell in the table.
+const CELL_MAX_CHARS: usize = 50;
+
+/// `agentctl approvals list [--session ID]`: pending approvals, oldest first.
+pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = ListApprovalsParams { session_id };
+    let result = connection.request::<ApprovalList>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else if result.approvals.is_empty() {
+        println!("no pending approvals");
+    } else {
+        print!("{}", format_table(&result.approvals, now_unix()));
+    }
+    Ok(())
+}
+
+/// `agentctl approve ID [--session|--always]`: the decision of the flags.
+pub fn approve_decision(session: bool, always: bool) -> ApprovalDecision {
+    match (session, always) {
+        (_, true) => ApprovalDecision::AllowAlways,
+        (true, false) => ApprovalDecision::AllowSession,
+        (false, false) => ApprovalDecision::AllowOnce,
+    }
+}
+
+/// `agentctl deny ID [--cancel]`: the decision of the flag.
+pub fn deny_decision(cancel: bool) -> ApprovalDecision {
+    if cancel {
+        ApprovalDecision::DenyAndCancel
+    } else {
+        ApprovalDecision::Deny
+    }
+}
+
+/// Answer one approval. Unknown (NOT_FOUND) or already decided (ALREADY_DECIDED) fail with
+/// the daemon's message (exit 1).
+pub async fn respond(
+    ctx: &Context,
+    approval_id: String,
+    decision: ApprovalDecision,
+    reason: Option<String>,
+) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = RespondApprovalParams {
+        approval_id,
+        decision,
+        reason,
+    };
+    let result = connection.request::<ApprovalRespond>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else {
+        println!(
+            "approval {}: {}",
+            result.approval_id,
+            decision_words(result.decision)
+        );
+        if let Some(rule) = &result.rule_added {
+            println!("added the rule {rule} to the user config");
+        }
+    }
+    Ok(())
+}
+
+/// The `approvals list` table: id, session, tool, summary, reason, age (at `now`, unix seconds).
+pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
+    let header = ["ID", "SESSION", "TOOL", "SUMMARY", "REASON", "AGE"];
+    let rows: Vec<[String; 6]> = approvals
+        .iter()
+        .map(|approval| {
+            let age = unix_seconds(&approval.requested_at)
+                .map(|at| format_age(now - at))
+                .unwrap_or_else(|| "?".to_owned());
+            [
+                approval.approval_id.clone(),
+                approval.session_id.clone(),
+                approval.tool.clone(),
+                truncate(&one_line(&approval.summary), CELL_MAX_CHARS),
+                truncate(&one_line(&approval.reason), CELL_MAX_CHARS),
+                age,
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|cell| cell.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut table = String::new();
+    let header_row = header.map(str::to_owned);
+    for row in std::iter::once(&header_row).chain(&rows) {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(widths) {
+            let _ = write!(line, "{cell:<width$}  ");
+        }
+        table.push_str(line.trim_end());
+        table.push('\n');
+    }
+    table
+}
+
+/// `45s`, `3m`, `2h`, `4d`; a time in the future (clock skew) is `0s`.
+pub fn format_age(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86_400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
+}
+
+/// Seconds since the epoch of an RFC 3339 time (`2026-11-30T09:21:37.5Z`,
+/// `…+02:00`); `None` when it cannot be read.
+pub fn unix_seconds(rfc3339: &str) -> Option<i64> {
+    let bytes = rfc3339.as_bytes();
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let text = rfc3339.get(range)?;
+        if text.bytes().all(|byte| byte.is_ascii_digit()) {
+            text.parse().ok()
+        } else {
+            None
+        }
+    };
+    if bytes.len() < 20
+        || bytes[4] != b'-'
+        || bytes[7] != b'-'
+        || !matches!(bytes[10], b'T' | b't' | b' ')
+        || bytes[13] != b':'
+        || bytes[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    // Skip fractional seconds, then read the offset.
+    let mut rest = &rfc3339[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        rest = fraction.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    let offset = match rest.as_bytes().first()? {
+        b'Z' | b'z' if rest.len() == 1 => 0,
+        sign @ (b'+' | b'-') if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            let offset = hours * 3600 + minutes * 60;
+            if *sign == b'+' { offset } else { -offset }
+        }
+        _ => return None,
+    };
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let shifted_month = (month + 9) % 12;
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+fn now_unix() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rfc3339() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(unix_seconds("2000-03-01T00:00:00Z"), Some(951_868_800));
+        assert_eq!(unix_seconds("2026-11-30T09:21:37Z"), Some(1_796_030_497));
+        assert_eq!(
+            unix_seconds("2026-11-30T09:21:37.123456Z"),
+            Some(1_796_030_497)
+        );
+        assert_eq!(
+            unix_seconds("2026-11-30T11:21:37+02:00"),
+            Some(1_796_030_497)
+        );
+        assert_eq!(unix_seconds("yesterday"), None);
+        assert_eq!(unix_seconds("2026-11-30T09:21:37"), None);
+        assert_eq!(unix_seconds("2026-13-30T09:21:37Z"), None);
+    }
+
+    #[test]
+    fn ages_are_short() {
+        assert_eq!(format_age(-5), "0s");
+        assert_eq!(format_age(45), "45s");
+        assert_eq!(format_age(180), "3m");
+        assert_eq!(format_age(7300), "2h");
+        assert_eq!(format_age(4 * 86_400 + 5), "4d");
+    }
+
+    #[test]
+    fn flags_map_to_decisions() {
+        assert_eq!(approve_decision(false, false), ApprovalDecision::AllowOnce);
+        assert_eq!(
+            approve_decision(true, false),
+            ApprovalDecision::AllowSession
+        );
+        assert_eq!(approve_decision(false, true), ApprovalDecision::AllowAlways);
+        assert_eq!(deny_decision(false), ApprovalDecision::Deny);
+        assert_eq!(deny_decision(true), ApprovalDecision::DenyAndCancel);
+    }
+
+    #[test]
+    fn table_lists_id_session_tool_summary_reason_age() {
+        let approval = PendingApproval {
+            approval_id: "apr_1".to_owned(),
+            session_id: "ses_1".to_owned(),
+            run_id: "run_1".to_owned(),
+            tool_call_id: "call_1".to_owned(),
+            tool: "run_shell".to_owned(),
+            summary: "cargo test\nmore".to_owned(),
+            input: serde_json::json!({}),
+            reason: "shell commands ask".to_owned(),
+            options: vec![ApprovalDecision::AllowOnce],
+            requested_at: "1970-01-01T00:00:00Z".to_owned(),
+            expires_at: "1970-01-01T00:10:00Z".to_owned(),
+        };
+        assert_eq!(
+            format_table(&[approval], 90),
+            "ID     SESSION  TOOL       SUMMARY       REASON              AGE\n\
+             apr_1  ses_1    run_shell  cargo test …  shell commands ask  1m\n"
+        );
+    }
+}
