@@ -20,12 +20,21 @@ fn parse_errors_table() {
     let cases: &[(&str, &str)] = &[
         ("Bsh(ls)", r#"unknown tool "Bsh"; did you mean "Bash"?"#),
         ("bash", r#"unknown tool "bash"; did you mean "Bash"?"#),
-        ("read_fle", r#"unknown tool "read_fle"; did you mean "read_file"?"#),
-        ("Frobnicate", r#"unknown tool "Frobnicate"; known tools are Bash, Read"#),
+        (
+            "read_fle",
+            r#"unknown tool "read_fle"; did you mean "read_file"?"#,
+        ),
+        (
+            "Frobnicate",
+            r#"unknown tool "Frobnicate"; known tools are Bash, Read"#,
+        ),
         ("", "empty rule"),
         ("Bash(ls", "missing `)` at the end of the rule"),
         ("Bash)", "`)` without `(`"),
-        ("Bash()", "empty specifier; write `Bash` to match every call of the tool"),
+        (
+            "Bash()",
+            "empty specifier; write `Bash` to match every call of the tool",
+        ),
         ("Bash(:*)", "empty command prefix"),
         ("WebFetch(example.com)", "WebFetch rules take `domain:HOST`"),
         ("WebFetch(domain:)", "bad domain"),
@@ -44,7 +53,11 @@ fn parse_errors_table() {
 
 #[test]
 fn good_rules_load_and_bad_ones_are_reported_with_their_source() {
-    let allow = vec!["Bash(npm run test:*)".to_owned(), "Read".to_owned(), "Bsh".to_owned()];
+    let allow = vec![
+        "Bash(npm run test:*)".to_owned(),
+        "Read".to_owned(),
+        "Bsh".to_owned(),
+    ];
     let deny = vec!["Read(./secrets/**)".to_owned(), "WebFetch(x)".to_owned()];
     let (rules, errors) = RuleSet::parse(&user(), &allow, &[], &deny);
     assert_eq!(rules.allow.len(), 2);
@@ -65,7 +78,11 @@ fn tool_names_table() {
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("Bash", &["run_shell"], &["read_file"]),
         ("run_shell(git status)", &["run_shell"], &["write_file"]),
-        ("Read", &["read_file", "list_dir", "glob", "grep"], &["write_file", "edit_file"]),
+        (
+            "Read",
+            &["read_file", "list_dir", "glob", "grep"],
+            &["write_file", "edit_file"],
+        ),
         ("Edit(src/**)", &["edit_file", "write_file"], &["read_file"]),
         ("Write", &["write_file"], &["edit_file"]),
         ("WebFetch", &["fetch_url"], &["run_shell"]),
@@ -75,7 +92,11 @@ fn tool_names_table() {
             &["mcp__github__create_issue", "mcp__github__x"],
             &["mcp__githubx__y", "mcp__git__x", "run_shell"],
         ),
-        ("mcp__github__*", &["mcp__github__create_issue"], &["mcp__other__create_issue"]),
+        (
+            "mcp__github__*",
+            &["mcp__github__create_issue"],
+            &["mcp__other__create_issue"],
+        ),
         (
             "mcp__github__create_issue",
             &["mcp__github__create_issue"],
@@ -169,15 +190,35 @@ fn domain_specifiers_table() {
     let cases: &[(&str, Option<&str>, bool)] = &[
         ("WebFetch(domain:example.com)", Some("example.com"), true),
         ("WebFetch(domain:Example.COM)", Some("example.com"), true),
-        ("WebFetch(domain:example.com)", Some("api.example.com"), false),
-        ("WebFetch(domain:example.com)", Some("badexample.com"), false),
-        ("WebFetch(domain:*.example.com)", Some("api.example.com"), true),
+        (
+            "WebFetch(domain:example.com)",
+            Some("api.example.com"),
+            false,
+        ),
+        (
+            "WebFetch(domain:example.com)",
+            Some("badexample.com"),
+            false,
+        ),
+        (
+            "WebFetch(domain:*.example.com)",
+            Some("api.example.com"),
+            true,
+        ),
         ("WebFetch(domain:*.example.com)", Some("example.com"), false),
-        ("WebFetch(domain:*.example.com)", Some("badexample.com"), false),
+        (
+            "WebFetch(domain:*.example.com)",
+            Some("badexample.com"),
+            false,
+        ),
         ("WebFetch(domain:example.com)", None, false),
         ("WebFetch", None, true),
     ];
     for (text, host, expected) in cases {
-        assert_eq!(rule(text).matches_host(*host), *expected, "{text} on {host:?}");
+        assert_eq!(
+            rule(text).matches_host(*host),
+            *expected,
+            "{text} on {host:?}"
+        );
     }
 }
