@@ -55,6 +55,9 @@ fn decide(policy: &Policy, workspace: &Path, tool: &str, input: Value, read_only
     .to_owned()
 }
 
+/// (tool, input, read_only)
+type Request = (&'static str, Value, bool);
+
 fn shell(command: &str) -> (&'static str, Value, bool) {
     ("run_shell", json!({ "command": command }), false)
 }
@@ -383,7 +386,7 @@ fn session_keys_and_always_allow() {
             always_allow_rule(&request),
         )
     };
-    let cases: Vec<((&str, Value, bool), &str, Option<&str>)> = vec![
+    let cases: Vec<(Request, &str, Option<&str>)> = vec![
         (
             shell("npm run build --prod"),
             "run_shell(npm run:*)",
