@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::permission::{PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource};
+
 /// The wire format a provider speaks.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ProviderKind {
@@ -77,6 +79,30 @@ pub struct Config {
     pub max_steps: u32,
     /// Tool output longer than this is cut, keeping head and tail.
     pub tool_output_max_chars: usize,
+    /// The user layer of permission rules and the default mode (`[permissions]`).
+    pub permissions: PermissionsConfig,
+}
+
+/// `[permissions]` of config.toml: the user layer of the permission policy.
+#[derive(Clone, Debug)]
+pub struct PermissionsConfig {
+    /// User rules (their source is the config path, for messages).
+    pub rules: RuleSet,
+    /// The mode sessions start in unless the project or the session says otherwise.
+    pub default_mode: PermissionMode,
+    /// How long an approval request waits for the user before it counts as denied: long enough
+    /// to come back to the terminal, short enough that an unattended run ends.
+    pub approval_timeout_secs: u64,
+}
+
+impl Default for PermissionsConfig {
+    fn default() -> Self {
+        Self {
+            rules: RuleSet::default(),
+            default_mode: PermissionMode::Default,
+            approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
+        }
+    }
 }
 
 /// Why the configuration could not be loaded or a provider not resolved.
@@ -96,6 +122,9 @@ pub enum ConfigError {
     },
     #[error("{path}: {reason}")]
     Invalid { path: PathBuf, reason: String },
+    /// Bad permission rules or mode, each with its position; all are reported at once.
+    #[error("{}", rule_errors_text(.errors))]
+    Permissions { errors: Vec<RuleError> },
     #[error(
         "no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to {config_path}"
     )]
@@ -119,6 +148,7 @@ pub const DEFAULT_MAX_RETRIES: u32 = 4;
 pub const DEFAULT_RETRY_BASE_DELAY_MS: u64 = 500;
 pub const DEFAULT_RETRY_MAX_DELAY_MS: u64 = 30_000;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 90;
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 600;
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -138,6 +168,7 @@ pub fn load(
         providers: BTreeMap::new(),
         max_steps: DEFAULT_MAX_STEPS,
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
+        permissions: PermissionsConfig::default(),
     };
     if let Some(path) = path {
         match std::fs::read_to_string(path) {
@@ -239,6 +270,21 @@ struct FileConfig {
     tool_output_max_chars: Option<usize>,
     #[serde(default)]
     providers: BTreeMap<String, FileProvider>,
+    permissions: Option<FilePermissions>,
+}
+
+/// `[permissions]` as written; rules keep their positions for messages.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePermissions {
+    #[serde(default)]
+    allow: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    ask: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<toml::Spanned<String>>,
+    default_mode: Option<toml::Spanned<String>>,
+    approval_timeout_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -296,6 +342,9 @@ fn apply_file(
     }
     if let Some(chars) = file.tool_output_max_chars {
         config.tool_output_max_chars = chars;
+    }
+    if let Some(permissions) = &file.permissions {
+        config.permissions = parse_permissions(path, text, permissions)?;
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
@@ -364,6 +413,60 @@ fn apply_file(
     Ok(())
 }
 
+/// The user layer of permissions; every bad rule (and a bad mode) is reported, with its line.
+fn parse_permissions(
+    path: &Path,
+    text: &str,
+    permissions: &FilePermissions,
+) -> Result<PermissionsConfig, ConfigError> {
+    let source = RuleSource::file(RuleLayer::User, path);
+    let entries = crate::permission::toml_entries(
+        text,
+        &permissions.allow,
+        &permissions.ask,
+        &permissions.deny,
+    );
+    let (rules, mut errors) = RuleSet::parse_entries(&source, entries);
+    let mut default_mode = PermissionMode::Default;
+    if let Some(mode) = &permissions.default_mode {
+        match mode.get_ref().parse::<PermissionMode>() {
+            Ok(mode) => default_mode = mode,
+            Err(message) => errors.push(RuleError {
+                source: source.clone(),
+                location: "permissions.default_mode".to_owned(),
+                line_col: Some(line_and_column(text, mode.span().start)),
+                rule: mode.get_ref().clone(),
+                message,
+            }),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ConfigError::Permissions { errors });
+    }
+    let approval_timeout_secs = permissions
+        .approval_timeout_secs
+        .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS);
+    if approval_timeout_secs == 0 {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason: "permissions.approval_timeout_secs must be at least 1".to_owned(),
+        });
+    }
+    Ok(PermissionsConfig {
+        rules,
+        default_mode,
+        approval_timeout_secs,
+    })
+}
+
+fn rule_errors_text(errors: &[RuleError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Adds the `openai` / `anthropic` quick-start providers unless the file defines those names.
 fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) {
     let model_override = env("AGENTD_MODEL");
@@ -420,7 +523,7 @@ fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) 
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;

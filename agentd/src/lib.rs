@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod llm;
 pub mod logging;
 pub mod paths;
+pub mod permission;
 pub mod process;
 pub mod rpc;
 pub mod server;

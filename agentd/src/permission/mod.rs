@@ -1,0 +1,189 @@
+//! Permissions: the policy engine deciding whether a tool call runs, asks the user, or is
+//! refused. Pure logic: no tokio, no I/O but path resolution (symlinks) and reading settings
+//! files. The approval broker and the agent loop call into it; they own asking and waiting.
+//!
+//! [`Policy::evaluate`] decides in this order, the first step that decides wins:
+//! 1. hard limits, never lifted by rules, modes or hooks: file tools stay inside the workspace
+//!    (paths resolved through `..` and symlinks, [`crate::tools::resolve_in_workspace`]);
+//!    protected paths (`.git`, `.agents`, `.claude` at any depth, `skills/` at the root) are not
+//!    written by `write_file` / `edit_file`; shell commands on the destructive list
+//!    ([`destructive_reason`]) are refused;
+//! 2. deny rules of every layer → [`Decision::Deny`];
+//! 3. plan mode: tools that are not read-only → [`Decision::Deny`], telling the model it plans;
+//! 4. ask rules of every layer → [`Decision::Ask`];
+//! 5. allow rules and "allow for session" keys → [`Decision::Allow`]; a shell command is allowed
+//!    only if every part ([`split_shell_command`]) is allowed (or an exact rule names the whole
+//!    line), while a deny or ask rule matching any part applies;
+//! 6. the mode's default (see [`PermissionMode`]).
+//!
+//! Rules come in Claude Code's syntax ([`Rule`]); layers (user config.toml < project
+//! `.agents/settings.*` < session) are merged with [`RuleSet::merge`], so a deny or ask of any
+//! layer stays in force.
+
+mod destructive;
+mod policy;
+mod rule;
+mod settings;
+mod shell;
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+pub use destructive::destructive_reason;
+pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
+pub use rule::{
+    BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
+    RuleSet, RuleSource,
+};
+pub(crate) use settings::toml_entries;
+pub use settings::{PROJECT_SETTINGS_FILES, ProjectSettings, SettingsError, load_project_settings};
+pub use shell::split_shell_command;
+
+/// How much runs without asking. Hard limits and deny rules apply in every mode.
+///
+/// | tool kind                                  | default | acceptEdits | plan  | bypass |
+/// |--------------------------------------------|---------|-------------|-------|--------|
+/// | read-only (read, list, glob, grep, todos…) | allow   | allow       | allow | allow  |
+/// | file edits (write_file, edit_file)         | ask     | allow       | deny  | allow  |
+/// | shell (run_shell)                          | ask     | ask         | deny  | allow  |
+/// | network (fetch_url; read-only)             | ask     | ask         | ask   | allow  |
+/// | MCP tool with readOnlyHint                 | ask     | ask         | ask   | allow  |
+/// | MCP tool, other writing tools (memory)     | ask     | ask         | deny  | allow  |
+///
+/// Allow rules lift an "ask" (not a plan-mode deny); ask rules turn an "allow" into an ask, in
+/// bypass mode too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PermissionMode {
+    #[default]
+    Default,
+    AcceptEdits,
+    Plan,
+    Bypass,
+}
+
+/// A tool call to decide on.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolRequest<'a> {
+    /// Our tool name (`run_shell`, `read_file`, `mcp__github__create_issue`).
+    pub tool: &'a str,
+    pub input: &'a serde_json::Value,
+    /// [`crate::tools::Tool::read_only`]; for MCP tools the server's `readOnlyHint`.
+    pub read_only: bool,
+    /// The session's canonical workspace root.
+    pub workspace: &'a Path,
+}
+
+/// What to do with a tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it. The reason names the rule or mode that allowed it, if any (for logs and UIs).
+    Allow { reason: Option<String> },
+    /// Ask the user first; the reason is shown to them.
+    Ask { reason: String },
+    /// Refuse; the reason is shown to the user and returned to the model as the tool result.
+    Deny { reason: String },
+}
+
+/// What a tool does, for the mode table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Observes local state only, or is daemon bookkeeping (`todo_write`, `load_skill`, tasks).
+    ReadOnly,
+    /// `write_file`, `edit_file`: changes files inside the workspace.
+    FileEdit,
+    Shell,
+    /// `fetch_url`: read-only but reaches the network.
+    Network,
+    /// An MCP tool; `read_only` is the server's `readOnlyHint`.
+    Mcp {
+        read_only: bool,
+    },
+    /// Any other tool that changes something (e.g. `memory`).
+    Write,
+}
+
+/// Tools that only keep the daemon's own bookkeeping (or spawn subagents, whose calls are
+/// checked on their own), so they run like read-only tools.
+pub const INTERNAL_TOOLS: &[&str] = &[
+    "todo_write",
+    "load_skill",
+    "task",
+    "task_list",
+    "task_get",
+    "task_output",
+    "task_stop",
+];
+
+impl PermissionMode {
+    /// The canonical spelling (`default`, `acceptEdits`, `plan`, `bypass`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::Bypass => "bypass",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = String;
+
+    /// Accepts `default`, `acceptEdits`, `plan`, `bypass` and Claude Code's `bypassPermissions`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "default" => Ok(PermissionMode::Default),
+            "acceptEdits" => Ok(PermissionMode::AcceptEdits),
+            "plan" => Ok(PermissionMode::Plan),
+            "bypass" | "bypassPermissions" => Ok(PermissionMode::Bypass),
+            other => Err(format!(
+                "unknown permission mode {other:?}; expected default, acceptEdits, plan or bypass"
+            )),
+        }
+    }
+}
+
+impl ToolKind {
+    /// The kind of `tool`, given its `read_only` declaration.
+    pub fn of(tool: &str, read_only: bool) -> ToolKind {
+        match tool {
+            "run_shell" => ToolKind::Shell,
+            "fetch_url" => ToolKind::Network,
+            "write_file" | "edit_file" => ToolKind::FileEdit,
+            _ if tool.starts_with("mcp__") => ToolKind::Mcp { read_only },
+            _ if read_only || INTERNAL_TOOLS.contains(&tool) => ToolKind::ReadOnly,
+            _ => ToolKind::Write,
+        }
+    }
+
+    /// Whether the tool may run at all in plan mode.
+    pub fn allowed_in_plan(self) -> bool {
+        matches!(
+            self,
+            ToolKind::ReadOnly | ToolKind::Network | ToolKind::Mcp { read_only: true }
+        )
+    }
+}
+
+#[cfg(test)]
+#[path = "shell_tests.rs"]
+mod shell_tests;
+
+#[cfg(test)]
+#[path = "rule_tests.rs"]
+mod rule_tests;
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod policy_tests;
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod settings_tests;

@@ -1,0 +1,440 @@
+//! The policy: mode + merged rules + "allow for session" keys, and the decision for one tool
+//! call (see the module docs for the order). Also the keys an approval is remembered under.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use super::rule::PathContext;
+use super::shell::{basename, parse};
+use super::{
+    Decision, PermissionMode, Rule, RuleList, RuleSet, RuleSource, ToolKind, ToolRequest,
+    destructive_reason, split_shell_command,
+};
+use crate::tools::resolve_in_workspace;
+
+/// Everything that decides tool calls for one session.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    pub mode: PermissionMode,
+    /// User, project and session rules, merged.
+    pub rules: RuleSet,
+    /// For `~/…` rule patterns; None: such patterns match nothing.
+    pub home: Option<PathBuf>,
+    /// "Allow for session" approvals, as keys (for listing) and as rules (for matching).
+    session_allows: Vec<(RuleKey, Rule)>,
+}
+
+/// What an approval is remembered under: a tool and what it was applied to. Displays as rule
+/// text, e.g. `run_shell(npm run:*)`, `Edit(/src/main.rs)`, `fetch_url(domain:example.com)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleKey {
+    /// Our tool name, `Edit` for both file-editing tools, or the MCP tool's full name.
+    pub tool: String,
+    pub specifier: KeySpecifier,
+}
+
+/// The part of a [`RuleKey`] that narrows the tool.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeySpecifier {
+    /// The whole tool (MCP tools, tools without input worth narrowing).
+    None,
+    /// Commands starting with these words (the first two words of the approved command).
+    CommandPrefix(String),
+    /// Exactly this command line (compound commands and broad prefixes like `bash -c`).
+    CommandExact(String),
+    /// This file, relative to the workspace root.
+    Path(String),
+    /// This host.
+    Domain(String),
+}
+
+/// Files and directories no tool writes, however it is allowed: the repository, agent settings
+/// (which hold the rules themselves) and skills.
+const PROTECTED_ANYWHERE: &[&str] = &[".git", ".agents", ".claude"];
+const PROTECTED_AT_ROOT: &[&str] = &["skills"];
+
+/// First words whose two-word prefix would allow almost anything, so approvals of them are
+/// remembered as the exact command and never become an "always allow" rule.
+const BROAD_COMMANDS: &[&str] = &[
+    "sudo", "doas", "su", "env", "xargs", "eval", "exec", "command", "builtin", "nohup", "time",
+    "timeout", "nice", "ionice", "stdbuf", "source", ".", "watch",
+];
+
+/// Interpreters whose option runs code given on the command line (`python -c`, `node -e`).
+const CODE_OPTIONS: &[&str] = &["-c", "-e", "-p", "-m", "-r", "--eval", "--print"];
+
+impl Policy {
+    pub fn new(mode: PermissionMode, rules: RuleSet) -> Self {
+        Self {
+            mode,
+            rules,
+            home: None,
+            session_allows: Vec::new(),
+        }
+    }
+
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// Remembers an approval for the rest of the session (see [`session_key`]).
+    pub fn allow_for_session(&mut self, key: RuleKey) {
+        if self.session_allows.iter().any(|(known, _)| *known == key) {
+            return;
+        }
+        let rule = Rule::from_key(&key);
+        self.session_allows.push((key, rule));
+    }
+
+    /// The session's remembered approvals, oldest first.
+    pub fn session_allows(&self) -> impl Iterator<Item = &RuleKey> {
+        self.session_allows.iter().map(|(key, _)| key)
+    }
+
+    /// Decides one tool call. Touches the file system to resolve paths (symlinks), so async code
+    /// calls it on the blocking pool or accepts a few `stat`s.
+    pub fn evaluate(&self, request: &ToolRequest<'_>) -> Decision {
+        let subject = match Subject::of(request) {
+            Ok(subject) => subject,
+            Err(reason) => return Decision::Deny { reason },
+        };
+        let tool = request.tool;
+        let context = PathContext {
+            workspace: &subject.workspace,
+            home: self.home.as_deref(),
+        };
+        let applies = |rule: &Rule| rule.names_tool(tool) && subject.matches_any(rule, &context);
+
+        if let Some(rule) = self.rules.deny.iter().find(|rule| applies(rule)) {
+            return Decision::Deny {
+                reason: format!(
+                    "{} is denied by the rule `{}` in {}",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
+        let kind = ToolKind::of(tool, request.read_only);
+        if self.mode == PermissionMode::Plan && !kind.allowed_in_plan() {
+            return Decision::Deny {
+                reason: format!(
+                    "plan mode: only read-only tools run while planning, so {} is not available; \
+                     finish the plan and present it, the user leaves plan mode to carry it out",
+                    tool
+                ),
+            };
+        }
+        if let Some(rule) = self.rules.ask.iter().find(|rule| applies(rule)) {
+            return Decision::Ask {
+                reason: format!(
+                    "approval needed to {} (rule `{}` in {})",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
+        let allow_rules: Vec<&Rule> = self
+            .rules
+            .allow
+            .iter()
+            .chain(self.session_allows.iter().map(|(_, rule)| rule))
+            .filter(|rule| rule.names_tool(tool))
+            .collect();
+        if let Some(rule) = subject.allowed_by(&allow_rules, &context) {
+            return Decision::Allow {
+                reason: Some(format!("allowed by `{}` ({})", rule.text, rule.source)),
+            };
+        }
+        match (self.mode, kind) {
+            (_, ToolKind::ReadOnly) => Decision::Allow { reason: None },
+            (PermissionMode::Bypass, _) => Decision::Allow {
+                reason: Some("bypass mode".to_owned()),
+            },
+            (PermissionMode::AcceptEdits, ToolKind::FileEdit) => Decision::Allow {
+                reason: Some("acceptEdits mode".to_owned()),
+            },
+            _ => Decision::Ask {
+                reason: format!("approval needed to {}", subject.action),
+            },
+        }
+    }
+}
+
+/// The key an "allow for session" approval of `request` is remembered under: for shell the
+/// first two words of a simple command (`npm run`; the whole command when shorter, or when it
+/// is compound, a broad prefix like `bash -c`, or its words are quoted), for file edits the
+/// file (`Edit`, covering both edit tools), for fetch_url the host, else the tool.
+pub fn session_key(request: &ToolRequest<'_>) -> RuleKey {
+    let tool = request.tool;
+    let field = |name: &str| {
+        crate::tools::str_field(request.input, name)
+            .trim()
+            .to_owned()
+    };
+    let (tool, specifier) = match tool {
+        "run_shell" => (tool.to_owned(), shell_key(&field("command")).0),
+        "write_file" | "edit_file" | "read_file" | "list_dir" | "glob" | "grep" => {
+            let raw = field("path");
+            let raw = if raw.is_empty() { ".".to_owned() } else { raw };
+            let relative = resolve_in_workspace(request.workspace, &raw)
+                .ok()
+                .and_then(|resolved| {
+                    let workspace = request.workspace.canonicalize().ok()?;
+                    resolved
+                        .strip_prefix(workspace)
+                        .ok()
+                        .map(|relative| relative.display().to_string())
+                })
+                .unwrap_or_else(|| raw.trim_start_matches("./").to_owned());
+            let name = if matches!(tool, "write_file" | "edit_file") {
+                "Edit"
+            } else {
+                tool
+            };
+            (name.to_owned(), KeySpecifier::Path(relative))
+        }
+        "fetch_url" => (
+            tool.to_owned(),
+            KeySpecifier::Domain(url_host(&field("url")).unwrap_or_default()),
+        ),
+        _ => (tool.to_owned(), KeySpecifier::None),
+    };
+    RuleKey { tool, specifier }
+}
+
+/// The rule text to append to the user config for "always allow" of `request`, or None where
+/// that would allow far more than what was approved: compound commands (any `;`, `&&`, `|`,
+/// substitution, …), broad prefixes (`bash -c`, `python -c`, `node -e`, `sudo`, `env`, `xargs`,
+/// `eval`, …), leading variable assignments, and URLs without a host.
+pub fn always_allow_rule(request: &ToolRequest<'_>) -> Option<String> {
+    let key = session_key(request);
+    match &key.specifier {
+        KeySpecifier::CommandPrefix(_) => Some(key.to_string()),
+        KeySpecifier::CommandExact(command) => {
+            let (_, broad) = shell_key(command);
+            // `*` would read as a wildcard in a rule; only session keys keep exact commands.
+            (!broad && !command.contains('*')).then(|| key.to_string())
+        }
+        KeySpecifier::Domain(host) if host.is_empty() => None,
+        _ => Some(key.to_string()),
+    }
+}
+
+impl fmt::Display for RuleKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.specifier {
+            KeySpecifier::None => write!(f, "{}", self.tool),
+            KeySpecifier::CommandPrefix(prefix) => write!(f, "{}({prefix}:*)", self.tool),
+            KeySpecifier::CommandExact(command) => write!(f, "{}({command})", self.tool),
+            KeySpecifier::Path(path) => {
+                write!(f, "{}(/{})", self.tool, globset::escape(path))
+            }
+            KeySpecifier::Domain(host) => write!(f, "{}(domain:{host})", self.tool),
+        }
+    }
+}
+
+impl Rule {
+    /// The session rule a key stands for (built directly: an exact command with `*` stays
+    /// exact).
+    pub(crate) fn from_key(key: &RuleKey) -> Rule {
+        let source = RuleSource::session();
+        match &key.specifier {
+            KeySpecifier::CommandExact(command) => Rule::exact_command(&key.tool, command, source),
+            _ => Rule::parse(&key.to_string(), source.clone(), RuleList::Allow)
+                .unwrap_or_else(|_| Rule::never(&key.tool, source)),
+        }
+    }
+}
+
+/// A tool call reduced to what rules match on.
+struct Subject {
+    /// For messages: "run `ls`", "write_file src/a.rs", "fetch https://…", "call mcp__a__b".
+    action: String,
+    target: Target,
+    /// Canonical workspace root (or as given when it cannot be resolved).
+    workspace: PathBuf,
+}
+
+enum Target {
+    Shell { command: String, parts: Vec<String> },
+    Path(PathBuf),
+    Host(Option<String>),
+    Plain,
+}
+
+impl Subject {
+    /// Reads the request and applies the hard limits: Err is the deny reason.
+    fn of(request: &ToolRequest<'_>) -> Result<Subject, String> {
+        let tool = request.tool;
+        let input = request.input;
+        let workspace = request
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| request.workspace.to_path_buf());
+        let field = |name: &str| input.get(name).and_then(serde_json::Value::as_str);
+        let (action, target) = match tool {
+            "run_shell" => {
+                let command = field("command").unwrap_or("").trim().to_owned();
+                if let Some(why) = destructive_reason(&command) {
+                    return Err(format!(
+                        "refused: {why}. Destructive commands are blocked by a built-in list \
+                         that no rule or mode lifts"
+                    ));
+                }
+                let parts = split_shell_command(&command);
+                (format!("run `{command}`"), Target::Shell { command, parts })
+            }
+            "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep" => {
+                let path = match field("path") {
+                    Some(path) => path,
+                    None if matches!(tool, "list_dir" | "glob" | "grep") => ".",
+                    None => return Err(format!("{tool}: missing `path`")),
+                };
+                let resolved = resolve_in_workspace(request.workspace, path)?;
+                if matches!(tool, "write_file" | "edit_file")
+                    && let Some(protected) = protected_component(&resolved, &workspace)
+                {
+                    return Err(format!(
+                        "{tool} {path}: `{protected}` is protected; tools never write inside \
+                         .git, .agents, .claude or skills/, whatever the rules or mode"
+                    ));
+                }
+                (format!("{tool} {path}"), Target::Path(resolved))
+            }
+            "fetch_url" => {
+                let url = field("url").unwrap_or("");
+                (format!("fetch {url}"), Target::Host(url_host(url)))
+            }
+            _ => (format!("call {tool}"), Target::Plain),
+        };
+        Ok(Subject {
+            action,
+            target,
+            workspace,
+        })
+    }
+
+    /// Deny and ask rules: the rule matches the call (for shell: any part, or the whole line
+    /// exactly).
+    fn matches_any(&self, rule: &Rule, context: &PathContext<'_>) -> bool {
+        match &self.target {
+            Target::Shell { command, parts } => {
+                rule.matches_command_exactly(command)
+                    || parts.iter().any(|part| rule.matches_command(part))
+                    || (parts.is_empty() && rule.is_whole_tool())
+            }
+            Target::Path(path) => rule.matches_path(path, context),
+            Target::Host(host) => rule.matches_host(host.as_deref()),
+            Target::Plain => rule.is_whole_tool(),
+        }
+    }
+
+    /// Allow rules: the first rule that allows the call (for shell: every part must be matched,
+    /// by any of the rules; an exact rule may name the whole line).
+    fn allowed_by<'r>(&self, rules: &[&'r Rule], context: &PathContext<'_>) -> Option<&'r Rule> {
+        match &self.target {
+            Target::Shell { command, parts } => {
+                if let Some(rule) = rules
+                    .iter()
+                    .find(|rule| rule.matches_command_exactly(command))
+                {
+                    return Some(rule);
+                }
+                let mut first = None;
+                for part in parts {
+                    let rule = rules.iter().find(|rule| rule.matches_command(part))?;
+                    first.get_or_insert(*rule);
+                }
+                first
+            }
+            _ => rules
+                .iter()
+                .find(|rule| self.matches_any(rule, context))
+                .copied(),
+        }
+    }
+}
+
+/// The first protected component of `resolved` under `workspace` (ASCII case-insensitive, for
+/// case-insensitive file systems).
+fn protected_component(resolved: &Path, workspace: &Path) -> Option<String> {
+    let relative = resolved.strip_prefix(workspace).ok()?;
+    let mut prefix = PathBuf::new();
+    for (index, component) in relative.components().enumerate() {
+        let Component::Normal(name) = component else {
+            continue;
+        };
+        prefix.push(name);
+        let name = name.to_string_lossy().to_ascii_lowercase();
+        if PROTECTED_ANYWHERE.contains(&name.as_str())
+            || (index == 0 && PROTECTED_AT_ROOT.contains(&name.as_str()))
+        {
+            return Some(prefix.display().to_string());
+        }
+    }
+    None
+}
+
+fn url_host(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url.trim()).ok()?;
+    url.host_str().map(str::to_ascii_lowercase)
+}
+
+/// The key specifier of a shell command and whether the command is too broad (or compound)
+/// to become a prefix rule.
+fn shell_key(command: &str) -> (KeySpecifier, bool) {
+    let command = command.trim();
+    let parts = split_shell_command(command);
+    let simple = parts.len() == 1 && parts.first().is_some_and(|part| part == command);
+    let parsed = parse(command);
+    let words: Vec<String> = parsed
+        .pipelines
+        .first()
+        .and_then(|pipeline| pipeline.commands.first())
+        .map(|command| command.words.clone())
+        .unwrap_or_default();
+    let broad = !simple || words.is_empty() || is_broad(&words);
+    if broad {
+        return (KeySpecifier::CommandExact(command.to_owned()), true);
+    }
+    let plain = |token: &&str| {
+        !token.contains(['\'', '"', '\\', '$', '`', '*', '?', '[', '<', '>', '(', ')'])
+    };
+    let tokens: Vec<&str> = command.split_whitespace().take(2).collect();
+    let option_second = tokens.get(1).is_some_and(|token| token.starts_with('-'));
+    if !option_second && !tokens.is_empty() && tokens.iter().all(plain) {
+        (KeySpecifier::CommandPrefix(tokens.join(" ")), false)
+    } else {
+        // `rm -rf build` must not become `rm -rf:*`; quoted words do not make a clean prefix.
+        (KeySpecifier::CommandExact(command.to_owned()), false)
+    }
+}
+
+fn is_broad(words: &[String]) -> bool {
+    let Some(first) = words.first() else {
+        return true;
+    };
+    if first.contains('=') {
+        return true;
+    }
+    let name = basename(first);
+    if BROAD_COMMANDS.contains(&name) {
+        return true;
+    }
+    let runs_code = super::shell::SHELLS.contains(&name)
+        && words
+            .iter()
+            .skip(1)
+            .any(|word| word.starts_with('-') && !word.starts_with("--") && word.contains('c'));
+    let interpreter = name.starts_with("python")
+        || matches!(
+            name,
+            "node" | "deno" | "bun" | "perl" | "ruby" | "php" | "lua" | "osascript"
+        );
+    runs_code
+        || (interpreter
+            && words
+                .iter()
+                .skip(1)
+                .any(|word| CODE_OPTIONS.contains(&word.as_str())))
+}

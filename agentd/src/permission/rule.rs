@@ -1,0 +1,664 @@
+//! Permission rules in Claude Code's syntax (`Tool` or `Tool(specifier)`), their sources and
+//! parse errors, and how a rule matches a tool call.
+//!
+//! Tool names: Claude Code's (`Bash`, `Read`, `Edit`, `Write`, `WebFetch`, …) map onto ours
+//! (see [`CLAUDE_TOOL_NAMES`]), and ours work directly (`run_shell(git status)`). MCP tools are
+//! `mcp__server` or `mcp__server__*` (every tool of a server) or `mcp__server__tool`.
+//!
+//! Specifiers, by tool:
+//! - shell (`run_shell`, `Bash`): `npm run test:*` is a prefix ending at a word boundary (so it
+//!   matches `npm run test` and `npm run test -- -x`, not `npm run tests`); a `*` elsewhere
+//!   matches any text; anything else is exact. Each part of a compound command is matched on its
+//!   own (see `Policy::evaluate`).
+//! - file tools (`Read`, `Edit`, `read_file`, …): a gitignore-style glob. `src/**`, `./src/**`
+//!   and `/src/**` are relative to the workspace root; a pattern without `/` (`*.env`) matches at
+//!   any depth; `//etc/**` is absolute; `~/x/**` is under the home directory. A pattern matching
+//!   a directory covers everything under it. The path matched is the resolved one (symlinks and
+//!   `..` followed), so links cannot dodge a rule.
+//! - `fetch_url` / `WebFetch`: `domain:example.com` (that host exactly) or
+//!   `domain:*.example.com` (its subdomains).
+//! - `Tool(*)` is the same as `Tool`; other tools take no specifier.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// Claude Code tool names and the tools of ours each one covers.
+pub const CLAUDE_TOOL_NAMES: &[(&str, &[&str])] = &[
+    ("Bash", &["run_shell"]),
+    ("Read", &["read_file", "list_dir", "glob", "grep"]),
+    ("Edit", &["edit_file", "write_file"]),
+    ("MultiEdit", &["edit_file"]),
+    ("Write", &["write_file"]),
+    ("WebFetch", &["fetch_url"]),
+    ("Glob", &["glob"]),
+    ("Grep", &["grep"]),
+    ("LS", &["list_dir"]),
+    ("TodoWrite", &["todo_write"]),
+    ("Task", &["task"]),
+];
+
+/// Our built-in tool names (DESIGN §8); rules naming anything else (but `mcp__…`) are errors.
+pub const BUILTIN_TOOL_NAMES: &[&str] = &[
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "glob",
+    "grep",
+    "run_shell",
+    "fetch_url",
+    "load_skill",
+    "memory",
+    "todo_write",
+    "task",
+    "task_list",
+    "task_get",
+    "task_output",
+    "task_stop",
+];
+
+/// Which configuration layer a rule comes from; later layers add rules, never lift a deny.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RuleLayer {
+    /// config.toml.
+    User,
+    /// `.agents/settings.toml` / `.json` of the workspace.
+    Project,
+    /// Given for one session (session/create, approvals).
+    Session,
+}
+
+/// Where a rule was written, for messages: a file path, or "session".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleSource {
+    pub layer: RuleLayer,
+    /// The file (as it should appear in messages), or a word like "session".
+    pub origin: String,
+}
+
+/// Which list a rule is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleList {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// One rule as written, with where it was written, to be parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleEntry {
+    pub list: RuleList,
+    /// Index in its list, for `permissions.allow[2]`.
+    pub index: usize,
+    pub text: String,
+    /// 1-based line and column in the file, when known.
+    pub line_col: Option<(usize, usize)>,
+}
+
+/// A rule that could not be parsed. Display:
+/// `<source>[:line:col]: permissions.allow[2] "Bsh(ls)": unknown tool "Bsh"; did you mean "Bash"?`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleError {
+    pub source: RuleSource,
+    /// `permissions.allow[2]`.
+    pub location: String,
+    pub line_col: Option<(usize, usize)>,
+    /// The rule text as written.
+    pub rule: String,
+    pub message: String,
+}
+
+/// A parsed rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// As written (trimmed), for messages.
+    pub text: String,
+    pub source: RuleSource,
+    pub list: RuleList,
+    tools: ToolPattern,
+    specifier: Option<Specifier>,
+}
+
+/// Rules of one or more layers, by list. Within a list the first match wins (it names the rule
+/// in the decision's reason); across lists deny > ask > allow.
+#[derive(Clone, Debug, Default)]
+pub struct RuleSet {
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+/// What a rule says about a path-taking tool call: where the resolved path lies.
+pub(crate) struct PathContext<'a> {
+    /// Canonical workspace root.
+    pub workspace: &'a Path,
+    pub home: Option<&'a Path>,
+}
+
+#[derive(Clone, Debug)]
+enum ToolPattern {
+    Builtin(&'static [&'static str]),
+    McpServer(String),
+    McpTool(String),
+}
+
+#[derive(Clone, Debug)]
+enum Specifier {
+    Command(CommandPattern),
+    Path(PathPattern),
+    Domain(DomainPattern),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum CommandPattern {
+    Exact(String),
+    /// Matches the prefix alone or followed by whitespace.
+    Prefix(String),
+    /// `*` matches any text.
+    Wildcard(String),
+}
+
+#[derive(Clone, Debug)]
+struct PathPattern {
+    anchor: Anchor,
+    matcher: GlobMatcher,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Anchor {
+    Workspace,
+    Absolute,
+    Home,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DomainPattern {
+    Exact(String),
+    Subdomains(String),
+}
+
+impl RuleSource {
+    pub fn new(layer: RuleLayer, origin: impl Into<String>) -> Self {
+        Self {
+            layer,
+            origin: origin.into(),
+        }
+    }
+
+    /// Rules given for one session.
+    pub fn session() -> Self {
+        Self::new(RuleLayer::Session, "session")
+    }
+
+    pub fn file(layer: RuleLayer, path: &Path) -> Self {
+        Self::new(layer, path.display().to_string())
+    }
+}
+
+impl fmt::Display for RuleSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.origin)
+    }
+}
+
+impl RuleList {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleList::Allow => "allow",
+            RuleList::Ask => "ask",
+            RuleList::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for RuleList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source)?;
+        if let Some((line, column)) = self.line_col {
+            write!(f, ":{line}:{column}")?;
+        }
+        write!(f, ": {} {:?}: {}", self.location, self.rule, self.message)
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+impl RuleSet {
+    /// Parses three lists of rule texts from one source: the good rules, and an error for each
+    /// bad one (never silently dropped).
+    pub fn parse(
+        source: &RuleSource,
+        allow: &[String],
+        ask: &[String],
+        deny: &[String],
+    ) -> (RuleSet, Vec<RuleError>) {
+        let entries = [
+            (RuleList::Allow, allow),
+            (RuleList::Ask, ask),
+            (RuleList::Deny, deny),
+        ]
+        .into_iter()
+        .flat_map(|(list, texts)| {
+            texts
+                .iter()
+                .enumerate()
+                .map(move |(index, text)| RuleEntry {
+                    list,
+                    index,
+                    text: text.clone(),
+                    line_col: None,
+                })
+        });
+        Self::parse_entries(source, entries)
+    }
+
+    /// [`RuleSet::parse`] for entries that carry their own positions.
+    pub fn parse_entries(
+        source: &RuleSource,
+        entries: impl IntoIterator<Item = RuleEntry>,
+    ) -> (RuleSet, Vec<RuleError>) {
+        let mut rules = RuleSet::default();
+        let mut errors = Vec::new();
+        for entry in entries {
+            match Rule::parse(&entry.text, source.clone(), entry.list) {
+                Ok(rule) => rules.push(rule),
+                Err(message) => errors.push(RuleError {
+                    source: source.clone(),
+                    location: format!("permissions.{}[{}]", entry.list, entry.index),
+                    line_col: entry.line_col,
+                    rule: entry.text.clone(),
+                    message,
+                }),
+            }
+        }
+        (rules, errors)
+    }
+
+    /// All layers' rules in one set, in the order given (user, project, session). Deny and ask
+    /// rules of every layer stay in force: no layer lifts another's deny.
+    pub fn merge(layers: impl IntoIterator<Item = RuleSet>) -> RuleSet {
+        let mut merged = RuleSet::default();
+        for layer in layers {
+            merged.allow.extend(layer.allow);
+            merged.ask.extend(layer.ask);
+            merged.deny.extend(layer.deny);
+        }
+        merged
+    }
+
+    /// Adds a rule to its list.
+    pub fn push(&mut self, rule: Rule) {
+        match rule.list {
+            RuleList::Allow => self.allow.push(rule),
+            RuleList::Ask => self.ask.push(rule),
+            RuleList::Deny => self.deny.push(rule),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.ask.is_empty() && self.deny.is_empty()
+    }
+}
+
+impl Rule {
+    /// Parses one rule; the error is the message for a [`RuleError`].
+    pub fn parse(text: &str, source: RuleSource, list: RuleList) -> Result<Rule, String> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err("empty rule".to_owned());
+        }
+        let (name, specifier) = match trimmed.find('(') {
+            Some(open) => {
+                let Some(inner) = trimmed
+                    .get(open + 1..)
+                    .and_then(|rest| rest.strip_suffix(')'))
+                else {
+                    return Err("missing `)` at the end of the rule".to_owned());
+                };
+                (trimmed.get(..open).unwrap_or("").trim(), Some(inner.trim()))
+            }
+            None if trimmed.contains(')') => return Err("`)` without `(`".to_owned()),
+            None => (trimmed, None),
+        };
+        let specifier = match specifier {
+            Some("") => {
+                return Err(format!(
+                    "empty specifier; write `{name}` to match every call of the tool"
+                ));
+            }
+            Some("*") | None => None,
+            Some(specifier) => Some(specifier),
+        };
+        let tools = parse_tool_name(name)?;
+        let specifier = match (specifier, &tools) {
+            (None, _) => None,
+            (Some(_), ToolPattern::McpServer(_) | ToolPattern::McpTool(_)) => {
+                return Err("MCP rules take no specifier".to_owned());
+            }
+            (Some(specifier), ToolPattern::Builtin(names)) => {
+                Some(parse_specifier(name, names, specifier)?)
+            }
+        };
+        Ok(Rule {
+            text: trimmed.to_owned(),
+            source,
+            list,
+            tools,
+            specifier,
+        })
+    }
+
+    /// A session allow rule for exactly `command` (no wildcard reading of `*`).
+    pub(crate) fn exact_command(tool: &str, command: &str, source: RuleSource) -> Rule {
+        Rule {
+            text: format!("{tool}({command})"),
+            source,
+            list: RuleList::Allow,
+            tools: parse_tool_name(tool).unwrap_or(ToolPattern::Builtin(&[])),
+            specifier: Some(Specifier::Command(CommandPattern::Exact(
+                command.trim().to_owned(),
+            ))),
+        }
+    }
+
+    /// A rule that names no tool (stands in for a key that does not parse).
+    pub(crate) fn never(text: &str, source: RuleSource) -> Rule {
+        Rule {
+            text: text.to_owned(),
+            source,
+            list: RuleList::Allow,
+            tools: ToolPattern::Builtin(&[]),
+            specifier: None,
+        }
+    }
+
+    /// Whether the rule names `tool` (our name, or `mcp__server__tool`).
+    pub fn names_tool(&self, tool: &str) -> bool {
+        match &self.tools {
+            ToolPattern::Builtin(names) => names.contains(&tool),
+            ToolPattern::McpTool(name) => name == tool,
+            ToolPattern::McpServer(server) => tool
+                .strip_prefix("mcp__")
+                .and_then(|rest| rest.strip_prefix(server.as_str()))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("__")),
+        }
+    }
+
+    /// Whether the rule has no specifier, so it matches every call of its tools.
+    pub fn is_whole_tool(&self) -> bool {
+        self.specifier.is_none()
+    }
+
+    /// For shell rules: whether one part of a command (as written) matches. A rule without a
+    /// specifier matches everything; a non-command specifier nothing.
+    pub(crate) fn matches_command(&self, command: &str) -> bool {
+        match &self.specifier {
+            None => true,
+            Some(Specifier::Command(pattern)) => pattern.matches(command.trim()),
+            Some(_) => false,
+        }
+    }
+
+    /// For shell rules: an exact (not prefix or wildcard) specifier equal to `command`.
+    pub(crate) fn matches_command_exactly(&self, command: &str) -> bool {
+        matches!(&self.specifier, Some(Specifier::Command(CommandPattern::Exact(exact))) if exact == command.trim())
+    }
+
+    /// For file tools: whether the resolved path matches.
+    pub(crate) fn matches_path(&self, resolved: &Path, context: &PathContext<'_>) -> bool {
+        match &self.specifier {
+            None => true,
+            Some(Specifier::Path(pattern)) => pattern.matches(resolved, context),
+            Some(_) => false,
+        }
+    }
+
+    /// For fetch_url: whether the URL's host matches (None: the URL has no host).
+    pub(crate) fn matches_host(&self, host: Option<&str>) -> bool {
+        match &self.specifier {
+            None => true,
+            Some(Specifier::Domain(pattern)) => host.is_some_and(|host| pattern.matches(host)),
+            Some(_) => false,
+        }
+    }
+}
+
+impl CommandPattern {
+    fn matches(&self, command: &str) -> bool {
+        match self {
+            CommandPattern::Exact(exact) => command == exact,
+            CommandPattern::Prefix(prefix) => command
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace)),
+            CommandPattern::Wildcard(pattern) => wildcard_match(pattern, command),
+        }
+    }
+}
+
+impl PathPattern {
+    /// Matches `resolved` or any of its ancestors under the anchor (gitignore: a matched
+    /// directory covers its contents).
+    fn matches(&self, resolved: &Path, context: &PathContext<'_>) -> bool {
+        let relative: PathBuf = match self.anchor {
+            Anchor::Absolute => resolved.to_path_buf(),
+            Anchor::Workspace => match resolved.strip_prefix(context.workspace) {
+                Ok(relative) => relative.to_path_buf(),
+                Err(_) => return false,
+            },
+            Anchor::Home => match context
+                .home
+                .and_then(|home| resolved.strip_prefix(home).ok())
+            {
+                Some(relative) => relative.to_path_buf(),
+                None => return false,
+            },
+        };
+        relative
+            .ancestors()
+            .filter(|ancestor| !ancestor.as_os_str().is_empty())
+            .any(|ancestor| self.matcher.is_match(ancestor))
+    }
+}
+
+impl DomainPattern {
+    fn matches(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        match self {
+            DomainPattern::Exact(domain) => host == *domain,
+            // Stored with its leading dot: `.example.com`.
+            DomainPattern::Subdomains(suffix) => {
+                host.len() > suffix.len() && host.ends_with(suffix.as_str())
+            }
+        }
+    }
+}
+
+fn parse_tool_name(name: &str) -> Result<ToolPattern, String> {
+    if let Some(rest) = name.strip_prefix("mcp__") {
+        let valid = |part: &str| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        return match rest.split_once("__") {
+            None if valid(rest) => Ok(ToolPattern::McpServer(rest.to_owned())),
+            Some((server, "*")) if valid(server) => Ok(ToolPattern::McpServer(server.to_owned())),
+            Some((server, tool)) if valid(server) && valid(tool) => {
+                Ok(ToolPattern::McpTool(name.to_owned()))
+            }
+            _ => Err(format!(
+                "bad MCP tool name {name:?}; write mcp__SERVER, mcp__SERVER__* or mcp__SERVER__TOOL"
+            )),
+        };
+    }
+    if let Some((_, tools)) = CLAUDE_TOOL_NAMES.iter().find(|(alias, _)| *alias == name) {
+        return Ok(ToolPattern::Builtin(tools));
+    }
+    if let Some(index) = BUILTIN_TOOL_NAMES.iter().position(|tool| *tool == name) {
+        return Ok(ToolPattern::Builtin(
+            BUILTIN_TOOL_NAMES.get(index..=index).unwrap_or(&[]),
+        ));
+    }
+    Err(match suggest(name) {
+        Some(close) => format!("unknown tool {name:?}; did you mean {close:?}?"),
+        None => format!(
+            "unknown tool {name:?}; known tools are {}, {} and mcp__SERVER__TOOL",
+            CLAUDE_TOOL_NAMES
+                .iter()
+                .map(|(alias, _)| *alias)
+                .collect::<Vec<_>>()
+                .join(", "),
+            BUILTIN_TOOL_NAMES.join(", ")
+        ),
+    })
+}
+
+/// The specifier for a tool group; every group is one family (shell, files, web, other).
+fn parse_specifier(name: &str, tools: &[&str], specifier: &str) -> Result<Specifier, String> {
+    let first = tools.first().copied().unwrap_or("");
+    match first {
+        "run_shell" => {
+            if let Some(prefix) = specifier.strip_suffix(":*") {
+                let prefix = prefix.trim();
+                if prefix.is_empty() {
+                    return Err(format!(
+                        "empty command prefix; write `{name}` for every command"
+                    ));
+                }
+                Ok(Specifier::Command(CommandPattern::Prefix(
+                    prefix.to_owned(),
+                )))
+            } else if specifier.contains('*') {
+                Ok(Specifier::Command(CommandPattern::Wildcard(
+                    specifier.to_owned(),
+                )))
+            } else {
+                Ok(Specifier::Command(CommandPattern::Exact(
+                    specifier.to_owned(),
+                )))
+            }
+        }
+        "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep" => {
+            Ok(Specifier::Path(parse_path_pattern(specifier)?))
+        }
+        "fetch_url" => {
+            let Some(domain) = specifier.strip_prefix("domain:") else {
+                return Err(format!(
+                    "{name} rules take `domain:HOST` (e.g. {name}(domain:example.com))"
+                ));
+            };
+            let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+            match domain.strip_prefix("*.") {
+                Some(parent) if !parent.is_empty() && !parent.contains('*') => Ok(
+                    Specifier::Domain(DomainPattern::Subdomains(format!(".{parent}"))),
+                ),
+                None if !domain.is_empty() && !domain.contains(['*', '/', ':']) => {
+                    Ok(Specifier::Domain(DomainPattern::Exact(domain)))
+                }
+                _ => Err(format!(
+                    "bad domain {domain:?}; write example.com or *.example.com"
+                )),
+            }
+        }
+        _ => Err(format!("{name} takes no specifier; write `{name}`")),
+    }
+}
+
+fn parse_path_pattern(specifier: &str) -> Result<PathPattern, String> {
+    let (anchor, pattern, anchored) = if let Some(rest) = specifier.strip_prefix("//") {
+        (Anchor::Absolute, format!("/{rest}"), true)
+    } else if specifier == "~" {
+        (Anchor::Home, String::new(), true)
+    } else if let Some(rest) = specifier.strip_prefix("~/") {
+        (Anchor::Home, rest.to_owned(), true)
+    } else if let Some(rest) = specifier.strip_prefix("./") {
+        (Anchor::Workspace, rest.to_owned(), true)
+    } else if let Some(rest) = specifier.strip_prefix('/') {
+        (Anchor::Workspace, rest.to_owned(), true)
+    } else {
+        let anchored = specifier.trim_end_matches('/').contains('/');
+        (Anchor::Workspace, specifier.to_owned(), anchored)
+    };
+    let mut pattern = pattern.trim_end_matches('/').to_owned();
+    if pattern.is_empty() || (anchor == Anchor::Absolute && pattern == "/") {
+        pattern = if anchor == Anchor::Absolute {
+            "/**".to_owned()
+        } else {
+            "**".to_owned()
+        };
+    } else if !anchored {
+        pattern = format!("**/{pattern}");
+    }
+    let matcher = GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|error| format!("bad glob: {error}"))?
+        .compile_matcher();
+    Ok(PathPattern { anchor, matcher })
+}
+
+/// `*` matches any text (including none); everything else literally.
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let Some(first) = pieces.next() else {
+        return text.is_empty();
+    };
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = rest.get(at + piece.len()..).unwrap_or(""),
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The known tool name closest to `name`, if it is close (a typo or a case slip).
+fn suggest(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    CLAUDE_TOOL_NAMES
+        .iter()
+        .map(|(alias, _)| *alias)
+        .chain(BUILTIN_TOOL_NAMES.iter().copied())
+        .map(|candidate| {
+            (
+                edit_distance(&lower, &candidate.to_ascii_lowercase()),
+                candidate,
+            )
+        })
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous.get(j).copied().unwrap_or(0) + usize::from(ca != *cb);
+            let deletion = previous.get(j + 1).copied().unwrap_or(0) + 1;
+            let insertion = current.get(j).copied().unwrap_or(0) + 1;
+            current.push(substitution.min(deletion).min(insertion));
+        }
+        previous = current;
+    }
+    previous.last().copied().unwrap_or(0)
+}

@@ -1,0 +1,292 @@
+//! Project permission settings: `.agents/settings.toml` (`[permissions] allow ask deny
+//! default_mode`) and `.agents/settings.json` (Claude Code's `{"permissions": {"allow", "ask",
+//! "deny", "defaultMode"}}`), found from the workspace walking up to the git root.
+//!
+//! Bad rules and a bad mode are collected in [`ProjectSettings::errors`] while the good rules
+//! load; a file that cannot be read or parsed at all is a [`SettingsError`]. Other top-level keys
+//! (hooks, …) belong to other modules and are left alone here.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{PermissionMode, RuleEntry, RuleError, RuleLayer, RuleList, RuleSet, RuleSource};
+use crate::config::line_and_column;
+
+/// Where project settings live, relative to a project directory, in the order they are read.
+pub const PROJECT_SETTINGS_FILES: &[&str] = &[".agents/settings.toml", ".agents/settings.json"];
+
+/// The permission part of a project's settings.
+#[derive(Clone, Debug, Default)]
+pub struct ProjectSettings {
+    /// The files read (none: the project has no settings).
+    pub sources: Vec<PathBuf>,
+    pub rules: RuleSet,
+    pub default_mode: Option<PermissionMode>,
+    /// Bad rules, a bad mode, unknown keys: reported to the user, never silently dropped.
+    pub errors: Vec<RuleError>,
+}
+
+/// A settings file that could not be read or parsed at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {message}", path.display())]
+pub struct SettingsError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// The `[permissions]` table of `.agents/settings.toml`, with positions for messages.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TomlPermissions {
+    #[serde(default)]
+    allow: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    ask: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<toml::Spanned<String>>,
+    #[serde(default, alias = "defaultMode")]
+    default_mode: Option<toml::Spanned<String>>,
+}
+
+/// `.agents/settings.toml`: only `[permissions]` is read here.
+#[derive(Deserialize)]
+struct TomlSettings {
+    #[serde(default)]
+    permissions: TomlPermissions,
+}
+
+/// Loads the project settings for `workspace`: the first directory from the workspace up to
+/// the git root (the workspace alone when it is in no repository) holding a settings file.
+/// Both files of that directory are read and their rules merged (TOML first).
+pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, SettingsError> {
+    let mut settings = ProjectSettings::default();
+    for directory in project_dirs(workspace) {
+        let files: Vec<PathBuf> = PROJECT_SETTINGS_FILES
+            .iter()
+            .map(|file| directory.join(file))
+            .filter(|path| path.is_file())
+            .collect();
+        if files.is_empty() {
+            continue;
+        }
+        for path in files {
+            let text = std::fs::read_to_string(&path).map_err(|error| SettingsError {
+                path: path.clone(),
+                line: 1,
+                column: 1,
+                message: format!("cannot read: {error}"),
+            })?;
+            let is_json = path
+                .extension()
+                .is_some_and(|extension| extension == "json");
+            let (rules, mode, errors) = if is_json {
+                parse_json_settings(&path, &text)?
+            } else {
+                parse_toml_settings(&path, &text)?
+            };
+            settings.rules = RuleSet::merge([std::mem::take(&mut settings.rules), rules]);
+            settings.errors.extend(errors);
+            if let Some(mode) = mode {
+                settings.default_mode.get_or_insert(mode);
+            }
+            settings.sources.push(path);
+        }
+        break;
+    }
+    Ok(settings)
+}
+
+/// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
+/// rule in `text`.
+pub(crate) fn toml_entries(
+    text: &str,
+    allow: &[toml::Spanned<String>],
+    ask: &[toml::Spanned<String>],
+    deny: &[toml::Spanned<String>],
+) -> Vec<RuleEntry> {
+    [
+        (RuleList::Allow, allow),
+        (RuleList::Ask, ask),
+        (RuleList::Deny, deny),
+    ]
+    .into_iter()
+    .flat_map(|(list, rules)| {
+        rules
+            .iter()
+            .enumerate()
+            .map(move |(index, rule)| RuleEntry {
+                list,
+                index,
+                text: rule.get_ref().clone(),
+                line_col: Some(line_and_column(text, rule.span().start)),
+            })
+    })
+    .collect()
+}
+
+/// Parses a mode setting; project files may not choose `bypass` (a repository must not switch
+/// off asking for whoever opens it).
+fn project_mode(
+    source: &RuleSource,
+    text: &str,
+    line_col: Option<(usize, usize)>,
+    location: &str,
+    errors: &mut Vec<RuleError>,
+) -> Option<PermissionMode> {
+    let message = match text.parse::<PermissionMode>() {
+        Ok(PermissionMode::Bypass) => {
+            "bypass can only be chosen in the user config or for a session".to_owned()
+        }
+        Ok(mode) => return Some(mode),
+        Err(message) => message,
+    };
+    errors.push(RuleError {
+        source: source.clone(),
+        location: location.to_owned(),
+        line_col,
+        rule: text.to_owned(),
+        message,
+    });
+    None
+}
+
+type Parsed = (RuleSet, Option<PermissionMode>, Vec<RuleError>);
+
+fn parse_toml_settings(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
+    let file: TomlSettings = toml::from_str(text).map_err(|error| {
+        let (line, column) = error
+            .span()
+            .map(|span| line_and_column(text, span.start))
+            .unwrap_or((1, 1));
+        SettingsError {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: error.message().trim().to_owned(),
+        }
+    })?;
+    let source = RuleSource::file(RuleLayer::Project, path);
+    let (rules, mut errors) = RuleSet::parse_entries(
+        &source,
+        toml_entries(
+            text,
+            &file.permissions.allow,
+            &file.permissions.ask,
+            &file.permissions.deny,
+        ),
+    );
+    let mut mode = None;
+    if let Some(spanned) = &file.permissions.default_mode {
+        let line_col = Some(line_and_column(text, spanned.span().start));
+        mode = project_mode(
+            &source,
+            spanned.get_ref(),
+            line_col,
+            "permissions.default_mode",
+            &mut errors,
+        );
+    }
+    Ok((rules, mode, errors))
+}
+
+fn parse_json_settings(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| SettingsError {
+        path: path.to_path_buf(),
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    })?;
+    let source = RuleSource::file(RuleLayer::Project, path);
+    let mut errors = Vec::new();
+    let mut entries = Vec::new();
+    let mut mode = None;
+    let error = |location: String, rule: String, message: String| RuleError {
+        source: source.clone(),
+        location,
+        line_col: None,
+        rule,
+        message,
+    };
+    let Some(permissions) = value.get("permissions") else {
+        return Ok((RuleSet::default(), None, errors));
+    };
+    let Some(permissions) = permissions.as_object() else {
+        errors.push(error(
+            "permissions".to_owned(),
+            permissions.to_string(),
+            "must be an object".to_owned(),
+        ));
+        return Ok((RuleSet::default(), None, errors));
+    };
+    for (key, value) in permissions {
+        let list = match key.as_str() {
+            "allow" => RuleList::Allow,
+            "ask" => RuleList::Ask,
+            "deny" => RuleList::Deny,
+            "defaultMode" | "default_mode" => {
+                match value.as_str() {
+                    Some(text) => {
+                        let location = format!("permissions.{key}");
+                        mode = project_mode(&source, text, None, &location, &mut errors);
+                    }
+                    None => errors.push(error(
+                        format!("permissions.{key}"),
+                        value.to_string(),
+                        "must be a string".to_owned(),
+                    )),
+                }
+                continue;
+            }
+            _ => {
+                errors.push(error(
+                    format!("permissions.{key}"),
+                    value.to_string(),
+                    "unknown setting (expected allow, ask, deny or defaultMode); ignored"
+                        .to_owned(),
+                ));
+                continue;
+            }
+        };
+        let Some(rules) = value.as_array() else {
+            errors.push(error(
+                format!("permissions.{key}"),
+                value.to_string(),
+                "must be a list of rule strings".to_owned(),
+            ));
+            continue;
+        };
+        for (index, rule) in rules.iter().enumerate() {
+            match rule.as_str() {
+                Some(text) => entries.push(RuleEntry {
+                    list,
+                    index,
+                    text: text.to_owned(),
+                    line_col: None,
+                }),
+                None => errors.push(error(
+                    format!("permissions.{key}[{index}]"),
+                    rule.to_string(),
+                    "must be a string".to_owned(),
+                )),
+            }
+        }
+    }
+    let (rules, rule_errors) = RuleSet::parse_entries(&source, entries);
+    errors.extend(rule_errors);
+    Ok((rules, mode, errors))
+}
+
+/// The workspace and its ancestors up to the git root; only the workspace when there is none.
+fn project_dirs(workspace: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for directory in workspace.ancestors() {
+        dirs.push(directory.to_path_buf());
+        if directory.join(".git").exists() {
+            return dirs;
+        }
+    }
+    vec![workspace.to_path_buf()]
+}

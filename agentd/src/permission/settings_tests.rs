@@ -1,0 +1,146 @@
+//! Tests of project settings loading and of `[permissions]` in config.toml.
+
+use std::io::Write;
+
+use pretty_assertions::assert_eq;
+
+use super::{PermissionMode, load_project_settings};
+
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn errors_of(
+    dir: &tempfile::TempDir,
+    workspace: &str,
+) -> (usize, Option<PermissionMode>, Vec<String>) {
+    let settings = load_project_settings(&dir.path().join(workspace)).unwrap();
+    let root = dir.path().display().to_string();
+    let errors = settings
+        .errors
+        .iter()
+        .map(|error| error.to_string().replace(&root, "P"))
+        .collect();
+    let count = settings.rules.allow.len() + settings.rules.ask.len() + settings.rules.deny.len();
+    (count, settings.default_mode, errors)
+}
+
+#[test]
+fn json_settings_in_claude_shape() {
+    let dir = project(&[(
+        ".agents/settings.json",
+        r#"{"hooks": {}, "permissions": {"allow": ["Bash(npm test:*)", "Bsh"], "deny": ["Read(.env)", 3],
+            "defaultMode": "acceptEdits", "additionalDirectories": []}}"#,
+    )]);
+    let (count, mode, errors) = errors_of(&dir, "");
+    assert_eq!(count, 2);
+    assert_eq!(mode, Some(PermissionMode::AcceptEdits));
+    assert_eq!(
+        errors,
+        vec![
+            r#"P/.agents/settings.json: permissions.additionalDirectories "[]": unknown setting (expected allow, ask, deny or defaultMode); ignored"#,
+            r#"P/.agents/settings.json: permissions.deny[1] "3": must be a string"#,
+            r#"P/.agents/settings.json: permissions.allow[1] "Bsh": unknown tool "Bsh"; did you mean "Bash"?"#,
+        ]
+    );
+}
+
+#[test]
+fn toml_settings_report_line_and_column_and_refuse_bypass() {
+    let dir = project(&[(
+        ".agents/settings.toml",
+        "[permissions]\nallow = [\"Read\",\n  \"Bassh(ls)\"]\ndefault_mode = \"bypass\"\n\n[hooks]\n",
+    )]);
+    let (count, mode, errors) = errors_of(&dir, "");
+    assert_eq!(count, 1);
+    assert_eq!(mode, None);
+    assert_eq!(
+        errors,
+        vec![
+            r#"P/.agents/settings.toml:3:3: permissions.allow[1] "Bassh(ls)": unknown tool "Bassh"; did you mean "Bash"?"#,
+            r#"P/.agents/settings.toml:4:16: permissions.default_mode "bypass": bypass can only be chosen in the user config or for a session"#,
+        ]
+    );
+}
+
+#[test]
+fn settings_are_found_up_to_the_git_root_and_syntax_errors_fail() {
+    let dir = project(&[
+        (
+            ".agents/settings.toml",
+            "[permissions]\ndeny = [\"Bash(rm:*)\"]\n",
+        ),
+        ("sub/dir/file", ""),
+    ]);
+    let (count, _, errors) = errors_of(&dir, "sub/dir");
+    assert_eq!((count, errors.len()), (1, 0));
+
+    let none = tempfile::tempdir().unwrap();
+    assert!(
+        load_project_settings(none.path())
+            .unwrap()
+            .sources
+            .is_empty()
+    );
+
+    let bad = project(&[(
+        ".agents/settings.toml",
+        "[permissions]\nallow = [\"Read\"\n",
+    )]);
+    let error = load_project_settings(bad.path()).unwrap_err();
+    assert_eq!(error.line, 2, "{error}");
+    let unknown = project(&[(".agents/settings.toml", "[permissions]\nallw = []\n")]);
+    let error = load_project_settings(unknown.path())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains(":2:1: unknown field `allw`"), "{error}");
+}
+
+#[test]
+fn config_toml_permissions_section() {
+    let load = |text: &str| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let result = crate::config::load(Some(file.path()), &|_| None);
+        let path = file.path().display().to_string();
+        result.map_err(|error| error.to_string().replace(&path, "config.toml"))
+    };
+    let config = load(
+        "[permissions]\nallow = [\"Bash(npm test:*)\"]\ndeny = [\"Read(./secrets/**)\"]\ndefault_mode = \"bypassPermissions\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.permissions.default_mode, PermissionMode::Bypass);
+    assert_eq!(config.permissions.approval_timeout_secs, 600);
+    assert_eq!(config.permissions.rules.deny.len(), 1);
+    assert_eq!(
+        load("").unwrap().permissions.default_mode,
+        PermissionMode::Default
+    );
+
+    let error = load(
+        "[permissions]\nask = [\"Bsh\"]\ndefault_mode = \"yolo\"\napproval_timeout_secs = 30\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        error,
+        "config.toml:2:8: permissions.ask[0] \"Bsh\": unknown tool \"Bsh\"; did you mean \"Bash\"?\n\
+         config.toml:3:16: permissions.default_mode \"yolo\": unknown permission mode \"yolo\"; expected default, acceptEdits, plan or bypass"
+    );
+    let error = load("[permissions]\nallow_all = true\n").unwrap_err();
+    assert!(
+        error.starts_with("config.toml:2:1: unknown field `allow_all`"),
+        "{error}"
+    );
+    let error = load("[permissions]\napproval_timeout_secs = 0\n").unwrap_err();
+    assert!(
+        error.contains("approval_timeout_secs must be at least 1"),
+        "{error}"
+    );
+}
