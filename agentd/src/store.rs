@@ -30,6 +30,12 @@ pub struct SessionHeader {
     /// How tool calls with side effects are decided in this session.
     #[serde(default)]
     pub permission_mode: protocol::approval::PermissionMode,
+    /// Rules given at `session/create` (the session layer).
+    #[serde(
+        default,
+        skip_serializing_if = "protocol::approval::PermissionRules::is_empty"
+    )]
+    pub permission_rules: protocol::approval::PermissionRules,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +75,11 @@ pub struct LoadedSession {
     /// it stopped.
     pub unfinished_run: Option<String>,
     pub usage: crate::conversation::Usage,
+    /// Approvals requested and never resolved (the daemon stopped while they waited):
+    /// (run id, approval id, tool call id).
+    pub unresolved_approvals: Vec<(String, String, String)>,
+    /// Rules remembered by "allow for session" answers, in order.
+    pub session_allow_rules: Vec<String>,
     /// Problems met while loading (torn line, unreadable entries), for the log.
     pub warnings: Vec<String>,
 }
@@ -145,6 +156,8 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         last_seq: 0,
         unfinished_run: None,
         usage: Default::default(),
+        unresolved_approvals: Vec::new(),
+        session_allow_rules: Vec::new(),
         warnings: Vec::new(),
     };
     let mut line_number = 1;
@@ -167,6 +180,25 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
                     {
                         loaded.unfinished_run = None;
+                    }
+                    Event::ApprovalRequested { run_id, approval } => {
+                        loaded.unresolved_approvals.push((
+                            run_id.clone(),
+                            approval.approval_id.clone(),
+                            approval.tool_call_id.clone(),
+                        ));
+                    }
+                    Event::ApprovalResolved {
+                        approval_id,
+                        session_rule,
+                        ..
+                    } => {
+                        loaded
+                            .unresolved_approvals
+                            .retain(|(_, id, _)| id != approval_id);
+                        if let Some(rule) = session_rule {
+                            loaded.session_allow_rules.push(rule.clone());
+                        }
                     }
                     Event::UsageUpdated { total, .. } => {
                         loaded.usage = crate::conversation::Usage {
@@ -229,6 +261,7 @@ mod tests {
             model: "m".into(),
             title: None,
             permission_mode: Default::default(),
+            permission_rules: Default::default(),
             system_prompt: "sys".into(),
             agent: None,
             parent_session_id: None,

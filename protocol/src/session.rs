@@ -49,9 +49,13 @@ pub struct CreateSessionParams {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// How tool calls with side effects are decided (default: the config's default mode).
+    /// How tool calls with side effects are decided (default: the project's, else the
+    /// config's default mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<crate::approval::PermissionMode>,
+    /// Rules of this session only (the session layer, above user and project rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_rules: Option<crate::approval::PermissionRules>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

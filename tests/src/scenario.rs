@@ -19,6 +19,7 @@ pub const FORMATS: [Format; 2] = [Format::OpenAi, Format::Anthropic];
 /// `config.toml` with one provider `mock` of `format` pointing at `mock`, small retry delays
 /// (`Retry-After` is capped at 200 ms) and `extra` top-level lines (e.g. `max_steps = 2`).
 pub fn config_toml(mock: &MockLlm, format: Format, extra: &str) -> String {
+    let permissions = default_permissions(extra);
     let (kind, base_url) = match format {
         Format::OpenAi => ("openai", mock.openai_base_url()),
         Format::Anthropic => ("anthropic", mock.base_url()),
@@ -33,8 +34,18 @@ pub fn config_toml(mock: &MockLlm, format: Format, extra: &str) -> String {
          max_retries = 3\n\
          retry_base_delay_ms = 10\n\
          retry_max_delay_ms = 200\n\
-         stream_idle_timeout_secs = 10\n"
+         stream_idle_timeout_secs = 10\n{permissions}"
     )
+}
+
+/// Scenarios run tools without asking unless the test sets its own `[permissions]` (or a
+/// session's `permissionMode`): approvals have their own tests.
+fn default_permissions(extra: &str) -> &'static str {
+    if extra.contains("[permissions]") {
+        ""
+    } else {
+        "[permissions]\ndefault_mode = \"bypass\"\n"
+    }
 }
 
 /// A daemon talking to a strict mock LLM in one wire format.

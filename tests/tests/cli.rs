@@ -8,11 +8,13 @@ use agentd_tests::harness::{TestEnv, WAIT};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::{Value, json};
 
-/// An environment whose daemon talks to `mock` (OpenAI format) with fast retries.
+/// An environment whose daemon talks to `mock` (OpenAI format), running tools without asking
+/// (approvals have their own tests).
 fn env_for(mock: &MockLlm) -> TestEnv {
     TestEnv::new()
         .var("OPENAI_API_KEY", "sk-test")
         .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"bypass\"\n")
 }
 
 async fn agentctl(env: &TestEnv, args: &[&str]) -> Output {

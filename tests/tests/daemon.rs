@@ -197,7 +197,15 @@ async fn status_reports_paths_counts_and_clients() {
     let daemon = Daemon::start().await;
     let mut first = daemon.client().await;
     let _second = daemon.client().await;
-    let status: StatusResult = first.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    // The harness's readiness probe may still be closing: wait for the count to settle.
+    let deadline = std::time::Instant::now() + agentd_tests::harness::WAIT;
+    let status = loop {
+        let status: StatusResult = first.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+        if status.connected_clients == 2 || std::time::Instant::now() > deadline {
+            break status;
+        }
+        tokio::task::yield_now().await;
+    };
     assert_eq!(status.socket_path, daemon.socket().display().to_string());
     assert_eq!(status.connected_clients, 2);
     assert_eq!(status.counts.tasks, 0);

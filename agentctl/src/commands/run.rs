@@ -55,6 +55,7 @@ pub async fn run(
                 model: args.model,
                 title: args.title,
                 permission_mode: args.mode,
+                permission_rules: None,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)

@@ -3,6 +3,7 @@
 //! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
 //! completion, cancellation, failure or the step limit.
 
+pub mod gate;
 pub mod prompt;
 
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub struct Run {
     pub cancel: CancellationToken,
     /// Read when `cancel` fires, to tell a user cancel from a shutdown.
     pub stop_reason: Arc<std::sync::Mutex<Option<StopReason>>>,
+    /// How tool calls are decided (policy inputs, approval broker, timeout).
+    pub permissions: gate::RunPermissions,
 }
 
 /// How the run ended.
@@ -294,7 +297,57 @@ impl Run {
         })
     }
 
+    /// Cancel this run from inside it (a "deny and cancel" answer).
+    fn request_cancel(&self) {
+        if let Ok(mut reason) = self.stop_reason.lock() {
+            reason.get_or_insert(StopReason::Cancelled);
+        }
+        self.cancel.cancel();
+    }
+
+    /// Decide the batch's calls, run the allowed ones, and return one result per call in the
+    /// model's order.
     async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+        let verdicts = self.authorize(calls).await?;
+        let allowed: Vec<ToolCall> = calls
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, verdict)| matches!(verdict, gate::Verdict::Run))
+            .map(|(call, _)| call.clone())
+            .collect();
+        let mut executed = self.execute_allowed(&allowed).await?.into_iter();
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, verdict) in calls.iter().zip(verdicts) {
+            match verdict {
+                gate::Verdict::Run => match executed.next() {
+                    Some(result) => results.push(result),
+                    None => anyhow::bail!("the executor returned fewer results than calls"),
+                },
+                gate::Verdict::Done(output) => {
+                    self.log
+                        .append(Event::ToolCompleted {
+                            run_id: self.run_id.clone(),
+                            tool_call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            output: output.content.clone(),
+                            is_error: output.is_error,
+                            duration_ms: 0,
+                        })
+                        .await?;
+                    results.push(crate::tools::ToolResult {
+                        call: call.clone(),
+                        output,
+                    });
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    async fn execute_allowed(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
         let observer = RunObserver {
             run_id: self.run_id.clone(),

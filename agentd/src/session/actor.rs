@@ -117,6 +117,12 @@ impl Session {
             let mut state = shared.lock();
             state.history = loaded.history;
             state.usage = loaded.usage;
+            state.remembered_allow_rules = loaded.session_allow_rules;
+        }
+        for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
+            expire_approval(&log, run_id, approval_id, tool_call_id)
+                .await
+                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
         if let Some(run_id) = loaded.unfinished_run {
             repair_interrupted_run(&log, &shared, &run_id)
@@ -467,6 +473,7 @@ impl Actor {
             self.deps.http.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
+        let permissions = self.run_permissions(config).await.map_err(internal)?;
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),
@@ -480,6 +487,7 @@ impl Actor {
             log: self.log.clone(),
             cancel: active.cancel.clone(),
             stop_reason: active.stop_reason.clone(),
+            permissions,
         };
         let ended_run_id = run_id.clone();
         let active_slot = self.active.clone();
@@ -504,6 +512,88 @@ impl Actor {
         self.previous_run = Some(handle);
         Ok(run_id)
     }
+}
+
+impl Actor {
+    /// The permission inputs of a run: user rules (config), project rules (read now, so edits
+    /// apply to the next run; problems are reported as warnings), the session's own rules and
+    /// remembered "allow for session" answers.
+    async fn run_permissions(
+        &self,
+        config: &crate::config::Config,
+    ) -> anyhow::Result<crate::agent::gate::RunPermissions> {
+        use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
+        let cwd = std::path::PathBuf::from(&self.header.cwd);
+        let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
+        let project_rules = match project {
+            Ok(settings) => {
+                for error in &settings.errors {
+                    self.log
+                        .append(Event::Warning {
+                            message: format!("ignored permission rule: {error}"),
+                        })
+                        .await?;
+                }
+                settings.rules
+            }
+            Err(err) => {
+                self.log
+                    .append(Event::Warning {
+                        message: format!("project settings not used: {err}"),
+                    })
+                    .await?;
+                RuleSet::default()
+            }
+        };
+        let session = &self.header.permission_rules;
+        let (mut session_rules, _) = RuleSet::parse(
+            &RuleSource::session(),
+            &session.allow,
+            &session.ask,
+            &session.deny,
+        );
+        let remembered = self.shared.lock().remembered_allow_rules.clone();
+        for text in remembered {
+            if let Ok(rule) =
+                crate::permission::Rule::parse(&text, RuleSource::session(), RuleList::Allow)
+            {
+                session_rules.push(rule);
+            }
+        }
+        Ok(crate::agent::gate::RunPermissions {
+            mode: self.header.permission_mode.into(),
+            rules: RuleSet::merge([
+                config.permissions.rules.clone(),
+                project_rules,
+                session_rules,
+            ]),
+            home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
+            approval_timeout: std::time::Duration::from_secs(
+                config.permissions.approval_timeout_secs,
+            ),
+            broker: self.deps.approvals.clone(),
+        })
+    }
+}
+
+/// An approval pending when the daemon stopped: nothing ran; it is recorded as expired.
+async fn expire_approval(
+    log: &EventLog,
+    run_id: String,
+    approval_id: String,
+    tool_call_id: String,
+) -> anyhow::Result<()> {
+    log.append(Event::ApprovalResolved {
+        run_id,
+        approval_id,
+        tool_call_id,
+        decision: protocol::approval::ApprovalDecision::Deny,
+        decided_by: "restart".to_owned(),
+        reason: Some("expired: the daemon stopped while this approval was pending".to_owned()),
+        session_rule: None,
+    })
+    .await?;
+    Ok(())
 }
 
 /// A run that was active when the daemon stopped: pair its orphaned tool calls with an

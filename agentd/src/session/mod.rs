@@ -48,8 +48,12 @@ pub struct SessionState {
     /// Delivered when the run would otherwise end.
     pub follow_ups: VecDeque<String>,
     pub usage: Usage,
-    /// The active run's id.
+    /// The active run's id, while it still takes steers and follow-ups.
     pub run_id: Option<String>,
+    /// "Allow for session" answers of this daemon's lifetime.
+    pub session_allows: Vec<crate::permission::RuleKey>,
+    /// "Allow for session" rules remembered from the log (answers before a restart).
+    pub remembered_allow_rules: Vec<String>,
     pub updated_at: Option<SystemTime>,
 }
 
@@ -171,6 +175,36 @@ impl SessionManager {
                 cwd.display()
             )));
         }
+        let session_rules = params.permission_rules.unwrap_or_default();
+        let (_, rule_errors) = crate::permission::RuleSet::parse(
+            &crate::permission::RuleSource::session(),
+            &session_rules.allow,
+            &session_rules.ask,
+            &session_rules.deny,
+        );
+        if !rule_errors.is_empty() {
+            let errors: Vec<String> = rule_errors.iter().map(ToString::to_string).collect();
+            return Err(SessionError::InvalidParams(format!(
+                "bad permission rules: {}",
+                errors.join("; ")
+            )));
+        }
+        let permission_mode = match params.permission_mode {
+            Some(mode) => mode,
+            None => {
+                let settings_cwd = cwd.clone();
+                let project = tokio::task::spawn_blocking(move || {
+                    crate::permission::load_project_settings(&settings_cwd)
+                })
+                .await
+                .map_err(|err| SessionError::Internal(err.to_string()))?;
+                project
+                    .ok()
+                    .and_then(|settings| settings.default_mode)
+                    .unwrap_or(config.permissions.default_mode)
+                    .into()
+            }
+        };
         let now = SystemTime::now();
         let created_at = humantime::format_rfc3339_seconds(now).to_string();
         let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
@@ -188,7 +222,8 @@ impl SessionManager {
             provider: provider.name.clone(),
             model: provider.model.clone(),
             title: params.title.filter(|t| !t.trim().is_empty()),
-            permission_mode: params.permission_mode.unwrap_or_default(),
+            permission_mode,
+            permission_rules: session_rules,
             system_prompt,
             agent: None,
             parent_session_id: None,

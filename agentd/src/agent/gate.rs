@@ -1,0 +1,274 @@
+//! The permission gate of a run: before a tool batch executes, every call is decided by the
+//! session's policy (hard limits, rules, mode); calls that need a person wait for an approval
+//! that any attached client can answer, bounded by the approval timeout. A session nobody
+//! watches decides by mode and never waits.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+
+use super::Run;
+use crate::approval::{ApprovalBroker, Resolution};
+use crate::conversation::ToolCall;
+use crate::permission::{
+    Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule, session_key,
+};
+use crate::tools::ToolOutput;
+use protocol::approval::{ApprovalDecision, PendingApproval};
+use protocol::event::Event;
+
+/// What a run needs to decide tool calls; fixed for the run, except "allow for session" keys,
+/// which live in the session's shared state.
+#[derive(Clone)]
+pub struct RunPermissions {
+    pub mode: PermissionMode,
+    /// User, project and session rules, merged (session allows remembered before a restart
+    /// included).
+    pub rules: RuleSet,
+    pub home: Option<std::path::PathBuf>,
+    pub approval_timeout: Duration,
+    pub broker: Arc<ApprovalBroker>,
+}
+
+/// The gate's verdict on one call.
+pub enum Verdict {
+    /// Execute it.
+    Run,
+    /// Do not execute it; this is its result.
+    Done(ToolOutput),
+}
+
+/// One call after lookup, ready for the policy.
+struct Checked {
+    input: serde_json::Value,
+    read_only: bool,
+}
+
+impl Run {
+    /// Decide every call of a batch, in the model's order, asking where needed.
+    pub(super) async fn authorize(&self, calls: &[ToolCall]) -> Result<Vec<Verdict>> {
+        let checked: Vec<Option<Checked>> = calls.iter().map(|call| self.check(call)).collect();
+        let policy = self.policy();
+        let workspace = self.tool_context.workspace.clone();
+        let names: Vec<String> = calls.iter().map(|call| call.name.clone()).collect();
+        // Evaluating resolves paths (symlinks): keep it off the async workers.
+        let (checked, decisions) = tokio::task::spawn_blocking(move || {
+            let decisions: Vec<Option<Decision>> = checked
+                .iter()
+                .zip(&names)
+                .map(|(checked, name)| {
+                    checked.as_ref().map(|checked| {
+                        policy.evaluate(&ToolRequest {
+                            tool: name,
+                            input: &checked.input,
+                            read_only: checked.read_only,
+                            workspace: &workspace,
+                        })
+                    })
+                })
+                .collect();
+            (checked, decisions)
+        })
+        .await?;
+
+        let mut verdicts = Vec::with_capacity(calls.len());
+        for ((call, checked), decision) in calls.iter().zip(checked).zip(decisions) {
+            if self.cancel.is_cancelled() {
+                verdicts.push(Verdict::Done(ToolOutput::error(crate::tools::CANCELLED)));
+                continue;
+            }
+            let (Some(checked), Some(decision)) = (checked, decision) else {
+                // Unknown tool or bad arguments: the executor reports it to the model.
+                verdicts.push(Verdict::Run);
+                continue;
+            };
+            let verdict = match decision {
+                Decision::Allow { .. } => Verdict::Run,
+                Decision::Deny { reason } => {
+                    Verdict::Done(ToolOutput::error(format!("permission denied: {reason}")))
+                }
+                Decision::Ask { reason } => self.ask(call, &checked, reason).await?,
+            };
+            verdicts.push(verdict);
+        }
+        Ok(verdicts)
+    }
+
+    /// The policy for this batch: the run's rules and mode plus the session's remembered
+    /// approvals.
+    fn policy(&self) -> Policy {
+        let permissions = &self.permissions;
+        let mut policy = Policy::new(permissions.mode, permissions.rules.clone())
+            .with_home(permissions.home.clone());
+        for key in self.shared.lock().session_allows.iter().cloned() {
+            policy.allow_for_session(key);
+        }
+        policy
+    }
+
+    fn check(&self, call: &ToolCall) -> Option<Checked> {
+        let tool = self.tools.get(&call.name)?;
+        let input: serde_json::Value = if call.arguments.trim().is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::from_str(&call.arguments).ok()?
+        };
+        tool.validate(&input).ok()?;
+        Some(Checked {
+            read_only: tool.read_only(),
+            input,
+        })
+    }
+
+    /// Ask a person about one call and turn the answer into a verdict.
+    async fn ask(&self, call: &ToolCall, checked: &Checked, reason: String) -> Result<Verdict> {
+        let request = ToolRequest {
+            tool: &call.name,
+            input: &checked.input,
+            read_only: checked.read_only,
+            workspace: &self.tool_context.workspace,
+        };
+        let key = session_key(&request);
+        let always_rule = always_allow_rule(&request);
+        let summary = self
+            .tools
+            .get(&call.name)
+            .map(|tool| tool.summary(&checked.input))
+            .unwrap_or_default();
+        let now = SystemTime::now();
+        let mut options = vec![ApprovalDecision::AllowOnce, ApprovalDecision::AllowSession];
+        if always_rule.is_some() {
+            options.push(ApprovalDecision::AllowAlways);
+        }
+        options.extend([ApprovalDecision::Deny, ApprovalDecision::DenyAndCancel]);
+        let approval = PendingApproval {
+            approval_id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
+            session_id: self.session_id.to_string(),
+            run_id: self.run_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary,
+            input: checked.input.clone(),
+            reason,
+            options,
+            requested_at: humantime::format_rfc3339_seconds(now).to_string(),
+            expires_at: humantime::format_rfc3339_seconds(now + self.permissions.approval_timeout)
+                .to_string(),
+        };
+        let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
+        let session_rule = (resolution.decision == ApprovalDecision::AllowSession
+            || resolution.decision == ApprovalDecision::AllowAlways)
+            .then(|| key.to_string());
+        self.log
+            .append(Event::ApprovalResolved {
+                run_id: self.run_id.clone(),
+                approval_id: approval.approval_id.clone(),
+                tool_call_id: call.id.clone(),
+                decision: resolution.decision,
+                decided_by: resolution.decided_by.clone(),
+                reason: resolution.reason.clone(),
+                session_rule,
+            })
+            .await?;
+        Ok(self.apply(resolution, key))
+    }
+
+    /// Announce the approval and wait for the first answer, the timeout, or a cancel.
+    async fn wait_for_answer(
+        &self,
+        approval: PendingApproval,
+        always_rule: Option<String>,
+    ) -> Result<Resolution> {
+        let approval_id = approval.approval_id.clone();
+        let broker = &self.permissions.broker;
+        if !self.log.has_listeners() {
+            // Nobody could answer: decide by mode (it asked, so: deny), never hang.
+            self.log
+                .append(Event::ApprovalRequested {
+                    run_id: self.run_id.clone(),
+                    approval,
+                })
+                .await?;
+            return Ok(Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "mode".to_owned(),
+                reason: Some(format!(
+                    "no client is attached to approve it and the session's mode ({}) requires approval",
+                    self.permissions.mode
+                )),
+            });
+        }
+        // Registered before it is announced, so the quickest answer finds it.
+        let decided = broker.register(approval.clone(), always_rule);
+        self.log
+            .append(Event::ApprovalRequested {
+                run_id: self.run_id.clone(),
+                approval,
+            })
+            .await?;
+        let mut decided = std::pin::pin!(decided);
+        let fallback = tokio::select! {
+            answer = &mut decided => return Ok(answer.unwrap_or_else(|_| broker_gone())),
+            _ = tokio::time::sleep(self.permissions.approval_timeout) => Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "timeout".to_owned(),
+                reason: Some(format!(
+                    "no answer within {} s",
+                    self.permissions.approval_timeout.as_secs()
+                )),
+            },
+            _ = self.cancel.cancelled() => Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "cancel".to_owned(),
+                reason: Some("the run was cancelled".to_owned()),
+            },
+        };
+        match broker.decide(&approval_id, fallback.clone()) {
+            Ok(()) => Ok(fallback),
+            // Someone answered at the same moment: their answer wins.
+            Err(_) => Ok(decided.await.unwrap_or_else(|_| broker_gone())),
+        }
+    }
+
+    fn apply(&self, resolution: Resolution, key: RuleKey) -> Verdict {
+        let because = resolution
+            .reason
+            .as_deref()
+            .map(|reason| format!(": {reason}"))
+            .unwrap_or_default();
+        match resolution.decision {
+            ApprovalDecision::AllowOnce => Verdict::Run,
+            ApprovalDecision::AllowSession | ApprovalDecision::AllowAlways => {
+                let mut state = self.shared.lock();
+                if !state.session_allows.contains(&key) {
+                    state.session_allows.push(key);
+                }
+                Verdict::Run
+            }
+            ApprovalDecision::Deny => {
+                if resolution.decided_by == "cancel" {
+                    return Verdict::Done(ToolOutput::error(crate::tools::CANCELLED));
+                }
+                Verdict::Done(ToolOutput::error(format!(
+                    "denied ({}){because}; do not retry the same call, ask the user or take another approach",
+                    resolution.decided_by
+                )))
+            }
+            ApprovalDecision::DenyAndCancel => {
+                self.request_cancel();
+                Verdict::Done(ToolOutput::error(format!(
+                    "denied by the user, who cancelled the run{because}"
+                )))
+            }
+        }
+    }
+}
+
+fn broker_gone() -> Resolution {
+    Resolution {
+        decision: ApprovalDecision::Deny,
+        decided_by: "daemon".to_owned(),
+        reason: Some("the approval was dropped".to_owned()),
+    }
+}
