@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolOutput, parse_input, schema_of, str_field};
+use super::{ToolContext, ToolOutput, TypedTool, str_field};
 
 /// Fetches a web page or text resource.
 #[derive(Clone, Copy, Debug, Default)]
@@ -13,50 +13,31 @@ pub struct FetchUrl;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FetchUrlParams {
+pub(crate) struct FetchUrlParams {
     /// The http or https URL to fetch.
     url: String,
 }
 
-impl Tool for FetchUrl {
-    fn name(&self) -> &'static str {
-        "fetch_url"
-    }
-
-    fn description(&self) -> &'static str {
-        "Fetch an http(s) URL with GET and return its text: HTML pages reduced to their text \
+impl TypedTool for FetchUrl {
+    type Params = FetchUrlParams;
+    const NAME: &'static str = "fetch_url";
+    const DESCRIPTION: &'static str = "Fetch an http(s) URL with GET and return its text: HTML pages reduced to their text \
          (tags, scripts and styles removed), JSON, XML and plain text as they are. Other content \
          types (images, PDFs, archives) are refused. At most 1 MiB is read, and the request \
          times out after 30 seconds. Use it for documentation and API responses; it cannot log \
-         in or run JavaScript."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<FetchUrlParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<FetchUrlParams>(self.name(), input).map(drop)
-    }
+         in or run JavaScript.";
+    const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         str_field(input, "url").to_owned()
     }
 
-    fn call<'a>(
+    fn run<'a>(
         &'a self,
-        input: serde_json::Value,
+        params: FetchUrlParams,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let params: FetchUrlParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
             tokio::select! {
                 output = fetch(params, ctx) => output.unwrap_or_else(ToolOutput::error),
                 () = ctx.cancel.cancelled() => ToolOutput::error("cancelled"),

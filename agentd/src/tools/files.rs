@@ -8,8 +8,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::{
-    Tool, ToolContext, ToolOutput, display_path, parse_input, resolve_in_workspace_async,
-    schema_of, str_field,
+    ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them).
@@ -21,7 +20,7 @@ pub struct ReadFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ReadFileParams {
+pub(crate) struct ReadFileParams {
     /// Path of the file, relative to the workspace root (or absolute inside it).
     path: String,
     /// 1-based number of the first line to return (default 1).
@@ -30,45 +29,26 @@ struct ReadFileParams {
     limit: Option<u64>,
 }
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-
-    fn description(&self) -> &'static str {
-        "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
+impl TypedTool for ReadFile {
+    type Params = ReadFileParams;
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
          (line number, tab, text). By default the first 2000 lines are returned; for longer \
          files the result says so, and you read on with `offset` (1-based first line) and \
          `limit` (number of lines). Very long lines are cut. Binary files are refused. Read a \
-         file before editing it, and prefer this over `cat` in run_shell."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<ReadFileParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<ReadFileParams>(self.name(), input).map(drop)
-    }
+         file before editing it, and prefer this over `cat` in run_shell.";
+    const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         str_field(input, "path").to_owned()
     }
 
-    fn call<'a>(
+    fn run<'a>(
         &'a self,
-        input: serde_json::Value,
+        params: ReadFileParams,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let params: ReadFileParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
             read_file(params, ctx)
                 .await
                 .unwrap_or_else(ToolOutput::error)
@@ -167,50 +147,31 @@ pub struct WriteFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct WriteFileParams {
+pub(crate) struct WriteFileParams {
     /// Path of the file, relative to the workspace root (or absolute inside it).
     path: String,
     /// The complete new content of the file.
     content: String,
 }
 
-impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        "write_file"
-    }
-
-    fn description(&self) -> &'static str {
-        "Create a file or replace its whole content. Missing parent directories are created; \
+impl TypedTool for WriteFile {
+    type Params = WriteFileParams;
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create a file or replace its whole content. Missing parent directories are created; \
          the write is atomic. Returns the number of bytes written. To change part of an \
-         existing file use edit_file instead, which does not need the whole content."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<WriteFileParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<WriteFileParams>(self.name(), input).map(drop)
-    }
+         existing file use edit_file instead, which does not need the whole content.";
+    const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         str_field(input, "path").to_owned()
     }
 
-    fn call<'a>(
+    fn run<'a>(
         &'a self,
-        input: serde_json::Value,
+        params: WriteFileParams,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let params: WriteFileParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
             write_file(params, ctx)
                 .await
                 .unwrap_or_else(ToolOutput::error)
@@ -277,7 +238,7 @@ pub struct EditFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct EditFileParams {
+pub(crate) struct EditFileParams {
     /// Path of the file, relative to the workspace root (or absolute inside it).
     path: String,
     /// The exact text to replace, including whitespace and indentation.
@@ -288,45 +249,26 @@ struct EditFileParams {
     replace_all: Option<bool>,
 }
 
-impl Tool for EditFile {
-    fn name(&self) -> &'static str {
-        "edit_file"
-    }
-
-    fn description(&self) -> &'static str {
-        "Replace exact text in an existing file. `oldText` must match the file exactly \
+impl TypedTool for EditFile {
+    type Params = EditFileParams;
+    const NAME: &'static str = "edit_file";
+    const DESCRIPTION: &'static str = "Replace exact text in an existing file. `oldText` must match the file exactly \
          (whitespace and indentation included; no line numbers) and must occur exactly once, \
          unless `replaceAll` is true. If it matches several times, include more surrounding \
          lines to make it unique. Returns the edited region with line numbers. Read the file \
-         first; use write_file to create files."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<EditFileParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<EditFileParams>(self.name(), input).map(drop)
-    }
+         first; use write_file to create files.";
+    const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         str_field(input, "path").to_owned()
     }
 
-    fn call<'a>(
+    fn run<'a>(
         &'a self,
-        input: serde_json::Value,
+        params: EditFileParams,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let params: EditFileParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
             edit_file(params, ctx)
                 .await
                 .unwrap_or_else(ToolOutput::error)
@@ -424,33 +366,18 @@ pub struct ListDir;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ListDirParams {
+pub(crate) struct ListDirParams {
     /// Directory to list, relative to the workspace root (default: the root).
     path: Option<String>,
 }
 
-impl Tool for ListDir {
-    fn name(&self) -> &'static str {
-        "list_dir"
-    }
-
-    fn description(&self) -> &'static str {
-        "List the entries of one directory (not recursive), sorted by name, directories marked \
+impl TypedTool for ListDir {
+    type Params = ListDirParams;
+    const NAME: &'static str = "list_dir";
+    const DESCRIPTION: &'static str = "List the entries of one directory (not recursive), sorted by name, directories marked \
          with a trailing `/`. Hidden and ignored files are included. Long listings are capped at \
-         1000 entries. Use glob to find files recursively by name."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<ListDirParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<ListDirParams>(self.name(), input).map(drop)
-    }
+         1000 entries. Use glob to find files recursively by name.";
+    const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         match str_field(input, "path") {
@@ -459,16 +386,8 @@ impl Tool for ListDir {
         }
     }
 
-    fn call<'a>(
-        &'a self,
-        input: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, params: ListDirParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let params: ListDirParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
             list_dir(params, ctx)
                 .await
                 .unwrap_or_else(ToolOutput::error)

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::tools::Tool;
 use crate::tools::test_support::{call, workspace};
 
 #[tokio::test]

@@ -11,8 +11,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Tool, ToolContext, ToolOutput, display_path, parse_input, resolve_in_workspace_async,
-    schema_of, str_field,
+    ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
@@ -24,54 +23,29 @@ pub struct Glob;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct GlobParams {
+pub(crate) struct GlobParams {
     /// Glob pattern, e.g. `**/*.rs`, `src/**/mod.rs` or `*.toml`.
     pattern: String,
     /// Directory to search in, relative to the workspace root (default: the root).
     path: Option<String>,
 }
 
-impl Tool for Glob {
-    fn name(&self) -> &'static str {
-        "glob"
-    }
-
-    fn description(&self) -> &'static str {
-        "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
+impl TypedTool for Glob {
+    type Params = GlobParams;
+    const NAME: &'static str = "glob";
+    const DESCRIPTION: &'static str = "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
          depth). A pattern without `/` matches file names at any depth (`*.rs`); a pattern \
          with `/` matches the path relative to the searched directory (`src/**/*.rs`). Files \
          ignored by .gitignore and hidden files are skipped. Returns matching file paths \
-         relative to the workspace, sorted, at most 1000."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<GlobParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<GlobParams>(self.name(), input).map(drop)
-    }
+         relative to the workspace, sorted, at most 1000.";
+    const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         with_path(str_field(input, "pattern"), str_field(input, "path"))
     }
 
-    fn call<'a>(
-        &'a self,
-        input: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let params: GlobParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
-            glob(params, ctx).await.unwrap_or_else(ToolOutput::error)
-        })
+    fn run<'a>(&'a self, params: GlobParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { glob(params, ctx).await.unwrap_or_else(ToolOutput::error) })
     }
 }
 
@@ -116,7 +90,7 @@ pub struct Grep;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct GrepParams {
+pub(crate) struct GrepParams {
     /// Regular expression (Rust regex syntax), e.g. `fn\s+main` or `(?i)todo`.
     pattern: String,
     /// File or directory to search, relative to the workspace root (default: the root).
@@ -125,47 +99,22 @@ struct GrepParams {
     glob: Option<String>,
 }
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
-
-    fn description(&self) -> &'static str {
-        "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
+impl TypedTool for Grep {
+    type Params = GrepParams;
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
          case-insensitive). Skips files ignored by .gitignore, hidden files and binary files. \
          Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
          by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
-         (e.g. `*.rs`)."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<GrepParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<GrepParams>(self.name(), input).map(drop)
-    }
+         (e.g. `*.rs`).";
+    const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         with_path(str_field(input, "pattern"), str_field(input, "path"))
     }
 
-    fn call<'a>(
-        &'a self,
-        input: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let params: GrepParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
-            grep(params, ctx).await.unwrap_or_else(ToolOutput::error)
-        })
+    fn run<'a>(&'a self, params: GrepParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { grep(params, ctx).await.unwrap_or_else(ToolOutput::error) })
     }
 }
 

@@ -10,8 +10,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{
-    HeadTailBuffer, ProgressSink, Tool, ToolContext, ToolOutput, one_line, parse_input, schema_of,
-    str_field,
+    HeadTailBuffer, ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field,
 };
 use crate::process::{ChildProcess, ProcessSpec};
 
@@ -21,7 +20,7 @@ pub struct RunShell;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RunShellParams {
+pub(crate) struct RunShellParams {
     /// The command line, run with `sh -c` in the workspace root.
     command: String,
     /// Timeout in milliseconds (default 120000, at most 600000).
@@ -30,50 +29,29 @@ struct RunShellParams {
     run_in_background: Option<bool>,
 }
 
-impl Tool for RunShell {
-    fn name(&self) -> &'static str {
-        "run_shell"
-    }
-
-    fn description(&self) -> &'static str {
-        "Run a shell command with `sh -c` in the workspace root (builds, tests, git, package \
+impl TypedTool for RunShell {
+    type Params = RunShellParams;
+    const NAME: &'static str = "run_shell";
+    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace root (builds, tests, git, package \
          managers). stdin is empty, so interactive commands fail; pass flags like `--yes`. The \
          environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Returns \
          stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
          command and everything it started are killed after `timeoutMs` (default 2 minutes, \
          at most 10 minutes) and when the command exits, so do not leave servers running in the \
          background. Prefer read_file, grep, glob and edit_file for reading, searching and \
-         editing files."
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<RunShellParams>()
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<RunShellParams>(self.name(), input).map(drop)
-    }
+         editing files.";
+    const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {
         one_line(str_field(input, "command"), 120)
     }
 
-    fn call<'a>(
+    fn run<'a>(
         &'a self,
-        input: serde_json::Value,
+        params: RunShellParams,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let params: RunShellParams = match parse_input(self.name(), &input) {
-                Ok(params) => params,
-                Err(message) => return ToolOutput::error(message),
-            };
-            run_shell(params, ctx).await
-        })
+        Box::pin(async move { run_shell(params, ctx).await })
     }
 }
 
