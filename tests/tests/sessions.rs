@@ -505,3 +505,35 @@ async fn a_graceful_stop_mid_run_ends_it_interrupted_once(format: Format) {
         matches!(finished[0], Event::RunFinished { run_id: r, status: RunStatus::Interrupted, .. } if *r == run_id)
     );
 }
+
+both_formats!(a_client_disconnecting_never_cancels_its_run);
+async fn a_client_disconnecting_never_cancels_its_run(format: Format) {
+    let s = Scenario::start(format).await;
+    let gate = s.workspace().join("gate.fifo");
+    mkfifo(&gate);
+    s.mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "read line < gate.fifo; echo got $line"}),
+    ));
+    s.mock.push(Reply::text("finished without my client"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "work while I am away").await;
+    client
+        .persisted_events_until(|event| matches!(event, Event::ToolStarted { .. }))
+        .await;
+    drop(client);
+
+    // The run goes on without any client; a new one replays how it ended.
+    write_fifo(&gate, "go\n").await;
+    let mut observer = s.client().await;
+    observer.subscribe(&session, Some(0)).await;
+    let events = observer.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    assert!(
+        events.iter().any(
+            |e| matches!(&e.event, Event::ToolCompleted { output, .. } if output.contains("got go"))
+        ),
+        "{events:#?}"
+    );
+}
