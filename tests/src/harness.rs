@@ -16,21 +16,23 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 /// How long any single wait in a test may take before it fails with a clear message.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-/// Path of a workspace binary built next to the test executable (`cargo build --workspace`).
+/// Path of a workspace binary built next to the running executable: a test binary lives in
+/// `target/<profile>/deps/`, a tool like `bench` in `target/<profile>/`.
 pub fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/all-<hash> → target/<profile>/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test executable lives in target/<profile>/deps");
-    let path = profile_dir.join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the binaries first (`cargo build --workspace`)",
-        path.display()
-    );
-    path
+    let exe = std::env::current_exe().expect("executable path");
+    let here = exe.parent().expect("executable directory");
+    let candidates = [Some(here), here.parent()];
+    candidates
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} is missing next to {}: build the binaries first (`cargo build --workspace`)",
+                exe.display()
+            )
+        })
 }
 
 /// A test's private environment: temp home, XDG dirs and socket path.

@@ -1,0 +1,254 @@
+//! `bench`: figures for the daemon's own overhead, measured end to end against the real
+//! `agentd` binary and the scripted mock LLM (so the model costs ~nothing). Prints a table; it
+//! asserts nothing. Run it by hand on a quiet machine:
+//!
+//! ```sh
+//! cargo build --release --workspace && ./target/release/bench
+//! ```
+//!
+//! `BENCH_SCALE` (default 1) multiplies every count.
+
+use std::time::{Duration, Instant};
+
+use agentd_tests::harness::{Client, Daemon, TestEnv};
+use agentd_tests::mock_llm::{MockLlm, Reply};
+use serde_json::{Value, json};
+
+#[tokio::main]
+async fn main() {
+    let scale: usize = std::env::var("BENCH_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mock = MockLlm::start_echo().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "bench")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .var("AGENTD_LOG", "warn")
+        .config("[permissions]\ndefault_mode = \"bypass\"\n");
+    let mut daemon = Daemon::start_in(env).await;
+    let mut rows: Vec<(String, String)> = Vec::new();
+
+    // 1. Request round trip.
+    let mut client = daemon.client().await;
+    let calls = 2000 * scale;
+    let started = Instant::now();
+    for _ in 0..calls {
+        client
+            .request("daemon/status", json!({}))
+            .await
+            .expect("status");
+    }
+    rows.push((
+        format!("daemon/status round trip ({calls} sequential)"),
+        per(started.elapsed(), calls),
+    ));
+
+    // 2. A one-step run: prompt → runFinished, and prompt → first delta.
+    let session = create(&mut client, &daemon).await;
+    subscribe(&mut client, &session).await;
+    let runs = 200 * scale;
+    let mut first_delta = Duration::ZERO;
+    let started = Instant::now();
+    for i in 0..runs {
+        let sent = Instant::now();
+        prompt(&mut client, &session, &format!("hello {i}")).await;
+        let mut seen_delta = false;
+        loop {
+            let event = client.next_notification_result().await;
+            match event["event"]["type"].as_str() {
+                Some("messageDelta") if !seen_delta => {
+                    seen_delta = true;
+                    first_delta += sent.elapsed();
+                }
+                Some("runFinished") => break,
+                _ => {}
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    rows.push((
+        format!("one-step run, prompt → runFinished ({runs} runs)"),
+        per(elapsed, runs),
+    ));
+    rows.push((
+        "prompt → first messageDelta".to_owned(),
+        per(first_delta, runs),
+    ));
+
+    // 3. Per-step overhead: a run of many tool steps (list_dir) then an answer.
+    let steps = 100 * scale;
+    for i in 0..steps {
+        mock.push(Reply::tool_call(
+            format!("c{i}"),
+            "list_dir",
+            json!({"path": "."}),
+        ));
+    }
+    mock.push(Reply::text("done"));
+    let session = create(&mut client, &daemon).await;
+    subscribe(&mut client, &session).await;
+    let started = Instant::now();
+    prompt(&mut client, &session, "walk").await;
+    wait_finished(&mut client).await;
+    rows.push((
+        format!("tool step (model call + list_dir + events), {steps}-step run"),
+        per(started.elapsed(), steps + 1),
+    ));
+
+    // 4. Concurrent sessions: many one-step runs at once, each on its own connection.
+    let sessions = 100 * scale;
+    let mut clients = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let mut c = daemon.client().await;
+        let id = create(&mut c, &daemon).await;
+        subscribe(&mut c, &id).await;
+        clients.push((c, id));
+    }
+    let rss_before = rss_kib(daemon.pid());
+    let started = Instant::now();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|(mut c, id)| {
+            tokio::spawn(async move {
+                prompt(&mut c, &id, "in parallel").await;
+                wait_finished(&mut c).await;
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("session task");
+    }
+    let elapsed = started.elapsed();
+    rows.push((
+        format!("{sessions} concurrent one-step runs, wall time"),
+        format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0),
+    ));
+    rows.push((
+        "  throughput".to_owned(),
+        format!("{:.0} runs/s", sessions as f64 / elapsed.as_secs_f64()),
+    ));
+
+    // 5. Memory per session (resident set of the daemon).
+    let more = 500 * scale;
+    for _ in 0..more {
+        create(&mut client, &daemon).await;
+    }
+    let rss_after = rss_kib(daemon.pid());
+    if let (Some(before), Some(after)) = (rss_before, rss_after) {
+        rows.push((
+            format!("daemon RSS after {more} more sessions"),
+            format!(
+                "{} KiB → {} KiB ({:.1} KiB/session)",
+                before,
+                after,
+                (after.saturating_sub(before)) as f64 / more as f64
+            ),
+        ));
+    }
+
+    // 6. Resume: restart, then load one big session (history replayed from its log).
+    let big = create(&mut client, &daemon).await;
+    subscribe(&mut client, &big).await;
+    let turns = 300 * scale;
+    for i in 0..turns {
+        prompt(&mut client, &big, &format!("turn {i}: {}", "x".repeat(400))).await;
+        wait_finished(&mut client).await;
+    }
+    drop(client);
+    let file = daemon
+        .env
+        .path("state")
+        .join("agentd/sessions")
+        .join(format!("{big}.jsonl"));
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    daemon.signal(libc::SIGTERM);
+    daemon.wait_exit().await;
+    let started = Instant::now();
+    daemon.restart().await;
+    let restart = started.elapsed();
+    let mut client = daemon.client().await;
+    let started = Instant::now();
+    let got = client
+        .request(
+            "session/get",
+            json!({"sessionId": big, "includeHistory": true}),
+        )
+        .await
+        .expect("get");
+    let load = started.elapsed();
+    let messages = got["history"].as_array().map_or(0, Vec::len);
+    rows.push((
+        "daemon restart (start → answering)".to_owned(),
+        format!("{:.1} ms", restart.as_secs_f64() * 1000.0),
+    ));
+    rows.push((
+        format!(
+            "load a session of {messages} messages ({:.1} MiB log) after restart",
+            bytes as f64 / (1024.0 * 1024.0)
+        ),
+        format!("{:.1} ms", load.as_secs_f64() * 1000.0),
+    ));
+
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    println!("agentd bench (scale {scale}; mock LLM, release build recommended)");
+    for (what, figure) in rows {
+        println!("  {what:width$}  {figure}");
+    }
+}
+
+fn per(total: Duration, count: usize) -> String {
+    let micros = total.as_secs_f64() * 1e6 / count as f64;
+    if micros >= 1000.0 {
+        format!("{:.2} ms", micros / 1000.0)
+    } else {
+        format!("{micros:.0} µs")
+    }
+}
+
+async fn create(client: &mut Client, daemon: &Daemon) -> String {
+    let result = client
+        .request(
+            "session/create",
+            json!({"cwd": daemon.env.workspace().display().to_string()}),
+        )
+        .await
+        .expect("session/create");
+    result["sessionId"].as_str().expect("sessionId").to_owned()
+}
+
+async fn subscribe(client: &mut Client, session: &str) -> Value {
+    client
+        .request("session/subscribe", json!({"sessionId": session}))
+        .await
+        .expect("subscribe")
+}
+
+async fn prompt(client: &mut Client, session: &str, text: &str) {
+    client
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "text": text}),
+        )
+        .await
+        .expect("prompt");
+}
+
+async fn wait_finished(client: &mut Client) {
+    loop {
+        let event = client.next_notification_result().await;
+        if event["event"]["type"] == "runFinished" {
+            return;
+        }
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+}
