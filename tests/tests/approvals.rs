@@ -153,6 +153,13 @@ fn result_of(events: &[Envelope], id: &str) -> (String, bool) {
         .unwrap_or_else(|| panic!("no toolCompleted for {id} in {events:#?}"))
 }
 
+/// Whether call `id` started executing (calls the gate decides against never start).
+fn started(events: &[Envelope], id: &str) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(&e.event, Event::ToolStarted { tool_call_id, .. } if tool_call_id == id))
+}
+
 /// The whole log of `session_id`, replayed to a new subscription.
 async fn replay_log(client: &mut Client, session_id: &str) -> Vec<Envelope> {
     let got = client
@@ -648,6 +655,7 @@ async fn bypass_runs_shell_but_the_hard_limits_hold() {
             is_error && output.contains("permission denied"),
             "{id}: {output}"
         );
+        assert!(!started(&events, id), "{id} started");
     }
     assert!(!s.daemon.env.path("outside.txt").exists());
     assert!(!outside.join("x.txt").exists());
@@ -684,6 +692,7 @@ async fn a_config_deny_wins_over_a_session_allow() {
     assert_eq!(requested(&events), [], "a deny rule does not ask");
     let (output, is_error) = result_of(&events, "c1");
     assert!(is_error && output.contains("Bash(rm:*)"), "{output}");
+    assert!(!started(&events, "c1"));
     assert!(s.workspace().join("victim.txt").exists());
 }
 
@@ -712,10 +721,9 @@ async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
     assert_eq!(run_status(&events), RunStatus::Completed);
     assert_eq!(requested(&events).len(), 1);
     let (output, _) = result_of(&events, "c1");
-    assert!(
-        !output.contains("denied"),
-        "git status ran without asking: {output}"
-    );
+    assert!(started(&events, "c1"), "git status ran: {output}");
+    assert!(!output.contains("denied"), "{output}");
+    assert!(!started(&events, "c2"));
     assert!(!s.workspace().join("x").exists());
 }
 
