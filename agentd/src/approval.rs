@@ -50,6 +50,9 @@ struct BrokerState {
     pending: HashMap<String, Waiting>,
     decided: VecDeque<(String, Resolution)>,
     next_order: u64,
+    /// Rules `allowAlways` appended to the user config since the daemon started. The config is
+    /// read once at startup, so without these a new session would ask again until a restart.
+    always_rules: Vec<String>,
 }
 
 /// Every pending approval of the daemon.
@@ -116,6 +119,19 @@ impl ApprovalBroker {
     /// Whether `id` is still pending.
     pub fn is_pending(&self, id: &str) -> bool {
         self.lock().pending.contains_key(id)
+    }
+
+    /// Remember a rule `allowAlways` added to the user config, for the runs started from now on.
+    pub fn remember_always_rule(&self, rule: String) {
+        let mut state = self.lock();
+        if !state.always_rules.contains(&rule) {
+            state.always_rules.push(rule);
+        }
+    }
+
+    /// Rules added by `allowAlways` since startup, oldest first (see [`Self::remember_always_rule`]).
+    pub fn always_rules(&self) -> Vec<String> {
+        self.lock().always_rules.clone()
     }
 
     /// Pending approvals, oldest first, optionally of one session.

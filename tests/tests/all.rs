@@ -18,6 +18,7 @@ macro_rules! both_formats {
     };
 }
 
+mod approvals;
 mod cli;
 mod daemon;
 mod llm;

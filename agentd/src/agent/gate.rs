@@ -218,16 +218,37 @@ impl Run {
                     self.permissions.approval_timeout.as_secs()
                 )),
             },
-            _ = self.cancel.cancelled() => Resolution {
-                decision: ApprovalDecision::Deny,
-                decided_by: "cancel".to_owned(),
-                reason: Some("the run was cancelled".to_owned()),
-            },
+            _ = self.cancel.cancelled() => self.stopped_resolution(),
         };
         match broker.decide(&approval_id, fallback.clone()) {
             Ok(()) => Ok(fallback),
             // Someone answered at the same moment: their answer wins.
             Err(_) => Ok(decided.await.unwrap_or_else(|_| broker_gone())),
+        }
+    }
+
+    /// How a cancel decides a pending approval: a daemon shutdown is recorded as `restart`
+    /// (the daemon stopped while it was pending), as after a crash; otherwise `cancel`.
+    fn stopped_resolution(&self) -> Resolution {
+        let shutdown = self
+            .stop_reason
+            .lock()
+            .map(|reason| matches!(*reason, Some(super::StopReason::Shutdown)))
+            .unwrap_or(false);
+        if shutdown {
+            Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "restart".to_owned(),
+                reason: Some(
+                    "expired: the daemon stopped while this approval was pending".to_owned(),
+                ),
+            }
+        } else {
+            Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "cancel".to_owned(),
+                reason: Some("the run was cancelled".to_owned()),
+            }
         }
     }
 
@@ -247,12 +268,17 @@ impl Run {
                 Verdict::Run
             }
             ApprovalDecision::Deny => {
-                if resolution.decided_by == "cancel" {
+                if matches!(resolution.decided_by.as_str(), "cancel" | "restart") {
                     return Verdict::Done(ToolOutput::error(crate::tools::CANCELLED));
                 }
+                // The model must know a person said no (and why), not only which client did.
+                let by = if resolution.decided_by.starts_with("client:") {
+                    format!("by the user ({})", resolution.decided_by)
+                } else {
+                    format!("({})", resolution.decided_by)
+                };
                 Verdict::Done(ToolOutput::error(format!(
-                    "denied ({}){because}; do not retry the same call, ask the user or take another approach",
-                    resolution.decided_by
+                    "denied {by}{because}; do not retry the same call, ask the user or take another approach"
                 )))
             }
             ApprovalDecision::DenyAndCancel => {

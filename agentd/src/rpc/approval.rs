@@ -67,6 +67,9 @@ pub async fn respond(
                         ),
                     )
                 })?;
+            // New runs read the user rules from the config loaded at startup: hand them the
+            // rule too, so "always" holds before the next restart.
+            state.approvals.remember_always_rule(rule.clone());
             rule_added = Some(rule);
         }
     }

@@ -560,13 +560,21 @@ impl Actor {
                 session_rules.push(rule);
             }
         }
+        // The user layer: config.toml as loaded at startup, plus the rules "always allow"
+        // appended to it since (the config is not reloaded).
+        let mut user_rules = config.permissions.rules.clone();
+        let user_source =
+            RuleSource::file(crate::permission::RuleLayer::User, &self.deps.paths.config);
+        for text in self.deps.approvals.always_rules() {
+            if let Ok(rule) =
+                crate::permission::Rule::parse(&text, user_source.clone(), RuleList::Allow)
+            {
+                user_rules.push(rule);
+            }
+        }
         Ok(crate::agent::gate::RunPermissions {
             mode: self.header.permission_mode.into(),
-            rules: RuleSet::merge([
-                config.permissions.rules.clone(),
-                project_rules,
-                session_rules,
-            ]),
+            rules: RuleSet::merge([user_rules, project_rules, session_rules]),
             home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
             approval_timeout: std::time::Duration::from_secs(
                 config.permissions.approval_timeout_secs,
