@@ -16,7 +16,7 @@ use crate::store;
 use protocol::event::{Event, SessionEventEnvelope};
 
 /// Live events buffered per session before a slow subscriber lags (and re-syncs from the file).
-pub const LIVE_EVENT_BUFFER: usize = 1024;
+pub const LIVE_EVENT_BUFFER: usize = 256;
 
 /// One event ready to send: encoded once, shared by every subscriber.
 #[derive(Debug)]
