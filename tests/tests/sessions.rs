@@ -537,3 +537,56 @@ async fn a_client_disconnecting_never_cancels_its_run(format: Format) {
         "{events:#?}"
     );
 }
+
+/// A subscriber that stops reading never slows the run; when it reads again it gets a
+/// `lagged` marker and then every persisted event, with no gap and no duplicate.
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_lags_then_resyncs_without_gaps() {
+    let s = Scenario::start(Format::OpenAi).await;
+    // Far more events than the connection queue (1024), the socket buffer and the session's
+    // live buffer (256) hold together: a few model turns with hundreds of parallel calls each,
+    // so the history (and each request) stays small.
+    std::fs::write(s.workspace().join("big.txt"), "tiny\n").unwrap();
+    for turn in 0..4 {
+        let calls: Vec<(String, String, String)> = (0..500)
+            .map(|i| {
+                (
+                    format!("c{turn}_{i}"),
+                    "read_file".to_owned(),
+                    json!({"path": "big.txt"}).to_string(),
+                )
+            })
+            .collect();
+        s.mock.push(Reply::tool_calls(calls));
+    }
+    s.mock.push(Reply::text("read it all"));
+
+    let (mut slow, session) = s.session().await;
+    let mut observer = s.client().await;
+    observer.subscribe(&session, Some(0)).await;
+    slow.prompt(&session, "read big.txt many times").await;
+    // `slow` reads nothing from here on, yet the run finishes.
+    let observed = observer.events_until_run_finished().await;
+    assert_eq!(run_status(&observed), RunStatus::Completed);
+    let last_seq = observed.last().unwrap().seq;
+
+    let mut seqs = Vec::new();
+    let mut lagged = false;
+    loop {
+        let envelope = slow.next_event().await;
+        match envelope.event {
+            Event::Lagged {} => lagged = true,
+            ref event if event.is_persisted() => {
+                seqs.push(envelope.seq);
+                if matches!(event, Event::RunFinished { .. }) {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(lagged, "the slow subscriber was never told it lagged");
+    let expected: Vec<u64> = (1..=last_seq).collect();
+    assert_eq!(seqs.len(), expected.len(), "gaps or duplicates");
+    assert_eq!(seqs, expected);
+}
