@@ -374,3 +374,55 @@ async fn a_bad_config_file_is_reported_with_file_and_line_and_never_replaced() {
     assert_eq!(err.code, codes::CONFIG_ERROR as i64);
     assert!(err.message.contains("config.toml:4"), "{}", err.message);
 }
+
+#[tokio::test]
+async fn a_socket_passed_by_systemd_activation_is_served_and_left_in_place() {
+    use std::os::fd::AsRawFd;
+    let env = TestEnv::new();
+    std::fs::set_permissions(
+        env.socket.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    // What systemd does for agentd.socket: listen, then start the service with the socket as
+    // fd 3 and LISTEN_PID/LISTEN_FDS naming it.
+    let listener = std::os::unix::net::UnixListener::bind(&env.socket).unwrap();
+    let fd = listener.as_raw_fd();
+    let mut command = tokio::process::Command::new("sh");
+    env.apply(&mut command);
+    command
+        .arg("-c")
+        .arg(format!(
+            "LISTEN_PID=$$ LISTEN_FDS=1 exec {}",
+            agentd_tests::harness::binary("agentd").display()
+        ))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if fd == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut daemon = command.spawn().unwrap();
+    // Connections queue on the socket even before the daemon runs: connect at once.
+    let mut client = Client::connect_raw(&env.socket).await.unwrap();
+    client.initialize().await;
+    let status: StatusResult = client.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    assert_eq!(status.pid, daemon.id().unwrap());
+    client.request("daemon/shutdown", json!({})).await.unwrap();
+    let exit = tokio::time::timeout(agentd_tests::harness::WAIT, daemon.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    // The socket belongs to systemd: still there for the next activation.
+    assert!(env.socket.exists());
+}

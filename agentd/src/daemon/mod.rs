@@ -40,10 +40,25 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     std::fs::create_dir_all(&paths.sessions_dir)
         .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
 
+    let activated = activated_listener()?;
     let _lock = InstanceLock::acquire(&paths.lock, &paths.socket)?;
-    remove_stale_socket(&paths.socket).await?;
-    let listener = bind(&paths.socket)?;
-    tracing::info!(socket = %paths.socket.display(), pid = std::process::id(), "agentd listening");
+    // A socket systemd handed over is systemd's: never replaced, never removed by us.
+    let owns_socket = activated.is_none();
+    let listener = match activated {
+        Some(listener) => {
+            tracing::info!(
+                pid = std::process::id(),
+                "agentd listening on the socket systemd passed"
+            );
+            listener
+        }
+        None => {
+            remove_stale_socket(&paths.socket).await?;
+            let listener = bind(&paths.socket)?;
+            tracing::info!(socket = %paths.socket.display(), pid = std::process::id(), "agentd listening");
+            listener
+        }
+    };
 
     let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
     let shutdown = CancellationToken::new();
@@ -58,6 +73,8 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     });
     let module = crate::rpc::build(state.clone())?;
     let signals = spawn_signal_listener(shutdown.clone())?;
+    // Under systemd (Type=notify) say we are ready; elsewhere this does nothing.
+    notify_systemd(&[sd_notify::NotifyState::Ready]);
 
     // Runs are interrupted as soon as the stop begins, while clients are still connected to
     // see their `runFinished`: connections are closed only once the runs have stopped (new
@@ -69,6 +86,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         let close_connections = close_connections.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
+            notify_systemd(&[sd_notify::NotifyState::Stopping]);
             sessions.shutdown(RUN_STOP_DEADLINE).await;
             close_connections.cancel();
         })
@@ -85,10 +103,12 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
 
     signals.close();
     // The listener unlinks the path it created when dropped; make sure, in case it did not.
-    match std::fs::remove_file(&paths.socket) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => tracing::warn!(%err, "cannot remove the socket file"),
+    if owns_socket {
+        match std::fs::remove_file(&paths.socket) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!(%err, "cannot remove the socket file"),
+        }
     }
     tracing::info!("agentd stopped");
     Ok(())
@@ -138,6 +158,30 @@ async fn remove_stale_socket(socket: &Path) -> Result<()> {
     tracing::info!(socket = %socket.display(), "removing stale socket");
     std::fs::remove_file(socket)
         .with_context(|| format!("cannot remove stale socket {}", socket.display()))
+}
+
+/// The listening socket systemd passed by socket activation (`systemd/agentd.socket`), if any.
+fn activated_listener() -> Result<Option<interprocess::local_socket::tokio::Listener>> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = sd_notify::listen_fds()
+        .context("systemd passed unusable LISTEN_FDS/LISTEN_PID variables")?;
+    let Some(fd) = fds.next() else {
+        return Ok(None);
+    };
+    // SAFETY: systemd passed this descriptor to this process (LISTEN_PID matched) and nothing
+    // else takes ownership of it.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let listener = interprocess::os::unix::uds_local_socket::tokio::Listener::try_from(owned)
+        .context("the socket systemd passed is not a listening Unix socket")?;
+    Ok(Some(interprocess::local_socket::tokio::Listener::from(
+        listener,
+    )))
+}
+
+fn notify_systemd(state: &[sd_notify::NotifyState<'_>]) {
+    if let Err(err) = sd_notify::notify(state) {
+        tracing::debug!(%err, "cannot notify systemd");
+    }
 }
 
 fn bind(socket: &Path) -> Result<interprocess::local_socket::tokio::Listener> {
