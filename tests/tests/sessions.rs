@@ -590,3 +590,28 @@ async fn a_subscriber_that_stops_reading_lags_then_resyncs_without_gaps() {
     assert_eq!(seqs.len(), expected.len(), "gaps or duplicates");
     assert_eq!(seqs, expected);
 }
+
+#[tokio::test]
+async fn unsubscribe_stops_one_subscription_and_keeps_the_others() {
+    let s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::text("hello"));
+    let mut client = s.client().await;
+    let session = create_session(&mut client, &s.workspace()).await;
+    let dropped = client.subscribe(&session, None).await;
+    let kept = client.subscribe(&session, None).await;
+    let answer = client
+        .request("session/unsubscribe", json!([dropped]))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!(true));
+    client.prompt(&session, "hi").await;
+    loop {
+        let message = client.next_notification().await;
+        let subscription = &message["params"]["subscription"];
+        assert_ne!(subscription, &dropped, "event after unsubscribe: {message}");
+        assert_eq!(subscription, &kept);
+        if message["params"]["result"]["event"]["type"] == "runFinished" {
+            break;
+        }
+    }
+}
