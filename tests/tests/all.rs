@@ -19,6 +19,7 @@ macro_rules! both_formats {
 }
 
 mod approvals;
+mod approvals_cli;
 mod cli;
 mod daemon;
 mod llm;

@@ -4,11 +4,10 @@
 //! headless sessions, the modes and hard limits, rule layers, and `agentctl`'s side.
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Instant;
 
-use agentd_tests::harness::{Client, RpcError, TestEnv, WAIT, decode};
-use agentd_tests::mock_llm::{Format, MockLlm, Reply};
+use agentd_tests::harness::{Client, RpcError, WAIT, decode};
+use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
 use protocol::approval::{ApprovalDecision, PendingApproval};
@@ -17,22 +16,22 @@ use protocol::event::{Event, RunStatus};
 use serde_json::{Value, json};
 
 /// Sessions ask before shell commands and writes (scenarios default to bypass otherwise).
-const ASK: &str = "[permissions]\ndefault_mode = \"default\"\n";
+pub(crate) const ASK: &str = "[permissions]\ndefault_mode = \"default\"\n";
 
 /// As `ASK`, with approvals that time out after one second.
-const ASK_FAST_TIMEOUT: &str =
+pub(crate) const ASK_FAST_TIMEOUT: &str =
     "[permissions]\ndefault_mode = \"default\"\napproval_timeout_secs = 1\n";
 
-fn shell(id: &str, command: &str) -> Reply {
+pub(crate) fn shell(id: &str, command: &str) -> Reply {
     Reply::tool_call(id, "run_shell", json!({"command": command}))
 }
 
-fn write(id: &str, path: &str, content: &str) -> Reply {
+pub(crate) fn write(id: &str, path: &str, content: &str) -> Reply {
     Reply::tool_call(id, "write_file", json!({"path": path, "content": content}))
 }
 
 /// A client that introduces itself as `name` (answers are attributed to `client:<name>`).
-async fn named_client(s: &Scenario, name: &str) -> Client {
+pub(crate) async fn named_client(s: &Scenario, name: &str) -> Client {
     let mut client = Client::connect_raw(s.daemon.socket())
         .await
         .expect("connect");
@@ -50,7 +49,7 @@ async fn named_client(s: &Scenario, name: &str) -> Client {
 }
 
 /// `session/create` in the workspace with extra params (`permissionMode`, `permissionRules`).
-async fn create_with(client: &mut Client, cwd: &Path, extra: Value) -> String {
+pub(crate) async fn create_with(client: &mut Client, cwd: &Path, extra: Value) -> String {
     let mut params = json!({"cwd": cwd.display().to_string()});
     for (key, value) in extra.as_object().into_iter().flatten() {
         params[key] = value.clone();
@@ -63,7 +62,7 @@ async fn create_with(client: &mut Client, cwd: &Path, extra: Value) -> String {
 }
 
 /// Events up to and including the next `approvalRequested`, and its approval.
-async fn until_approval(client: &mut Client) -> (Vec<Envelope>, PendingApproval) {
+pub(crate) async fn until_approval(client: &mut Client) -> (Vec<Envelope>, PendingApproval) {
     let events = client
         .persisted_events_until(|event| matches!(event, Event::ApprovalRequested { .. }))
         .await;
@@ -74,7 +73,7 @@ async fn until_approval(client: &mut Client) -> (Vec<Envelope>, PendingApproval)
     (events, approval)
 }
 
-async fn respond(
+pub(crate) async fn respond(
     client: &mut Client,
     approval_id: &str,
     decision: &str,
@@ -89,7 +88,7 @@ async fn respond(
 
 /// An `approvalResolved` event, flattened.
 #[derive(Debug, Clone, PartialEq)]
-struct Resolved {
+pub(crate) struct Resolved {
     approval_id: String,
     tool_call_id: String,
     decision: ApprovalDecision,
@@ -98,7 +97,7 @@ struct Resolved {
     session_rule: Option<String>,
 }
 
-fn resolutions(events: &[Envelope]) -> Vec<Resolved> {
+pub(crate) fn resolutions(events: &[Envelope]) -> Vec<Resolved> {
     events
         .iter()
         .filter_map(|e| match &e.event {
@@ -123,7 +122,7 @@ fn resolutions(events: &[Envelope]) -> Vec<Resolved> {
         .collect()
 }
 
-fn requested(events: &[Envelope]) -> Vec<PendingApproval> {
+pub(crate) fn requested(events: &[Envelope]) -> Vec<PendingApproval> {
     events
         .iter()
         .filter_map(|e| match &e.event {
@@ -134,7 +133,7 @@ fn requested(events: &[Envelope]) -> Vec<PendingApproval> {
 }
 
 /// The tool result of call `id` as the model saw it in the last recorded request.
-fn model_saw(s: &Scenario, id: &str) -> String {
+pub(crate) fn model_saw(s: &Scenario, id: &str) -> String {
     let requests = s.mock.requests();
     let last = requests.last().expect("a recorded request");
     request_tool_results(s.format, last)
@@ -145,7 +144,7 @@ fn model_saw(s: &Scenario, id: &str) -> String {
 }
 
 /// The tool result of call `id` in `events`: `(output, isError)`.
-fn result_of(events: &[Envelope], id: &str) -> (String, bool) {
+pub(crate) fn result_of(events: &[Envelope], id: &str) -> (String, bool) {
     tool_results(events)
         .into_iter()
         .find(|(call, _, _)| call == id)
@@ -154,14 +153,14 @@ fn result_of(events: &[Envelope], id: &str) -> (String, bool) {
 }
 
 /// Whether call `id` started executing (calls the gate decides against never start).
-fn started(events: &[Envelope], id: &str) -> bool {
+pub(crate) fn started(events: &[Envelope], id: &str) -> bool {
     events
         .iter()
         .any(|e| matches!(&e.event, Event::ToolStarted { tool_call_id, .. } if tool_call_id == id))
 }
 
 /// The whole log of `session_id`, replayed to a new subscription.
-async fn replay_log(client: &mut Client, session_id: &str) -> Vec<Envelope> {
+pub(crate) async fn replay_log(client: &mut Client, session_id: &str) -> Vec<Envelope> {
     let got = client
         .request("session/get", json!({"sessionId": session_id}))
         .await
@@ -171,7 +170,7 @@ async fn replay_log(client: &mut Client, session_id: &str) -> Vec<Envelope> {
     client.events_through_seq(last_seq).await
 }
 
-async fn pending_approvals(client: &mut Client) -> Vec<PendingApproval> {
+pub(crate) async fn pending_approvals(client: &mut Client) -> Vec<PendingApproval> {
     let list = client
         .request("approval/list", json!({}))
         .await
@@ -182,7 +181,7 @@ async fn pending_approvals(client: &mut Client) -> Vec<PendingApproval> {
 // --- several clients -----------------------------------------------------------------------
 
 #[tokio::test]
-async fn two_clients_see_the_approval_and_the_first_answer_wins() {
+pub(crate) async fn two_clients_see_the_approval_and_the_first_answer_wins() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch ran.txt"));
     s.mock.push(Reply::text("done"));
@@ -230,7 +229,7 @@ async fn two_clients_see_the_approval_and_the_first_answer_wins() {
 }
 
 #[tokio::test]
-async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it() {
+pub(crate) async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch late.txt"));
     s.mock.push(Reply::text("done"));
@@ -273,7 +272,7 @@ async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it(
 }
 
 /// Seconds since the epoch of an RFC 3339 time, via agentctl's parser.
-fn humantime_secs(text: &str) -> i64 {
+pub(crate) fn humantime_secs(text: &str) -> i64 {
     agentctl::commands::approvals::unix_seconds(text)
         .unwrap_or_else(|| panic!("not an RFC 3339 time: {text}"))
 }
@@ -281,18 +280,18 @@ fn humantime_secs(text: &str) -> i64 {
 // --- restart, timeout, headless --------------------------------------------------------------
 
 #[tokio::test]
-async fn a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
+pub(crate) async fn a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(true).await;
 }
 
 #[tokio::test]
-async fn a_crash_expires_the_pending_approval_and_nothing_runs() {
+pub(crate) async fn a_crash_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(false).await;
 }
 
 /// Stop the daemon (SIGTERM, or SIGKILL as a crash) while an approval is pending, start it
 /// again, and read what the session's log says.
-async fn restart_while_pending(graceful: bool) {
+pub(crate) async fn restart_while_pending(graceful: bool) {
     let mut s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch never.txt"));
     let (mut client, session) = s.session().await;
@@ -326,7 +325,7 @@ async fn restart_while_pending(graceful: bool) {
 }
 
 #[tokio::test]
-async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
+pub(crate) async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
     let s = Scenario::start_with(Format::OpenAi, ASK_FAST_TIMEOUT).await;
     s.mock.push(shell("c1", "touch slow.txt"));
     s.mock.push(Reply::text("ok, not touching it"));
@@ -348,7 +347,7 @@ async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
 }
 
 #[tokio::test]
-async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
+pub(crate) async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch headless.txt"));
     s.mock.push(Reply::text("could not"));
@@ -383,7 +382,7 @@ async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
 // --- decisions -------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks() {
+pub(crate) async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     // `touch a.txt` is remembered as `run_shell(touch a.txt:*)`.
     s.mock.push(shell("c1", "touch a.txt"));
@@ -425,7 +424,7 @@ async fn allow_for_session_covers_the_same_key_and_a_different_command_still_ask
 }
 
 #[tokio::test]
-async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
+pub(crate) async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch always.txt"));
     s.mock.push(Reply::text("done"));
@@ -475,7 +474,7 @@ async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
 }
 
 #[tokio::test]
-async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused() {
+pub(crate) async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "bash -c 'touch broad.txt'"));
     s.mock.push(Reply::text("done"));
@@ -517,7 +516,7 @@ async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused()
 }
 
 #[tokio::test]
-async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
+pub(crate) async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch denied.txt"));
     s.mock.push(Reply::text("understood"));
@@ -547,7 +546,7 @@ async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
 }
 
 #[tokio::test]
-async fn deny_and_cancel_ends_the_run_cancelled() {
+pub(crate) async fn deny_and_cancel_ends_the_run_cancelled() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch cancelled.txt"));
     let (mut client, session) = s.session().await;
@@ -569,7 +568,7 @@ async fn deny_and_cancel_ends_the_run_cancelled() {
 // --- modes and hard limits -------------------------------------------------------------------
 
 #[tokio::test]
-async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
+pub(crate) async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(write("c1", "plan.txt", "x"));
     s.mock.push(Reply::text("here is the plan"));
@@ -593,7 +592,7 @@ async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
 }
 
 #[tokio::test]
-async fn accept_edits_writes_without_asking_but_shell_still_asks() {
+pub(crate) async fn accept_edits_writes_without_asking_but_shell_still_asks() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(write("c1", "edit.txt", "accepted"));
     s.mock.push(shell("c2", "touch shell.txt"));
@@ -623,7 +622,7 @@ async fn accept_edits_writes_without_asking_but_shell_still_asks() {
 }
 
 #[tokio::test]
-async fn bypass_runs_shell_but_the_hard_limits_hold() {
+pub(crate) async fn bypass_runs_shell_but_the_hard_limits_hold() {
     let s = Scenario::start(Format::OpenAi).await; // bypass
     let workspace = s.workspace();
     let outside = s.daemon.env.path("home").join("outside");
@@ -668,7 +667,7 @@ async fn bypass_runs_shell_but_the_hard_limits_hold() {
 // --- rules -----------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn a_config_deny_wins_over_a_session_allow() {
+pub(crate) async fn a_config_deny_wins_over_a_session_allow() {
     let s = Scenario::start_with(
         Format::OpenAi,
         "[permissions]\ndefault_mode = \"default\"\ndeny = [\"Bash(rm:*)\"]\n",
@@ -697,7 +696,7 @@ async fn a_config_deny_wins_over_a_session_allow() {
 }
 
 #[tokio::test]
-async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
+pub(crate) async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     let settings = s.workspace().join(".agents");
     std::fs::create_dir_all(&settings).unwrap();
@@ -728,7 +727,7 @@ async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
 }
 
 #[tokio::test]
-async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source() {
+pub(crate) async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source() {
     let s = Scenario::start_with(Format::OpenAi, "[permissions]\nallow = [\"Bsh(ls)\"]\n").await;
     let mut client = s.client().await;
     let status = client.request("daemon/status", json!({})).await.unwrap();
@@ -749,159 +748,4 @@ async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source()
         error.contains("Bsh(ls)") && error.contains("Bash"),
         "{error}"
     );
-}
-
-// --- agentctl --------------------------------------------------------------------------------
-
-/// An agentctl environment whose daemon talks to `mock` and asks before shell and writes.
-fn asking_env(mock: &MockLlm) -> TestEnv {
-    TestEnv::new()
-        .var("OPENAI_API_KEY", "sk-test")
-        .var("OPENAI_BASE_URL", mock.openai_base_url())
-        .config(ASK)
-}
-
-async fn agentctl(env: &TestEnv, args: &[&str]) -> Output {
-    tokio::time::timeout(WAIT, env.agentctl().args(args).output())
-        .await
-        .expect("agentctl did not finish in time")
-        .expect("run agentctl")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A tool result as the model saw it in the last request (OpenAI format).
-fn last_tool_result(mock: &MockLlm, id: &str) -> String {
-    let requests = mock.requests();
-    let last = requests.last().expect("a request");
-    request_tool_results(Format::OpenAi, last)
-        .into_iter()
-        .find(|(call, _)| call == id)
-        .unwrap_or_else(|| panic!("no result for {id}: {}", last.body))
-        .1
-}
-
-#[tokio::test]
-async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
-    let mock = MockLlm::start().await;
-    mock.push(shell("c1", "touch cli.txt"));
-    mock.push(Reply::text("I was not allowed to."));
-    let env = asking_env(&mock);
-    let output = agentctl(&env, &["run", "touch it"]).await;
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("denied run_shell touch cli.txt"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("not interactive"), "{stderr}");
-    assert_eq!(text(&output.stdout), "I was not allowed to.\n");
-    let seen = last_tool_result(&mock, "c1");
-    assert!(
-        seen.contains("denied") && seen.contains("not interactive"),
-        "{seen}"
-    );
-    assert!(!env.workspace().join("cli.txt").exists());
-}
-
-/// Start `agentctl run --approve wait PROMPT` in the background and wait until its approval
-/// is listed by `agentctl approvals list --json`; returns the run and the approval id.
-async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, String) {
-    let started = agentctl(env, &["daemon", "start"]).await;
-    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
-    let run = env
-        .agentctl()
-        .args(["run", "--approve", "wait", prompt])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn agentctl run");
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let listed = agentctl(env, &["--json", "approvals", "list"]).await;
-        assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
-        let listed: Value = serde_json::from_slice(&listed.stdout).expect("JSON list");
-        if let Some(id) = listed["approvals"][0]["approvalId"].as_str() {
-            return (run, id.to_owned());
-        }
-        assert!(Instant::now() < deadline, "no approval was listed");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-async fn finish(run: tokio::process::Child) -> Output {
-    tokio::time::timeout(WAIT, run.wait_with_output())
-        .await
-        .expect("agentctl run did not finish in time")
-        .expect("wait for agentctl run")
-}
-
-#[tokio::test]
-async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
-    let mock = MockLlm::start().await;
-    mock.push(shell("c1", "touch approved.txt"));
-    mock.push(Reply::text("touched"));
-    let env = asking_env(&mock);
-    let (run, id) = run_waiting(&env, "touch it").await;
-    assert!(!env.workspace().join("approved.txt").exists());
-
-    let approved = agentctl(&env, &["approve", &id]).await;
-    assert_eq!(
-        approved.status.code(),
-        Some(0),
-        "{}",
-        text(&approved.stderr)
-    );
-    assert_eq!(
-        text(&approved.stdout),
-        format!("approval {id}: allowed once\n")
-    );
-    let output = finish(run).await;
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(&format!("approval {id} waits")), "{stderr}");
-    assert_eq!(text(&output.stdout), "touched\n");
-    assert!(env.workspace().join("approved.txt").exists());
-
-    // A second answer is refused with the daemon's message.
-    let again = agentctl(&env, &["deny", &id]).await;
-    assert_eq!(again.status.code(), Some(1));
-    assert!(
-        text(&again.stderr).contains("already decided"),
-        "{}",
-        text(&again.stderr)
-    );
-}
-
-#[tokio::test]
-async fn agentctl_deny_cancel_ends_the_waiting_run_with_130() {
-    let mock = MockLlm::start().await;
-    mock.push(shell("c1", "touch nope.txt"));
-    let env = asking_env(&mock);
-    let (run, id) = run_waiting(&env, "touch it").await;
-    let denied = agentctl(&env, &["deny", &id, "--cancel", "--reason", "not today"]).await;
-    assert_eq!(denied.status.code(), Some(0), "{}", text(&denied.stderr));
-    let output = finish(run).await;
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
-    assert!(!env.workspace().join("nope.txt").exists());
-    assert_eq!(mock.requests().len(), 1);
-}
-
-#[tokio::test]
-async fn agentctl_run_in_plan_mode_denies_writes() {
-    let mock = MockLlm::start().await;
-    mock.push(write("c1", "planned.txt", "x"));
-    mock.push(Reply::text("Plan: write planned.txt."));
-    let env = asking_env(&mock);
-    let output = agentctl(&env, &["run", "--mode", "plan", "write it"]).await;
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        !stderr.contains("approval"),
-        "plan mode does not ask: {stderr}"
-    );
-    assert!(last_tool_result(&mock, "c1").contains("plan mode"));
-    assert!(!env.workspace().join("planned.txt").exists());
 }

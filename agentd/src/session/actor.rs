@@ -12,11 +12,11 @@ use tokio_util::task::TaskTracker;
 
 use super::events::{EventLog, Published};
 use super::{SessionDeps, SessionShared};
-use crate::agent::{INTERRUPTED, Run, StopReason, to_wire_usage};
+use crate::agent::{Run, StopReason, to_wire_usage};
 use crate::conversation::{Message, ToolSpec};
 use crate::llm::LlmClient;
 use crate::store::{self, SessionHeader};
-use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
+use protocol::event::{Event, MessageRole, UserMessageKind};
 use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionStatus};
 
 /// Commands queued per session before senders wait.
@@ -120,12 +120,12 @@ impl Session {
             state.remembered_allow_rules = loaded.session_allow_rules;
         }
         for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
-            expire_approval(&log, run_id, approval_id, tool_call_id)
+            super::recovery::expire_approval(&log, run_id, approval_id, tool_call_id)
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
         if let Some(run_id) = loaded.unfinished_run {
-            repair_interrupted_run(&log, &shared, &run_id)
+            super::recovery::repair_interrupted_run(&log, &shared, &run_id)
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
@@ -581,109 +581,5 @@ impl Actor {
             ),
             broker: self.deps.approvals.clone(),
         })
-    }
-}
-
-/// An approval pending when the daemon stopped: nothing ran; it is recorded as expired.
-async fn expire_approval(
-    log: &EventLog,
-    run_id: String,
-    approval_id: String,
-    tool_call_id: String,
-) -> anyhow::Result<()> {
-    log.append(Event::ApprovalResolved {
-        run_id,
-        approval_id,
-        tool_call_id,
-        decision: protocol::approval::ApprovalDecision::Deny,
-        decided_by: "restart".to_owned(),
-        reason: Some("expired: the daemon stopped while this approval was pending".to_owned()),
-        session_rule: None,
-    })
-    .await?;
-    Ok(())
-}
-
-/// A run that was active when the daemon stopped: pair its orphaned tool calls with an
-/// "interrupted" result and record that it ended.
-async fn repair_interrupted_run(
-    log: &EventLog,
-    shared: &SessionShared,
-    run_id: &str,
-) -> anyhow::Result<()> {
-    let orphans = orphaned_tool_calls(&shared.lock().history);
-    for (id, name) in orphans {
-        let message = Message::Tool {
-            tool_call_id: id,
-            tool_name: name,
-            content: INTERRUPTED.to_owned(),
-            is_error: true,
-        };
-        log.append_message(&message).await?;
-        shared.lock().history.push(message);
-    }
-    log.append(Event::RunFinished {
-        run_id: run_id.to_owned(),
-        status: RunStatus::Interrupted,
-        error: Some("the daemon stopped while this run was active".to_owned()),
-        usage: Default::default(),
-    })
-    .await?;
-    Ok(())
-}
-
-/// Tool calls of the last assistant message that have no result yet.
-fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
-    let Some(position) = history
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-    else {
-        return Vec::new();
-    };
-    let Message::Assistant { tool_calls, .. } = &history[position] else {
-        return Vec::new();
-    };
-    tool_calls
-        .iter()
-        .filter(|call| {
-            !history[position + 1..].iter().any(
-                |m| matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id),
-            )
-        })
-        .map(|call| (call.id.clone(), call.name.clone()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::ToolCall;
-
-    #[test]
-    fn orphaned_tool_calls_are_those_without_results() {
-        let call = |id: &str| ToolCall {
-            id: id.into(),
-            name: "read_file".into(),
-            arguments: "{}".into(),
-        };
-        let history = vec![
-            Message::User {
-                content: "x".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![call("a"), call("b")],
-            },
-            Message::Tool {
-                tool_call_id: "a".into(),
-                tool_name: "read_file".into(),
-                content: "ok".into(),
-                is_error: false,
-            },
-        ];
-        assert_eq!(
-            orphaned_tool_calls(&history),
-            vec![("b".to_owned(), "read_file".to_owned())]
-        );
     }
 }

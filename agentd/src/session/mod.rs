@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod events;
+mod recovery;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -1,0 +1,167 @@
+//! Approvals answered through `agentctl`: the non-interactive denial, `--approve wait` with
+//! `agentctl approve`/`deny` from a second process, and `--mode plan`.
+
+use std::process::Output;
+use std::time::Instant;
+
+use agentd_tests::harness::{TestEnv, WAIT};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
+use agentd_tests::scenario::request_tool_results;
+use serde_json::Value;
+
+use crate::approvals::*;
+
+// --- agentctl --------------------------------------------------------------------------------
+
+/// An agentctl environment whose daemon talks to `mock` and asks before shell and writes.
+fn asking_env(mock: &MockLlm) -> TestEnv {
+    TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config(ASK)
+}
+
+async fn agentctl(env: &TestEnv, args: &[&str]) -> Output {
+    tokio::time::timeout(WAIT, env.agentctl().args(args).output())
+        .await
+        .expect("agentctl did not finish in time")
+        .expect("run agentctl")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A tool result as the model saw it in the last request (OpenAI format).
+fn last_tool_result(mock: &MockLlm, id: &str) -> String {
+    let requests = mock.requests();
+    let last = requests.last().expect("a request");
+    request_tool_results(Format::OpenAi, last)
+        .into_iter()
+        .find(|(call, _)| call == id)
+        .unwrap_or_else(|| panic!("no result for {id}: {}", last.body))
+        .1
+}
+
+#[tokio::test]
+async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
+    let mock = MockLlm::start().await;
+    mock.push(shell("c1", "touch cli.txt"));
+    mock.push(Reply::text("I was not allowed to."));
+    let env = asking_env(&mock);
+    let output = agentctl(&env, &["run", "touch it"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("denied run_shell touch cli.txt"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not interactive"), "{stderr}");
+    assert_eq!(text(&output.stdout), "I was not allowed to.\n");
+    let seen = last_tool_result(&mock, "c1");
+    assert!(
+        seen.contains("denied") && seen.contains("not interactive"),
+        "{seen}"
+    );
+    assert!(!env.workspace().join("cli.txt").exists());
+}
+
+/// Start `agentctl run --approve wait PROMPT` in the background and wait until its approval
+/// is listed by `agentctl approvals list --json`; returns the run and the approval id.
+async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, String) {
+    let started = agentctl(env, &["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let run = env
+        .agentctl()
+        .args(["run", "--approve", "wait", prompt])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentctl run");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let listed = agentctl(env, &["--json", "approvals", "list"]).await;
+        assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+        let listed: Value = serde_json::from_slice(&listed.stdout).expect("JSON list");
+        if let Some(id) = listed["approvals"][0]["approvalId"].as_str() {
+            return (run, id.to_owned());
+        }
+        assert!(Instant::now() < deadline, "no approval was listed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+async fn finish(run: tokio::process::Child) -> Output {
+    tokio::time::timeout(WAIT, run.wait_with_output())
+        .await
+        .expect("agentctl run did not finish in time")
+        .expect("wait for agentctl run")
+}
+
+#[tokio::test]
+async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
+    let mock = MockLlm::start().await;
+    mock.push(shell("c1", "touch approved.txt"));
+    mock.push(Reply::text("touched"));
+    let env = asking_env(&mock);
+    let (run, id) = run_waiting(&env, "touch it").await;
+    assert!(!env.workspace().join("approved.txt").exists());
+
+    let approved = agentctl(&env, &["approve", &id]).await;
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert_eq!(
+        text(&approved.stdout),
+        format!("approval {id}: allowed once\n")
+    );
+    let output = finish(run).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("approval {id} waits")), "{stderr}");
+    assert_eq!(text(&output.stdout), "touched\n");
+    assert!(env.workspace().join("approved.txt").exists());
+
+    // A second answer is refused with the daemon's message.
+    let again = agentctl(&env, &["deny", &id]).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("already decided"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[tokio::test]
+async fn agentctl_deny_cancel_ends_the_waiting_run_with_130() {
+    let mock = MockLlm::start().await;
+    mock.push(shell("c1", "touch nope.txt"));
+    let env = asking_env(&mock);
+    let (run, id) = run_waiting(&env, "touch it").await;
+    let denied = agentctl(&env, &["deny", &id, "--cancel", "--reason", "not today"]).await;
+    assert_eq!(denied.status.code(), Some(0), "{}", text(&denied.stderr));
+    let output = finish(run).await;
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    assert!(!env.workspace().join("nope.txt").exists());
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn agentctl_run_in_plan_mode_denies_writes() {
+    let mock = MockLlm::start().await;
+    mock.push(write("c1", "planned.txt", "x"));
+    mock.push(Reply::text("Plan: write planned.txt."));
+    let env = asking_env(&mock);
+    let output = agentctl(&env, &["run", "--mode", "plan", "write it"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("approval"),
+        "plan mode does not ask: {stderr}"
+    );
+    assert!(last_tool_result(&mock, "c1").contains("plan mode"));
+    assert!(!env.workspace().join("planned.txt").exists());
+}
