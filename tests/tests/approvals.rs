@@ -181,7 +181,7 @@ pub(crate) async fn pending_approvals(client: &mut Client) -> Vec<PendingApprova
 // --- several clients -----------------------------------------------------------------------
 
 #[tokio::test]
-pub(crate) async fn two_clients_see_the_approval_and_the_first_answer_wins() {
+async fn two_clients_see_the_approval_and_the_first_answer_wins() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch ran.txt"));
     s.mock.push(Reply::text("done"));
@@ -229,7 +229,7 @@ pub(crate) async fn two_clients_see_the_approval_and_the_first_answer_wins() {
 }
 
 #[tokio::test]
-pub(crate) async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it() {
+async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch late.txt"));
     s.mock.push(Reply::text("done"));
@@ -280,12 +280,12 @@ pub(crate) fn humantime_secs(text: &str) -> i64 {
 // --- restart, timeout, headless --------------------------------------------------------------
 
 #[tokio::test]
-pub(crate) async fn a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
+async fn a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(true).await;
 }
 
 #[tokio::test]
-pub(crate) async fn a_crash_expires_the_pending_approval_and_nothing_runs() {
+async fn a_crash_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(false).await;
 }
 
@@ -325,7 +325,7 @@ pub(crate) async fn restart_while_pending(graceful: bool) {
 }
 
 #[tokio::test]
-pub(crate) async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
+async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
     let s = Scenario::start_with(Format::OpenAi, ASK_FAST_TIMEOUT).await;
     s.mock.push(shell("c1", "touch slow.txt"));
     s.mock.push(Reply::text("ok, not touching it"));
@@ -347,7 +347,7 @@ pub(crate) async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads
 }
 
 #[tokio::test]
-pub(crate) async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
+async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch headless.txt"));
     s.mock.push(Reply::text("could not"));
@@ -382,7 +382,7 @@ pub(crate) async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
 // --- decisions -------------------------------------------------------------------------------
 
 #[tokio::test]
-pub(crate) async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks() {
+async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     // `touch a.txt` is remembered as `run_shell(touch a.txt:*)`.
     s.mock.push(shell("c1", "touch a.txt"));
@@ -424,7 +424,7 @@ pub(crate) async fn allow_for_session_covers_the_same_key_and_a_different_comman
 }
 
 #[tokio::test]
-pub(crate) async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
+async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch always.txt"));
     s.mock.push(Reply::text("done"));
@@ -474,7 +474,7 @@ pub(crate) async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask(
 }
 
 #[tokio::test]
-pub(crate) async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused() {
+async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "bash -c 'touch broad.txt'"));
     s.mock.push(Reply::text("done"));
@@ -516,7 +516,7 @@ pub(crate) async fn a_broad_command_is_not_offered_always_and_answering_always_i
 }
 
 #[tokio::test]
-pub(crate) async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
+async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch denied.txt"));
     s.mock.push(Reply::text("understood"));
@@ -546,7 +546,7 @@ pub(crate) async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() 
 }
 
 #[tokio::test]
-pub(crate) async fn deny_and_cancel_ends_the_run_cancelled() {
+async fn deny_and_cancel_ends_the_run_cancelled() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(shell("c1", "touch cancelled.txt"));
     let (mut client, session) = s.session().await;
@@ -568,7 +568,7 @@ pub(crate) async fn deny_and_cancel_ends_the_run_cancelled() {
 // --- modes and hard limits -------------------------------------------------------------------
 
 #[tokio::test]
-pub(crate) async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
+async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(write("c1", "plan.txt", "x"));
     s.mock.push(Reply::text("here is the plan"));
@@ -592,7 +592,7 @@ pub(crate) async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
 }
 
 #[tokio::test]
-pub(crate) async fn accept_edits_writes_without_asking_but_shell_still_asks() {
+async fn accept_edits_writes_without_asking_but_shell_still_asks() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     s.mock.push(write("c1", "edit.txt", "accepted"));
     s.mock.push(shell("c2", "touch shell.txt"));
@@ -622,7 +622,7 @@ pub(crate) async fn accept_edits_writes_without_asking_but_shell_still_asks() {
 }
 
 #[tokio::test]
-pub(crate) async fn bypass_runs_shell_but_the_hard_limits_hold() {
+async fn bypass_runs_shell_but_the_hard_limits_hold() {
     let s = Scenario::start(Format::OpenAi).await; // bypass
     let workspace = s.workspace();
     let outside = s.daemon.env.path("home").join("outside");
@@ -667,7 +667,7 @@ pub(crate) async fn bypass_runs_shell_but_the_hard_limits_hold() {
 // --- rules -----------------------------------------------------------------------------------
 
 #[tokio::test]
-pub(crate) async fn a_config_deny_wins_over_a_session_allow() {
+async fn a_config_deny_wins_over_a_session_allow() {
     let s = Scenario::start_with(
         Format::OpenAi,
         "[permissions]\ndefault_mode = \"default\"\ndeny = [\"Bash(rm:*)\"]\n",
@@ -696,7 +696,7 @@ pub(crate) async fn a_config_deny_wins_over_a_session_allow() {
 }
 
 #[tokio::test]
-pub(crate) async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
+async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
     let s = Scenario::start_with(Format::OpenAi, ASK).await;
     let settings = s.workspace().join(".agents");
     std::fs::create_dir_all(&settings).unwrap();
@@ -727,7 +727,7 @@ pub(crate) async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compou
 }
 
 #[tokio::test]
-pub(crate) async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source() {
+async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source() {
     let s = Scenario::start_with(Format::OpenAi, "[permissions]\nallow = [\"Bsh(ls)\"]\n").await;
     let mut client = s.client().await;
     let status = client.request("daemon/status", json!({})).await.unwrap();

@@ -2,12 +2,10 @@
 //! `agentctl approve`/`deny` from a second process, and `--mode plan`.
 
 use std::process::Output;
-use std::time::Instant;
 
-use agentd_tests::harness::{TestEnv, WAIT};
+use agentd_tests::harness::{Client, TestEnv, WAIT};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::request_tool_results;
-use serde_json::Value;
 
 use crate::approvals::*;
 
@@ -66,11 +64,17 @@ async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
     assert!(!env.workspace().join("cli.txt").exists());
 }
 
-/// Start `agentctl run --approve wait PROMPT` in the background and wait until its approval
-/// is listed by `agentctl approvals list --json`; returns the run and the approval id.
+/// Start `agentctl run --approve wait PROMPT` in the background and wait for its approval on
+/// the daemon-wide event stream; returns the run and the approval id.
 async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, String) {
     let started = agentctl(env, &["daemon", "start"]).await;
     assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let mut watcher = Client::connect_raw(&env.socket).await.expect("connect");
+    watcher.initialize().await;
+    watcher
+        .request("daemon/subscribe", serde_json::json!({}))
+        .await
+        .expect("daemon/subscribe");
     let run = env
         .agentctl()
         .args(["run", "--approve", "wait", prompt])
@@ -78,16 +82,14 @@ async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, Str
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn agentctl run");
-    let deadline = Instant::now() + WAIT;
     loop {
-        let listed = agentctl(env, &["--json", "approvals", "list"]).await;
-        assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
-        let listed: Value = serde_json::from_slice(&listed.stdout).expect("JSON list");
-        if let Some(id) = listed["approvals"][0]["approvalId"].as_str() {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "approvalRequested" {
+            let id = event["event"]["approval"]["approvalId"]
+                .as_str()
+                .expect("approvalId");
             return (run, id.to_owned());
         }
-        assert!(Instant::now() < deadline, "no approval was listed");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
