@@ -28,6 +28,9 @@ pub const CONFIG_ERROR: i32 = -32007;
 /// The request was already answered by someone else (e.g. an approval decided by another client).
 pub const ALREADY_DECIDED: i32 = -32008;
 
+/// The connection comes from another user; the daemon serves only its own user.
+pub const FORBIDDEN: i32 = -32009;
+
 /// Every code with its name, for documentation and for clients that print codes.
 pub const ALL: &[(i32, &str)] = &[
     (PARSE_ERROR, "parse error"),
@@ -43,4 +46,5 @@ pub const ALL: &[(i32, &str)] = &[
     (CONFLICT, "conflict"),
     (CONFIG_ERROR, "configuration error"),
     (ALREADY_DECIDED, "already decided"),
+    (FORBIDDEN, "forbidden"),
 ];

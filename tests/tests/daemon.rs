@@ -426,3 +426,47 @@ async fn a_socket_passed_by_systemd_activation_is_served_and_left_in_place() {
     // The socket belongs to systemd: still there for the next activation.
     assert!(env.socket.exists());
 }
+
+/// Defence in depth behind the 0600 socket: a connection from another uid gets one
+/// "forbidden" error and is closed. Needs root to act as another user (`nobody`).
+#[tokio::test]
+async fn another_users_connection_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("another_users_connection_is_refused needs root to connect as another uid");
+        return;
+    }
+    let daemon = Daemon::start().await;
+    // Open the file permissions so only the peer-credential check stands in the way.
+    let dir = daemon.socket().parent().unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(daemon.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let script = "import socket,sys\n\
+                  s=socket.socket(socket.AF_UNIX)\n\
+                  s.connect(sys.argv[1])\n\
+                  s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/status\"}\\n')\n\
+                  f=s.makefile('rb')\n\
+                  print(f.readline().decode().strip())\n\
+                  print('EOF' if f.readline()==b'' else 'MORE')\n";
+    let mut command = std::process::Command::new("python3");
+    command.args(["-c", script]).arg(daemon.socket());
+    std::os::unix::process::CommandExt::uid(&mut command, 65534);
+    std::os::unix::process::CommandExt::gid(&mut command, 65534);
+    let output = tokio::process::Command::from(command)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines = stdout.lines();
+    let error: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], json!(codes::FORBIDDEN), "{error}");
+    assert_eq!(lines.next(), Some("EOF"), "the connection is closed");
+    // Our own user is still served.
+    let mut client = daemon.client().await;
+    assert!(client.request("daemon/status", json!({})).await.is_ok());
+}

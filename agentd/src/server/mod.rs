@@ -13,7 +13,7 @@ use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::StreamCommon as _;
 use interprocess::local_socket::traits::tokio::Listener as _;
 use jsonrpsee::Methods;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -87,11 +87,20 @@ pub async fn serve(
                 }
             },
         };
-        if !peer_is_us(&stream) {
+        if let Err(uid) = check_peer(&stream) {
+            let message = format!(
+                "connection refused: this daemon serves only uid {}, not uid {uid}",
+                crate::paths::current_uid()
+            );
+            connections.spawn(refuse(stream, protocol::error::FORBIDDEN, message));
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            connections.spawn(refuse_overloaded(stream, limits.max_connections));
+            let message = format!(
+                "too many connections (limit {}); close idle clients and retry",
+                limits.max_connections
+            );
+            connections.spawn(refuse(stream, protocol::error::OVERLOADED, message));
             continue;
         };
         let connection_id = stats.next_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -112,33 +121,44 @@ pub async fn serve(
     connections.wait().await;
 }
 
-/// Refuse connections from other users (the socket is 0600, this is defence in depth).
-fn peer_is_us(stream: &Stream) -> bool {
+/// Refuse connections from other users (the socket is 0600, this is defence in depth): the
+/// peer's uid when it is not ours (or unknown).
+fn check_peer(stream: &Stream) -> Result<(), String> {
     match stream.peer_creds() {
         Ok(creds) => match creds.euid() {
-            Some(uid) if uid == crate::paths::current_uid() => true,
+            Some(uid) if uid == crate::paths::current_uid() => Ok(()),
             Some(uid) => {
                 tracing::warn!(uid, "refused a connection from another user");
-                false
+                Err(uid.to_string())
             }
-            None => true,
+            None => Ok(()),
         },
         Err(err) => {
             tracing::warn!(%err, "cannot read peer credentials; refusing the connection");
-            false
+            Err("unknown".to_owned())
         }
     }
 }
 
-async fn refuse_overloaded(mut stream: Stream, limit: usize) {
-    let message = serde_json::json!({
+/// Answer a connection we will not serve with one error line, then close it.
+async fn refuse(mut stream: Stream, code: i32, message: String) {
+    let line = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {
-            "code": protocol::error::OVERLOADED,
-            "message": format!("too many connections (limit {limit}); close idle clients and retry"),
-        }
+        "error": { "code": code, "message": message },
     });
-    let line = format!("{message}\n");
-    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(line.as_bytes())).await;
+    let line = format!("{line}\n");
+    let _ = tokio::time::timeout(REFUSAL_GRACE, async {
+        stream.write_all(line.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Read what the client already sent, so closing does not reset the connection
+        // before it has read the error.
+        let mut discard = [0u8; 4096];
+        while stream.read(&mut discard).await? > 0 {}
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
 }
+
+/// How long a refused connection is given to read its error before it is closed.
+const REFUSAL_GRACE: Duration = Duration::from_secs(1);
