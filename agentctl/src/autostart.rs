@@ -62,6 +62,8 @@ pub async fn start_daemon(socket: &Path) -> Result<(), ClientError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        // Outlives this shell: keep no directory of the user's busy.
+        .current_dir("/")
         // Its own process group: Ctrl-C in this terminal must not reach the daemon.
         .process_group(0);
     let mut child = tokio::process::Command::from(command)

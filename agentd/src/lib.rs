@@ -21,7 +21,7 @@ pub mod tools;
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
     let paths = paths::Paths::resolve(options.socket.as_deref())?;
-    let _log_guard = logging::init(&paths.log_file)?;
+    let _log_guard = logging::init(&paths.log_dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentd")

@@ -17,7 +17,8 @@ pub struct Paths {
     pub config: PathBuf,
     pub state_dir: PathBuf,
     pub sessions_dir: PathBuf,
-    pub log_file: PathBuf,
+    /// Where the daily log files go (`agentd.YYYY-MM-DD.log`).
+    pub log_dir: PathBuf,
     pub data_dir: PathBuf,
 }
 
@@ -41,7 +42,7 @@ impl Paths {
             socket,
             config,
             sessions_dir: state_dir.join("sessions"),
-            log_file: state_dir.join("agentd.log"),
+            log_dir: state_dir.clone(),
             state_dir,
             data_dir: dirs.data_dir().to_path_buf(),
         })

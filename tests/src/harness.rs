@@ -262,8 +262,26 @@ impl Daemon {
 
     /// The daemon's log file, for failure messages.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.env.path("state").join("agentd").join("agentd.log"))
-            .unwrap_or_default()
+        let dir = self.env.path("state").join("agentd");
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|entry| entry.path())
+                    .filter(|path| {
+                        path.file_name()
+                            .and_then(|name| name.to_str())
+                            .is_some_and(|name| {
+                                name.starts_with("agentd.") && name.ends_with(".log")
+                            })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        logs.sort();
+        logs.iter()
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .collect()
     }
 }
 

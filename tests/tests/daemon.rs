@@ -254,6 +254,10 @@ async fn sigterm_drains_removes_the_socket_and_exits_zero() {
     let status = daemon.wait_exit().await;
     assert!(status.success(), "{status:?}\n{}", daemon.log());
     assert!(!daemon.socket().exists());
+    // It logged to its file in the state directory, start to stop.
+    let log = daemon.log();
+    assert!(log.contains("agentd listening"), "{log}");
+    assert!(log.contains("agentd stopped"), "{log}");
 }
 
 #[tokio::test]
