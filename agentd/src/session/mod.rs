@@ -170,7 +170,10 @@ impl SessionManager {
         let cwd = tokio::fs::canonicalize(&cwd).await.map_err(|err| {
             SessionError::InvalidParams(format!("cwd {} is not usable: {err}", params.cwd))
         })?;
-        if !cwd.is_dir() {
+        let is_dir = tokio::fs::metadata(&cwd)
+            .await
+            .is_ok_and(|metadata| metadata.is_dir());
+        if !is_dir {
             return Err(SessionError::InvalidParams(format!(
                 "cwd {} is not a directory",
                 cwd.display()
