@@ -40,6 +40,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     std::fs::create_dir_all(&paths.sessions_dir)
         .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
 
+    raise_open_file_limit();
     let activated = activated_listener()?;
     let _lock = InstanceLock::acquire(&paths.lock, &paths.socket)?;
     // A socket systemd handed over is systemd's: never replaced, never removed by us.
@@ -176,6 +177,29 @@ fn activated_listener() -> Result<Option<interprocess::local_socket::tokio::List
     Ok(Some(interprocess::local_socket::tokio::Listener::from(
         listener,
     )))
+}
+
+/// Each loaded session keeps its log open and each client holds a socket: raise the soft limit
+/// on open files to the hard limit, as long-lived servers do, so hundreds of sessions fit.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+            tracing::debug!("cannot raise the open-file limit");
+        }
+    }
 }
 
 fn notify_systemd(state: &[sd_notify::NotifyState<'_>]) {
