@@ -225,6 +225,68 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
     Ok(loaded)
 }
 
+/// What listing a session needs, read from the end of its file without loading it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub last_seq: u64,
+    /// The session's token usage after its last model call.
+    pub usage: crate::conversation::Usage,
+}
+
+/// Bytes read from the end of a session file for its [`Summary`].
+const SUMMARY_TAIL_BYTES: u64 = 256 * 1024;
+
+/// The summary of a session file from its last [`SUMMARY_TAIL_BYTES`]; `None` when the tail
+/// does not say (a last model call further back): load the session instead. Blocking.
+pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(SUMMARY_TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut tail)?;
+    let whole_file = start == 0;
+    let mut lines: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
+    if !whole_file && !lines.is_empty() {
+        // The first line is cut by the seek.
+        lines.remove(0);
+    }
+    let mut last_seq = None;
+    let mut usage = None;
+    for line in lines.iter().rev() {
+        if !line.starts_with(br#"{"type":"event""#) {
+            continue;
+        }
+        // A torn last line does not parse and is skipped, as on load.
+        let Ok(Entry::Event { seq, event }) = serde_json::from_slice::<Entry>(line) else {
+            continue;
+        };
+        last_seq.get_or_insert(seq);
+        if let Event::UsageUpdated { total, .. } = event {
+            usage = Some(crate::conversation::Usage {
+                input_tokens: total.input_tokens,
+                output_tokens: total.output_tokens,
+                cached_input_tokens: total.cached_input_tokens,
+                cache_creation_input_tokens: total.cache_creation_input_tokens,
+            });
+            break;
+        }
+    }
+    Ok(match (usage, whole_file) {
+        (Some(usage), _) => Some(Summary {
+            last_seq: last_seq.unwrap_or(0),
+            usage,
+        }),
+        (None, true) => Some(Summary {
+            last_seq: last_seq.unwrap_or(0),
+            usage: Default::default(),
+        }),
+        (None, false) => None,
+    })
+}
+
 /// Persisted events of a session file with `after < seq <= up_to`, in order. Blocking.
 pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Event)>> {
     let file =
@@ -339,6 +401,57 @@ mod tests {
             encode_message(&message).unwrap(),
             encode(&Entry::Message { message }).unwrap()
         );
+    }
+
+    #[test]
+    fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let usage = |n: u64| protocol::event::Usage {
+            input_tokens: n,
+            output_tokens: 1,
+            cached_input_tokens: 0,
+            cache_creation_input_tokens: 0,
+        };
+        let mut entries = vec![Entry::Header(header())];
+        for seq in 1..=3000u64 {
+            let event = if seq % 10 == 0 {
+                Event::UsageUpdated {
+                    run_id: "r".into(),
+                    usage: usage(seq),
+                    total: usage(seq),
+                }
+            } else {
+                Event::Warning {
+                    message: "x".repeat(100),
+                }
+            };
+            entries.push(Entry::Event { seq, event });
+        }
+        write(&path, &entries, "{\"type\":\"event\",\"seq\":3001,\"ev");
+        let summary = read_summary(&path).unwrap().expect("usage is in the tail");
+        let loaded = load(&path).unwrap();
+        assert_eq!(summary.last_seq, loaded.last_seq);
+        assert_eq!(summary.last_seq, 3000);
+        assert_eq!(summary.usage, loaded.usage);
+        assert_eq!(summary.usage.input_tokens, 3000);
+
+        // No model call in the tail of a long file: the caller must load it.
+        let mut entries = vec![Entry::Header(header())];
+        for seq in 1..=3000u64 {
+            entries.push(Entry::Event {
+                seq,
+                event: Event::Warning {
+                    message: "x".repeat(100),
+                },
+            });
+        }
+        write(&path, &entries, "");
+        assert_eq!(read_summary(&path).unwrap(), None);
+
+        // A short file is read whole: no usage means none yet.
+        write(&path, &[Entry::Header(header())], "");
+        assert_eq!(read_summary(&path).unwrap(), Some(Summary::default()));
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub async fn forward_session_events(
     connection: Arc<ConnectionContext>,
 ) {
     let _running = connection.forwarders.token();
+    let tracked = connection.track_subscription(&pending.subscription_id());
     let subscription = match session.log.subscribe(after_seq).await {
         Ok(subscription) => subscription,
         Err(err) => {
@@ -40,7 +41,7 @@ pub async fn forward_session_events(
         return;
     };
     for event in &subscription.replay {
-        if send_persisted(&sink, event).await.is_err() {
+        if tracked.is_cancelled() || send_persisted(&sink, event).await.is_err() {
             return;
         }
     }
@@ -48,9 +49,10 @@ pub async fn forward_session_events(
     let mut live = subscription.live;
     loop {
         let received = tokio::select! {
-            // Events already published go out before a closing connection ends the
-            // subscription (a daemon stop publishes `runFinished` just before it closes).
+            // Unsubscribing ends it at once; events already published go out before a
+            // closing connection ends it (a daemon stop publishes `runFinished` just before).
             biased;
+            _ = tracked.cancelled() => return,
             received = live.recv() => received,
             _ = sink.closed() => return,
             _ = connection.closed.cancelled() => return,
@@ -105,13 +107,16 @@ pub async fn forward_daemon_events(
     connection: Arc<ConnectionContext>,
 ) {
     let _running = connection.forwarders.token();
+    let tracked = connection.track_subscription(&pending.subscription_id());
     let Ok(sink) = pending.accept().await else {
         return;
     };
     loop {
         let received = tokio::select! {
-            // Published events go out before a closing connection ends the subscription.
+            // Unsubscribing ends it at once; published events go out before a closing
+            // connection ends it.
             biased;
+            _ = tracked.cancelled() => return,
             received = live.recv() => received,
             _ = sink.closed() => return,
             _ = connection.closed.cancelled() => return,

@@ -38,6 +38,76 @@ pub struct ConnectionContext {
     /// them (they flush events already published, e.g. the `runFinished` of a daemon stop)
     /// before it stops its writer.
     pub forwarders: tokio_util::task::TaskTracker,
+    /// Live subscriptions of this connection by id (as JSON text), each with a token that ends
+    /// it. Registered before the subscription is accepted, so an unsubscribe that arrives
+    /// right after the client saw the subscription id always finds it (jsonrpsee answers the
+    /// subscribe call before it records the subscription itself).
+    subscriptions: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
+}
+
+impl ConnectionContext {
+    /// Track a subscription about to be accepted; it is untracked when the guard drops.
+    pub fn track_subscription(
+        self: &Arc<Self>,
+        id: &jsonrpsee::types::SubscriptionId<'_>,
+    ) -> TrackedSubscription {
+        let key = subscription_key(&serde_json::to_value(id).unwrap_or_default());
+        let token = CancellationToken::new();
+        self.lock_subscriptions().insert(key.clone(), token.clone());
+        TrackedSubscription {
+            connection: self.clone(),
+            key,
+            token,
+        }
+    }
+
+    /// End the subscription with this id; false when there is none.
+    fn cancel_subscription(&self, id: &serde_json::Value) -> bool {
+        match self.lock_subscriptions().remove(&subscription_key(id)) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lock_subscriptions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, CancellationToken>> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A subscription registered with its connection; ends it (`cancelled`) on unsubscribe.
+pub struct TrackedSubscription {
+    connection: Arc<ConnectionContext>,
+    key: String,
+    token: CancellationToken,
+}
+
+impl TrackedSubscription {
+    /// Resolves when the client unsubscribed.
+    pub async fn cancelled(&self) {
+        self.token.cancelled().await;
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+impl Drop for TrackedSubscription {
+    fn drop(&mut self) {
+        self.connection.lock_subscriptions().remove(&self.key);
+    }
+}
+
+/// Subscription ids compare as JSON text (`123` and `"abc"` alike).
+fn subscription_key(id: &serde_json::Value) -> String {
+    id.to_string()
 }
 
 /// A request parsed off the wire, owned so it can move into a task.
@@ -79,6 +149,7 @@ pub async fn serve_connection<S>(
         client_name: std::sync::OnceLock::new(),
         closed: CancellationToken::new(),
         forwarders: tokio_util::task::TaskTracker::new(),
+        subscriptions: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let dispatcher = Arc::new(Dispatcher {
         methods,
@@ -342,7 +413,27 @@ impl Dispatcher {
                 };
                 cb(id, params, self.sink.clone(), state, extensions).await
             }
-            MethodCallback::Unsubscription(cb) => cb(id, params, connection_id, max, extensions),
+            MethodCallback::Unsubscription(cb) => {
+                // Ours first: it knows subscriptions jsonrpsee may not have recorded yet.
+                let target: Option<serde_json::Value> = params
+                    .as_str()
+                    .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw).ok())
+                    .map(|value| match value {
+                        serde_json::Value::Array(mut items) if !items.is_empty() => {
+                            items.swap_remove(0)
+                        }
+                        other => other,
+                    });
+                let ended = target
+                    .as_ref()
+                    .is_some_and(|id| self.ctx.cancel_subscription(id));
+                let response = cb(id.clone(), params, connection_id, max, extensions);
+                if ended {
+                    MethodResponse::response(id, jsonrpsee::ResponsePayload::success(true), max)
+                } else {
+                    response
+                }
+            }
         }
     }
 

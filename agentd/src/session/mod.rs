@@ -298,15 +298,32 @@ impl SessionManager {
             .flatten();
         let mut infos = Vec::with_capacity(page.len());
         for slot in page {
-            match self.load(&slot).await {
-                Ok(session) => infos.push(session.info()),
-                Err(err) => {
-                    tracing::warn!(session = %slot.header.id, %err, "cannot load session");
-                    infos.push(header_info(&slot.header, slot.file_updated_at));
-                }
-            }
+            infos.push(self.info_of(&slot).await);
         }
         Ok((infos, next_cursor))
+    }
+
+    /// A session as listed. Sessions not loaded are summarised from the end of their file
+    /// (no history parsed, no actor started); only when that does not tell are they loaded.
+    async fn info_of(&self, slot: &Arc<Slot>) -> SessionInfo {
+        if let Some(session) = slot.loaded.get() {
+            return session.info();
+        }
+        let path = store::session_path(&self.deps.paths.sessions_dir, &slot.header.id);
+        let summary = tokio::task::spawn_blocking(move || store::read_summary(&path)).await;
+        if let Ok(Ok(Some(summary))) = summary {
+            let mut info = header_info(&slot.header, slot.file_updated_at);
+            info.last_seq = summary.last_seq;
+            info.usage = crate::agent::to_wire_usage(&summary.usage);
+            return info;
+        }
+        match self.load(slot).await {
+            Ok(session) => session.info(),
+            Err(err) => {
+                tracing::warn!(session = %slot.header.id, %err, "cannot load session");
+                header_info(&slot.header, slot.file_updated_at)
+            }
+        }
     }
 
     /// Delete a session: cancel its run, wait for it, remove its file.
