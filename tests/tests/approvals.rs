@@ -1,7 +1,7 @@
-//! Approvals and permissions end to end, against the real daemon and the mock LLM (OpenAI
-//! format): several clients answering one approval (first wins), replay to late subscribers,
-//! a restart while pending, timeout, allow-for-session, always-allow, deny and deny-and-cancel,
-//! headless sessions, the modes and hard limits, rule layers, and `agentctl`'s side.
+//! Approvals and permissions end to end, against the real daemon and the mock LLM (OpenAI and
+//! Anthropic formats): several clients answering one approval (first wins), replay to late
+//! subscribers, a restart while pending, timeout, allow-for-session, always-allow, deny and
+//! deny-and-cancel, headless sessions, the modes and hard limits, and rule layers.
 
 use std::path::Path;
 use std::time::Instant;
@@ -180,9 +180,9 @@ pub(crate) async fn pending_approvals(client: &mut Client) -> Vec<PendingApprova
 
 // --- several clients -----------------------------------------------------------------------
 
-#[tokio::test]
-async fn two_clients_see_the_approval_and_the_first_answer_wins() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(two_clients_see_the_approval_and_the_first_answer_wins);
+async fn two_clients_see_the_approval_and_the_first_answer_wins(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch ran.txt"));
     s.mock.push(Reply::text("done"));
     let mut alice = named_client(&s, "alice").await;
@@ -228,9 +228,9 @@ async fn two_clients_see_the_approval_and_the_first_answer_wins() {
     assert!(!result_of(&alice_events, "c1").1);
 }
 
-#[tokio::test]
-async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it);
+async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch late.txt"));
     s.mock.push(Reply::text("done"));
     let (mut owner, session) = s.session().await;
@@ -324,9 +324,9 @@ pub(crate) async fn restart_while_pending(graceful: bool) {
     assert!(!s.workspace().join("never.txt").exists(), "the command ran");
 }
 
-#[tokio::test]
-async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
-    let s = Scenario::start_with(Format::OpenAi, ASK_FAST_TIMEOUT).await;
+both_formats!(an_unanswered_approval_times_out_as_a_denial_the_model_reads);
+async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads(format: Format) {
+    let s = Scenario::start_with(format, ASK_FAST_TIMEOUT).await;
     s.mock.push(shell("c1", "touch slow.txt"));
     s.mock.push(Reply::text("ok, not touching it"));
     let (mut client, session) = s.session().await;
@@ -346,9 +346,9 @@ async fn an_unanswered_approval_times_out_as_a_denial_the_model_reads() {
     assert!(!s.workspace().join("slow.txt").exists());
 }
 
-#[tokio::test]
-async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(a_session_nobody_watches_decides_by_mode_and_never_hangs);
+async fn a_session_nobody_watches_decides_by_mode_and_never_hangs(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch headless.txt"));
     s.mock.push(Reply::text("could not"));
     let mut client = s.client().await;
@@ -381,9 +381,9 @@ async fn a_session_nobody_watches_decides_by_mode_and_never_hangs() {
 
 // --- decisions -------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(allow_for_session_covers_the_same_key_and_a_different_command_still_asks);
+async fn allow_for_session_covers_the_same_key_and_a_different_command_still_asks(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     // `touch a.txt` is remembered as `run_shell(touch a.txt:*)`.
     s.mock.push(shell("c1", "touch a.txt"));
     s.mock.push(shell("c2", "touch a.txt b.txt"));
@@ -423,9 +423,9 @@ async fn allow_for_session_covers_the_same_key_and_a_different_command_still_ask
     assert!(!s.workspace().join("c.txt").exists());
 }
 
-#[tokio::test]
-async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(allow_always_writes_the_rule_and_a_new_session_does_not_ask);
+async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch always.txt"));
     s.mock.push(Reply::text("done"));
     let (mut client, session) = s.session().await;
@@ -473,9 +473,9 @@ async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask() {
     assert!(s.workspace().join("always.txt").exists());
 }
 
-#[tokio::test]
-async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(a_broad_command_is_not_offered_always_and_answering_always_is_refused);
+async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "bash -c 'touch broad.txt'"));
     s.mock.push(Reply::text("done"));
     let (mut client, session) = s.session().await;
@@ -515,9 +515,9 @@ async fn a_broad_command_is_not_offered_always_and_answering_always_is_refused()
     assert!(!s.workspace().join("broad.txt").exists());
 }
 
-#[tokio::test]
-async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(deny_tells_the_model_the_user_said_no_and_the_run_goes_on);
+async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch denied.txt"));
     s.mock.push(Reply::text("understood"));
     let (mut client, session) = s.session().await;
@@ -545,9 +545,9 @@ async fn deny_tells_the_model_the_user_said_no_and_the_run_goes_on() {
     assert!(!s.workspace().join("denied.txt").exists());
 }
 
-#[tokio::test]
-async fn deny_and_cancel_ends_the_run_cancelled() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(deny_and_cancel_ends_the_run_cancelled);
+async fn deny_and_cancel_ends_the_run_cancelled(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(shell("c1", "touch cancelled.txt"));
     let (mut client, session) = s.session().await;
     client.prompt(&session, "touch it").await;
@@ -567,9 +567,9 @@ async fn deny_and_cancel_ends_the_run_cancelled() {
 
 // --- modes and hard limits -------------------------------------------------------------------
 
-#[tokio::test]
-async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(plan_mode_denies_writes_with_a_message_about_plan_mode);
+async fn plan_mode_denies_writes_with_a_message_about_plan_mode(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(write("c1", "plan.txt", "x"));
     s.mock.push(Reply::text("here is the plan"));
     let mut client = s.client().await;
@@ -591,9 +591,9 @@ async fn plan_mode_denies_writes_with_a_message_about_plan_mode() {
     assert!(!s.workspace().join("plan.txt").exists());
 }
 
-#[tokio::test]
-async fn accept_edits_writes_without_asking_but_shell_still_asks() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(accept_edits_writes_without_asking_but_shell_still_asks);
+async fn accept_edits_writes_without_asking_but_shell_still_asks(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     s.mock.push(write("c1", "edit.txt", "accepted"));
     s.mock.push(shell("c2", "touch shell.txt"));
     s.mock.push(Reply::text("done"));
@@ -621,9 +621,9 @@ async fn accept_edits_writes_without_asking_but_shell_still_asks() {
     assert!(!s.workspace().join("shell.txt").exists());
 }
 
-#[tokio::test]
-async fn bypass_runs_shell_but_the_hard_limits_hold() {
-    let s = Scenario::start(Format::OpenAi).await; // bypass
+both_formats!(bypass_runs_shell_but_the_hard_limits_hold);
+async fn bypass_runs_shell_but_the_hard_limits_hold(format: Format) {
+    let s = Scenario::start(format).await; // bypass
     let workspace = s.workspace();
     let outside = s.daemon.env.path("home").join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -695,9 +695,9 @@ async fn a_config_deny_wins_over_a_session_allow() {
     assert!(s.workspace().join("victim.txt").exists());
 }
 
-#[tokio::test]
-async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
-    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+both_formats!(a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one);
+async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one(format: Format) {
+    let s = Scenario::start_with(format, ASK).await;
     let settings = s.workspace().join(".agents");
     std::fs::create_dir_all(&settings).unwrap();
     std::fs::write(
@@ -726,9 +726,9 @@ async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one() {
     assert!(!s.workspace().join("x").exists());
 }
 
-#[tokio::test]
-async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source() {
-    let s = Scenario::start_with(Format::OpenAi, "[permissions]\nallow = [\"Bsh(ls)\"]\n").await;
+both_formats!(a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source);
+async fn a_bad_rule_in_the_config_is_reported_by_daemon_status_with_its_source(format: Format) {
+    let s = Scenario::start_with(format, "[permissions]\nallow = [\"Bsh(ls)\"]\n").await;
     let mut client = s.client().await;
     let status = client.request("daemon/status", json!({})).await.unwrap();
     let error = status["configError"].as_str().unwrap_or_else(|| {
