@@ -108,6 +108,14 @@ impl TestEnv {
         command
     }
 
+    /// Run `agentctl ARGS` in this environment to completion (bounded by [`WAIT`]).
+    pub async fn run_agentctl(&self, args: &[&str]) -> std::process::Output {
+        tokio::time::timeout(WAIT, self.agentctl().args(args).output())
+            .await
+            .expect("agentctl did not finish in time")
+            .expect("run agentctl")
+    }
+
     /// Spawn `agentd` without waiting for it (for tests of startup failures).
     pub fn spawn_daemon(&self) -> tokio::process::Child {
         let mut command = tokio::process::Command::new(binary("agentd"));
@@ -147,9 +155,7 @@ impl Drop for TestEnv {
 
 /// The daemon's lock file for `socket` (it holds the daemon's pid).
 pub fn lock_path(socket: &Path) -> PathBuf {
-    let mut name = socket.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    socket.with_file_name(name)
+    agentd::paths::lock_path_for(socket)
 }
 
 impl Default for TestEnv {
@@ -447,4 +453,9 @@ fn into_result(response: Value) -> Result<Value, RpcError> {
 pub fn decode<T: DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value.clone())
         .unwrap_or_else(|err| panic!("cannot decode ({err}): {value}"))
+}
+
+/// Bytes a process printed, as text (lossy), for assertions and failure messages.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }

@@ -1,9 +1,7 @@
 //! Approvals answered through `agentctl`: the non-interactive denial, `--approve wait` with
 //! `agentctl approve`/`deny` from a second process, and `--mode plan`.
 
-use std::process::Output;
-
-use agentd_tests::harness::{Client, TestEnv, WAIT};
+use agentd_tests::harness::{Client, TestEnv, WAIT, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::request_tool_results;
 
@@ -17,17 +15,6 @@ fn asking_env(mock: &MockLlm) -> TestEnv {
         .var("OPENAI_API_KEY", "sk-test")
         .var("OPENAI_BASE_URL", mock.openai_base_url())
         .config(ASK)
-}
-
-async fn agentctl(env: &TestEnv, args: &[&str]) -> Output {
-    tokio::time::timeout(WAIT, env.agentctl().args(args).output())
-        .await
-        .expect("agentctl did not finish in time")
-        .expect("run agentctl")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A tool result as the model saw it in the last request (OpenAI format).
@@ -47,7 +34,7 @@ async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
     mock.push(shell("c1", "touch cli.txt"));
     mock.push(Reply::text("I was not allowed to."));
     let env = asking_env(&mock);
-    let output = agentctl(&env, &["run", "touch it"]).await;
+    let output = env.run_agentctl(&["run", "touch it"]).await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
@@ -67,7 +54,7 @@ async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
 /// Start `agentctl run --approve wait PROMPT` in the background and wait for its approval on
 /// the daemon-wide event stream; returns the run and the approval id.
 async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, String) {
-    let started = agentctl(env, &["daemon", "start"]).await;
+    let started = env.run_agentctl(&["daemon", "start"]).await;
     assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
     let mut watcher = Client::connect_raw(&env.socket).await.expect("connect");
     watcher.initialize().await;
@@ -109,7 +96,7 @@ async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
     let (run, id) = run_waiting(&env, "touch it").await;
     assert!(!env.workspace().join("approved.txt").exists());
 
-    let approved = agentctl(&env, &["approve", &id]).await;
+    let approved = env.run_agentctl(&["approve", &id]).await;
     assert_eq!(
         approved.status.code(),
         Some(0),
@@ -128,7 +115,7 @@ async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
     assert!(env.workspace().join("approved.txt").exists());
 
     // A second answer is refused with the daemon's message.
-    let again = agentctl(&env, &["deny", &id]).await;
+    let again = env.run_agentctl(&["deny", &id]).await;
     assert_eq!(again.status.code(), Some(1));
     assert!(
         text(&again.stderr).contains("already decided"),
@@ -143,7 +130,9 @@ async fn agentctl_deny_cancel_ends_the_waiting_run_with_130() {
     mock.push(shell("c1", "touch nope.txt"));
     let env = asking_env(&mock);
     let (run, id) = run_waiting(&env, "touch it").await;
-    let denied = agentctl(&env, &["deny", &id, "--cancel", "--reason", "not today"]).await;
+    let denied = env
+        .run_agentctl(&["deny", &id, "--cancel", "--reason", "not today"])
+        .await;
     assert_eq!(denied.status.code(), Some(0), "{}", text(&denied.stderr));
     let output = finish(run).await;
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
@@ -157,7 +146,9 @@ async fn agentctl_run_in_plan_mode_denies_writes() {
     mock.push(write("c1", "planned.txt", "x"));
     mock.push(Reply::text("Plan: write planned.txt."));
     let env = asking_env(&mock);
-    let output = agentctl(&env, &["run", "--mode", "plan", "write it"]).await;
+    let output = env
+        .run_agentctl(&["run", "--mode", "plan", "write it"])
+        .await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(

@@ -1,10 +1,9 @@
 //! `agentctl` end to end: the real client, the real daemon it starts, the scripted mock LLM.
 
 use std::path::Path;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
-use agentd_tests::harness::{TestEnv, WAIT};
+use agentd_tests::harness::{TestEnv, WAIT, text};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::{Value, json};
 
@@ -15,17 +14,6 @@ fn env_for(mock: &MockLlm) -> TestEnv {
         .var("OPENAI_API_KEY", "sk-test")
         .var("OPENAI_BASE_URL", mock.openai_base_url())
         .config("[permissions]\ndefault_mode = \"bypass\"\n")
-}
-
-async fn agentctl(env: &TestEnv, args: &[&str]) -> Output {
-    tokio::time::timeout(WAIT, env.agentctl().args(args).output())
-        .await
-        .expect("agentctl did not finish in time")
-        .expect("run agentctl")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Wait for a file that a tool creates (an outside-world condition, bounded).
@@ -65,7 +53,9 @@ async fn run_uses_tools_streams_the_answer_and_exits_0() {
     ));
     mock.push(Reply::text("The note says to remember the milk.").fragmented());
     let env = env_for(&mock);
-    let output = agentctl(&env, &["run", "write a note and read it back"]).await;
+    let output = env
+        .run_agentctl(&["run", "write a note and read it back"])
+        .await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
     assert_eq!(stdout, "The note says to remember the milk.\n");
@@ -91,7 +81,7 @@ async fn run_json_prints_the_event_stream_as_ndjson() {
     let mock = MockLlm::start().await;
     mock.push(Reply::text("hi"));
     let env = env_for(&mock);
-    let output = agentctl(&env, &["run", "--json", "say hi"]).await;
+    let output = env.run_agentctl(&["run", "--json", "say hi"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let events: Vec<Value> = text(&output.stdout)
         .lines()
@@ -115,7 +105,7 @@ async fn run_exits_1_with_a_clear_message_when_the_key_is_rejected() {
     let mock = MockLlm::start().await;
     mock.push(Reply::error(401, "Incorrect API key provided"));
     let env = env_for(&mock);
-    let output = agentctl(&env, &["run", "hello"]).await;
+    let output = env.run_agentctl(&["run", "hello"]).await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
@@ -128,30 +118,32 @@ async fn a_session_continues_with_its_history_and_can_be_listed_shown_and_remove
     mock.push(Reply::text("first answer"));
     mock.push(Reply::text("second answer"));
     let env = env_for(&mock);
-    let first = agentctl(&env, &["run", "first question"]).await;
+    let first = env.run_agentctl(&["run", "first question"]).await;
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     let id = session_id_from(&text(&first.stderr));
 
-    let second = agentctl(&env, &["run", "--session", &id, "second question"]).await;
+    let second = env
+        .run_agentctl(&["run", "--session", &id, "second question"])
+        .await;
     assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
     assert_eq!(text(&second.stdout), "second answer\n");
     let last = mock.requests().pop().unwrap();
     assert!(last.body.contains("first question") && last.body.contains("first answer"));
 
-    let list = agentctl(&env, &["sessions", "list", "--json"]).await;
+    let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     assert_eq!(list.status.code(), Some(0));
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["sessions"][0]["sessionId"], json!(id));
 
-    let show = agentctl(&env, &["sessions", "show", &id, "--json"]).await;
+    let show = env.run_agentctl(&["sessions", "show", &id, "--json"]).await;
     let show: Value = serde_json::from_slice(&show.stdout).unwrap();
     let history = show["history"].as_array().unwrap();
     assert_eq!(history.len(), 4, "{show}");
     assert_eq!(history[3]["content"], json!("second answer"));
 
-    let rm = agentctl(&env, &["sessions", "rm", &id]).await;
+    let rm = env.run_agentctl(&["sessions", "rm", &id]).await;
     assert_eq!(rm.status.code(), Some(0), "{}", text(&rm.stderr));
-    let show = agentctl(&env, &["sessions", "show", &id]).await;
+    let show = env.run_agentctl(&["sessions", "show", &id]).await;
     assert_eq!(show.status.code(), Some(1));
     assert!(
         text(&show.stderr).contains("not found"),
@@ -165,13 +157,15 @@ async fn background_run_then_attach_replays_the_transcript() {
     let mock = MockLlm::start().await;
     mock.push(Reply::text("background answer"));
     let env = env_for(&mock);
-    let output = agentctl(&env, &["run", "--background", "--json", "work quietly"]).await;
+    let output = env
+        .run_agentctl(&["run", "--background", "--json", "work quietly"])
+        .await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let ack: Value = serde_json::from_slice(&output.stdout).unwrap();
     let id = ack["sessionId"].as_str().unwrap().to_owned();
     assert!(ack["runId"].as_str().unwrap().starts_with("run_"));
 
-    let attach = agentctl(&env, &["attach", &id]).await;
+    let attach = env.run_agentctl(&["attach", &id]).await;
     assert_eq!(attach.status.code(), Some(0), "{}", text(&attach.stderr));
     let stdout = text(&attach.stdout);
     assert!(stdout.contains("work quietly"), "{stdout}");
@@ -195,14 +189,14 @@ async fn cancel_from_another_process_ends_the_run_with_exit_130() {
         .spawn()
         .unwrap();
     wait_for_file(&env.workspace().join("started")).await;
-    let list = agentctl(&env, &["sessions", "list", "--json"]).await;
+    let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let id = list["sessions"][0]["sessionId"]
         .as_str()
         .unwrap()
         .to_owned();
 
-    let cancel = agentctl(&env, &["cancel", &id, "--json"]).await;
+    let cancel = env.run_agentctl(&["cancel", &id, "--json"]).await;
     assert_eq!(cancel.status.code(), Some(0), "{}", text(&cancel.stderr));
     let cancel: Value = serde_json::from_slice(&cancel.stdout).unwrap();
     assert_eq!(cancel["cancelled"], json!(true));
@@ -241,7 +235,7 @@ async fn ctrl_c_cancels_the_run_and_exits_130() {
         .unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     // The daemon recorded the cancel: the session is idle with a cancelled run.
-    let list = agentctl(&env, &["sessions", "list", "--json"]).await;
+    let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["sessions"][0]["status"], json!("idle"));
 }
@@ -265,16 +259,18 @@ async fn steer_and_followup_commands_reach_a_running_session() {
         .spawn()
         .unwrap();
     wait_for_file(&env.workspace().join("started")).await;
-    let list = agentctl(&env, &["sessions", "list", "--json"]).await;
+    let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let id = list["sessions"][0]["sessionId"]
         .as_str()
         .unwrap()
         .to_owned();
 
-    let steer = agentctl(&env, &["steer", &id, "look at the docs folder"]).await;
+    let steer = env
+        .run_agentctl(&["steer", &id, "look at the docs folder"])
+        .await;
     assert_eq!(steer.status.code(), Some(0), "{}", text(&steer.stderr));
-    let follow = agentctl(&env, &["followup", &id, "then summarise"]).await;
+    let follow = env.run_agentctl(&["followup", &id, "then summarise"]).await;
     assert_eq!(follow.status.code(), Some(0), "{}", text(&follow.stderr));
     std::fs::write(env.workspace().join("go"), "").unwrap();
 
