@@ -80,7 +80,7 @@ async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, Str
     }
 }
 
-async fn finish(run: tokio::process::Child) -> Output {
+async fn finish(run: tokio::process::Child) -> std::process::Output {
     tokio::time::timeout(WAIT, run.wait_with_output())
         .await
         .expect("agentctl run did not finish in time")
