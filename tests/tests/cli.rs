@@ -16,6 +16,16 @@ fn env_for(mock: &MockLlm) -> TestEnv {
         .config("[permissions]\ndefault_mode = \"bypass\"\n")
 }
 
+/// `agentctl run PROMPT` in the background, its output captured.
+fn spawn_run(env: &TestEnv, prompt: &str) -> tokio::process::Child {
+    env.agentctl()
+        .args(["run", prompt])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentctl run")
+}
+
 /// Wait for a file that a tool creates (an outside-world condition, bounded).
 async fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + WAIT;
@@ -181,13 +191,7 @@ async fn cancel_from_another_process_ends_the_run_with_exit_130() {
         json!({"command": "touch started && sleep 30"}),
     ));
     let env = env_for(&mock);
-    let run = env
-        .agentctl()
-        .args(["run", "wait for a long time"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_run(&env, "wait for a long time");
     wait_for_file(&env.workspace().join("started")).await;
     let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
@@ -217,13 +221,7 @@ async fn ctrl_c_cancels_the_run_and_exits_130() {
         json!({"command": "touch started && sleep 30"}),
     ));
     let env = env_for(&mock);
-    let run = env
-        .agentctl()
-        .args(["run", "wait"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_run(&env, "wait");
     wait_for_file(&env.workspace().join("started")).await;
     // SAFETY: kill with a valid pid has no memory-safety concerns.
     unsafe {
@@ -251,13 +249,7 @@ async fn steer_and_followup_commands_reach_a_running_session() {
     mock.push(Reply::text("steered answer"));
     mock.push(Reply::text("follow-up answer"));
     let env = env_for(&mock);
-    let run = env
-        .agentctl()
-        .args(["run", "start"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_run(&env, "start");
     wait_for_file(&env.workspace().join("started")).await;
     let list = env.run_agentctl(&["sessions", "list", "--json"]).await;
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
