@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -195,27 +195,48 @@ impl Daemon {
         self.child = Some(Daemon::spawn_ready(&self.env).await);
     }
 
-    /// Spawn `agentd` in `env` and wait until it accepts connections.
+    /// Spawn `agentd` in `env` and wait until it says it is ready, the way systemd hears it
+    /// (`READY=1` on `NOTIFY_SOCKET`): an event, with no probe connection left behind that a
+    /// test could count among the daemon's clients.
     async fn spawn_ready(env: &TestEnv) -> tokio::process::Child {
-        let mut child = env.spawn_daemon();
-        let deadline = Instant::now() + WAIT;
+        let notify_path = env.dir.path().join("notify.sock");
+        // A previous daemon of this environment (before a restart) used the same path.
+        let _ = std::fs::remove_file(&notify_path);
+        let notify = tokio::net::UnixDatagram::bind(&notify_path).expect("bind notify socket");
+        let mut command = tokio::process::Command::new(binary("agentd"));
+        env.apply(&mut command);
+        let mut child = command
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn agentd");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut datagram = vec![0u8; 4096];
         loop {
-            if Client::connect_raw(&env.socket).await.is_ok() {
-                break;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut stderr = String::new();
-                if let Some(mut pipe) = child.stderr.take() {
-                    use tokio::io::AsyncReadExt;
-                    let _ = pipe.read_to_string(&mut stderr).await;
+            tokio::select! {
+                received = notify.recv(&mut datagram) => {
+                    let len = received.expect("read notify socket");
+                    let message = String::from_utf8_lossy(&datagram[..len]);
+                    if message.lines().any(|line| line == "READY=1") {
+                        break;
+                    }
                 }
-                panic!("agentd exited during startup with {status}:\n{stderr}");
+                status = child.wait() => {
+                    let status = status.expect("wait for agentd");
+                    let mut stderr = String::new();
+                    if let Some(mut pipe) = child.stderr.take() {
+                        use tokio::io::AsyncReadExt;
+                        let _ = pipe.read_to_string(&mut stderr).await;
+                    }
+                    panic!("agentd exited during startup with {status}:\n{stderr}");
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    panic!("agentd did not say it was ready within {WAIT:?}");
+                }
             }
-            assert!(
-                Instant::now() < deadline,
-                "agentd did not start within {WAIT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         // Its stderr is not read from here on; stop piping it so it never blocks.
         drop(child.stderr.take());

@@ -4,9 +4,8 @@
 //! deny-and-cancel, headless sessions, the modes and hard limits, and rule layers.
 
 use std::path::Path;
-use std::time::Instant;
 
-use agentd_tests::harness::{Client, RpcError, WAIT, decode};
+use agentd_tests::harness::{Client, RpcError, decode};
 use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
@@ -354,21 +353,12 @@ async fn a_session_nobody_watches_decides_by_mode_and_never_hangs(format: Format
     let mut client = s.client().await;
     let session = create_session(&mut client, &s.workspace()).await;
     client.prompt(&session, "touch it").await;
-    // Any subscriber would count as someone who could answer: watch the status instead.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let got = client
-            .request("session/get", json!({"sessionId": session}))
-            .await
-            .unwrap();
-        if got["session"]["status"] == "idle" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the headless run hangs: {got}");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-
-    let log = replay_log(&mut client, &session).await;
+    // Any subscriber would count as someone who could answer, so nobody subscribes until the
+    // model has been sent the tool result (the approval was decided without anyone); from then
+    // on a subscriber replays the run from the log and waits for its end.
+    s.mock.wait_for_requests(2).await;
+    client.subscribe(&session, Some(0)).await;
+    let log = client.events_until_run_finished().await;
     assert_eq!(run_status(&log), RunStatus::Completed);
     assert_eq!(requested(&log).len(), 1, "the approval is still recorded");
     let resolved = resolutions(&log);
