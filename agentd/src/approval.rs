@@ -329,6 +329,84 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn an_answer_racing_a_claim_is_already_decided_and_decides_if_the_claim_falls_through() {
+        let broker = ApprovalBroker::default();
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let rule = broker
+            .claim("apr_1", &by("client:a", ApprovalDecision::AllowAlways))
+            .unwrap();
+        assert_eq!(rule, "run_shell(ls:*)");
+        assert!(
+            broker.list(None).is_empty(),
+            "a claimed approval is not listed"
+        );
+        let raced = broker
+            .decide("apr_1", by("timeout", ApprovalDecision::Deny))
+            .unwrap_err();
+        assert!(matches!(
+            raced,
+            RespondError::AlreadyDecided {
+                decision: ApprovalDecision::AllowAlways,
+                ..
+            }
+        ));
+        broker.release_claim("apr_1", false, &rule);
+        assert_eq!(decided.await.unwrap().decided_by, "timeout");
+        assert!(broker.always_rules().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rule_that_cannot_be_written_leaves_the_approval_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, "x").unwrap();
+        let broker = Arc::new(ApprovalBroker::with_config(not_a_dir.join("config.toml")));
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let err = broker
+            .respond("apr_1", by("client:a", ApprovalDecision::AllowAlways))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, RespondError::ConfigEdit(message) if message.contains("still pending")),
+            "{err}"
+        );
+        assert!(broker.is_pending("apr_1"));
+        broker
+            .respond("apr_1", by("client:b", ApprovalDecision::Deny))
+            .await
+            .unwrap();
+        assert_eq!(decided.await.unwrap().decided_by, "client:b");
+    }
+
+    #[tokio::test]
+    async fn allow_always_writes_the_rule_before_it_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        let broker = Arc::new(ApprovalBroker::with_config(config.clone()));
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let added = broker
+            .respond("apr_1", by("client:a", ApprovalDecision::AllowAlways))
+            .await
+            .unwrap();
+        assert_eq!(added.as_deref(), Some("run_shell(ls:*)"));
+        assert_eq!(
+            decided.await.unwrap().decision,
+            ApprovalDecision::AllowAlways
+        );
+        assert!(
+            std::fs::read_to_string(&config)
+                .unwrap()
+                .contains("run_shell(ls:*)")
+        );
+        assert_eq!(broker.always_rules(), ["run_shell(ls:*)"]);
+        let bad = broker
+            .respond("../x", by("client:a", ApprovalDecision::Deny))
+            .await
+            .unwrap_err();
+        assert!(matches!(bad, RespondError::InvalidId(_)));
+    }
+
     #[test]
     fn lists_pending_oldest_first_per_session() {
         let broker = ApprovalBroker::default();

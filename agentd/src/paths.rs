@@ -90,6 +90,12 @@ pub fn current_uid() -> u32 {
 /// created `agentd-$UID` first to answer in the daemon's place.
 pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    // A bare file name (`--socket agentd.sock`) lives in the current directory.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
             .recursive(true)
