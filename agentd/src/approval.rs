@@ -41,7 +41,8 @@ pub enum RespondError {
         "invalid approval id {0:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list pending approvals with `agentctl approvals list`"
     )]
     InvalidId(String),
-    /// The rule of an `allowAlways` answer could not be written; the approval is pending again.
+    /// The rule of an `allowAlways` answer could not be written; the approval is pending again
+    /// (or decided by the answer that raced the claim).
     #[error("{0}")]
     ConfigEdit(String),
 }
@@ -120,7 +121,7 @@ impl ApprovalBroker {
             let written = crate::config_edit::append_allow_rule_blocking(&config_path, &rule_owned)
                 .map_err(|err| {
                     format!(
-                        "cannot add the rule to {}: {err:#}; the approval is still pending",
+                        "cannot add the rule to {}: {err:#}; this answer did not decide the approval: answer again (allowSession and allowOnce need no config edit)",
                         config_path.display()
                     )
                 });
@@ -131,9 +132,14 @@ impl ApprovalBroker {
         match written {
             Ok(Ok(())) => Ok(Some(rule)),
             Ok(Err(err)) => Err(RespondError::ConfigEdit(err)),
-            Err(err) => Err(RespondError::ConfigEdit(format!(
-                "the config edit failed: {err}"
-            ))),
+            Err(err) => {
+                // The edit panicked before releasing its claim: release it here (releasing
+                // twice is harmless), so the approval does not stay claimed.
+                self.release_claim(id, false, &rule);
+                Err(RespondError::ConfigEdit(format!(
+                    "the config edit failed: {err}; answer again"
+                )))
+            }
         }
     }
 
@@ -368,7 +374,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, RespondError::ConfigEdit(message) if message.contains("still pending")),
+            matches!(&err, RespondError::ConfigEdit(message) if message.contains("did not decide")),
             "{err}"
         );
         assert!(broker.is_pending("apr_1"));
