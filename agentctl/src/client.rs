@@ -22,8 +22,14 @@ use crate::transport::{LineReceiver, LineSender};
 /// busy run streams many deltas, and the terminal may be slow.
 const SUBSCRIPTION_BUFFER: usize = 1 << 16;
 
-/// How long a single request may take before the client gives up.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a single request may take before the client gives up: no method the daemon
+/// serves waits on a person or a model (runs stream as events), so a minute means the daemon
+/// is hung, and the user is told so instead of waiting forever.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long connecting and `initialize` may take: the daemon answers `initialize` at once,
+/// so a daemon that accepts but stays silent is reported quickly.
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why talking to the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +43,16 @@ pub enum ClientError {
     /// The connection broke or a reply could not be read.
     #[error("{0}")]
     Transport(String),
+    /// The daemon took the connection but did not answer in time (hung or overloaded).
+    #[error(
+        "agentd at {socket} did not answer {method} within {} s; it may be hung or overloaded: see its log ($XDG_STATE_HOME/agentd/agentd.*.log), and restart it if it stays so",
+        waited.as_secs()
+    )]
+    NotAnswering {
+        socket: PathBuf,
+        method: String,
+        waited: Duration,
+    },
 }
 
 impl From<RpcClientError> for ClientError {
@@ -86,9 +102,18 @@ impl Connection {
         let name = socket
             .to_fs_name::<GenericFilePath>()
             .map_err(|err| unreachable(err.to_string()))?;
-        let stream = interprocess::local_socket::tokio::Stream::connect(name)
-            .await
-            .map_err(|err| unreachable(err.to_string()))?;
+        let not_answering = || ClientError::NotAnswering {
+            socket: socket.to_path_buf(),
+            method: protocol::methods::Initialize::NAME.to_owned(),
+            waited: INITIALIZE_TIMEOUT,
+        };
+        let stream = tokio::time::timeout(
+            INITIALIZE_TIMEOUT,
+            interprocess::local_socket::tokio::Stream::connect(name),
+        )
+        .await
+        .map_err(|_| not_answering())?
+        .map_err(|err| unreachable(err.to_string()))?;
         let (recv, send) = tokio::io::split(stream);
         let client = ClientBuilder::default()
             .request_timeout(REQUEST_TIMEOUT)
@@ -107,9 +132,11 @@ impl Connection {
             },
             protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
         };
-        let server: InitializeResult = client
-            .request(protocol::methods::Initialize::NAME, object_params(&params)?)
+        let initialize =
+            client.request(protocol::methods::Initialize::NAME, object_params(&params)?);
+        let server: InitializeResult = tokio::time::timeout(INITIALIZE_TIMEOUT, initialize)
             .await
+            .map_err(|_| not_answering())?
             .map_err(|err| match ClientError::from(err) {
                 ClientError::Transport(reason) => unreachable(reason),
                 other => other,
@@ -123,7 +150,8 @@ impl Connection {
 
     /// Call method `M`.
     pub async fn request<M: Method>(&self, params: &M::Params) -> Result<M::Result, ClientError> {
-        Ok(self.client.request(M::NAME, object_params(params)?).await?)
+        let answer = self.client.request(M::NAME, object_params(params)?).await;
+        answer.map_err(|err| self.error_of(M::NAME, err))
     }
 
     /// Call a method by name with raw JSON params (for tools and tests).
@@ -132,7 +160,8 @@ impl Connection {
         method: &str,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, ClientError> {
-        Ok(self.client.request(method, object_params(&params)?).await?)
+        let answer = self.client.request(method, object_params(&params)?).await;
+        answer.map_err(|err| self.error_of(method, err))
     }
 
     /// Subscribe with `subscribe_method`; notifications of type `T` arrive on the returned
@@ -143,10 +172,23 @@ impl Connection {
         params: &P,
         unsubscribe_method: &str,
     ) -> Result<jsonrpsee::core::client::Subscription<T>, ClientError> {
-        Ok(self
+        let subscribed = self
             .client
             .subscribe(subscribe_method, object_params(params)?, unsubscribe_method)
-            .await?)
+            .await;
+        subscribed.map_err(|err| self.error_of(subscribe_method, err))
+    }
+
+    /// A failed call of `method` as the user should read it: a timeout names the method.
+    fn error_of(&self, method: &str, err: RpcClientError) -> ClientError {
+        match err {
+            RpcClientError::RequestTimeout => ClientError::NotAnswering {
+                socket: self.socket.clone(),
+                method: method.to_owned(),
+                waited: REQUEST_TIMEOUT,
+            },
+            other => other.into(),
+        }
     }
 
     /// True while the connection is up.

@@ -65,6 +65,10 @@ impl From<ClientError> for CommandError {
                     "{err}\nnote: agentd reads its environment and config file when it starts; after changing them, restart it with `agentctl daemon stop`"
                 ))
             }
+            ClientError::NotAnswering { .. } => CommandError {
+                code: EXIT_UNREACHABLE,
+                message: err.to_string(),
+            },
             ClientError::Rpc { .. } | ClientError::Transport(_) => {
                 CommandError::failed(err.to_string())
             }

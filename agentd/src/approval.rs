@@ -1,9 +1,12 @@
 //! The approval broker: tool calls that need a person wait here until any client answers
 //! (`approval/respond`), a timeout passes, or the run is cancelled. The first answer wins; later
-//! answers get a clear "already decided" error.
+//! answers get a clear "already decided" error. An "always allow" answer is claimed first, then
+//! its rule is written to the user config, then the approval is resolved: a racing answer
+//! never sees a rule written for a call it denied.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
@@ -34,6 +37,14 @@ pub enum RespondError {
     },
     #[error("{0}")]
     NotOffered(String),
+    #[error(
+        "invalid approval id {0:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list pending approvals with `agentctl approvals list`"
+    )]
+    InvalidId(String),
+    /// The rule of an `allowAlways` answer could not be written; the approval is pending again
+    /// (or decided by the answer that raced the claim).
+    #[error("{0}")]
+    ConfigEdit(String),
 }
 
 struct Waiting {
@@ -43,6 +54,12 @@ struct Waiting {
     /// Registration order, for listing oldest first.
     order: u64,
     answer: oneshot::Sender<Resolution>,
+    /// An `allowAlways` answer whose rule is being written: it has won, other answers are
+    /// told "already decided", and it resolves once the rule is in the config.
+    claimed: Option<Resolution>,
+    /// The first answer that came while claimed (a timeout, a cancel, a client): it decides
+    /// the approval if writing the rule fails, so nobody waits on a claim that fell through.
+    raced: Option<Resolution>,
 }
 
 #[derive(Default)]
@@ -59,9 +76,114 @@ struct BrokerState {
 #[derive(Default)]
 pub struct ApprovalBroker {
     state: Mutex<BrokerState>,
+    /// The user config `allowAlways` rules are written to; `None` refuses `allowAlways`.
+    config_path: Option<PathBuf>,
 }
 
 impl ApprovalBroker {
+    /// A broker whose `allowAlways` answers add their rule to the config file at `config_path`.
+    pub fn with_config(config_path: PathBuf) -> ApprovalBroker {
+        ApprovalBroker {
+            state: Mutex::default(),
+            config_path: Some(config_path),
+        }
+    }
+
+    /// A client's answer to approval `id`; returns the rule an `allowAlways` answer added.
+    /// `allowAlways` claims the approval (later answers are "already decided"), writes the
+    /// rule, then resolves; if the write fails, the approval is pending again (or decided by
+    /// the answer that raced the claim) and the error says why. The claim, the write and the
+    /// resolution run to the end on a blocking thread even if the caller goes away, so a
+    /// dropped request never leaves an approval claimed forever.
+    pub async fn respond(
+        self: &Arc<Self>,
+        id: &str,
+        resolution: Resolution,
+    ) -> Result<Option<String>, RespondError> {
+        if !protocol::id::is_approval_id(id) {
+            return Err(RespondError::InvalidId(id.to_owned()));
+        }
+        if resolution.decision != ApprovalDecision::AllowAlways {
+            self.decide(id, resolution)?;
+            return Ok(None);
+        }
+        let rule = self.claim(id, &resolution)?;
+        let Some(config_path) = self.config_path.clone() else {
+            self.release_claim(id, false, &rule);
+            return Err(RespondError::ConfigEdit(
+                "this daemon has no config file to add the rule to; use allowSession".to_owned(),
+            ));
+        };
+        let broker = self.clone();
+        let id_owned = id.to_owned();
+        let rule_owned = rule.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let written = crate::config_edit::append_allow_rule_blocking(&config_path, &rule_owned)
+                .map_err(|err| {
+                    format!(
+                        "cannot add the rule to {}: {err:#}; this answer did not decide the approval: answer again (allowSession and allowOnce need no config edit)",
+                        config_path.display()
+                    )
+                });
+            broker.release_claim(&id_owned, written.is_ok(), &rule_owned);
+            written
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => Ok(Some(rule)),
+            Ok(Err(err)) => Err(RespondError::ConfigEdit(err)),
+            Err(err) => {
+                // The edit panicked before releasing its claim: release it here (releasing
+                // twice is harmless), so the approval does not stay claimed.
+                self.release_claim(id, false, &rule);
+                Err(RespondError::ConfigEdit(format!(
+                    "the config edit failed: {err}; answer again"
+                )))
+            }
+        }
+    }
+
+    /// Claim pending approval `id` for an `allowAlways` answer; returns the rule to write.
+    fn claim(&self, id: &str, resolution: &Resolution) -> Result<String, RespondError> {
+        let mut state = self.lock();
+        let Some(waiting) = state.pending.get_mut(id) else {
+            return Err(not_pending(&state, id));
+        };
+        if let Some(claim) = &waiting.claimed {
+            return Err(already_decided(id, claim));
+        }
+        let Some(rule) = waiting.always_rule.clone() else {
+            return Err(RespondError::NotOffered(
+                "allowAlways is not offered for this call (too broad to remember); use allowSession or allowOnce".to_owned(),
+            ));
+        };
+        waiting.claimed = Some(resolution.clone());
+        Ok(rule)
+    }
+
+    /// End the claim on `id`: resolve it by the claim when the rule was written (and remember
+    /// the rule for new runs); otherwise by the answer that raced it, or back to pending.
+    fn release_claim(&self, id: &str, written: bool, rule: &str) {
+        let mut state = self.lock();
+        if written && !state.always_rules.iter().any(|known| known == rule) {
+            // New runs read the user rules from the config loaded at startup: hand them the
+            // rule too, so "always" holds before the next restart.
+            state.always_rules.push(rule.to_owned());
+        }
+        let Some(waiting) = state.pending.get_mut(id) else {
+            return;
+        };
+        let claimed = waiting.claimed.take();
+        let resolution = if written {
+            claimed
+        } else {
+            waiting.raced.take()
+        };
+        if let Some(resolution) = resolution {
+            finish(&mut state, id, resolution);
+        }
+    }
+
     /// Register an approval; the receiver resolves when it is decided.
     pub fn register(
         &self,
@@ -79,41 +201,26 @@ impl ApprovalBroker {
                 always_rule,
                 order,
                 answer,
+                claimed: None,
+                raced: None,
             },
         );
         decided
     }
 
-    /// Decide approval `id`. The first decision wins.
+    /// Decide approval `id`. The first decision wins (a claim by `allowAlways` counts as one).
     pub fn decide(&self, id: &str, resolution: Resolution) -> Result<(), RespondError> {
         let mut state = self.lock();
-        let Some(waiting) = state.pending.remove(id) else {
-            return Err(
-                match state.decided.iter().find(|(decided, _)| decided == id) {
-                    Some((_, earlier)) => RespondError::AlreadyDecided {
-                        id: id.to_owned(),
-                        decision: earlier.decision,
-                        decided_by: earlier.decided_by.clone(),
-                    },
-                    None => RespondError::NotFound(id.to_owned()),
-                },
-            );
+        let Some(waiting) = state.pending.get_mut(id) else {
+            return Err(not_pending(&state, id));
         };
-        if state.decided.len() >= REMEMBERED_DECISIONS {
-            state.decided.pop_front();
+        if let Some(claim) = &waiting.claimed {
+            let err = already_decided(id, claim);
+            waiting.raced.get_or_insert(resolution);
+            return Err(err);
         }
-        state.decided.push_back((id.to_owned(), resolution.clone()));
-        // The waiter may have gone (its run ended); the decision is still recorded.
-        let _ = waiting.answer.send(resolution);
+        finish(&mut state, id, resolution);
         Ok(())
-    }
-
-    /// The pending approval `id` and its `allowAlways` rule, if it is still pending.
-    pub fn get(&self, id: &str) -> Option<(PendingApproval, Option<String>)> {
-        self.lock()
-            .pending
-            .get(id)
-            .map(|w| (w.approval.clone(), w.always_rule.clone()))
     }
 
     /// Whether `id` is still pending.
@@ -121,15 +228,7 @@ impl ApprovalBroker {
         self.lock().pending.contains_key(id)
     }
 
-    /// Remember a rule `allowAlways` added to the user config, for the runs started from now on.
-    pub fn remember_always_rule(&self, rule: String) {
-        let mut state = self.lock();
-        if !state.always_rules.contains(&rule) {
-            state.always_rules.push(rule);
-        }
-    }
-
-    /// Rules added by `allowAlways` since startup, oldest first (see [`Self::remember_always_rule`]).
+    /// Rules added by `allowAlways` since startup, oldest first (see [`Self::respond`]).
     pub fn always_rules(&self) -> Vec<String> {
         self.lock().always_rules.clone()
     }
@@ -140,6 +239,7 @@ impl ApprovalBroker {
         let mut waiting: Vec<&Waiting> = state
             .pending
             .values()
+            .filter(|w| w.claimed.is_none())
             .filter(|w| session_id.is_none_or(|id| w.approval.session_id == id))
             .collect();
         waiting.sort_by_key(|w| w.order);
@@ -150,6 +250,35 @@ impl ApprovalBroker {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Record `resolution` for pending approval `id` and wake its waiter.
+fn finish(state: &mut BrokerState, id: &str, resolution: Resolution) {
+    let Some(waiting) = state.pending.remove(id) else {
+        return;
+    };
+    if state.decided.len() >= REMEMBERED_DECISIONS {
+        state.decided.pop_front();
+    }
+    state.decided.push_back((id.to_owned(), resolution.clone()));
+    // The waiter may have gone (its run ended); the decision is still recorded.
+    let _ = waiting.answer.send(resolution);
+}
+
+/// Why an answer to `id`, which is not pending, is refused.
+fn not_pending(state: &BrokerState, id: &str) -> RespondError {
+    match state.decided.iter().find(|(decided, _)| decided == id) {
+        Some((_, earlier)) => already_decided(id, earlier),
+        None => RespondError::NotFound(id.to_owned()),
+    }
+}
+
+fn already_decided(id: &str, earlier: &Resolution) -> RespondError {
+    RespondError::AlreadyDecided {
+        id: id.to_owned(),
+        decision: earlier.decision,
+        decided_by: earlier.decided_by.clone(),
     }
 }
 
@@ -204,6 +333,84 @@ mod tests {
             broker.decide("apr_x", by("client:a", ApprovalDecision::Deny)),
             Err(RespondError::NotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn an_answer_racing_a_claim_is_already_decided_and_decides_if_the_claim_falls_through() {
+        let broker = ApprovalBroker::default();
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let rule = broker
+            .claim("apr_1", &by("client:a", ApprovalDecision::AllowAlways))
+            .unwrap();
+        assert_eq!(rule, "run_shell(ls:*)");
+        assert!(
+            broker.list(None).is_empty(),
+            "a claimed approval is not listed"
+        );
+        let raced = broker
+            .decide("apr_1", by("timeout", ApprovalDecision::Deny))
+            .unwrap_err();
+        assert!(matches!(
+            raced,
+            RespondError::AlreadyDecided {
+                decision: ApprovalDecision::AllowAlways,
+                ..
+            }
+        ));
+        broker.release_claim("apr_1", false, &rule);
+        assert_eq!(decided.await.unwrap().decided_by, "timeout");
+        assert!(broker.always_rules().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rule_that_cannot_be_written_leaves_the_approval_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, "x").unwrap();
+        let broker = Arc::new(ApprovalBroker::with_config(not_a_dir.join("config.toml")));
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let err = broker
+            .respond("apr_1", by("client:a", ApprovalDecision::AllowAlways))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, RespondError::ConfigEdit(message) if message.contains("did not decide")),
+            "{err}"
+        );
+        assert!(broker.is_pending("apr_1"));
+        broker
+            .respond("apr_1", by("client:b", ApprovalDecision::Deny))
+            .await
+            .unwrap();
+        assert_eq!(decided.await.unwrap().decided_by, "client:b");
+    }
+
+    #[tokio::test]
+    async fn allow_always_writes_the_rule_before_it_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        let broker = Arc::new(ApprovalBroker::with_config(config.clone()));
+        let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let added = broker
+            .respond("apr_1", by("client:a", ApprovalDecision::AllowAlways))
+            .await
+            .unwrap();
+        assert_eq!(added.as_deref(), Some("run_shell(ls:*)"));
+        assert_eq!(
+            decided.await.unwrap().decision,
+            ApprovalDecision::AllowAlways
+        );
+        assert!(
+            std::fs::read_to_string(&config)
+                .unwrap()
+                .contains("run_shell(ls:*)")
+        );
+        assert_eq!(broker.always_rules(), ["run_shell(ls:*)"]);
+        let bad = broker
+            .respond("../x", by("client:a", ApprovalDecision::Deny))
+            .await
+            .unwrap_err();
+        assert!(matches!(bad, RespondError::InvalidId(_)));
     }
 
     #[test]

@@ -1,13 +1,25 @@
 //! Edits of the user's config file made on the user's behalf (an "always allow" answer),
-//! keeping the file's comments and layout.
+//! keeping the file's comments and layout. One writer: edits of this process are serialised,
+//! each writes a temp file of its own, syncs it, renames it over the config and syncs the
+//! directory, so concurrent answers keep every rule and a crash leaves the old or the new file.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
+/// Serialises every read-modify-write of the config in this process. A blocking mutex, taken
+/// on the blocking thread that does the edit: a caller that goes away cannot release it early.
+static CONFIG_WRITER: Mutex<()> = Mutex::new(());
+
+/// Makes every temp file name unique within this process (the pid makes it unique across).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
 /// Append `rule` to `[permissions] allow` in the config file at `path` (created if missing).
-/// A rule already present is not added twice. The write is atomic (temp file + rename).
+/// A rule already present is not added twice. See [`append_allow_rule_blocking`].
 pub async fn append_allow_rule(path: &Path, rule: &str) -> Result<()> {
     let path = path.to_path_buf();
     let rule = rule.to_owned();
@@ -16,7 +28,13 @@ pub async fn append_allow_rule(path: &Path, rule: &str) -> Result<()> {
         .context("config edit task failed")?
 }
 
-fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
+/// As [`append_allow_rule`], on the calling thread (blocking): takes the one-writer lock, reads
+/// the file, writes the edited text to a unique temp file beside it, syncs it, renames it over
+/// the config and syncs the directory.
+pub fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
+    let _writer = CONFIG_WRITER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -29,15 +47,50 @@ fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
     }
     let dir = path.parent().context("config path has no directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let temp = path.with_extension("toml.tmp");
-    {
-        use std::io::Write;
-        let mut file = std::fs::File::create(&temp)
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        file.write_all(updated.as_bytes())?;
-        file.sync_all()?;
+    let temp = temp_path(path);
+    let replaced = write_and_rename(path, &temp, updated.as_bytes());
+    if replaced.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    std::fs::rename(&temp, path).with_context(|| format!("cannot replace {}", path.display()))
+    replaced?;
+    sync_dir(dir)
+}
+
+/// A temp file name of its own beside `path`: `.config.toml.<pid>.<n>.tmp`.
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "config.toml".to_owned());
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// Write `bytes` to the new file `temp` (same permissions as the config, else 0600), sync it
+/// and rename it over `path`.
+fn write_and_rename(path: &Path, temp: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mode = std::fs::metadata(path)
+        .map(|meta| meta.permissions().mode() & 0o7777)
+        .unwrap_or(0o600);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(temp)
+        .with_context(|| format!("cannot create {}", temp.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    drop(file);
+    std::fs::rename(temp, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// Make a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("cannot sync directory {}", dir.display()))
 }
 
 /// The config text with `rule` in `[permissions] allow`.
@@ -87,6 +140,35 @@ mod tests {
             parsed["permissions"]["allow"][0].as_str(),
             Some("run_shell(ls)")
         );
+    }
+
+    #[tokio::test]
+    async fn concurrent_edits_keep_every_rule_and_leave_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "# mine\n").unwrap();
+        let edits: Vec<_> = (0..16)
+            .map(|n| {
+                let path = path.clone();
+                tokio::spawn(async move { append_allow_rule(&path, &format!("Edit(f{n})")).await })
+            })
+            .collect();
+        for edit in edits {
+            edit.await.unwrap().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(
+            parsed["permissions"]["allow"].as_array().unwrap().len(),
+            16,
+            "{text}"
+        );
+        assert!(text.contains("# mine"), "{text}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["config.toml"]);
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub mod logging;
 pub mod paths;
 pub mod permission;
 pub mod process;
+pub mod regular_file;
 pub mod rpc;
 pub mod server;
 pub mod session;

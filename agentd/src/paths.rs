@@ -82,30 +82,54 @@ pub fn current_uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// Create `dir` (and parents) and make sure it is ours and private (0700), as tmux does: in a
-/// shared /tmp another user could have created it first.
-pub fn ensure_private_dir(dir: &Path) -> Result<()> {
+/// Make sure the socket's directory exists and nobody else can swap the socket inside it,
+/// without changing anyone's directory. A directory the daemon creates (and its missing
+/// parents) is made private (0700), as tmux does. An existing one keeps its mode (a shared
+/// 1777 dir given with `--socket` stays shared); it must be ours, or root's and safe from
+/// other users (sticky, or not writable by them): in a shared /tmp another user could have
+/// created `agentd-$UID` first to answer in the daemon's place.
+pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create directory {}", dir.display()))?;
+    // A bare file name (`--socket agentd.sock`) lives in the current directory.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .with_context(|| format!("cannot create directory {}", parent.display()))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            // Ours: private whatever the umask left.
+            return std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("cannot make {} private (0700)", dir.display()));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot create directory {}", dir.display()));
+        }
+    }
     let meta = std::fs::symlink_metadata(dir)
         .with_context(|| format!("cannot inspect directory {}", dir.display()))?;
     if !meta.is_dir() {
-        bail!("{} is not a directory", dir.display());
-    }
-    if meta.uid() != current_uid() {
         bail!(
-            "{} belongs to another user (uid {}); remove it or set AGENTD_SOCKET",
+            "{} is not a directory ({}); choose another socket path (--socket or AGENTD_SOCKET)",
+            dir.display(),
+            crate::regular_file::kind_of(&meta.file_type())
+        );
+    }
+    let others_may_replace = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
+    if meta.uid() != current_uid() && (meta.uid() != 0 || others_may_replace) {
+        bail!(
+            "{} belongs to another user (uid {}); remove it or choose a socket path in a directory of your own (--socket or AGENTD_SOCKET)",
             dir.display(),
             meta.uid()
         );
-    }
-    if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
     }
     Ok(())
 }
@@ -130,14 +154,24 @@ mod tests {
     }
 
     #[test]
-    fn private_dir_is_made_0700() {
+    fn a_created_socket_dir_is_private_and_an_existing_one_keeps_its_mode() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a/b");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
+        let created = tmp.path().join("a/b");
+        prepare_socket_dir(&created).unwrap();
+        let mode = |dir: &Path| std::fs::metadata(dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&created), 0o700);
+        assert_eq!(mode(&tmp.path().join("a")), 0o700);
+
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        prepare_socket_dir(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o1777);
+
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let err = prepare_socket_dir(&file).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
     }
 }

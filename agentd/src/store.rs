@@ -123,8 +123,11 @@ fn line_of<T: Serialize>(value: &T) -> Result<String> {
 
 /// Read only the header of a session file (for listing without loading everything).
 pub fn read_header(path: &Path) -> Result<SessionHeader> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    read_header_from(crate::regular_file::open(path)?, path)
+}
+
+/// Read the header from `file`, already opened from `path` (named in errors).
+pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeader> {
     let mut first = String::new();
     std::io::BufReader::new(file)
         .read_line(&mut first)
@@ -138,8 +141,7 @@ pub fn read_header(path: &Path) -> Result<SessionHeader> {
 
 /// Load a whole session file. Blocking: call from `spawn_blocking`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = crate::regular_file::open(path)?;
     let reader = std::io::BufReader::new(file);
     let mut lines = reader.split(b'\n').peekable();
     let first = lines
@@ -235,8 +237,7 @@ const SUMMARY_TAIL_BYTES: u64 = 256 * 1024;
 /// does not say (a last model call further back): load the session instead. Blocking.
 pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut file = crate::regular_file::open(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(SUMMARY_TAIL_BYTES);
     file.seek(SeekFrom::Start(start))?;
@@ -289,8 +290,7 @@ fn usage_from_event(total: &protocol::event::Usage) -> crate::conversation::Usag
 
 /// Persisted events of a session file with `after < seq <= up_to`, in order. Blocking.
 pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Event)>> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = crate::regular_file::open(path)?;
     let mut events = Vec::new();
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod daemon;
 pub mod error;
 pub mod event;
+pub mod id;
 pub mod methods;
 pub mod session;
 pub mod socket;

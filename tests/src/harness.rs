@@ -41,6 +41,8 @@ pub struct TestEnv {
     pub socket: PathBuf,
     /// Extra environment for the daemon and agentctl (provider URLs, keys, …).
     pub vars: Vec<(String, String)>,
+    /// Extra command-line arguments for `agentd` (e.g. `--socket PATH`).
+    pub daemon_args: Vec<String>,
 }
 
 impl TestEnv {
@@ -57,6 +59,7 @@ impl TestEnv {
             dir,
             socket,
             vars: Vec::new(),
+            daemon_args: Vec::new(),
         }
     }
 
@@ -71,6 +74,13 @@ impl TestEnv {
 
     pub fn var(mut self, key: &str, value: impl Into<String>) -> Self {
         self.vars.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Start the daemon with `--socket path` (and connect there): the flag, not the variable.
+    pub fn socket_flag(mut self, path: PathBuf) -> Self {
+        self.daemon_args = vec!["--socket".to_owned(), path.display().to_string()];
+        self.socket = path;
         self
     }
 
@@ -118,15 +128,33 @@ impl TestEnv {
 
     /// Spawn `agentd` without waiting for it (for tests of startup failures).
     pub fn spawn_daemon(&self) -> tokio::process::Child {
+        self.daemon_command().spawn().expect("spawn agentd")
+    }
+
+    /// The `agentd` command of this environment: its env, its arguments, stderr piped.
+    fn daemon_command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(binary("agentd"));
         self.apply(&mut command);
         command
+            .args(&self.daemon_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn agentd")
+            .kill_on_drop(true);
+        command
+    }
+}
+
+impl TestEnv {
+    /// Start `agentd` expecting it to refuse to start: its exit status and stderr, once it
+    /// exited (bounded by [`WAIT`]).
+    pub async fn daemon_refusal(&self) -> (ExitStatus, String) {
+        let child = self.spawn_daemon();
+        let output = tokio::time::timeout(WAIT, child.wait_with_output())
+            .await
+            .expect("agentd kept running; it should have refused to start")
+            .expect("wait for agentd");
+        (output.status, text(&output.stderr))
     }
 }
 
@@ -203,14 +231,9 @@ impl Daemon {
         // A previous daemon of this environment (before a restart) used the same path.
         let _ = std::fs::remove_file(&notify_path);
         let notify = tokio::net::UnixDatagram::bind(&notify_path).expect("bind notify socket");
-        let mut command = tokio::process::Command::new(binary("agentd"));
-        env.apply(&mut command);
-        let mut child = command
+        let mut child = env
+            .daemon_command()
             .env("NOTIFY_SOCKET", &notify_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("spawn agentd");
         let deadline = tokio::time::Instant::now() + WAIT;

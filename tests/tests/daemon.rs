@@ -191,7 +191,11 @@ async fn an_oversized_line_is_rejected_and_the_connection_survives() {
 
 #[tokio::test]
 async fn socket_is_private_to_the_user() {
-    let daemon = Daemon::start().await;
+    // In a directory the daemon creates, as `$XDG_RUNTIME_DIR/agentd` by default: it is made
+    // 0700 (an existing directory keeps its mode, see `reliability_files`).
+    let mut env = TestEnv::new();
+    env.socket = env.path("run").join("agentd").join("agentd.sock");
+    let daemon = Daemon::start_in(env).await;
     let socket_mode = std::fs::metadata(daemon.socket())
         .unwrap()
         .permissions()

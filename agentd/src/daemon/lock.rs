@@ -1,6 +1,7 @@
 //! Single instance per socket: an exclusive `flock` on a lock file beside the socket. Whoever
 //! holds it owns the socket path; the kernel drops the lock when the process dies, so a crash
-//! never leaves the path locked.
+//! never leaves the path locked. A lock file that exists is one an agentd left (empty or a
+//! pid); anything else at that path is someone's file and is never overwritten.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -18,13 +19,31 @@ pub struct InstanceLock {
 impl InstanceLock {
     /// Take the lock or explain who holds it.
     pub fn acquire(path: &Path, socket: &Path) -> Result<InstanceLock> {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("cannot open lock file {}", path.display()))?;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let mut file = crate::regular_file::open_with(
+            path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+        )
+        .with_context(|| format!("cannot use lock file {}", path.display()))?;
+        let meta = file.metadata()?;
+        if meta.uid() != crate::paths::current_uid() {
+            bail!(
+                "lock file {} belongs to another user (uid {}); choose a socket path in a directory of your own",
+                path.display(),
+                meta.uid()
+            );
+        }
+        if !looks_like_a_lock_file(&mut file, meta.len()) {
+            bail!(
+                "{} exists and is not an agentd lock file; agentd will not overwrite it: move it away or choose another socket path",
+                path.display()
+            );
+        }
         // SAFETY: flock on a valid open descriptor has no memory-safety preconditions.
         let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if locked != 0 {
@@ -53,6 +72,24 @@ impl InstanceLock {
     }
 }
 
+/// Longest content of a lock file an agentd wrote (a pid and a newline).
+const MAX_LOCK_FILE_BYTES: u64 = 32;
+
+/// Whether `file` holds what an agentd writes there: nothing yet, or a pid.
+fn looks_like_a_lock_file(file: &mut File, len: u64) -> bool {
+    if len > MAX_LOCK_FILE_BYTES {
+        return false;
+    }
+    let mut content = String::new();
+    if file.read_to_string(&mut content).is_err() || file.rewind().is_err() {
+        return false;
+    }
+    content
+        .trim_end_matches('\n')
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +105,26 @@ mod tests {
             .to_string();
         assert!(err.contains("already running"), "{err}");
         assert!(err.contains(&std::process::id().to_string()), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_lock_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("s.lock");
+        let socket = dir.path().join("s");
+        std::fs::write(&lock, "my notes\n").unwrap();
+        let err = InstanceLock::acquire(&lock, &socket)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an agentd lock file"), "{err}");
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), "my notes\n");
+
+        std::fs::write(&lock, "12345\n").unwrap();
+        let _held = InstanceLock::acquire(&lock, &socket).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            format!("{}\n", std::process::id())
+        );
     }
 
     #[test]

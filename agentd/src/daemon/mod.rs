@@ -36,7 +36,10 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         .socket
         .parent()
         .context("the socket path has no parent directory")?;
-    paths::ensure_private_dir(socket_dir)?;
+    paths::prepare_socket_dir(socket_dir)?;
+    // Before the lock file is created beside it: a path that holds anything but a socket is
+    // refused (checked again under the lock, where a stale socket is removed).
+    existing_socket(&paths.socket)?;
     std::fs::create_dir_all(&paths.sessions_dir)
         .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
 
@@ -138,14 +141,38 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         http: crate::llm::LlmClient::http_client()?,
         tools: Arc::new(crate::tools::ToolRegistry::builtin()),
         tool_limits,
-        approvals: Arc::new(crate::approval::ApprovalBroker::default()),
+        approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
+            paths.config.clone(),
+        )),
     })
 }
 
+/// Whether a socket file is at `socket`. Refuses a path that holds anything else (a regular
+/// file, a directory, a symlink): it is somebody's, and the daemon never removes it.
+fn existing_socket(socket: &Path) -> Result<bool> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot inspect {}", socket.display()));
+        }
+    };
+    if !meta.file_type().is_socket() {
+        bail!(
+            "{} exists and is not a socket ({}); agentd will not replace it: move it away or choose another socket path (--socket or AGENTD_SOCKET)",
+            socket.display(),
+            crate::regular_file::kind_of(&meta.file_type())
+        );
+    }
+    Ok(true)
+}
+
 /// A socket file nobody answers on is left over from a crash: remove it. One that answers
-/// belongs to a live daemon that does not hold our lock (another version): refuse.
+/// belongs to a live daemon that does not hold our lock (another version): refuse. Anything
+/// that is not a socket is refused, never removed.
 async fn remove_stale_socket(socket: &Path) -> Result<()> {
-    if std::fs::symlink_metadata(socket).is_err() {
+    if !existing_socket(socket)? {
         return Ok(());
     }
     let name = socket.to_fs_name::<GenericFilePath>()?;

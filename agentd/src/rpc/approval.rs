@@ -16,7 +16,8 @@ impl From<RespondError> for ErrorObjectOwned {
         let code = match &err {
             RespondError::NotFound(_) => codes::NOT_FOUND,
             RespondError::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
-            RespondError::NotOffered(_) => codes::INVALID_PARAMS,
+            RespondError::NotOffered(_) | RespondError::InvalidId(_) => codes::INVALID_PARAMS,
+            RespondError::ConfigEdit(_) => codes::INTERNAL_ERROR,
         };
         rpc_error(code, err.to_string())
     }
@@ -27,6 +28,9 @@ pub async fn list(
     params: ListApprovalsParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<ListApprovalsResult> {
+    if let Some(session_id) = &params.session_id {
+        crate::session::check_session_id(session_id)?;
+    }
     Ok(ListApprovalsResult {
         approvals: state.approvals.list(params.session_id.as_deref()),
     })
@@ -45,42 +49,18 @@ pub async fn respond(
             .map(String::as_str)
             .unwrap_or("unknown")
     );
-    let mut rule_added = None;
-    if params.decision == ApprovalDecision::AllowAlways {
-        // Check and write the rule before deciding, so a failure leaves the approval pending.
-        let pending = state.approvals.get(&params.approval_id);
-        if let Some((_, always_rule)) = pending {
-            let Some(rule) = always_rule else {
-                return Err(RespondError::NotOffered(
-                    "allowAlways is not offered for this call (too broad to remember); use allowSession or allowOnce".to_owned(),
-                )
-                .into());
-            };
-            crate::config_edit::append_allow_rule(&state.paths.config, &rule)
-                .await
-                .map_err(|err| {
-                    rpc_error(
-                        codes::INTERNAL_ERROR,
-                        format!(
-                            "cannot add the rule to {}: {err:#}",
-                            state.paths.config.display()
-                        ),
-                    )
-                })?;
-            // New runs read the user rules from the config loaded at startup: hand them the
-            // rule too, so "always" holds before the next restart.
-            state.approvals.remember_always_rule(rule.clone());
-            rule_added = Some(rule);
-        }
-    }
-    state.approvals.decide(
-        &params.approval_id,
-        Resolution {
-            decision: params.decision,
-            decided_by,
-            reason: params.reason,
-        },
-    )?;
+    // Claim, rule and resolution are the broker's flow: see `ApprovalBroker::respond`.
+    let rule_added = state
+        .approvals
+        .respond(
+            &params.approval_id,
+            Resolution {
+                decision: params.decision,
+                decided_by,
+                reason: params.reason,
+            },
+        )
+        .await?;
     Ok(RespondApprovalResult {
         approval_id: params.approval_id,
         decision: params.decision,

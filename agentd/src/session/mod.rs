@@ -260,6 +260,7 @@ impl SessionManager {
 
     /// The session `id`, loaded.
     pub async fn get(&self, id: &str) -> Result<Arc<Session>, SessionError> {
+        check_session_id(id)?;
         let slot = self
             .read_slots()
             .get(id)
@@ -285,11 +286,16 @@ impl SessionManager {
                 .then_with(|| b.header.id.cmp(&a.header.id))
         });
         let start = match cursor {
-            Some(cursor) => slots
-                .iter()
-                .position(|slot| slot.header.id == cursor)
-                .map(|pos| pos + 1)
-                .ok_or_else(|| SessionError::InvalidParams(format!("unknown cursor {cursor:?}")))?,
+            Some(cursor) => {
+                check_session_id(cursor)?;
+                slots
+                    .iter()
+                    .position(|slot| slot.header.id == cursor)
+                    .map(|pos| pos + 1)
+                    .ok_or_else(|| {
+                        SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
+                    })?
+            }
             None => 0,
         };
         let page: Vec<Arc<Slot>> = slots.iter().skip(start).take(limit).cloned().collect();
@@ -407,6 +413,16 @@ impl SessionManager {
     }
 }
 
+/// Refuse an id outside the session-id grammar before it names anything (a file, a slot).
+pub fn check_session_id(id: &str) -> Result<(), SessionError> {
+    if protocol::id::is_session_id(id) {
+        return Ok(());
+    }
+    Err(SessionError::InvalidParams(format!(
+        "invalid session id {id:?}: session ids are `ses_` followed by letters, digits, `_` or `-`; list sessions with `agentctl sessions list`"
+    )))
+}
+
 /// Info from the header alone (for a session that cannot be loaded).
 fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionInfo {
     SessionInfo {
@@ -427,7 +443,10 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
     }
 }
 
-/// Read every session header in `dir`. Blocking.
+/// Read every session header in `dir`. Blocking. Only regular `<id>.jsonl` files whose header
+/// names the same, well-formed id are indexed: the id builds the session's file path, so a
+/// hostile header (`../../x`) must never be trusted. Anything else (a FIFO, a directory, a
+/// symlink, a foreign id) is skipped with a warning and never opened in a way that blocks.
 fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<SystemTime>)>> {
     let mut found = Vec::new();
     let entries = match std::fs::read_dir(dir) {
@@ -440,13 +459,25 @@ fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<Syst
         if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
             continue;
         }
-        match store::read_header(&path) {
-            Ok(header) => {
-                let updated = entry.metadata().and_then(|m| m.modified()).ok();
-                found.push((header, updated));
-            }
-            Err(err) => tracing::warn!(%err, "skipping an unreadable session file"),
+        match scan_one(&path) {
+            Ok(found_one) => found.push(found_one),
+            Err(err) => tracing::warn!("skipping session file {}: {err:#}", path.display()),
         }
     }
     Ok(found)
+}
+
+/// The header and modification time of one session file, if it may be indexed.
+fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<SystemTime>)> {
+    let file = crate::regular_file::open(path)?;
+    let updated = file.metadata().and_then(|m| m.modified()).ok();
+    let header = store::read_header_from(file, path)?;
+    let stem = path.file_stem().and_then(|stem| stem.to_str());
+    if !protocol::id::is_session_id(&header.id) || stem != Some(header.id.as_str()) {
+        anyhow::bail!(
+            "its header names session {:?}, which is not a valid id matching the file name",
+            header.id
+        );
+    }
+    Ok((header, updated))
 }

@@ -1,0 +1,92 @@
+//! Opening the files the daemon reads from its own directories (session logs, the lock file):
+//! regular files only, and never in a way that blocks. A FIFO or a device planted there would
+//! otherwise hang the opening thread (a FIFO's `open` waits for a writer).
+
+use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+/// Open `path` for reading. Opened with `O_NONBLOCK` (a FIFO does not wait for a writer) and
+/// `O_NOFOLLOW` (a symlink is not followed out of the directory), then the opened descriptor's
+/// own metadata must say "regular file", so nothing swapped in between the check and the open
+/// gets through. On a regular file `O_NONBLOCK` changes nothing.
+pub fn open(path: &Path) -> Result<File> {
+    open_with(path, std::fs::OpenOptions::new().read(true))
+}
+
+/// As [`open`], with the caller's options (write, create, mode); the non-blocking and
+/// no-follow flags are added here.
+pub fn open_with(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
+    let file = options
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ELOOP) => anyhow::anyhow!(
+                "{} is a symbolic link; only regular files are used there",
+                path.display()
+            ),
+            _ => anyhow::Error::new(err).context(format!("cannot open {}", path.display())),
+        })?;
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot inspect {}", path.display()))?;
+    if !metadata.is_file() {
+        bail!(
+            "{} is not a regular file ({}); remove it or move it away",
+            path.display(),
+            kind_of(&metadata.file_type())
+        );
+    }
+    Ok(file)
+}
+
+/// A short name for what a non-regular file is, for error messages.
+pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_fifo() {
+        "a named pipe"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "a device"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_a_directory_and_a_symlink_are_refused_without_blocking() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.jsonl");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let err = open(&fifo).unwrap_err().to_string();
+        assert!(err.contains("named pipe"), "{err}");
+
+        let err = open(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("directory"), "{err}");
+
+        let target = dir.path().join("real.jsonl");
+        std::fs::write(&target, "x").unwrap();
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = open(&link).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+
+        open(&target).unwrap();
+    }
+}
