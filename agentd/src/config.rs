@@ -154,6 +154,10 @@ pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
 pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
+/// The largest config.toml read: a config is a few kilobytes; anything bigger is a mistake,
+/// and a FIFO at the config path must not hang startup either (`regular_file::read_text`).
+const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
 /// Loads the configuration from `path` (None or a missing file: environment only) and `env`.
 pub fn load(
     path: Option<&Path>,
@@ -171,9 +175,17 @@ pub fn load(
         permissions: PermissionsConfig::default(),
     };
     if let Some(path) = path {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                apply_file(&mut config, path, &text, &env)?;
+        match crate::regular_file::read_text(path, MAX_CONFIG_BYTES) {
+            Ok(read) if read.truncated => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source: std::io::Error::other(format!(
+                        "the file is larger than {MAX_CONFIG_BYTES} bytes"
+                    )),
+                });
+            }
+            Ok(read) => {
+                apply_file(&mut config, path, &read.text, &env)?;
                 config.source = Some(path.to_path_buf());
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

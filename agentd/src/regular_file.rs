@@ -62,6 +62,47 @@ pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// What [`read_text`] found at a path.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Text {
+    pub text: String,
+    /// The file held more than the cap; `text` is its head.
+    pub truncated: bool,
+}
+
+/// Read a text file that a user or a repository provides (config, project settings, project
+/// notes): symlinks are followed (`CLAUDE.md -> AGENTS.md` is common), but the file is opened
+/// without blocking and must be a regular file, and at most `max_bytes` are read, so a FIFO,
+/// a device or a huge file planted in a repository neither hangs a thread nor fills memory.
+/// Invalid UTF-8 is replaced. A missing file keeps its `NotFound` kind for the caller.
+pub fn read_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
+    use std::io::Read;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is {}, not a regular file",
+            path.display(),
+            kind_of(&metadata.file_type())
+        )));
+    }
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    file.take(limit).read_to_end(&mut bytes)?;
+    let truncated = bytes.len() > max_bytes;
+    bytes.truncate(max_bytes);
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+    };
+    Ok(Text { text, truncated })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +129,35 @@ mod tests {
         assert!(err.contains("symbolic link"), "{err}");
 
         open(&target).unwrap();
+    }
+
+    #[test]
+    fn read_text_refuses_a_fifo_and_caps_a_big_file() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("AGENTS.md");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let err = read_text(&fifo, 10).unwrap_err().to_string();
+        assert!(err.contains("named pipe"), "{err}");
+
+        let big = dir.path().join("big.md");
+        std::fs::write(&big, "x".repeat(100)).unwrap();
+        let link = dir.path().join("CLAUDE.md");
+        std::os::unix::fs::symlink(&big, &link).unwrap();
+        let read = read_text(&link, 10).unwrap();
+        assert_eq!(
+            read,
+            Text {
+                text: "x".repeat(10),
+                truncated: true
+            }
+        );
+        let read = read_text(&big, 100).unwrap();
+        assert!(!read.truncated);
+
+        let missing = read_text(&dir.path().join("none"), 10).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -334,3 +334,61 @@ async fn a_deny_racing_allow_always_has_one_winner_and_a_denied_call_writes_no_r
         }
     }
 }
+
+#[tokio::test]
+async fn a_fifo_as_config_is_a_config_error_not_a_hang() {
+    let env = TestEnv::new();
+    let config = config_path(&env);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    mkfifo(&config);
+    // The daemon starts (a broken config is reported to clients, never a hang at startup) and
+    // session/create says what is wrong with the config.
+    let daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    let err = client
+        .request(
+            "session/create",
+            json!({"cwd": daemon.env.workspace().display().to_string()}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::CONFIG_ERROR as i64, "{err:?}");
+    assert!(err.message.contains("not a regular file"), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_hostile_repository_with_fifo_and_huge_project_files_still_gets_a_session() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let repo = s.workspace();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    // AGENTS.md a FIFO nobody writes to; CLAUDE.md a 64 MiB file; settings a FIFO too.
+    mkfifo(&repo.join("AGENTS.md"));
+    std::fs::write(repo.join("CLAUDE.md"), "x".repeat(64 * 1024 * 1024)).unwrap();
+    std::fs::create_dir_all(repo.join(".agents")).unwrap();
+    mkfifo(&repo.join(".agents").join("settings.toml"));
+    let sub = repo.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+
+    let mut client = s.client().await;
+    let session = create_session(&mut client, &sub).await;
+    let got = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(got["session"]["status"], json!("idle"), "{got}");
+    s.mock.push(Reply::text("ok"));
+    client.subscribe(&session, None).await;
+    client.prompt(&session, "hi").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let request = &s.mock.requests()[0];
+    assert!(
+        request.body.contains(&"x".repeat(1000)),
+        "the head of the readable notes is used"
+    );
+    assert!(
+        request.body.len() < 1024 * 1024,
+        "the huge CLAUDE.md was not read whole: {} bytes sent",
+        request.body.len()
+    );
+}

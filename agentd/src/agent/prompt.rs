@@ -61,13 +61,15 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
     for dir in dirs {
         for name in NOTES_FILES {
             let path = dir.join(name);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
             if budget == 0 {
                 break;
             }
-            let text: String = text.chars().take(budget).collect();
+            // At most four bytes a character: enough bytes for the budget, never the whole of a
+            // huge file, and a FIFO named AGENTS.md is refused instead of waited on.
+            let Ok(read) = crate::regular_file::read_text(&path, budget.saturating_mul(4)) else {
+                continue;
+            };
+            let text: String = read.text.chars().take(budget).collect();
             budget -= text.chars().count();
             notes.push((path, text));
             // AGENTS.md wins over CLAUDE.md in the same directory.

@@ -58,6 +58,10 @@ struct TomlSettings {
     permissions: TomlPermissions,
 }
 
+/// The largest project settings file read: rules are a few lines, and a repository must not
+/// make the daemon read a huge file (or a FIFO) while creating a session.
+const MAX_SETTINGS_BYTES: usize = 1024 * 1024;
+
 /// Loads the project settings for `workspace`: the first directory from the workspace up to
 /// the git root (the workspace alone when it is in no repository) holding a settings file.
 /// Both files of that directory are read and their rules merged (TOML first).
@@ -73,12 +77,26 @@ pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, Settin
             continue;
         }
         for path in files {
-            let text = std::fs::read_to_string(&path).map_err(|error| SettingsError {
-                path: path.clone(),
-                line: 1,
-                column: 1,
-                message: format!("cannot read: {error}"),
-            })?;
+            let read =
+                crate::regular_file::read_text(&path, MAX_SETTINGS_BYTES).map_err(|error| {
+                    SettingsError {
+                        path: path.clone(),
+                        line: 1,
+                        column: 1,
+                        message: format!("cannot read: {error}"),
+                    }
+                })?;
+            if read.truncated {
+                return Err(SettingsError {
+                    path: path.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!(
+                        "the file is larger than {MAX_SETTINGS_BYTES} bytes; settings files are small"
+                    ),
+                });
+            }
+            let text = read.text;
             let is_json = path
                 .extension()
                 .is_some_and(|extension| extension == "json");
