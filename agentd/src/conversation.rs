@@ -73,3 +73,58 @@ impl Usage {
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
     }
 }
+
+/// Tool calls of the last assistant message that have no result yet.
+pub fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
+    let Some(position) = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return Vec::new();
+    };
+    let Message::Assistant { tool_calls, .. } = &history[position] else {
+        return Vec::new();
+    };
+    tool_calls
+        .iter()
+        .filter(|call| {
+            !history[position + 1..].iter().any(
+                |m| matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id),
+            )
+        })
+        .map(|call| (call.id.clone(), call.name.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphaned_tool_calls_are_those_without_results() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let history = vec![
+            Message::User {
+                content: "x".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            Message::Tool {
+                tool_call_id: "a".into(),
+                tool_name: "read_file".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        assert_eq!(
+            orphaned_tool_calls(&history),
+            vec![("b".to_owned(), "read_file".to_owned())]
+        );
+    }
+}
