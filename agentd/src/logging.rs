@@ -73,7 +73,7 @@ pub fn install_panic_hook() {
         let thread = std::thread::current();
         tracing::error!(
             thread = thread.name().unwrap_or("unnamed"),
-            "panic at {location}: {}; the daemon keeps serving, please report this bug\nbacktrace:\n{backtrace}",
+            "panic at {location}: {}; this is a bug, please report it\nbacktrace:\n{backtrace}",
             panic_message(info.payload()),
         );
     }));

@@ -1,6 +1,7 @@
 //! How a run always ends, whatever happens inside it: an error or a panic becomes
-//! `runFinished{status:"failed", error}` after every tool call of the last assistant message
-//! got a result, so the session returns to idle and its history stays valid for the provider.
+//! `runFinished{status:"failed", error}` after the run's pending approvals were resolved and
+//! every tool call of the last assistant message got a result, so the session returns to idle,
+//! no approval stays listed, and the history stays valid for the provider.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -9,9 +10,11 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart, to_wire_usage};
+use crate::approval::{ApprovalBroker, Resolution};
 use crate::conversation::{Message, Usage, orphaned_tool_calls};
 use crate::session::SessionShared;
 use crate::session::events::EventLog;
+use protocol::approval::ApprovalDecision;
 use protocol::event::{Event, RunStatus};
 
 /// What ending a run needs, held apart from the `Run` so it outlives a run that panicked.
@@ -20,6 +23,7 @@ pub(super) struct RunEnding {
     run_id: String,
     log: Arc<EventLog>,
     shared: Arc<SessionShared>,
+    broker: Arc<ApprovalBroker>,
 }
 
 impl Run {
@@ -36,7 +40,7 @@ impl Run {
             Err(payload) => {
                 let message = crate::logging::panic_message(&*payload);
                 tracing::error!(session = %ending.session_id, run = %ending.run_id, "the run panicked: {message}");
-                ending.pair_orphan_tool_calls(NOT_RUN_RUN_FAILED).await;
+                ending.close_after_failure().await;
                 let outcome = RunOutcome {
                     status: RunStatus::Failed,
                     error: Some(format!(
@@ -56,15 +60,54 @@ impl Run {
             run_id: self.run_id.clone(),
             log: self.log.clone(),
             shared: self.shared.clone(),
+            broker: self.permissions.broker.clone(),
         }
     }
 }
 
 impl RunEnding {
+    /// What a failed run leaves open: its pending approvals, its unfinished tool calls.
+    pub(super) async fn close_after_failure(&self) {
+        self.resolve_pending_approvals().await;
+        self.pair_orphan_tool_calls(NOT_RUN_RUN_FAILED).await;
+    }
+
+    /// Deny the approvals this run still waits for (nothing will run them) and record it, so
+    /// no client keeps showing or listing them.
+    async fn resolve_pending_approvals(&self) {
+        let pending = self.broker.list(Some(&*self.session_id));
+        for approval in pending.into_iter().filter(|a| a.run_id == self.run_id) {
+            let resolution = Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "cancel".to_owned(),
+                reason: Some("the run failed while this approval was pending".to_owned()),
+            };
+            if self
+                .broker
+                .decide(&approval.approval_id, resolution.clone())
+                .is_err()
+            {
+                continue; // decided meanwhile: its answer was recorded by the run or the client
+            }
+            let event = Event::ApprovalResolved {
+                run_id: self.run_id.clone(),
+                approval_id: approval.approval_id,
+                tool_call_id: approval.tool_call_id,
+                decision: resolution.decision,
+                decided_by: resolution.decided_by,
+                reason: resolution.reason,
+                session_rule: None,
+            };
+            if let Err(err) = self.log.append(event).await {
+                tracing::error!(session = %self.session_id, %err, "cannot persist approvalResolved");
+            }
+        }
+    }
+
     /// Give every tool call of the last assistant message that has no result yet the error
     /// result `content` (persisted, then announced as `toolCompleted`). Best effort: a write
     /// that fails is logged; loading the session later pairs what is still missing.
-    pub(super) async fn pair_orphan_tool_calls(&self, content: &str) {
+    async fn pair_orphan_tool_calls(&self, content: &str) {
         let orphans = orphaned_tool_calls(&self.shared.lock().history);
         for (tool_call_id, tool_name) in orphans {
             let message = Message::Tool {

@@ -94,7 +94,7 @@ impl Run {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(err) => {
-                ending.pair_orphan_tool_calls(NOT_RUN_RUN_FAILED).await;
+                ending.close_after_failure().await;
                 RunOutcome {
                     status: RunStatus::Failed,
                     error: Some(format!("{err:#}")),

@@ -204,7 +204,7 @@ mod tests {
             headers.insert(name, HeaderValue::from_str(value).unwrap());
             retry_after(&headers)
         };
-        for value in ["1e300", "inf", "18446744073709551616", "1.8e19"] {
+        for value in ["1e300", "inf", "1e23"] {
             assert_eq!(check("retry-after", value), Some(Duration::MAX), "{value}");
             assert_eq!(
                 check("retry-after-ms", value),
