@@ -1,12 +1,12 @@
 //! A session never wedges and no panic is silent: hostile durations from the model endpoint and
 //! the config end runs cleanly (or are refused), a run that panics ends `failed` with its tool
-//! calls paired, a handler that panics is answered -32603, and every panic is logged with a
-//! backtrace and counted in `daemon/status`.
+//! calls paired, a handler that panics is answered -32603, every panic is logged with a
+//! backtrace and counted in `daemon/status`, and `agentctl run` ends instead of hanging.
 
 use std::time::{Duration, SystemTime};
 
-use agentd_tests::harness::{Client, Daemon, TestEnv, decode};
-use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::harness::{Client, Daemon, TestEnv, decode, text};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
 use protocol::daemon::StatusResult;
@@ -277,4 +277,33 @@ async fn a_handler_that_panics_answers_internal_error_and_the_daemon_keeps_servi
     assert_eq!(status(&mut other).await.panics, 1);
     let log = wait_for_log(&daemon, "test panic in the handler of session/list").await;
     assert_panic_logged(&log, "test panic in the handler of session/list");
+}
+
+#[tokio::test]
+async fn agentctl_run_exits_1_when_the_endpoint_asks_to_retry_after_forever() {
+    let mock = MockLlm::start().await;
+    for header in [
+        "retry-after",
+        "retry-after-ms",
+        "retry-after",
+        "retry-after-ms",
+    ] {
+        mock.push(Reply::error(503, "overloaded for a long while").with_header(header, "1e300"));
+    }
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let output = env.run_agentctl(&["run", "hello"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("overloaded for a long while"), "{stderr}");
+
+    mock.push(Reply::text("fine now"));
+    let output = env.run_agentctl(&["run", "hello again"]).await;
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("fine now"), "{stdout}");
 }
