@@ -66,11 +66,17 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`, saturating: the counts come from the model endpoint, and a hostile or
+    /// broken one must not overflow a session's totals.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
     }
 }
 
@@ -99,6 +105,27 @@ pub fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_sums_saturate() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cached_input_tokens: 7,
+            cache_creation_input_tokens: u64::MAX,
+        };
+        let mut total = huge;
+        total.add(&huge);
+        assert_eq!(
+            total,
+            Usage {
+                input_tokens: u64::MAX,
+                output_tokens: u64::MAX,
+                cached_input_tokens: 14,
+                cache_creation_input_tokens: u64::MAX,
+            }
+        );
+    }
 
     #[test]
     fn orphaned_tool_calls_are_those_without_results() {

@@ -129,6 +129,29 @@ async fn a_huge_retry_after_ends_the_run_failed_and_the_session_keeps_working(fo
     assert_eq!(status(&mut client).await.panics, 0);
 }
 
+both_formats!(huge_token_counts_saturate_instead_of_ending_the_run);
+async fn huge_token_counts_saturate_instead_of_ending_the_run(format: Format) {
+    let s = Scenario::start(format).await;
+    s.mock.push(Reply::text("one").usage(u64::MAX, u64::MAX, 3));
+    s.mock.push(Reply::text("two").usage(u64::MAX, u64::MAX, 3));
+    let (mut client, session_id) = s.session().await;
+    for prompt in ["first", "second"] {
+        client.prompt(&session_id, prompt).await;
+        let events = client.events_until_run_finished().await;
+        assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    }
+    let get: GetSessionResult = decode(
+        client
+            .request("session/get", json!({"sessionId": session_id}))
+            .await
+            .expect("session/get"),
+    );
+    assert_eq!(get.session.usage.input_tokens, u64::MAX);
+    assert_eq!(get.session.usage.output_tokens, u64::MAX);
+    assert_eq!(get.session.usage.cached_input_tokens, 6);
+    assert_session_usable(&s, &mut client, &session_id).await;
+}
+
 both_formats!(an_approval_timeout_beyond_the_limit_is_a_config_error);
 async fn an_approval_timeout_beyond_the_limit_is_a_config_error(format: Format) {
     let s = Scenario::start_with(
