@@ -149,6 +149,18 @@ pub const DEFAULT_RETRY_BASE_DELAY_MS: u64 = 500;
 pub const DEFAULT_RETRY_MAX_DELAY_MS: u64 = 30_000;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 90;
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 600;
+
+/// Upper bounds of the durations config.toml sets. A larger value is rejected with a config
+/// error naming the key, never clamped silently: durations are added to clocks and formatted as
+/// dates, where a huge number overflows. Each bound is far above any useful setting.
+///
+/// An approval waits at most a week: past that nobody is coming back to it.
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 60 * 60;
+/// A retry waits at most an hour (`retry_base_delay_ms`, `retry_max_delay_ms`).
+pub const MAX_RETRY_DELAY_MS: u64 = 60 * 60 * 1000;
+/// A silent stream is given up after at most an hour (a slow local model reading a long
+/// prompt stays well under it).
+pub const MAX_STREAM_IDLE_TIMEOUT_SECS: u64 = 60 * 60;
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -374,6 +386,30 @@ fn apply_file(
         if provider.model.trim().is_empty() {
             return Err(invalid(format!("providers.{name}.model is empty")));
         }
+        let retry_base_delay_ms = bounded(
+            path,
+            &format!("providers.{name}.retry_base_delay_ms"),
+            provider.retry_base_delay_ms,
+            DEFAULT_RETRY_BASE_DELAY_MS,
+            MAX_RETRY_DELAY_MS,
+            "milliseconds",
+        )?;
+        let retry_max_delay_ms = bounded(
+            path,
+            &format!("providers.{name}.retry_max_delay_ms"),
+            provider.retry_max_delay_ms,
+            DEFAULT_RETRY_MAX_DELAY_MS,
+            MAX_RETRY_DELAY_MS,
+            "milliseconds",
+        )?;
+        let stream_idle_timeout_secs = bounded(
+            path,
+            &format!("providers.{name}.stream_idle_timeout_secs"),
+            provider.stream_idle_timeout_secs,
+            DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+            MAX_STREAM_IDLE_TIMEOUT_SECS,
+            "seconds",
+        )?;
         let base_url = provider
             .base_url
             .unwrap_or_else(|| default_url.to_owned())
@@ -401,15 +437,9 @@ fn apply_file(
                 max_output_tokens: provider.max_output_tokens,
                 reasoning_effort: provider.reasoning_effort,
                 max_retries: provider.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-                retry_base_delay_ms: provider
-                    .retry_base_delay_ms
-                    .unwrap_or(DEFAULT_RETRY_BASE_DELAY_MS),
-                retry_max_delay_ms: provider
-                    .retry_max_delay_ms
-                    .unwrap_or(DEFAULT_RETRY_MAX_DELAY_MS),
-                stream_idle_timeout_secs: provider
-                    .stream_idle_timeout_secs
-                    .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_SECS),
+                retry_base_delay_ms,
+                retry_max_delay_ms,
+                stream_idle_timeout_secs,
             },
         );
     }
@@ -455,9 +485,14 @@ fn parse_permissions(
     if !errors.is_empty() {
         return Err(ConfigError::Permissions { errors });
     }
-    let approval_timeout_secs = permissions
-        .approval_timeout_secs
-        .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS);
+    let approval_timeout_secs = bounded(
+        path,
+        "permissions.approval_timeout_secs",
+        permissions.approval_timeout_secs,
+        DEFAULT_APPROVAL_TIMEOUT_SECS,
+        MAX_APPROVAL_TIMEOUT_SECS,
+        "seconds",
+    )?;
     if approval_timeout_secs == 0 {
         return Err(ConfigError::Invalid {
             path: path.to_path_buf(),
@@ -469,6 +504,27 @@ fn parse_permissions(
         default_mode,
         approval_timeout_secs,
     })
+}
+
+/// A duration setting: `value` or `default`, refused when above `max` (in `unit`).
+fn bounded(
+    path: &Path,
+    key: &str,
+    value: Option<u64>,
+    default: u64,
+    max: u64,
+    unit: &str,
+) -> Result<u64, ConfigError> {
+    let value = value.unwrap_or(default);
+    if value > max {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{key} = {value} is too large (at most {max} {unit}); set a smaller value, or remove it for the default ({default} {unit})"
+            ),
+        });
+    }
+    Ok(value)
 }
 
 fn rule_errors_text(errors: &[RuleError]) -> String {

@@ -249,6 +249,22 @@ fn bad_files_report_where() {
         ),
         ("max_steps = 0\n", " max_steps must be at least 1"),
         (
+            "[permissions]\napproval_timeout_secs = 9223372036854775807\n",
+            " permissions.approval_timeout_secs = 9223372036854775807 is too large (at most 604800 seconds); set a smaller value, or remove it for the default (600 seconds)",
+        ),
+        (
+            "[providers.a]\nkind = \"openai\"\nmodel = \"m\"\nretry_max_delay_ms = 18446744073709551\n",
+            " providers.a.retry_max_delay_ms = 18446744073709551 is too large (at most 3600000 milliseconds)",
+        ),
+        (
+            "[providers.a]\nkind = \"openai\"\nmodel = \"m\"\nretry_base_delay_ms = 3600001\n",
+            " providers.a.retry_base_delay_ms = 3600001 is too large",
+        ),
+        (
+            "[providers.a]\nkind = \"openai\"\nmodel = \"m\"\nstream_idle_timeout_secs = 3601\n",
+            " providers.a.stream_idle_timeout_secs = 3601 is too large (at most 3600 seconds)",
+        ),
+        (
             "default_provider = \"x\"\n[providers.a]\nkind = \"openai\"\nmodel = \"m\"\n",
             " default_provider \"x\" is not one of [providers.*] (a)",
         ),

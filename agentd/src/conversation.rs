@@ -66,10 +66,92 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`, saturating: the counts come from the model endpoint, and a hostile or
+    /// broken one must not overflow a session's totals.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+    }
+}
+
+/// Tool calls of the last assistant message that have no result yet.
+pub fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
+    let Some(position) = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return Vec::new();
+    };
+    let Message::Assistant { tool_calls, .. } = &history[position] else {
+        return Vec::new();
+    };
+    tool_calls
+        .iter()
+        .filter(|call| {
+            !history[position + 1..].iter().any(
+                |m| matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id),
+            )
+        })
+        .map(|call| (call.id.clone(), call.name.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_saturate() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cached_input_tokens: 7,
+            cache_creation_input_tokens: u64::MAX,
+        };
+        let mut total = huge;
+        total.add(&huge);
+        assert_eq!(
+            total,
+            Usage {
+                input_tokens: u64::MAX,
+                output_tokens: u64::MAX,
+                cached_input_tokens: 14,
+                cache_creation_input_tokens: u64::MAX,
+            }
+        );
+    }
+
+    #[test]
+    fn orphaned_tool_calls_are_those_without_results() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let history = vec![
+            Message::User {
+                content: "x".into(),
+            },
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            Message::Tool {
+                tool_call_id: "a".into(),
+                tool_name: "read_file".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        assert_eq!(
+            orphaned_tool_calls(&history),
+            vec![("b".to_owned(), "read_file".to_owned())]
+        );
     }
 }

@@ -17,12 +17,15 @@ pub mod server;
 pub mod session;
 pub mod state;
 pub mod store;
+pub mod test_seam;
 pub mod tools;
 
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
     let paths = paths::Paths::resolve(options.socket.as_deref())?;
     let _log_guard = logging::init(&paths.log_dir)?;
+    logging::install_panic_hook();
+    test_seam::init_from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentd")

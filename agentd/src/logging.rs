@@ -1,8 +1,13 @@
 //! Tracing setup: human-readable logs to stderr and to a daily log file in the state directory
 //! (`agentd.YYYY-MM-DD.log`, the last [`LOG_DAYS_KEPT`] kept, so a long-lived daemon never
 //! fills the disk). The filter comes from `AGENTD_LOG`, else `RUST_LOG`, else `info`.
+//!
+//! The panic hook logs every panic through tracing, with a backtrace, so it reaches the daily
+//! log file even when stderr goes nowhere (an auto-started daemon), and counts it for
+//! `daemon/status`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use tracing_subscriber::EnvFilter;
@@ -44,4 +49,43 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
         .try_init()
         .context("tracing was already initialised")?;
     Ok(LogGuard { _file: guard })
+}
+
+/// Panics since the process started. Process-wide because the panic hook is: every panic of
+/// any thread counts, whether a `catch_unwind` boundary turned it into an error or not.
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Panics since the daemon started (`daemon/status`).
+pub fn panic_count() -> u64 {
+    PANICS.load(Ordering::Relaxed)
+}
+
+/// Replace the default panic hook (which prints to stderr only) with one that counts the panic
+/// and logs it at error level with its location, thread and a backtrace. Call after `init`.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        PANICS.fetch_add(1, Ordering::Relaxed);
+        let backtrace = std::backtrace::Backtrace::force_capture();
+        let location = info
+            .location()
+            .map(|at| format!("{}:{}:{}", at.file(), at.line(), at.column()))
+            .unwrap_or_else(|| "an unknown place".to_owned());
+        let thread = std::thread::current();
+        tracing::error!(
+            thread = thread.name().unwrap_or("unnamed"),
+            "panic at {location}: {}; this is a bug, please report it\nbacktrace:\n{backtrace}",
+            panic_message(info.payload()),
+        );
+    }));
+}
+
+/// The text a panic was raised with (`panic!("…")`), or a placeholder for other payloads.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
 }

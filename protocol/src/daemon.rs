@@ -63,6 +63,10 @@ pub struct StatusResult {
     pub counts: StatusCounts,
     /// Open client connections, this one included.
     pub connected_clients: u64,
+    /// Panics since the daemon started. Each one became an error answer or a failed run and
+    /// is logged with a backtrace in the daily log file; anything above 0 is a bug to report.
+    #[serde(default)]
+    pub panics: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

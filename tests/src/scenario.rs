@@ -72,6 +72,21 @@ impl Scenario {
         }
     }
 
+    /// With extra top-level config lines and extra daemon environment variables.
+    pub async fn start_with_vars(format: Format, extra: &str, vars: &[(&str, &str)]) -> Scenario {
+        let mock = MockLlm::start().await;
+        let mut env = TestEnv::new().config(&config_toml(&mock, format, extra));
+        for (key, value) in vars {
+            env = env.var(key, *value);
+        }
+        let daemon = Daemon::start_in(env).await;
+        Scenario {
+            daemon,
+            mock,
+            format,
+        }
+    }
+
     pub fn workspace(&self) -> std::path::PathBuf {
         self.daemon.env.workspace()
     }

@@ -24,5 +24,6 @@ mod cli;
 mod daemon;
 mod llm;
 mod reliability_files;
+mod reliability_wedge;
 mod sessions;
 mod tools_runs;

@@ -134,4 +134,10 @@ fn print_status(status: &StatusResult) {
     println!("  tasks        {}", status.counts.tasks);
     println!("  mcp servers  {}", status.counts.mcp_servers);
     println!("  clients      {}", status.connected_clients);
+    if status.panics > 0 {
+        println!(
+            "  panics       {} (bugs: see the daemon log in {} and please report them)",
+            status.panics, status.state_dir
+        );
+    }
 }

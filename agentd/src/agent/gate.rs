@@ -153,8 +153,7 @@ impl Run {
             reason,
             options,
             requested_at: humantime::format_rfc3339_seconds(now).to_string(),
-            expires_at: humantime::format_rfc3339_seconds(now + self.permissions.approval_timeout)
-                .to_string(),
+            expires_at: expires_at(now, self.permissions.approval_timeout),
         };
         let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
         let session_rule = (resolution.decision == ApprovalDecision::AllowSession
@@ -296,5 +295,44 @@ fn broker_gone() -> Resolution {
         decision: ApprovalDecision::Deny,
         decided_by: "daemon".to_owned(),
         reason: Some("the approval was dropped".to_owned()),
+    }
+}
+
+/// When an approval asked at `now` expires, as RFC 3339. Checked: a timeout too large for the
+/// clock or for a four-digit year (the config refuses such values) reads as the latest date
+/// RFC 3339 can say instead of panicking.
+fn expires_at(now: SystemTime, timeout: Duration) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let formatted = now
+        .checked_add(timeout)
+        .map(|at| write!(text, "{}", humantime::format_rfc3339_seconds(at)));
+    match formatted {
+        Some(Ok(())) => text,
+        _ => LATEST_RFC3339.to_owned(),
+    }
+}
+
+/// The latest time RFC 3339 can write (humantime refuses years past 9999).
+const LATEST_RFC3339: &str = "9999-12-31T23:59:59Z";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_of_huge_timeouts_is_the_latest_date_not_a_panic() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            expires_at(now, Duration::from_secs(600)),
+            "2027-01-15T08:10:00Z"
+        );
+        for secs in [i64::MAX as u64, u64::MAX, 300_000_000_000] {
+            assert_eq!(
+                expires_at(now, Duration::from_secs(secs)),
+                LATEST_RFC3339,
+                "{secs}"
+            );
+        }
     }
 }

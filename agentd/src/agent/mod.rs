@@ -3,6 +3,7 @@
 //! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
 //! completion, cancellation, failure or the step limit.
 
+mod ending;
 pub mod gate;
 pub mod prompt;
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
@@ -28,6 +29,8 @@ const PENDING_EVENTS: usize = 1024;
 pub const SKIPPED_FOR_STEER: &str = "skipped: user steered";
 /// The result text given to tool calls orphaned by a daemon restart.
 pub const INTERRUPTED: &str = "interrupted: the daemon stopped before this tool call finished";
+/// The result text given to tool calls left without a result when their run failed.
+pub const NOT_RUN_RUN_FAILED: &str = "not run: the run failed before this tool call finished";
 
 /// Why a run's cancellation token fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,31 +68,52 @@ pub struct RunOutcome {
     pub usage: Usage,
 }
 
+/// What a run starts from: the user's message and what preparing the run found.
+#[derive(Debug)]
+pub struct RunStart {
+    pub text: String,
+    pub kind: UserMessageKind,
+    /// Problems found while preparing the run (e.g. ignored permission rules), announced as
+    /// `warning` events once the run has started.
+    pub warnings: Vec<String>,
+}
+
 impl Run {
-    /// Run to the end. `history` is the session's history including the prompt just added.
-    /// Every event is persisted before it is published; the final `runFinished` is appended
-    /// here too.
-    pub async fn execute(self, mut history: Vec<Message>) -> RunOutcome {
-        let outcome = match self.steps(&mut history).await {
+    /// Run to the end: persist the user's message (then `begun` fires, whatever happened), the
+    /// warnings, then think → act → observe. Every event is persisted before it is published;
+    /// the final `runFinished` is appended here too, after pairing any tool call left without
+    /// a result. A panic is caught by `execute_guarded`, which callers use.
+    async fn execute(self, start: RunStart, begun: oneshot::Sender<()>) -> RunOutcome {
+        let began = self.begin(start).await;
+        let _ = begun.send(());
+        let result = match began {
+            Ok(mut history) => self.steps(&mut history).await,
+            Err(err) => Err(err),
+        };
+        let ending = self.ending();
+        let outcome = match result {
             Ok(outcome) => outcome,
-            Err(err) => RunOutcome {
-                status: RunStatus::Failed,
-                error: Some(format!("{err:#}")),
-                usage: Usage::default(),
-            },
+            Err(err) => {
+                ending.close_after_failure().await;
+                RunOutcome {
+                    status: RunStatus::Failed,
+                    error: Some(format!("{err:#}")),
+                    usage: Usage::default(),
+                }
+            }
         };
-        // Whatever ended the run, it takes no more steers or follow-ups from here on.
-        self.shared.lock().run_id = None;
-        let finished = Event::RunFinished {
-            run_id: self.run_id.clone(),
-            status: outcome.status,
-            error: outcome.error.clone(),
-            usage: to_wire_usage(&outcome.usage),
-        };
-        if let Err(err) = self.log.append(finished).await {
-            tracing::error!(session = %self.session_id, %err, "cannot persist runFinished");
-        }
+        ending.finish(&outcome).await;
         outcome
+    }
+
+    /// The user's message and the preparation warnings; returns the history the model sees.
+    async fn begin(&self, start: RunStart) -> Result<Vec<Message>> {
+        let mut history = self.shared.lock().history.clone();
+        self.push_user(&mut history, start.text, start.kind).await?;
+        for message in start.warnings {
+            self.log.append(Event::Warning { message }).await?;
+        }
+        Ok(history)
     }
 
     async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
@@ -308,6 +332,9 @@ impl Run {
     /// Decide the batch's calls, run the allowed ones, and return one result per call in the
     /// model's order.
     async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+        for call in calls {
+            crate::test_seam::panic_in_tool_call(&call.name);
+        }
         let verdicts = self.authorize(calls).await?;
         let allowed: Vec<ToolCall> = calls
             .iter()

@@ -310,9 +310,11 @@ impl Assembler {
             tool_calls,
             finish_reason: self.stop_reason,
             usage: Usage {
-                input_tokens: self.input_tokens
-                    + self.cache_read_input_tokens
-                    + self.cache_creation_input_tokens,
+                // Counts from the endpoint: saturate rather than overflow.
+                input_tokens: self
+                    .input_tokens
+                    .saturating_add(self.cache_read_input_tokens)
+                    .saturating_add(self.cache_creation_input_tokens),
                 output_tokens: self.output_tokens,
                 cached_input_tokens: self.cache_read_input_tokens,
                 cache_creation_input_tokens: self.cache_creation_input_tokens,

@@ -157,11 +157,11 @@ impl LlmClient {
                     return Err(error);
                 }
                 return Err(LlmError::RetriesExhausted {
-                    attempts: retries + 1,
+                    attempts: retries.saturating_add(1),
                     last: Box::new(error),
                 });
             }
-            retries += 1;
+            retries = retries.saturating_add(1);
             let delay = retry::backoff_delay(retries, base_delay, max_delay, retry_after);
             let message = error.to_string();
             tracing::warn!(provider = %provider.name, attempt = retries, ?delay, %message, "retrying model call");

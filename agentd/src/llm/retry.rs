@@ -1,5 +1,9 @@
 //! Retry policy: which statuses are retried, exponential backoff with jitter, and the
 //! `Retry-After` / `retry-after-ms` headers (seconds or an HTTP date).
+//!
+//! The headers come from outside: every number in them goes through checked arithmetic, so a
+//! huge or odd value (`1e300`, a year 292277026596) means "wait as long as allowed", never a
+//! panic.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,20 +42,28 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .map(str::trim)
     };
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+        && let Some(delay) = seconds(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(delay);
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return seconds(secs);
     }
     let at = parse_http_date(value)?;
     Some(
         at.duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
+}
+
+/// A number of seconds from a header as a duration: None when it is negative or not a number,
+/// `Duration::MAX` when it is too large for one (the caller caps it).
+fn seconds(secs: f64) -> Option<Duration> {
+    if secs.is_nan() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
 
 /// Parses an IMF-fixdate, the HTTP date format: `Wed, 21 Oct 2015 07:28:00 GMT`.
@@ -75,6 +87,10 @@ pub(crate) fn parse_http_date(value: &str) -> Option<SystemTime> {
         _ => return None,
     };
     let year: i64 = parts.next()?.parse().ok()?;
+    // Beyond this the day count below would overflow; no server means such a date.
+    if !(0..=MAX_HTTP_DATE_YEAR).contains(&year) {
+        return None;
+    }
     let mut time = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
     let (hour, minute, second) = (time.next()??, time.next()??, time.next()??);
     if parts.next()? != "GMT" || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60
@@ -82,9 +98,15 @@ pub(crate) fn parse_http_date(value: &str) -> Option<SystemTime> {
         return None;
     }
     let days = days_from_civil(year, month, day as i64);
-    let secs = u64::try_from(days).ok()? * 86_400 + hour * 3600 + minute * 60 + second;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    let secs = u64::try_from(days)
+        .ok()?
+        .checked_mul(86_400)?
+        .checked_add(hour * 3600 + minute * 60 + second)?;
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
+
+/// The latest year an HTTP date may name; later ones are ignored as malformed.
+const MAX_HTTP_DATE_YEAR: i64 = 1_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
@@ -171,6 +193,42 @@ mod tests {
             "a date in the past means now"
         );
         assert_eq!(check(&[("retry-after", "soon")]), None);
+        assert_eq!(check(&[("retry-after", "-3")]), None);
+        assert_eq!(check(&[("retry-after", "NaN")]), None);
+    }
+
+    #[test]
+    fn huge_retry_after_values_wait_the_maximum_instead_of_panicking() {
+        let check = |name: &'static str, value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_str(value).unwrap());
+            retry_after(&headers)
+        };
+        for value in ["1e300", "inf", "1e23"] {
+            assert_eq!(check("retry-after", value), Some(Duration::MAX), "{value}");
+            assert_eq!(
+                check("retry-after-ms", value),
+                Some(Duration::MAX),
+                "{value}"
+            );
+        }
+        let max = Duration::from_secs(30);
+        let delay = backoff_delay(
+            1,
+            Duration::from_millis(500),
+            max,
+            check("retry-after", "1e300"),
+        );
+        assert_eq!(delay, max);
+        assert_eq!(
+            check("retry-after", "Fri, 31 Dec 9999999999 23:59:59 GMT"),
+            None,
+            "a date too far ahead is malformed"
+        );
+        assert!(
+            check("retry-after", "Fri, 31 Dec 999999 23:59:59 GMT").is_some(),
+            "a far date is still a date"
+        );
     }
 
     #[test]

@@ -108,6 +108,7 @@ where
     module.register_async_method(M::NAME, move |raw, state, extensions: Extensions| {
         let handler = handler.clone();
         async move {
+            crate::test_seam::panic_in_method(M::NAME);
             let params = params::parse::<M::Params>(&raw)?;
             let connection = extensions
                 .get::<Arc<ConnectionContext>>()
@@ -199,6 +200,7 @@ async fn daemon_status(
             mcp_servers: 0,
         },
         connected_clients: state.connections.open_connections(),
+        panics: crate::logging::panic_count(),
     })
 }
 

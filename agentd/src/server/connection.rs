@@ -360,8 +360,33 @@ impl Dispatcher {
         });
     }
 
-    /// Run one call through the method table.
+    /// Run one call through the method table. A handler that panics is answered -32603 (the
+    /// panic hook has logged it with a backtrace): the client never waits for an answer that
+    /// cannot come.
     async fn call(&self, call: IncomingCall) -> MethodResponse {
+        use futures::FutureExt;
+        let id = call.id.clone();
+        let method = call.method.clone();
+        match std::panic::AssertUnwindSafe(self.call_unguarded(call))
+            .catch_unwind()
+            .await
+        {
+            Ok(response) => response,
+            Err(payload) => {
+                let message = crate::logging::panic_message(&*payload);
+                tracing::error!(connection_id = self.ctx.connection_id, %method, "the handler panicked: {message}");
+                error_response(
+                    id,
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "internal error: the daemon failed handling {method} ({message}); it keeps serving and logged the details, please report this bug"
+                    ),
+                )
+            }
+        }
+    }
+
+    async fn call_unguarded(&self, call: IncomingCall) -> MethodResponse {
         let IncomingCall { id, method, params } = call;
         let is_initialize = method == protocol::methods::Initialize::NAME;
         if !is_initialize && !self.ctx.initialized.load(Ordering::Acquire) {

@@ -12,11 +12,11 @@ use tokio_util::task::TaskTracker;
 
 use super::events::{EventLog, Published};
 use super::{SessionDeps, SessionShared};
-use crate::agent::{Run, StopReason, to_wire_usage};
-use crate::conversation::{Message, ToolSpec};
+use crate::agent::{Run, RunStart, StopReason, to_wire_usage};
+use crate::conversation::ToolSpec;
 use crate::llm::LlmClient;
 use crate::store::{self, SessionHeader};
-use protocol::event::{Event, MessageRole, UserMessageKind};
+use protocol::event::{Event, UserMessageKind};
 use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionStatus};
 
 /// Commands queued per session before senders wait.
@@ -198,19 +198,19 @@ impl Session {
             reply,
         })
         .await?;
-        answer.await.map_err(|_| closed())?
+        answer.await.map_err(|_| self.no_answer())?
     }
 
     pub async fn steer(&self, text: String) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Steer { text, reply }).await?;
-        answer.await.map_err(|_| closed())?
+        answer.await.map_err(|_| self.no_answer())?
     }
 
     pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::FollowUp { text, reply }).await?;
-        answer.await.map_err(|_| closed())?
+        answer.await.map_err(|_| self.no_answer())?
     }
 
     /// Cancel the active run; returns its id, or None when idle. The outcome arrives as
@@ -255,6 +255,19 @@ impl Session {
         self.log.close();
     }
 
+    /// Why a command got no answer: the mailbox closed, or handling it failed (a panic the
+    /// daemon logged).
+    fn no_answer(&self) -> SessionError {
+        let open = self.commands.lock().map(|c| c.is_some()).unwrap_or(false);
+        if open {
+            SessionError::Internal(
+                "internal error: the session failed handling this request; the daemon logged it, please report it".to_owned(),
+            )
+        } else {
+            closed()
+        }
+    }
+
     async fn send(&self, command: Command) -> Result<(), SessionError> {
         let sender = self
             .commands
@@ -286,55 +299,70 @@ struct Actor {
 
 impl Actor {
     async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        use futures::FutureExt;
         while let Some(command) = commands.recv().await {
-            match command {
-                Command::Prompt {
-                    text,
-                    client_request_id,
-                    queue_if_busy,
-                    reply,
-                } => {
-                    let result = self.prompt(text, client_request_id, queue_if_busy).await;
-                    let _ = reply.send(result);
-                }
-                Command::Steer { text, reply } => {
-                    let result = match self.active_run_id() {
-                        Some(run_id) => {
-                            self.shared.lock().steers.push_back(text);
-                            Ok(QueueMessageResult {
-                                run_id,
-                                queued: true,
-                            })
-                        }
-                        None => Err(SessionError::Conflict(
-                            "no run is active to steer; send a prompt instead".to_owned(),
-                        )),
-                    };
-                    let _ = reply.send(result);
-                }
-                Command::FollowUp { text, reply } => {
-                    let result =
-                        match self.active_run_id() {
-                            Some(run_id) => {
-                                self.shared.lock().follow_ups.push_back(text);
-                                Ok(QueueMessageResult {
-                                    run_id,
-                                    queued: true,
-                                })
-                            }
-                            None => self.start_run(text, UserMessageKind::FollowUp).await.map(
-                                |run_id| QueueMessageResult {
-                                    run_id,
-                                    queued: false,
-                                },
-                            ),
-                        };
-                    let _ = reply.send(result);
-                }
+            // A command that panics (the hook logged it) loses its answer, not the session.
+            let handled = std::panic::AssertUnwindSafe(self.handle(command))
+                .catch_unwind()
+                .await;
+            if let Err(payload) = handled {
+                tracing::error!(
+                    session = %self.header.id,
+                    "a session command panicked: {}; the session keeps serving",
+                    crate::logging::panic_message(&*payload)
+                );
             }
         }
         // The mailbox closed: wait for a run still going (it was asked to stop).
         tracing::debug!(session = %self.header.id, "session actor stopped");
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Prompt {
+                text,
+                client_request_id,
+                queue_if_busy,
+                reply,
+            } => {
+                let result = self.prompt(text, client_request_id, queue_if_busy).await;
+                let _ = reply.send(result);
+            }
+            Command::Steer { text, reply } => {
+                let result = match self.active_run_id() {
+                    Some(run_id) => {
+                        self.shared.lock().steers.push_back(text);
+                        Ok(QueueMessageResult {
+                            run_id,
+                            queued: true,
+                        })
+                    }
+                    None => Err(SessionError::Conflict(
+                        "no run is active to steer; send a prompt instead".to_owned(),
+                    )),
+                };
+                let _ = reply.send(result);
+            }
+            Command::FollowUp { text, reply } => {
+                let result = match self.active_run_id() {
+                    Some(run_id) => {
+                        self.shared.lock().follow_ups.push_back(text);
+                        Ok(QueueMessageResult {
+                            run_id,
+                            queued: true,
+                        })
+                    }
+                    None => self
+                        .start_run(text, UserMessageKind::FollowUp)
+                        .await
+                        .map(|run_id| QueueMessageResult {
+                            run_id,
+                            queued: false,
+                        }),
+                };
+                let _ = reply.send(result);
+            }
+        }
     }
 
     /// The run that still takes steers and follow-ups. A run clears this itself, under the
@@ -390,7 +418,10 @@ impl Actor {
         Ok(result)
     }
 
-    /// Persist the start of a run and its first user message, then spawn the run.
+    /// Prepare everything that can fail, persist `runStarted`, then spawn the run, which
+    /// persists the user's message; returns once that message is persisted (or the run already
+    /// ended). From `runStarted` on, whatever fails or panics ends the run with `runFinished`
+    /// (`Run::execute_guarded`), so the session never stays `running` without a run.
     async fn start_run(
         &mut self,
         text: String,
@@ -408,13 +439,20 @@ impl Actor {
             )))
             .map_err(|err| SessionError::Config(err.to_string()))?;
         let llm = LlmClient::new(provider, self.deps.http.clone());
+        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        let (permissions, warnings) = self.run_permissions(config).await.map_err(internal)?;
+        let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
+        let mut tool_context = crate::tools::ToolContext::new(
+            std::path::PathBuf::from(&self.header.cwd),
+            self.deps.http.clone(),
+        );
+        tool_context.limits = self.deps.tool_limits.clone();
         // The previous run may still be writing its `runFinished`: runs of a session never
         // overlap in the log.
         if let Some(previous) = self.previous_run.take() {
             let _ = previous.await;
         }
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
-        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         self.log
             .append(Event::RunStarted {
                 run_id: run_id.clone(),
@@ -422,11 +460,7 @@ impl Actor {
             })
             .await
             .map_err(internal)?;
-        let message = Message::User {
-            content: text.clone(),
-        };
-        self.log.append_message(&message).await.map_err(internal)?;
-        let history = {
+        {
             let mut state = self.shared.lock();
             // Steers and follow-ups still queued belong to an earlier run that ended without
             // delivering them (cancelled or failed): they stayed visible in `session/get` for
@@ -443,21 +477,9 @@ impl Actor {
                     "dropping messages queued for an earlier run"
                 );
             }
-            state.history.push(message);
             state.run_id = Some(run_id.clone());
             state.updated_at = Some(SystemTime::now());
-            state.history.clone()
-        };
-        self.log
-            .append(Event::MessageCompleted {
-                run_id: run_id.clone(),
-                role: MessageRole::User,
-                content: text,
-                kind: Some(kind),
-                tool_calls: Vec::new(),
-            })
-            .await
-            .map_err(internal)?;
+        }
 
         let active = ActiveRun {
             run_id: run_id.clone(),
@@ -467,13 +489,6 @@ impl Actor {
         if let Ok(mut slot) = self.active.lock() {
             *slot = Some(active.clone());
         }
-        let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
-        let mut tool_context = crate::tools::ToolContext::new(
-            std::path::PathBuf::from(&self.header.cwd),
-            self.deps.http.clone(),
-        );
-        tool_context.limits = self.deps.tool_limits.clone();
-        let permissions = self.run_permissions(config).await.map_err(internal)?;
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),
@@ -489,12 +504,18 @@ impl Actor {
             stop_reason: active.stop_reason.clone(),
             permissions,
         };
+        let start = RunStart {
+            text,
+            kind,
+            warnings,
+        };
         let ended_run_id = run_id.clone();
         let active_slot = self.active.clone();
         let shared = self.shared.clone();
         let run_finished = self.run_finished.clone();
+        let (begun, begun_rx) = oneshot::channel();
         let handle = self.tasks.spawn(async move {
-            let outcome = run.execute(history).await;
+            let outcome = run.execute_guarded(start, begun).await;
             tracing::debug!(run = %ended_run_id, status = ?outcome.status, "run finished");
             // Clear the active run here, not only in the actor: the actor may be gone.
             {
@@ -510,38 +531,36 @@ impl Actor {
             let _ = run_finished.send(());
         });
         self.previous_run = Some(handle);
+        // Answer once the prompt is in the history (or the run already ended).
+        let _ = begun_rx.await;
         Ok(run_id)
     }
 }
 
 impl Actor {
     /// The permission inputs of a run: user rules (config), project rules (read now, so edits
-    /// apply to the next run; problems are reported as warnings), the session's own rules and
-    /// remembered "allow for session" answers.
+    /// apply to the next run; problems are returned as warnings for the run to announce), the
+    /// session's own rules and remembered "allow for session" answers.
     async fn run_permissions(
         &self,
         config: &crate::config::Config,
-    ) -> anyhow::Result<crate::agent::gate::RunPermissions> {
+    ) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
         use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
         let cwd = std::path::PathBuf::from(&self.header.cwd);
         let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
+        let mut warnings = Vec::new();
         let project_rules = match project {
             Ok(settings) => {
-                for error in &settings.errors {
-                    self.log
-                        .append(Event::Warning {
-                            message: format!("ignored permission rule: {error}"),
-                        })
-                        .await?;
-                }
+                warnings.extend(
+                    settings
+                        .errors
+                        .iter()
+                        .map(|error| format!("ignored permission rule: {error}")),
+                );
                 settings.rules
             }
             Err(err) => {
-                self.log
-                    .append(Event::Warning {
-                        message: format!("project settings not used: {err}"),
-                    })
-                    .await?;
+                warnings.push(format!("project settings not used: {err}"));
                 RuleSet::default()
             }
         };
@@ -572,14 +591,19 @@ impl Actor {
                 user_rules.push(rule);
             }
         }
-        Ok(crate::agent::gate::RunPermissions {
+        let permissions = crate::agent::gate::RunPermissions {
             mode: self.header.permission_mode.into(),
             rules: RuleSet::merge([user_rules, project_rules, session_rules]),
             home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
+            // The config refuses larger values; the bound holds for a `Config` built in code too.
             approval_timeout: std::time::Duration::from_secs(
-                config.permissions.approval_timeout_secs,
+                config
+                    .permissions
+                    .approval_timeout_secs
+                    .min(crate::config::MAX_APPROVAL_TIMEOUT_SECS),
             ),
             broker: self.deps.approvals.clone(),
-        })
+        };
+        Ok((permissions, warnings))
     }
 }

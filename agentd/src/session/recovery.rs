@@ -5,7 +5,7 @@
 use super::SessionShared;
 use super::events::EventLog;
 use crate::agent::INTERRUPTED;
-use crate::conversation::Message;
+use crate::conversation::{Message, orphaned_tool_calls};
 use protocol::event::{Event, RunStatus};
 
 /// An approval pending when the daemon stopped: nothing ran; it is recorded as expired.
@@ -54,60 +54,4 @@ pub(super) async fn repair_interrupted_run(
     })
     .await?;
     Ok(())
-}
-
-/// Tool calls of the last assistant message that have no result yet.
-fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
-    let Some(position) = history
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-    else {
-        return Vec::new();
-    };
-    let Message::Assistant { tool_calls, .. } = &history[position] else {
-        return Vec::new();
-    };
-    tool_calls
-        .iter()
-        .filter(|call| {
-            !history[position + 1..].iter().any(
-                |m| matches!(m, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id),
-            )
-        })
-        .map(|call| (call.id.clone(), call.name.clone()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::ToolCall;
-
-    #[test]
-    fn orphaned_tool_calls_are_those_without_results() {
-        let call = |id: &str| ToolCall {
-            id: id.into(),
-            name: "read_file".into(),
-            arguments: "{}".into(),
-        };
-        let history = vec![
-            Message::User {
-                content: "x".into(),
-            },
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![call("a"), call("b")],
-            },
-            Message::Tool {
-                tool_call_id: "a".into(),
-                tool_name: "read_file".into(),
-                content: "ok".into(),
-                is_error: false,
-            },
-        ];
-        assert_eq!(
-            orphaned_tool_calls(&history),
-            vec![("b".to_owned(), "read_file".to_owned())]
-        );
-    }
 }

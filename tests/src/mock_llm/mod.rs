@@ -286,6 +286,7 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
                 .headers_mut()
                 .insert(hyper::header::RETRY_AFTER, secs.into());
         }
+        add_headers(&mut response, reply);
         return response;
     }
     let body: Body = if reply.stall {
@@ -339,7 +340,21 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
         hyper::header::CACHE_CONTROL,
         hyper::header::HeaderValue::from_static("no-cache"),
     );
+    add_headers(&mut response, reply);
     response
+}
+
+/// The reply's extra headers; a name or value HTTP cannot carry is a script error.
+fn add_headers(response: &mut Response<Body>, reply: &Reply) {
+    for (name, value) in &reply.headers {
+        let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(value),
+        ) else {
+            panic!("mock-llm: cannot send the header {name}: {value}");
+        };
+        response.headers_mut().append(name, value);
+    }
 }
 
 fn push_replies(state: &State, body: &[u8]) -> Response<Body> {

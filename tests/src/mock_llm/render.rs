@@ -162,7 +162,7 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
         "usage": {
             "prompt_tokens": usage.input,
             "completion_tokens": usage.output,
-            "total_tokens": usage.input + usage.output,
+            "total_tokens": usage.input.saturating_add(usage.output),
             "prompt_tokens_details": {"cached_tokens": usage.cached},
         },
     })));

@@ -16,6 +16,9 @@ pub struct Reply {
     pub error: Option<MockError>,
     /// `Retry-After` header (seconds) on an error reply.
     pub retry_after_secs: Option<u64>,
+    /// Extra response headers, sent as given (e.g. a hostile `Retry-After: 1e300`).
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
     /// Split text and tool-call arguments into many small pieces; interleave tool calls (OpenAI).
     #[serde(default)]
     pub fragmented: bool,
@@ -118,6 +121,12 @@ impl Reply {
     /// Adds text before the tool calls of this reply.
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = text.into();
+        self
+    }
+
+    /// Adds a response header, sent as given.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
