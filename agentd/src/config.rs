@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::permission::{PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource};
+use crate::text_position::line_and_column;
 
 /// The wire format a provider speaks.
 #[derive(Clone, Debug, PartialEq)]
@@ -588,16 +589,6 @@ fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) 
             },
         );
     }
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
-    (line, column)
 }
 
 #[cfg(test)]

@@ -286,14 +286,6 @@ fn bad_files_report_where() {
 }
 
 #[test]
-fn line_and_column_counts_characters() {
-    assert_eq!(line_and_column("abc", 0), (1, 1));
-    assert_eq!(line_and_column("ab\ncd", 4), (2, 2));
-    assert_eq!(line_and_column("é\né", 4), (2, 2));
-    assert_eq!(line_and_column("x", 99), (1, 2));
-}
-
-#[test]
 fn debug_output_hides_the_key() {
     let config = load(None, &env_of(&[("OPENAI_API_KEY", "sk-secret")])).unwrap();
     let text = format!("{config:?}");

@@ -18,6 +18,7 @@ pub mod session;
 pub mod state;
 pub mod store;
 pub mod test_seam;
+pub mod text_position;
 pub mod tools;
 
 /// Set up logging and the runtime, then run the daemon until it stops.

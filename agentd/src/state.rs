@@ -21,16 +21,3 @@ pub struct DaemonState {
     /// Tool calls waiting for a person, across sessions.
     pub approvals: Arc<crate::approval::ApprovalBroker>,
 }
-
-impl DaemonState {
-    /// Refuse new work once the daemon is stopping.
-    pub fn refuse_if_stopping(&self) -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
-        if self.shutdown.is_cancelled() {
-            return Err(crate::rpc::rpc_error(
-                protocol::error::SHUTTING_DOWN,
-                "the daemon is shutting down; retry once it is back",
-            ));
-        }
-        Ok(())
-    }
-}

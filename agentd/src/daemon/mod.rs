@@ -82,7 +82,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
 
     // Runs are interrupted as soon as the stop begins, while clients are still connected to
     // see their `runFinished`: connections are closed only once the runs have stopped (new
-    // work is refused meanwhile, `refuse_if_stopping`). Closing them on `shutdown` itself
+    // work is refused meanwhile, `rpc::refuse_if_stopping`). Closing them on `shutdown` itself
     // raced the runs, and subscribers lost the `runFinished{interrupted}` of their run.
     let close_connections = CancellationToken::new();
     let stop_sessions = {

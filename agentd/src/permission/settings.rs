@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{PermissionMode, RuleEntry, RuleError, RuleLayer, RuleList, RuleSet, RuleSource};
-use crate::config::line_and_column;
+use crate::text_position::line_and_column;
 
 /// Where project settings live, relative to a project directory, in the order they are read.
 pub const PROJECT_SETTINGS_FILES: &[&str] = &[".agents/settings.toml", ".agents/settings.json"];

@@ -128,6 +128,17 @@ pub fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(code, message.into(), None::<()>)
 }
 
+/// Refuse new work once the daemon is stopping.
+pub fn refuse_if_stopping(state: &DaemonState) -> Result<(), ErrorObjectOwned> {
+    if state.shutdown.is_cancelled() {
+        return Err(rpc_error(
+            protocol::error::SHUTTING_DOWN,
+            "the daemon is shutting down; retry once it is back",
+        ));
+    }
+    Ok(())
+}
+
 async fn initialize(
     state: Arc<DaemonState>,
     params: InitializeParams,

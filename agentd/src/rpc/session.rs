@@ -31,7 +31,7 @@ pub async fn create(
     params: CreateSessionParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<CreateSessionResult> {
-    state.refuse_if_stopping()?;
+    super::refuse_if_stopping(&state)?;
     let session = state.sessions.create(params).await?;
     Ok(CreateSessionResult {
         session_id: session.id().to_owned(),
@@ -88,7 +88,7 @@ pub async fn prompt(
     params: PromptParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<PromptResult> {
-    state.refuse_if_stopping()?;
+    super::refuse_if_stopping(&state)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
         .prompt(params.text, params.client_request_id, params.queue_if_busy)
@@ -109,7 +109,7 @@ pub async fn follow_up(
     params: QueueMessageParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<QueueMessageResult> {
-    state.refuse_if_stopping()?;
+    super::refuse_if_stopping(&state)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.follow_up(params.text).await?)
 }
