@@ -495,7 +495,7 @@ async fn a_follow_up_is_delivered_when_the_run_would_end(format: Format) {
     assert_ne!(new_run, run_id);
     let events = client.events_until_run_finished().await;
     assert!(
-        matches!(&events[0].event, Event::RunStarted { run_id, prompt } if *run_id == new_run && prompt == "one more"),
+        matches!(&events[0].event, Event::RunStarted { run_id, prompt, .. } if *run_id == new_run && prompt == "one more"),
         "{events:#?}"
     );
     assert_eq!(run_status(&events), RunStatus::Completed);

@@ -78,16 +78,45 @@ impl Run {
                 usage: Usage::default(),
             },
         };
-        // Whatever ended the run, it takes no more steers or follow-ups from here on.
-        self.shared.lock().run_id = None;
+        // Whatever ended the run, it takes no more steers or follow-ups from here on; those
+        // still queued are reported, not dropped.
+        let (steers, follow_ups) = {
+            let mut state = self.shared.lock();
+            state.run_id = None;
+            (
+                state.steers.drain(..).collect(),
+                state.follow_ups.drain(..).collect(),
+            )
+        };
+        let ended = serde_json::to_value(outcome.status)
+            .ok()
+            .and_then(|status| status.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        // Every tool call gets a result, however the run ended (a failure part-way through a
+        // batch, a write that failed), before the run is recorded as finished.
+        let unfinished = format!("not run: the run ended ({ended}) before this tool call finished");
+        if let Err(err) =
+            crate::session::recovery::pair_orphaned_tool_calls(&self.log, &self.shared, &unfinished)
+                .await
+        {
+            tracing::error!(session = %self.session_id, %err, "cannot pair unfinished tool calls");
+        }
+        if let Err(err) =
+            crate::session::recovery::report_undelivered(&self.log, &ended, steers, follow_ups)
+                .await
+        {
+            tracing::error!(session = %self.session_id, %err, "cannot report undelivered messages");
+        }
         let finished = Event::RunFinished {
             run_id: self.run_id.clone(),
             status: outcome.status,
             error: outcome.error.clone(),
             usage: to_wire_usage(&outcome.usage),
         };
+        // Published even when it cannot be written (marked not persisted): clients see the run
+        // end either way.
         if let Err(err) = self.log.append(finished).await {
-            tracing::error!(session = %self.session_id, %err, "cannot persist runFinished");
+            tracing::error!(session = %self.session_id, "cannot persist runFinished: {err:#}");
         }
         outcome
     }
