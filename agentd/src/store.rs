@@ -65,6 +65,12 @@ pub enum Entry {
         seq: u64,
         event: Event,
     },
+    /// Seqs `from..=to` went to events the daemon could not write (disk full). Written once
+    /// the log can be written again, so those seqs are never given out twice.
+    Gap {
+        from: u64,
+        to: u64,
+    },
     /// An entry written by a newer version; kept in the file, skipped on load.
     #[serde(other)]
     Unknown,
@@ -290,6 +296,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     _ => {}
                 }
             }
+            Ok(Entry::Gap { to, .. }) => loaded.last_seq = loaded.last_seq.max(to),
             Ok(Entry::Header(_)) | Ok(Entry::Unknown) => {}
             Err(err) if is_last => loaded.warnings.push(format!(
                 "{}:{line_number}: skipped a torn last line ({err})",
@@ -530,6 +537,10 @@ mod tests {
             .unwrap();
         file.write_all(encode(&warning(3)).unwrap().as_bytes())
             .unwrap();
+        // Seqs 4 and 5 went to events that could not be written.
+        file.write_all(encode(&Entry::Gap { from: 4, to: 5 }).unwrap().as_bytes())
+            .unwrap();
+        assert_eq!(load(&path).unwrap().last_seq, 5);
         let kinds: Vec<String> = read_events(&path, 0, 5)
             .unwrap()
             .iter()

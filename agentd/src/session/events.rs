@@ -313,12 +313,21 @@ impl Inner {
 
     /// Write one event line under the next seq. The seq is used even when the write fails, so
     /// a published unsaved event never shares its seq with a later one; the file then lacks
-    /// that seq and replays report it.
-    fn write_event(&self, file: &mut LogFile, event: Event) -> Result<u64> {
+    /// that seq (a `gap` entry says so once the log can be written again) and replays report
+    /// it.
+    fn write_event(&self, writer: &mut Writer, event: Event) -> Result<u64> {
         let seq = self.last_seq.load(Ordering::Acquire) + 1;
         let line = store::encode_event(seq, &event)?;
-        let written = file.append_line(line.as_bytes());
+        let written = writer
+            .record_gap()
+            .and_then(|()| writer.file.append_line(line.as_bytes()));
         self.last_seq.store(seq, Ordering::Release);
+        if written.is_err() {
+            writer.unrecorded = Some(match writer.unrecorded {
+                Some((from, _)) => (from, seq),
+                None => (seq, seq),
+            });
+        }
         match written {
             Ok(()) => {
                 self.publish(self.encode(seq, true, false, event)?);
@@ -361,10 +370,32 @@ impl Inner {
     }
 }
 
+/// What the writer task owns: the file, and seqs given to events it could not write.
+struct Writer {
+    file: LogFile,
+    /// Seqs used by failed writes and not yet recorded in the file (a `gap` entry).
+    unrecorded: Option<(u64, u64)>,
+}
+
+impl Writer {
+    /// Record the seqs of failed writes before anything else takes a seq.
+    fn record_gap(&mut self) -> Result<()> {
+        if let Some((from, to)) = self.unrecorded {
+            let line = store::encode(&store::Entry::Gap { from, to })?;
+            self.file.append_line(line.as_bytes())?;
+            self.unrecorded = None;
+        }
+        Ok(())
+    }
+}
+
 /// The writer task: performs queued writes one at a time (file I/O on the blocking pool) until
 /// the log is closed or dropped. Nothing here is cancelled half-way.
 async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<Write>) {
-    let file = Arc::new(std::sync::Mutex::new(file));
+    let file = Arc::new(std::sync::Mutex::new(Writer {
+        file,
+        unrecorded: None,
+    }));
     loop {
         let write = tokio::select! {
             biased;
@@ -388,7 +419,7 @@ async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<
             Write::Message { line, done } => {
                 let file = file.clone();
                 let result = tokio::task::spawn_blocking(move || {
-                    lock_file(&file).append_line(line.as_bytes())
+                    lock_file(&file).file.append_line(line.as_bytes())
                 })
                 .await
                 .unwrap_or_else(|err| Err(anyhow!("the session log write task failed: {err}")));
@@ -409,7 +440,7 @@ async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<
     tracing::debug!(session = %inner.session_id, "session log writer stopped");
 }
 
-fn lock_file(file: &std::sync::Mutex<LogFile>) -> std::sync::MutexGuard<'_, LogFile> {
+fn lock_file(file: &std::sync::Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
     // Only the writer task's one blocking write at a time takes it.
     file.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
