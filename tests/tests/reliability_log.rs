@@ -376,3 +376,32 @@ async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
         "{replayed:#?}"
     );
 }
+
+#[tokio::test]
+async fn the_seq_of_an_unsaved_end_is_not_given_out_again_after_a_restart() {
+    let (mut s, fault) = Scenario::start_with_write_fault(Format::OpenAi, "").await;
+    let (mut client, session) = s.session().await;
+    std::fs::write(&fault, r#""type":"runFinished""#).unwrap();
+    s.mock.push(Reply::text("hello"));
+    client.prompt(&session, "first").await;
+    let unsaved = client.events_until_run_finished().await.pop().unwrap();
+    assert!(unsaved.not_persisted, "{unsaved:?}");
+    drop(client);
+    // Stopped before any later write: the gap is recorded on the way out. After the restart
+    // the interrupted run is closed with a new seq, after the unsaved one.
+    s.daemon.signal(libc::SIGTERM);
+    assert!(s.daemon.wait_exit().await.success());
+    std::fs::remove_file(&fault).unwrap();
+    s.daemon.restart().await;
+    let mut client = s.client().await;
+    let info = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(
+        info["session"]["lastSeq"].as_u64().unwrap(),
+        unsaved.seq + 1,
+        "{info} vs the unsaved end at seq {}",
+        unsaved.seq
+    );
+}

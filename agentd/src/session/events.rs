@@ -437,6 +437,15 @@ async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<
             }
         }
     }
+    // Seqs of failed writes not yet recorded: one last try, so a restart does not give them
+    // out again (it still may, if the disk is still full).
+    let recorded = tokio::task::spawn_blocking(move || {
+        lock_file(&file).record_gap().map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    if let Ok(Err(err)) = recorded {
+        tracing::warn!(session = %inner.session_id, "cannot record unwritten seqs: {err}");
+    }
     tracing::debug!(session = %inner.session_id, "session log writer stopped");
 }
 
