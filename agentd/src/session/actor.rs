@@ -306,9 +306,12 @@ impl Actor {
                     let _ = reply.send(result);
                 }
                 Command::Steer { text, reply } => {
-                    let result = match self.active_run_id() {
+                    // Checked and queued under one lock: a run that has decided to end
+                    // takes no steer (it would be left behind).
+                    let mut state = self.shared.lock();
+                    let result = match state.run_id.clone() {
                         Some(run_id) => {
-                            self.shared.lock().steers.push_back(text);
+                            state.steers.push_back(text);
                             Ok(QueueMessageResult {
                                 run_id,
                                 queued: true,
@@ -318,6 +321,7 @@ impl Actor {
                             "no run is active to steer; send a prompt instead".to_owned(),
                         )),
                     };
+                    drop(state);
                     let _ = reply.send(result);
                 }
                 Command::FollowUp { text, reply } => {
