@@ -94,7 +94,9 @@ impl Run {
             .unwrap_or_default();
         // Every tool call gets a result, however the run ended (a failure part-way through a
         // batch, a write that failed), before the run is recorded as finished.
-        let unfinished = format!("not run: the run ended ({ended}) before this tool call finished");
+        let unfinished = format!(
+            "no result: the run ended ({ended}) before this tool call's result was recorded"
+        );
         if let Err(err) =
             crate::session::recovery::pair_orphaned_tool_calls(&self.log, &self.shared, &unfinished)
                 .await

@@ -1,6 +1,8 @@
 //! A session's event log: assigns each event its `seq`, appends it (and conversation messages)
 //! to the session file **before** publishing it, and lets subscribers replay persisted events
-//! after a seq and then follow live ones with no gap and no duplicate.
+//! after a seq and then follow live ones with no gap and no duplicate. One writer task per log
+//! does every write, so appends are cancel-safe; seqs the file lacks are replayed as marked
+//! gaps.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
