@@ -350,6 +350,7 @@ impl Renderer {
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::RunStarted { .. }
+            | Event::FollowUpQueued { .. }
             | Event::TurnStarted { .. }
             | Event::ToolProgress { .. }
             | Event::UsageUpdated { .. }

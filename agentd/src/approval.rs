@@ -223,6 +223,13 @@ impl ApprovalBroker {
         Ok(())
     }
 
+    /// Remove approval `id` if it is still pending, without deciding it: its run no longer
+    /// waits (the request could not be persisted, or the run ended). Returns whether it was
+    /// pending.
+    pub fn withdraw(&self, id: &str) -> bool {
+        self.lock().pending.remove(id).is_some()
+    }
+
     /// Whether `id` is still pending.
     pub fn is_pending(&self, id: &str) -> bool {
         self.lock().pending.contains_key(id)
@@ -411,6 +418,19 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(bad, RespondError::InvalidId(_)));
+    }
+
+    #[test]
+    fn a_withdrawn_approval_is_no_longer_listed_or_answerable() {
+        let broker = ApprovalBroker::default();
+        let _a = broker.register(approval("apr_1", "ses_1"), None);
+        assert!(broker.withdraw("apr_1"));
+        assert!(!broker.withdraw("apr_1"));
+        assert!(broker.list(None).is_empty());
+        assert!(matches!(
+            broker.decide("apr_1", by("client:a", ApprovalDecision::AllowOnce)),
+            Err(RespondError::NotFound(_))
+        ));
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! Session persistence: one JSONL file per session, `$XDG_STATE_HOME/agentd/sessions/<id>.jsonl`.
 //! A header line, then one entry per line: conversation messages and persisted events, in the
 //! order they happened. Loading tolerates a torn last line (a crash mid-write) and keeps going
-//! past entry types it does not know.
+//! past entry types it does not know. Appending goes through `LogFile` (`log_file`), which never
+//! leaves a fragment for the next line to be glued to.
+
+mod log_file;
+
+pub use log_file::{LogFile, WRITE_FAULT_ENV, create as create_file};
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -60,6 +65,12 @@ pub enum Entry {
         seq: u64,
         event: Event,
     },
+    /// Seqs `from..=to` went to events the daemon could not write (disk full). Written once
+    /// the log can be written again, so those seqs are never given out twice.
+    Gap {
+        from: u64,
+        to: u64,
+    },
     /// An entry written by a newer version; kept in the file, skipped on load.
     #[serde(other)]
     Unknown,
@@ -82,6 +93,33 @@ pub struct LoadedSession {
     pub session_allow_rules: Vec<String>,
     /// Problems met while loading (torn line, unreadable entries), for the log.
     pub warnings: Vec<String>,
+    /// Where the last complete line ends: a torn tail after it is cut before appending.
+    pub valid_len: u64,
+    /// The last line is a readable entry without its `\n` (kept; the newline is added).
+    pub missing_newline: bool,
+    /// `clientRequestId` → run id of the most recent prompts that carried one, oldest first.
+    pub request_ids: Vec<(String, String)>,
+    /// Follow-ups queued for `unfinished_run` and not delivered, in order.
+    pub queued_follow_ups: Vec<String>,
+}
+
+/// `clientRequestId`s remembered per session for idempotent prompts (also across restarts).
+pub const REMEMBERED_REQUEST_IDS: usize = 256;
+
+/// One item of a replay read from a session file.
+#[derive(Clone, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "almost every item is an event; boxing them would only add allocations"
+)]
+pub enum Replayed {
+    Event(u64, Event),
+    /// Seqs `from..=to` are not in the file: a damaged line, or an event the daemon could not
+    /// write (disk full).
+    Missing {
+        from: u64,
+        to: u64,
+    },
 }
 
 /// The file of session `id` in `dir`.
@@ -142,12 +180,18 @@ pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeade
 /// Load a whole session file. Blocking: call from `spawn_blocking`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
     let file = crate::regular_file::open(path)?;
+    let file_len = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
     let reader = std::io::BufReader::new(file);
     let mut lines = reader.split(b'\n').peekable();
     let first = lines
         .next()
         .transpose()?
         .with_context(|| format!("{} is empty", path.display()))?;
+    // Bytes read so far, each line with its newline.
+    let mut offset = first.len() as u64 + 1;
     let header = match serde_json::from_slice::<Entry>(&first) {
         Ok(Entry::Header(header)) => header,
         _ => bail!("{}: the first line is not a session header", path.display()),
@@ -161,27 +205,73 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         unresolved_approvals: Vec::new(),
         session_allow_rules: Vec::new(),
         warnings: Vec::new(),
+        valid_len: file_len.min(offset),
+        missing_newline: offset > file_len,
+        request_ids: Vec::new(),
+        queued_follow_ups: Vec::new(),
     };
     let mut line_number = 1;
     while let Some(line) = lines.next() {
         line_number += 1;
         let line = line?;
+        let start = offset;
+        offset += line.len() as u64 + 1;
+        // The last line lacks its newline when the file ends inside it.
+        let unterminated = offset > file_len;
+        if !unterminated {
+            loaded.valid_len = offset;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         let is_last = lines.peek().is_none();
-        match serde_json::from_slice::<Entry>(&line) {
+        let parsed = serde_json::from_slice::<Entry>(&line);
+        if unterminated {
+            // A readable entry missing only its newline is kept; a torn one is cut off.
+            loaded.missing_newline = parsed.is_ok();
+            loaded.valid_len = if parsed.is_ok() { file_len } else { start };
+        }
+        match parsed {
             Ok(Entry::Message { message }) => loaded.history.push(message),
             Ok(Entry::Event { seq, event }) => {
                 loaded.last_seq = loaded.last_seq.max(seq);
                 match &event {
-                    Event::RunStarted { run_id, .. } => {
-                        loaded.unfinished_run = Some(run_id.clone())
+                    Event::RunStarted {
+                        run_id,
+                        client_request_id,
+                        ..
+                    } => {
+                        loaded.unfinished_run = Some(run_id.clone());
+                        loaded.queued_follow_ups.clear();
+                        remember_request(&mut loaded.request_ids, client_request_id, run_id);
+                    }
+                    Event::FollowUpQueued {
+                        run_id,
+                        text,
+                        client_request_id,
+                    } => {
+                        if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) {
+                            loaded.queued_follow_ups.push(text.clone());
+                        }
+                        remember_request(&mut loaded.request_ids, client_request_id, run_id);
+                    }
+                    Event::MessageCompleted {
+                        run_id,
+                        content,
+                        kind: Some(protocol::event::UserMessageKind::FollowUp),
+                        ..
+                    } if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) => {
+                        if let Some(position) =
+                            loaded.queued_follow_ups.iter().position(|t| t == content)
+                        {
+                            loaded.queued_follow_ups.remove(position);
+                        }
                     }
                     Event::RunFinished { run_id, .. }
                         if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
                     {
                         loaded.unfinished_run = None;
+                        loaded.queued_follow_ups.clear();
                     }
                     Event::ApprovalRequested { run_id, approval } => {
                         loaded.unresolved_approvals.push((
@@ -208,9 +298,10 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     _ => {}
                 }
             }
+            Ok(Entry::Gap { to, .. }) => loaded.last_seq = loaded.last_seq.max(to),
             Ok(Entry::Header(_)) | Ok(Entry::Unknown) => {}
             Err(err) if is_last => loaded.warnings.push(format!(
-                "{}:{line_number}: skipped a torn last line ({err})",
+                "{}:{line_number}: skipped a torn last line, cut before appending ({err})",
                 path.display()
             )),
             Err(err) => loaded.warnings.push(format!(
@@ -220,6 +311,21 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         }
     }
     Ok(loaded)
+}
+
+/// Remember `request_id` → `run_id`, keeping the newest [`REMEMBERED_REQUEST_IDS`].
+fn remember_request(
+    remembered: &mut Vec<(String, String)>,
+    request_id: &Option<String>,
+    run_id: &str,
+) {
+    let Some(request_id) = request_id else {
+        return;
+    };
+    if remembered.len() >= REMEMBERED_REQUEST_IDS {
+        remembered.remove(0);
+    }
+    remembered.push((request_id.clone(), run_id.to_owned()));
 }
 
 /// What listing a session needs, read from the end of its file without loading it.
@@ -288,10 +394,13 @@ fn usage_from_event(total: &protocol::event::Usage) -> crate::conversation::Usag
     }
 }
 
-/// Persisted events of a session file with `after < seq <= up_to`, in order. Blocking.
-pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Event)>> {
+/// Persisted events of a session file with `after < seq <= up_to`, in order, and the seqs of
+/// that range the file does not hold (unreadable lines, failed writes) as
+/// [`Replayed::Missing`]. Blocking.
+pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<Replayed>> {
     let file = crate::regular_file::open(path)?;
-    let mut events = Vec::new();
+    let mut replayed = Vec::new();
+    let mut next = after + 1;
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line?;
         // Cheap pre-filter: only event lines need decoding.
@@ -299,179 +408,27 @@ pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<(u64, Even
             continue;
         }
         if let Ok(Entry::Event { seq, event }) = serde_json::from_slice::<Entry>(&line)
-            && seq > after
+            && seq >= next
             && seq <= up_to
         {
-            events.push((seq, event));
+            if seq > next {
+                replayed.push(Replayed::Missing {
+                    from: next,
+                    to: seq - 1,
+                });
+            }
+            replayed.push(Replayed::Event(seq, event));
+            next = seq + 1;
         }
     }
-    Ok(events)
+    if next <= up_to {
+        replayed.push(Replayed::Missing {
+            from: next,
+            to: up_to,
+        });
+    }
+    Ok(replayed)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn header() -> SessionHeader {
-        SessionHeader {
-            version: FORMAT_VERSION,
-            id: "ses_1".into(),
-            created_at: "2026-11-30T00:00:00Z".into(),
-            cwd: "/w".into(),
-            provider: "openai".into(),
-            model: "m".into(),
-            title: None,
-            permission_mode: Default::default(),
-            permission_rules: Default::default(),
-            system_prompt: "sys".into(),
-            agent: None,
-            parent_session_id: None,
-            agent_type: None,
-        }
-    }
-
-    fn write(path: &Path, entries: &[Entry], tail: &str) {
-        let mut file = std::fs::File::create(path).unwrap();
-        for entry in entries {
-            file.write_all(encode(entry).unwrap().as_bytes()).unwrap();
-        }
-        file.write_all(tail.as_bytes()).unwrap();
-    }
-
-    #[test]
-    fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        let run_started = Event::RunStarted {
-            run_id: "run_1".into(),
-            prompt: "hi".into(),
-        };
-        write(
-            &path,
-            &[
-                Entry::Header(header()),
-                Entry::Event {
-                    seq: 1,
-                    event: run_started.clone(),
-                },
-                Entry::Message {
-                    message: Message::User {
-                        content: "hi".into(),
-                    },
-                },
-                Entry::Event {
-                    seq: 2,
-                    event: Event::Warning {
-                        message: "w".into(),
-                    },
-                },
-            ],
-            "{\"type\":\"message\",\"message\":{\"role\":\"assis",
-        );
-        let loaded = load(&path).unwrap();
-        assert_eq!(loaded.header, header());
-        assert_eq!(
-            loaded.history,
-            vec![Message::User {
-                content: "hi".into()
-            }]
-        );
-        assert_eq!(loaded.last_seq, 2);
-        assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
-        assert_eq!(loaded.warnings.len(), 1);
-        assert!(loaded.warnings[0].contains("torn"), "{:?}", loaded.warnings);
-        assert_eq!(read_events(&path, 0, 1).unwrap(), vec![(1, run_started)]);
-        assert_eq!(read_events(&path, 1, 10).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn borrowed_encoders_match_the_entry_format() {
-        let event = Event::Warning {
-            message: "w".into(),
-        };
-        assert_eq!(
-            encode_event(3, &event).unwrap(),
-            encode(&Entry::Event { seq: 3, event }).unwrap()
-        );
-        let message = Message::User {
-            content: "x".into(),
-        };
-        assert_eq!(
-            encode_message(&message).unwrap(),
-            encode(&Entry::Message { message }).unwrap()
-        );
-    }
-
-    #[test]
-    fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        let usage = |n: u64| protocol::event::Usage {
-            input_tokens: n,
-            output_tokens: 1,
-            cached_input_tokens: 0,
-            cache_creation_input_tokens: 0,
-        };
-        let mut entries = vec![Entry::Header(header())];
-        for seq in 1..=3000u64 {
-            let event = if seq % 10 == 0 {
-                Event::UsageUpdated {
-                    run_id: "r".into(),
-                    usage: usage(seq),
-                    total: usage(seq),
-                }
-            } else {
-                Event::Warning {
-                    message: "x".repeat(100),
-                }
-            };
-            entries.push(Entry::Event { seq, event });
-        }
-        write(&path, &entries, "{\"type\":\"event\",\"seq\":3001,\"ev");
-        let summary = read_summary(&path).unwrap().expect("usage is in the tail");
-        let loaded = load(&path).unwrap();
-        assert_eq!(summary.last_seq, loaded.last_seq);
-        assert_eq!(summary.last_seq, 3000);
-        assert_eq!(summary.usage, loaded.usage);
-        assert_eq!(summary.usage.input_tokens, 3000);
-
-        // No model call in the tail of a long file: the caller must load it.
-        let mut entries = vec![Entry::Header(header())];
-        for seq in 1..=3000u64 {
-            entries.push(Entry::Event {
-                seq,
-                event: Event::Warning {
-                    message: "x".repeat(100),
-                },
-            });
-        }
-        write(&path, &entries, "");
-        assert_eq!(read_summary(&path).unwrap(), None);
-
-        // A short file is read whole: no usage means none yet.
-        write(&path, &[Entry::Header(header())], "");
-        assert_eq!(read_summary(&path).unwrap(), Some(Summary::default()));
-    }
-
-    #[test]
-    fn unknown_entry_types_are_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        write(
-            &path,
-            &[Entry::Header(header())],
-            "{\"type\":\"fromTheFuture\",\"x\":1}\n",
-        );
-        let loaded = load(&path).unwrap();
-        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-    }
-
-    #[test]
-    fn read_header_reads_only_the_first_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        write(&path, &[Entry::Header(header())], "garbage\n");
-        assert_eq!(read_header(&path).unwrap().id, "ses_1");
-    }
-}
+mod tests;

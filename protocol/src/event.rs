@@ -17,6 +17,11 @@ pub struct SessionEventEnvelope<E = Event> {
     /// carry the seq of the last persisted event.
     pub seq: u64,
     pub event: E,
+    /// True when the daemon could not write this event to the session log (disk full, I/O
+    /// error) and sends it anyway: a terminal `runFinished`, or the `warning` that stands for
+    /// events missing from a replay. Such an event has its own seq but is not replayed as is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_persisted: bool,
 }
 
 /// Token usage.
@@ -70,7 +75,14 @@ pub enum Event {
     /// A session was deleted (daemon stream only).
     SessionDeleted {},
     #[serde(rename_all = "camelCase")]
-    RunStarted { run_id: String, prompt: String },
+    RunStarted {
+        run_id: String,
+        prompt: String,
+        /// The `clientRequestId` of the prompt that started the run, kept so a retried prompt
+        /// finds its run after a daemon restart.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_request_id: Option<String>,
+    },
     /// A model call begins (step counts from 1).
     #[serde(rename_all = "camelCase")]
     TurnStarted { run_id: String, step: u32 },
@@ -135,6 +147,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_rule: Option<String>,
     },
+    /// A follow-up (or a prompt sent with `queueIfBusy`) was queued for the active run. It is
+    /// delivered as a `messageCompleted` of kind `followUp`, or reported by a `warning` when
+    /// the run ends without delivering it.
+    #[serde(rename_all = "camelCase")]
+    FollowUpQueued {
+        run_id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_request_id: Option<String>,
+    },
     /// A steering message was delivered to the model.
     #[serde(rename_all = "camelCase")]
     SteerDelivered { run_id: String, text: String },
@@ -194,6 +216,7 @@ impl Event {
             | Event::ToolProgress { run_id, .. }
             | Event::ToolCompleted { run_id, .. }
             | Event::SteerDelivered { run_id, .. }
+            | Event::FollowUpQueued { run_id, .. }
             | Event::ApprovalRequested { run_id, .. }
             | Event::ApprovalResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }

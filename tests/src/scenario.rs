@@ -87,6 +87,26 @@ impl Scenario {
         }
     }
 
+    /// With extra config lines and the daemon's test-only write fault seam armed: while the
+    /// returned file exists, session-file writes of lines containing its text fail like a
+    /// full disk (all writes when it is empty). See `agentd::store::WRITE_FAULT_ENV`.
+    pub async fn start_with_write_fault(
+        format: Format,
+        extra: &str,
+    ) -> (Scenario, std::path::PathBuf) {
+        let mock = MockLlm::start().await;
+        let env = TestEnv::new().config(&config_toml(&mock, format, extra));
+        let fault = env.path("write-fault");
+        let env = env.var("AGENTD_TEST_WRITE_FAULT", fault.display().to_string());
+        let daemon = Daemon::start_in(env).await;
+        let scenario = Scenario {
+            daemon,
+            mock,
+            format,
+        };
+        (scenario, fault)
+    }
+
     pub fn workspace(&self) -> std::path::PathBuf {
         self.daemon.env.workspace()
     }
@@ -218,6 +238,23 @@ pub fn kinds(events: &[Envelope]) -> Vec<String> {
                 .to_owned()
         })
         .collect()
+}
+
+/// Asserts every tool call of a recorded request has exactly one result, in either format.
+pub fn assert_tool_calls_paired(format: Format, request: &RecordedRequest) {
+    let transcript = request_transcript(format, request);
+    for item in &transcript {
+        if let Some(id) = item.strip_prefix("call:") {
+            let results = transcript
+                .iter()
+                .filter(|other| other.strip_prefix("result:") == Some(id))
+                .count();
+            assert_eq!(
+                results, 1,
+                "tool call {id} has {results} results: {transcript:?}"
+            );
+        }
+    }
 }
 
 /// Asserts the seqs are strictly increasing.

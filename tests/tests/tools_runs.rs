@@ -495,7 +495,7 @@ async fn a_follow_up_is_delivered_when_the_run_would_end(format: Format) {
     assert_ne!(new_run, run_id);
     let events = client.events_until_run_finished().await;
     assert!(
-        matches!(&events[0].event, Event::RunStarted { run_id, prompt } if *run_id == new_run && prompt == "one more"),
+        matches!(&events[0].event, Event::RunStarted { run_id, prompt, .. } if *run_id == new_run && prompt == "one more"),
         "{events:#?}"
     );
     assert_eq!(run_status(&events), RunStatus::Completed);
@@ -522,8 +522,8 @@ async fn a_run_stops_at_max_steps(format: Format) {
     assert_eq!(tool_results(&events).len(), 2);
 }
 
-both_formats!(messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_next_run);
-async fn messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_next_run(
+both_formats!(messages_queued_before_a_cancel_are_reported_and_do_not_leak_into_the_next_run);
+async fn messages_queued_before_a_cancel_are_reported_and_do_not_leak_into_the_next_run(
     format: Format,
 ) {
     let s = Scenario::start(format).await;
@@ -554,13 +554,19 @@ async fn messages_queued_before_a_cancel_stay_visible_and_do_not_leak_into_the_n
         .unwrap();
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled);
-    // Left for the user to resend.
+    // Reported as not sent, for the user to resend; not left in the queues.
+    for text in ["stale steer", "stale follow-up"] {
+        assert!(
+            events.iter().any(|e| matches!(&e.event, Event::Warning { message } if message.contains("not sent") && message.contains(text))),
+            "{text} is reported: {events:#?}"
+        );
+    }
     let got = client
         .request("session/get", json!({"sessionId": session}))
         .await
         .unwrap();
-    assert_eq!(got["queuedSteers"], json!(["stale steer"]));
-    assert_eq!(got["queuedFollowUps"], json!(["stale follow-up"]));
+    assert_eq!(got["queuedSteers"], json!([]));
+    assert_eq!(got["queuedFollowUps"], json!([]));
 
     // A new prompt is a fresh start: its tool calls run, and the stale messages are not
     // slipped into its conversation.

@@ -178,6 +178,7 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
                 session_id: "ses_1".to_owned(),
                 seq,
                 event: event.clone(),
+                not_persisted: false,
             };
             let notification = json!({
                 "jsonrpc": "2.0",
@@ -254,6 +255,7 @@ async fn run_creates_subscribes_first_then_prompts_and_streams() {
                 Event::RunStarted {
                     run_id: "run_1".to_owned(),
                     prompt: "say hello".to_owned(),
+                    client_request_id: None,
                 },
                 Event::MessageDelta {
                     run_id: "run_1".to_owned(),

@@ -54,6 +54,7 @@ impl Harness {
             session_id: SESSION.to_owned(),
             seq,
             event: serde_json::to_value(&event).unwrap(),
+            not_persisted: false,
         };
         let outputs = self.renderer.handle(&envelope);
         self.collect(outputs);
@@ -137,6 +138,7 @@ fn started(run: &str) -> Event {
     Event::RunStarted {
         run_id: run.to_owned(),
         prompt: "hi".to_owned(),
+        client_request_id: None,
     }
 }
 
@@ -481,6 +483,7 @@ fn unknown_event_types_reach_json_and_are_skipped_in_text() {
         session_id: SESSION.to_owned(),
         seq: 1,
         event: serde_json::json!({"type": "somethingNew", "x": 1}),
+        not_persisted: false,
     };
     let mut text = Renderer::new(
         Mode::Run {

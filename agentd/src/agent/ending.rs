@@ -135,9 +135,33 @@ impl RunEnding {
         }
     }
 
-    /// The run takes no more steers or follow-ups; persist and publish `runFinished`.
+    /// The run takes no more steers or follow-ups (those still queued are reported, not
+    /// dropped); every tool call gets a result, however the run ended; then `runFinished` is
+    /// persisted and published — published even when it cannot be written (marked not
+    /// persisted), so clients see the run end either way.
     pub(super) async fn finish(&self, outcome: &RunOutcome) {
-        self.shared.lock().run_id = None;
+        let (steers, follow_ups) = {
+            let mut state = self.shared.lock();
+            state.run_id = None;
+            (
+                state.steers.drain(..).collect(),
+                state.follow_ups.drain(..).collect(),
+            )
+        };
+        let ended = serde_json::to_value(outcome.status)
+            .ok()
+            .and_then(|status| status.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.pair_orphan_tool_calls(&format!(
+            "no result: the run ended ({ended}) before this tool call's result was recorded"
+        ))
+        .await;
+        if let Err(err) =
+            crate::session::recovery::report_undelivered(&self.log, &ended, steers, follow_ups)
+                .await
+        {
+            tracing::error!(session = %self.session_id, %err, "cannot report undelivered messages");
+        }
         let finished = Event::RunFinished {
             run_id: self.run_id.clone(),
             status: outcome.status,
@@ -145,7 +169,7 @@ impl RunEnding {
             usage: to_wire_usage(&outcome.usage),
         };
         if let Err(err) = self.log.append(finished).await {
-            tracing::error!(session = %self.session_id, %err, "cannot persist runFinished");
+            tracing::error!(session = %self.session_id, "cannot persist runFinished: {err:#}");
         }
     }
 }

@@ -198,8 +198,14 @@ impl Run {
                 )),
             });
         }
-        // Registered before it is announced, so the quickest answer finds it.
+        // Registered before it is announced, so the quickest answer finds it; withdrawn
+        // whatever way this returns undecided (the request could not be persisted, the run
+        // task is dropped), so the broker never lists an approval nobody waits for.
         let decided = broker.register(approval.clone(), always_rule);
+        let _registered = Registered {
+            broker,
+            approval_id: &approval_id,
+        };
         self.log
             .append(Event::ApprovalRequested {
                 run_id: self.run_id.clone(),
@@ -286,6 +292,24 @@ impl Run {
                     "denied by the user, who cancelled the run{because}"
                 )))
             }
+        }
+    }
+}
+
+/// Withdraws a registered approval when dropped; a decided one is no longer pending, so this
+/// only removes an approval that no answer ended.
+struct Registered<'a> {
+    broker: &'a ApprovalBroker,
+    approval_id: &'a str,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if self.broker.withdraw(self.approval_id) {
+            tracing::debug!(
+                approval = self.approval_id,
+                "withdrew an undecided approval"
+            );
         }
     }
 }

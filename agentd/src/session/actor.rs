@@ -10,19 +10,17 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::events::{EventLog, Published};
+use super::events::{EventLog, LogPosition, Published};
 use super::{SessionDeps, SessionShared};
 use crate::agent::{Run, RunStart, StopReason, to_wire_usage};
 use crate::conversation::ToolSpec;
 use crate::llm::LlmClient;
-use crate::store::{self, SessionHeader};
+use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
 use protocol::event::{Event, UserMessageKind};
 use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionStatus};
 
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
-/// `clientRequestId`s remembered per session for idempotent prompts.
-const REMEMBERED_REQUEST_IDS: usize = 256;
 
 /// Why a session request failed; mapped to JSON-RPC errors by the RPC layer.
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +106,12 @@ impl Session {
         for warning in &loaded.warnings {
             tracing::warn!(session = %header.id, "{warning}");
         }
-        let log = EventLog::open(&header.id, path, loaded.last_seq, daemon_events)
+        let position = LogPosition {
+            last_seq: loaded.last_seq,
+            valid_len: loaded.valid_len,
+            missing_newline: loaded.missing_newline,
+        };
+        let log = EventLog::open(&header.id, path, position, daemon_events, tasks)
             .await
             .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         let log = Arc::new(log);
@@ -125,9 +128,14 @@ impl Session {
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
         if let Some(run_id) = loaded.unfinished_run {
-            super::recovery::repair_interrupted_run(&log, &shared, &run_id)
-                .await
-                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+            super::recovery::repair_interrupted_run(
+                &log,
+                &shared,
+                &run_id,
+                loaded.queued_follow_ups,
+            )
+            .await
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
         let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
         let active = Arc::new(Mutex::new(None));
@@ -138,7 +146,7 @@ impl Session {
             log: log.clone(),
             shared: shared.clone(),
             active: active.clone(),
-            recent_requests: VecDeque::new(),
+            recent_requests: loaded.request_ids.into_iter().collect(),
             tasks: tasks.clone(),
             previous_run: None,
             run_finished: run_finished.clone(),
@@ -329,9 +337,12 @@ impl Actor {
                 let _ = reply.send(result);
             }
             Command::Steer { text, reply } => {
-                let result = match self.active_run_id() {
+                // Checked and queued under one lock: a run that has decided to end takes no
+                // steer (it would be left behind).
+                let mut state = self.shared.lock();
+                let result = match state.run_id.clone() {
                     Some(run_id) => {
-                        self.shared.lock().steers.push_back(text);
+                        state.steers.push_back(text);
                         Ok(QueueMessageResult {
                             run_id,
                             queued: true,
@@ -341,25 +352,14 @@ impl Actor {
                         "no run is active to steer; send a prompt instead".to_owned(),
                     )),
                 };
+                drop(state);
                 let _ = reply.send(result);
             }
             Command::FollowUp { text, reply } => {
-                let result = match self.active_run_id() {
-                    Some(run_id) => {
-                        self.shared.lock().follow_ups.push_back(text);
-                        Ok(QueueMessageResult {
-                            run_id,
-                            queued: true,
-                        })
-                    }
-                    None => self
-                        .start_run(text, UserMessageKind::FollowUp)
-                        .await
-                        .map(|run_id| QueueMessageResult {
-                            run_id,
-                            queued: false,
-                        }),
-                };
+                let result = self
+                    .follow_up(text, None)
+                    .await
+                    .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
             }
         }
@@ -391,12 +391,9 @@ impl Actor {
             ));
         }
         let result = match self.active_run_id() {
-            Some(run_id) if queue_if_busy => {
-                self.shared.lock().follow_ups.push_back(text);
-                PromptResult {
-                    run_id,
-                    queued: true,
-                }
+            Some(_) if queue_if_busy => {
+                let (run_id, queued) = self.follow_up(text, client_request_id.clone()).await?;
+                PromptResult { run_id, queued }
             }
             Some(run_id) => {
                 return Err(SessionError::Conflict(format!(
@@ -404,7 +401,9 @@ impl Actor {
                 )));
             }
             None => PromptResult {
-                run_id: self.start_run(text, UserMessageKind::Prompt).await?,
+                run_id: self
+                    .start_run(text, UserMessageKind::Prompt, client_request_id.clone())
+                    .await?,
                 queued: false,
             },
         };
@@ -418,6 +417,38 @@ impl Actor {
         Ok(result)
     }
 
+    /// Queue a follow-up for the active run (persisted first, so it survives a restart and is
+    /// reported if the run ends without it), or start a run with it when none is active.
+    /// Returns the run id and whether it was queued.
+    async fn follow_up(
+        &mut self,
+        text: String,
+        client_request_id: Option<String>,
+    ) -> Result<(String, bool), SessionError> {
+        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        if let Some(run_id) = self.active_run_id() {
+            self.log
+                .append(Event::FollowUpQueued {
+                    run_id: run_id.clone(),
+                    text: text.clone(),
+                    client_request_id: client_request_id.clone(),
+                })
+                .await
+                .map_err(internal)?;
+            // Under the queues' lock: the run still takes it, or it has decided to end and
+            // the follow-up starts the next run instead.
+            let mut state = self.shared.lock();
+            if state.run_id.as_deref() == Some(run_id.as_str()) {
+                state.follow_ups.push_back(text);
+                return Ok((run_id, true));
+            }
+        }
+        let run_id = self
+            .start_run(text, UserMessageKind::FollowUp, client_request_id)
+            .await?;
+        Ok((run_id, false))
+    }
+
     /// Prepare everything that can fail, persist `runStarted`, then spawn the run, which
     /// persists the user's message; returns once that message is persisted (or the run already
     /// ended). From `runStarted` on, whatever fails or panics ends the run with `runFinished`
@@ -426,6 +457,7 @@ impl Actor {
         &mut self,
         text: String,
         kind: UserMessageKind,
+        client_request_id: Option<String>,
     ) -> Result<String, SessionError> {
         let config = self
             .deps
@@ -453,10 +485,20 @@ impl Actor {
             let _ = previous.await;
         }
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        // A tool call left without a result (its pairing could not be written) is paired
+        // before anything follows it: providers reject an unpaired call.
+        super::recovery::pair_orphaned_tool_calls(
+            &self.log,
+            &self.shared,
+            "interrupted: the result of this tool call was lost (the session log could not be written)",
+        )
+        .await
+        .map_err(internal)?;
         self.log
             .append(Event::RunStarted {
                 run_id: run_id.clone(),
                 prompt: text.clone(),
+                client_request_id,
             })
             .await
             .map_err(internal)?;

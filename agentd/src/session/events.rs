@@ -1,47 +1,68 @@
 //! A session's event log: assigns each event its `seq`, appends it (and conversation messages)
 //! to the session file **before** publishing it, and lets subscribers replay persisted events
-//! after a seq and then follow live ones with no gap and no duplicate.
+//! after a seq and then follow live ones with no gap and no duplicate. One writer task per log
+//! does every write, so appends are cancel-safe; seqs the file lacks are replayed as marked
+//! gaps.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use serde_json::value::RawValue;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::task::TaskTracker;
 
 use crate::conversation::Message;
-use crate::store;
-use protocol::event::{Event, SessionEventEnvelope};
+use crate::store::{self, LogFile, Replayed};
+use protocol::event::{Event, RunStatus, SessionEventEnvelope};
 
 /// Live events buffered per session before a slow subscriber lags (and re-syncs from the file).
 pub const LIVE_EVENT_BUFFER: usize = 256;
+/// Writes queued for a log's writer task before appenders wait.
+const WRITE_QUEUE: usize = 64;
+/// Terminal events the log could not write, kept so a replay can still send them.
+const REMEMBERED_UNSAVED: usize = 16;
 
 /// One event ready to send: encoded once, shared by every subscriber.
 #[derive(Debug)]
 pub struct Published {
     pub seq: u64,
-    /// False for `messageDelta` (best-effort, shares the seq of the last persisted event).
+    /// True for events with their own seq, delivered reliably and in order; false for
+    /// `messageDelta` and `lagged` (best-effort, they share the seq of the last event).
+    /// An event with its own seq may still be missing from the file: see `not_persisted`.
     pub persisted: bool,
+    /// The log could not write it (disk full); sent anyway, marked so on the wire.
+    pub not_persisted: bool,
     /// The encoded `SessionEventEnvelope`.
     pub json: Box<RawValue>,
     pub event: Event,
 }
 
-/// The log of one session.
+/// The log of one session. Writes go through one writer task, so an appender that is
+/// cancelled (a `select!`, an aborted request) never leaves a line without its seq or a seq
+/// used twice: once queued, a write completes, is counted and published.
 #[derive(Debug)]
 pub struct EventLog {
+    inner: Arc<Inner>,
+    writes: mpsc::Sender<Write>,
+}
+
+#[derive(Debug)]
+struct Inner {
     session_id: Arc<str>,
     path: PathBuf,
-    writer: Mutex<tokio::fs::File>,
-    /// Seq of the last persisted event; written only under the `writer` lock.
+    /// Seq of the last event given a seq; written only by the writer task.
     last_seq: AtomicU64,
     live: broadcast::Sender<Arc<Published>>,
     /// Lifecycle events of all sessions (daemon/subscribe).
     daemon_events: broadcast::Sender<Arc<Published>>,
-    /// Cancelled when the session is deleted or the daemon stops: subscriptions end.
+    /// Cancelled when the session is deleted or the daemon stops: subscriptions end and the
+    /// writer task stops once it has written what was queued.
     closed: tokio_util::sync::CancellationToken,
+    /// Terminal events published without being written, newest last.
+    unsaved: std::sync::Mutex<VecDeque<Arc<Published>>>,
 }
 
 /// What a new subscriber gets: persisted events to replay, then the live receiver.
@@ -53,88 +74,112 @@ pub struct Subscription {
     pub caught_up_to: u64,
 }
 
+/// A request to the writer task.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "almost every request is an event; the queue is short"
+)]
+enum Write {
+    Event {
+        event: Event,
+        done: oneshot::Sender<Result<u64>>,
+    },
+    Message {
+        line: String,
+        done: oneshot::Sender<Result<()>>,
+    },
+    /// A live receiver and the seq it starts after, taken between two writes.
+    Subscribe {
+        done: oneshot::Sender<(broadcast::Receiver<Arc<Published>>, u64)>,
+    },
+}
+
 impl EventLog {
-    /// Open the log of an existing session file for appending.
+    /// Open the log of an existing session file for appending; its writer task is owned by
+    /// `tasks`. `valid_len` and `missing_newline` come from loading the file: a torn last
+    /// line is cut off before anything is appended.
     pub async fn open(
         session_id: &str,
         path: PathBuf,
-        last_seq: u64,
+        loaded: LogPosition,
         daemon_events: broadcast::Sender<Arc<Published>>,
+        tasks: &TaskTracker,
     ) -> Result<EventLog> {
-        let file = tokio::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .await
-            .with_context(|| format!("cannot open session log {}", path.display()))?;
+        let open_path = path.clone();
+        let file = tokio::task::spawn_blocking(move || {
+            LogFile::open(&open_path, loaded.valid_len, loaded.missing_newline)
+        })
+        .await
+        .context("the session log open task failed")??;
         let (live, _) = broadcast::channel(LIVE_EVENT_BUFFER);
-        Ok(EventLog {
+        let inner = Arc::new(Inner {
             session_id: session_id.into(),
             path,
-            writer: Mutex::new(file),
-            last_seq: AtomicU64::new(last_seq),
+            last_seq: AtomicU64::new(loaded.last_seq),
             live,
             daemon_events,
             closed: tokio_util::sync::CancellationToken::new(),
-        })
+            unsaved: std::sync::Mutex::new(VecDeque::new()),
+        });
+        let (writes, queue) = mpsc::channel(WRITE_QUEUE);
+        tasks.spawn(write_loop(inner.clone(), file, queue));
+        Ok(EventLog { inner, writes })
     }
 
-    /// End every subscription once it has sent what was already published.
+    /// End every subscription once it has sent what was already published; the writer
+    /// finishes what is queued and stops.
     pub fn close(&self) {
-        self.closed.cancel();
+        self.inner.closed.cancel();
     }
 
     /// Resolves once the log is closed.
     pub async fn closed(&self) {
-        self.closed.cancelled().await;
+        self.inner.closed.cancelled().await;
     }
 
     pub fn last_seq(&self) -> u64 {
-        self.last_seq.load(Ordering::Acquire)
+        self.inner.last_seq.load(Ordering::Acquire)
     }
 
-    /// Persist `event`, then publish it. Returns its seq.
+    /// Persist `event`, then publish it. Returns its seq. Cancel-safe: once queued, the write
+    /// happens whether or not the caller still waits. A `runFinished` that cannot be written
+    /// is still published (marked not persisted, status `failed`) so clients see the run end.
     pub async fn append(&self, event: Event) -> Result<u64> {
-        let mut writer = self.writer.lock().await;
-        let seq = self.last_seq.load(Ordering::Acquire) + 1;
-        write_line(&mut writer, &store::encode_event(seq, &event)?).await?;
-        self.last_seq.store(seq, Ordering::Release);
-        let published = Arc::new(self.encode(seq, true, event)?);
-        if is_lifecycle(&published.event) {
-            let _ = self.daemon_events.send(published.clone());
-        }
-        // No subscribers is fine: the event is in the file for later replay.
-        let _ = self.live.send(published);
-        Ok(seq)
+        let (done, result) = oneshot::channel();
+        self.submit(Write::Event { event, done }).await?;
+        result.await.map_err(|_| writer_gone())?
     }
 
-    /// Persist a conversation message (no event; the caller publishes one).
+    /// Persist a conversation message (no event; the caller publishes one). Cancel-safe.
     pub async fn append_message(&self, message: &Message) -> Result<()> {
-        let mut writer = self.writer.lock().await;
-        write_line(&mut writer, &store::encode_message(message)?).await
+        let line = store::encode_message(message)?;
+        let (done, result) = oneshot::channel();
+        self.submit(Write::Message { line, done }).await?;
+        result.await.map_err(|_| writer_gone())?
     }
 
     /// Publish a best-effort event (a delta) without persisting it.
     pub fn publish_transient(&self, event: Event) {
-        if self.live.receiver_count() == 0 {
+        if self.inner.live.receiver_count() == 0 {
             return;
         }
-        match self.encode(self.last_seq(), false, event) {
+        match self.inner.encode(self.last_seq(), false, false, event) {
             Ok(published) => {
-                let _ = self.live.send(Arc::new(published));
+                let _ = self.inner.live.send(Arc::new(published));
             }
             Err(err) => tracing::warn!(%err, "cannot encode a transient event"),
         }
     }
 
     /// Start following this log: persisted events with seq > `after_seq` are replayed (none
-    /// when `after_seq` is `None`), then live ones.
+    /// when `after_seq` is `None`), then live ones. Seqs the file lacks are replayed as one
+    /// `warning` per gap (or as the unsaved terminal event itself, when it is remembered).
     pub async fn subscribe(&self, after_seq: Option<u64>) -> Result<Subscription> {
-        // Under the writer lock no event is between "persisted" and "published", so the
-        // receiver sees exactly the events after `last`.
-        let (live, last) = {
-            let _writer = self.writer.lock().await;
-            (self.live.subscribe(), self.last_seq())
-        };
+        // Taken by the writer between two writes, so the receiver sees exactly the events
+        // after `last`.
+        let (done, answer) = oneshot::channel();
+        self.submit(Write::Subscribe { done }).await?;
+        let (live, last) = answer.await.map_err(|_| writer_gone())?;
         let Some(after) = after_seq.filter(|after| *after < last) else {
             return Ok(Subscription {
                 replay: Vec::new(),
@@ -142,13 +187,20 @@ impl EventLog {
                 caught_up_to: last,
             });
         };
-        let path = self.path.clone();
-        let events = tokio::task::spawn_blocking(move || store::read_events(&path, after, last))
+        let path = self.inner.path.clone();
+        let items = tokio::task::spawn_blocking(move || store::read_events(&path, after, last))
             .await
             .context("replay task failed")??;
-        let mut replay = Vec::with_capacity(events.len());
-        for (seq, event) in events {
-            replay.push(Arc::new(self.encode(seq, true, event)?));
+        let mut replay = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                Replayed::Event(seq, event) => {
+                    replay.push(Arc::new(self.inner.encode(seq, true, false, event)?));
+                }
+                Replayed::Missing { from, to } => {
+                    self.inner.replay_missing(from, to, &mut replay)?
+                }
+            }
         }
         Ok(Subscription {
             replay,
@@ -160,28 +212,252 @@ impl EventLog {
     /// Whether anyone could answer an approval of this session right now: a subscriber of the
     /// session or of the daemon-wide stream.
     pub fn has_listeners(&self) -> bool {
-        self.live.receiver_count() > 0 || self.daemon_events.receiver_count() > 0
+        self.inner.live.receiver_count() > 0 || self.inner.daemon_events.receiver_count() > 0
     }
 
     /// An encoded `lagged` marker for a subscriber that fell behind.
     pub fn lagged_marker(&self, seq: u64) -> Result<Arc<Published>> {
-        Ok(Arc::new(self.encode(seq, false, Event::Lagged {})?))
+        Ok(Arc::new(self.inner.encode(
+            seq,
+            false,
+            false,
+            Event::Lagged {},
+        )?))
     }
 
-    fn encode(&self, seq: u64, persisted: bool, event: Event) -> Result<Published> {
+    async fn submit(&self, write: Write) -> Result<()> {
+        self.writes.send(write).await.map_err(|_| writer_gone())
+    }
+}
+
+/// Where loading left a session file: what `EventLog::open` needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogPosition {
+    pub last_seq: u64,
+    /// End of the last complete line.
+    pub valid_len: u64,
+    /// The last line is complete but lacks its newline.
+    pub missing_newline: bool,
+}
+
+impl Inner {
+    fn encode(
+        &self,
+        seq: u64,
+        persisted: bool,
+        not_persisted: bool,
+        event: Event,
+    ) -> Result<Published> {
         let envelope = SessionEventEnvelope {
             session_id: self.session_id.to_string(),
             seq,
             event,
+            not_persisted,
         };
         let json = serde_json::value::to_raw_value(&envelope).context("cannot encode an event")?;
         Ok(Published {
             seq,
             persisted,
+            not_persisted,
             json,
             event: envelope.event,
         })
     }
+
+    fn publish(&self, published: Published) {
+        let published = Arc::new(published);
+        if is_lifecycle(&published.event) {
+            let _ = self.daemon_events.send(published.clone());
+        }
+        // No subscribers is fine: the event is in the file for later replay.
+        let _ = self.live.send(published);
+    }
+
+    /// Seqs `from..=to` are not in the file: replay the unsaved terminal events remembered
+    /// for them, and one `warning` (marked not persisted, at the gap's last seq) for the rest.
+    fn replay_missing(&self, from: u64, to: u64, replay: &mut Vec<Arc<Published>>) -> Result<()> {
+        let remembered: Vec<Arc<Published>> = self
+            .unsaved
+            .lock()
+            .map(|unsaved| {
+                unsaved
+                    .iter()
+                    .filter(|p| (from..=to).contains(&p.seq))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut start = from;
+        for published in remembered {
+            if published.seq > start {
+                replay.push(Arc::new(self.gap_warning(start, published.seq - 1)?));
+            }
+            start = published.seq + 1;
+            replay.push(published);
+        }
+        if start <= to {
+            replay.push(Arc::new(self.gap_warning(start, to)?));
+        }
+        Ok(())
+    }
+
+    fn gap_warning(&self, from: u64, to: u64) -> Result<Published> {
+        let which = if from == to {
+            format!("event {from}")
+        } else {
+            format!("events {from} to {to}")
+        };
+        let message = format!(
+            "{which} of this session could not be read from its log (a damaged line, or a write that failed); the replay goes on without it"
+        );
+        self.encode(to, true, true, Event::Warning { message })
+    }
+
+    /// Write one event line under the next seq. The seq is used even when the write fails, so
+    /// a published unsaved event never shares its seq with a later one; the file then lacks
+    /// that seq (a `gap` entry says so once the log can be written again) and replays report
+    /// it.
+    fn write_event(&self, writer: &mut Writer, event: Event) -> Result<u64> {
+        let seq = self.last_seq.load(Ordering::Acquire) + 1;
+        let line = store::encode_event(seq, &event)?;
+        let written = writer
+            .record_gap()
+            .and_then(|()| writer.file.append_line(line.as_bytes()));
+        self.last_seq.store(seq, Ordering::Release);
+        if written.is_err() {
+            writer.unrecorded = Some(match writer.unrecorded {
+                Some((from, _)) => (from, seq),
+                None => (seq, seq),
+            });
+        }
+        match written {
+            Ok(()) => {
+                self.publish(self.encode(seq, true, false, event)?);
+                Ok(seq)
+            }
+            Err(err) => {
+                if let Event::RunFinished {
+                    run_id,
+                    error,
+                    usage,
+                    ..
+                } = event
+                {
+                    let reason = format!(
+                        "the session log could not be written ({err:#}); this run's end is not saved. Free disk space; the session goes on once the log can be written again"
+                    );
+                    let error = match error {
+                        Some(earlier) => format!("{earlier}; {reason}"),
+                        None => reason,
+                    };
+                    let finished = Event::RunFinished {
+                        run_id,
+                        status: RunStatus::Failed,
+                        error: Some(error),
+                        usage,
+                    };
+                    let published = Arc::new(self.encode(seq, true, true, finished)?);
+                    if let Ok(mut unsaved) = self.unsaved.lock() {
+                        if unsaved.len() >= REMEMBERED_UNSAVED {
+                            unsaved.pop_front();
+                        }
+                        unsaved.push_back(published.clone());
+                    }
+                    let _ = self.daemon_events.send(published.clone());
+                    let _ = self.live.send(published);
+                }
+                Err(err)
+            }
+        }
+    }
+}
+
+/// What the writer task owns: the file, and seqs given to events it could not write.
+struct Writer {
+    file: LogFile,
+    /// Seqs used by failed writes and not yet recorded in the file (a `gap` entry).
+    unrecorded: Option<(u64, u64)>,
+}
+
+impl Writer {
+    /// Record the seqs of failed writes before anything else takes a seq.
+    fn record_gap(&mut self) -> Result<()> {
+        if let Some((from, to)) = self.unrecorded {
+            let line = store::encode(&store::Entry::Gap { from, to })?;
+            self.file.append_line(line.as_bytes())?;
+            self.unrecorded = None;
+        }
+        Ok(())
+    }
+}
+
+/// The writer task: performs queued writes one at a time (file I/O on the blocking pool) until
+/// the log is closed or dropped. Nothing here is cancelled half-way.
+async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<Write>) {
+    let file = Arc::new(std::sync::Mutex::new(Writer {
+        file,
+        unrecorded: None,
+    }));
+    loop {
+        let write = tokio::select! {
+            biased;
+            write = queue.recv() => write,
+            _ = inner.closed.cancelled() => {
+                // Finish what was queued; later appends are refused.
+                queue.close();
+                queue.recv().await
+            }
+        };
+        let Some(write) = write else {
+            break;
+        };
+        match write {
+            Write::Subscribe { done } => {
+                let _ = done.send((
+                    inner.live.subscribe(),
+                    inner.last_seq.load(Ordering::Acquire),
+                ));
+            }
+            Write::Message { line, done } => {
+                let file = file.clone();
+                let result = tokio::task::spawn_blocking(move || {
+                    lock_file(&file).file.append_line(line.as_bytes())
+                })
+                .await
+                .unwrap_or_else(|err| Err(anyhow!("the session log write task failed: {err}")));
+                let _ = done.send(result);
+            }
+            Write::Event { event, done } => {
+                let file = file.clone();
+                let writer = inner.clone();
+                let result = tokio::task::spawn_blocking(move || {
+                    writer.write_event(&mut lock_file(&file), event)
+                })
+                .await
+                .unwrap_or_else(|err| Err(anyhow!("the session log write task failed: {err}")));
+                let _ = done.send(result);
+            }
+        }
+    }
+    // Seqs of failed writes not yet recorded: one last try, so a restart does not give them
+    // out again (it still may, if the disk is still full).
+    let recorded = tokio::task::spawn_blocking(move || {
+        lock_file(&file).record_gap().map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    if let Ok(Err(err)) = recorded {
+        tracing::warn!(session = %inner.session_id, "cannot record unwritten seqs: {err}");
+    }
+    tracing::debug!(session = %inner.session_id, "session log writer stopped");
+}
+
+fn lock_file(file: &std::sync::Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
+    // Only the writer task's one blocking write at a time takes it.
+    file.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn writer_gone() -> anyhow::Error {
+    anyhow!("the session log is closed (the session was deleted or the daemon is stopping)")
 }
 
 /// Events that also go to the daemon-wide stream.
@@ -197,11 +473,92 @@ fn is_lifecycle(event: &Event) -> bool {
     )
 }
 
-async fn write_line(file: &mut tokio::fs::File, line: &str) -> Result<()> {
-    file.write_all(line.as_bytes())
-        .await
-        .context("cannot write the session log")?;
-    // tokio's File buffers in the background; flush so the line is in the OS before we publish.
-    file.flush().await.context("cannot write the session log")?;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+
+    async fn open_log(dir: &std::path::Path, tasks: &TaskTracker) -> EventLog {
+        let path = dir.join("s.jsonl");
+        std::fs::write(&path, "{\"type\":\"header\"}\n").unwrap();
+        let position = LogPosition {
+            last_seq: 0,
+            valid_len: 18,
+            missing_newline: false,
+        };
+        let (daemon_events, _) = broadcast::channel(8);
+        EventLog::open("ses_1", path, position, daemon_events, tasks)
+            .await
+            .unwrap()
+    }
+
+    fn warning(n: usize) -> Event {
+        Event::Warning {
+            message: format!("w{n}"),
+        }
+    }
+
+    /// Seqs of the event lines in the file, in order.
+    fn file_seqs(dir: &std::path::Path) -> Vec<u64> {
+        std::fs::read_to_string(dir.join("s.jsonl"))
+            .unwrap()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|value| value["seq"].as_u64())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn appends_dropped_mid_write_leave_no_duplicate_or_hole() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let log = open_log(dir.path(), &tasks).await;
+        for n in 0..15 {
+            // Poll once (the write starts), then drop it, as a `select!` or an abort does.
+            let mut append = std::pin::pin!(log.append(warning(n)));
+            let waker = futures::task::noop_waker();
+            let _ = append
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(&waker));
+        }
+        let last = log.append(warning(99)).await.unwrap();
+        assert_eq!(last, 16);
+        assert_eq!(file_seqs(dir.path()), (1..=16).collect::<Vec<u64>>());
+        log.close();
+        tasks.close();
+        tasks.wait().await;
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_replays_missing_seqs_as_one_marked_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let log = open_log(dir.path(), &tasks).await;
+        for n in 0..3 {
+            log.append(warning(n)).await.unwrap();
+        }
+        // Damage the second event line.
+        let path = dir.path().join("s.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("\"seq\":2", "\"seq\":\"2\"", 1)).unwrap();
+        let subscription = log.subscribe(Some(0)).await.unwrap();
+        let replay: Vec<(u64, bool)> = subscription
+            .replay
+            .iter()
+            .map(|p| (p.seq, p.not_persisted))
+            .collect();
+        assert_eq!(replay, [(1, false), (2, true), (3, false)]);
+        assert!(
+            matches!(&subscription.replay[1].event, Event::Warning { message } if message.starts_with("event 2 ")),
+            "{:?}",
+            subscription.replay[1].event
+        );
+        assert!(
+            subscription.replay[1]
+                .json
+                .get()
+                .contains("\"notPersisted\":true")
+        );
+        log.close();
+    }
 }

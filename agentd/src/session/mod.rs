@@ -3,7 +3,7 @@
 
 pub mod actor;
 pub mod events;
-mod recovery;
+pub(crate) mod recovery;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -236,9 +236,14 @@ impl SessionManager {
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))
             .map_err(|err| SessionError::Internal(err.to_string()))?;
-        tokio::fs::write(&path, line).await.map_err(|err| {
-            SessionError::Internal(format!("cannot create {}: {err}", path.display()))
-        })?;
+        // Written whole or not at all: a failed create leaves no empty session file.
+        let create_path = path.clone();
+        tokio::task::spawn_blocking(move || store::create_file(&create_path, line.as_bytes()))
+            .await
+            .map_err(|err| SessionError::Internal(err.to_string()))?
+            .map_err(|err| {
+                SessionError::Internal(format!("{err:#}; check free space in the state directory"))
+            })?;
         let slot = Arc::new(Slot {
             header: header.clone(),
             file_updated_at: Some(now),
@@ -246,16 +251,31 @@ impl SessionManager {
             deleted: AtomicBool::new(false),
         });
         self.write_slots().insert(id.clone(), slot.clone());
-        let session = self.load(&slot).await?;
-        session
-            .log
-            .append(Event::SessionCreated {
-                cwd: header.cwd.clone(),
-                model: header.model.clone(),
-            })
-            .await
-            .map_err(|err| SessionError::Internal(err.to_string()))?;
-        Ok(session)
+        let created = async {
+            let session = self.load(&slot).await?;
+            session
+                .log
+                .append(Event::SessionCreated {
+                    cwd: header.cwd.clone(),
+                    model: header.model.clone(),
+                })
+                .await
+                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+            Ok(session)
+        }
+        .await;
+        if created.is_err() {
+            // Not half-created: no slot, no file.
+            if let Some(session) = self
+                .write_slots()
+                .remove(&id)
+                .and_then(|s| s.loaded.get().cloned())
+            {
+                session.close();
+            }
+            let _ = tokio::fs::remove_file(&path).await;
+        }
+        created
     }
 
     /// The session `id`, loaded.

@@ -303,6 +303,10 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
         if let Some(n) = reply.cut_after_events {
             events.truncate(n);
         }
+        let stall = reply.stall_after_events.is_some_and(|n| n < events.len());
+        if let Some(n) = reply.stall_after_events {
+            events.truncate(n);
+        }
         let delay = Duration::from_millis(reply.delay_ms);
         let stream = futures::stream::unfold(
             (events.into_iter(), cut),
@@ -324,6 +328,7 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
                             (events, false),
                         ))
                     }
+                    None if stall => futures::future::pending().await,
                     None => None,
                 }
             },

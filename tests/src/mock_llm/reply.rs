@@ -32,6 +32,8 @@ pub struct Reply {
     /// Send the headers, then nothing until the client goes away.
     #[serde(default)]
     pub stall: bool,
+    /// Send this many SSE events, then nothing until the client goes away (mid-stream).
+    pub stall_after_events: Option<usize>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -142,6 +144,11 @@ impl Reply {
 
     pub fn cut_after_events(mut self, events: usize) -> Self {
         self.cut_after_events = Some(events);
+        self
+    }
+
+    pub fn stall_after_events(mut self, events: usize) -> Self {
+        self.stall_after_events = Some(events);
         self
     }
 

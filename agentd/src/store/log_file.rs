@@ -1,0 +1,156 @@
+//! The append side of a session file: whole lines only. A torn tail left by a crash is cut
+//! off (or completed) before anything is appended, and a write that fails part-way (disk
+//! full) is rolled back to the last good offset, now or before the next write once space
+//! returns. Blocking: used from the log's writer task through `spawn_blocking`.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+
+/// Test-only write fault seam: when this variable names a file and that file exists, every
+/// session-file write whose line contains the file's (trimmed) text fails like a full disk,
+/// after writing half of the line; an empty file fails every write. Read once, at the first
+/// write. Production never sets it.
+pub const WRITE_FAULT_ENV: &str = "AGENTD_TEST_WRITE_FAULT";
+
+/// A session file open for appending whole lines.
+#[derive(Debug)]
+pub struct LogFile {
+    file: File,
+    path: PathBuf,
+    /// Length of the file up to the end of its last complete line.
+    good_len: u64,
+    /// A write failed part-way and the rollback failed too: cut back to `good_len` before the
+    /// next write.
+    needs_rollback: bool,
+}
+
+impl LogFile {
+    /// Open `path` for appending. `valid_len` is where its last complete line ends (from
+    /// loading it); a readable last line that lacks its newline is completed, anything else
+    /// after `valid_len` (a torn line) is cut off, so the next entry starts on a fresh line.
+    pub fn open(path: &Path, valid_len: u64, missing_newline: bool) -> Result<LogFile> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open session log {}", path.display()))?;
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let mut log = LogFile {
+            file,
+            path: path.to_owned(),
+            good_len: len,
+            needs_rollback: false,
+        };
+        if missing_newline {
+            log.append_line(b"\n")?;
+        } else if len > valid_len {
+            log.file
+                .set_len(valid_len)
+                .with_context(|| format!("cannot cut the torn tail of {}", path.display()))?;
+            log.good_len = valid_len;
+        }
+        Ok(log)
+    }
+
+    /// Append one line (`\n` included). On failure the file is cut back to its last complete
+    /// line (now, or before the next write if that fails too), so no fragment is left for the
+    /// next line to be glued to.
+    pub fn append_line(&mut self, line: &[u8]) -> Result<()> {
+        if self.needs_rollback {
+            self.file.set_len(self.good_len).with_context(|| {
+                format!(
+                    "cannot repair {} after an earlier failed write",
+                    self.path.display()
+                )
+            })?;
+            self.needs_rollback = false;
+        }
+        match write_checked(&mut self.file, line) {
+            Ok(()) => {
+                self.good_len += line.len() as u64;
+                Ok(())
+            }
+            Err(err) => {
+                if self.file.set_len(self.good_len).is_err() {
+                    self.needs_rollback = true;
+                }
+                Err(err).with_context(|| format!("cannot write {}", self.path.display()))
+            }
+        }
+    }
+}
+
+/// Create a new session file holding `line`; on failure no file is left behind. Blocking.
+pub fn create(path: &Path, line: &[u8]) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    if let Err(err) = write_checked(&mut file, line) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(err).with_context(|| format!("cannot create {}", path.display()));
+    }
+    Ok(())
+}
+
+/// `write_all`, through the test-only fault seam.
+fn write_checked(file: &mut File, line: &[u8]) -> io::Result<()> {
+    if injected_fault(line) {
+        let half = line.len() / 2;
+        file.write_all(&line[..half])?;
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!("no space left on device (injected by {WRITE_FAULT_ENV})"),
+        ));
+    }
+    file.write_all(line)
+}
+
+/// Whether the test-only seam says this write fails.
+fn injected_fault(line: &[u8]) -> bool {
+    static FAULT_FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let Some(fault_file) =
+        FAULT_FILE.get_or_init(|| std::env::var_os(WRITE_FAULT_ENV).map(PathBuf::from))
+    else {
+        return false;
+    };
+    let Ok(pattern) = std::fs::read_to_string(fault_file) else {
+        return false;
+    };
+    let pattern = pattern.trim().as_bytes();
+    pattern.is_empty() || line.windows(pattern.len()).any(|window| window == pattern)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_is_cut_and_a_complete_last_line_gets_its_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":").unwrap();
+        let mut log = LogFile::open(&path, 8, false).unwrap();
+        log.append_line(b"{\"c\":3}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"c\":3}\n"
+        );
+
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":2}").unwrap();
+        let mut log = LogFile::open(&path, 8, true).unwrap();
+        log.append_line(b"{\"c\":3}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! Tests of session-file loading, encoding, summaries and replays.
+
+use super::*;
+use std::io::Write;
+
+fn header() -> SessionHeader {
+    SessionHeader {
+        version: FORMAT_VERSION,
+        id: "ses_1".into(),
+        created_at: "2026-11-30T00:00:00Z".into(),
+        cwd: "/w".into(),
+        provider: "openai".into(),
+        model: "m".into(),
+        title: None,
+        permission_mode: Default::default(),
+        permission_rules: Default::default(),
+        system_prompt: "sys".into(),
+        agent: None,
+        parent_session_id: None,
+        agent_type: None,
+    }
+}
+
+fn write(path: &Path, entries: &[Entry], tail: &str) {
+    let mut file = std::fs::File::create(path).unwrap();
+    for entry in entries {
+        file.write_all(encode(entry).unwrap().as_bytes()).unwrap();
+    }
+    file.write_all(tail.as_bytes()).unwrap();
+}
+
+#[test]
+fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let run_started = Event::RunStarted {
+        run_id: "run_1".into(),
+        prompt: "hi".into(),
+        client_request_id: None,
+    };
+    write(
+        &path,
+        &[
+            Entry::Header(header()),
+            Entry::Event {
+                seq: 1,
+                event: run_started.clone(),
+            },
+            Entry::Message {
+                message: Message::User {
+                    content: "hi".into(),
+                },
+            },
+            Entry::Event {
+                seq: 2,
+                event: Event::Warning {
+                    message: "w".into(),
+                },
+            },
+        ],
+        "{\"type\":\"message\",\"message\":{\"role\":\"assis",
+    );
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.header, header());
+    assert_eq!(
+        loaded.history,
+        vec![Message::User {
+            content: "hi".into()
+        }]
+    );
+    assert_eq!(loaded.last_seq, 2);
+    assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
+    assert_eq!(loaded.warnings.len(), 1);
+    assert!(loaded.warnings[0].contains("torn"), "{:?}", loaded.warnings);
+    assert_eq!(
+        loaded.valid_len,
+        std::fs::metadata(&path).unwrap().len() - 42
+    );
+    assert!(!loaded.missing_newline);
+    assert_eq!(
+        read_events(&path, 0, 1).unwrap(),
+        vec![Replayed::Event(1, run_started)]
+    );
+    assert_eq!(read_events(&path, 1, 2).unwrap().len(), 1);
+}
+
+#[test]
+fn unreadable_or_unwritten_events_are_reported_as_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let warning = |seq| Entry::Event {
+        seq,
+        event: Event::Warning {
+            message: "w".into(),
+        },
+    };
+    write(
+        &path,
+        &[Entry::Header(header()), warning(1)],
+        "{\"type\":\"event\",\"seq\":2,\"ev garbage\n",
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(encode(&warning(3)).unwrap().as_bytes())
+        .unwrap();
+    // Seqs 4 and 5 went to events that could not be written.
+    file.write_all(encode(&Entry::Gap { from: 4, to: 5 }).unwrap().as_bytes())
+        .unwrap();
+    assert_eq!(load(&path).unwrap().last_seq, 5);
+    let kinds: Vec<String> = read_events(&path, 0, 5)
+        .unwrap()
+        .iter()
+        .map(|item| match item {
+            Replayed::Event(seq, _) => format!("event {seq}"),
+            Replayed::Missing { from, to } => format!("missing {from}..={to}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["event 1", "missing 2..=2", "event 3", "missing 4..=5"]
+    );
+}
+
+#[test]
+fn borrowed_encoders_match_the_entry_format() {
+    let event = Event::Warning {
+        message: "w".into(),
+    };
+    assert_eq!(
+        encode_event(3, &event).unwrap(),
+        encode(&Entry::Event { seq: 3, event }).unwrap()
+    );
+    let message = Message::User {
+        content: "x".into(),
+    };
+    assert_eq!(
+        encode_message(&message).unwrap(),
+        encode(&Entry::Message { message }).unwrap()
+    );
+}
+
+#[test]
+fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let usage = |n: u64| protocol::event::Usage {
+        input_tokens: n,
+        output_tokens: 1,
+        cached_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+    };
+    let mut entries = vec![Entry::Header(header())];
+    for seq in 1..=3000u64 {
+        let event = if seq % 10 == 0 {
+            Event::UsageUpdated {
+                run_id: "r".into(),
+                usage: usage(seq),
+                total: usage(seq),
+            }
+        } else {
+            Event::Warning {
+                message: "x".repeat(100),
+            }
+        };
+        entries.push(Entry::Event { seq, event });
+    }
+    write(&path, &entries, "{\"type\":\"event\",\"seq\":3001,\"ev");
+    let summary = read_summary(&path).unwrap().expect("usage is in the tail");
+    let loaded = load(&path).unwrap();
+    assert_eq!(summary.last_seq, loaded.last_seq);
+    assert_eq!(summary.last_seq, 3000);
+    assert_eq!(summary.usage, loaded.usage);
+    assert_eq!(summary.usage.input_tokens, 3000);
+
+    // No model call in the tail of a long file: the caller must load it.
+    let mut entries = vec![Entry::Header(header())];
+    for seq in 1..=3000u64 {
+        entries.push(Entry::Event {
+            seq,
+            event: Event::Warning {
+                message: "x".repeat(100),
+            },
+        });
+    }
+    write(&path, &entries, "");
+    assert_eq!(read_summary(&path).unwrap(), None);
+
+    // A short file is read whole: no usage means none yet.
+    write(&path, &[Entry::Header(header())], "");
+    assert_eq!(read_summary(&path).unwrap(), Some(Summary::default()));
+}
+
+#[test]
+fn unknown_entry_types_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    write(
+        &path,
+        &[Entry::Header(header())],
+        "{\"type\":\"fromTheFuture\",\"x\":1}\n",
+    );
+    let loaded = load(&path).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn read_header_reads_only_the_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    write(&path, &[Entry::Header(header())], "garbage\n");
+    assert_eq!(read_header(&path).unwrap().id, "ses_1");
+}
