@@ -33,9 +33,9 @@ impl LogFile {
     /// loading it); a readable last line that lacks its newline is completed, anything else
     /// after `valid_len` (a torn line) is cut off, so the next entry starts on a fresh line.
     pub fn open(path: &Path, valid_len: u64, missing_newline: bool) -> Result<LogFile> {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
+        // Regular files only, opened without blocking or following a symlink: the file may
+        // have been swapped since it was loaded.
+        let file = crate::regular_file::open_with(path, std::fs::OpenOptions::new().append(true))
             .with_context(|| format!("cannot open session log {}", path.display()))?;
         let len = file
             .metadata()
