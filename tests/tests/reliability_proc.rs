@@ -102,3 +102,86 @@ async fn a_huge_single_line_file_costs_bounded_memory() {
         SIZE / (1024 * 1024)
     );
 }
+
+/// Reads a pid a shell wrote (`echo $$ > name`), once the line is complete.
+async fn pid_file(s: &Scenario, name: &str) -> i32 {
+    let path = s.workspace().join(name);
+    wait_until(&format!("the pid file {name}"), || {
+        std::fs::read_to_string(&path).is_ok_and(|text| text.ends_with('\n'))
+    })
+    .await;
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A daemon killed with SIGKILL mid run_shell leaves nothing running once it restarts: not the
+/// shell, not a background job in its group, not one that cleared its environment, not one
+/// that left the group with `setsid`.
+#[tokio::test]
+async fn no_tool_process_survives_a_killed_daemon_after_restart() {
+    let mut s = Scenario::start(Format::OpenAi).await;
+    let command = "sleep 60 & echo $! > group.pid; \
+                   env -i sleep 60 & echo $! > cleared.pid; \
+                   setsid sh -c 'echo $$ > escaped.pid; exec sleep 60' & \
+                   echo $$ > shell.pid; wait";
+    s.mock.push(Reply::tool_call(
+        "c_sh",
+        "run_shell",
+        json!({"command": command}),
+    ));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "start things").await;
+    client
+        .persisted_events_until(|event| matches!(event, protocol::event::Event::ToolStarted { .. }))
+        .await;
+    let mut pids = Vec::new();
+    for name in ["shell.pid", "group.pid", "cleared.pid", "escaped.pid"] {
+        pids.push((name, pid_file(&s, name).await));
+    }
+    for (name, pid) in &pids {
+        assert!(!process_gone(*pid), "{name} runs before the kill");
+    }
+    s.daemon.kill().await;
+    drop(client);
+    s.daemon.restart().await;
+    for (name, pid) in pids {
+        wait_until(&format!("{name} ({pid}) to be killed"), || {
+            process_gone(pid)
+        })
+        .await;
+    }
+}
+
+/// A child that left the process group (`setsid`) and holds the output pipe cannot keep
+/// run_shell past its timeout: the call returns soon after it, says it timed out, and the
+/// child is killed.
+#[tokio::test]
+async fn a_setsid_child_cannot_hold_run_shell_past_its_timeout() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let command = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 60' & sleep 60";
+    s.mock.push(Reply::tool_call(
+        "c_sh",
+        "run_shell",
+        json!({"command": command, "timeoutMs": 1000}),
+    ));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    let started = std::time::Instant::now();
+    client.prompt(&session, "hold the pipe").await;
+    let events = client.events_until_run_finished().await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < std::time::Duration::from_secs(6),
+        "run_shell with a 1 s timeout took {elapsed:?}"
+    );
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    let results = tool_results(&events);
+    let (_, output, is_error) = &results[0];
+    assert!(is_error, "{output}");
+    assert!(output.contains("timed out after 1s"), "{output}");
+    let escaped = pid_file(&s, "escaped.pid").await;
+    wait_until("the setsid child to be killed", || process_gone(escaped)).await;
+}

@@ -61,6 +61,17 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         }
     };
 
+    // We own the socket now: kill what a previous daemon on it left running, before any tool.
+    let (state_dir, socket) = (paths.state_dir.clone(), paths.socket.clone());
+    tokio::task::spawn_blocking(move || crate::process::supervisor::install(&state_dir, &socket))
+        .await
+        .context("cannot set up process supervision")?
+        .context("cannot set up process supervision")?;
+    let stop_reaping = CancellationToken::new();
+    let reaper = tokio::spawn(crate::process::supervisor::reap_orphans(
+        stop_reaping.clone(),
+    ));
+
     let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
@@ -103,6 +114,8 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let _ = stop_sessions.await;
 
     signals.close();
+    stop_reaping.cancel();
+    let _ = reaper.await;
     // The listener unlinks the path it created when dropped; make sure, in case it did not.
     if owns_socket {
         match std::fs::remove_file(&paths.socket) {

@@ -222,6 +222,10 @@ pub struct ToolLimits {
     /// Bytes of stdout (and, separately, stderr) kept in memory while a command runs (head and
     /// tail halves), so `yes` or a huge build log cannot exhaust the daemon's memory.
     pub shell_capture_max_bytes: usize,
+    /// How long run_shell still reads the output pipes once the command and everything it
+    /// started were killed or exited: a process that escaped (and holds a pipe) cannot make
+    /// the call outlive its timeout by more than this.
+    pub shell_drain_after_exit: Duration,
     /// Minimum time between two progress reports of run_shell, so chatty commands do not flood
     /// clients with events.
     pub shell_progress_interval: Duration,
@@ -256,6 +260,7 @@ impl Default for ToolLimits {
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
             shell_capture_max_bytes: 1024 * 1024,
+            shell_drain_after_exit: Duration::from_secs(2),
             shell_progress_interval: Duration::from_millis(500),
             fetch_max_bytes: 1024 * 1024,
             fetch_timeout: Duration::from_secs(30),

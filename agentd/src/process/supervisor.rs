@@ -1,0 +1,224 @@
+//! No tool process outlives the daemon that started it, even a daemon killed with SIGKILL.
+//!
+//! Four layers, each covering what the one before misses:
+//! - every group leader gets `PR_SET_PDEATHSIG` = SIGKILL (set in the child before exec), so it
+//!   dies with the daemon;
+//! - every tool process carries `AGENTD_PROCESS=<owner>.<n>` in its environment (inherited by
+//!   what it starts), where `<owner>` names the daemon's socket; what escaped its group
+//!   (`setsid … &`) is found through `/proc` and killed when its command ends, and whatever a
+//!   previous daemon on the same socket left is killed when the next one starts;
+//! - each live process group is recorded in `<state>/processes/<owner>-<pgid>` (with the
+//!   leader's start time), so a next daemon also kills group members that cleared their
+//!   environment;
+//! - the daemon is a child subreaper, so orphans of its tools are re-parented to it rather than
+//!   to init while it runs, and [`reap_orphans`] reaps them. It reaps by pid only, never with
+//!   `waitpid(-1)`, and never a group leader that is not on its list: group leaders are the
+//!   children tokio waits for.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use tokio_util::sync::CancellationToken;
+
+use super::procfs;
+
+/// The environment variable that marks every tool process (`<owner>.<n>`).
+pub const MARKER_VAR: &str = "AGENTD_PROCESS";
+
+/// The daemon's process bookkeeping, installed once at startup ([`install`]).
+#[derive(Debug)]
+struct Supervisor {
+    /// A hash of the socket path: the same for every daemon that serves this socket, so a new
+    /// daemon recognises what the one before it left.
+    owner: String,
+    /// Where live process groups are recorded.
+    records_dir: PathBuf,
+}
+
+static SUPERVISOR: OnceLock<Supervisor> = OnceLock::new();
+
+/// Numbers the processes started by this daemon, for their markers.
+static NEXT_SPAWN: AtomicU64 = AtomicU64::new(1);
+
+/// Processes agentd killed that are not group leaders it started (escapees); if they were
+/// re-parented to the daemon, [`reap_orphans`] reaps them by pid.
+static TO_REAP: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+/// Makes the daemon a child subreaper, kills what a previous daemon on `socket` left running
+/// and records process groups under `state_dir` from now on. Returns how many processes were
+/// killed. Blocking: call it on the blocking pool, before any tool runs.
+pub fn install(state_dir: &Path, socket: &Path) -> io::Result<usize> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attributes.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        tracing::warn!(error = %io::Error::last_os_error(), "cannot become a child subreaper");
+    }
+    let records_dir = state_dir.join("processes");
+    std::fs::create_dir_all(&records_dir)?;
+    let owner = format!("{:016x}", fnv1a(socket.as_os_str().as_encoded_bytes()));
+    let killed = kill_leftovers(&owner, &records_dir);
+    if killed > 0 {
+        tracing::warn!(
+            killed,
+            "killed processes a previous agentd left running (it did not stop cleanly)"
+        );
+    }
+    let _ = SUPERVISOR.set(Supervisor { owner, records_dir });
+    Ok(killed)
+}
+
+/// A new marker entry (`AGENTD_PROCESS=<owner>.<n>`) for a process about to be started.
+pub(crate) fn new_marker() -> (String, String) {
+    let owner = SUPERVISOR.get().map_or_else(
+        || format!("pid{}", std::process::id()),
+        |supervisor| supervisor.owner.clone(),
+    );
+    let spawn = NEXT_SPAWN.fetch_add(1, Ordering::Relaxed);
+    (MARKER_VAR.to_owned(), format!("{owner}.{spawn}"))
+}
+
+/// Records the live group `pgid` (blocking); returns the record's path to remove it later.
+pub(crate) fn record_group(pgid: i32) -> Option<PathBuf> {
+    let supervisor = SUPERVISOR.get()?;
+    let start_time = procfs::stat(pgid)?.start_time;
+    let path = supervisor
+        .records_dir
+        .join(format!("{}-{pgid}", supervisor.owner));
+    match std::fs::write(&path, format!("{start_time}\n")) {
+        Ok(()) => Some(path),
+        Err(error) => {
+            tracing::warn!(pgid, %error, "cannot record a process group");
+            None
+        }
+    }
+}
+
+/// Kills every process outside group `pgid` (which was killed as a whole) whose environment
+/// holds exactly `marker` (`NAME=value`): what a tool process started and left running outside
+/// its group. Returns how many were killed. Blocking (a `/proc` scan).
+pub(crate) fn kill_marked(marker: &str, pgid: i32) -> usize {
+    let marker = marker.as_bytes();
+    let killed: Vec<i32> = procfs::own_pids()
+        .into_iter()
+        .filter(|&pid| procfs::stat(pid).is_some_and(|stat| stat.pgid != pgid))
+        .filter(|&pid| procfs::environ_any(pid, |entry| entry == marker))
+        .collect();
+    for &pid in &killed {
+        procfs::kill(pid);
+    }
+    if !killed.is_empty() {
+        let mut to_reap = TO_REAP
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        to_reap.get_or_insert_with(HashSet::new).extend(&killed);
+    }
+    killed.len()
+}
+
+/// Reaps orphans re-parented to the daemon each time a child exits, until `stop` fires.
+pub async fn reap_orphans(stop: CancellationToken) {
+    use futures::StreamExt;
+    // signal-hook chains its handler with tokio's own SIGCHLD handler: both see every exit.
+    let mut exits = match signal_hook_tokio::Signals::new([libc::SIGCHLD]) {
+        Ok(exits) => exits,
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch child exits; orphans are not reaped");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            signal = exits.next() => if signal.is_none() { break },
+        }
+        if let Err(error) = tokio::task::spawn_blocking(reap_once).await {
+            tracing::warn!(%error, "reaping orphans failed");
+        }
+    }
+    exits.handle().close();
+}
+
+/// One pass: waits for each zombie child that is not a group leader (tokio's children all
+/// are) or that agentd killed as an escapee. Never `waitpid(-1)`.
+fn reap_once() {
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    let mut to_reap = TO_REAP
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let listed = to_reap.get_or_insert_with(HashSet::new);
+    for pid in procfs::own_pids() {
+        let Some(stat) = procfs::stat(pid) else {
+            continue;
+        };
+        if stat.ppid != me || stat.state != 'Z' {
+            continue;
+        }
+        if stat.pgid != pid || listed.contains(&pid) {
+            let mut status = 0;
+            // SAFETY: waits for one specific child of ours, without blocking.
+            unsafe {
+                libc::waitpid(pid, &mut status, libc::WNOHANG);
+            }
+        }
+    }
+    // Forget pids that are gone or were never ours to reap.
+    listed.retain(|&pid| procfs::stat(pid).is_some_and(|stat| stat.ppid == me));
+}
+
+/// Kills what a previous daemon of `owner` left: recorded groups, then marked processes.
+fn kill_leftovers(owner: &str, records_dir: &Path) -> usize {
+    let pids = procfs::own_pids();
+    let stats: Vec<(i32, procfs::Stat)> = pids
+        .iter()
+        .filter_map(|&pid| procfs::stat(pid).map(|stat| (pid, stat)))
+        .collect();
+    let mut doomed = HashSet::new();
+    let prefix = format!("{owner}-");
+    for entry in std::fs::read_dir(records_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        let Some(pgid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(&prefix))
+            .and_then(|pgid| pgid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let start_time = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok());
+        if let Some(start_time) = start_time {
+            // Members of the recorded group started after its leader; a later group that
+            // reused the pgid would need the pid to wrap around first.
+            doomed.extend(
+                stats
+                    .iter()
+                    .filter(|(_, stat)| stat.pgid == pgid && stat.start_time >= start_time)
+                    .map(|(pid, _)| *pid),
+            );
+        }
+        if let Err(error) = std::fs::remove_file(entry.path()) {
+            tracing::warn!(%error, record = %entry.path().display(), "cannot remove a process record");
+        }
+    }
+    let marker_prefix = format!("{MARKER_VAR}={owner}.");
+    doomed.extend(pids.iter().copied().filter(|&pid| {
+        procfs::environ_any(pid, |entry| entry.starts_with(marker_prefix.as_bytes()))
+    }));
+    for &pid in &doomed {
+        procfs::kill(pid);
+    }
+    doomed.len()
+}
+
+/// FNV-1a: a hash that stays the same across builds (the owner must survive an upgrade).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
