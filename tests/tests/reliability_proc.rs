@@ -185,3 +185,47 @@ async fn a_setsid_child_cannot_hold_run_shell_past_its_timeout() {
     let escaped = pid_file(&s, "escaped.pid").await;
     wait_until("the setsid child to be killed", || process_gone(escaped)).await;
 }
+
+/// SIGTERM while a run is busy and a client has stopped reading (its socket full of big
+/// answers): the daemon still exits 0, within its stop deadline, far under systemd's
+/// `TimeoutStopSec=30`.
+#[tokio::test]
+async fn sigterm_with_a_busy_run_and_a_stuck_client_exits_quickly() {
+    let mut s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::tool_call(
+        "c_sh",
+        "run_shell",
+        json!({"command": "sleep 60"}),
+    ));
+    let (mut client, session) = s.session().await;
+    // A big prompt makes every `session/get` with history a big answer.
+    client.prompt(&session, &"x".repeat(100_000)).await;
+    client
+        .persisted_events_until(|event| matches!(event, protocol::event::Event::ToolStarted { .. }))
+        .await;
+
+    let mut stuck = s.client().await;
+    stuck.subscribe(&session, Some(0)).await;
+    for _ in 0..100 {
+        stuck
+            .send_request(
+                "session/get",
+                &json!({"sessionId": session, "includeHistory": true}),
+            )
+            .await;
+    }
+    // The first answer arrives on the healthy client's connection only once the stuck
+    // connection's requests were read; a round trip here makes sure they were.
+    client.request("daemon/status", json!({})).await.unwrap();
+
+    let started = std::time::Instant::now();
+    s.daemon.signal(libc::SIGTERM);
+    let status = s.daemon.wait_exit().await;
+    let elapsed = started.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        elapsed < std::time::Duration::from_secs(8),
+        "the daemon took {elapsed:?} to stop"
+    );
+    drop(stuck);
+}
