@@ -21,6 +21,15 @@ fn peak_rss(pid: u32) -> u64 {
     kib * 1024
 }
 
+/// The result of tool call `id` (parallel calls complete in any order).
+fn result_of<'a>(results: &'a [(String, String, bool)], id: &str) -> (&'a str, bool) {
+    let (_, output, is_error) = results
+        .iter()
+        .find(|(call, _, _)| call == id)
+        .unwrap_or_else(|| panic!("no result for {id}: {results:#?}"));
+    (output, *is_error)
+}
+
 /// read_file, grep and edit_file on a FIFO answer at once with an error the model can read;
 /// none of them waits for a writer that never comes.
 #[tokio::test]
@@ -47,12 +56,12 @@ async fn tools_refuse_a_fifo_at_once() {
     assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
     let results = tool_results(&events);
     assert_eq!(results.len(), 3, "{results:#?}");
-    let (_, read, read_failed) = &results[0];
+    let (read, read_failed) = result_of(&results, "c_read");
     assert!(read_failed, "{read}");
     assert!(read.contains("named pipe (FIFO)"), "{read}");
-    let (_, grep, _) = &results[1];
+    let (grep, _) = result_of(&results, "c_grep");
     assert!(grep.starts_with("no matches"), "{grep}");
-    let (_, edit, edit_failed) = &results[2];
+    let (edit, edit_failed) = result_of(&results, "c_edit");
     assert!(edit_failed, "{edit}");
     assert!(edit.contains("named pipe (FIFO)"), "{edit}");
 }
@@ -87,10 +96,10 @@ async fn a_huge_single_line_file_costs_bounded_memory() {
     let after = peak_rss(s.daemon.pid());
     assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
     let results = tool_results(&events);
-    let (_, read, read_failed) = &results[0];
+    let (read, read_failed) = result_of(&results, "c_read");
     assert!(!read_failed, "{read}");
     assert!(read.contains("[… line cut]"), "{read}");
-    let (_, grep, grep_failed) = &results[1];
+    let (grep, grep_failed) = result_of(&results, "c_grep");
     assert!(!grep_failed, "{grep}");
     assert!(grep.starts_with("big.txt:1: aaaa"), "{grep}");
     assert!(grep.contains("searched in their first"), "{grep}");
@@ -179,7 +188,7 @@ async fn a_setsid_child_cannot_hold_run_shell_past_its_timeout() {
     );
     assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
     let results = tool_results(&events);
-    let (_, output, is_error) = &results[0];
+    let (output, is_error) = result_of(&results, "c_sh");
     assert!(is_error, "{output}");
     assert!(output.contains("timed out after 1s"), "{output}");
     let escaped = pid_file(&s, "escaped.pid").await;

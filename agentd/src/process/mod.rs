@@ -246,10 +246,15 @@ fn kill_group(pgid: i32) {
     }
 }
 
-/// In the child before exec: SIGKILL when the daemon dies, and give up if it already has.
+/// In the child before exec: its own process group first (so even a child that fails from here
+/// on is a group leader, which the orphan reaper never touches), then SIGKILL when the daemon
+/// dies, and give up if it already has.
 fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
-    // SAFETY: prctl and getppid are async-signal-safe and touch only this process.
+    // SAFETY: setpgid, prctl and getppid are async-signal-safe and touch only this process.
     unsafe {
+        if libc::setpgid(0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }

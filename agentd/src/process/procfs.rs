@@ -34,6 +34,13 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     })
 }
 
+/// This boot's id: process start times only compare within one boot.
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|id| id.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// Pids of this user's processes, except this process itself.
 pub(crate) fn own_pids() -> Vec<i32> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);

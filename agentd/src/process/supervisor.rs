@@ -7,9 +7,9 @@
 //!   what it starts), where `<owner>` names the daemon's socket; what escaped its group
 //!   (`setsid … &`) is found through `/proc` and killed when its command ends, and whatever a
 //!   previous daemon on the same socket left is killed when the next one starts;
-//! - each live process group is recorded in `<state>/processes/<owner>-<pgid>` (with the
-//!   leader's start time), so a next daemon also kills group members that cleared their
-//!   environment;
+//! - each live process group is recorded in `<state>/processes/<owner>-<pgid>` (with the boot
+//!   id and the leader's start time), so a next daemon also kills group members that cleared
+//!   their environment, and never a later group that reused the pgid;
 //! - the daemon is a child subreaper, so orphans of its tools are re-parented to it rather than
 //!   to init while it runs, and [`reap_orphans`] reaps them. It reaps by pid only, never with
 //!   `waitpid(-1)`, and never a group leader that is not on its list: group leaders are the
@@ -86,7 +86,8 @@ pub(crate) fn record_group(pgid: i32) -> Option<PathBuf> {
     let path = supervisor
         .records_dir
         .join(format!("{}-{pgid}", supervisor.owner));
-    match std::fs::write(&path, format!("{start_time}\n")) {
+    let record = format!("{} {start_time}\n", procfs::boot_id());
+    match std::fs::write(&path, record) {
         Ok(()) => Some(path),
         Err(error) => {
             tracing::warn!(pgid, %error, "cannot record a process group");
@@ -175,6 +176,7 @@ fn kill_leftovers(owner: &str, records_dir: &Path) -> usize {
         .filter_map(|&pid| procfs::stat(pid).map(|stat| (pid, stat)))
         .collect();
     let mut doomed = HashSet::new();
+    let boot_id = procfs::boot_id();
     let prefix = format!("{owner}-");
     for entry in std::fs::read_dir(records_dir)
         .into_iter()
@@ -189,12 +191,20 @@ fn kill_leftovers(owner: &str, records_dir: &Path) -> usize {
         else {
             continue;
         };
-        let start_time = std::fs::read_to_string(entry.path())
-            .ok()
-            .and_then(|text| text.trim().parse::<u64>().ok());
-        if let Some(start_time) = start_time {
-            // Members of the recorded group started after its leader; a later group that
-            // reused the pgid would need the pid to wrap around first.
+        let record = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let start_time = record
+            .split_once(' ')
+            .filter(|(boot, _)| *boot == boot_id)
+            .and_then(|(_, start)| start.trim().parse::<u64>().ok());
+        // The group is the recorded one if its leader is gone (a pgid is not reused while any
+        // process still has it) or is the same process (same start time, same boot).
+        let leader_matches = |start_time: u64| {
+            stats
+                .iter()
+                .find(|(pid, _)| *pid == pgid)
+                .is_none_or(|(_, leader)| leader.start_time == start_time)
+        };
+        if let Some(start_time) = start_time.filter(|&start| leader_matches(start)) {
             doomed.extend(
                 stats
                     .iter()
