@@ -193,6 +193,12 @@ async fn a_setsid_child_cannot_hold_run_shell_past_its_timeout() {
     assert!(output.contains("timed out after 1s"), "{output}");
     let escaped = pid_file(&s, "escaped.pid").await;
     wait_until("the setsid child to be killed", || process_gone(escaped)).await;
+    // Orphaned to the daemon (a child subreaper), it is also reaped by it: no zombie stays.
+    let proc_entry = std::path::PathBuf::from(format!("/proc/{escaped}"));
+    wait_until("the daemon to reap the killed setsid child", || {
+        !proc_entry.exists()
+    })
+    .await;
 }
 
 /// SIGTERM while a run is busy and a client has stopped reading (its socket full of big
