@@ -46,7 +46,7 @@ pub struct ProcessSpec {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub cwd: PathBuf,
-    /// The child's entire environment.
+    /// The child's entire environment (plus its `AGENTD_PROCESS` marker).
     pub env: Vec<(OsString, OsString)>,
     /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
     pub capture_stdout: bool,
@@ -86,8 +86,9 @@ pub fn scrub_env(
 
 /// A running child process and its process group.
 ///
-/// Dropping it kills the whole group; the leader is then reaped by tokio (kill-on-drop), and
-/// members whose parent died are reaped by init.
+/// Dropping it kills the whole group and what escaped it; the leader is then reaped by tokio
+/// (kill-on-drop), and members whose parent died by the daemon (a child subreaper, see
+/// [`supervisor::reap_orphans`]) or, outside the daemon, by init.
 #[derive(Debug)]
 pub struct ChildProcess {
     child: Box<dyn ChildWrapper>,
@@ -129,7 +130,7 @@ impl ChildProcess {
             });
         let daemon = i32::try_from(std::process::id()).map_err(io::Error::other)?;
         // SAFETY: the hook runs in the forked child before exec and only calls async-signal-safe
-        // functions (prctl, getppid).
+        // functions (setpgid, prctl, getppid).
         unsafe {
             command.pre_exec(move || die_with_the_daemon(daemon));
         }
