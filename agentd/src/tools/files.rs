@@ -36,8 +36,9 @@ impl TypedTool for ReadFile {
     const DESCRIPTION: &'static str = "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
          (line number, tab, text). By default the first 2000 lines are returned; for longer \
          files the result says so, and you read on with `offset` (1-based first line) and \
-         `limit` (number of lines). Very long lines are cut. Binary files are refused. Read a \
-         file before editing it, and prefer this over `cat` in run_shell.";
+         `limit` (number of lines). Very long lines are cut. Binary files, named pipes and \
+         devices are refused. Read a file before editing it, and prefer this over `cat` in \
+         run_shell.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

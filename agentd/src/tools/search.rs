@@ -103,7 +103,8 @@ impl TypedTool for Grep {
     type Params = GrepParams;
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
-         case-insensitive). Skips files ignored by .gitignore, hidden files and binary files. \
+         case-insensitive). Skips files ignored by .gitignore, hidden files, binary files and \
+         special files (pipes, devices); very long lines are searched in their beginning. \
          Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
          by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
          (e.g. `*.rs`).";
