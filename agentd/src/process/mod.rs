@@ -393,6 +393,17 @@ pub(crate) mod tests {
         assert!(child.wait().await.unwrap().success());
     }
 
+    /// Polls until `condition` holds, failing after a generous bound.
+    pub(crate) async fn wait_until(mut condition: impl FnMut() -> bool) {
+        for _ in 0..500 {
+            if condition() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("condition still false");
+    }
+
     /// Kills a process a test left behind on purpose.
     pub(crate) fn kill_for_test(pid: i32) {
         super::procfs::kill(pid);

@@ -232,3 +232,88 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::tests::wait_until_dead;
+
+    /// A `sleep` in a new process group, as a previous daemon's tool would have left it.
+    fn leftover_group() -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn recorded_groups_of_this_boot_are_killed_and_others_are_not() {
+        let records = tempfile::tempdir().unwrap();
+        let mut ours = leftover_group();
+        let mut other_boot = leftover_group();
+        let mut other_owner = leftover_group();
+        let record = |owner: &str, child: &std::process::Child, boot: &str| {
+            let pgid = i32::try_from(child.id()).unwrap();
+            let start = procfs::stat(pgid).unwrap().start_time;
+            std::fs::write(
+                records.path().join(format!("{owner}-{pgid}")),
+                format!("{boot} {start}\n"),
+            )
+            .unwrap();
+        };
+        record("me", &ours, &procfs::boot_id());
+        record("me", &other_boot, "another-boot");
+        record("someone", &other_owner, &procfs::boot_id());
+
+        assert_eq!(kill_leftovers("me", records.path()), 1);
+        ours.wait().unwrap();
+        let alive = |child: &mut std::process::Child| child.try_wait().unwrap().is_none();
+        assert!(alive(&mut other_boot));
+        assert!(alive(&mut other_owner));
+        // Our records are gone, another owner's stays.
+        let left: Vec<String> = std::fs::read_dir(records.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, [format!("someone-{}", other_owner.id())]);
+        for mut child in [other_boot, other_owner] {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn marked_processes_of_the_owner_are_killed() {
+        let records = tempfile::tempdir().unwrap();
+        let mut marked = std::process::Command::new("sleep")
+            .arg("30")
+            .env(MARKER_VAR, "owner.7")
+            .spawn()
+            .unwrap();
+        let mut unmarked = std::process::Command::new("sleep")
+            .arg("30")
+            .env(MARKER_VAR, "ownerx.7")
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(marked.id()).unwrap();
+        // The marker is in the environment once the child has exec'd.
+        crate::process::tests::wait_until(|| {
+            procfs::environ_any(pid, |entry| entry.starts_with(MARKER_VAR.as_bytes()))
+        })
+        .await;
+        assert_eq!(kill_leftovers("owner", records.path()), 1);
+        marked.wait().unwrap();
+        assert!(unmarked.try_wait().unwrap().is_none());
+        unmarked.kill().unwrap();
+        unmarked.wait().unwrap();
+        wait_until_dead(pid).await;
+    }
+
+    #[test]
+    fn the_owner_hash_is_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}
