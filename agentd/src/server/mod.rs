@@ -69,7 +69,8 @@ impl ConnectionStats {
 }
 
 /// Accept connections until `shutdown` fires, then wait for every connection to finish (each
-/// bounded by `limits.stop_flush_deadline`).
+/// bounded by `limits.stop_flush_deadline`, or by `limits.drain_deadline` if its client had
+/// already hung up; the daemon bounds its whole stop on top).
 pub async fn serve(
     listener: Listener,
     methods: Methods,
