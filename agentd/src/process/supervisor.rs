@@ -311,6 +311,22 @@ mod tests {
         wait_until_dead(pid).await;
     }
 
+    /// The reaper leaves group leaders (tokio's children) alone: their exit status is tokio's.
+    #[tokio::test]
+    async fn the_reaper_never_takes_a_group_leader() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = crate::process::ProcessSpec::shell("exit 3", dir.path().to_path_buf());
+        let mut child = crate::process::ChildProcess::spawn(spec).await.unwrap();
+        let pid = i32::try_from(child.pid()).unwrap();
+        crate::process::tests::wait_until(|| {
+            procfs::stat(pid).is_some_and(|stat| stat.state == 'Z')
+        })
+        .await;
+        reap_once();
+        assert!(procfs::stat(pid).is_some(), "the reaper took tokio's child");
+        assert_eq!(child.wait().await.unwrap().code(), Some(3));
+    }
+
     #[test]
     fn the_owner_hash_is_stable() {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
