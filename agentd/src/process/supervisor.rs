@@ -287,14 +287,19 @@ mod tests {
     #[tokio::test]
     async fn marked_processes_of_the_owner_are_killed() {
         let records = tempfile::tempdir().unwrap();
+        use std::os::unix::process::CommandExt;
+        // Group leaders, like every child of the daemon: the reaper test running alongside
+        // never takes them.
         let mut marked = std::process::Command::new("sleep")
             .arg("30")
             .env(MARKER_VAR, "owner.7")
+            .process_group(0)
             .spawn()
             .unwrap();
         let mut unmarked = std::process::Command::new("sleep")
             .arg("30")
             .env(MARKER_VAR, "ownerx.7")
+            .process_group(0)
             .spawn()
             .unwrap();
         let pid = i32::try_from(marked.id()).unwrap();
