@@ -1,5 +1,6 @@
-//! Test support: the daemon harness and the scripted mock LLM server.
+//! Test support: the daemon harness, the scripted mock LLM server and an HTTP gate.
 
+pub mod gate;
 pub mod harness;
 pub mod mock_llm;
 pub mod scenario;

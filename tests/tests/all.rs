@@ -25,6 +25,7 @@ mod daemon;
 mod llm;
 mod reliability_files;
 mod reliability_log;
+mod reliability_proc;
 mod reliability_wedge;
 mod sessions;
 mod tools_runs;

@@ -97,18 +97,25 @@ async fn multi_step_tool_use_writes_and_reads_files(format: Format) {
 both_formats!(a_read_only_batch_runs_in_parallel_and_keeps_the_models_order);
 async fn a_read_only_batch_runs_in_parallel_and_keeps_the_models_order(format: Format) {
     let s = Scenario::start(format).await;
-    // Reading a FIFO blocks until the test writes it: both calls can only have started
-    // together if they run concurrently, and the test picks which one finishes first.
-    let (a, b) = (s.workspace().join("a.fifo"), s.workspace().join("b.fifo"));
-    mkfifo(&a);
-    mkfifo(&b);
+    // A fetch through the gate waits until the test opens it: both calls can only have started
+    // together if they run concurrently, and the test picks which one finishes first. (Read
+    // tools refuse FIFOs, which used to be the gate.)
+    let gate = agentd_tests::gate::HttpGate::start().await;
     s.mock.push(Reply::tool_calls(vec![
-        ("c_a", "read_file", json!({"path": "a.fifo"}).to_string()),
-        ("c_b", "read_file", json!({"path": "b.fifo"}).to_string()),
+        (
+            "c_a",
+            "fetch_url",
+            json!({"url": gate.url("a")}).to_string(),
+        ),
+        (
+            "c_b",
+            "fetch_url",
+            json!({"url": gate.url("b")}).to_string(),
+        ),
     ]));
     s.mock.push(Reply::text("read both"));
     let (mut client, session) = s.session().await;
-    client.prompt(&session, "read the pipes").await;
+    client.prompt(&session, "fetch both").await;
 
     let mut started = 0;
     let mut events = client
@@ -122,13 +129,13 @@ async fn a_read_only_batch_runs_in_parallel_and_keeps_the_models_order(format: F
         })
         .await;
     // Finish b first, then a.
-    write_fifo(&b, "from b\n").await;
+    gate.open("b", "from b\n");
     events.extend(
         client
             .persisted_events_until(|event| matches!(event, Event::ToolCompleted { .. }))
             .await,
     );
-    write_fifo(&a, "from a\n").await;
+    gate.open("a", "from a\n");
     events.extend(client.events_until_run_finished().await);
 
     assert_eq!(run_status(&events), RunStatus::Completed);

@@ -64,6 +64,17 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         }
     };
 
+    // We own the socket now: kill what a previous daemon on it left running, before any tool.
+    let (state_dir, socket) = (paths.state_dir.clone(), paths.socket.clone());
+    tokio::task::spawn_blocking(move || crate::process::supervisor::install(&state_dir, &socket))
+        .await
+        .context("cannot set up process supervision")?
+        .context("cannot set up process supervision")?;
+    let stop_reaping = CancellationToken::new();
+    let reaper = tokio::spawn(crate::process::supervisor::reap_orphans(
+        stop_reaping.clone(),
+    ));
+
     let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
@@ -95,17 +106,38 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             close_connections.cancel();
         })
     };
-    server::serve(
+    let serving = server::serve(
         listener,
         module.into(),
         ServerLimits::default(),
         state.connections.clone(),
         close_connections,
-    )
-    .await;
-    let _ = stop_sessions.await;
+    );
+    // One deadline for the whole stop, from the signal on: whatever is still running then is
+    // abandoned (aborted, or dropped with the runtime) and the daemon exits anyway.
+    let stop_deadline_passed = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(STOP_DEADLINE).await;
+    };
+    let abort_stop_sessions = stop_sessions.abort_handle();
+    let stopped = async {
+        serving.await;
+        let _ = stop_sessions.await;
+    };
+    tokio::select! {
+        () = stopped => {}
+        () = stop_deadline_passed => {
+            tracing::warn!(
+                deadline = ?STOP_DEADLINE,
+                "the stop took longer than its deadline; exiting with work left"
+            );
+            abort_stop_sessions.abort();
+        }
+    }
 
     signals.close();
+    stop_reaping.cancel();
+    let _ = reaper.await;
     // The listener unlinks the path it created when dropped; make sure, in case it did not.
     if owns_socket {
         match std::fs::remove_file(&paths.socket) {
@@ -118,7 +150,13 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     Ok(())
 }
 
-/// How long runs get to record that they were interrupted when the daemon stops.
+/// The whole stop, from the signal to the end of `run`: well under systemd's
+/// `TimeoutStopSec=30` (`systemd/agentd.service`), leaving room for the runtime's own
+/// shutdown (2 s for blocking work) and the log flush.
+pub const STOP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How long runs get to record that they were interrupted when the daemon stops (part of
+/// [`STOP_DEADLINE`]; connections get `ServerLimits::stop_flush_deadline` after it).
 const RUN_STOP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Load the configuration (a bad file is reported, never silently replaced) and build what

@@ -128,7 +128,8 @@ struct RawRequest<'a> {
 }
 
 /// Serve one connection until the client hangs up or `shutdown` fires, then finish in-flight
-/// requests (bounded by `limits.drain_deadline`) and flush what is queued.
+/// requests and flush what is queued, within one deadline (`limits.stop_flush_deadline` when
+/// the daemon stops, `limits.drain_deadline` after a hang-up); the writer is then aborted.
 pub async fn serve_connection<S>(
     stream: S,
     connection_id: u64,
@@ -141,7 +142,7 @@ pub async fn serve_connection<S>(
     let (read_half, write_half) = tokio::io::split(stream);
     let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
     let writer_done = CancellationToken::new();
-    let writer = tokio::spawn(write_loop(write_half, out_rx, writer_done.clone()));
+    let mut writer = tokio::spawn(write_loop(write_half, out_rx, writer_done.clone()));
 
     let ctx = Arc::new(ConnectionContext {
         connection_id,
@@ -189,8 +190,16 @@ pub async fn serve_connection<S>(
         }
     }
 
-    // Finish what the client already asked for, then stop the writer after it flushed.
-    let drained = tokio::time::timeout(limits.drain_deadline, async {
+    // Finish what the client already asked for, then stop the writer after it flushed, all
+    // within one deadline: a short one when the daemon stops (its whole stop has a budget),
+    // the drain deadline when the client hung up.
+    let budget = if shutdown.is_cancelled() {
+        limits.stop_flush_deadline
+    } else {
+        limits.drain_deadline
+    };
+    let drain_until = tokio::time::Instant::now() + budget;
+    let drained = tokio::time::timeout_at(drain_until, async {
         while in_flight.join_next().await.is_some() {}
     })
     .await;
@@ -204,7 +213,7 @@ pub async fn serve_connection<S>(
     ctx.closed.cancel();
     // Let subscriptions send what was already published before the writer stops.
     ctx.forwarders.close();
-    if tokio::time::timeout(limits.drain_deadline, ctx.forwarders.wait())
+    if tokio::time::timeout_at(drain_until, ctx.forwarders.wait())
         .await
         .is_err()
     {
@@ -213,14 +222,15 @@ pub async fn serve_connection<S>(
     drop(dispatcher);
     drop(out_tx);
     writer_done.cancel();
-    if tokio::time::timeout(limits.drain_deadline, writer)
+    if tokio::time::timeout_at(drain_until, &mut writer)
         .await
         .is_err()
     {
         tracing::warn!(
             connection_id,
-            "client did not read its last messages in time"
+            "client did not read its last messages in time; closing the connection"
         );
+        writer.abort();
     }
     tracing::debug!(connection_id, "connection closed");
 }

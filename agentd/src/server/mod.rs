@@ -34,8 +34,12 @@ pub struct ServerLimits {
     pub outbound_queue: usize,
     /// Live subscriptions per connection.
     pub max_subscriptions_per_connection: u32,
-    /// How long in-flight requests may run on after the client hangs up or the daemon stops.
+    /// How long in-flight requests may run on, and the last messages take to be written,
+    /// after the client hangs up.
     pub drain_deadline: Duration,
+    /// The same when the daemon stops, once the runs were stopped: short, so a client that
+    /// stopped reading cannot push the daemon's stop past its budget (`daemon::STOP_DEADLINE`).
+    pub stop_flush_deadline: Duration,
 }
 
 impl Default for ServerLimits {
@@ -46,6 +50,7 @@ impl Default for ServerLimits {
             outbound_queue: 1024,
             max_subscriptions_per_connection: 64,
             drain_deadline: Duration::from_secs(10),
+            stop_flush_deadline: Duration::from_secs(3),
         }
     }
 }
@@ -63,8 +68,9 @@ impl ConnectionStats {
     }
 }
 
-/// Accept connections until `shutdown` fires, then wait (bounded by the drain deadline plus a
-/// margin) for every connection to finish.
+/// Accept connections until `shutdown` fires, then wait for every connection to finish (each
+/// bounded by `limits.stop_flush_deadline`, or by `limits.drain_deadline` if its client had
+/// already hung up; the daemon bounds its whole stop on top).
 pub async fn serve(
     listener: Listener,
     methods: Methods,

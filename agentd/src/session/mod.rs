@@ -374,8 +374,9 @@ impl SessionManager {
         Ok(())
     }
 
-    /// Stop every run (they end `interrupted`) and wait for the actors, bounded by `deadline`.
-    pub async fn shutdown(&self, deadline: std::time::Duration) {
+    /// Stop every run (they end `interrupted`) and wait for the actors, all within `budget`.
+    pub async fn shutdown(&self, budget: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + budget;
         let sessions: Vec<Arc<Session>> = self
             .read_slots()
             .values()
@@ -388,14 +389,14 @@ impl SessionManager {
                 .iter()
                 .map(|session| session.stop_and_wait(crate::agent::StopReason::Shutdown)),
         );
-        if tokio::time::timeout(deadline, stop_runs).await.is_err() {
+        if tokio::time::timeout_at(deadline, stop_runs).await.is_err() {
             tracing::warn!("some runs did not stop in time");
         }
         for session in &sessions {
             session.close();
         }
         self.tasks.close();
-        if tokio::time::timeout(deadline, self.tasks.wait())
+        if tokio::time::timeout_at(deadline, self.tasks.wait())
             .await
             .is_err()
         {

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
 use super::{
     ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
+    text_file,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them).
@@ -35,8 +36,9 @@ impl TypedTool for ReadFile {
     const DESCRIPTION: &'static str = "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
          (line number, tab, text). By default the first 2000 lines are returned; for longer \
          files the result says so, and you read on with `offset` (1-based first line) and \
-         `limit` (number of lines). Very long lines are cut. Binary files are refused. Read a \
-         file before editing it, and prefer this over `cat` in run_shell.";
+         `limit` (number of lines). Very long lines are cut. Binary files, named pipes and \
+         devices are refused. Read a file before editing it, and prefer this over `cat` in \
+         run_shell.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -59,23 +61,51 @@ impl TypedTool for ReadFile {
 async fn read_file(params: ReadFileParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
     let shown = display_path(&ctx.workspace, &path);
-    let file = tokio::fs::File::open(&path)
+    let request = ReadRequest {
+        first: params.offset.unwrap_or(1).max(1),
+        limit: params
+            .limit
+            .unwrap_or(ctx.limits.read_file_default_lines as u64)
+            .max(1),
+        max_line_chars: ctx.limits.read_file_max_line_chars,
+        max_bytes: ctx.limits.read_file_max_bytes,
+    };
+    let cancel = ctx.cancel.clone();
+    tokio::task::spawn_blocking(move || read_lines(&path, &shown, &request, &cancel))
         .await
-        .map_err(|error| format!("cannot open {shown}: {error}"))?;
-    let metadata = file
-        .metadata()
-        .await
-        .map_err(|error| format!("cannot read {shown}: {error}"))?;
-    if metadata.is_dir() {
-        return Err(format!(
-            "{shown} is a directory; use list_dir to see its entries"
-        ));
-    }
-    let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
-    let start = reader
-        .fill_buf()
-        .await
-        .map_err(|error| format!("cannot read {shown}: {error}"))?;
+        .map_err(|error| format!("read_file failed: {error}"))?
+}
+
+/// Which lines read_file returns, and its memory bounds.
+struct ReadRequest {
+    /// 1-based first line.
+    first: u64,
+    /// Lines returned at most.
+    limit: u64,
+    max_line_chars: usize,
+    /// Bytes of numbered text returned at most; the rest is read on with `offset`.
+    max_bytes: usize,
+}
+
+/// read_file's work, on the blocking pool: a regular file only, read line by line with a byte
+/// budget per line, so a huge single-line file costs no more memory than a small one.
+fn read_lines(
+    path: &Path,
+    shown: &str,
+    request: &ReadRequest,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<ToolOutput, String> {
+    let file = text_file::open_regular(path).map_err(|error| match error {
+        text_file::OpenError::Directory => {
+            format!("{shown} is a directory; use list_dir to see its entries")
+        }
+        error => error.describe(shown),
+    })?;
+    let read_error = |error: std::io::Error| format!("cannot read {shown}: {error}");
+    // Up to 4 bytes per char, so a cut line still has `max_line_chars` chars to show.
+    let keep = request.max_line_chars.saturating_mul(4).saturating_add(4);
+    let mut lines = text_file::BoundedLines::from_file(file, BINARY_SNIFF_BYTES, keep);
+    let start = lines.peek().map_err(read_error)?;
     if start.is_empty() {
         return Ok(ToolOutput::ok(format!("({shown} is empty)")));
     }
@@ -85,43 +115,32 @@ async fn read_file(params: ReadFileParams, ctx: &ToolContext) -> Result<ToolOutp
         ));
     }
 
-    let first = params.offset.unwrap_or(1).max(1);
-    let limit = params
-        .limit
-        .unwrap_or(ctx.limits.read_file_default_lines as u64)
-        .max(1);
-    let max_line_chars = ctx.limits.read_file_max_line_chars;
+    let first = request.first;
     let mut out = String::new();
-    let mut line = Vec::new();
+    let mut line = text_file::Line::new();
     let mut number = 0u64;
     let mut shown_lines = 0u64;
     let mut more = false;
-    loop {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(|error| format!("cannot read {shown}: {error}"))?;
-        if read == 0 {
-            break;
+    while lines.next_into(&mut line).map_err(read_error)? {
+        if cancel.is_cancelled() {
+            return Err(crate::tools::CANCELLED.to_owned());
         }
         number += 1;
         if number < first {
             continue;
         }
-        if shown_lines == limit {
+        if shown_lines == request.limit || out.len() >= request.max_bytes {
             more = true;
             break;
         }
         shown_lines += 1;
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
+        let text = String::from_utf8_lossy(&line.bytes);
         out.push_str(&format!("{number:>6}\t"));
-        if text.chars().count() > max_line_chars {
-            out.extend(text.chars().take(max_line_chars));
+        if line.cut || text.chars().count() > request.max_line_chars {
+            out.extend(text.chars().take(request.max_line_chars));
             out.push_str(" [… line cut]");
         } else {
-            out.push_str(text);
+            out.push_str(&text);
         }
         out.push('\n');
     }
@@ -289,9 +308,7 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     }
     let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
     let shown = display_path(&ctx.workspace, &path);
-    let content = tokio::fs::read_to_string(&path)
-        .await
-        .map_err(|error| format!("cannot read {shown} as text: {error}"))?;
+    let content = read_for_edit(&path, &shown, ctx.limits.edit_file_max_bytes).await?;
     let (old_text, new_text) = crlf_adjusted(&content, params.old_text, params.new_text);
     let count = content.matches(&old_text).count();
     let replace_all = params.replace_all.unwrap_or(false);
@@ -324,6 +341,36 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     Ok(ToolOutput::ok(format!(
         "edited {shown}: replaced {count} occurrence{plural}\n{snippet}"
     )))
+}
+
+/// The whole text of a regular file of at most `max_bytes` bytes (FIFOs and devices refused).
+async fn read_for_edit(path: &Path, shown: &str, max_bytes: u64) -> Result<String, String> {
+    let path = path.to_path_buf();
+    let shown = shown.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let file = text_file::open_regular(&path).map_err(|error| match error {
+            text_file::OpenError::Io(error) => format!("cannot read {shown}: {error}"),
+            error => error.describe(&shown),
+        })?;
+        let size = file
+            .metadata()
+            .map_err(|error| format!("cannot read {shown}: {error}"))?
+            .len();
+        if size > max_bytes {
+            return Err(format!(
+                "{shown} is {size} bytes, more than edit_file handles ({max_bytes}); edit it \
+                 with run_shell (e.g. sed) instead"
+            ));
+        }
+        let mut content = String::new();
+        file.take(max_bytes)
+            .read_to_string(&mut content)
+            .map_err(|error| format!("cannot read {shown} as text: {error}"))?;
+        Ok(content)
+    })
+    .await
+    .map_err(|error| format!("edit_file failed: {error}"))?
 }
 
 /// The model writes `\n`; in a file with CRLF line ends whose text only matches with `\r\n`,

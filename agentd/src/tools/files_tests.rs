@@ -309,3 +309,33 @@ async fn edit_file_keeps_crlf_line_ends() {
         "1\r\n2\r\nthree\r\n"
     );
 }
+
+#[tokio::test]
+async fn file_tools_refuse_a_fifo_without_blocking() {
+    let (_dir, ctx) = workspace();
+    let fifo = ctx.workspace.join("pipe");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let inputs = [
+        (&ReadFile as &dyn Tool, json!({"path": "pipe"})),
+        (
+            &EditFile as &dyn Tool,
+            json!({"path": "pipe", "oldText": "a", "newText": "b"}),
+        ),
+    ];
+    for (tool, input) in inputs {
+        let output = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            call(tool, input.clone(), &ctx),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{} blocked on a FIFO", tool.name()));
+        assert!(output.is_error, "{input}");
+        assert_eq!(
+            output.content,
+            "pipe is a named pipe (FIFO), not a regular file; only regular files are read (it \
+             could block forever)"
+        );
+    }
+}

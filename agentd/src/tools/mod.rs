@@ -11,6 +11,7 @@ mod files;
 mod path;
 mod search;
 mod shell;
+mod text_file;
 mod truncate;
 
 use std::collections::BTreeMap;
@@ -221,6 +222,10 @@ pub struct ToolLimits {
     /// Bytes of stdout (and, separately, stderr) kept in memory while a command runs (head and
     /// tail halves), so `yes` or a huge build log cannot exhaust the daemon's memory.
     pub shell_capture_max_bytes: usize,
+    /// How long run_shell still reads the output pipes once the command and everything it
+    /// started were killed or exited: a process that escaped (and holds a pipe) cannot make
+    /// the call outlive its timeout by more than this.
+    pub shell_drain_after_exit: Duration,
     /// Minimum time between two progress reports of run_shell, so chatty commands do not flood
     /// clients with events.
     pub shell_progress_interval: Duration,
@@ -232,6 +237,15 @@ pub struct ToolLimits {
     pub read_file_default_lines: usize,
     /// Longer lines are cut by read_file (minified files would otherwise fill the context).
     pub read_file_max_line_chars: usize,
+    /// Bytes of numbered text one read_file call returns at most (the model reads on with
+    /// `offset`), so its memory stays small whatever the line count and lengths.
+    pub read_file_max_bytes: usize,
+    /// Bytes of one line grep searches and keeps; a longer line (minified code, a 300 MB
+    /// one-line file) is searched in its first bytes only, so memory stays bounded.
+    pub grep_max_line_bytes: usize,
+    /// Largest file edit_file loads: it edits in memory, so a huge file is refused (the model
+    /// can use run_shell tools like `sed` instead).
+    pub edit_file_max_bytes: u64,
     /// Entries returned by list_dir and glob; the model narrows the pattern for more.
     pub listing_max_entries: usize,
     /// Matching lines returned by grep; the model narrows the pattern or path for more.
@@ -246,11 +260,15 @@ impl Default for ToolLimits {
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
             shell_capture_max_bytes: 1024 * 1024,
+            shell_drain_after_exit: Duration::from_secs(2),
             shell_progress_interval: Duration::from_millis(500),
             fetch_max_bytes: 1024 * 1024,
             fetch_timeout: Duration::from_secs(30),
             read_file_default_lines: 2000,
             read_file_max_line_chars: 2000,
+            read_file_max_bytes: 256 * 1024,
+            grep_max_line_bytes: 64 * 1024,
+            edit_file_max_bytes: 16 * 1024 * 1024,
             listing_max_entries: 1000,
             grep_max_matches: 500,
         }

@@ -1,7 +1,6 @@
 //! Search tools: glob (files by name) and grep (lines by regex). Both walk the workspace with
 //! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -12,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
+    text_file,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
@@ -103,7 +103,8 @@ impl TypedTool for Grep {
     type Params = GrepParams;
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
-         case-insensitive). Skips files ignored by .gitignore, hidden files and binary files. \
+         case-insensitive). Skips files ignored by .gitignore, hidden files, binary files and \
+         special files (pipes, devices); very long lines are searched in their beginning. \
          Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
          by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
          (e.g. `*.rs`).";
@@ -127,6 +128,7 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let cancel = ctx.cancel.clone();
     let max = ctx.limits.grep_max_matches;
     let max_line_chars = ctx.limits.read_file_max_line_chars;
+    let max_line_bytes = ctx.limits.grep_max_line_bytes;
     run_blocking(move || {
         let mut files: Vec<PathBuf> = walk_files(&root, &cancel)
             .filter(|path| matcher.as_ref().is_none_or(|m| m.is_match(&root, path)))
@@ -135,63 +137,104 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
         let mut out = String::new();
         let mut matches = 0usize;
         let mut capped = false;
+        let mut long_lines = 0usize;
         'files: for path in files {
             if cancel.is_cancelled() {
                 break;
             }
             let shown = display_path(&workspace, &path);
-            for (number, line) in matching_lines(&path, &regex) {
+            // One more than the room left, to know whether the cap cut the results.
+            let budget = max - matches + 1;
+            let found = matching_lines(
+                &path,
+                &regex,
+                budget,
+                max_line_bytes,
+                max_line_chars,
+                &cancel,
+            );
+            long_lines += found.long_lines;
+            for (number, line) in found.lines {
                 if matches == max {
                     capped = true;
                     break 'files;
                 }
                 matches += 1;
-                let line: String = line.chars().take(max_line_chars).collect();
                 out.push_str(&format!("{shown}:{number}: {line}\n"));
             }
         }
+        let long_note = (long_lines > 0).then(|| {
+            format!(
+                "[{long_lines} lines longer than {max_line_bytes} bytes were searched in their \
+                 first {max_line_bytes} bytes only]\n"
+            )
+        });
         if matches == 0 {
-            return format!(
+            let mut none = format!(
                 "no matches for `{}` in {}",
                 regex.as_str(),
                 display_path(&workspace, &root)
             );
+            if let Some(note) = long_note {
+                none.push('\n');
+                none.push_str(&note);
+            }
+            return none;
         }
         if capped {
             out.push_str(&format!(
                 "[… stopped at {max} matches; narrow the pattern, path or glob]\n"
             ));
         }
+        out.extend(long_note);
         out
     })
     .await
 }
 
-/// The matching lines of a text file as (1-based number, text); nothing for binary or unreadable
-/// files.
-fn matching_lines(path: &Path, regex: &regex::Regex) -> Vec<(usize, String)> {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Vec::new();
+/// What grep found in one file.
+#[derive(Default)]
+struct FileMatches {
+    /// (1-based number, text cut to the line limit), at most the budget asked for.
+    lines: Vec<(usize, String)>,
+    /// Lines longer than the byte budget, searched in their first bytes only.
+    long_lines: usize,
+}
+
+/// The matching lines of a regular text file, at most `budget` of them; nothing for binary,
+/// unreadable or special files (a FIFO or device is never opened for a blocking read). Each
+/// line is read with a byte budget (`max_line_bytes`), so memory stays bounded.
+fn matching_lines(
+    path: &Path,
+    regex: &regex::Regex,
+    budget: usize,
+    max_line_bytes: usize,
+    max_line_chars: usize,
+    cancel: &CancellationToken,
+) -> FileMatches {
+    let mut found = FileMatches::default();
+    let Ok(file) = text_file::open_regular(path) else {
+        return found;
     };
-    let mut reader = std::io::BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
-    match reader.fill_buf() {
+    let mut lines = text_file::BoundedLines::from_file(file, BINARY_SNIFF_BYTES, max_line_bytes);
+    match lines.peek() {
         Ok(start) if !start.contains(&0) => {}
-        _ => return Vec::new(),
+        _ => return found,
     }
-    let mut found = Vec::new();
-    let mut line = Vec::new();
+    let mut line = text_file::Line::new();
     let mut number = 0;
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+    while found.lines.len() < budget && !cancel.is_cancelled() {
+        match lines.next_into(&mut line) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => break,
         }
         number += 1;
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if regex.is_match(text) {
-            found.push((number, text.to_owned()));
+        found.long_lines += usize::from(line.cut);
+        let text = String::from_utf8_lossy(&line.bytes);
+        if regex.is_match(&text) {
+            found
+                .lines
+                .push((number, text.chars().take(max_line_chars).collect()));
         }
     }
     found

@@ -128,3 +128,27 @@ async fn grep_caps_and_reports_errors() {
         ToolOutput::error("invalid arguments for grep: missing field `pattern`")
     );
 }
+
+#[tokio::test]
+async fn grep_skips_a_fifo_without_blocking() {
+    let (_dir, ctx) = workspace();
+    let fifo = ctx.workspace.join("pipe");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    for input in [
+        json!({"pattern": "x", "path": "pipe"}),
+        json!({"pattern": "x"}),
+    ] {
+        let output = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            call(&Grep, input.clone(), &ctx),
+        )
+        .await
+        .expect("grep blocked on a FIFO");
+        assert!(
+            output.content.starts_with("no matches"),
+            "{input}: {output:?}"
+        );
+    }
+}

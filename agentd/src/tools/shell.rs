@@ -1,6 +1,7 @@
 //! run_shell: a command through `sh -c` in the workspace, in its own process group (through
 //! [`crate::process`]), with a scrubbed environment, a timeout, bounded output capture and
-//! throttled progress. Timeout and cancellation kill the whole group.
+//! throttled progress. Timeout and cancellation kill the whole group and what escaped it; the
+//! call never outlives its timeout by more than the kill and a bounded drain of the pipes.
 
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,7 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         .min(limits.shell_max_timeout);
 
     let spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
-    let mut child = match ChildProcess::spawn(spec) {
+    let mut child = match ChildProcess::spawn(spec).await {
         Ok(child) => child,
         Err(error) => return ToolOutput::error(format!("cannot start sh: {error}")),
     };
@@ -90,27 +91,29 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
     let mut out = HeadTailBuffer::new(limits.shell_capture_max_bytes);
     let mut err = HeadTailBuffer::new(limits.shell_capture_max_bytes);
     let progress = Progress::new(ctx.progress.clone(), limits.shell_progress_interval);
-    let ending = {
-        let run = async {
-            let (status, (), ()) = tokio::join!(
-                child.wait(),
-                read_into(&mut stdout, &mut out, Some(&progress)),
-                read_into(&mut stderr, &mut err, Some(&progress)),
-            );
-            status
-        };
-        tokio::select! {
-            status = run => Ending::Exited(status),
+    // Fired once the command and everything it started were killed or exited: the pipes get
+    // `shell_drain_after_exit` more to reach their end, then reading stops, so a process that
+    // escaped every kill and holds a pipe cannot hold the call.
+    let ended = tokio_util::sync::CancellationToken::new();
+    let drain = limits.shell_drain_after_exit;
+    let waiter = async {
+        let ending = tokio::select! {
+            status = child.wait() => Ending::Exited(status),
             () = tokio::time::sleep(timeout) => Ending::TimedOut,
             () = ctx.cancel.cancelled() => Ending::Cancelled,
+        };
+        if !matches!(ending, Ending::Exited(_)) {
+            let _ = child.kill().await;
         }
+        ended.cancel();
+        ending
     };
-    if !matches!(ending, Ending::Exited(_)) {
-        let _ = child.kill().await;
-        // The group is dead, so the pipes reach end of file: keep what was still in them.
-        read_into(&mut stdout, &mut out, None).await;
-        read_into(&mut stderr, &mut err, None).await;
-    }
+    let (ending, out_complete, err_complete) = tokio::join!(
+        waiter,
+        read_until_drained(&mut stdout, &mut out, &progress, &ended, drain),
+        read_until_drained(&mut stderr, &mut err, &progress, &ended, drain),
+    );
+    let escaped = child.escaped_killed();
 
     let mut text = String::new();
     if !out.is_empty() {
@@ -145,6 +148,18 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         ),
         Ending::Cancelled => ("cancelled".to_owned(), true),
     };
+    if escaped > 0 {
+        text.push_str(&format!(
+            "[{escaped} background process(es) it started outside its process group were \
+             killed when it ended]\n"
+        ));
+    }
+    if !(out_complete && err_complete) {
+        text.push_str(
+            "[output may be incomplete: a process it started kept the output open after it \
+             ended; it was not found to kill]\n",
+        );
+    }
     text.push_str(&footer);
     ToolOutput {
         content: text,
@@ -157,11 +172,30 @@ fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
     std::os::unix::process::ExitStatusExt::signal(status)
 }
 
-/// Reads `reader` to its end into `buffer`, reporting progress if asked.
+/// Reads `reader` into `buffer` until its end, or until `drain` after `ended` fired; false
+/// when the end was not reached.
+async fn read_until_drained(
+    reader: &mut (impl AsyncRead + Unpin),
+    buffer: &mut HeadTailBuffer,
+    progress: &Progress,
+    ended: &tokio_util::sync::CancellationToken,
+    drain: Duration,
+) -> bool {
+    let deadline = async {
+        ended.cancelled().await;
+        tokio::time::sleep(drain).await;
+    };
+    tokio::select! {
+        () = read_into(reader, buffer, progress) => true,
+        () = deadline => false,
+    }
+}
+
+/// Reads `reader` to its end into `buffer`, reporting progress. Cancel-safe between chunks.
 async fn read_into(
     reader: &mut (impl AsyncRead + Unpin),
     buffer: &mut HeadTailBuffer,
-    progress: Option<&Progress>,
+    progress: &Progress,
 ) {
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
@@ -169,9 +203,7 @@ async fn read_into(
             Ok(0) | Err(_) => return,
             Ok(read) => {
                 buffer.push(&chunk[..read]);
-                if let Some(progress) = progress {
-                    progress.maybe_report(&chunk[..read]);
-                }
+                progress.maybe_report(&chunk[..read]);
             }
         }
     }

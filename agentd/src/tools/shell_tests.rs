@@ -37,7 +37,8 @@ async fn environment_is_scrubbed() {
         assert!(
             crate::process::KEPT_ENV_VARS.contains(&name)
                 || name.starts_with("LC_")
-                || ["PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                || ["PWD", "SHLVL", "_", "OLDPWD"].contains(&name)
+                || name == crate::process::supervisor::MARKER_VAR,
             "unexpected variable {name}"
         );
     }
@@ -166,4 +167,56 @@ async fn background_and_bad_input_are_errors() {
             .content
             .starts_with("invalid arguments for run_shell: invalid type")
     );
+}
+
+#[tokio::test]
+async fn a_setsid_child_is_killed_when_the_command_ends() {
+    let (_dir, ctx) = workspace();
+    let output = call(
+        &RunShell,
+        json!({"command": "setsid sh -c 'echo $$ > pid; exec sleep 30' & \
+                         while [ ! -s pid ]; do sleep 0.01; done; echo quick"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        output,
+        ToolOutput::ok(
+            "quick\n[1 background process(es) it started outside its process group were killed \
+             when it ended]\n[exit code 0]"
+        )
+    );
+    let pid = std::fs::read_to_string(ctx.workspace.join("pid")).unwrap();
+    wait_until_dead(pid.trim().parse().unwrap()).await;
+}
+
+#[tokio::test]
+async fn an_escapee_holding_the_output_cannot_hold_the_call_past_its_timeout() {
+    let (_dir, mut ctx) = workspace();
+    ctx.limits.shell_drain_after_exit = Duration::from_millis(200);
+    // Without the marker and outside the group, nothing finds it: the drain is cut short.
+    let started = Instant::now();
+    let output = call(
+        &RunShell,
+        json!({
+            "command": "env -i setsid sleep 30 & echo $! > pid; sleep 30",
+            "timeoutMs": 500,
+        }),
+        &ctx,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5), "{output:?}");
+    assert!(output.is_error);
+    assert!(
+        output.content.contains("[output may be incomplete"),
+        "{}",
+        output.content
+    );
+    assert!(output.content.contains("timed out"), "{}", output.content);
+    let pid: i32 = std::fs::read_to_string(ctx.workspace.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    crate::process::tests::kill_for_test(pid);
 }

@@ -3,7 +3,16 @@
 //! child reaped. Nothing in agentd spawns a process any other way.
 //!
 //! The group does not outlive its leader: when the leader exits, whatever it left running in the
-//! background (`sleep 30 &`) is killed too, so no pipe stays open and nothing is orphaned.
+//! background (`sleep 30 &`) is killed too, and so is what left the group (`setsid … &`) but
+//! still carries the child's marker, so no pipe stays open and nothing is orphaned. Nothing
+//! outlives the daemon either: see [`supervisor`] (death signal, markers, records, reaping).
+//!
+//! Children are started from async tasks only (never from the blocking pool): the death signal
+//! fires when the thread that started the child exits, and tokio's worker threads live as long
+//! as the daemon.
+
+mod procfs;
+pub mod supervisor;
 
 use std::ffi::OsString;
 use std::io;
@@ -37,7 +46,7 @@ pub struct ProcessSpec {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub cwd: PathBuf,
-    /// The child's entire environment.
+    /// The child's entire environment (plus its `AGENTD_PROCESS` marker).
     pub env: Vec<(OsString, OsString)>,
     /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
     pub capture_stdout: bool,
@@ -77,8 +86,9 @@ pub fn scrub_env(
 
 /// A running child process and its process group.
 ///
-/// Dropping it kills the whole group; the leader is then reaped by tokio (kill-on-drop), and
-/// members whose parent died are reaped by init.
+/// Dropping it kills the whole group and what escaped it; the leader is then reaped by tokio
+/// (kill-on-drop), and members whose parent died by the daemon (a child subreaper, see
+/// [`supervisor::reap_orphans`]) or, outside the daemon, by init.
 #[derive(Debug)]
 pub struct ChildProcess {
     child: Box<dyn ChildWrapper>,
@@ -87,17 +97,27 @@ pub struct ChildProcess {
     /// Set once the group has been killed after the leader was reaped: the pgid may be reused
     /// from then on, so it is never signalled again.
     group_finished: bool,
+    /// `AGENTD_PROCESS=<owner>.<n>`, in the environment of everything this child starts.
+    marker: String,
+    /// The group's record in the state dir, removed once the group is dead.
+    record: Option<PathBuf>,
+    /// Processes killed after the leader because they had left the group (`setsid … &`).
+    escaped_killed: usize,
     stderr_logger: Option<JoinHandle<()>>,
 }
 
 impl ChildProcess {
-    pub fn spawn(spec: ProcessSpec) -> io::Result<Self> {
+    /// Starts the child in its own group, marked and recorded (see [`supervisor`]).
+    pub async fn spawn(spec: ProcessSpec) -> io::Result<Self> {
+        let (marker_name, marker_value) = supervisor::new_marker();
+        let marker = format!("{marker_name}={marker_value}");
         let mut command = tokio::process::Command::new(&spec.program);
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .env_clear()
             .envs(spec.env.iter().map(|(name, value)| (name, value)))
+            .env(marker_name, marker_value)
             .stdin(Stdio::null())
             .stdout(if spec.capture_stdout {
                 Stdio::piped()
@@ -108,6 +128,12 @@ impl ChildProcess {
                 StderrMode::Capture | StderrMode::Tracing => Stdio::piped(),
                 StderrMode::Null => Stdio::null(),
             });
+        let daemon = i32::try_from(std::process::id()).map_err(io::Error::other)?;
+        // SAFETY: the hook runs in the forked child before exec and only calls async-signal-safe
+        // functions (setpgid, prctl, getppid).
+        unsafe {
+            command.pre_exec(move || die_with_the_daemon(daemon));
+        }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn()?;
@@ -123,12 +149,25 @@ impl ChildProcess {
             _ => None,
         };
         tracing::debug!(pid, program = ?spec.program, cwd = %spec.cwd.display(), "spawned child");
-        Ok(Self {
+        let mut process = Self {
             child,
             pgid,
             group_finished: false,
+            marker,
+            record: None,
+            escaped_killed: 0,
             stderr_logger,
-        })
+        };
+        process.record = tokio::task::spawn_blocking(move || supervisor::record_group(pgid))
+            .await
+            .ok()
+            .flatten();
+        Ok(process)
+    }
+
+    /// How many processes that had left the group were killed after the leader exited.
+    pub fn escaped_killed(&self) -> usize {
+        self.escaped_killed
     }
 
     /// The leader's pid (also the process group id).
@@ -144,10 +183,21 @@ impl ChildProcess {
         self.child.stderr().take()
     }
 
-    /// Waits for the leader to exit, then kills what is left of its group.
+    /// Waits for the leader to exit, then kills what is left of its group and what escaped it.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = self.child.wait().await?;
-        self.finish_group();
+        if !self.group_finished {
+            self.finish_group();
+            let marker = self.marker.clone();
+            let pgid = self.pgid;
+            let record = self.record.take();
+            let cleanup = tokio::task::spawn_blocking(move || {
+                let killed = supervisor::kill_marked(&marker, pgid);
+                remove_record(record);
+                killed
+            });
+            self.escaped_killed += cleanup.await.unwrap_or(0);
+        }
         Ok(status)
     }
 
@@ -168,9 +218,13 @@ impl ChildProcess {
 }
 
 impl Drop for ChildProcess {
+    /// Only reached when a caller is dropped mid-run (an aborted task): the cleanup is done
+    /// here, synchronously; a `/proc` scan and an unlink are short.
     fn drop(&mut self) {
         if !self.group_finished {
             kill_group(self.pgid);
+            supervisor::kill_marked(&self.marker, self.pgid);
+            remove_record(self.record.take());
         }
         if let Some(logger) = self.stderr_logger.take() {
             logger.abort();
@@ -190,6 +244,34 @@ fn kill_group(pgid: i32) {
         if error.raw_os_error() != Some(libc::ESRCH) {
             tracing::warn!(pgid, %error, "could not kill process group");
         }
+    }
+}
+
+/// In the child before exec: its own process group first (so even a child that fails from here
+/// on is a group leader, which the orphan reaper never touches), then SIGKILL when the daemon
+/// dies, and give up if it already has.
+fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
+    // SAFETY: setpgid, prctl and getppid are async-signal-safe and touch only this process.
+    unsafe {
+        if libc::setpgid(0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != daemon {
+            return Err(io::Error::other("agentd exited while starting the process"));
+        }
+    }
+    Ok(())
+}
+
+fn remove_record(record: Option<PathBuf>) {
+    if let Some(record) = record
+        && let Err(error) = std::fs::remove_file(&record)
+        && error.kind() != io::ErrorKind::NotFound
+    {
+        tracing::warn!(%error, record = %record.display(), "cannot remove a process record");
     }
 }
 
@@ -229,7 +311,7 @@ pub(crate) mod tests {
             ("MY_API_KEY".into(), "sk-secret".into()),
             ("GITHUB_TOKEN".into(), "ghp".into()),
         ]);
-        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut child = ChildProcess::spawn(spec).await.unwrap();
         let mut stdout = child.take_stdout().unwrap();
         let mut text = String::new();
         stdout.read_to_string(&mut text).await.unwrap();
@@ -240,7 +322,16 @@ pub(crate) mod tests {
         for line in text.lines().skip(1) {
             let name = line.split('=').next().unwrap();
             assert!(
-                ["PATH", "LC_ALL", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                [
+                    "PATH",
+                    "LC_ALL",
+                    "PWD",
+                    "SHLVL",
+                    "_",
+                    "OLDPWD",
+                    supervisor::MARKER_VAR
+                ]
+                .contains(&name),
                 "unexpected variable {name} (sh sets PWD, SHLVL, _)"
             );
         }
@@ -255,7 +346,7 @@ pub(crate) mod tests {
             dir.path().to_path_buf(),
         );
         spec.stderr = StderrMode::Null;
-        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut child = ChildProcess::spawn(spec).await.unwrap();
         let mut stdout = BufReader::new(child.take_stdout().unwrap()).lines();
         assert_eq!(
             stdout.next_line().await.unwrap().as_deref(),
@@ -275,7 +366,7 @@ pub(crate) mod tests {
     async fn leftovers_are_killed_when_the_leader_exits() {
         let dir = tempfile::tempdir().unwrap();
         let spec = ProcessSpec::shell("sleep 30 & echo $!", dir.path().to_path_buf());
-        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut child = ChildProcess::spawn(spec).await.unwrap();
         let mut stdout = child.take_stdout().unwrap();
         let status = child.wait().await.unwrap();
         assert!(status.success());
@@ -293,13 +384,29 @@ pub(crate) mod tests {
             dir.path().to_path_buf(),
         );
         spec.stderr = StderrMode::Tracing;
-        let mut child = ChildProcess::spawn(spec).unwrap();
+        let mut child = ChildProcess::spawn(spec).await.unwrap();
         assert!(child.take_stderr().is_none());
         let mut stdout = child.take_stdout().unwrap();
         let mut text = String::new();
         stdout.read_to_string(&mut text).await.unwrap();
         assert_eq!(text, "out\n");
         assert!(child.wait().await.unwrap().success());
+    }
+
+    /// Polls until `condition` holds, failing after a generous bound.
+    pub(crate) async fn wait_until(mut condition: impl FnMut() -> bool) {
+        for _ in 0..500 {
+            if condition() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("condition still false");
+    }
+
+    /// Kills a process a test left behind on purpose.
+    pub(crate) fn kill_for_test(pid: i32) {
+        super::procfs::kill(pid);
     }
 
     /// Polls the process table until `pid` is dead, failing after a generous bound.

@@ -1,0 +1,190 @@
+//! Reading workspace files safely for read_file and grep: only regular files are opened (a
+//! FIFO, socket or device is refused without blocking), and lines are read with a byte budget,
+//! so one huge line never makes the daemon hold more than the budget. Blocking I/O: call it on
+//! the blocking pool.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Why a path cannot be read as a text file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("is a directory")]
+    Directory,
+    /// A FIFO, socket or device: reading it could block forever or never end.
+    #[error("is a {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Opens `path` for reading only if it is a regular file. The open itself never blocks (it is
+/// non-blocking, so a FIFO without a writer does not hang), and the kind is checked on the
+/// opened descriptor, so a file swapped for a FIFO after a path check is still refused.
+pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
+    // A first look by path, so a device is refused without even opening it.
+    check_kind(&std::fs::metadata(path)?.file_type())?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    check_kind(&file.metadata()?.file_type())?;
+    Ok(file)
+}
+
+impl OpenError {
+    /// The message a tool returns for `shown` (the path as the model gave it).
+    pub(crate) fn describe(&self, shown: &str) -> String {
+        match self {
+            OpenError::Io(error) => format!("cannot open {shown}: {error}"),
+            OpenError::Directory => format!("{shown} is a directory"),
+            OpenError::NotRegular(_) => {
+                format!("{shown} {self}; only regular files are read (it could block forever)")
+            }
+        }
+    }
+}
+
+fn check_kind(kind: &std::fs::FileType) -> Result<(), OpenError> {
+    if kind.is_dir() {
+        return Err(OpenError::Directory);
+    }
+    if kind.is_file() {
+        return Ok(());
+    }
+    let name = if kind.is_fifo() {
+        "named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "device"
+    } else {
+        "special file"
+    };
+    Err(OpenError::NotRegular(name))
+}
+
+/// Lines of a file read with a byte budget per line: at most `keep` bytes of each line are
+/// kept, the rest is skipped while looking for the line's end.
+pub(crate) struct BoundedLines<R> {
+    reader: R,
+    keep: usize,
+}
+
+/// One line as read: its first bytes (without the line end) and whether more was skipped.
+pub(crate) struct Line {
+    pub bytes: Vec<u8>,
+    pub cut: bool,
+}
+
+impl<R: BufRead> BoundedLines<R> {
+    pub(crate) fn new(reader: R, keep: usize) -> Self {
+        Self { reader, keep }
+    }
+
+    /// The buffered start of the file (read if needed), to sniff for binary content.
+    pub(crate) fn peek(&mut self) -> io::Result<&[u8]> {
+        self.reader.fill_buf()
+    }
+
+    /// The next line into `line` (cleared first); false at end of file.
+    pub(crate) fn next_into(&mut self, line: &mut Line) -> io::Result<bool> {
+        line.bytes.clear();
+        line.cut = false;
+        let mut read_any = false;
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            if available.is_empty() {
+                break;
+            }
+            read_any = true;
+            let (chunk, done) = match available.iter().position(|&byte| byte == b'\n') {
+                Some(end) => (&available[..end], Some(end + 1)),
+                None => (available, None),
+            };
+            let room = self.keep.saturating_sub(line.bytes.len());
+            line.bytes
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
+            line.cut |= chunk.len() > room;
+            let consumed = done.unwrap_or(available.len());
+            self.reader.consume(consumed);
+            if done.is_some() {
+                break;
+            }
+        }
+        if line.bytes.last() == Some(&b'\r') {
+            line.bytes.pop();
+        }
+        Ok(read_any)
+    }
+}
+
+impl BoundedLines<BufReader<File>> {
+    /// A file opened with [`open_regular`], read in `buffer_bytes` chunks.
+    pub(crate) fn from_file(file: File, buffer_bytes: usize, keep: usize) -> Self {
+        Self::new(BufReader::with_capacity(buffer_bytes, file), keep)
+    }
+}
+
+impl Line {
+    pub(crate) fn new() -> Self {
+        Self {
+            bytes: Vec::new(),
+            cut: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8], keep: usize, buffer: usize) -> Vec<(String, bool)> {
+        let mut reader = BoundedLines::new(BufReader::with_capacity(buffer, text), keep);
+        let mut line = Line::new();
+        let mut out = Vec::new();
+        while reader.next_into(&mut line).unwrap() {
+            out.push((String::from_utf8_lossy(&line.bytes).into_owned(), line.cut));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_keep_at_most_the_budget() {
+        let text = b"short\nthis line is long\r\nlast";
+        let expected = [("short", false), ("this ", true), ("last", false)];
+        for buffer in [1, 3, 64] {
+            let got = lines(text, 5, buffer);
+            let got: Vec<(&str, bool)> = got.iter().map(|(s, c)| (s.as_str(), *c)).collect();
+            assert_eq!(got, expected, "buffer {buffer}");
+        }
+        assert_eq!(lines(b"a\n\nb\n", 5, 2).len(), 3);
+        assert!(lines(b"", 5, 2).is_empty());
+    }
+
+    #[test]
+    fn fifos_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let error = open_regular(&fifo).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "is a named pipe (FIFO), not a regular file"
+        );
+        let error = open_regular(Path::new("/dev/null")).unwrap_err();
+        assert_eq!(error.to_string(), "is a device, not a regular file");
+        assert!(matches!(
+            open_regular(dir.path()),
+            Err(OpenError::Directory)
+        ));
+    }
+}
