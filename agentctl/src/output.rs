@@ -65,6 +65,15 @@ impl From<ClientError> for CommandError {
                     "{err}\nnote: agentd reads its environment and config file when it starts; after changing them, restart it with `agentctl daemon stop`"
                 ))
             }
+            // Running but full: starting another daemon would not help.
+            ClientError::Busy { message } => {
+                let message = if message.starts_with("agentd is busy") {
+                    message.clone()
+                } else {
+                    format!("agentd is busy: {message}")
+                };
+                CommandError::failed(message)
+            }
             ClientError::Rpc { .. } | ClientError::Transport(_) => {
                 CommandError::failed(err.to_string())
             }

@@ -73,3 +73,49 @@ impl Usage {
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
     }
 }
+
+/// Largest text of one message (model reply, user text) kept in the history, in chars. The
+/// history is stored in the session file and sent in `session/event` lines and `session/get`;
+/// at up to 6 bytes per char once JSON-escaped, one message stays far under the 16 MiB line
+/// limit. About 250k tokens: more than any model's context window holds.
+pub const MAX_MESSAGE_CHARS: usize = 1 << 20;
+
+/// `text` cut to `MAX_MESSAGE_CHARS`, keeping its head and tail and saying how much was left
+/// out between them.
+pub fn cap_message_text(text: String) -> String {
+    if text.len() <= MAX_MESSAGE_CHARS {
+        return text;
+    }
+    match crate::tools::truncate_middle(&text, MAX_MESSAGE_CHARS) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_kept_whole() {
+        assert_eq!(cap_message_text("hello".to_owned()), "hello");
+        let exact = "é".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(cap_message_text(exact.clone()), exact);
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail_and_says_what_was_cut() {
+        let text = format!(
+            "{}{}{}",
+            "h".repeat(MAX_MESSAGE_CHARS),
+            "m".repeat(10),
+            "t".repeat(MAX_MESSAGE_CHARS)
+        );
+        let cut = cap_message_text(text);
+        assert!(cut.starts_with(&"h".repeat(1000)));
+        assert!(cut.ends_with(&"t".repeat(1000)));
+        assert!(!cut.contains('m'));
+        assert!(cut.contains(&format!("[… {} chars omitted …]", MAX_MESSAGE_CHARS + 10)));
+        assert!(cut.chars().count() < MAX_MESSAGE_CHARS + 100);
+    }
+}

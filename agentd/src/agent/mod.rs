@@ -367,6 +367,8 @@ impl Run {
         content: String,
         tool_calls: Vec<ToolCall>,
     ) -> Result<()> {
+        // A runaway reply is cut before it is stored or sent (head and tail kept).
+        let content = crate::conversation::cap_message_text(content);
         let event = Event::MessageCompleted {
             run_id: self.run_id.clone(),
             role: MessageRole::Assistant,
@@ -392,6 +394,7 @@ impl Run {
         text: String,
         kind: UserMessageKind,
     ) -> Result<()> {
+        let text = crate::conversation::cap_message_text(text);
         self.push_message(
             history,
             Message::User {

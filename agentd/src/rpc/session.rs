@@ -89,6 +89,7 @@ pub async fn prompt(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<PromptResult> {
     state.refuse_if_stopping()?;
+    check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
         .prompt(params.text, params.client_request_id, params.queue_if_busy)
@@ -100,6 +101,7 @@ pub async fn steer(
     params: QueueMessageParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<QueueMessageResult> {
+    check_text_length("steer", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.steer(params.text).await?)
 }
@@ -110,6 +112,7 @@ pub async fn follow_up(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<QueueMessageResult> {
     state.refuse_if_stopping()?;
+    check_text_length("follow-up", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.follow_up(params.text).await?)
 }
@@ -125,6 +128,25 @@ pub async fn cancel(
         cancelled: run_id.is_some(),
         run_id,
     })
+}
+
+/// User text longer than one message may be is refused (a model reply is cut instead): the
+/// user can still decide what to send.
+fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
+    let limit = crate::conversation::MAX_MESSAGE_CHARS;
+    if text.len() <= limit {
+        return Ok(());
+    }
+    let chars = text.chars().count();
+    if chars <= limit {
+        return Ok(());
+    }
+    Err(rpc_error(
+        codes::INVALID_PARAMS,
+        format!(
+            "{what} too long: {chars} chars, the limit is {limit}; put large inputs in a file in the workspace and refer to it"
+        ),
+    ))
 }
 
 fn to_history_message(message: &Message) -> HistoryMessage {

@@ -1,7 +1,9 @@
 //! One client connection: newline-delimited JSON-RPC 2.0 in both directions, dispatched into
 //! the jsonrpsee method table. Requests run concurrently (responses may come back out of
 //! order; clients match by id), except `initialize`, which is handled before the next line is
-//! read so that a pipelined request after it sees the connection initialised.
+//! read so that a pipelined request after it sees the connection initialised. At most
+//! `ServerLimits::max_in_flight_per_connection` run at once: at the cap the connection is not
+//! read until one finishes, so its client waits on its own socket.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,13 +15,14 @@ use jsonrpsee::{
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerLimits;
-use super::line::{Frame, LineReader};
+use super::line::{Frame, FrameBudget, Line, LineReader};
+use super::outbound::{response_too_big_message, write_loop};
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use protocol::Method;
 use protocol::error as codes;
@@ -127,13 +130,16 @@ struct RawRequest<'a> {
     params: Option<Box<RawValue>>,
 }
 
-/// Serve one connection until the client hangs up or `shutdown` fires, then finish in-flight
-/// requests (bounded by `limits.drain_deadline`) and flush what is queued.
+/// Serve one connection until the client hangs up, does not `initialize` in time
+/// (`limits.initialize_deadline`) or `shutdown` fires, then finish in-flight requests (bounded
+/// by `limits.drain_deadline`) and flush what is queued. `frame_budget` is shared by every
+/// connection: the bytes of big lines (`limits.frame_memory_budget`).
 pub async fn serve_connection<S>(
     stream: S,
     connection_id: u64,
     methods: Methods,
     limits: ServerLimits,
+    frame_budget: Arc<Semaphore>,
     shutdown: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -141,7 +147,12 @@ pub async fn serve_connection<S>(
     let (read_half, write_half) = tokio::io::split(stream);
     let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
     let writer_done = CancellationToken::new();
-    let writer = tokio::spawn(write_loop(write_half, out_rx, writer_done.clone()));
+    let writer = tokio::spawn(write_loop(
+        write_half,
+        out_rx,
+        writer_done.clone(),
+        limits.max_line_bytes,
+    ));
 
     let ctx = Arc::new(ConnectionContext {
         connection_id,
@@ -159,13 +170,38 @@ pub async fn serve_connection<S>(
         limits: limits.clone(),
     });
 
-    let mut reader = LineReader::new(BufReader::new(read_half), limits.max_line_bytes);
+    let budget = FrameBudget {
+        semaphore: frame_budget,
+        big_line_bytes: limits.big_line_bytes,
+    };
+    let mut reader = LineReader::new(BufReader::new(read_half), limits.max_line_bytes, budget);
     let mut in_flight = JoinSet::new();
+    let initialize_deadline = tokio::time::sleep(limits.initialize_deadline);
+    tokio::pin!(initialize_deadline);
     loop {
+        let uninitialized = !ctx.initialized.load(Ordering::Acquire);
         tokio::select! {
             _ = shutdown.cancelled() => break,
             Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
-            frame = reader.next_frame() => match frame {
+            _ = &mut initialize_deadline, if uninitialized => {
+                tracing::debug!(connection_id, "no initialize in time; closing the connection");
+                let message = format!(
+                    "no `initialize` within {} ms; closing the connection",
+                    limits.initialize_deadline.as_millis()
+                );
+                // Best effort: a client that reads nothing must not hold the close up.
+                let error = MethodResponse::error(
+                    Id::Null,
+                    ErrorObject::owned(codes::NOT_INITIALIZED, message, None::<()>),
+                );
+                let _ = dispatcher
+                    .sink
+                    .send_timeout(error.into_json(), std::time::Duration::ZERO)
+                    .await;
+                break;
+            }
+            // At the cap the connection is not read: its client waits, nobody else does.
+            frame = reader.next_frame(), if in_flight.len() < limits.max_in_flight_per_connection => match frame {
                 Ok(Some(Frame::Line(line))) => {
                     dispatcher.clone().handle_line(line, &mut in_flight).await;
                 }
@@ -225,49 +261,6 @@ pub async fn serve_connection<S>(
     tracing::debug!(connection_id, "connection closed");
 }
 
-/// Writes queued messages one per line, flushing only when the queue is empty (throughput).
-async fn write_loop<W: AsyncWrite + Unpin>(
-    write_half: W,
-    mut out_rx: mpsc::Receiver<Box<RawValue>>,
-    done: CancellationToken,
-) {
-    let mut writer = BufWriter::new(write_half);
-    loop {
-        let message = tokio::select! {
-            biased;
-            message = out_rx.recv() => message,
-            _ = done.cancelled() => {
-                // Drain what is already queued, then stop: subscriptions still holding a
-                // sink see it closed once the receiver is dropped.
-                while let Ok(message) = out_rx.try_recv() {
-                    if write_message(&mut writer, &message).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = writer.flush().await;
-                let _ = writer.shutdown().await;
-                return;
-            }
-        };
-        let Some(message) = message else { break };
-        if write_message(&mut writer, &message).await.is_err() {
-            return;
-        }
-        if out_rx.is_empty() && writer.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = writer.flush().await;
-}
-
-async fn write_message<W: AsyncWrite + Unpin>(
-    writer: &mut BufWriter<W>,
-    message: &RawValue,
-) -> std::io::Result<()> {
-    writer.write_all(message.get().as_bytes()).await?;
-    writer.write_all(b"\n").await
-}
-
 struct Dispatcher {
     methods: Methods,
     sink: MethodSink,
@@ -277,8 +270,11 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    async fn handle_line(self: Arc<Self>, line: Vec<u8>, in_flight: &mut JoinSet<()>) {
-        let text = match std::str::from_utf8(&line) {
+    async fn handle_line(self: Arc<Self>, line: Line, in_flight: &mut JoinSet<()>) {
+        // A big line's share of the frame budget stays with what was parsed from it, until
+        // the call is answered.
+        let Line { bytes, budget } = line;
+        let text = match std::str::from_utf8(&bytes) {
             Ok(text) => text.trim(),
             Err(_) => {
                 self.send_error(Id::Null, codes::PARSE_ERROR, "message is not valid UTF-8")
@@ -290,10 +286,12 @@ impl Dispatcher {
             return;
         }
         if text.starts_with('[') {
-            self.handle_batch(text, in_flight).await;
+            self.handle_batch(text, budget, in_flight).await;
             return;
         }
-        match parse_call(text) {
+        let parsed = parse_call(text);
+        drop(bytes);
+        match parsed {
             Ok(Some(call)) if call.method == protocol::methods::Initialize::NAME => {
                 // Inline, so the next request on this connection sees the result.
                 let response = self.call(call).await;
@@ -303,6 +301,7 @@ impl Dispatcher {
                 in_flight.spawn(async move {
                     let response = self.call(call).await;
                     self.send(response).await;
+                    drop(budget);
                 });
             }
             Ok(None) => {}
@@ -310,7 +309,12 @@ impl Dispatcher {
         }
     }
 
-    async fn handle_batch(self: Arc<Self>, text: &str, in_flight: &mut JoinSet<()>) {
+    async fn handle_batch(
+        self: Arc<Self>,
+        text: &str,
+        budget: Option<OwnedSemaphorePermit>,
+        in_flight: &mut JoinSet<()>,
+    ) {
         let items: Vec<Box<RawValue>> = match serde_json::from_str(text) {
             Ok(items) => items,
             Err(err) => {
@@ -328,7 +332,18 @@ impl Dispatcher {
                 .await;
             return;
         }
+        if items.len() > self.limits.max_batch_len {
+            let message = format!(
+                "batch too long: {} requests, the limit is {}; send fewer per batch",
+                items.len(),
+                self.limits.max_batch_len
+            );
+            self.send_error(Id::Null, codes::INVALID_REQUEST, &message)
+                .await;
+            return;
+        }
         in_flight.spawn(async move {
+            let _budget = budget;
             let mut responses = Vec::with_capacity(items.len());
             for item in items {
                 match parse_call(item.get()) {
@@ -352,6 +367,15 @@ impl Dispatcher {
                 return;
             }
             match serde_json::value::to_raw_value(&parts) {
+                Ok(batch) if batch.get().len() > self.limits.max_line_bytes => {
+                    let message = response_too_big_message(
+                        &format!("the batch's answer ({} bytes)", batch.get().len()),
+                        self.limits.max_line_bytes,
+                    );
+                    drop(batch);
+                    self.send_error(Id::Null, codes::RESPONSE_TOO_BIG, &message)
+                        .await;
+                }
                 Ok(batch) => {
                     let _ = self.sink.send(batch).await;
                 }
@@ -360,8 +384,46 @@ impl Dispatcher {
         });
     }
 
-    /// Run one call through the method table.
+    /// Run one call through the method table; an answer over the line limit becomes a
+    /// "response too big" error.
     async fn call(&self, call: IncomingCall) -> MethodResponse {
+        let id = call.id.clone();
+        let method = call.method.clone();
+        let response = self.dispatch(call).await;
+        self.within_line_limit(id, &method, response)
+    }
+
+    /// jsonrpsee stops encoding an answer at the limit and answers its own "oversized" error,
+    /// whose code (-32008) is ours for "already decided": give it our code and a message that
+    /// says what to do.
+    fn within_line_limit(
+        &self,
+        id: Id<'static>,
+        method: &str,
+        response: MethodResponse,
+    ) -> MethodResponse {
+        let oversized = response.as_error_code()
+            == Some(jsonrpsee::types::error::OVERSIZED_RESPONSE_CODE)
+            && response
+                .as_json()
+                .get()
+                .contains(jsonrpsee::types::error::OVERSIZED_RESPONSE_MSG);
+        if !oversized {
+            return response;
+        }
+        tracing::warn!(method, "an answer is over the line limit");
+        let message = response_too_big_message(
+            &format!("the answer to `{method}`"),
+            self.limits.max_line_bytes,
+        );
+        MethodResponse::error(
+            id,
+            ErrorObject::owned(codes::RESPONSE_TOO_BIG, message, None::<()>),
+        )
+    }
+
+    /// Dispatch one call to its handler.
+    async fn dispatch(&self, call: IncomingCall) -> MethodResponse {
         let IncomingCall { id, method, params } = call;
         let is_initialize = method == protocol::methods::Initialize::NAME;
         if !is_initialize && !self.ctx.initialized.load(Ordering::Acquire) {
