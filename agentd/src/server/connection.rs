@@ -8,12 +8,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Id, Params};
+use jsonrpsee::types::{ErrorObject, Id, Params};
 use jsonrpsee::{
     BoundedSubscriptions, ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink,
     Methods, SubscriptionState,
 };
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -23,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
 use super::outbound::{response_too_big_message, write_loop};
+use super::request::{IncomingCall, parse_call};
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use protocol::Method;
 use protocol::error as codes;
@@ -111,23 +111,6 @@ impl Drop for TrackedSubscription {
 /// Subscription ids compare as JSON text (`123` and `"abc"` alike).
 fn subscription_key(id: &serde_json::Value) -> String {
     id.to_string()
-}
-
-/// A request parsed off the wire, owned so it can move into a task.
-struct IncomingCall {
-    id: Id<'static>,
-    method: String,
-    params: Option<Box<RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct RawRequest<'a> {
-    jsonrpc: Option<&'a str>,
-    #[serde(default, borrow)]
-    id: Option<&'a RawValue>,
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
 }
 
 /// Serve one connection until the client hangs up, does not `initialize` in time
@@ -271,8 +254,9 @@ struct Dispatcher {
 
 impl Dispatcher {
     async fn handle_line(self: Arc<Self>, line: Line, in_flight: &mut JoinSet<()>) {
-        // A big line's share of the frame budget stays with what was parsed from it, until
-        // the call is answered.
+        // A big line's share of the frame budget stays with what was parsed from it until its
+        // handler returns (not while the answer waits for room: a client that reads nothing
+        // must not keep the budget from other connections).
         let Line { bytes, budget } = line;
         let text = match std::str::from_utf8(&bytes) {
             Ok(text) => text.trim(),
@@ -300,8 +284,8 @@ impl Dispatcher {
             Ok(Some(call)) => {
                 in_flight.spawn(async move {
                     let response = self.call(call).await;
-                    self.send(response).await;
                     drop(budget);
+                    self.send(response).await;
                 });
             }
             Ok(None) => {}
@@ -343,7 +327,6 @@ impl Dispatcher {
             return;
         }
         in_flight.spawn(async move {
-            let _budget = budget;
             let mut responses = Vec::with_capacity(items.len());
             for item in items {
                 match parse_call(item.get()) {
@@ -352,6 +335,7 @@ impl Dispatcher {
                     Err(response) => responses.push(response),
                 }
             }
+            drop(budget);
             let mut parts = Vec::with_capacity(responses.len());
             for response in responses {
                 if response.is_subscription() {
@@ -518,80 +502,4 @@ impl Dispatcher {
         ))
         .await;
     }
-}
-
-/// Parse one JSON-RPC message. `Ok(None)` for messages that need no answer (notifications
-/// from the client, responses); `Err` holds the error response to send.
-fn parse_call(text: &str) -> Result<Option<IncomingCall>, MethodResponse> {
-    let raw: RawRequest = match serde_json::from_str(text) {
-        Ok(raw) => raw,
-        Err(err) if err.is_syntax() || err.is_eof() => {
-            return Err(error_response(
-                Id::Null,
-                codes::PARSE_ERROR,
-                format!("invalid JSON: {err}"),
-            ));
-        }
-        Err(err) => {
-            return Err(error_response(
-                Id::Null,
-                codes::INVALID_REQUEST,
-                format!("invalid request: {err}"),
-            ));
-        }
-    };
-    let id = match raw.id.map(|id| serde_json::from_str::<Id>(id.get())) {
-        None => None,
-        Some(Ok(id)) => Some(id.into_owned()),
-        Some(Err(_)) => {
-            return Err(error_response(
-                Id::Null,
-                codes::INVALID_REQUEST,
-                "invalid request: `id` must be a string, a number or null".to_owned(),
-            ));
-        }
-    };
-    if raw.jsonrpc != Some("2.0") {
-        return Err(error_response(
-            id.unwrap_or(Id::Null),
-            codes::INVALID_REQUEST,
-            "invalid request: `jsonrpc` must be \"2.0\"".to_owned(),
-        ));
-    }
-    let Some(method) = raw.method else {
-        // A response to a server request, or garbage with an id; nothing to answer for the
-        // former, an error for the latter.
-        return match id {
-            Some(_) if text.contains("\"result\"") || text.contains("\"error\"") => Ok(None),
-            id => Err(error_response(
-                id.unwrap_or(Id::Null),
-                codes::INVALID_REQUEST,
-                "invalid request: missing `method`".to_owned(),
-            )),
-        };
-    };
-    if let Some(params) = &raw.params {
-        let first = params.get().as_bytes().first();
-        if !matches!(first, Some(b'{') | Some(b'[')) {
-            return Err(error_response(
-                id.unwrap_or(Id::Null),
-                codes::INVALID_REQUEST,
-                "invalid request: `params` must be an object or an array".to_owned(),
-            ));
-        }
-    }
-    let Some(id) = id else {
-        // A notification from the client: JSON-RPC forbids answering it.
-        tracing::debug!(%method, "ignoring client notification");
-        return Ok(None);
-    };
-    Ok(Some(IncomingCall {
-        id,
-        method,
-        params: raw.params,
-    }))
-}
-
-fn error_response(id: Id<'static>, code: i32, message: String) -> MethodResponse {
-    MethodResponse::error(id, ErrorObjectOwned::owned(code, message, None::<()>))
 }

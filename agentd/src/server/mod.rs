@@ -5,6 +5,7 @@ pub mod connection;
 pub mod line;
 pub mod outbound;
 pub mod params;
+pub mod request;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
