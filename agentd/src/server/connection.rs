@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
-use super::outbound::{response_too_big_message, write_loop};
+use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
 use super::request::{IncomingCall, parse_call};
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use protocol::Method;
@@ -130,11 +130,15 @@ pub async fn serve_connection<S>(
     let (read_half, write_half) = tokio::io::split(stream);
     let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
     let writer_done = CancellationToken::new();
+    let outbound = Arc::new(OutboundBudget::new(
+        limits.outbound_bytes.max(limits.max_line_bytes),
+    ));
     let writer = tokio::spawn(write_loop(
         write_half,
         out_rx,
         writer_done.clone(),
         limits.max_line_bytes,
+        outbound.clone(),
     ));
 
     let ctx = Arc::new(ConnectionContext {
@@ -148,6 +152,7 @@ pub async fn serve_connection<S>(
     let dispatcher = Arc::new(Dispatcher {
         methods,
         sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
+        outbound,
         subscriptions: BoundedSubscriptions::new(limits.max_subscriptions_per_connection),
         ctx: ctx.clone(),
         limits: limits.clone(),
@@ -247,6 +252,8 @@ pub async fn serve_connection<S>(
 struct Dispatcher {
     methods: Methods,
     sink: MethodSink,
+    /// Answers take their bytes from it before they are queued.
+    outbound: Arc<OutboundBudget>,
     subscriptions: BoundedSubscriptions,
     ctx: Arc<ConnectionContext>,
     limits: ServerLimits,
@@ -361,6 +368,7 @@ impl Dispatcher {
                         .await;
                 }
                 Ok(batch) => {
+                    self.outbound.reserve(&batch).await;
                     let _ = self.sink.send(batch).await;
                 }
                 Err(err) => tracing::error!(%err, "cannot serialise a batch response"),
@@ -489,6 +497,7 @@ impl Dispatcher {
             return;
         }
         let (json, notify, _) = response.into_parts();
+        self.outbound.reserve(&json).await;
         let sent = self.sink.send(json).await.is_ok();
         if let Some(notify) = notify {
             notify.notify(sent);
@@ -503,3 +512,7 @@ impl Dispatcher {
         .await;
     }
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -38,6 +38,10 @@ pub struct ServerLimits {
     /// Messages queued for one connection before senders wait (or, for best-effort events,
     /// drop); bounds memory per slow client.
     pub outbound_queue: usize,
+    /// Bytes of answers queued for one connection and not yet written: with `outbound_queue`
+    /// alone, a client that pipelines big answers (`session/get` with a long history) and reads
+    /// nothing would hold `outbound_queue` times 16 MiB. Never below `max_line_bytes`.
+    pub outbound_bytes: usize,
     /// Live subscriptions per connection.
     pub max_subscriptions_per_connection: u32,
     /// How long in-flight requests may run on after the client hangs up or the daemon stops.
@@ -72,6 +76,7 @@ impl Default for ServerLimits {
             max_line_bytes: MAX_LINE_BYTES,
             max_connections: 512,
             outbound_queue: 1024,
+            outbound_bytes: 32 * 1024 * 1024,
             max_subscriptions_per_connection: 64,
             drain_deadline: Duration::from_secs(10),
             max_in_flight_per_connection: 64,

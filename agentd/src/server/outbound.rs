@@ -1,15 +1,77 @@
 //! The outbound half of a connection: one writer task drains the connection's bounded queue
 //! and writes one message per line, flushing when the queue is empty. It is also the last
-//! guard of the line limit: nothing longer than `max_line_bytes` leaves the daemon.
+//! guard of the line limit: nothing longer than `max_line_bytes` leaves the daemon. Answers
+//! also count against the connection's `OutboundBudget` until the writer takes them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use jsonrpsee::types::{ErrorObject, Id};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use protocol::error as codes;
+
+/// Bytes of answers queued for one connection and not yet taken by its writer. The queue
+/// holds a bounded number of messages, but one answer may be 16 MiB: an answer first takes
+/// its size from here, so a client that reads nothing holds at most this much in answers.
+/// Permits are bytes, found again by the address of the message text (stable while the
+/// message lives, which is until the writer has taken it).
+#[derive(Debug)]
+pub struct OutboundBudget {
+    bytes: Arc<Semaphore>,
+    /// The most one message takes: the whole budget.
+    capacity: usize,
+    held: Mutex<HashMap<usize, OwnedSemaphorePermit>>,
+}
+
+impl OutboundBudget {
+    pub fn new(capacity: usize) -> OutboundBudget {
+        let capacity = capacity.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        OutboundBudget {
+            bytes: Arc::new(Semaphore::new(capacity)),
+            capacity,
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Wait until `message` fits, and count it until the writer takes it.
+    pub async fn reserve(&self, message: &RawValue) {
+        let len = message.get().len().clamp(1, self.capacity);
+        let Ok(permit) = self
+            .bytes
+            .clone()
+            .acquire_many_owned(u32::try_from(len).unwrap_or(u32::MAX))
+            .await
+        else {
+            return;
+        };
+        self.lock().insert(address(message), permit);
+    }
+
+    /// The writer took `message`: give its bytes back (nothing for a message not counted).
+    fn release(&self, message: &RawValue) {
+        self.lock().remove(&address(message));
+    }
+
+    /// Bytes free now (tests).
+    pub fn available(&self) -> usize {
+        self.bytes.available_permits()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, OwnedSemaphorePermit>> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn address(message: &RawValue) -> usize {
+    message.get().as_ptr() as usize
+}
 
 /// Writes queued messages one per line until the queue closes or `done` fires (then what is
 /// already queued is written first).
@@ -18,6 +80,7 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
     mut out_rx: mpsc::Receiver<Box<RawValue>>,
     done: CancellationToken,
     max_line_bytes: usize,
+    budget: Arc<OutboundBudget>,
 ) {
     let mut writer = BufWriter::new(write_half);
     loop {
@@ -28,7 +91,7 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
                 // Drain what is already queued, then stop: subscriptions still holding a
                 // sink see it closed once the receiver is dropped.
                 while let Ok(message) = out_rx.try_recv() {
-                    if write_message(&mut writer, message, max_line_bytes).await.is_err() {
+                    if write_message(&mut writer, message, max_line_bytes, &budget).await.is_err() {
                         return;
                     }
                 }
@@ -38,7 +101,7 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
             }
         };
         let Some(message) = message else { break };
-        if write_message(&mut writer, message, max_line_bytes)
+        if write_message(&mut writer, message, max_line_bytes, &budget)
             .await
             .is_err()
         {
@@ -62,7 +125,9 @@ async fn write_message<W: AsyncWrite + Unpin>(
     writer: &mut BufWriter<W>,
     message: Box<RawValue>,
     max_line_bytes: usize,
+    budget: &OutboundBudget,
 ) -> std::io::Result<()> {
+    budget.release(&message);
     let Some(message) = within_line_limit(message, max_line_bytes) else {
         return Ok(());
     };
@@ -118,6 +183,37 @@ mod tests {
 
     fn raw(value: serde_json::Value) -> Box<RawValue> {
         serde_json::value::to_raw_value(&value).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answer_holds_its_bytes_until_the_writer_takes_it() {
+        let budget = Arc::new(OutboundBudget::new(100));
+        let first = raw(serde_json::json!({"id": 1, "result": "x".repeat(50)}));
+        budget.reserve(&first).await;
+        let taken = 100 - budget.available();
+        assert_eq!(taken, first.get().len());
+        let second = raw(serde_json::json!({"id": 2, "result": "y".repeat(50)}));
+        {
+            use futures::FutureExt as _;
+            assert!(
+                budget.reserve(&second).now_or_never().is_none(),
+                "the second answer must wait for room"
+            );
+        }
+        let (tx, rx) = mpsc::channel(4);
+        tx.send(first).await.unwrap();
+        drop(tx);
+        write_loop(
+            tokio::io::sink(),
+            rx,
+            CancellationToken::new(),
+            1000,
+            budget.clone(),
+        )
+        .await;
+        assert_eq!(budget.available(), 100);
+        budget.reserve(&second).await;
+        assert_eq!(100 - budget.available(), second.get().len());
     }
 
     #[test]
