@@ -92,9 +92,47 @@ pub fn cap_message_text(text: String) -> String {
     }
 }
 
+/// `call` with arguments over `MAX_MESSAGE_CHARS` replaced by a note saying so. The note is
+/// not JSON, so the call is never run: the executor answers it with an error the model reads
+/// (cutting JSON in the middle could leave a call that means something else).
+pub fn cap_tool_call(mut call: ToolCall) -> ToolCall {
+    if call.arguments.len() <= MAX_MESSAGE_CHARS {
+        return call;
+    }
+    let chars = call.arguments.chars().count();
+    if chars > MAX_MESSAGE_CHARS {
+        call.arguments = format!(
+            "[arguments cut: {chars} chars, over the {MAX_MESSAGE_CHARS}-char limit of one message; the call was not run]"
+        );
+    }
+    call
+}
+
 #[cfg(test)]
 mod cap_tests {
     use super::*;
+
+    #[test]
+    fn oversized_tool_arguments_become_a_note_that_is_not_json() {
+        let small = ToolCall {
+            id: "c1".to_owned(),
+            name: "read_file".to_owned(),
+            arguments: r#"{"path":"a"}"#.to_owned(),
+        };
+        assert_eq!(cap_tool_call(small.clone()), small);
+        let big = ToolCall {
+            arguments: format!(r#"{{"path":"{}"}}"#, "a".repeat(MAX_MESSAGE_CHARS)),
+            ..small
+        };
+        let cut = cap_tool_call(big);
+        assert!(
+            cut.arguments.starts_with("[arguments cut: "),
+            "{}",
+            cut.arguments
+        );
+        assert!(serde_json::from_str::<serde_json::Value>(&cut.arguments).is_err());
+        assert_eq!(cut.id, "c1");
+    }
 
     #[test]
     fn short_text_is_kept_whole() {

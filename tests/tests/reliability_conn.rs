@@ -388,3 +388,62 @@ async fn an_answer_over_the_line_limit_is_response_too_big() {
     );
     assert!(error.message.contains("prompt too long"), "{error:?}");
 }
+
+/// Item 10: a tool call with 20 MB of arguments is neither stored nor sent nor run whole: its
+/// arguments become a note saying what was cut, the model gets an error result and the run
+/// goes on; the session stays readable.
+#[tokio::test]
+async fn a_tool_call_with_runaway_arguments_is_cut_and_not_run() {
+    let scenario = Scenario::start(Format::OpenAi).await;
+    let path = "x".repeat(20 * 1024 * 1024);
+    scenario.mock.push(Reply::tool_call(
+        "call_1",
+        "read_file",
+        json!({"path": path}),
+    ));
+    scenario.mock.push(Reply::text("that was too long"));
+    let (mut client, session_id) = scenario.session().await;
+    client.prompt(&session_id, "read it").await;
+    let events = client.events_until_run_finished().await;
+    let arguments = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::MessageCompleted { tool_calls, .. } if !tool_calls.is_empty() => {
+                Some(tool_calls[0].arguments.clone())
+            }
+            _ => None,
+        })
+        .expect("the assistant's tool call");
+    assert!(arguments.starts_with("[arguments cut: "), "{arguments}");
+    let (output, is_error) = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ToolCompleted {
+                output, is_error, ..
+            } => Some((output.clone(), *is_error)),
+            _ => None,
+        })
+        .expect("the tool call's result");
+    assert!(is_error, "the cut call must not run: {output}");
+    assert!(matches!(
+        events.last().map(|e| &e.event),
+        Some(Event::RunFinished {
+            status: RunStatus::Completed,
+            ..
+        })
+    ));
+    let requests = scenario.mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].body.len() < 1024 * 1024,
+        "the history sent back is {} bytes",
+        requests[1].body.len()
+    );
+    client
+        .request(
+            "session/get",
+            json!({"sessionId": session_id, "includeHistory": true}),
+        )
+        .await
+        .expect("session/get with history");
+}

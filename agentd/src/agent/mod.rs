@@ -143,7 +143,12 @@ impl Run {
                 state.usage.add(&completion.usage);
                 state.usage
             };
-            let tool_calls = completion.tool_calls;
+            // Runaway arguments are not kept (nor run): the model is told.
+            let tool_calls: Vec<ToolCall> = completion
+                .tool_calls
+                .into_iter()
+                .map(crate::conversation::cap_tool_call)
+                .collect();
             self.push_assistant(history, completion.content, tool_calls.clone())
                 .await?;
             self.log
