@@ -447,3 +447,92 @@ async fn a_tool_call_with_runaway_arguments_is_cut_and_not_run() {
         .await
         .expect("session/get with history");
 }
+
+/// Item 10: a session written before messages were capped, holding a 30 MB reply, is readable
+/// again: `session/get` caps the history's text, a replay sends a stand-in for the event that
+/// does not fit in a line, and `agentctl sessions show` and `attach` work.
+#[tokio::test]
+async fn a_session_with_an_oversized_stored_reply_stays_readable() {
+    let mut scenario = Scenario::start(Format::OpenAi).await;
+    scenario.mock.push(Reply::text("hi"));
+    let (mut client, session_id) = scenario.session().await;
+    let run_id = client.prompt(&session_id, "hello").await;
+    let events = client.events_until_run_finished().await;
+    let last = events.last().expect("events").seq;
+    drop(client);
+    scenario.daemon.kill().await;
+
+    // What an earlier daemon stored for a 30 MB reply: the message and its event, fields in
+    // the store's order (its readers look for lines starting `{"type":"event"`).
+    let content = format!("HEAD{}TAIL", "w".repeat(30 * 1024 * 1024));
+    let message = format!(
+        "{{\"type\":\"message\",\"message\":{{\"role\":\"assistant\",\"content\":\"{content}\"}}}}"
+    );
+    let event = Event::MessageCompleted {
+        run_id,
+        role: MessageRole::Assistant,
+        content: content.clone(),
+        kind: None,
+        tool_calls: Vec::new(),
+    };
+    let event = format!(
+        "{{\"type\":\"event\",\"seq\":{},\"event\":{}}}",
+        last + 1,
+        serde_json::to_string(&event).expect("encode the event")
+    );
+    let path = scenario
+        .daemon
+        .env
+        .path("state")
+        .join("agentd")
+        .join("sessions")
+        .join(format!("{session_id}.jsonl"));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open the session file");
+    use std::io::Write as _;
+    writeln!(file, "{message}\n{event}").expect("append the oversized entries");
+    drop(file);
+    drop(content);
+    scenario.daemon.restart().await;
+
+    let mut client = scenario.client().await;
+    let got = client
+        .request(
+            "session/get",
+            json!({"sessionId": session_id, "includeHistory": true}),
+        )
+        .await
+        .expect("session/get with history");
+    let stored = got["history"]
+        .as_array()
+        .and_then(|history| history.last())
+        .and_then(|m| m["content"].as_str())
+        .expect("the oversized message in the history");
+    assert!(stored.starts_with("HEAD") && stored.ends_with("TAIL"));
+    assert!(stored.contains("chars omitted"));
+
+    client.subscribe(&session_id, Some(0)).await;
+    let replayed = client.events_through_seq(last + 1).await;
+    let stand_in = replayed.last().expect("the replayed oversized event");
+    assert_eq!(stand_in.seq, last + 1);
+    match &stand_in.event {
+        Event::Error { message, .. } => {
+            assert!(message.contains("line limit"), "{message}")
+        }
+        other => panic!("expected a stand-in error event, got {other:?}"),
+    }
+
+    for args in [
+        vec!["attach", session_id.as_str()],
+        vec!["sessions", "show", session_id.as_str()],
+    ] {
+        let output = scenario.daemon.env.run_agentctl(&args).await;
+        assert!(
+            output.status.success(),
+            "agentctl {args:?} failed: {}",
+            text(&output.stderr)
+        );
+    }
+}

@@ -149,17 +149,23 @@ fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
     ))
 }
 
+/// The wire form of a history message. Text is capped again here: a session written before
+/// messages were capped may hold longer ones.
 fn to_history_message(message: &Message) -> HistoryMessage {
+    use crate::conversation::{cap_message_text, cap_tool_call};
     match message {
         Message::User { content } => HistoryMessage::User {
-            content: content.clone(),
+            content: cap_message_text(content.clone()),
         },
         Message::Assistant {
             content,
             tool_calls,
         } => HistoryMessage::Assistant {
-            content: content.clone(),
-            tool_calls: tool_calls.iter().map(crate::agent::to_wire_call).collect(),
+            content: cap_message_text(content.clone()),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| crate::agent::to_wire_call(&cap_tool_call(call.clone())))
+                .collect(),
         },
         Message::Tool {
             tool_call_id,
@@ -169,7 +175,7 @@ fn to_history_message(message: &Message) -> HistoryMessage {
         } => HistoryMessage::Tool {
             tool_call_id: tool_call_id.clone(),
             tool_name: tool_name.clone(),
-            content: content.clone(),
+            content: cap_message_text(content.clone()),
             is_error: *is_error,
         },
     }
