@@ -3,10 +3,12 @@
 //! budget shared by every connection (`FrameBudget`), so many big lines at once wait instead
 //! of multiplying the daemon's memory.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 /// One frame read from the socket.
 #[derive(Debug)]
@@ -46,7 +48,12 @@ pub struct LineReader<R> {
     seen: usize,
     /// The budget the current line holds once it grew big.
     permit: Option<OwnedSemaphorePermit>,
+    /// The wait for that budget, kept across calls: the caller's `select!` may drop
+    /// `next_frame` while it waits, and the line must not lose its place in the queue.
+    acquiring: Option<Acquire>,
 }
+
+type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     pub fn new(reader: R, max_len: usize, budget: FrameBudget) -> Self {
@@ -57,6 +64,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             buf: Vec::new(),
             seen: 0,
             permit: None,
+            acquiring: None,
         }
     }
 
@@ -102,14 +110,15 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         }
     }
 
-    async fn acquire_budget(&self) -> std::io::Result<OwnedSemaphorePermit> {
+    async fn acquire_budget(&mut self) -> std::io::Result<OwnedSemaphorePermit> {
         let bytes = u32::try_from(self.max_len).unwrap_or(u32::MAX);
-        self.budget
-            .semaphore
-            .clone()
-            .acquire_many_owned(bytes)
-            .await
-            .map_err(|_| std::io::Error::other("the frame memory budget is closed"))
+        let semaphore = self.budget.semaphore.clone();
+        let acquiring = self
+            .acquiring
+            .get_or_insert_with(|| Box::pin(semaphore.acquire_many_owned(bytes)));
+        let acquired = acquiring.await;
+        self.acquiring = None;
+        acquired.map_err(|_| std::io::Error::other("the frame memory budget is closed"))
     }
 
     fn finish(&mut self) -> Frame {
@@ -219,12 +228,31 @@ mod tests {
                 "the second big line must wait"
             );
         }
-        drop(big);
+        // A third waits behind it; a waiter dropped by its caller keeps its place.
+        let mut third = LineReader::new(
+            tokio::io::BufReader::with_capacity(4, &b"ijklmnop\n"[..]),
+            8,
+            shared.clone(),
+        );
+        {
+            use futures::FutureExt as _;
+            assert!(third.next_frame().now_or_never().is_none());
+            drop(big);
+            assert!(
+                third.next_frame().now_or_never().is_none(),
+                "the second line was waiting first"
+            );
+        }
         let Some(Frame::Line(line)) = other.next_frame().await.unwrap() else {
             panic!("expected a line")
         };
         assert_eq!(line.bytes, b"abcdefgh");
         assert!(line.budget.is_some());
+        drop(line);
+        let Some(Frame::Line(line)) = third.next_frame().await.unwrap() else {
+            panic!("expected a line")
+        };
+        assert_eq!(line.bytes, b"ijklmnop");
         drop(line);
         assert_eq!(shared.semaphore.available_permits(), 8);
         let Some(Frame::Line(small)) = reader.next_frame().await.unwrap() else {
