@@ -80,13 +80,17 @@ impl Usage {
 /// limit. About 250k tokens: more than any model's context window holds.
 pub const MAX_MESSAGE_CHARS: usize = 1 << 20;
 
-/// `text` cut to `MAX_MESSAGE_CHARS`, keeping its head and tail and saying how much was left
-/// out between them.
+/// Room left in a cut message for the note saying what was cut, so that a cut message is
+/// itself within the cap (cutting again changes nothing).
+const CUT_NOTE_CHARS: usize = 64;
+
+/// `text` cut to at most `MAX_MESSAGE_CHARS`, keeping its head and tail and saying how much
+/// was left out between them. Cutting a cut text changes nothing.
 pub fn cap_message_text(text: String) -> String {
-    if text.len() <= MAX_MESSAGE_CHARS {
+    if text.len() <= MAX_MESSAGE_CHARS || text.chars().count() <= MAX_MESSAGE_CHARS {
         return text;
     }
-    match crate::tools::truncate_middle(&text, MAX_MESSAGE_CHARS) {
+    match crate::tools::truncate_middle(&text, MAX_MESSAGE_CHARS - CUT_NOTE_CHARS) {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(cut) => cut,
     }
@@ -153,7 +157,14 @@ mod cap_tests {
         assert!(cut.starts_with(&"h".repeat(1000)));
         assert!(cut.ends_with(&"t".repeat(1000)));
         assert!(!cut.contains('z'));
-        assert!(cut.contains(&format!("[… {} chars omitted …]", MAX_MESSAGE_CHARS + 10)));
-        assert!(cut.chars().count() < MAX_MESSAGE_CHARS + 100);
+        assert!(cut.contains(&format!(
+            "[… {} chars omitted …]",
+            MAX_MESSAGE_CHARS + 10 + CUT_NOTE_CHARS
+        )));
+        assert!(cut.chars().count() <= MAX_MESSAGE_CHARS);
+        assert!(
+            cap_message_text(cut.clone()) == cut,
+            "cutting again changed it"
+        );
     }
 }

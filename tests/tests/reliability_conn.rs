@@ -316,7 +316,12 @@ async fn a_50_mb_model_reply_is_capped_and_the_session_stays_readable() {
         .find(|m| m["role"] == "assistant")
         .and_then(|m| m["content"].as_str())
         .expect("the assistant message in the history");
-    assert_eq!(stored, content);
+    assert!(
+        stored == content,
+        "the history ({} bytes) differs from the event ({} bytes)",
+        stored.len(),
+        content.len()
+    );
 
     reader.subscribe(&session_id, Some(0)).await;
     let last = events.last().expect("events").seq;
