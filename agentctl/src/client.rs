@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::io::BufReader;
 
-use crate::transport::{LineReceiver, LineSender};
+use crate::transport::{LineReceiver, LineSender, Refusal};
 
 /// Notifications buffered per subscription before jsonrpsee's client drops a lagging one; a
 /// busy run streams many deltas, and the terminal may be slow.
@@ -37,6 +37,9 @@ pub enum ClientError {
     /// Nothing answers on the socket.
     #[error("cannot reach agentd at {socket}: {reason}")]
     Unreachable { socket: PathBuf, reason: String },
+    /// The daemon runs but serves no more connections now (its connection limit).
+    #[error("{message}")]
+    Busy { message: String },
     /// The daemon answered with a JSON-RPC error.
     #[error("{message}")]
     Rpc { code: i32, message: String },
@@ -115,6 +118,7 @@ impl Connection {
         .map_err(|_| not_answering())?
         .map_err(|err| unreachable(err.to_string()))?;
         let (recv, send) = tokio::io::split(stream);
+        let refusal = std::sync::Arc::new(std::sync::OnceLock::<Refusal>::new());
         let client = ClientBuilder::default()
             .request_timeout(REQUEST_TIMEOUT)
             .max_buffer_capacity_per_subscription(SUBSCRIPTION_BUFFER)
@@ -123,6 +127,7 @@ impl Connection {
                 LineReceiver {
                     inner: BufReader::new(recv),
                     buf: Vec::new(),
+                    refusal: refusal.clone(),
                 },
             );
         let params = InitializeParams {
@@ -137,9 +142,21 @@ impl Connection {
         let server: InitializeResult = tokio::time::timeout(INITIALIZE_TIMEOUT, initialize)
             .await
             .map_err(|_| not_answering())?
-            .map_err(|err| match ClientError::from(err) {
-                ClientError::Transport(reason) => unreachable(reason),
-                other => other,
+            .map_err(|err| match (ClientError::from(err), refusal.get()) {
+                // The daemon refused the connection with a reason: say that, not "unreachable".
+                (ClientError::Transport(_), Some(refusal))
+                    if refusal.code == protocol::error::OVERLOADED =>
+                {
+                    ClientError::Busy {
+                        message: refusal.message.clone(),
+                    }
+                }
+                (ClientError::Transport(_), Some(refusal)) => ClientError::Rpc {
+                    code: refusal.code,
+                    message: refusal.message.clone(),
+                },
+                (ClientError::Transport(reason), None) => unreachable(reason),
+                (other, _) => other,
             })?;
         Ok(Connection {
             client,

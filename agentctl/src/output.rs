@@ -69,6 +69,15 @@ impl From<ClientError> for CommandError {
                 code: EXIT_UNREACHABLE,
                 message: err.to_string(),
             },
+            // Running but full: starting another daemon would not help.
+            ClientError::Busy { message } => {
+                let message = if message.starts_with("agentd is busy") {
+                    message.clone()
+                } else {
+                    format!("agentd is busy: {message}")
+                };
+                CommandError::failed(message)
+            }
             ClientError::Rpc { .. } | ClientError::Transport(_) => {
                 CommandError::failed(err.to_string())
             }

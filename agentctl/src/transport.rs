@@ -1,6 +1,8 @@
 //! jsonrpsee's client over the daemon's NDJSON framing: one JSON message per line on a local
 //! socket.
 
+use std::sync::{Arc, OnceLock};
+
 use interprocess::local_socket::tokio::Stream;
 use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
@@ -27,6 +29,29 @@ pub struct LineSender {
 pub struct LineReceiver {
     pub(crate) inner: BufReader<ReadHalf<Stream>>,
     pub(crate) buf: Vec<u8>,
+    /// The first error the daemon sent without an id (it refused or is closing the
+    /// connection: busy, another user, no `initialize`), kept for the caller to report.
+    pub(crate) refusal: Arc<OnceLock<Refusal>>,
+}
+
+/// An error the daemon sent about the connection itself (`"id": null`).
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    pub code: i32,
+    pub message: String,
+}
+
+/// The refusal in `line`, if it is an error response with a null id.
+fn refusal_in(line: &str) -> Option<Refusal> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    if !value.get("id").is_some_and(serde_json::Value::is_null) {
+        return None;
+    }
+    let error = value.get("error")?;
+    Some(Refusal {
+        code: i32::try_from(error.get("code")?.as_i64()?).ok()?,
+        message: error.get("message")?.as_str()?.to_owned(),
+    })
 }
 
 impl TransportSenderT for LineSender {
@@ -69,7 +94,33 @@ impl TransportReceiverT for LineReceiver {
             }
             let text = String::from_utf8(std::mem::take(&mut self.buf))
                 .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
+            if self.refusal.get().is_none()
+                && text.contains("\"id\":null")
+                && let Some(refusal) = refusal_in(&text)
+            {
+                let _ = self.refusal.set(refusal);
+            }
             return Ok(ReceivedMessage::Text(text));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_without_id_is_a_refusal() {
+        let refusal = refusal_in(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"agentd is busy"}}"#,
+        )
+        .unwrap();
+        assert_eq!(refusal.code, -32001);
+        assert_eq!(refusal.message, "agentd is busy");
+        assert!(
+            refusal_in(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"x"}}"#)
+                .is_none()
+        );
+        assert!(refusal_in(r#"{"jsonrpc":"2.0","id":null,"result":1}"#).is_none());
     }
 }

@@ -155,3 +155,98 @@ mod tests {
         );
     }
 }
+
+/// Largest text of one message (model reply, user text) kept in the history, in chars. The
+/// history is stored in the session file and sent in `session/event` lines and `session/get`;
+/// at up to 6 bytes per char once JSON-escaped, one message stays far under the 16 MiB line
+/// limit. About 250k tokens: more than any model's context window holds.
+pub const MAX_MESSAGE_CHARS: usize = 1 << 20;
+
+/// Room left in a cut message for the note saying what was cut, so that a cut message is
+/// itself within the cap (cutting again changes nothing).
+const CUT_NOTE_CHARS: usize = 64;
+
+/// `text` cut to at most `MAX_MESSAGE_CHARS`, keeping its head and tail and saying how much
+/// was left out between them. Cutting a cut text changes nothing.
+pub fn cap_message_text(text: String) -> String {
+    if text.len() <= MAX_MESSAGE_CHARS || text.chars().count() <= MAX_MESSAGE_CHARS {
+        return text;
+    }
+    match crate::tools::truncate_middle(&text, MAX_MESSAGE_CHARS - CUT_NOTE_CHARS) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
+}
+
+/// `call` with arguments over `MAX_MESSAGE_CHARS` replaced by a note saying so. The note is
+/// not JSON, so the call is never run: the executor answers it with an error the model reads
+/// (cutting JSON in the middle could leave a call that means something else).
+pub fn cap_tool_call(mut call: ToolCall) -> ToolCall {
+    if call.arguments.len() <= MAX_MESSAGE_CHARS {
+        return call;
+    }
+    let chars = call.arguments.chars().count();
+    if chars > MAX_MESSAGE_CHARS {
+        call.arguments = format!(
+            "[arguments cut: {chars} chars, over the {MAX_MESSAGE_CHARS}-char limit of one message; the call was not run]"
+        );
+    }
+    call
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::*;
+
+    #[test]
+    fn oversized_tool_arguments_become_a_note_that_is_not_json() {
+        let small = ToolCall {
+            id: "c1".to_owned(),
+            name: "read_file".to_owned(),
+            arguments: r#"{"path":"a"}"#.to_owned(),
+        };
+        assert_eq!(cap_tool_call(small.clone()), small);
+        let big = ToolCall {
+            arguments: format!(r#"{{"path":"{}"}}"#, "a".repeat(MAX_MESSAGE_CHARS)),
+            ..small
+        };
+        let cut = cap_tool_call(big);
+        assert!(
+            cut.arguments.starts_with("[arguments cut: "),
+            "{}",
+            cut.arguments
+        );
+        assert!(serde_json::from_str::<serde_json::Value>(&cut.arguments).is_err());
+        assert_eq!(cut.id, "c1");
+    }
+
+    #[test]
+    fn short_text_is_kept_whole() {
+        assert_eq!(cap_message_text("hello".to_owned()), "hello");
+        let exact = "é".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(cap_message_text(exact.clone()), exact);
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail_and_says_what_was_cut() {
+        let text = format!(
+            "{}{}{}",
+            "h".repeat(MAX_MESSAGE_CHARS),
+            "z".repeat(10),
+            "t".repeat(MAX_MESSAGE_CHARS)
+        );
+        let cut = cap_message_text(text);
+        assert!(cut.starts_with(&"h".repeat(1000)));
+        assert!(cut.ends_with(&"t".repeat(1000)));
+        assert!(!cut.contains('z'));
+        assert!(cut.contains(&format!(
+            "[… {} chars omitted …]",
+            MAX_MESSAGE_CHARS + 10 + CUT_NOTE_CHARS
+        )));
+        assert!(cut.chars().count() <= MAX_MESSAGE_CHARS);
+        assert!(
+            cap_message_text(cut.clone()) == cut,
+            "cutting again changed it"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! The agentd daemon library: everything but argument parsing lives here so tests can drive it.
 
 pub mod agent;
+pub mod allocator;
 pub mod approval;
 pub mod config;
 pub mod config_edit;
@@ -27,6 +28,7 @@ pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
     let _log_guard = logging::init(&paths.log_dir)?;
     logging::install_panic_hook();
     test_seam::init_from_env();
+    allocator::configure();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentd")

@@ -30,6 +30,8 @@ pub const ALREADY_DECIDED: i32 = -32008;
 
 /// The connection comes from another user; the daemon serves only its own user.
 pub const FORBIDDEN: i32 = -32009;
+/// The answer would be longer than the line limit (`maxLineBytes`); ask for less.
+pub const RESPONSE_TOO_BIG: i32 = -32010;
 
 /// Every code with its name, for documentation and for clients that print codes.
 pub const ALL: &[(i32, &str)] = &[
@@ -47,4 +49,5 @@ pub const ALL: &[(i32, &str)] = &[
     (CONFIG_ERROR, "configuration error"),
     (ALREADY_DECIDED, "already decided"),
     (FORBIDDEN, "forbidden"),
+    (RESPONSE_TOO_BIG, "response too big"),
 ];

@@ -284,6 +284,31 @@ impl Daemon {
         client
     }
 
+    /// The daemon's memory from `/proc/<pid>/status`: resident now (`VmRSS`) and the peak
+    /// so far (`VmHWM`), in bytes.
+    pub fn memory(&self) -> Memory {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("read the daemon's /proc status");
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .unwrap_or_else(|| panic!("no {name} in /proc status:\n{status}"))
+                * 1024
+        };
+        Memory {
+            resident: field("VmRSS:"),
+            peak: field("VmHWM:"),
+        }
+    }
+
     /// Send a signal to the daemon.
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill with a valid pid and signal number has no memory-safety concerns.
@@ -339,6 +364,35 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(child) = self.child.as_mut() {
             let _ = child.start_kill();
+        }
+    }
+}
+
+/// A process's memory, in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Memory {
+    pub resident: u64,
+    pub peak: u64,
+}
+
+/// Mebibytes, for messages.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Raise this process's open-file soft limit to its hard limit (tests that hold hundreds of
+/// connections).
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write to and read from a valid rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
     }
 }
@@ -400,6 +454,26 @@ impl Client {
         assert!(read > 0, "agentd closed the connection");
         serde_json::from_str(&line)
             .unwrap_or_else(|err| panic!("bad JSON from agentd ({err}): {line}"))
+    }
+
+    /// Read until the daemon closes the connection (EOF), skipping what it sends before;
+    /// panics after the wait limit.
+    pub async fn wait_closed_by_daemon(&mut self) {
+        let mut line = String::new();
+        let closed = tokio::time::timeout(WAIT, async {
+            loop {
+                line.clear();
+                match self.reader.read_line(&mut line).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "agentd did not close the connection within {WAIT:?}"
+        );
     }
 
     /// True when the daemon closed the connection (reads EOF within the wait limit).

@@ -167,7 +167,12 @@ impl Run {
                 state.usage.add(&completion.usage);
                 state.usage
             };
-            let tool_calls = completion.tool_calls;
+            // Runaway arguments are not kept (nor run): the model is told.
+            let tool_calls: Vec<ToolCall> = completion
+                .tool_calls
+                .into_iter()
+                .map(crate::conversation::cap_tool_call)
+                .collect();
             self.push_assistant(history, completion.content, tool_calls.clone())
                 .await?;
             self.log
@@ -394,6 +399,8 @@ impl Run {
         content: String,
         tool_calls: Vec<ToolCall>,
     ) -> Result<()> {
+        // A runaway reply is cut before it is stored or sent (head and tail kept).
+        let content = crate::conversation::cap_message_text(content);
         let event = Event::MessageCompleted {
             run_id: self.run_id.clone(),
             role: MessageRole::Assistant,
@@ -419,6 +426,7 @@ impl Run {
         text: String,
         kind: UserMessageKind,
     ) -> Result<()> {
+        let text = crate::conversation::cap_message_text(text);
         self.push_message(
             history,
             Message::User {

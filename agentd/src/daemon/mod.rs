@@ -32,6 +32,7 @@ pub struct DaemonOptions {
 /// every connection has finished (or the drain deadline passed).
 pub async fn run(options: DaemonOptions) -> Result<()> {
     let paths = Paths::resolve(options.socket.as_deref())?;
+    let limits = ServerLimits::from_env()?;
     let socket_dir = paths
         .socket
         .parent()
@@ -109,7 +110,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let serving = server::serve(
         listener,
         module.into(),
-        ServerLimits::default(),
+        limits,
         state.connections.clone(),
         close_connections,
     );

@@ -89,6 +89,7 @@ pub async fn prompt(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<PromptResult> {
     super::refuse_if_stopping(&state)?;
+    check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
         .prompt(params.text, params.client_request_id, params.queue_if_busy)
@@ -100,6 +101,7 @@ pub async fn steer(
     params: QueueMessageParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<QueueMessageResult> {
+    check_text_length("steer", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.steer(params.text).await?)
 }
@@ -110,6 +112,7 @@ pub async fn follow_up(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<QueueMessageResult> {
     super::refuse_if_stopping(&state)?;
+    check_text_length("follow-up", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.follow_up(params.text).await?)
 }
@@ -127,17 +130,42 @@ pub async fn cancel(
     })
 }
 
+/// User text longer than one message may be is refused (a model reply is cut instead): the
+/// user can still decide what to send.
+fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
+    let limit = crate::conversation::MAX_MESSAGE_CHARS;
+    if text.len() <= limit {
+        return Ok(());
+    }
+    let chars = text.chars().count();
+    if chars <= limit {
+        return Ok(());
+    }
+    Err(rpc_error(
+        codes::INVALID_PARAMS,
+        format!(
+            "{what} too long: {chars} chars, the limit is {limit}; put large inputs in a file in the workspace and refer to it"
+        ),
+    ))
+}
+
+/// The wire form of a history message. Text is capped again here: a session written before
+/// messages were capped may hold longer ones.
 fn to_history_message(message: &Message) -> HistoryMessage {
+    use crate::conversation::{cap_message_text, cap_tool_call};
     match message {
         Message::User { content } => HistoryMessage::User {
-            content: content.clone(),
+            content: cap_message_text(content.clone()),
         },
         Message::Assistant {
             content,
             tool_calls,
         } => HistoryMessage::Assistant {
-            content: content.clone(),
-            tool_calls: tool_calls.iter().map(crate::agent::to_wire_call).collect(),
+            content: cap_message_text(content.clone()),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| crate::agent::to_wire_call(&cap_tool_call(call.clone())))
+                .collect(),
         },
         Message::Tool {
             tool_call_id,
@@ -147,7 +175,7 @@ fn to_history_message(message: &Message) -> HistoryMessage {
         } => HistoryMessage::Tool {
             tool_call_id: tool_call_id.clone(),
             tool_name: tool_name.clone(),
-            content: content.clone(),
+            content: cap_message_text(content.clone()),
             is_error: *is_error,
         },
     }

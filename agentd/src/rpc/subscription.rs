@@ -69,8 +69,13 @@ pub async fn forward_session_events(
                     }
                     delivered = event.seq;
                 } else {
-                    // Best-effort: a full client queue drops the delta.
-                    let _ = sink.send_timeout(message(&event), Duration::ZERO).await;
+                    // Best-effort: a full client queue drops the delta, and so does the line
+                    // limit (the text is in the `messageCompleted` that follows, capped).
+                    if event.json.get().len() + NOTIFICATION_OVERHEAD
+                        <= crate::server::MAX_LINE_BYTES
+                    {
+                        let _ = sink.send_timeout(message(&event), Duration::ZERO).await;
+                    }
                 }
             }
             Err(RecvError::Lagged(missed)) => {
@@ -140,11 +145,55 @@ fn message(event: &Published) -> SubscriptionMessage {
     SubscriptionMessage::from(event.json.clone())
 }
 
+/// Room kept in a line for the notification around an event envelope.
+const NOTIFICATION_OVERHEAD: usize = 1024;
+
+/// A persisted event too long for one line (written before messages were capped) goes out as
+/// an `error` event with the same seq that says so: the subscriber sees no gap in seqs, and
+/// the line limit holds.
+fn within_line_limit(event: &Published) -> Option<Box<serde_json::value::RawValue>> {
+    let len = event.json.get().len();
+    let limit = crate::server::MAX_LINE_BYTES - NOTIFICATION_OVERHEAD;
+    if len <= limit {
+        return None;
+    }
+    let session_id = serde_json::from_str::<EnvelopeHead>(event.json.get())
+        .map(|head| head.session_id)
+        .unwrap_or_default();
+    let stand_in = protocol::event::SessionEventEnvelope {
+        session_id,
+        seq: event.seq,
+        event: protocol::event::Event::Error {
+            run_id: event.event.run_id().map(str::to_owned),
+            message: format!(
+                "event {} is {len} bytes, over the {limit}-byte line limit, and was left out; `session/get` has the conversation",
+                event.seq
+            ),
+            will_retry: false,
+        },
+        not_persisted: false,
+    };
+    serde_json::value::to_raw_value(&stand_in).ok()
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeHead {
+    session_id: String,
+}
+
 async fn send_persisted(sink: &SubscriptionSink, event: &Published) -> Result<(), ()> {
-    match sink
-        .send_timeout(message(event), PERSISTED_SEND_TIMEOUT)
-        .await
-    {
+    let message = match within_line_limit(event) {
+        Some(stand_in) => {
+            tracing::warn!(
+                seq = event.seq,
+                "an event is over the line limit; sending a stand-in"
+            );
+            SubscriptionMessage::from(stand_in)
+        }
+        None => message(event),
+    };
+    match sink.send_timeout(message, PERSISTED_SEND_TIMEOUT).await {
         Ok(()) => Ok(()),
         Err(err) => {
             tracing::debug!(%err, "dropping a subscriber that does not read its events");

@@ -1,25 +1,28 @@
 //! One client connection: newline-delimited JSON-RPC 2.0 in both directions, dispatched into
 //! the jsonrpsee method table. Requests run concurrently (responses may come back out of
 //! order; clients match by id), except `initialize`, which is handled before the next line is
-//! read so that a pipelined request after it sees the connection initialised.
+//! read so that a pipelined request after it sees the connection initialised. At most
+//! `ServerLimits::max_in_flight_per_connection` run at once: at the cap the connection is not
+//! read until one finishes, so its client waits on its own socket.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Id, Params};
+use jsonrpsee::types::{ErrorObject, Id, Params};
 use jsonrpsee::{
     BoundedSubscriptions, ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink,
     Methods, SubscriptionState,
 };
-use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerLimits;
-use super::line::{Frame, LineReader};
+use super::line::{Frame, FrameBudget, Line, LineReader};
+use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
+use super::request::{IncomingCall, error_response, parse_call};
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use protocol::Method;
 use protocol::error as codes;
@@ -110,31 +113,17 @@ fn subscription_key(id: &serde_json::Value) -> String {
     id.to_string()
 }
 
-/// A request parsed off the wire, owned so it can move into a task.
-struct IncomingCall {
-    id: Id<'static>,
-    method: String,
-    params: Option<Box<RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct RawRequest<'a> {
-    jsonrpc: Option<&'a str>,
-    #[serde(default, borrow)]
-    id: Option<&'a RawValue>,
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-}
-
-/// Serve one connection until the client hangs up or `shutdown` fires, then finish in-flight
-/// requests and flush what is queued, within one deadline (`limits.stop_flush_deadline` when
-/// the daemon stops, `limits.drain_deadline` after a hang-up); the writer is then aborted.
+/// Serve one connection until the client hangs up, does not `initialize` in time
+/// (`limits.initialize_deadline`) or `shutdown` fires, then finish in-flight requests and flush
+/// what is queued, within one deadline (`limits.stop_flush_deadline` when the daemon stops,
+/// `limits.drain_deadline` after a hang-up); the writer is then aborted. `frame_budget` is
+/// shared by every connection: the bytes of big lines (`limits.frame_memory_budget`).
 pub async fn serve_connection<S>(
     stream: S,
     connection_id: u64,
     methods: Methods,
     limits: ServerLimits,
+    frame_budget: Arc<Semaphore>,
     shutdown: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -142,7 +131,16 @@ pub async fn serve_connection<S>(
     let (read_half, write_half) = tokio::io::split(stream);
     let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
     let writer_done = CancellationToken::new();
-    let mut writer = tokio::spawn(write_loop(write_half, out_rx, writer_done.clone()));
+    let outbound = Arc::new(OutboundBudget::new(
+        limits.outbound_bytes.max(limits.max_line_bytes),
+    ));
+    let mut writer = tokio::spawn(write_loop(
+        write_half,
+        out_rx,
+        writer_done.clone(),
+        limits.max_line_bytes,
+        outbound.clone(),
+    ));
 
     let ctx = Arc::new(ConnectionContext {
         connection_id,
@@ -155,18 +153,44 @@ pub async fn serve_connection<S>(
     let dispatcher = Arc::new(Dispatcher {
         methods,
         sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
+        outbound,
         subscriptions: BoundedSubscriptions::new(limits.max_subscriptions_per_connection),
         ctx: ctx.clone(),
         limits: limits.clone(),
     });
 
-    let mut reader = LineReader::new(BufReader::new(read_half), limits.max_line_bytes);
+    let budget = FrameBudget {
+        semaphore: frame_budget,
+        big_line_bytes: limits.big_line_bytes,
+    };
+    let mut reader = LineReader::new(BufReader::new(read_half), limits.max_line_bytes, budget);
     let mut in_flight = JoinSet::new();
+    let initialize_deadline = tokio::time::sleep(limits.initialize_deadline);
+    tokio::pin!(initialize_deadline);
     loop {
+        let uninitialized = !ctx.initialized.load(Ordering::Acquire);
         tokio::select! {
             _ = shutdown.cancelled() => break,
             Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
-            frame = reader.next_frame() => match frame {
+            _ = &mut initialize_deadline, if uninitialized => {
+                tracing::debug!(connection_id, "no initialize in time; closing the connection");
+                let message = format!(
+                    "no `initialize` within {} ms; closing the connection",
+                    limits.initialize_deadline.as_millis()
+                );
+                // Best effort: a client that reads nothing must not hold the close up.
+                let error = MethodResponse::error(
+                    Id::Null,
+                    ErrorObject::owned(codes::NOT_INITIALIZED, message, None::<()>),
+                );
+                let _ = dispatcher
+                    .sink
+                    .send_timeout(error.into_json(), std::time::Duration::ZERO)
+                    .await;
+                break;
+            }
+            // At the cap the connection is not read: its client waits, nobody else does.
+            frame = reader.next_frame(), if in_flight.len() < limits.max_in_flight_per_connection => match frame {
                 Ok(Some(Frame::Line(line))) => {
                     dispatcher.clone().handle_line(line, &mut in_flight).await;
                 }
@@ -235,60 +259,23 @@ pub async fn serve_connection<S>(
     tracing::debug!(connection_id, "connection closed");
 }
 
-/// Writes queued messages one per line, flushing only when the queue is empty (throughput).
-async fn write_loop<W: AsyncWrite + Unpin>(
-    write_half: W,
-    mut out_rx: mpsc::Receiver<Box<RawValue>>,
-    done: CancellationToken,
-) {
-    let mut writer = BufWriter::new(write_half);
-    loop {
-        let message = tokio::select! {
-            biased;
-            message = out_rx.recv() => message,
-            _ = done.cancelled() => {
-                // Drain what is already queued, then stop: subscriptions still holding a
-                // sink see it closed once the receiver is dropped.
-                while let Ok(message) = out_rx.try_recv() {
-                    if write_message(&mut writer, &message).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = writer.flush().await;
-                let _ = writer.shutdown().await;
-                return;
-            }
-        };
-        let Some(message) = message else { break };
-        if write_message(&mut writer, &message).await.is_err() {
-            return;
-        }
-        if out_rx.is_empty() && writer.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = writer.flush().await;
-}
-
-async fn write_message<W: AsyncWrite + Unpin>(
-    writer: &mut BufWriter<W>,
-    message: &RawValue,
-) -> std::io::Result<()> {
-    writer.write_all(message.get().as_bytes()).await?;
-    writer.write_all(b"\n").await
-}
-
 struct Dispatcher {
     methods: Methods,
     sink: MethodSink,
+    /// Answers take their bytes from it before they are queued.
+    outbound: Arc<OutboundBudget>,
     subscriptions: BoundedSubscriptions,
     ctx: Arc<ConnectionContext>,
     limits: ServerLimits,
 }
 
 impl Dispatcher {
-    async fn handle_line(self: Arc<Self>, line: Vec<u8>, in_flight: &mut JoinSet<()>) {
-        let text = match std::str::from_utf8(&line) {
+    async fn handle_line(self: Arc<Self>, line: Line, in_flight: &mut JoinSet<()>) {
+        // A big line's share of the frame budget stays with what was parsed from it until its
+        // handler returns (not while the answer waits for room: a client that reads nothing
+        // must not keep the budget from other connections).
+        let Line { bytes, budget } = line;
+        let text = match std::str::from_utf8(&bytes) {
             Ok(text) => text.trim(),
             Err(_) => {
                 self.send_error(Id::Null, codes::PARSE_ERROR, "message is not valid UTF-8")
@@ -300,10 +287,12 @@ impl Dispatcher {
             return;
         }
         if text.starts_with('[') {
-            self.handle_batch(text, in_flight).await;
+            self.handle_batch(text, budget, in_flight).await;
             return;
         }
-        match parse_call(text) {
+        let parsed = parse_call(text);
+        drop(bytes);
+        match parsed {
             Ok(Some(call)) if call.method == protocol::methods::Initialize::NAME => {
                 // Inline, so the next request on this connection sees the result.
                 let response = self.call(call).await;
@@ -312,6 +301,7 @@ impl Dispatcher {
             Ok(Some(call)) => {
                 in_flight.spawn(async move {
                     let response = self.call(call).await;
+                    drop(budget);
                     self.send(response).await;
                 });
             }
@@ -320,7 +310,12 @@ impl Dispatcher {
         }
     }
 
-    async fn handle_batch(self: Arc<Self>, text: &str, in_flight: &mut JoinSet<()>) {
+    async fn handle_batch(
+        self: Arc<Self>,
+        text: &str,
+        budget: Option<OwnedSemaphorePermit>,
+        in_flight: &mut JoinSet<()>,
+    ) {
         let items: Vec<Box<RawValue>> = match serde_json::from_str(text) {
             Ok(items) => items,
             Err(err) => {
@@ -338,6 +333,16 @@ impl Dispatcher {
                 .await;
             return;
         }
+        if items.len() > self.limits.max_batch_len {
+            let message = format!(
+                "batch too long: {} requests, the limit is {}; send fewer per batch",
+                items.len(),
+                self.limits.max_batch_len
+            );
+            self.send_error(Id::Null, codes::INVALID_REQUEST, &message)
+                .await;
+            return;
+        }
         in_flight.spawn(async move {
             let mut responses = Vec::with_capacity(items.len());
             for item in items {
@@ -347,6 +352,7 @@ impl Dispatcher {
                     Err(response) => responses.push(response),
                 }
             }
+            drop(budget);
             let mut parts = Vec::with_capacity(responses.len());
             for response in responses {
                 if response.is_subscription() {
@@ -362,7 +368,17 @@ impl Dispatcher {
                 return;
             }
             match serde_json::value::to_raw_value(&parts) {
+                Ok(batch) if batch.get().len() > self.limits.max_line_bytes => {
+                    let message = response_too_big_message(
+                        &format!("the batch's answer ({} bytes)", batch.get().len()),
+                        self.limits.max_line_bytes,
+                    );
+                    drop(batch);
+                    self.send_error(Id::Null, codes::RESPONSE_TOO_BIG, &message)
+                        .await;
+                }
                 Ok(batch) => {
+                    self.outbound.reserve(&batch).await;
                     let _ = self.sink.send(batch).await;
                 }
                 Err(err) => tracing::error!(%err, "cannot serialise a batch response"),
@@ -372,12 +388,12 @@ impl Dispatcher {
 
     /// Run one call through the method table. A handler that panics is answered -32603 (the
     /// panic hook has logged it with a backtrace): the client never waits for an answer that
-    /// cannot come.
+    /// cannot come. An answer over the line limit becomes a "response too big" error.
     async fn call(&self, call: IncomingCall) -> MethodResponse {
         use futures::FutureExt;
         let id = call.id.clone();
         let method = call.method.clone();
-        match std::panic::AssertUnwindSafe(self.call_unguarded(call))
+        let response = match std::panic::AssertUnwindSafe(self.dispatch(call))
             .catch_unwind()
             .await
         {
@@ -385,18 +401,48 @@ impl Dispatcher {
             Err(payload) => {
                 let message = crate::logging::panic_message(&*payload);
                 tracing::error!(connection_id = self.ctx.connection_id, %method, "the handler panicked: {message}");
-                error_response(
+                return error_response(
                     id,
                     codes::INTERNAL_ERROR,
                     format!(
                         "internal error: the daemon failed handling {method} ({message}); it keeps serving and logged the details, please report this bug"
                     ),
-                )
+                );
             }
+        };
+        self.within_line_limit(id, &method, response)
+    }
+    /// jsonrpsee stops encoding an answer at the limit and answers its own "oversized" error,
+    /// whose code (-32008) is ours for "already decided": give it our code and a message that
+    /// says what to do.
+    fn within_line_limit(
+        &self,
+        id: Id<'static>,
+        method: &str,
+        response: MethodResponse,
+    ) -> MethodResponse {
+        let oversized = response.as_error_code()
+            == Some(jsonrpsee::types::error::OVERSIZED_RESPONSE_CODE)
+            && response
+                .as_json()
+                .get()
+                .contains(jsonrpsee::types::error::OVERSIZED_RESPONSE_MSG);
+        if !oversized {
+            return response;
         }
+        tracing::warn!(method, "an answer is over the line limit");
+        let message = response_too_big_message(
+            &format!("the answer to `{method}`"),
+            self.limits.max_line_bytes,
+        );
+        MethodResponse::error(
+            id,
+            ErrorObject::owned(codes::RESPONSE_TOO_BIG, message, None::<()>),
+        )
     }
 
-    async fn call_unguarded(&self, call: IncomingCall) -> MethodResponse {
+    /// Dispatch one call to its handler.
+    async fn dispatch(&self, call: IncomingCall) -> MethodResponse {
         let IncomingCall { id, method, params } = call;
         let is_initialize = method == protocol::methods::Initialize::NAME;
         if !is_initialize && !self.ctx.initialized.load(Ordering::Acquire) {
@@ -478,6 +524,7 @@ impl Dispatcher {
             return;
         }
         let (json, notify, _) = response.into_parts();
+        self.outbound.reserve(&json).await;
         let sent = self.sink.send(json).await.is_ok();
         if let Some(notify) = notify {
             notify.notify(sent);
@@ -493,78 +540,6 @@ impl Dispatcher {
     }
 }
 
-/// Parse one JSON-RPC message. `Ok(None)` for messages that need no answer (notifications
-/// from the client, responses); `Err` holds the error response to send.
-fn parse_call(text: &str) -> Result<Option<IncomingCall>, MethodResponse> {
-    let raw: RawRequest = match serde_json::from_str(text) {
-        Ok(raw) => raw,
-        Err(err) if err.is_syntax() || err.is_eof() => {
-            return Err(error_response(
-                Id::Null,
-                codes::PARSE_ERROR,
-                format!("invalid JSON: {err}"),
-            ));
-        }
-        Err(err) => {
-            return Err(error_response(
-                Id::Null,
-                codes::INVALID_REQUEST,
-                format!("invalid request: {err}"),
-            ));
-        }
-    };
-    let id = match raw.id.map(|id| serde_json::from_str::<Id>(id.get())) {
-        None => None,
-        Some(Ok(id)) => Some(id.into_owned()),
-        Some(Err(_)) => {
-            return Err(error_response(
-                Id::Null,
-                codes::INVALID_REQUEST,
-                "invalid request: `id` must be a string, a number or null".to_owned(),
-            ));
-        }
-    };
-    if raw.jsonrpc != Some("2.0") {
-        return Err(error_response(
-            id.unwrap_or(Id::Null),
-            codes::INVALID_REQUEST,
-            "invalid request: `jsonrpc` must be \"2.0\"".to_owned(),
-        ));
-    }
-    let Some(method) = raw.method else {
-        // A response to a server request, or garbage with an id; nothing to answer for the
-        // former, an error for the latter.
-        return match id {
-            Some(_) if text.contains("\"result\"") || text.contains("\"error\"") => Ok(None),
-            id => Err(error_response(
-                id.unwrap_or(Id::Null),
-                codes::INVALID_REQUEST,
-                "invalid request: missing `method`".to_owned(),
-            )),
-        };
-    };
-    if let Some(params) = &raw.params {
-        let first = params.get().as_bytes().first();
-        if !matches!(first, Some(b'{') | Some(b'[')) {
-            return Err(error_response(
-                id.unwrap_or(Id::Null),
-                codes::INVALID_REQUEST,
-                "invalid request: `params` must be an object or an array".to_owned(),
-            ));
-        }
-    }
-    let Some(id) = id else {
-        // A notification from the client: JSON-RPC forbids answering it.
-        tracing::debug!(%method, "ignoring client notification");
-        return Ok(None);
-    };
-    Ok(Some(IncomingCall {
-        id,
-        method,
-        params: raw.params,
-    }))
-}
-
-fn error_response(id: Id<'static>, code: i32, message: String) -> MethodResponse {
-    MethodResponse::error(id, ErrorObjectOwned::owned(code, message, None::<()>))
-}
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

@@ -3,7 +3,9 @@
 
 pub mod connection;
 pub mod line;
+pub mod outbound;
 pub mod params;
+pub mod request;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +22,10 @@ use tokio_util::task::TaskTracker;
 
 pub use connection::ConnectionContext;
 
+/// Largest line either way (16 MiB): `ServerLimits::max_line_bytes` by default, and the
+/// `maxLineBytes` announced in `initialize`.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
 /// The server's limits. Each exists to keep one client from hurting the others or the daemon.
 #[derive(Clone, Debug)]
 pub struct ServerLimits {
@@ -32,6 +38,10 @@ pub struct ServerLimits {
     /// Messages queued for one connection before senders wait (or, for best-effort events,
     /// drop); bounds memory per slow client.
     pub outbound_queue: usize,
+    /// Bytes of answers queued for one connection and not yet written: with `outbound_queue`
+    /// alone, a client that pipelines big answers (`session/get` with a long history) and reads
+    /// nothing would hold `outbound_queue` times 16 MiB. Never below `max_line_bytes`.
+    pub outbound_bytes: usize,
     /// Live subscriptions per connection.
     pub max_subscriptions_per_connection: u32,
     /// How long in-flight requests may run on, and the last messages take to be written,
@@ -40,18 +50,72 @@ pub struct ServerLimits {
     /// The same when the daemon stops, once the runs were stopped: short, so a client that
     /// stopped reading cannot push the daemon's stop past its budget (`daemon::STOP_DEADLINE`).
     pub stop_flush_deadline: Duration,
+    /// Requests of one connection being handled at once; at the cap the connection's reader
+    /// stops reading until one finishes. A client that pipelines without reading its answers
+    /// then waits on its own socket instead of growing the daemon (each request holds a task
+    /// and, once answered, a queued response).
+    pub max_in_flight_per_connection: usize,
+    /// Requests in one batch; a longer batch is refused whole. A batch runs as one task and
+    /// collects its answers in memory, so its length bounds that memory.
+    pub max_batch_len: usize,
+    /// Bytes all connections together may hold in lines longer than `big_line_bytes` while
+    /// they are read and handled. A big line takes `max_line_bytes` of it before it is
+    /// buffered (so a reader that started always finishes), and gives it back once handled;
+    /// other big lines wait. Never below `max_line_bytes`.
+    pub frame_memory_budget: usize,
+    /// Lines up to this size are read without touching `frame_memory_budget`: connections
+    /// times this is small.
+    pub big_line_bytes: usize,
+    /// How long a new connection has to call `initialize`; then it is closed, so idle
+    /// connections cannot hold every connection slot.
+    pub initialize_deadline: Duration,
+    /// Refused connections (over the connection limit) being answered at once; past it a
+    /// refused connection is closed without an answer, so a flood cannot exhaust descriptors.
+    pub max_refusals: usize,
 }
 
 impl Default for ServerLimits {
     fn default() -> Self {
         ServerLimits {
-            max_line_bytes: 16 * 1024 * 1024,
+            max_line_bytes: MAX_LINE_BYTES,
             max_connections: 512,
             outbound_queue: 1024,
+            outbound_bytes: 32 * 1024 * 1024,
             max_subscriptions_per_connection: 64,
             drain_deadline: Duration::from_secs(10),
             stop_flush_deadline: Duration::from_secs(3),
+            max_in_flight_per_connection: 64,
+            max_batch_len: 1024,
+            frame_memory_budget: 64 * 1024 * 1024,
+            big_line_bytes: 64 * 1024,
+            initialize_deadline: Duration::from_secs(5),
+            max_refusals: 64,
         }
+    }
+}
+
+/// Environment variable that overrides `ServerLimits::initialize_deadline`, in milliseconds
+/// (tests shorten it).
+pub const INITIALIZE_DEADLINE_ENV: &str = "AGENTD_INITIALIZE_DEADLINE_MS";
+
+impl ServerLimits {
+    /// The defaults, with overrides from the environment (`AGENTD_INITIALIZE_DEADLINE_MS`).
+    /// A value that is not a positive number of milliseconds is an error.
+    pub fn from_env() -> anyhow::Result<ServerLimits> {
+        let mut limits = ServerLimits::default();
+        if let Some(value) = std::env::var_os(INITIALIZE_DEADLINE_ENV) {
+            let millis = value
+                .to_str()
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                .filter(|millis| (1..=3_600_000).contains(millis))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{INITIALIZE_DEADLINE_ENV} must be a number of milliseconds from 1 to 3600000, not {value:?}"
+                    )
+                })?;
+            limits.initialize_deadline = Duration::from_millis(millis);
+        }
+        Ok(limits)
     }
 }
 
@@ -80,6 +144,13 @@ pub async fn serve(
 ) {
     let connections = TaskTracker::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let refusals = Arc::new(Semaphore::new(limits.max_refusals));
+    let frame_budget = Arc::new(Semaphore::new(
+        limits
+            .frame_memory_budget
+            .max(limits.max_line_bytes)
+            .min(Semaphore::MAX_PERMITS),
+    ));
     loop {
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -98,15 +169,27 @@ pub async fn serve(
                 "connection refused: this daemon serves only uid {}, not uid {uid}",
                 crate::paths::current_uid()
             );
-            connections.spawn(refuse(stream, protocol::error::FORBIDDEN, message));
+            refuse_bounded(
+                &connections,
+                &refusals,
+                stream,
+                protocol::error::FORBIDDEN,
+                message,
+            );
             continue;
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             let message = format!(
-                "too many connections (limit {}); close idle clients and retry",
+                "agentd is busy: too many connections (limit {}); close idle clients and retry",
                 limits.max_connections
             );
-            connections.spawn(refuse(stream, protocol::error::OVERLOADED, message));
+            refuse_bounded(
+                &connections,
+                &refusals,
+                stream,
+                protocol::error::OVERLOADED,
+                message,
+            );
             continue;
         };
         let connection_id = stats.next_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -114,10 +197,19 @@ pub async fn serve(
         let limits = limits.clone();
         let stats = stats.clone();
         let shutdown = shutdown.clone();
+        let frame_budget = frame_budget.clone();
         connections.spawn(async move {
             stats.open.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(connection_id, "client connected");
-            connection::serve_connection(stream, connection_id, methods, limits, shutdown).await;
+            connection::serve_connection(
+                stream,
+                connection_id,
+                methods,
+                limits,
+                frame_budget,
+                shutdown,
+            )
+            .await;
             stats.open.fetch_sub(1, Ordering::Relaxed);
             drop(slot);
         });
@@ -142,6 +234,29 @@ fn check_peer(stream: &Stream) -> Result<(), String> {
         Err(err) => {
             tracing::warn!(%err, "cannot read peer credentials; refusing the connection");
             Err("unknown".to_owned())
+        }
+    }
+}
+
+/// Answer a refused connection in a task while fewer than `max_refusals` are being answered;
+/// past that, close it at once.
+fn refuse_bounded(
+    connections: &TaskTracker,
+    refusals: &Arc<Semaphore>,
+    stream: Stream,
+    code: i32,
+    message: String,
+) {
+    match refusals.clone().try_acquire_owned() {
+        Ok(permit) => {
+            connections.spawn(async move {
+                refuse(stream, code, message).await;
+                drop(permit);
+            });
+        }
+        Err(_) => {
+            tracing::debug!("too many refusals at once; closing a connection unanswered");
+            drop(stream);
         }
     }
 }

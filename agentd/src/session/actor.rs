@@ -225,6 +225,11 @@ impl Session {
     /// `runFinished{status:"cancelled"}`.
     pub fn cancel(&self) -> Option<String> {
         let active = self.active.lock().ok()?.clone()?;
+        // A run that has decided how it ends (it cleared the session's run id before writing
+        // `runFinished`) takes no cancel: the session already reads as idle.
+        if self.shared.lock().run_id.as_deref() != Some(active.run_id.as_str()) {
+            return None;
+        }
         active.stop(StopReason::Cancelled);
         Some(active.run_id)
     }
