@@ -21,6 +21,7 @@ pub mod store;
 pub mod test_seam;
 pub mod text_position;
 pub mod tools;
+pub mod wire;
 
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {

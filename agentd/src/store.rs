@@ -293,7 +293,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         }
                     }
                     Event::UsageUpdated { total, .. } => {
-                        loaded.usage = usage_from_event(total);
+                        loaded.usage = crate::wire::usage_from(total);
                     }
                     _ => {}
                 }
@@ -367,7 +367,7 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         };
         last_seq.get_or_insert(seq);
         if let Event::UsageUpdated { total, .. } = event {
-            usage = Some(usage_from_event(&total));
+            usage = Some(crate::wire::usage_from(&total));
             break;
         }
     }
@@ -382,16 +382,6 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         }),
         (None, false) => None,
     })
-}
-
-/// The session usage recorded in a `usageUpdated` event.
-fn usage_from_event(total: &protocol::event::Usage) -> crate::conversation::Usage {
-    crate::conversation::Usage {
-        input_tokens: total.input_tokens,
-        output_tokens: total.output_tokens,
-        cached_input_tokens: total.cached_input_tokens,
-        cache_creation_input_tokens: total.cache_creation_input_tokens,
-    }
 }
 
 /// Persisted events of a session file with `after < seq <= up_to`, in order, and the seqs of

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart, to_wire_usage};
+use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart};
 use crate::approval::{ApprovalBroker, Resolution};
 use crate::conversation::{Message, Usage, orphaned_tool_calls};
 use crate::session::SessionShared;
@@ -166,7 +166,7 @@ impl RunEnding {
             run_id: self.run_id.clone(),
             status: outcome.status,
             error: outcome.error.clone(),
-            usage: to_wire_usage(&outcome.usage),
+            usage: crate::wire::usage(&outcome.usage),
         };
         if let Err(err) = self.log.append(finished).await {
             tracing::error!(session = %self.session_id, "cannot persist runFinished: {err:#}");

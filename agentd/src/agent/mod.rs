@@ -19,7 +19,7 @@ use crate::llm::{ChatRequest, LlmClient, LlmEvent};
 use crate::session::SessionShared;
 use crate::session::events::EventLog;
 use crate::tools::{BatchObserver, ToolContext, ToolOutput, ToolRegistry, execute_batch};
-use protocol::event::{Event, MessageRole, RunStatus, ToolCallInfo, UserMessageKind};
+use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
 
 /// Events raised from synchronous callbacks (tool observer, LLM retries) wait here until the
 /// run persists them; bounded so a flood of progress reports cannot grow memory.
@@ -178,8 +178,8 @@ impl Run {
             self.log
                 .append(Event::UsageUpdated {
                     run_id: self.run_id.clone(),
-                    usage: to_wire_usage(&completion.usage),
-                    total: to_wire_usage(&total),
+                    usage: crate::wire::usage(&completion.usage),
+                    total: crate::wire::usage(&total),
                 })
                 .await?;
 
@@ -406,7 +406,7 @@ impl Run {
             role: MessageRole::Assistant,
             content: content.clone(),
             kind: None,
-            tool_calls: tool_calls.iter().map(to_wire_call).collect(),
+            tool_calls: tool_calls.iter().map(crate::wire::tool_call).collect(),
         };
         self.push_message(
             history,
@@ -552,22 +552,5 @@ impl BatchObserver for RunObserver {
         } else {
             Some(SKIPPED_FOR_STEER.to_owned())
         }
-    }
-}
-
-pub fn to_wire_usage(usage: &Usage) -> protocol::event::Usage {
-    protocol::event::Usage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cached_input_tokens: usage.cached_input_tokens,
-        cache_creation_input_tokens: usage.cache_creation_input_tokens,
-    }
-}
-
-pub fn to_wire_call(call: &ToolCall) -> ToolCallInfo {
-    ToolCallInfo {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
     }
 }

@@ -127,28 +127,6 @@ impl PermissionMode {
     }
 }
 
-impl From<protocol::approval::PermissionMode> for PermissionMode {
-    fn from(mode: protocol::approval::PermissionMode) -> Self {
-        match mode {
-            protocol::approval::PermissionMode::Default => PermissionMode::Default,
-            protocol::approval::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
-            protocol::approval::PermissionMode::Plan => PermissionMode::Plan,
-            protocol::approval::PermissionMode::Bypass => PermissionMode::Bypass,
-        }
-    }
-}
-
-impl From<PermissionMode> for protocol::approval::PermissionMode {
-    fn from(mode: PermissionMode) -> Self {
-        match mode {
-            PermissionMode::Default => protocol::approval::PermissionMode::Default,
-            PermissionMode::AcceptEdits => protocol::approval::PermissionMode::AcceptEdits,
-            PermissionMode::Plan => protocol::approval::PermissionMode::Plan,
-            PermissionMode::Bypass => protocol::approval::PermissionMode::Bypass,
-        }
-    }
-}
-
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -106,14 +106,16 @@ pub(crate) fn kill_marked(marker: &str, pgid: i32) -> usize {
         .filter(|&pid| procfs::stat(pid).is_some_and(|stat| stat.pgid != pgid))
         .filter(|&pid| procfs::environ_any(pid, |entry| entry == marker))
         .collect();
-    for &pid in &killed {
-        procfs::kill(pid);
-    }
+    // Listed for reaping before the kill: a reap pass that runs on the escapee's death (its
+    // SIGCHLD) must already know it, or its zombie would wait for a SIGCHLD that never comes.
     if !killed.is_empty() {
         let mut to_reap = TO_REAP
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         to_reap.get_or_insert_with(HashSet::new).extend(&killed);
+    }
+    for &pid in &killed {
+        procfs::kill(pid);
     }
     killed.len()
 }
@@ -164,8 +166,9 @@ fn reap_once() {
             }
         }
     }
-    // Forget pids that are gone or were never ours to reap.
-    listed.retain(|&pid| procfs::stat(pid).is_some_and(|stat| stat.ppid == me));
+    // Forget pids that are gone. One that is not our child yet stays listed: it is re-parented
+    // to the daemon (a subreaper) when its parent dies, maybe already a zombie.
+    listed.retain(|&pid| procfs::stat(pid).is_some());
 }
 
 /// Kills what a previous daemon of `owner` left: recorded groups, then marked processes.

@@ -8,7 +8,6 @@ use protocol::error as codes;
 use protocol::session::*;
 
 use super::{RpcResult, rpc_error};
-use crate::conversation::Message;
 use crate::server::ConnectionContext;
 use crate::session::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SessionError};
 use crate::state::DaemonState;
@@ -63,9 +62,13 @@ pub async fn get(
     let session = state.sessions.get(&params.session_id).await?;
     let info = session.info();
     let shared = session.shared.lock();
-    let history = params
-        .include_history
-        .then(|| shared.history.iter().map(to_history_message).collect());
+    let history = params.include_history.then(|| {
+        shared
+            .history
+            .iter()
+            .map(crate::wire::history_message)
+            .collect()
+    });
     Ok(GetSessionResult {
         session: info,
         history,
@@ -147,36 +150,4 @@ fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
             "{what} too long: {chars} chars, the limit is {limit}; put large inputs in a file in the workspace and refer to it"
         ),
     ))
-}
-
-/// The wire form of a history message. Text is capped again here: a session written before
-/// messages were capped may hold longer ones.
-fn to_history_message(message: &Message) -> HistoryMessage {
-    use crate::conversation::{cap_message_text, cap_tool_call};
-    match message {
-        Message::User { content } => HistoryMessage::User {
-            content: cap_message_text(content.clone()),
-        },
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => HistoryMessage::Assistant {
-            content: cap_message_text(content.clone()),
-            tool_calls: tool_calls
-                .iter()
-                .map(|call| crate::agent::to_wire_call(&cap_tool_call(call.clone())))
-                .collect(),
-        },
-        Message::Tool {
-            tool_call_id,
-            tool_name,
-            content,
-            is_error,
-        } => HistoryMessage::Tool {
-            tool_call_id: tool_call_id.clone(),
-            tool_name: tool_name.clone(),
-            content: cap_message_text(content.clone()),
-            is_error: *is_error,
-        },
-    }
 }

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use super::events::{EventLog, LogPosition, Published};
 use super::{SessionDeps, SessionShared};
-use crate::agent::{Run, RunStart, StopReason, to_wire_usage};
+use crate::agent::{Run, RunStart, StopReason};
 use crate::conversation::ToolSpec;
 use crate::llm::LlmClient;
 use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
@@ -188,7 +188,7 @@ impl Session {
             },
             run_id: state.run_id.clone(),
             last_seq: self.log.last_seq(),
-            usage: to_wire_usage(&state.usage),
+            usage: crate::wire::usage(&state.usage),
         }
     }
 

@@ -340,7 +340,7 @@ impl SessionManager {
         if let Ok(Ok(Some(summary))) = summary {
             let mut info = header_info(&slot.header, slot.file_updated_at);
             info.last_seq = summary.last_seq;
-            info.usage = crate::agent::to_wire_usage(&summary.usage);
+            info.usage = crate::wire::usage(&summary.usage);
             return info;
         }
         match self.load(slot).await {

@@ -1,0 +1,91 @@
+//! Conversions between the daemon's own types and the wire types of `protocol`: the one home
+//! for them, so LLM, tool and store code never build wire types by hand and a wire change has
+//! one place to follow.
+
+use protocol::event::ToolCallInfo;
+use protocol::session::HistoryMessage;
+
+use crate::conversation::{Message, ToolCall, Usage, cap_message_text, cap_tool_call};
+use crate::permission::PermissionMode;
+
+/// Token usage as the wire reports it.
+pub fn usage(usage: &Usage) -> protocol::event::Usage {
+    protocol::event::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+    }
+}
+
+/// Token usage read back from a persisted event (`usageUpdated`).
+pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
+    Usage {
+        input_tokens: wire.input_tokens,
+        output_tokens: wire.output_tokens,
+        cached_input_tokens: wire.cached_input_tokens,
+        cache_creation_input_tokens: wire.cache_creation_input_tokens,
+    }
+}
+
+/// A tool call as events and history show it.
+pub fn tool_call(call: &ToolCall) -> ToolCallInfo {
+    ToolCallInfo {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// The wire form of a history message. Text is capped again here: a session written before
+/// messages were capped may hold longer ones.
+pub fn history_message(message: &Message) -> HistoryMessage {
+    match message {
+        Message::User { content } => HistoryMessage::User {
+            content: cap_message_text(content.clone()),
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => HistoryMessage::Assistant {
+            content: cap_message_text(content.clone()),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| tool_call(&cap_tool_call(call.clone())))
+                .collect(),
+        },
+        Message::Tool {
+            tool_call_id,
+            tool_name,
+            content,
+            is_error,
+        } => HistoryMessage::Tool {
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            content: cap_message_text(content.clone()),
+            is_error: *is_error,
+        },
+    }
+}
+
+impl From<protocol::approval::PermissionMode> for PermissionMode {
+    fn from(mode: protocol::approval::PermissionMode) -> Self {
+        match mode {
+            protocol::approval::PermissionMode::Default => PermissionMode::Default,
+            protocol::approval::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
+            protocol::approval::PermissionMode::Plan => PermissionMode::Plan,
+            protocol::approval::PermissionMode::Bypass => PermissionMode::Bypass,
+        }
+    }
+}
+
+impl From<PermissionMode> for protocol::approval::PermissionMode {
+    fn from(mode: PermissionMode) -> Self {
+        match mode {
+            PermissionMode::Default => protocol::approval::PermissionMode::Default,
+            PermissionMode::AcceptEdits => protocol::approval::PermissionMode::AcceptEdits,
+            PermissionMode::Plan => protocol::approval::PermissionMode::Plan,
+            PermissionMode::Bypass => protocol::approval::PermissionMode::Bypass,
+        }
+    }
+}
