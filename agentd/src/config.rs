@@ -81,6 +81,9 @@ pub struct Config {
     pub tool_output_max_chars: usize,
     /// The user layer of permission rules and the default mode (`[permissions]`).
     pub permissions: PermissionsConfig,
+    /// How long a loaded session may sit idle before it is unloaded from memory
+    /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
+    pub session_idle_unload: std::time::Duration,
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -149,6 +152,11 @@ pub const DEFAULT_RETRY_BASE_DELAY_MS: u64 = 500;
 pub const DEFAULT_RETRY_MAX_DELAY_MS: u64 = 30_000;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 90;
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 600;
+/// Idle sessions are unloaded after this long: long enough that a user coming back to a
+/// conversation finds it warm, short enough that a daemon up for weeks holds only what is used.
+pub const DEFAULT_SESSION_IDLE_UNLOAD_SECS: u64 = 600;
+/// The longest accepted `idle_unload_secs` (30 days); more is a config error, not an overflow.
+pub const MAX_SESSION_IDLE_UNLOAD_SECS: u64 = 30 * 24 * 3600;
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -169,6 +177,7 @@ pub fn load(
         max_steps: DEFAULT_MAX_STEPS,
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
+        session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
     };
     if let Some(path) = path {
         match std::fs::read_to_string(path) {
@@ -271,6 +280,14 @@ struct FileConfig {
     #[serde(default)]
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
+    sessions: Option<FileSessions>,
+}
+
+/// `[sessions]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSessions {
+    idle_unload_secs: Option<u64>,
 }
 
 /// `[permissions]` as written; rules keep their positions for messages.
@@ -345,6 +362,14 @@ fn apply_file(
     }
     if let Some(permissions) = &file.permissions {
         config.permissions = parse_permissions(path, text, permissions)?;
+    }
+    if let Some(secs) = file.sessions.and_then(|sessions| sessions.idle_unload_secs) {
+        if !(1..=MAX_SESSION_IDLE_UNLOAD_SECS).contains(&secs) {
+            return Err(invalid(format!(
+                "sessions.idle_unload_secs must be between 1 and {MAX_SESSION_IDLE_UNLOAD_SECS} (30 days), got {secs}"
+            )));
+        }
+        config.session_idle_unload = std::time::Duration::from_secs(secs);
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {

@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Mutex, broadcast};
 
+use super::replay::{self, ReplayCursor, SeqIndex};
 use crate::conversation::Message;
 use crate::store;
 use protocol::event::{Event, SessionEventEnvelope};
@@ -37,6 +38,8 @@ pub struct EventLog {
     writer: Mutex<tokio::fs::File>,
     /// Seq of the last persisted event; written only under the `writer` lock.
     last_seq: AtomicU64,
+    /// Where events are in the file, for replay; updated only under the `writer` lock.
+    index: std::sync::Mutex<SeqIndex>,
     live: broadcast::Sender<Arc<Published>>,
     /// Lifecycle events of all sessions (daemon/subscribe).
     daemon_events: broadcast::Sender<Arc<Published>>,
@@ -44,9 +47,10 @@ pub struct EventLog {
     closed: tokio_util::sync::CancellationToken,
 }
 
-/// What a new subscriber gets: persisted events to replay, then the live receiver.
+/// What a new subscriber gets: persisted events to replay (read page by page with
+/// [`EventLog::replay_page`]), then the live receiver.
 pub struct Subscription {
-    pub replay: Vec<Arc<Published>>,
+    pub replay: ReplayCursor,
     pub live: broadcast::Receiver<Arc<Published>>,
     /// Seq of the last replayed (or already known) event: live events at or below it are
     /// duplicates and must be skipped.
@@ -66,12 +70,17 @@ impl EventLog {
             .open(&path)
             .await
             .with_context(|| format!("cannot open session log {}", path.display()))?;
+        let index_path = path.clone();
+        let index = tokio::task::spawn_blocking(move || SeqIndex::build(&index_path))
+            .await
+            .context("indexing task failed")??;
         let (live, _) = broadcast::channel(LIVE_EVENT_BUFFER);
         Ok(EventLog {
             session_id: session_id.into(),
             path,
             writer: Mutex::new(file),
             last_seq: AtomicU64::new(last_seq),
+            index: std::sync::Mutex::new(index),
             live,
             daemon_events,
             closed: tokio_util::sync::CancellationToken::new(),
@@ -96,7 +105,9 @@ impl EventLog {
     pub async fn append(&self, event: Event) -> Result<u64> {
         let mut writer = self.writer.lock().await;
         let seq = self.last_seq.load(Ordering::Acquire) + 1;
-        write_line(&mut writer, &store::encode_event(seq, &event)?).await?;
+        let line = store::encode_event(seq, &event)?;
+        write_line(&mut writer, &line).await?;
+        self.lock_index().note_event(seq, line.len() as u64);
         self.last_seq.store(seq, Ordering::Release);
         let published = Arc::new(self.encode(seq, true, event)?);
         if is_lifecycle(&published.event) {
@@ -110,7 +121,10 @@ impl EventLog {
     /// Persist a conversation message (no event; the caller publishes one).
     pub async fn append_message(&self, message: &Message) -> Result<()> {
         let mut writer = self.writer.lock().await;
-        write_line(&mut writer, &store::encode_message(message)?).await
+        let line = store::encode_message(message)?;
+        write_line(&mut writer, &line).await?;
+        self.lock_index().note_line(line.len() as u64);
+        Ok(())
     }
 
     /// Publish a best-effort event (a delta) without persisting it.
@@ -127,34 +141,59 @@ impl EventLog {
     }
 
     /// Start following this log: persisted events with seq > `after_seq` are replayed (none
-    /// when `after_seq` is `None`), then live ones.
+    /// when `after_seq` is `None`), then live ones. The replay starts at the index mark nearest
+    /// before `after_seq` and is read page by page, bounded in memory whatever the log's size.
     pub async fn subscribe(&self, after_seq: Option<u64>) -> Result<Subscription> {
         // Under the writer lock no event is between "persisted" and "published", so the
-        // receiver sees exactly the events after `last`.
-        let (live, last) = {
+        // receiver sees exactly the events after `last`, and the file up to the index's end
+        // holds every line up to `last`, complete.
+        let (live, last, replay) = {
             let _writer = self.writer.lock().await;
-            (self.live.subscribe(), self.last_seq())
+            let last = self.last_seq();
+            let after = after_seq.filter(|after| *after < last).unwrap_or(last);
+            (
+                self.live.subscribe(),
+                last,
+                self.lock_index().cursor(after, last),
+            )
         };
-        let Some(after) = after_seq.filter(|after| *after < last) else {
-            return Ok(Subscription {
-                replay: Vec::new(),
-                live,
-                caught_up_to: last,
-            });
-        };
-        let path = self.path.clone();
-        let events = tokio::task::spawn_blocking(move || store::read_events(&path, after, last))
-            .await
-            .context("replay task failed")??;
-        let mut replay = Vec::with_capacity(events.len());
-        for (seq, event) in events {
-            replay.push(Arc::new(self.encode(seq, true, event)?));
-        }
         Ok(Subscription {
             replay,
             live,
             caught_up_to: last,
         })
+    }
+
+    /// The next page of a replay, encoded; empty once the replay is done.
+    pub async fn replay_page(&self, cursor: &mut ReplayCursor) -> Result<Vec<Arc<Published>>> {
+        if cursor.is_done() || cursor.after >= cursor.up_to {
+            cursor.offset = cursor.end;
+            return Ok(Vec::new());
+        }
+        let path = self.path.clone();
+        let mut moved = cursor.clone();
+        let (events, moved) = tokio::task::spawn_blocking(move || {
+            replay::read_page(&path, &mut moved).map(|events| (events, moved))
+        })
+        .await
+        .context("replay task failed")??;
+        *cursor = moved;
+        events
+            .into_iter()
+            .map(|(seq, event)| Ok(Arc::new(self.encode(seq, true, event)?)))
+            .collect()
+    }
+
+    /// Live subscribers of this session now.
+    pub fn subscriber_count(&self) -> usize {
+        self.live.receiver_count()
+    }
+
+    fn lock_index(&self) -> std::sync::MutexGuard<'_, SeqIndex> {
+        // The index is only ever replaced whole under this lock: a poisoned one is still usable.
+        self.index
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether anyone could answer an approval of this session right now: a subscriber of the

@@ -3,7 +3,10 @@
 
 pub mod actor;
 pub mod events;
+mod evict;
+mod index;
 mod recovery;
+pub mod replay;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::SystemTime;
 
 use anyhow::Context;
-use tokio::sync::{OnceCell, broadcast};
+use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
@@ -80,11 +83,11 @@ pub struct SessionDeps {
     pub approvals: Arc<crate::approval::ApprovalBroker>,
 }
 
-/// One known session: its header (always) and its loaded actor (on first use).
+/// One known session: its header (always) and its loaded actor (on first use, until idle).
 struct Slot {
     header: SessionHeader,
     file_updated_at: Option<SystemTime>,
-    loaded: OnceCell<Arc<Session>>,
+    loaded: evict::LoadedCell,
     deleted: AtomicBool,
 }
 
@@ -93,25 +96,36 @@ pub struct SessionManager {
     deps: Arc<SessionDeps>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
     daemon_events: broadcast::Sender<Arc<Published>>,
-    /// Owns every session actor and run task.
+    /// Owns every session actor and run task, and the evictor.
     tasks: TaskTracker,
+    /// Summaries of sessions not loaded, for listing without reading their files.
+    summaries: index::SummaryIndex,
+    /// Stops the evictor (shutdown).
+    evictor_stop: tokio_util::sync::CancellationToken,
 }
 
 impl SessionManager {
     /// Index the sessions on disk (headers only; each loads on first use).
     pub async fn open(deps: SessionDeps) -> anyhow::Result<SessionManager> {
         let dir = deps.paths.sessions_dir.clone();
-        let headers = tokio::task::spawn_blocking(move || scan(&dir))
-            .await
-            .context("session scan failed")??;
+        let (headers, summaries) = tokio::task::spawn_blocking(move || {
+            let headers = scan(&dir)?;
+            let stamps: Vec<(String, index::FileStamp)> = headers
+                .iter()
+                .filter_map(|(header, stamp)| Some((header.id.clone(), (*stamp)?)))
+                .collect();
+            anyhow::Ok((headers, index::SummaryIndex::load(&dir, &stamps)))
+        })
+        .await
+        .context("session scan failed")??;
         let (daemon_events, _) = broadcast::channel(DAEMON_EVENT_BUFFER);
         let slots = headers
             .into_iter()
-            .map(|(header, updated)| {
+            .map(|(header, stamp)| {
                 let slot = Slot {
                     header,
-                    file_updated_at: updated,
-                    loaded: OnceCell::new(),
+                    file_updated_at: stamp.map(|stamp| stamp.modified()),
+                    loaded: evict::LoadedCell::new(),
                     deleted: AtomicBool::new(false),
                 };
                 (slot.header.id.clone(), Arc::new(slot))
@@ -122,6 +136,8 @@ impl SessionManager {
             slots: RwLock::new(slots),
             daemon_events,
             tasks: TaskTracker::new(),
+            summaries,
+            evictor_stop: tokio_util::sync::CancellationToken::new(),
         })
     }
 
@@ -242,7 +258,7 @@ impl SessionManager {
         let slot = Arc::new(Slot {
             header: header.clone(),
             file_updated_at: Some(now),
-            loaded: OnceCell::new(),
+            loaded: evict::LoadedCell::new(),
             deleted: AtomicBool::new(false),
         });
         self.write_slots().insert(id.clone(), slot.clone());
@@ -296,34 +312,7 @@ impl SessionManager {
         let next_cursor = (start + page.len() < slots.len())
             .then(|| page.last().map(|slot| slot.header.id.clone()))
             .flatten();
-        let mut infos = Vec::with_capacity(page.len());
-        for slot in page {
-            infos.push(self.info_of(&slot).await);
-        }
-        Ok((infos, next_cursor))
-    }
-
-    /// A session as listed. Sessions not loaded are summarised from the end of their file
-    /// (no history parsed, no actor started); only when that does not tell are they loaded.
-    async fn info_of(&self, slot: &Arc<Slot>) -> SessionInfo {
-        if let Some(session) = slot.loaded.get() {
-            return session.info();
-        }
-        let path = store::session_path(&self.deps.paths.sessions_dir, &slot.header.id);
-        let summary = tokio::task::spawn_blocking(move || store::read_summary(&path)).await;
-        if let Ok(Ok(Some(summary))) = summary {
-            let mut info = header_info(&slot.header, slot.file_updated_at);
-            info.last_seq = summary.last_seq;
-            info.usage = crate::agent::to_wire_usage(&summary.usage);
-            return info;
-        }
-        match self.load(slot).await {
-            Ok(session) => session.info(),
-            Err(err) => {
-                tracing::warn!(session = %slot.header.id, %err, "cannot load session");
-                header_info(&slot.header, slot.file_updated_at)
-            }
-        }
+        Ok((self.infos_of(&page).await, next_cursor))
     }
 
     /// Delete a session: cancel its run, wait for it, remove its file.
@@ -340,6 +329,7 @@ impl SessionManager {
             .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
+        self.summaries.remove(id);
         let path = store::session_path(&self.deps.paths.sessions_dir, id);
         tokio::fs::remove_file(&path).await.map_err(|err| {
             SessionError::Internal(format!("cannot remove {}: {err}", path.display()))
@@ -350,10 +340,11 @@ impl SessionManager {
 
     /// Stop every run (they end `interrupted`) and wait for the actors, bounded by `deadline`.
     pub async fn shutdown(&self, deadline: std::time::Duration) {
+        self.evictor_stop.cancel();
         let sessions: Vec<Arc<Session>> = self
             .read_slots()
             .values()
-            .filter_map(|slot| slot.loaded.get().cloned())
+            .filter_map(|slot| slot.loaded.get())
             .collect();
         // Runs first (they record `runFinished{interrupted}` while subscribers still listen),
         // then the actors and subscriptions.
@@ -375,23 +366,27 @@ impl SessionManager {
         {
             tracing::warn!("some session tasks did not stop in time");
         }
+        // The next start lists every session from the index, without reading their files (an
+        // entry whose file a late write changed no longer matches, and is re-summarised).
+        for session in &sessions {
+            self.remember_summary(session).await;
+        }
+        if let Err(err) = self.summaries.flush().await {
+            tracing::warn!("cannot write the session index: {err:#}");
+        }
     }
 
     async fn load(&self, slot: &Arc<Slot>) -> Result<Arc<Session>, SessionError> {
-        let session = slot
-            .loaded
-            .get_or_try_init(|| async {
+        slot.loaded
+            .get_or_load(|| {
                 actor::Session::load(
                     slot.header.clone(),
                     self.deps.clone(),
                     self.daemon_events.clone(),
                     &self.tasks,
                 )
-                .await
-                .map(Arc::new)
             })
-            .await?;
-        Ok(session.clone())
+            .await
     }
 
     fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
@@ -427,8 +422,8 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
     }
 }
 
-/// Read every session header in `dir`. Blocking.
-fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<SystemTime>)>> {
+/// Read every session header in `dir`, with the file's stamp. Blocking.
+fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<index::FileStamp>)>> {
     let mut found = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -442,8 +437,8 @@ fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<Syst
         }
         match store::read_header(&path) {
             Ok(header) => {
-                let updated = entry.metadata().and_then(|m| m.modified()).ok();
-                found.push((header, updated));
+                let stamp = entry.metadata().ok().map(|m| index::FileStamp::of(&m));
+                found.push((header, stamp));
             }
             Err(err) => tracing::warn!(%err, "skipping an unreadable session file"),
         }
