@@ -23,5 +23,6 @@ mod approvals_cli;
 mod cli;
 mod daemon;
 mod llm;
+mod reliability_evict;
 mod sessions;
 mod tools_runs;

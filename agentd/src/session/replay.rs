@@ -168,11 +168,22 @@ pub fn read_page(path: &Path, cursor: &mut ReplayCursor) -> Result<Vec<(u64, Eve
     Ok(events)
 }
 
-/// The seq of an event line, read from its prefix without decoding the event.
+/// The seq of an event line: read from its prefix without decoding the event when the line is
+/// as the daemon writes it; a line in another key order (written by hand or another tool) is
+/// decoded whole.
 fn event_seq(line: &[u8]) -> Option<u64> {
-    let rest = line.strip_prefix(EVENT_LINE_PREFIX)?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(rest.get(..digits)?).ok()?.parse().ok()
+    if let Some(rest) = line.strip_prefix(EVENT_LINE_PREFIX) {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        return std::str::from_utf8(rest.get(..digits)?).ok()?.parse().ok();
+    }
+    if line.starts_with(br#"{"type":""#) {
+        // Another entry type, as the daemon writes it.
+        return None;
+    }
+    match serde_json::from_slice::<Entry>(line) {
+        Ok(Entry::Event { seq, .. }) => Some(seq),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -290,5 +301,7 @@ mod tests {
         assert_eq!(index.marks(), 0);
         assert_eq!(event_seq(event_line(42).as_bytes()), Some(42));
         assert_eq!(event_seq(message_line().as_bytes()), None);
+        let reordered = r#"{"event":{"type":"warning","message":"m"},"seq":7,"type":"event"}"#;
+        assert_eq!(event_seq(reordered.as_bytes()), Some(7));
     }
 }
