@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -50,6 +50,18 @@ pub struct SummaryIndex {
     dirty: AtomicBool,
     /// One writer of the file at a time.
     writing: tokio::sync::Mutex<()>,
+}
+
+/// Sessions in listing order (newest first, then by id), kept until a session comes or goes.
+#[derive(Default)]
+pub struct ListingOrder {
+    cached: Mutex<Option<Arc<Ordered>>>,
+}
+
+/// One listing order and where each id is in it (cursors).
+pub struct Ordered {
+    pub slots: Vec<Arc<Slot>>,
+    positions: HashMap<String, usize>,
 }
 
 /// `index.json` as written.
@@ -157,7 +169,53 @@ impl SummaryIndex {
     }
 }
 
+impl ListingOrder {
+    /// Forget the order; call after every insert into or removal from the slots.
+    pub fn invalidate(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Ordered>>> {
+        // Replaced whole under this lock: a poisoned value is still consistent.
+        self.cached
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Ordered {
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.positions.get(id).copied()
+    }
+}
+
 impl SessionManager {
+    /// The listing order, sorted now if sessions came or went since the last listing. Built
+    /// and stored under the slots' read lock, so an insert or removal (under the write lock,
+    /// then `invalidate`) is never missed.
+    pub(super) fn listing_order(&self) -> Arc<Ordered> {
+        if let Some(order) = self.listing.lock().clone() {
+            return order;
+        }
+        let slots_by_id = self.read_slots();
+        let mut slots: Vec<Arc<Slot>> = slots_by_id.values().cloned().collect();
+        slots.sort_by(|a, b| {
+            b.header
+                .created_at
+                .cmp(&a.header.created_at)
+                .then_with(|| b.header.id.cmp(&a.header.id))
+        });
+        let positions = slots
+            .iter()
+            .enumerate()
+            .map(|(position, slot)| (slot.header.id.clone(), position))
+            .collect();
+        let order = Arc::new(Ordered { slots, positions });
+        *self.listing.lock() = Some(order.clone());
+        drop(slots_by_id);
+        order
+    }
+
     /// A page of sessions as listed: loaded ones from memory, the others from the index.
     /// Sessions the index does not know yet are summarised from their files in one blocking
     /// pass (the end of the file; the whole file only when the end does not tell), and

@@ -100,6 +100,8 @@ pub struct SessionManager {
     tasks: TaskTracker,
     /// Summaries of sessions not loaded, for listing without reading their files.
     summaries: index::SummaryIndex,
+    /// The listing order, sorted once per change of the set of sessions.
+    listing: index::ListingOrder,
     /// Stops the evictor (shutdown).
     evictor_stop: tokio_util::sync::CancellationToken,
 }
@@ -137,6 +139,7 @@ impl SessionManager {
             daemon_events,
             tasks: TaskTracker::new(),
             summaries,
+            listing: index::ListingOrder::default(),
             evictor_stop: tokio_util::sync::CancellationToken::new(),
         })
     }
@@ -262,6 +265,7 @@ impl SessionManager {
             deleted: AtomicBool::new(false),
         });
         self.write_slots().insert(id.clone(), slot.clone());
+        self.listing.invalidate();
         let session = self.load(&slot).await?;
         session
             .log
@@ -293,17 +297,11 @@ impl SessionManager {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<SessionInfo>, Option<String>), SessionError> {
-        let mut slots: Vec<Arc<Slot>> = self.read_slots().values().cloned().collect();
-        slots.sort_by(|a, b| {
-            b.header
-                .created_at
-                .cmp(&a.header.created_at)
-                .then_with(|| b.header.id.cmp(&a.header.id))
-        });
+        let order = self.listing_order();
+        let slots = &order.slots;
         let start = match cursor {
-            Some(cursor) => slots
-                .iter()
-                .position(|slot| slot.header.id == cursor)
+            Some(cursor) => order
+                .position(cursor)
                 .map(|pos| pos + 1)
                 .ok_or_else(|| SessionError::InvalidParams(format!("unknown cursor {cursor:?}")))?,
             None => 0,
@@ -329,6 +327,7 @@ impl SessionManager {
             .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
+        self.listing.invalidate();
         self.summaries.remove(id);
         let path = store::session_path(&self.deps.paths.sessions_dir, id);
         tokio::fs::remove_file(&path).await.map_err(|err| {
