@@ -284,3 +284,22 @@ fn debug_output_hides_the_key() {
     assert!(!text.contains("sk-secret"), "{text}");
     assert!(text.contains("<redacted>"), "{text}");
 }
+
+#[test]
+fn session_idle_unload_is_read_and_bounded() {
+    let default = load_with(Some(""), &[]).unwrap();
+    assert_eq!(
+        default.session_idle_unload,
+        std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS)
+    );
+    let set = load_with(Some("[sessions]\nidle_unload_secs = 5\n"), &[]).unwrap();
+    assert_eq!(set.session_idle_unload, std::time::Duration::from_secs(5));
+    for bad in ["0", "9223372036854775807"] {
+        let text = format!("[sessions]\nidle_unload_secs = {bad}\n");
+        let error = load_with(Some(&text), &[]).unwrap_err().to_string();
+        assert!(
+            error.contains("sessions.idle_unload_secs must be between 1 and"),
+            "{error}"
+        );
+    }
+}

@@ -104,10 +104,14 @@ async fn an_idle_session_is_unloaded_and_loads_again_with_its_history(format: Fo
             ("assistant".to_owned(), "first answer".to_owned()),
         ]
     );
-    assert_eq!(loaded_sessions(&mut client).await, 1);
 
     // Its events replay from the file, and a prompt continues the same conversation.
     client.subscribe(&session, Some(0)).await;
+    assert_eq!(
+        loaded_sessions(&mut client).await,
+        1,
+        "a subscription keeps it"
+    );
     let replayed = client.events_through_seq(last_seq).await;
     assert_eq!(replayed, first);
     client.prompt(&session, "two").await;
@@ -135,7 +139,6 @@ async fn a_session_with_a_subscriber_is_never_unloaded() {
     watcher.subscribe(&watched, None).await;
     let mut other = s.client().await;
     let idle = create_session(&mut other, &s.workspace()).await;
-    assert_eq!(loaded_sessions(&mut other).await, 2);
 
     // The session created later goes; the watched one, idle longer, stays.
     let loaded = wait_for_loaded(&mut other, "the idle session is unloaded", |n| n < 2).await;

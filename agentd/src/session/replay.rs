@@ -157,8 +157,14 @@ pub fn read_page(path: &Path, cursor: &mut ReplayCursor) -> Result<Vec<(u64, Eve
             cursor.offset = cursor.end;
             break;
         }
-        if let Ok(Entry::Event { seq, event }) = serde_json::from_slice::<Entry>(&line) {
-            events.push((seq, event));
+        match serde_json::from_slice::<Entry>(&line) {
+            Ok(Entry::Event { seq, event }) => events.push((seq, event)),
+            // Skipped as on load; said, so a gap in a replay has a trace.
+            _ => tracing::warn!(
+                seq,
+                path = %path.display(),
+                "replay skipped an unreadable event"
+            ),
         }
         if seq == cursor.up_to {
             cursor.offset = cursor.end;
