@@ -102,6 +102,7 @@ impl SummaryIndex {
     /// Blocking.
     pub fn load(sessions_dir: &Path, files: &[(String, FileStamp)]) -> SummaryIndex {
         let path = sessions_dir.join(INDEX_FILE);
+        remove_stale_temps(sessions_dir);
         let stored = match read_index(&path) {
             Ok(stored) => stored,
             Err(err) => {
@@ -324,6 +325,19 @@ fn read_index(path: &Path) -> Result<HashMap<String, SummaryEntry>> {
     Ok(index.sessions)
 }
 
+/// Remove temp files a writer left when the daemon died mid-write. Blocking.
+fn remove_stale_temps(sessions_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(sessions_dir) else {
+        return;
+    };
+    let prefix = format!(".{INDEX_FILE}.");
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Replace `index.json` atomically: a unique temp file, fsync, rename, directory fsync.
 /// Blocking.
 fn write_index(path: &Path, index: &IndexFile) -> Result<()> {
@@ -396,6 +410,12 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, vec![INDEX_FILE.to_owned()]);
+
+        // A temp file left by a writer that died is removed at the next load.
+        let stale = dir.path().join(format!(".{INDEX_FILE}.dead"));
+        std::fs::write(&stale, "{").unwrap();
+        SummaryIndex::load(dir.path(), &files);
+        assert!(!stale.exists());
     }
 
     #[test]
