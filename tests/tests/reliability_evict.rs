@@ -288,3 +288,39 @@ async fn the_listing_index_survives_a_restart_and_notices_a_changed_file() {
         "listing loads nothing"
     );
 }
+
+#[tokio::test]
+async fn a_run_waiting_for_an_approval_keeps_its_session_loaded() {
+    use crate::approvals::{ASK, respond, shell, until_approval};
+    let s = Scenario::start_with(Format::OpenAi, &format!("{QUICK_UNLOAD}{ASK}")).await;
+    s.mock.push(shell("c1", "echo approved"));
+    s.mock.push(Reply::text("done"));
+    let mut client = s.client().await;
+    let waiting = create_session(&mut client, &s.workspace()).await;
+    // Subscribed while the approval is requested (so it waits for an answer), then gone.
+    let subscription = client.subscribe(&waiting, None).await;
+    client.prompt(&waiting, "run it").await;
+    let (events, approval) = until_approval(&mut client).await;
+    let asked_at = events.last().map(|e| e.seq).unwrap_or_default();
+    client
+        .request("session/unsubscribe", json!([subscription]))
+        .await
+        .expect("unsubscribe");
+
+    // A session created later, idle, goes; the one with the pending approval stays.
+    let mut other = s.client().await;
+    create_session(&mut other, &s.workspace()).await;
+    let loaded = wait_for_loaded(&mut other, "the idle session is unloaded", |n| n < 2).await;
+    assert_eq!(loaded, 1);
+
+    // The run is still the live one: answered, it finishes, and a subscriber sees it.
+    client.subscribe(&waiting, Some(asked_at)).await;
+    respond(&mut client, &approval.approval_id, "allowOnce", None)
+        .await
+        .expect("approval/respond");
+    let rest = client.events_until_run_finished().await;
+    assert_eq!(run_status(&rest), RunStatus::Completed, "{rest:#?}");
+    let results = tool_results(&rest);
+    assert_eq!(results.len(), 1, "{rest:#?}");
+    assert!(results[0].1.contains("approved"), "{results:?}");
+}
