@@ -92,14 +92,19 @@ impl SeqIndex {
     }
 
     /// A replay of events after `after` up to `up_to`, starting at the last mark at or before
-    /// the first wanted event (events are in seq order in the file).
+    /// the first wanted event (events are in seq order in the file); done at once when
+    /// `after >= up_to`.
     pub fn cursor(&self, after: u64, up_to: u64) -> ReplayCursor {
         let first_wanted = after.saturating_add(1);
         let at = self.marks.partition_point(|(seq, _)| *seq <= first_wanted);
-        let offset = at
-            .checked_sub(1)
-            .and_then(|i| self.marks.get(i))
-            .map_or(0, |(_, offset)| *offset);
+        let offset = if after >= up_to {
+            // Nothing to replay.
+            self.end
+        } else {
+            at.checked_sub(1)
+                .and_then(|i| self.marks.get(i))
+                .map_or(0, |(_, offset)| *offset)
+        };
         ReplayCursor {
             offset,
             end: self.end,
@@ -296,6 +301,7 @@ mod tests {
         // Events written after the subscription began are not read.
         let (seqs, _) = replay_all(&path, index.cursor(990, 995));
         assert_eq!(seqs, (991..=995).collect::<Vec<_>>());
+        assert!(index.cursor(1000, 1000).is_done());
     }
 
     #[test]
