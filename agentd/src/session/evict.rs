@@ -40,6 +40,10 @@ impl LoadedCell {
         self.lock_current().clone()
     }
 
+    pub(super) fn is_loaded(&self) -> bool {
+        self.lock_current().is_some()
+    }
+
     /// The session, loaded with `load` unless it already is.
     pub(super) async fn get_or_load<F, Fut>(&self, load: F) -> Result<Arc<Session>, SessionError>
     where
@@ -132,7 +136,7 @@ impl SessionManager {
     pub fn loaded_count(&self) -> usize {
         self.read_slots()
             .values()
-            .filter(|slot| slot.loaded.get().is_some())
+            .filter(|slot| slot.loaded.is_loaded())
             .count()
     }
 
@@ -149,7 +153,7 @@ impl SessionManager {
         let slots: Vec<Arc<Slot>> = self.read_slots().values().cloned().collect();
         let now = Instant::now();
         for slot in slots {
-            if slot.deleted.load(Ordering::Acquire) {
+            if slot.deleted.load(Ordering::Acquire) || !slot.loaded.is_loaded() {
                 continue;
             }
             let id = slot.header.id.as_str();
