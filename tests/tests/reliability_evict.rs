@@ -239,6 +239,7 @@ async fn the_listing_index_survives_a_restart_and_notices_a_changed_file() {
     let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
     let mut daemon = Daemon::start_in(env).await;
     let mut client = daemon.client().await;
+    let untouched = create_session(&mut client, &daemon.env.workspace()).await;
     let session = create_session(&mut client, &daemon.env.workspace()).await;
     client.subscribe(&session, Some(0)).await;
     client.prompt(&session, "hi").await;
@@ -249,13 +250,22 @@ async fn the_listing_index_survives_a_restart_and_notices_a_changed_file() {
     daemon.wait_exit().await;
 
     let index_path = daemon.env.path("state").join("agentd/sessions/index.json");
-    let index: Value = serde_json::from_slice(&std::fs::read(&index_path).expect("index.json"))
+    let mut index: Value = serde_json::from_slice(&std::fs::read(&index_path).expect("index.json"))
         .expect("index.json parses");
     assert_eq!(
         index["sessions"][&session]["lastSeq"],
         json!(last_seq),
         "{index}"
     );
+    assert_eq!(
+        index["sessions"][&untouched]["lastSeq"],
+        json!(1),
+        "{index}"
+    );
+    // A figure only the index holds: listed after the restart, it shows the listing came from
+    // the index and not from the (unchanged) file.
+    index["sessions"][&untouched]["lastSeq"] = json!(4242);
+    std::fs::write(&index_path, index.to_string()).expect("rewrite index.json");
 
     // Changed behind the daemon's back: the entry no longer matches and is re-summarised.
     let file = session_file(&daemon.env, &session);
@@ -277,10 +287,19 @@ async fn the_listing_index_survives_a_restart_and_notices_a_changed_file() {
         .request("session/list", json!({}))
         .await
         .expect("session/list");
-    assert_eq!(
-        listed["sessions"][0]["lastSeq"],
-        json!(last_seq + 1),
-        "{listed}"
+    let last_seqs: Vec<(Value, Value)> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| (s["sessionId"].clone(), s["lastSeq"].clone()))
+        .collect();
+    assert!(
+        last_seqs.contains(&(json!(session), json!(last_seq + 1))),
+        "the changed file is re-summarised: {listed}"
+    );
+    assert!(
+        last_seqs.contains(&(json!(untouched), json!(4242))),
+        "the unchanged file is listed from the index: {listed}"
     );
     assert_eq!(
         loaded_sessions(&mut client).await,
