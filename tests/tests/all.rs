@@ -23,6 +23,7 @@ mod approvals_cli;
 mod cli;
 mod daemon;
 mod llm;
+mod reliability_evict;
 mod reliability_files;
 mod reliability_log;
 mod reliability_wedge;
