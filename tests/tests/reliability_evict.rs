@@ -343,3 +343,70 @@ async fn a_run_waiting_for_an_approval_keeps_its_session_loaded() {
     assert_eq!(results.len(), 1, "{rest:#?}");
     assert!(results[0].1.contains("approved"), "{results:?}");
 }
+
+#[tokio::test]
+async fn an_unloaded_session_keeps_its_client_request_ids_and_replays_a_damaged_line_as_a_gap() {
+    let s = Scenario::start_with(Format::OpenAi, QUICK_UNLOAD).await;
+    s.mock.push(Reply::text("once"));
+    let mut client = s.client().await;
+    let session = create_session(&mut client, &s.workspace()).await;
+    let subscription = client.subscribe(&session, Some(0)).await;
+    let prompt = json!({"sessionId": session, "text": "only once", "clientRequestId": "req-1"});
+    let first = client
+        .request("session/prompt", prompt.clone())
+        .await
+        .expect("session/prompt");
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let last_seq = events.last().map(|e| e.seq).unwrap_or_default();
+    client
+        .request("session/unsubscribe", json!([subscription]))
+        .await
+        .expect("unsubscribe");
+    wait_for_loaded(&mut client, "the idle session is unloaded", |n| n == 0).await;
+
+    // Unloaded, nothing writes its file: damage one event line there that loading does not
+    // need (not the run's start, which holds the clientRequestId, nor its end or usage).
+    let file = session_file(&s.daemon.env, &session);
+    let text = std::fs::read_to_string(&file).expect("session file");
+    let victim = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry["type"] == "event")
+        .find(|entry| {
+            let kind = entry["event"]["type"].as_str().unwrap_or_default();
+            ![
+                "sessionCreated",
+                "runStarted",
+                "runFinished",
+                "usageUpdated",
+            ]
+            .contains(&kind)
+        })
+        .and_then(|entry| entry["seq"].as_u64())
+        .unwrap_or_else(|| panic!("no event to damage in {text}"));
+    let prefix = format!("{{\"type\":\"event\",\"seq\":{victim},");
+    let damaged = text.replacen(&prefix, &format!("{prefix},"), 1);
+    std::fs::write(&file, damaged).expect("damage the session file");
+
+    // The same clientRequestId finds the same run: it was read back from the file.
+    let again = client
+        .request("session/prompt", prompt)
+        .await
+        .expect("session/prompt again");
+    assert_eq!(again["runId"], first["runId"], "{again}");
+    assert_eq!(again["queued"], json!(false), "{again}");
+    assert_eq!(s.mock.requests().len(), 1);
+
+    // The paged replay reports the damaged seq as a marked warning, not a silent hole.
+    client.subscribe(&session, Some(0)).await;
+    let replayed = client.events_through_seq(last_seq).await;
+    assert_seqs_increase(&replayed);
+    let gaps: Vec<u64> = replayed
+        .iter()
+        .filter(|e| e.not_persisted)
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(gaps, [victim], "{replayed:#?}");
+    assert_eq!(replayed.len() as u64, last_seq, "{replayed:#?}");
+}

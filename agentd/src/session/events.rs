@@ -588,6 +588,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn once_the_writer_has_stopped_every_accepted_append_is_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let log = Arc::new(open_log(dir.path(), &tasks).await);
+        let appends: Vec<_> = (0..20)
+            .map(|n| {
+                let log = log.clone();
+                tokio::spawn(async move { log.append(warning(n)).await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        log.close();
+        log.writer_stopped().await;
+        // What unloading relies on: nothing is written after this, and nothing accepted is lost.
+        let in_file = file_seqs(dir.path());
+        let mut accepted = Vec::new();
+        for append in appends {
+            if let Ok(seq) = append.await.unwrap() {
+                accepted.push(seq);
+            }
+        }
+        accepted.sort_unstable();
+        assert_eq!(in_file, accepted);
+        assert_eq!(file_seqs(dir.path()), in_file);
+        assert!(log.append(warning(99)).await.is_err());
+    }
+
+    #[tokio::test]
     async fn a_subscriber_replays_missing_seqs_as_one_marked_warning() {
         let dir = tempfile::tempdir().unwrap();
         let tasks = TaskTracker::new();
