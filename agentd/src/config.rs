@@ -82,6 +82,9 @@ pub struct Config {
     pub tool_output_max_chars: usize,
     /// The user layer of permission rules and the default mode (`[permissions]`).
     pub permissions: PermissionsConfig,
+    /// How long a loaded session may sit idle before it is unloaded from memory
+    /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
+    pub session_idle_unload: std::time::Duration,
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -150,6 +153,9 @@ pub const DEFAULT_RETRY_BASE_DELAY_MS: u64 = 500;
 pub const DEFAULT_RETRY_MAX_DELAY_MS: u64 = 30_000;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 90;
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 600;
+/// Idle sessions are unloaded after this long: long enough that a user coming back to a
+/// conversation finds it warm, short enough that a daemon up for weeks holds only what is used.
+pub const DEFAULT_SESSION_IDLE_UNLOAD_SECS: u64 = 600;
 
 /// Upper bounds of the durations config.toml sets. A larger value is rejected with a config
 /// error naming the key, never clamped silently: durations are added to clocks and formatted as
@@ -162,6 +168,8 @@ pub const MAX_RETRY_DELAY_MS: u64 = 60 * 60 * 1000;
 /// A silent stream is given up after at most an hour (a slow local model reading a long
 /// prompt stays well under it).
 pub const MAX_STREAM_IDLE_TIMEOUT_SECS: u64 = 60 * 60;
+/// An idle session is unloaded after at most 30 days (`[sessions] idle_unload_secs`).
+pub const MAX_SESSION_IDLE_UNLOAD_SECS: u64 = 30 * 24 * 60 * 60;
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -186,6 +194,7 @@ pub fn load(
         max_steps: DEFAULT_MAX_STEPS,
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
+        session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
     };
     if let Some(path) = path {
         match crate::regular_file::read_text(path, MAX_CONFIG_BYTES) {
@@ -296,6 +305,14 @@ struct FileConfig {
     #[serde(default)]
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
+    sessions: Option<FileSessions>,
+}
+
+/// `[sessions]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSessions {
+    idle_unload_secs: Option<u64>,
 }
 
 /// `[permissions]` as written; rules keep their positions for messages.
@@ -371,6 +388,20 @@ fn apply_file(
     if let Some(permissions) = &file.permissions {
         config.permissions = parse_permissions(path, text, permissions)?;
     }
+    let idle_unload_secs = bounded(
+        path,
+        "sessions.idle_unload_secs",
+        file.sessions.and_then(|sessions| sessions.idle_unload_secs),
+        DEFAULT_SESSION_IDLE_UNLOAD_SECS,
+        MAX_SESSION_IDLE_UNLOAD_SECS,
+        "seconds",
+    )?;
+    if idle_unload_secs == 0 {
+        return Err(invalid(
+            "sessions.idle_unload_secs must be at least 1".to_owned(),
+        ));
+    }
+    config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (

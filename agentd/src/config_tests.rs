@@ -292,3 +292,35 @@ fn debug_output_hides_the_key() {
     assert!(!text.contains("sk-secret"), "{text}");
     assert!(text.contains("<redacted>"), "{text}");
 }
+
+#[test]
+fn session_idle_unload_is_read_and_bounded() {
+    let default = load_with(Some(""), &[]).unwrap();
+    assert_eq!(
+        default.session_idle_unload,
+        std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS)
+    );
+    let set = load_with(Some("[sessions]\nidle_unload_secs = 5\n"), &[]).unwrap();
+    assert_eq!(set.session_idle_unload, std::time::Duration::from_secs(5));
+    let cases = [
+        ("0", "sessions.idle_unload_secs must be at least 1"),
+        (
+            "9223372036854775807",
+            "sessions.idle_unload_secs = 9223372036854775807 is too large (at most 2592000 seconds)",
+        ),
+        (
+            "2592001",
+            "sessions.idle_unload_secs = 2592001 is too large (at most 2592000 seconds)",
+        ),
+    ];
+    for (bad, expected) in cases {
+        let text = format!("[sessions]\nidle_unload_secs = {bad}\n");
+        let error = load_with(Some(&text), &[]).unwrap_err().to_string();
+        assert!(error.contains(expected), "{error}");
+    }
+    let longest = load_with(Some("[sessions]\nidle_unload_secs = 2592000\n"), &[]).unwrap();
+    assert_eq!(
+        longest.session_idle_unload,
+        std::time::Duration::from_secs(MAX_SESSION_IDLE_UNLOAD_SECS)
+    );
+}

@@ -106,7 +106,7 @@ pub struct LoadedSession {
 /// `clientRequestId`s remembered per session for idempotent prompts (also across restarts).
 pub const REMEMBERED_REQUEST_IDS: usize = 256;
 
-/// One item of a replay read from a session file.
+/// One item of a replay read from a session file (`session::replay::read_page`).
 #[derive(Clone, Debug, PartialEq)]
 #[expect(
     clippy::large_enum_variant,
@@ -382,42 +382,6 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         }),
         (None, false) => None,
     })
-}
-
-/// Persisted events of a session file with `after < seq <= up_to`, in order, and the seqs of
-/// that range the file does not hold (unreadable lines, failed writes) as
-/// [`Replayed::Missing`]. Blocking.
-pub fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<Replayed>> {
-    let file = crate::regular_file::open(path)?;
-    let mut replayed = Vec::new();
-    let mut next = after + 1;
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line?;
-        // Cheap pre-filter: only event lines need decoding.
-        if !line.starts_with(br#"{"type":"event""#) {
-            continue;
-        }
-        if let Ok(Entry::Event { seq, event }) = serde_json::from_slice::<Entry>(&line)
-            && seq >= next
-            && seq <= up_to
-        {
-            if seq > next {
-                replayed.push(Replayed::Missing {
-                    from: next,
-                    to: seq - 1,
-                });
-            }
-            replayed.push(Replayed::Event(seq, event));
-            next = seq + 1;
-        }
-    }
-    if next <= up_to {
-        replayed.push(Replayed::Missing {
-            from: next,
-            to: up_to,
-        });
-    }
-    Ok(replayed)
 }
 
 #[cfg(test)]

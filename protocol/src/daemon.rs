@@ -74,6 +74,10 @@ pub struct StatusResult {
 pub struct StatusCounts {
     /// Sessions known to the daemon (persisted ones included).
     pub sessions: u64,
+    /// Sessions loaded in memory now; idle ones are unloaded after `[sessions]
+    /// idle_unload_secs` and load again on their next request.
+    #[serde(default)]
+    pub loaded_sessions: u64,
     /// Sessions with a run in progress.
     pub active_runs: u64,
     pub tasks: u64,

@@ -24,6 +24,7 @@ mod cli;
 mod daemon;
 mod llm;
 mod reliability_conn;
+mod reliability_evict;
 mod reliability_files;
 mod reliability_log;
 mod reliability_proc;

@@ -128,8 +128,8 @@ fn print_status(status: &StatusResult) {
         println!("  config error {err}");
     }
     println!(
-        "  sessions     {} ({} running)",
-        status.counts.sessions, status.counts.active_runs
+        "  sessions     {} ({} loaded, {} running)",
+        status.counts.sessions, status.counts.loaded_sessions, status.counts.active_runs
     );
     println!("  tasks        {}", status.counts.tasks);
     println!("  mcp servers  {}", status.counts.mcp_servers);

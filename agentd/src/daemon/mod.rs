@@ -77,6 +77,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     ));
 
     let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
+    sessions.start_evictor();
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),

@@ -206,6 +206,7 @@ async fn daemon_status(
         config_error: state.sessions.config_error(),
         counts: StatusCounts {
             sessions: state.sessions.count() as u64,
+            loaded_sessions: state.sessions.loaded_count() as u64,
             active_runs: state.sessions.active_runs() as u64,
             tasks: 0,
             mcp_servers: 0,

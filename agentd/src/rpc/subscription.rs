@@ -40,10 +40,12 @@ pub async fn forward_session_events(
     let Ok(sink) = pending.accept().await else {
         return;
     };
-    for event in &subscription.replay {
-        if tracked.is_cancelled() || send_persisted(&sink, event).await.is_err() {
-            return;
-        }
+    let mut replay = subscription.replay;
+    if send_replay(&sink, &session, &mut replay, &tracked)
+        .await
+        .is_err()
+    {
+        return;
     }
     let mut delivered = subscription.caught_up_to;
     let mut live = subscription.live;
@@ -89,13 +91,14 @@ pub async fn forward_session_events(
                 {
                     return;
                 }
-                let Ok(resync) = session.log.subscribe(Some(delivered)).await else {
+                let Ok(mut resync) = session.log.subscribe(Some(delivered)).await else {
                     return;
                 };
-                for event in &resync.replay {
-                    if send_persisted(&sink, event).await.is_err() {
-                        return;
-                    }
+                if send_replay(&sink, &session, &mut resync.replay, &tracked)
+                    .await
+                    .is_err()
+                {
+                    return;
                 }
                 delivered = resync.caught_up_to;
                 live = resync.live;
@@ -139,6 +142,32 @@ pub async fn forward_daemon_events(
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// Send a replay page by page (one page read and held at a time) until it is done, the
+/// subscriber unsubscribes or stops reading, or the log cannot be read.
+async fn send_replay(
+    sink: &SubscriptionSink,
+    session: &Session,
+    replay: &mut crate::session::replay::ReplayCursor,
+    tracked: &crate::server::connection::TrackedSubscription,
+) -> Result<(), ()> {
+    while !replay.is_done() {
+        let page = match session.log.replay_page(replay).await {
+            Ok(page) => page,
+            Err(err) => {
+                tracing::warn!(session = session.id(), %err, "cannot replay events");
+                return Err(());
+            }
+        };
+        for event in &page {
+            if tracked.is_cancelled() {
+                return Err(());
+            }
+            send_persisted(sink, event).await?;
+        }
+    }
+    Ok(())
 }
 
 fn message(event: &Published) -> SubscriptionMessage {

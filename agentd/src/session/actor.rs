@@ -3,6 +3,7 @@
 //! run concurrently; events come out through the session's `EventLog`.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -54,6 +55,10 @@ pub struct Session {
     /// Fires the active run's cancellation from outside the actor (shutdown, delete).
     active: Arc<Mutex<Option<ActiveRun>>>,
     run_finished: broadcast::Sender<()>,
+    /// Commands sent and not yet handled by the actor (eviction waits for zero).
+    unhandled_commands: Arc<AtomicUsize>,
+    /// Cancelled once the actor task has ended (it holds the drop guard).
+    actor_stopped: CancellationToken,
 }
 
 #[derive(Clone)]
@@ -140,6 +145,8 @@ impl Session {
         let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
         let active = Arc::new(Mutex::new(None));
         let (run_finished, _) = broadcast::channel(4);
+        let unhandled_commands = Arc::new(AtomicUsize::new(0));
+        let actor_stopped = CancellationToken::new();
         let actor = Actor {
             header: header.clone(),
             deps,
@@ -150,6 +157,8 @@ impl Session {
             tasks: tasks.clone(),
             previous_run: None,
             run_finished: run_finished.clone(),
+            unhandled_commands: unhandled_commands.clone(),
+            _stopped: actor_stopped.clone().drop_guard(),
         };
         tasks.spawn(actor.run(commands_rx));
         Ok(Session {
@@ -159,6 +168,8 @@ impl Session {
             commands: Mutex::new(Some(commands_tx)),
             active,
             run_finished,
+            unhandled_commands,
+            actor_stopped,
         })
     }
 
@@ -268,6 +279,15 @@ impl Session {
         self.log.close();
     }
 
+    /// Close the session and wait until its actor has ended and its log writer has written
+    /// what was queued and stopped: after this nothing of the session touches its file, so it
+    /// may be loaded again (unloading an idle session waits for this).
+    pub async fn close_and_wait(&self) {
+        self.close();
+        self.actor_stopped.cancelled().await;
+        self.log.writer_stopped().await;
+    }
+
     /// Why a command got no answer: the mailbox closed, or handling it failed (a panic the
     /// daemon logged).
     fn no_answer(&self) -> SessionError {
@@ -281,6 +301,19 @@ impl Session {
         }
     }
 
+    /// Nothing in progress or waiting: no run, no command sent and not yet handled, no steer
+    /// or follow-up queued, no subscriber. Only such a session may be unloaded.
+    pub fn is_idle(&self) -> bool {
+        let no_run = self.active.lock().is_ok_and(|active| active.is_none());
+        let state = self.shared.lock();
+        no_run
+            && state.run_id.is_none()
+            && state.steers.is_empty()
+            && state.follow_ups.is_empty()
+            && self.unhandled_commands.load(Ordering::Acquire) == 0
+            && self.log.subscriber_count() == 0
+    }
+
     async fn send(&self, command: Command) -> Result<(), SessionError> {
         let sender = self
             .commands
@@ -288,7 +321,12 @@ impl Session {
             .ok()
             .and_then(|c| c.clone())
             .ok_or_else(closed)?;
-        sender.send(command).await.map_err(|_| closed())
+        let permit = sender.reserve().await.map_err(|_| closed())?;
+        // Counted as it is queued (no await in between), so a session is never seen idle with
+        // a command in flight, even when the requester goes away after sending it.
+        self.unhandled_commands.fetch_add(1, Ordering::AcqRel);
+        permit.send(command);
+        Ok(())
     }
 }
 
@@ -308,6 +346,10 @@ struct Actor {
     /// The task of the last run started, awaited before the next run starts.
     previous_run: Option<tokio::task::JoinHandle<()>>,
     run_finished: broadcast::Sender<()>,
+    /// Shared with `Session`: decremented once a command is handled.
+    unhandled_commands: Arc<AtomicUsize>,
+    /// Says the actor has ended when it is dropped (`Session::close_and_wait`).
+    _stopped: tokio_util::sync::DropGuard,
 }
 
 impl Actor {
@@ -325,6 +367,7 @@ impl Actor {
                     crate::logging::panic_message(&*payload)
                 );
             }
+            self.unhandled_commands.fetch_sub(1, Ordering::AcqRel);
         }
         // The mailbox closed: wait for a run still going (it was asked to stop).
         tracing::debug!(session = %self.header.id, "session actor stopped");

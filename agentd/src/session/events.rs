@@ -1,8 +1,9 @@
 //! A session's event log: assigns each event its `seq`, appends it (and conversation messages)
 //! to the session file **before** publishing it, and lets subscribers replay persisted events
 //! after a seq and then follow live ones with no gap and no duplicate. One writer task per log
-//! does every write, so appends are cancel-safe; seqs the file lacks are replayed as marked
-//! gaps.
+//! does every write, so appends are cancel-safe, and keeps the seq → offset index replays seek
+//! with (`replay`); replays are read page by page, and seqs the file lacks are replayed as
+//! marked gaps.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
+use super::replay::{self, ReplayCursor, SeqIndex};
 use crate::conversation::Message;
 use crate::store::{self, LogFile, Replayed};
 use protocol::event::{Event, RunStatus, SessionEventEnvelope};
@@ -63,11 +65,15 @@ struct Inner {
     closed: tokio_util::sync::CancellationToken,
     /// Terminal events published without being written, newest last.
     unsaved: std::sync::Mutex<VecDeque<Arc<Published>>>,
+    /// Cancelled once the writer task has ended (it holds the drop guard): from then on
+    /// nothing of this log writes to the file, so the session may be loaded again.
+    writer_stopped: tokio_util::sync::CancellationToken,
 }
 
-/// What a new subscriber gets: persisted events to replay, then the live receiver.
+/// What a new subscriber gets: persisted events to replay (read page by page with
+/// [`EventLog::replay_page`]), then the live receiver.
 pub struct Subscription {
-    pub replay: Vec<Arc<Published>>,
+    pub replay: ReplayCursor,
     pub live: broadcast::Receiver<Arc<Published>>,
     /// Seq of the last replayed (or already known) event: live events at or below it are
     /// duplicates and must be skipped.
@@ -88,16 +94,18 @@ enum Write {
         line: String,
         done: oneshot::Sender<Result<()>>,
     },
-    /// A live receiver and the seq it starts after, taken between two writes.
+    /// A live receiver, the seq it starts after and a replay of the events after `after_seq`
+    /// up to that seq, all taken between two writes.
     Subscribe {
-        done: oneshot::Sender<(broadcast::Receiver<Arc<Published>>, u64)>,
+        after_seq: Option<u64>,
+        done: oneshot::Sender<(broadcast::Receiver<Arc<Published>>, u64, ReplayCursor)>,
     },
 }
 
 impl EventLog {
-    /// Open the log of an existing session file for appending; its writer task is owned by
-    /// `tasks`. `valid_len` and `missing_newline` come from loading the file: a torn last
-    /// line is cut off before anything is appended.
+    /// Open the log of an existing session file for appending and index where its events are;
+    /// its writer task is owned by `tasks`. `valid_len` and `missing_newline` come from
+    /// loading the file: a torn last line is cut off before anything is appended.
     pub async fn open(
         session_id: &str,
         path: PathBuf,
@@ -106,8 +114,11 @@ impl EventLog {
         tasks: &TaskTracker,
     ) -> Result<EventLog> {
         let open_path = path.clone();
-        let file = tokio::task::spawn_blocking(move || {
-            LogFile::open(&open_path, loaded.valid_len, loaded.missing_newline)
+        let (file, index) = tokio::task::spawn_blocking(move || {
+            let file = LogFile::open(&open_path, loaded.valid_len, loaded.missing_newline)?;
+            // Indexed after the torn tail is cut: the index ends where the next line goes.
+            let index = SeqIndex::build(&open_path, file.good_len())?;
+            anyhow::Ok((file, index))
         })
         .await
         .context("the session log open task failed")??;
@@ -120,9 +131,10 @@ impl EventLog {
             daemon_events,
             closed: tokio_util::sync::CancellationToken::new(),
             unsaved: std::sync::Mutex::new(VecDeque::new()),
+            writer_stopped: tokio_util::sync::CancellationToken::new(),
         });
         let (writes, queue) = mpsc::channel(WRITE_QUEUE);
-        tasks.spawn(write_loop(inner.clone(), file, queue));
+        tasks.spawn(write_loop(inner.clone(), Writer::new(file, index), queue));
         Ok(EventLog { inner, writes })
     }
 
@@ -135,6 +147,13 @@ impl EventLog {
     /// Resolves once the log is closed.
     pub async fn closed(&self) {
         self.inner.closed.cancelled().await;
+    }
+
+    /// Resolves once the writer task has written what was queued before `close` and ended:
+    /// after that nothing of this log touches the file (unloading waits for it before the
+    /// session may be loaded again).
+    pub async fn writer_stopped(&self) {
+        self.inner.writer_stopped.cancelled().await;
     }
 
     pub fn last_seq(&self) -> u64 {
@@ -172,41 +191,52 @@ impl EventLog {
     }
 
     /// Start following this log: persisted events with seq > `after_seq` are replayed (none
-    /// when `after_seq` is `None`), then live ones. Seqs the file lacks are replayed as one
-    /// `warning` per gap (or as the unsaved terminal event itself, when it is remembered).
+    /// when `after_seq` is `None`), then live ones. The replay starts at the index mark nearest
+    /// before `after_seq` and is read page by page ([`EventLog::replay_page`]), bounded in
+    /// memory whatever the log's size.
     pub async fn subscribe(&self, after_seq: Option<u64>) -> Result<Subscription> {
         // Taken by the writer between two writes, so the receiver sees exactly the events
-        // after `last`.
+        // after `last`, and the file up to the replay's end holds every line written up to it.
         let (done, answer) = oneshot::channel();
-        self.submit(Write::Subscribe { done }).await?;
-        let (live, last) = answer.await.map_err(|_| writer_gone())?;
-        let Some(after) = after_seq.filter(|after| *after < last) else {
-            return Ok(Subscription {
-                replay: Vec::new(),
-                live,
-                caught_up_to: last,
-            });
-        };
-        let path = self.inner.path.clone();
-        let items = tokio::task::spawn_blocking(move || store::read_events(&path, after, last))
-            .await
-            .context("replay task failed")??;
-        let mut replay = Vec::with_capacity(items.len());
-        for item in items {
-            match item {
-                Replayed::Event(seq, event) => {
-                    replay.push(Arc::new(self.inner.encode(seq, true, false, event)?));
-                }
-                Replayed::Missing { from, to } => {
-                    self.inner.replay_missing(from, to, &mut replay)?
-                }
-            }
-        }
+        self.submit(Write::Subscribe { after_seq, done }).await?;
+        let (live, last, replay) = answer.await.map_err(|_| writer_gone())?;
         Ok(Subscription {
             replay,
             live,
             caught_up_to: last,
         })
+    }
+
+    /// The next page of a replay, encoded; empty once the replay is done. Seqs the file lacks
+    /// are replayed as one `warning` per gap (or as the unsaved terminal event itself, when it
+    /// is remembered), marked not persisted.
+    pub async fn replay_page(&self, cursor: &mut ReplayCursor) -> Result<Vec<Arc<Published>>> {
+        if cursor.is_done() {
+            return Ok(Vec::new());
+        }
+        let path = self.inner.path.clone();
+        let mut moved = cursor.clone();
+        let (items, moved) = tokio::task::spawn_blocking(move || {
+            replay::read_page(&path, &mut moved).map(|items| (items, moved))
+        })
+        .await
+        .context("replay task failed")??;
+        *cursor = moved;
+        let mut page = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                Replayed::Event(seq, event) => {
+                    page.push(Arc::new(self.inner.encode(seq, true, false, event)?));
+                }
+                Replayed::Missing { from, to } => self.inner.replay_missing(from, to, &mut page)?,
+            }
+        }
+        Ok(page)
+    }
+
+    /// Live subscribers of this session now.
+    pub fn subscriber_count(&self) -> usize {
+        self.inner.live.receiver_count()
     }
 
     /// Whether anyone could answer an approval of this session right now: a subscriber of the
@@ -322,7 +352,7 @@ impl Inner {
         let line = store::encode_event(seq, &event)?;
         let written = writer
             .record_gap()
-            .and_then(|()| writer.file.append_line(line.as_bytes()));
+            .and_then(|()| writer.append_event(seq, &line));
         self.last_seq.store(seq, Ordering::Release);
         if written.is_err() {
             writer.unrecorded = Some(match writer.unrecorded {
@@ -372,19 +402,46 @@ impl Inner {
     }
 }
 
-/// What the writer task owns: the file, and seqs given to events it could not write.
+/// What the writer task owns: the file, where its events are, and seqs given to events it
+/// could not write.
 struct Writer {
     file: LogFile,
+    /// Where events are in the file, for replays; updated after each successful write, with
+    /// the offset the write started at.
+    index: SeqIndex,
     /// Seqs used by failed writes and not yet recorded in the file (a `gap` entry).
     unrecorded: Option<(u64, u64)>,
 }
 
 impl Writer {
+    fn new(file: LogFile, index: SeqIndex) -> Writer {
+        Writer {
+            file,
+            index,
+            unrecorded: None,
+        }
+    }
+
+    /// Append the event line of `seq` and index it.
+    fn append_event(&mut self, seq: u64, line: &str) -> Result<()> {
+        let offset = self.file.good_len();
+        self.file.append_line(line.as_bytes())?;
+        self.index.note_event_at(seq, offset, self.file.good_len());
+        Ok(())
+    }
+
+    /// Append any other line (a message, a gap); the index only moves its end.
+    fn append_other(&mut self, line: &str) -> Result<()> {
+        self.file.append_line(line.as_bytes())?;
+        self.index.note_end(self.file.good_len());
+        Ok(())
+    }
+
     /// Record the seqs of failed writes before anything else takes a seq.
     fn record_gap(&mut self) -> Result<()> {
         if let Some((from, to)) = self.unrecorded {
             let line = store::encode(&store::Entry::Gap { from, to })?;
-            self.file.append_line(line.as_bytes())?;
+            self.append_other(&line)?;
             self.unrecorded = None;
         }
         Ok(())
@@ -393,11 +450,10 @@ impl Writer {
 
 /// The writer task: performs queued writes one at a time (file I/O on the blocking pool) until
 /// the log is closed or dropped. Nothing here is cancelled half-way.
-async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<Write>) {
-    let file = Arc::new(std::sync::Mutex::new(Writer {
-        file,
-        unrecorded: None,
-    }));
+async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver<Write>) {
+    // Whatever way this task ends (done, or dropped with the runtime), it says so.
+    let _stopped = inner.writer_stopped.clone().drop_guard();
+    let file = Arc::new(std::sync::Mutex::new(writer));
     loop {
         let write = tokio::select! {
             biased;
@@ -412,19 +468,21 @@ async fn write_loop(inner: Arc<Inner>, file: LogFile, mut queue: mpsc::Receiver<
             break;
         };
         match write {
-            Write::Subscribe { done } => {
-                let _ = done.send((
-                    inner.live.subscribe(),
-                    inner.last_seq.load(Ordering::Acquire),
-                ));
+            Write::Subscribe { after_seq, done } => {
+                let last = inner.last_seq.load(Ordering::Acquire);
+                let after = after_seq.filter(|after| *after < last).unwrap_or(last);
+                // No blocking write is under way between two writes: the lock is free.
+                let replay = lock_file(&file).index.cursor(after, last);
+                let _ = done.send((inner.live.subscribe(), last, replay));
             }
             Write::Message { line, done } => {
                 let file = file.clone();
-                let result = tokio::task::spawn_blocking(move || {
-                    lock_file(&file).file.append_line(line.as_bytes())
-                })
-                .await
-                .unwrap_or_else(|err| Err(anyhow!("the session log write task failed: {err}")));
+                let result =
+                    tokio::task::spawn_blocking(move || lock_file(&file).append_other(&line))
+                        .await
+                        .unwrap_or_else(|err| {
+                            Err(anyhow!("the session log write task failed: {err}"))
+                        });
                 let _ = done.send(result);
             }
             Write::Event { event, done } => {
@@ -530,6 +588,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn once_the_writer_has_stopped_every_accepted_append_is_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let log = Arc::new(open_log(dir.path(), &tasks).await);
+        let appends: Vec<_> = (0..20)
+            .map(|n| {
+                let log = log.clone();
+                tokio::spawn(async move { log.append(warning(n)).await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        log.close();
+        log.writer_stopped().await;
+        // What unloading relies on: nothing is written after this, and nothing accepted is lost.
+        let in_file = file_seqs(dir.path());
+        let mut accepted = Vec::new();
+        for append in appends {
+            if let Ok(seq) = append.await.unwrap() {
+                accepted.push(seq);
+            }
+        }
+        accepted.sort_unstable();
+        assert_eq!(in_file, accepted);
+        assert_eq!(file_seqs(dir.path()), in_file);
+        assert!(log.append(warning(99)).await.is_err());
+    }
+
+    #[tokio::test]
     async fn a_subscriber_replays_missing_seqs_as_one_marked_warning() {
         let dir = tempfile::tempdir().unwrap();
         let tasks = TaskTracker::new();
@@ -537,28 +623,78 @@ mod tests {
         for n in 0..3 {
             log.append(warning(n)).await.unwrap();
         }
-        // Damage the second event line.
+        // Damage the second event line (keeping its length: the index's offsets stay true).
         let path = dir.path().join("s.jsonl");
         let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, text.replacen("\"seq\":2", "\"seq\":\"2\"", 1)).unwrap();
-        let subscription = log.subscribe(Some(0)).await.unwrap();
-        let replay: Vec<(u64, bool)> = subscription
-            .replay
-            .iter()
-            .map(|p| (p.seq, p.not_persisted))
-            .collect();
-        assert_eq!(replay, [(1, false), (2, true), (3, false)]);
+        let damaged = text.replacen("\"seq\":2,\"event\":{", "\"seq\":2,\"event\":[", 1);
+        assert_ne!(damaged, text);
+        std::fs::write(&path, damaged).unwrap();
+        let replayed = replay_all(&log, Some(0)).await;
+        let seqs: Vec<(u64, bool)> = replayed.iter().map(|p| (p.seq, p.not_persisted)).collect();
+        assert_eq!(seqs, [(1, false), (2, true), (3, false)]);
         assert!(
-            matches!(&subscription.replay[1].event, Event::Warning { message } if message.starts_with("event 2 ")),
+            matches!(&replayed[1].event, Event::Warning { message } if message.starts_with("event 2 ")),
             "{:?}",
-            subscription.replay[1].event
+            replayed[1].event
         );
-        assert!(
-            subscription.replay[1]
-                .json
-                .get()
-                .contains("\"notPersisted\":true")
-        );
+        assert!(replayed[1].json.get().contains("\"notPersisted\":true"));
         log.close();
+    }
+
+    /// Everything a subscription after `after_seq` replays, page by page.
+    async fn replay_all(log: &EventLog, after_seq: Option<u64>) -> Vec<Arc<Published>> {
+        let mut subscription = log.subscribe(after_seq).await.unwrap();
+        let mut replayed = Vec::new();
+        while !subscription.replay.is_done() {
+            replayed.extend(log.replay_page(&mut subscription.replay).await.unwrap());
+        }
+        replayed
+    }
+
+    #[tokio::test]
+    async fn a_paged_replay_reports_missing_seqs_across_pages_and_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let log = open_log(dir.path(), &tasks).await;
+        let total = 2 * replay::REPLAY_PAGE_EVENTS as u64 + 10;
+        for n in 0..total {
+            log.append(warning(n as usize)).await.unwrap();
+        }
+        // Damage seqs 100..=300 (across the first page boundary) and the last one.
+        let path = dir.path().join("s.jsonl");
+        let text: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let seq = serde_json::from_str::<serde_json::Value>(line).unwrap()["seq"].as_u64();
+                match seq {
+                    Some(seq) if (100..=300).contains(&seq) || seq == total => {
+                        // Same length: the index's offsets stay true.
+                        let half = line.len() / 2;
+                        format!("{}{}\n", &line[..half], "x".repeat(line.len() - half))
+                    }
+                    _ => format!("{line}\n"),
+                }
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let replayed = replay_all(&log, Some(50)).await;
+        let warnings: Vec<u64> = replayed
+            .iter()
+            .filter(|p| p.not_persisted)
+            .map(|p| p.seq)
+            .collect();
+        assert_eq!(warnings, [300, total]);
+        let events: Vec<u64> = replayed
+            .iter()
+            .filter(|p| !p.not_persisted)
+            .map(|p| p.seq)
+            .collect();
+        let expected: Vec<u64> = (51..100).chain(301..total).collect();
+        assert_eq!(events, expected);
+        // Nothing after the last seq: done at once.
+        assert!(replay_all(&log, Some(total)).await.is_empty());
+        log.close();
+        log.writer_stopped().await;
     }
 }

@@ -3,7 +3,10 @@
 
 pub mod actor;
 pub mod events;
+mod evict;
+mod index;
 pub(crate) mod recovery;
+pub mod replay;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::SystemTime;
 
 use anyhow::Context;
-use tokio::sync::{OnceCell, broadcast};
+use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
@@ -80,11 +83,11 @@ pub struct SessionDeps {
     pub approvals: Arc<crate::approval::ApprovalBroker>,
 }
 
-/// One known session: its header (always) and its loaded actor (on first use).
+/// One known session: its header (always) and its loaded actor (on first use, until idle).
 struct Slot {
     header: SessionHeader,
     file_updated_at: Option<SystemTime>,
-    loaded: OnceCell<Arc<Session>>,
+    loaded: evict::LoadedCell,
     deleted: AtomicBool,
 }
 
@@ -93,25 +96,38 @@ pub struct SessionManager {
     deps: Arc<SessionDeps>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
     daemon_events: broadcast::Sender<Arc<Published>>,
-    /// Owns every session actor and run task.
+    /// Owns every session actor and run task, and the evictor.
     tasks: TaskTracker,
+    /// Summaries of sessions not loaded, for listing without reading their files.
+    summaries: index::SummaryIndex,
+    /// The listing order, sorted once per change of the set of sessions.
+    listing: index::ListingOrder,
+    /// Stops the evictor (shutdown).
+    evictor_stop: tokio_util::sync::CancellationToken,
 }
 
 impl SessionManager {
     /// Index the sessions on disk (headers only; each loads on first use).
     pub async fn open(deps: SessionDeps) -> anyhow::Result<SessionManager> {
         let dir = deps.paths.sessions_dir.clone();
-        let headers = tokio::task::spawn_blocking(move || scan(&dir))
-            .await
-            .context("session scan failed")??;
+        let (headers, summaries) = tokio::task::spawn_blocking(move || {
+            let headers = scan(&dir)?;
+            let stamps: Vec<(String, index::FileStamp)> = headers
+                .iter()
+                .filter_map(|(header, stamp)| Some((header.id.clone(), (*stamp)?)))
+                .collect();
+            anyhow::Ok((headers, index::SummaryIndex::load(&dir, &stamps)))
+        })
+        .await
+        .context("session scan failed")??;
         let (daemon_events, _) = broadcast::channel(DAEMON_EVENT_BUFFER);
         let slots = headers
             .into_iter()
-            .map(|(header, updated)| {
+            .map(|(header, stamp)| {
                 let slot = Slot {
                     header,
-                    file_updated_at: updated,
-                    loaded: OnceCell::new(),
+                    file_updated_at: stamp.map(|stamp| stamp.modified()),
+                    loaded: evict::LoadedCell::new(),
                     deleted: AtomicBool::new(false),
                 };
                 (slot.header.id.clone(), Arc::new(slot))
@@ -122,6 +138,9 @@ impl SessionManager {
             slots: RwLock::new(slots),
             daemon_events,
             tasks: TaskTracker::new(),
+            summaries,
+            listing: index::ListingOrder::default(),
+            evictor_stop: tokio_util::sync::CancellationToken::new(),
         })
     }
 
@@ -247,10 +266,11 @@ impl SessionManager {
         let slot = Arc::new(Slot {
             header: header.clone(),
             file_updated_at: Some(now),
-            loaded: OnceCell::new(),
+            loaded: evict::LoadedCell::new(),
             deleted: AtomicBool::new(false),
         });
         self.write_slots().insert(id.clone(), slot.clone());
+        self.listing.invalidate();
         let created = async {
             let session = self.load(&slot).await?;
             session
@@ -266,11 +286,7 @@ impl SessionManager {
         .await;
         if created.is_err() {
             // Not half-created: no slot, no file.
-            if let Some(session) = self
-                .write_slots()
-                .remove(&id)
-                .and_then(|s| s.loaded.get().cloned())
-            {
+            if let Some(session) = self.write_slots().remove(&id).and_then(|s| s.loaded.get()) {
                 session.close();
             }
             let _ = tokio::fs::remove_file(&path).await;
@@ -298,23 +314,14 @@ impl SessionManager {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<SessionInfo>, Option<String>), SessionError> {
-        let mut slots: Vec<Arc<Slot>> = self.read_slots().values().cloned().collect();
-        slots.sort_by(|a, b| {
-            b.header
-                .created_at
-                .cmp(&a.header.created_at)
-                .then_with(|| b.header.id.cmp(&a.header.id))
-        });
+        let order = self.listing_order();
+        let slots = &order.slots;
         let start = match cursor {
             Some(cursor) => {
                 check_session_id(cursor)?;
-                slots
-                    .iter()
-                    .position(|slot| slot.header.id == cursor)
-                    .map(|pos| pos + 1)
-                    .ok_or_else(|| {
-                        SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
-                    })?
+                order.position(cursor).map(|pos| pos + 1).ok_or_else(|| {
+                    SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
+                })?
             }
             None => 0,
         };
@@ -322,34 +329,7 @@ impl SessionManager {
         let next_cursor = (start + page.len() < slots.len())
             .then(|| page.last().map(|slot| slot.header.id.clone()))
             .flatten();
-        let mut infos = Vec::with_capacity(page.len());
-        for slot in page {
-            infos.push(self.info_of(&slot).await);
-        }
-        Ok((infos, next_cursor))
-    }
-
-    /// A session as listed. Sessions not loaded are summarised from the end of their file
-    /// (no history parsed, no actor started); only when that does not tell are they loaded.
-    async fn info_of(&self, slot: &Arc<Slot>) -> SessionInfo {
-        if let Some(session) = slot.loaded.get() {
-            return session.info();
-        }
-        let path = store::session_path(&self.deps.paths.sessions_dir, &slot.header.id);
-        let summary = tokio::task::spawn_blocking(move || store::read_summary(&path)).await;
-        if let Ok(Ok(Some(summary))) = summary {
-            let mut info = header_info(&slot.header, slot.file_updated_at);
-            info.last_seq = summary.last_seq;
-            info.usage = crate::wire::usage(&summary.usage);
-            return info;
-        }
-        match self.load(slot).await {
-            Ok(session) => session.info(),
-            Err(err) => {
-                tracing::warn!(session = %slot.header.id, %err, "cannot load session");
-                header_info(&slot.header, slot.file_updated_at)
-            }
-        }
+        Ok((self.infos_of(&page).await, next_cursor))
     }
 
     /// Delete a session: cancel its run, wait for it, remove its file.
@@ -366,6 +346,8 @@ impl SessionManager {
             .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
+        self.listing.invalidate();
+        self.summaries.remove(id);
         let path = store::session_path(&self.deps.paths.sessions_dir, id);
         tokio::fs::remove_file(&path).await.map_err(|err| {
             SessionError::Internal(format!("cannot remove {}: {err}", path.display()))
@@ -376,11 +358,12 @@ impl SessionManager {
 
     /// Stop every run (they end `interrupted`) and wait for the actors, all within `budget`.
     pub async fn shutdown(&self, budget: std::time::Duration) {
+        self.evictor_stop.cancel();
         let deadline = tokio::time::Instant::now() + budget;
         let sessions: Vec<Arc<Session>> = self
             .read_slots()
             .values()
-            .filter_map(|slot| slot.loaded.get().cloned())
+            .filter_map(|slot| slot.loaded.get())
             .collect();
         // Runs first (they record `runFinished{interrupted}` while subscribers still listen),
         // then the actors and subscriptions.
@@ -402,23 +385,27 @@ impl SessionManager {
         {
             tracing::warn!("some session tasks did not stop in time");
         }
+        // The next start lists every session from the index, without reading their files (an
+        // entry whose file a late write changed no longer matches, and is re-summarised).
+        for session in &sessions {
+            self.remember_summary(session).await;
+        }
+        if let Err(err) = self.summaries.flush().await {
+            tracing::warn!("cannot write the session index: {err:#}");
+        }
     }
 
     async fn load(&self, slot: &Arc<Slot>) -> Result<Arc<Session>, SessionError> {
-        let session = slot
-            .loaded
-            .get_or_try_init(|| async {
+        slot.loaded
+            .get_or_load(|| {
                 actor::Session::load(
                     slot.header.clone(),
                     self.deps.clone(),
                     self.daemon_events.clone(),
                     &self.tasks,
                 )
-                .await
-                .map(Arc::new)
             })
-            .await?;
-        Ok(session.clone())
+            .await
     }
 
     fn read_slots(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
@@ -464,11 +451,12 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
     }
 }
 
-/// Read every session header in `dir`. Blocking. Only regular `<id>.jsonl` files whose header
-/// names the same, well-formed id are indexed: the id builds the session's file path, so a
-/// hostile header (`../../x`) must never be trusted. Anything else (a FIFO, a directory, a
-/// symlink, a foreign id) is skipped with a warning and never opened in a way that blocks.
-fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<SystemTime>)>> {
+/// Read every session header in `dir`, with the file's stamp (length and mtime, for the listing
+/// index). Blocking. Only regular `<id>.jsonl` files whose header names the same, well-formed
+/// id are indexed: the id builds the session's file path, so a hostile header (`../../x`) must
+/// never be trusted. Anything else (a FIFO, a directory, a symlink, a foreign id) is skipped
+/// with a warning and never opened in a way that blocks.
+fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<index::FileStamp>)>> {
     let mut found = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -488,10 +476,11 @@ fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<Syst
     Ok(found)
 }
 
-/// The header and modification time of one session file, if it may be indexed.
-fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<SystemTime>)> {
+/// The header and stamp (length, mtime) of one session file, if it may be indexed.
+fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<index::FileStamp>)> {
     let file = crate::regular_file::open(path)?;
-    let updated = file.metadata().and_then(|m| m.modified()).ok();
+    // Stamped from the opened file itself, so the stamp describes the file whose header is read.
+    let stamp = file.metadata().ok().map(|m| index::FileStamp::of(&m));
     let header = store::read_header_from(file, path)?;
     let stem = path.file_stem().and_then(|stem| stem.to_str());
     if !protocol::id::is_session_id(&header.id) || stem != Some(header.id.as_str()) {
@@ -500,5 +489,5 @@ fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<Sys
             header.id
         );
     }
-    Ok((header, updated))
+    Ok((header, stamp))
 }

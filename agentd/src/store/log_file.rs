@@ -58,6 +58,11 @@ impl LogFile {
         Ok(log)
     }
 
+    /// Where the next line goes: the end of the last complete line written.
+    pub fn good_len(&self) -> u64 {
+        self.good_len
+    }
+
     /// Append one line (`\n` included). On failure the file is cut back to its last complete
     /// line (now, or before the next write if that fails too), so no fragment is left for the
     /// next line to be glued to.

@@ -3,6 +3,19 @@
 use super::*;
 use std::io::Write;
 
+/// A whole replay of `path` (`after < seq <= up_to`) as subscribers get it: page by page from
+/// a seq index of the file (`session::replay`).
+fn read_events(path: &Path, after: u64, up_to: u64) -> Result<Vec<Replayed>> {
+    use crate::session::replay::{SeqIndex, read_page};
+    let index = SeqIndex::build(path, std::fs::metadata(path)?.len())?;
+    let mut cursor = index.cursor(after, up_to);
+    let mut items = Vec::new();
+    while !cursor.is_done() {
+        items.extend(read_page(path, &mut cursor)?);
+    }
+    Ok(items)
+}
+
 fn header() -> SessionHeader {
     SessionHeader {
         version: FORMAT_VERSION,

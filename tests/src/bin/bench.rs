@@ -6,7 +6,8 @@
 //! cargo build --release --workspace && ./target/release/bench
 //! ```
 //!
-//! `BENCH_SCALE` (default 1) multiplies every count.
+//! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
+//! figures.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,12 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1)
         .max(1);
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "list") {
+        let mut rows = Vec::new();
+        list_many_sessions(10_000 * scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
     let mock = MockLlm::start_echo().await;
     let env = TestEnv::new()
         .var("OPENAI_API_KEY", "bench")
@@ -191,10 +198,113 @@ async fn main() {
         format!("{:.1} ms", load.as_secs_f64() * 1000.0),
     ));
 
+    drop(client);
+    daemon.signal(libc::SIGTERM);
+    daemon.wait_exit().await;
+
+    // 7. Listing many sessions that are not loaded (persisted by an earlier daemon).
+    list_many_sessions(10_000 * scale, &mut rows).await;
+
+    print_rows(scale, rows);
+}
+
+fn print_rows(scale: usize, rows: Vec<(String, String)>) {
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     println!("agentd bench (scale {scale}; mock LLM, release build recommended)");
     for (what, figure) in rows {
         println!("  {what:width$}  {figure}");
+    }
+}
+
+/// Write `count` session files, start a daemon on them and time `session/list`: the first pages
+/// (summaries read from the files once), the same again (from memory), and after a restart
+/// (from `sessions/index.json`).
+async fn list_many_sessions(count: usize, rows: &mut Vec<(String, String)>) {
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "bench")
+        .var("AGENTD_LOG", "warn");
+    let dir = env.path("state").join("agentd/sessions");
+    std::fs::create_dir_all(&dir).expect("sessions dir");
+    let cwd = env.workspace().display().to_string();
+    for i in 0..count {
+        let id = format!("ses_{i:032x}");
+        let mut text = format!(
+            r#"{{"type":"header","version":1,"id":"{id}","createdAt":"2026-11-{:02}T00:00:00Z","cwd":{cwd:?},"provider":"openai","model":"m","systemPrompt":"{}"}}"#,
+            1 + i % 28,
+            "s".repeat(2000)
+        );
+        text.push('\n');
+        for seq in 1..=20 {
+            text.push_str(&format!(
+                r#"{{"type":"event","seq":{seq},"event":{{"type":"warning","message":"event {seq}"}}}}"#
+            ));
+            text.push('\n');
+        }
+        std::fs::write(dir.join(format!("{id}.jsonl")), text).expect("write session file");
+    }
+    let started = Instant::now();
+    let mut daemon = Daemon::start_in(env).await;
+    rows.push((
+        format!("daemon start with {count} sessions on disk"),
+        format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0),
+    ));
+    let mut client = daemon.client().await;
+    let (cold, pages) = list_all(&mut client).await;
+    let (warm, _) = list_all(&mut client).await;
+    let mut small_pages = Vec::new();
+    for limit in [100, 1] {
+        let calls = 50;
+        let started = Instant::now();
+        for _ in 0..calls {
+            client
+                .request("session/list", json!({"limit": limit}))
+                .await
+                .expect("session/list");
+        }
+        small_pages.push((limit, per(started.elapsed(), calls)));
+    }
+    drop(client);
+    daemon.signal(libc::SIGTERM);
+    daemon.wait_exit().await;
+    daemon.restart().await;
+    let mut client = daemon.client().await;
+    let (indexed, _) = list_all(&mut client).await;
+    rows.push((
+        format!("session/list of {count} sessions, first time (from the files)"),
+        format!("{} per page of 1000", per(cold, pages)),
+    ));
+    rows.push((
+        "  again (from memory)".to_owned(),
+        format!("{} per page of 1000", per(warm, pages)),
+    ));
+    rows.push((
+        "  after a restart (from sessions/index.json)".to_owned(),
+        format!("{} per page of 1000", per(indexed, pages)),
+    ));
+    for (limit, figure) in small_pages {
+        rows.push((format!("  first page of {limit} (from memory)"), figure));
+    }
+}
+
+/// Every page of `session/list` (1000 per page): total time and pages.
+async fn list_all(client: &mut Client) -> (Duration, usize) {
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    let started = Instant::now();
+    loop {
+        let mut params = json!({"limit": 1000});
+        if let Some(cursor) = &cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let page = client
+            .request("session/list", params)
+            .await
+            .expect("session/list");
+        pages += 1;
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (started.elapsed(), pages),
+        }
     }
 }
 
