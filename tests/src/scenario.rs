@@ -160,6 +160,33 @@ impl Client {
         result["runId"].as_str().expect("runId").to_owned()
     }
 
+    /// `session/cancel`; returns its answer (`cancelled`, `runId`).
+    pub async fn cancel(&mut self, session_id: &str) -> Value {
+        self.request("session/cancel", json!({"sessionId": session_id}))
+            .await
+            .expect("session/cancel")
+    }
+
+    /// `session/followUp`; returns its answer (`runId`, `queued`).
+    pub async fn follow_up(&mut self, session_id: &str, text: &str) -> Value {
+        self.request(
+            "session/followUp",
+            json!({"sessionId": session_id, "text": text}),
+        )
+        .await
+        .expect("session/followUp")
+    }
+
+    /// `session/steer`; returns its answer (`runId`, `queued`).
+    pub async fn steer(&mut self, session_id: &str, text: &str) -> Value {
+        self.request(
+            "session/steer",
+            json!({"sessionId": session_id, "text": text}),
+        )
+        .await
+        .expect("session/steer")
+    }
+
     /// The next `session/event` (other notifications are skipped).
     pub async fn next_event(&mut self) -> Envelope {
         loop {
@@ -224,6 +251,16 @@ pub fn run_status(events: &[Envelope]) -> RunStatus {
     match events.last().map(|e| &e.event) {
         Some(Event::RunFinished { status, .. }) => *status,
         other => panic!("the events do not end with runFinished: {other:?}"),
+    }
+}
+
+/// The error of the `runFinished` event that ends `events`.
+pub fn run_error(events: &[Envelope]) -> String {
+    match events.last().map(|e| &e.event) {
+        Some(Event::RunFinished {
+            error: Some(error), ..
+        }) => error.clone(),
+        other => panic!("the events do not end with a runFinished with an error: {other:?}"),
     }
 }
 

@@ -326,10 +326,7 @@ async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
         .await
         .unwrap();
     assert_eq!(queued["queued"], json!(true), "{queued}");
-    client
-        .request("session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    client.cancel(&session).await;
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled);
     assert!(
@@ -345,13 +342,7 @@ async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
     client
         .persisted_events_until(|event| matches!(event, Event::TurnStarted { .. }))
         .await;
-    client
-        .request(
-            "session/followUp",
-            json!({"sessionId": session, "text": "after the crash"}),
-        )
-        .await
-        .unwrap();
+    client.follow_up(&session, "after the crash").await;
     client
         .persisted_events_until(|event| matches!(event, Event::FollowUpQueued { .. }))
         .await;

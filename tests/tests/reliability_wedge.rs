@@ -28,12 +28,7 @@ async fn assert_session_usable(s: &Scenario, client: &mut Client, session_id: &s
     );
     assert_eq!(get.session.status, SessionStatus::Idle);
     assert_eq!(get.session.run_id, None);
-    let cancel: CancelResult = decode(
-        client
-            .request("session/cancel", json!({"sessionId": session_id}))
-            .await
-            .expect("session/cancel"),
-    );
+    let cancel: CancelResult = decode(client.cancel(session_id).await);
     assert!(!cancel.cancelled, "nothing should be running: {cancel:?}");
 
     s.mock.push(Reply::text("back to normal"));
@@ -102,12 +97,7 @@ async fn a_huge_retry_after_ends_the_run_failed_and_the_session_keeps_working(fo
     let events = client.events_until_run_finished().await;
 
     assert_eq!(run_status(&events), RunStatus::Failed, "{events:#?}");
-    let Some(Event::RunFinished {
-        error: Some(error), ..
-    }) = events.last().map(|e| &e.event)
-    else {
-        panic!("runFinished without an error: {events:#?}");
-    };
+    let error = run_error(&events);
     assert!(error.contains("still busy"), "{error}");
     let retries: Vec<&str> = events
         .iter()
@@ -203,12 +193,7 @@ async fn a_run_asking_with_the_longest_approval_timeout_does_not_wedge(format: F
         ahead > week - Duration::from_secs(60) && ahead <= week,
         "{approval:?}"
     );
-    let cancel: CancelResult = decode(
-        client
-            .request("session/cancel", json!({"sessionId": session_id}))
-            .await
-            .expect("session/cancel"),
-    );
+    let cancel: CancelResult = decode(client.cancel(&session_id).await);
     assert!(cancel.cancelled);
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled, "{events:#?}");
@@ -228,12 +213,7 @@ async fn a_run_that_panics_ends_failed_with_its_tool_calls_paired(format: Format
     let events = client.events_until_run_finished().await;
 
     assert_eq!(run_status(&events), RunStatus::Failed, "{events:#?}");
-    let Some(Event::RunFinished {
-        error: Some(error), ..
-    }) = events.last().map(|e| &e.event)
-    else {
-        panic!("runFinished without an error: {events:#?}");
-    };
+    let error = run_error(&events);
     assert!(
         error.starts_with("internal error")
             && error.contains("test panic in a run calling explode"),

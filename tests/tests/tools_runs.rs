@@ -555,10 +555,7 @@ async fn messages_queued_before_a_cancel_are_reported_and_do_not_leak_into_the_n
             .await
             .unwrap();
     }
-    client
-        .request("session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    client.cancel(&session).await;
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled);
     // Reported as not sent, for the user to resend; not left in the queues.
@@ -611,10 +608,7 @@ async fn cancel_during_a_model_stream_ends_the_run_cancelled(format: Format) {
     let (mut client, session) = s.session().await;
     client.prompt(&session, "think hard").await;
     s.mock.wait_for_requests(1).await;
-    client
-        .request("session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    client.cancel(&session).await;
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled);
     // The session takes the next prompt.
