@@ -30,4 +30,5 @@ mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
 mod sessions;
+mod tidy;
 mod tools_runs;

@@ -1,7 +1,9 @@
 //! How a run always ends, whatever happens inside it: an error or a panic becomes
 //! `runFinished{status:"failed", error}` after the run's pending approvals were resolved and
 //! every tool call of the last assistant message got a result, so the session returns to idle,
-//! no approval stays listed, and the history stays valid for the provider.
+//! no approval stays listed, and the history stays valid for the provider. The pairing of
+//! orphan tool calls and the report of undelivered messages are shared with the session's
+//! recovery on load.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -9,11 +11,10 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use super::sink::{RunLog, SessionShared};
 use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart};
 use crate::approval::{ApprovalBroker, Resolution};
 use crate::conversation::{Message, Usage, orphaned_tool_calls};
-use crate::session::SessionShared;
-use crate::session::events::EventLog;
 use protocol::approval::ApprovalDecision;
 use protocol::event::{Event, RunStatus};
 
@@ -21,9 +22,84 @@ use protocol::event::{Event, RunStatus};
 pub(super) struct RunEnding {
     session_id: Arc<str>,
     run_id: String,
-    log: Arc<EventLog>,
+    log: Arc<dyn RunLog>,
     shared: Arc<SessionShared>,
     broker: Arc<ApprovalBroker>,
+}
+
+/// Whether the results given to orphan tool calls are also announced as events.
+#[derive(Clone, Copy, Debug)]
+pub enum Pairing<'a> {
+    /// Only persisted and added to the history (on load, or before a run starts: there is no
+    /// run to announce them in).
+    Quiet,
+    /// Each result is also announced as `toolCompleted` of this run (as the run ends); an
+    /// announcement that cannot be written is logged and the pairing goes on.
+    Announced {
+        session_id: &'a str,
+        run_id: &'a str,
+    },
+}
+
+/// Give every tool call of the history's last assistant message that has no result the result
+/// `content` (an error), persisted before it joins the history. Nothing to do in the usual
+/// case; after a failed run, a failed write or a crash it keeps the history valid for every
+/// provider (each tool call has exactly one result). Stops at the first result that cannot be
+/// persisted; what is still missing is paired later (before the next run, or on load).
+pub async fn pair_orphaned_tool_calls(
+    log: &dyn RunLog,
+    shared: &SessionShared,
+    content: &str,
+    pairing: Pairing<'_>,
+) -> anyhow::Result<()> {
+    let orphans = orphaned_tool_calls(&shared.lock().history);
+    for (tool_call_id, tool_name) in orphans {
+        let message = Message::Tool {
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            content: content.to_owned(),
+            is_error: true,
+        };
+        log.append_message(&message).await?;
+        shared.lock().history.push(message);
+        if let Pairing::Announced { session_id, run_id } = pairing {
+            let event = Event::ToolCompleted {
+                run_id: run_id.to_owned(),
+                tool_call_id,
+                tool: tool_name,
+                output: content.to_owned(),
+                is_error: true,
+                duration_ms: 0,
+            };
+            if let Err(err) = log.append(event).await {
+                tracing::error!(session = %session_id, %err, "cannot persist toolCompleted");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Steers and follow-ups a run ended without delivering: each gets a persisted `warning`, so
+/// the user knows to send it again (nothing queued is dropped silently).
+pub async fn report_undelivered(
+    log: &dyn RunLog,
+    ended: &str,
+    steers: Vec<String>,
+    follow_ups: Vec<String>,
+) -> anyhow::Result<()> {
+    let queued = steers
+        .into_iter()
+        .map(|text| ("steering message", text))
+        .chain(follow_ups.into_iter().map(|text| ("follow-up", text)));
+    for (what, text) in queued {
+        log.append(Event::Warning {
+            message: format!(
+                "{what} not sent: the run ended ({ended}) before delivering it; send it again if you still want it: {text:?}"
+            ),
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 impl Run {
@@ -108,30 +184,13 @@ impl RunEnding {
     /// result `content` (persisted, then announced as `toolCompleted`). Best effort: a write
     /// that fails is logged; loading the session later pairs what is still missing.
     async fn pair_orphan_tool_calls(&self, content: &str) {
-        let orphans = orphaned_tool_calls(&self.shared.lock().history);
-        for (tool_call_id, tool_name) in orphans {
-            let message = Message::Tool {
-                tool_call_id: tool_call_id.clone(),
-                tool_name: tool_name.clone(),
-                content: content.to_owned(),
-                is_error: true,
-            };
-            if let Err(err) = self.log.append_message(&message).await {
-                tracing::error!(session = %self.session_id, %err, "cannot persist the result of an unfinished tool call");
-                return;
-            }
-            self.shared.lock().history.push(message);
-            let event = Event::ToolCompleted {
-                run_id: self.run_id.clone(),
-                tool_call_id,
-                tool: tool_name,
-                output: content.to_owned(),
-                is_error: true,
-                duration_ms: 0,
-            };
-            if let Err(err) = self.log.append(event).await {
-                tracing::error!(session = %self.session_id, %err, "cannot persist toolCompleted");
-            }
+        let pairing = Pairing::Announced {
+            session_id: &self.session_id,
+            run_id: &self.run_id,
+        };
+        if let Err(err) = pair_orphaned_tool_calls(&*self.log, &self.shared, content, pairing).await
+        {
+            tracing::error!(session = %self.session_id, %err, "cannot persist the result of an unfinished tool call");
         }
     }
 
@@ -156,10 +215,7 @@ impl RunEnding {
             "no result: the run ended ({ended}) before this tool call's result was recorded"
         ))
         .await;
-        if let Err(err) =
-            crate::session::recovery::report_undelivered(&self.log, &ended, steers, follow_ups)
-                .await
-        {
+        if let Err(err) = report_undelivered(&*self.log, &ended, steers, follow_ups).await {
             tracing::error!(session = %self.session_id, %err, "cannot report undelivered messages");
         }
         let finished = Event::RunFinished {

@@ -6,6 +6,9 @@
 mod ending;
 pub mod gate;
 pub mod prompt;
+pub mod sink;
+
+pub use ending::{Pairing, pair_orphaned_tool_calls, report_undelivered};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
 use crate::llm::{ChatRequest, LlmClient, LlmEvent};
-use crate::session::SessionShared;
-use crate::session::events::EventLog;
 use crate::tools::{BatchObserver, ToolContext, ToolOutput, ToolRegistry, execute_batch};
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
+use sink::{RunLog, SessionShared};
 
 /// Events raised from synchronous callbacks (tool observer, LLM retries) wait here until the
 /// run persists them; bounded so a flood of progress reports cannot grow memory.
@@ -52,7 +54,8 @@ pub struct Run {
     pub tool_context: ToolContext,
     pub max_steps: u32,
     pub shared: Arc<SessionShared>,
-    pub log: Arc<EventLog>,
+    /// Where the run persists and publishes (the session's `EventLog`).
+    pub log: Arc<dyn RunLog>,
     pub cancel: CancellationToken,
     /// Read when `cancel` fires, to tell a user cancel from a shutdown.
     pub stop_reason: Arc<std::sync::Mutex<Option<StopReason>>>,
@@ -316,7 +319,7 @@ impl Run {
         };
         let call = self.llm.complete(&request, &mut on_event);
         let outcome = tokio::select! {
-            result = pump(&self.log, pending_rx, call) => Some(result?),
+            result = pump(&*self.log, pending_rx, call) => Some(result?),
             _ = self.cancel.cancelled() => None,
         };
         Ok(match outcome {
@@ -389,7 +392,7 @@ impl Run {
         let mut context = self.tool_context.clone();
         context.cancel = self.cancel.clone();
         let batch = execute_batch(&self.tools, calls, &context, &observer);
-        let results = pump(&self.log, pending_rx, batch).await?;
+        let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)
     }
 
@@ -472,7 +475,7 @@ enum ModelCall {
 /// Drive `work` while persisting the events its synchronous callbacks queue, in order; the
 /// events still queued when `work` ends are persisted before returning.
 async fn pump<F: Future>(
-    log: &EventLog,
+    log: &dyn RunLog,
     mut pending: mpsc::Receiver<Event>,
     work: F,
 ) -> Result<F::Output> {

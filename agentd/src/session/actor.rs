@@ -535,10 +535,11 @@ impl Actor {
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
         // A tool call left without a result (its pairing could not be written) is paired
         // before anything follows it: providers reject an unpaired call.
-        super::recovery::pair_orphaned_tool_calls(
-            &self.log,
+        crate::agent::pair_orphaned_tool_calls(
+            &*self.log,
             &self.shared,
             "interrupted: the result of this tool call was lost (the session log could not be written)",
+            crate::agent::Pairing::Quiet,
         )
         .await
         .map_err(internal)?;

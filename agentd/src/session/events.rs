@@ -11,11 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, anyhow};
+use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
 use super::replay::{self, ReplayCursor, SeqIndex};
+use crate::agent::sink::RunLog;
 use crate::conversation::Message;
 use crate::store::{self, LogFile, Replayed};
 use protocol::event::{Event, RunStatus, SessionEventEnvelope};
@@ -257,6 +259,25 @@ impl EventLog {
 
     async fn submit(&self, write: Write) -> Result<()> {
         self.writes.send(write).await.map_err(|_| writer_gone())
+    }
+}
+
+/// What a run writes through: the inherent methods, as `agent::sink::RunLog`.
+impl RunLog for EventLog {
+    fn append(&self, event: Event) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(EventLog::append(self, event))
+    }
+
+    fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<()>> {
+        Box::pin(EventLog::append_message(self, message))
+    }
+
+    fn publish_transient(&self, event: Event) {
+        EventLog::publish_transient(self, event)
+    }
+
+    fn has_listeners(&self) -> bool {
+        EventLog::has_listeners(self)
     }
 }
 

@@ -1,17 +1,18 @@
-//! Sessions: the manager that creates, finds, loads and deletes them, and the state a session
-//! shares between its actor, its run and the RPC layer.
+//! Sessions: the manager that creates, finds, loads and deletes them. The state a session
+//! shares between its actor, its run and the RPC layer (`SessionShared`) is defined by the run,
+//! in `agent::sink`, and re-exported here.
 
 pub mod actor;
 pub mod events;
 mod evict;
 mod index;
-pub(crate) mod recovery;
+mod recovery;
 pub mod replay;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -19,7 +20,6 @@ use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::conversation::{Message, Usage};
 use crate::paths::Paths;
 use crate::store::{self, SessionHeader};
 use crate::tools::{ToolLimits, ToolRegistry};
@@ -28,6 +28,7 @@ use events::Published;
 use protocol::event::Event;
 use protocol::session::{CreateSessionParams, SessionInfo, SessionStatus};
 
+pub use crate::agent::sink::SessionShared;
 pub use actor::SessionError;
 
 /// Lifecycle events of all sessions buffered for `daemon/subscribe` before a subscriber lags.
@@ -36,40 +37,6 @@ const DAEMON_EVENT_BUFFER: usize = 1024;
 pub const MAX_LIST_LIMIT: usize = 1000;
 /// Page size of `session/list` when the client gives none.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
-
-/// State shared by a session's actor, its active run and readers (`session/get`). Locked only
-/// for short, non-async critical sections.
-#[derive(Debug, Default)]
-pub struct SessionShared {
-    state: Mutex<SessionState>,
-}
-
-#[derive(Debug, Default)]
-pub struct SessionState {
-    pub history: Vec<Message>,
-    /// Delivered after the current tool batch.
-    pub steers: VecDeque<String>,
-    /// Delivered when the run would otherwise end.
-    pub follow_ups: VecDeque<String>,
-    pub usage: Usage,
-    /// The active run's id, while it still takes steers and follow-ups.
-    pub run_id: Option<String>,
-    /// "Allow for session" answers of this daemon's lifetime.
-    pub session_allows: Vec<crate::permission::RuleKey>,
-    /// "Allow for session" rules remembered from the log (answers before a restart).
-    pub remembered_allow_rules: Vec<String>,
-    pub updated_at: Option<SystemTime>,
-}
-
-impl SessionShared {
-    pub fn lock(&self) -> MutexGuard<'_, SessionState> {
-        // A panic while holding this lock cannot leave the state half-updated in a way that
-        // matters more than losing the session; keep going with the data as it is.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
 
 /// What sessions need from the daemon.
 pub struct SessionDeps {

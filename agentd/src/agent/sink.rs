@@ -1,0 +1,63 @@
+//! Where a run writes: the `RunLog` trait it persists and publishes its events through, and
+//! the state it shares with its session (`SessionShared`). Both are defined here, on the run's
+//! side, so `agent` never depends on `session`; the session's `EventLog` implements `RunLog`.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+
+use crate::conversation::{Message, Usage};
+use protocol::event::Event;
+
+/// The log a run writes through (persist first, publish second); implemented by
+/// `session::events::EventLog`.
+pub trait RunLog: Send + Sync {
+    /// Persist `event`, then publish it; returns its seq. Cancel-safe: once queued, the write
+    /// happens whether or not the caller still waits.
+    fn append(&self, event: Event) -> BoxFuture<'_, anyhow::Result<u64>>;
+
+    /// Persist a conversation message (no event; the caller publishes one). Cancel-safe.
+    fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, anyhow::Result<()>>;
+
+    /// Publish a best-effort event (a delta) without persisting it.
+    fn publish_transient(&self, event: Event);
+
+    /// Whether anyone could answer an approval of this session right now.
+    fn has_listeners(&self) -> bool;
+}
+
+/// State shared by a session's actor, its active run and readers (`session/get`). Locked only
+/// for short, non-async critical sections.
+#[derive(Debug, Default)]
+pub struct SessionShared {
+    state: Mutex<SessionState>,
+}
+
+#[derive(Debug, Default)]
+pub struct SessionState {
+    pub history: Vec<Message>,
+    /// Delivered after the current tool batch.
+    pub steers: VecDeque<String>,
+    /// Delivered when the run would otherwise end.
+    pub follow_ups: VecDeque<String>,
+    pub usage: Usage,
+    /// The active run's id, while it still takes steers and follow-ups.
+    pub run_id: Option<String>,
+    /// "Allow for session" answers of this daemon's lifetime.
+    pub session_allows: Vec<crate::permission::RuleKey>,
+    /// "Allow for session" rules remembered from the log (answers before a restart).
+    pub remembered_allow_rules: Vec<String>,
+    pub updated_at: Option<SystemTime>,
+}
+
+impl SessionShared {
+    pub fn lock(&self) -> MutexGuard<'_, SessionState> {
+        // A panic while holding this lock cannot leave the state half-updated in a way that
+        // matters more than losing the session; keep going with the data as it is.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
