@@ -21,6 +21,65 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Lines of the non-test sources under `agentd/src/<under>` (a dir or a file) that name
+/// module `module` (`crate::<module>`, or inside a one-line `crate::{…}` import).
+fn lines_naming(under: &str, module: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentd/src")
+        .join(under);
+    let files = if root.is_dir() {
+        rust_files(&root)
+    } else {
+        vec![root.clone()]
+    };
+    assert!(
+        files.iter().all(|file| file.is_file()),
+        "no source at {}",
+        root.display()
+    );
+    let path = format!("crate::{module}");
+    let mut found = Vec::new();
+    for file in files {
+        let is_test = file
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.ends_with("_tests.rs") || name == "tests.rs");
+        if is_test {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let names = line.contains(&path)
+                || line.contains(&format!("super::super::{module}"))
+                || (line.contains("crate::{") && line.contains(module));
+            if names {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The module graph has no cycles where there were some: `state` is data and never names
+/// `rpc` (the rpc layer refuses work when stopping), `permission` never names `config`
+/// (positions in text live in `text_position`), and the next test covers `agent` → `session`.
+#[test]
+fn state_and_permission_do_not_name_their_users() {
+    for (under, module) in [("state.rs", "rpc"), ("permission", "config")] {
+        let found = lines_naming(under, module);
+        assert!(
+            found.is_empty(),
+            "{under} must not depend on {module} (it depends on {under}):\n{}",
+            found.join("\n")
+        );
+    }
+}
+
 /// `agent` never imports `session`: the run writes through `agent::sink` (`RunLog`,
 /// `SessionShared`), which the session implements and uses.
 #[test]
