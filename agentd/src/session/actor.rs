@@ -520,7 +520,10 @@ impl Actor {
             .map_err(|err| SessionError::Config(err.to_string()))?;
         let llm = LlmClient::new(provider, self.deps.http.clone());
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
-        let (permissions, warnings) = self.run_permissions(config).await.map_err(internal)?;
+        let (permissions, warnings) =
+            super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
+                .await
+                .map_err(internal)?;
         let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
@@ -625,76 +628,5 @@ impl Actor {
         // Answer once the prompt is in the history (or the run already ended).
         let _ = begun_rx.await;
         Ok(run_id)
-    }
-}
-
-impl Actor {
-    /// The permission inputs of a run: user rules (config), project rules (read now, so edits
-    /// apply to the next run; problems are returned as warnings for the run to announce), the
-    /// session's own rules and remembered "allow for session" answers.
-    async fn run_permissions(
-        &self,
-        config: &crate::config::Config,
-    ) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
-        use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
-        let cwd = std::path::PathBuf::from(&self.header.cwd);
-        let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
-        let mut warnings = Vec::new();
-        let project_rules = match project {
-            Ok(settings) => {
-                warnings.extend(
-                    settings
-                        .errors
-                        .iter()
-                        .map(|error| format!("ignored permission rule: {error}")),
-                );
-                settings.rules
-            }
-            Err(err) => {
-                warnings.push(format!("project settings not used: {err}"));
-                RuleSet::default()
-            }
-        };
-        let session = &self.header.permission_rules;
-        let (mut session_rules, _) = RuleSet::parse(
-            &RuleSource::session(),
-            &session.allow,
-            &session.ask,
-            &session.deny,
-        );
-        let remembered = self.shared.lock().remembered_allow_rules.clone();
-        for text in remembered {
-            if let Ok(rule) =
-                crate::permission::Rule::parse(&text, RuleSource::session(), RuleList::Allow)
-            {
-                session_rules.push(rule);
-            }
-        }
-        // The user layer: config.toml as loaded at startup, plus the rules "always allow"
-        // appended to it since (the config is not reloaded).
-        let mut user_rules = config.permissions.rules.clone();
-        let user_source =
-            RuleSource::file(crate::permission::RuleLayer::User, &self.deps.paths.config);
-        for text in self.deps.approvals.always_rules() {
-            if let Ok(rule) =
-                crate::permission::Rule::parse(&text, user_source.clone(), RuleList::Allow)
-            {
-                user_rules.push(rule);
-            }
-        }
-        let permissions = crate::agent::gate::RunPermissions {
-            mode: self.header.permission_mode.into(),
-            rules: RuleSet::merge([user_rules, project_rules, session_rules]),
-            home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
-            // The config refuses larger values; the bound holds for a `Config` built in code too.
-            approval_timeout: std::time::Duration::from_secs(
-                config
-                    .permissions
-                    .approval_timeout_secs
-                    .min(crate::config::MAX_APPROVAL_TIMEOUT_SECS),
-            ),
-            broker: self.deps.approvals.clone(),
-        };
-        Ok((permissions, warnings))
     }
 }

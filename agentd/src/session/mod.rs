@@ -8,6 +8,7 @@ mod evict;
 mod index;
 mod recovery;
 pub mod replay;
+mod run_permissions;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,0 +1,76 @@
+//! The permission inputs of a run, gathered when it starts: user rules (config.toml and the
+//! "always allow" rules added since startup), project rules (read now), the session's own
+//! rules and its remembered "allow for session" answers.
+
+use super::{SessionDeps, SessionShared};
+use crate::store::SessionHeader;
+
+/// The permission inputs of a run: user rules (config), project rules (read now, so edits
+/// apply to the next run; problems are returned as warnings for the run to announce), the
+/// session's own rules and remembered "allow for session" answers.
+pub(super) async fn run_permissions(
+    header: &SessionHeader,
+    shared: &SessionShared,
+    deps: &SessionDeps,
+    config: &crate::config::Config,
+) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
+    use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
+    let cwd = std::path::PathBuf::from(&header.cwd);
+    let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
+    let mut warnings = Vec::new();
+    let project_rules = match project {
+        Ok(settings) => {
+            warnings.extend(
+                settings
+                    .errors
+                    .iter()
+                    .map(|error| format!("ignored permission rule: {error}")),
+            );
+            settings.rules
+        }
+        Err(err) => {
+            warnings.push(format!("project settings not used: {err}"));
+            RuleSet::default()
+        }
+    };
+    let session = &header.permission_rules;
+    let (mut session_rules, _) = RuleSet::parse(
+        &RuleSource::session(),
+        &session.allow,
+        &session.ask,
+        &session.deny,
+    );
+    let remembered = shared.lock().remembered_allow_rules.clone();
+    for text in remembered {
+        if let Ok(rule) =
+            crate::permission::Rule::parse(&text, RuleSource::session(), RuleList::Allow)
+        {
+            session_rules.push(rule);
+        }
+    }
+    // The user layer: config.toml as loaded at startup, plus the rules "always allow"
+    // appended to it since (the config is not reloaded).
+    let mut user_rules = config.permissions.rules.clone();
+    let user_source = RuleSource::file(crate::permission::RuleLayer::User, &deps.paths.config);
+    for text in deps.approvals.always_rules() {
+        if let Ok(rule) =
+            crate::permission::Rule::parse(&text, user_source.clone(), RuleList::Allow)
+        {
+            user_rules.push(rule);
+        }
+    }
+    let permissions = crate::agent::gate::RunPermissions {
+        mode: header.permission_mode.into(),
+        rules: RuleSet::merge([user_rules, project_rules, session_rules]),
+        home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
+        // The config refuses larger values; the bound holds for a `Config` built in code too.
+        approval_timeout: std::time::Duration::from_secs(
+            config
+                .permissions
+                .approval_timeout_secs
+                .min(crate::config::MAX_APPROVAL_TIMEOUT_SECS),
+        ),
+        broker: deps.approvals.clone(),
+    };
+    Ok((permissions, warnings))
+}
