@@ -351,6 +351,7 @@ impl Renderer {
             | Event::SessionDeleted {}
             | Event::RunStarted { .. }
             | Event::FollowUpQueued { .. }
+            | Event::SteerQueued { .. }
             | Event::TurnStarted { .. }
             | Event::ToolProgress { .. }
             | Event::UsageUpdated { .. }

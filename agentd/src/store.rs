@@ -99,6 +99,8 @@ pub struct LoadedSession {
     pub missing_newline: bool,
     /// `clientRequestId` → run id of the most recent prompts that carried one, oldest first.
     pub request_ids: Vec<(String, String)>,
+    /// Steers queued for `unfinished_run` and not delivered, in order.
+    pub queued_steers: Vec<String>,
     /// Follow-ups queued for `unfinished_run` and not delivered, in order.
     pub queued_follow_ups: Vec<String>,
 }
@@ -208,6 +210,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         valid_len: file_len.min(offset),
         missing_newline: offset > file_len,
         request_ids: Vec::new(),
+        queued_steers: Vec::new(),
         queued_follow_ups: Vec::new(),
     };
     let mut line_number = 1;
@@ -242,6 +245,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         ..
                     } => {
                         loaded.unfinished_run = Some(run_id.clone());
+                        loaded.queued_steers.clear();
                         loaded.queued_follow_ups.clear();
                         remember_request(&mut loaded.request_ids, client_request_id, run_id);
                     }
@@ -254,6 +258,19 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                             loaded.queued_follow_ups.push(text.clone());
                         }
                         remember_request(&mut loaded.request_ids, client_request_id, run_id);
+                    }
+                    Event::SteerQueued { run_id, text }
+                        if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
+                    {
+                        loaded.queued_steers.push(text.clone());
+                    }
+                    Event::SteerDelivered { run_id, text }
+                        if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
+                    {
+                        if let Some(position) = loaded.queued_steers.iter().position(|t| t == text)
+                        {
+                            loaded.queued_steers.remove(position);
+                        }
                     }
                     Event::MessageCompleted {
                         run_id,
@@ -271,6 +288,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) =>
                     {
                         loaded.unfinished_run = None;
+                        loaded.queued_steers.clear();
                         loaded.queued_follow_ups.clear();
                     }
                     Event::ApprovalRequested { run_id, approval } => {

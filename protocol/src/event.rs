@@ -157,6 +157,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client_request_id: Option<String>,
     },
+    /// A steering message was queued for the active run. It is delivered as a
+    /// `steerDelivered` (after the current tool batch), or reported by a `warning` when the run
+    /// ends without delivering it, also when a crash ended the run.
+    #[serde(rename_all = "camelCase")]
+    SteerQueued { run_id: String, text: String },
     /// A steering message was delivered to the model.
     #[serde(rename_all = "camelCase")]
     SteerDelivered { run_id: String, text: String },
@@ -216,6 +221,7 @@ impl Event {
             | Event::ToolProgress { run_id, .. }
             | Event::ToolCompleted { run_id, .. }
             | Event::SteerDelivered { run_id, .. }
+            | Event::SteerQueued { run_id, .. }
             | Event::FollowUpQueued { run_id, .. }
             | Event::ApprovalRequested { run_id, .. }
             | Event::ApprovalResolved { run_id, .. }

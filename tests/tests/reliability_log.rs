@@ -310,7 +310,7 @@ async fn a_client_request_id_finds_its_run_after_a_restart() {
 }
 
 #[tokio::test]
-async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
+async fn steers_and_follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
     let mut s = Scenario::start(Format::OpenAi).await;
     let (mut client, session) = s.session().await;
     s.mock.push(Reply::stall());
@@ -346,6 +346,11 @@ async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
     client
         .persisted_events_until(|event| matches!(event, Event::FollowUpQueued { .. }))
         .await;
+    let steered = client.steer(&session, "steer lost in the crash").await;
+    assert_eq!(steered["queued"], json!(true), "{steered}");
+    client
+        .persisted_events_until(|event| matches!(event, Event::SteerQueued { .. }))
+        .await;
     drop(client);
     s.daemon.kill().await;
     s.daemon.restart().await;
@@ -362,10 +367,14 @@ async fn follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
             )
         })
         .await;
-    assert!(
-        replayed.iter().any(|e| matches!(&e.event, Event::Warning { message } if message.contains("after the crash"))),
-        "{replayed:#?}"
-    );
+    for text in ["after the crash", "steer lost in the crash"] {
+        assert!(
+            replayed
+                .iter()
+                .any(|e| matches!(&e.event, Event::Warning { message } if message.contains(text))),
+            "{text:?} is reported: {replayed:#?}"
+        );
+    }
 }
 
 #[tokio::test]

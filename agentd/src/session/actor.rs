@@ -137,6 +137,7 @@ impl Session {
                 &log,
                 &shared,
                 &run_id,
+                loaded.queued_steers,
                 loaded.queued_follow_ups,
             )
             .await
@@ -385,22 +386,7 @@ impl Actor {
                 let _ = reply.send(result);
             }
             Command::Steer { text, reply } => {
-                // Checked and queued under one lock: a run that has decided to end takes no
-                // steer (it would be left behind).
-                let mut state = self.shared.lock();
-                let result = match state.run_id.clone() {
-                    Some(run_id) => {
-                        state.steers.push_back(text);
-                        Ok(QueueMessageResult {
-                            run_id,
-                            queued: true,
-                        })
-                    }
-                    None => Err(SessionError::Conflict(
-                        "no run is active to steer; send a prompt instead".to_owned(),
-                    )),
-                };
-                drop(state);
+                let result = self.steer(text).await;
                 let _ = reply.send(result);
             }
             Command::FollowUp { text, reply } => {
@@ -463,6 +449,32 @@ impl Actor {
                 .push_back((request_id, result.run_id.clone()));
         }
         Ok(result)
+    }
+
+    /// Queue a steer for the active run: persisted first (`steerQueued`), so a crash cannot
+    /// lose it without a word, then queued under the queues' lock: a run that has decided to
+    /// end takes no steer (it would be left behind), and the steer is refused instead.
+    async fn steer(&mut self, text: String) -> Result<QueueMessageResult, SessionError> {
+        let no_run = || {
+            SessionError::Conflict("no run is active to steer; send a prompt instead".to_owned())
+        };
+        let run_id = self.active_run_id().ok_or_else(no_run)?;
+        self.log
+            .append(Event::SteerQueued {
+                run_id: run_id.clone(),
+                text: text.clone(),
+            })
+            .await
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        let mut state = self.shared.lock();
+        if state.run_id.as_deref() != Some(run_id.as_str()) {
+            return Err(no_run());
+        }
+        state.steers.push_back(text);
+        Ok(QueueMessageResult {
+            run_id,
+            queued: true,
+        })
     }
 
     /// Queue a follow-up for the active run (persisted first, so it survives a restart and is

@@ -30,15 +30,16 @@ pub(super) async fn expire_approval(
 }
 
 /// A run that was active when the daemon stopped: pair its orphaned tool calls with an
-/// "interrupted" result, report the follow-ups it never delivered, and record that it ended.
+/// "interrupted" result, report the steers and follow-ups it never delivered, and record that it ended.
 pub(super) async fn repair_interrupted_run(
     log: &EventLog,
     shared: &SessionShared,
     run_id: &str,
+    queued_steers: Vec<String>,
     queued_follow_ups: Vec<String>,
 ) -> anyhow::Result<()> {
     pair_orphaned_tool_calls(log, shared, INTERRUPTED, Pairing::Quiet).await?;
-    report_undelivered(log, "interrupted", Vec::new(), queued_follow_ups).await?;
+    report_undelivered(log, "interrupted", queued_steers, queued_follow_ups).await?;
     log.append(Event::RunFinished {
         run_id: run_id.to_owned(),
         status: RunStatus::Interrupted,
