@@ -19,6 +19,8 @@ pub mod session;
 pub mod state;
 pub mod store;
 pub mod test_seam;
+#[cfg(test)]
+mod test_support;
 pub mod text_position;
 pub mod tools;
 pub mod wire;

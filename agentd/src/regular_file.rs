@@ -109,12 +109,9 @@ mod tests {
 
     #[test]
     fn a_fifo_a_directory_and_a_symlink_are_refused_without_blocking() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe.jsonl");
-        let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::test_support::mkfifo(&fifo);
         let err = open(&fifo).unwrap_err().to_string();
         assert!(err.contains("named pipe"), "{err}");
 
@@ -133,12 +130,9 @@ mod tests {
 
     #[test]
     fn read_text_refuses_a_fifo_and_caps_a_big_file() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("AGENTS.md");
-        let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::test_support::mkfifo(&fifo);
         let err = read_text(&fifo, 10).unwrap_err().to_string();
         assert!(err.contains("named pipe"), "{err}");
 

@@ -421,11 +421,7 @@ mod tests {
         assert_eq!(SummaryIndex::load(dir.path(), &files).get("a"), None);
 
         std::fs::remove_file(dir.path().join(INDEX_FILE)).unwrap();
-        let fifo =
-            std::ffi::CString::new(dir.path().join(INDEX_FILE).to_string_lossy().into_owned())
-                .unwrap();
-        // SAFETY: a valid C string path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        crate::test_support::mkfifo(&dir.path().join(INDEX_FILE));
         assert_eq!(SummaryIndex::load(dir.path(), &files).get("a"), None);
     }
 }

@@ -6,6 +6,8 @@
 //! tools, malformed arguments, panics and cancellation all become error results.
 
 use std::panic::AssertUnwindSafe;
+
+use crate::logging::panic_message;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -241,16 +243,6 @@ fn panicked(tool: &dyn Tool, panic: &(dyn std::any::Any + Send)) -> ToolOutput {
 fn catch_panic<T>(f: impl FnOnce() -> T, what: &str) -> Result<T, String> {
     std::panic::catch_unwind(AssertUnwindSafe(f))
         .map_err(|panic| format!("tool {what} failed: {}", panic_message(panic.as_ref())))
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(message) = panic.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = panic.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "panic".to_owned()
-    }
 }
 
 #[cfg(test)]

@@ -314,9 +314,7 @@ async fn edit_file_keeps_crlf_line_ends() {
 async fn file_tools_refuse_a_fifo_without_blocking() {
     let (_dir, ctx) = workspace();
     let fifo = ctx.workspace.join("pipe");
-    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    crate::test_support::mkfifo(&fifo);
     let inputs = [
         (&ReadFile as &dyn Tool, json!({"path": "pipe"})),
         (

@@ -133,9 +133,7 @@ async fn grep_caps_and_reports_errors() {
 async fn grep_skips_a_fifo_without_blocking() {
     let (_dir, ctx) = workspace();
     let fifo = ctx.workspace.join("pipe");
-    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    crate::test_support::mkfifo(&fifo);
     for input in [
         json!({"pattern": "x", "path": "pipe"}),
         json!({"pattern": "x"}),

@@ -172,9 +172,7 @@ mod tests {
     fn fifos_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
-        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::test_support::mkfifo(&fifo);
         let error = open_regular(&fifo).unwrap_err();
         assert_eq!(
             error.to_string(),
