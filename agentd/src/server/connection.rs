@@ -156,6 +156,9 @@ pub async fn serve_connection<S>(
         outbound,
         subscriptions: BoundedSubscriptions::new(limits.max_subscriptions_per_connection),
         ctx: ctx.clone(),
+        heavy_answers: Arc::new(tokio::sync::Semaphore::new(
+            limits.heavy_answers_per_connection.max(1),
+        )),
         limits: limits.clone(),
     });
 
@@ -266,6 +269,9 @@ struct Dispatcher {
     outbound: Arc<OutboundBudget>,
     subscriptions: BoundedSubscriptions,
     ctx: Arc<ConnectionContext>,
+    /// Calls that may build a line-long answer (`ServerLimits::heavy_answer_methods`, and
+    /// batches) hold a permit from their start until their answer is queued.
+    heavy_answers: Arc<tokio::sync::Semaphore>,
     limits: ServerLimits,
 }
 
@@ -300,9 +306,16 @@ impl Dispatcher {
             }
             Ok(Some(call)) => {
                 in_flight.spawn(async move {
+                    // A big line already holds a share of the frame budget, which bounds it
+                    // (and it must not wait on this client's reading while holding it).
+                    let heavy = match budget {
+                        None => self.heavy_permit(&call.method).await,
+                        Some(_) => None,
+                    };
                     let response = self.call(call).await;
                     drop(budget);
                     self.send(response).await;
+                    drop(heavy);
                 });
             }
             Ok(None) => {}
@@ -344,12 +357,36 @@ impl Dispatcher {
             return;
         }
         in_flight.spawn(async move {
-            let mut responses = Vec::with_capacity(items.len());
-            for item in items {
-                match parse_call(item.get()) {
-                    Ok(Some(call)) => responses.push(self.call(call).await),
-                    Ok(None) => {}
-                    Err(response) => responses.push(response),
+            // A batch collects its answers in memory: it counts as one heavy call (unless its
+            // big line already holds a share of the frame budget, which bounds it), and stops
+            // running its requests once their answers cannot fit in one line anyway.
+            let _heavy = match budget {
+                None => self.heavy_answers.clone().acquire_owned().await.ok(),
+                Some(_) => None,
+            };
+            let requests = items.len();
+            let mut responses = Vec::with_capacity(requests);
+            let mut answered_bytes = 0usize;
+            for (index, item) in items.into_iter().enumerate() {
+                let response = match parse_call(item.get()) {
+                    Ok(Some(call)) => self.call(call).await,
+                    Ok(None) => continue,
+                    Err(response) => response,
+                };
+                answered_bytes = answered_bytes.saturating_add(response.as_json().get().len());
+                responses.push(response);
+                if answered_bytes > self.limits.max_line_bytes {
+                    drop(responses);
+                    let message = response_too_big_message(
+                        &format!(
+                            "the batch's answer (over {answered_bytes} bytes after {} of its {requests} requests; the rest were not run)",
+                            index + 1
+                        ),
+                        self.limits.max_line_bytes,
+                    );
+                    self.send_error(Id::Null, codes::RESPONSE_TOO_BIG, &message)
+                        .await;
+                    return;
                 }
             }
             drop(budget);
@@ -384,6 +421,15 @@ impl Dispatcher {
                 Err(err) => tracing::error!(%err, "cannot serialise a batch response"),
             }
         });
+    }
+
+    /// A permit of `heavy_answers` for a call of `method` when its answer can be line-long,
+    /// held until the answer is queued; `None` for other methods.
+    async fn heavy_permit(&self, method: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if !self.limits.heavy_answer_methods.contains(&method) {
+            return None;
+        }
+        self.heavy_answers.clone().acquire_owned().await.ok()
     }
 
     /// Run one call through the method table. A handler that panics is answered -32603 (the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use jsonrpsee::RpcModule;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -105,4 +105,68 @@ async fn big_answers_stop_at_the_outbound_byte_budget() {
         built <= 8 + 4 + 1,
         "built {built} answers of 1 MiB for a client that reads nothing"
     );
+}
+
+#[tokio::test]
+async fn line_long_answers_are_built_a_few_at_a_time_for_a_client_that_reads_nothing() {
+    // `answer` is heavy: at most 2 of them run from their start until their answer is
+    // queued, whatever the in-flight cap; answers of 1 MiB against a 4 MiB outbound budget.
+    let limits = ServerLimits {
+        max_in_flight_per_connection: 64,
+        outbound_queue: 1024,
+        outbound_bytes: 4 * 1024 * 1024,
+        max_line_bytes: 2 * 1024 * 1024,
+        heavy_answer_methods: &["answer"],
+        heavy_answers_per_connection: 2,
+        ..ServerLimits::default()
+    };
+    let built = answers_built(limits, 1024 * 1024, 400).await;
+    // 2 waiting for room, 3 within the 4 MiB budget, one being written.
+    assert!(
+        built <= 2 + 4 + 1,
+        "built {built} answers of 1 MiB for a client that reads nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_batch_stops_running_once_its_answer_cannot_fit_in_a_line() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let limits = ServerLimits {
+        max_line_bytes: 2 * 1024 * 1024,
+        ..ServerLimits::default()
+    };
+    let connection = tokio::spawn(serve_connection(
+        server,
+        1,
+        methods(calls.clone(), 1024 * 1024),
+        limits,
+        Arc::new(Semaphore::new(64 * 1024 * 1024)),
+        CancellationToken::new(),
+    ));
+    let (read_half, mut write_half) = tokio::io::split(client);
+    let mut batch = String::from("[");
+    for id in 1..=100 {
+        if id > 1 {
+            batch.push(',');
+        }
+        batch.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"answer\"}}"
+        ));
+    }
+    batch.push_str("]\n");
+    let payload = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{}}}}\n{batch}"
+    );
+    write_half.write_all(payload.as_bytes()).await.unwrap();
+    let mut lines = tokio::io::BufReader::new(read_half).lines();
+    let _initialized = lines.next_line().await.unwrap().unwrap();
+    let answer = lines.next_line().await.unwrap().unwrap();
+    assert!(
+        answer.contains(&codes::RESPONSE_TOO_BIG.to_string()) && answer.contains("not run"),
+        "{answer}"
+    );
+    // Two answers of just over 1 MiB each pass 2 MiB: the other 98 requests never ran.
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    connection.abort();
 }

@@ -72,6 +72,15 @@ pub struct ServerLimits {
     /// Refused connections (over the connection limit) being answered at once; past it a
     /// refused connection is closed without an answer, so a flood cannot exhaust descriptors.
     pub max_refusals: usize,
+    /// Methods whose answer can be as long as a line (a history, a long listing): an answer's
+    /// size is only known once it is built, and `max_in_flight_per_connection` of them built
+    /// at once for a client that reads nothing would hold that many lines of memory.
+    pub heavy_answer_methods: &'static [&'static str],
+    /// Calls of `heavy_answer_methods` of one connection running at once, each from its start
+    /// until its answer is queued (within `outbound_bytes`); the others wait before they
+    /// start. Bounds a connection's answers to this many lines, plus `outbound_bytes`, plus
+    /// small ones.
+    pub heavy_answers_per_connection: usize,
 }
 
 impl Default for ServerLimits {
@@ -90,6 +99,12 @@ impl Default for ServerLimits {
             big_line_bytes: 64 * 1024,
             initialize_deadline: Duration::from_secs(5),
             max_refusals: 64,
+            heavy_answer_methods: &[
+                <protocol::methods::SessionGet as protocol::Method>::NAME,
+                <protocol::methods::SessionList as protocol::Method>::NAME,
+                <protocol::methods::ApprovalList as protocol::Method>::NAME,
+            ],
+            heavy_answers_per_connection: 2,
         }
     }
 }
