@@ -96,7 +96,12 @@ async fn multi_step_tool_use_writes_and_reads_files(format: Format) {
 
 both_formats!(a_read_only_batch_runs_in_parallel_and_keeps_the_models_order);
 async fn a_read_only_batch_runs_in_parallel_and_keeps_the_models_order(format: Format) {
-    let s = Scenario::start(format).await;
+    // The gate listens on 127.0.0.1, which fetch_url reaches only when a rule names it.
+    let s = Scenario::start_with(
+        format,
+        "[permissions]\ndefault_mode = \"bypass\"\nallow = [\"WebFetch(domain:127.0.0.1)\"]\n",
+    )
+    .await;
     // A fetch through the gate waits until the test opens it: both calls can only have started
     // together if they run concurrently, and the test picks which one finishes first. (Read
     // tools refuse FIFOs, which used to be the gate.)

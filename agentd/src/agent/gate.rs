@@ -14,7 +14,7 @@ use crate::conversation::ToolCall;
 use crate::permission::{
     Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule, session_key,
 };
-use crate::tools::ToolOutput;
+use crate::tools::{FetchDecision, FetchRules, ToolOutput};
 use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::event::Event;
 
@@ -37,6 +37,35 @@ pub enum Verdict {
     Run,
     /// Do not execute it; this is its result.
     Done(ToolOutput),
+}
+
+/// fetch_url's view of a batch's policy: which hosts allow rules name, and what a new fetch of
+/// a redirect target would be decided.
+#[derive(Debug)]
+struct PolicyFetchRules {
+    policy: Policy,
+    workspace: std::path::PathBuf,
+}
+
+impl FetchRules for PolicyFetchRules {
+    fn names_host(&self, host: &str) -> bool {
+        self.policy.names_fetch_host(host)
+    }
+
+    fn decide(&self, url: &str) -> FetchDecision {
+        let input = serde_json::json!({ "url": url });
+        let decision = self.policy.evaluate(&ToolRequest {
+            tool: "fetch_url",
+            input: &input,
+            read_only: true,
+            workspace: &self.workspace,
+        });
+        match decision {
+            Decision::Allow { .. } => FetchDecision::Allow,
+            Decision::Ask { reason } => FetchDecision::Ask(reason),
+            Decision::Deny { reason } => FetchDecision::Deny(reason),
+        }
+    }
 }
 
 /// One call after lookup, ready for the policy.
@@ -105,6 +134,15 @@ impl Run {
             policy.allow_for_session(key);
         }
         policy
+    }
+
+    /// The session's rules as fetch_url sees them, for the batch about to execute (answers
+    /// given while it was authorised included).
+    pub(super) fn fetch_rules(&self) -> Arc<dyn FetchRules> {
+        Arc::new(PolicyFetchRules {
+            policy: self.policy(),
+            workspace: self.tool_context.workspace.clone(),
+        })
     }
 
     fn check(&self, call: &ToolCall) -> Option<Checked> {

@@ -391,6 +391,7 @@ impl Run {
         };
         let mut context = self.tool_context.clone();
         context.cancel = self.cancel.clone();
+        context.fetch_rules = self.fetch_rules();
         let batch = execute_batch(&self.tools, calls, &context, &observer);
         let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)

@@ -179,6 +179,7 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         paths: paths.clone(),
         config,
         http: crate::llm::LlmClient::http_client()?,
+        fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(crate::tools::ToolRegistry::builtin()),
         tool_limits,
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

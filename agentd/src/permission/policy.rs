@@ -92,6 +92,17 @@ impl Policy {
         self.session_allows.iter().map(|(key, _)| key)
     }
 
+    /// Whether an allow rule (or an "allow for session" answer) names `host` for fetch_url with
+    /// a `domain:` specifier: only then may fetch_url reach it at a loopback, private or
+    /// link-local address. A rule allowing fetch_url as a whole names no host.
+    pub fn names_fetch_host(&self, host: &str) -> bool {
+        self.rules
+            .allow
+            .iter()
+            .chain(self.session_allows.iter().map(|(_, rule)| rule))
+            .any(|rule| rule.names_tool("fetch_url") && rule.names_host(host))
+    }
+
     /// Decides one tool call. Touches the file system to resolve paths (symlinks), so async code
     /// calls it on the blocking pool or accepts a few `stat`s.
     pub fn evaluate(&self, request: &ToolRequest<'_>) -> Decision {

@@ -541,3 +541,39 @@ fn allow_for_session_remembers_keys() {
     approve(&mut policy, shell("npm publish"));
     check(&policy, &root, &[(shell("npm publish"), "deny")]);
 }
+
+#[test]
+fn fetch_hosts_are_named_only_by_domain_allow_rules() {
+    let (_dir, root) = workspace();
+    let rules = RuleSet::merge([
+        layer(
+            RuleLayer::User,
+            &["WebFetch(domain:localhost)", "fetch_url(domain:*.dev.test)"],
+            &["WebFetch(domain:asked.test)"],
+            &["WebFetch(domain:denied.test)"],
+        ),
+        layer(RuleLayer::Session, &["WebFetch"], &[], &[]),
+    ]);
+    let mut policy = Policy::new(PermissionMode::Bypass, rules);
+    let request_input = json!({"url": "http://127.1:3000/"});
+    policy.allow_for_session(session_key(&ToolRequest {
+        tool: "fetch_url",
+        input: &request_input,
+        read_only: true,
+        workspace: &root,
+    }));
+    for (host, named) in [
+        ("localhost", true),
+        ("LOCALHOST", true),
+        ("api.dev.test", true),
+        ("dev.test", false),
+        // Ask and deny rules name no host; a rule for the whole tool names none either.
+        ("asked.test", false),
+        ("denied.test", false),
+        ("example.com", false),
+        // An "allow for session" answer names the host it was given for, as normalised.
+        ("127.0.0.1", true),
+    ] {
+        assert_eq!(policy.names_fetch_host(host), named, "{host}");
+    }
+}

@@ -421,6 +421,12 @@ impl Rule {
         }
     }
 
+    /// For fetch_url: whether the rule names `host` through a `domain:` specifier (a rule for
+    /// the whole tool names no host).
+    pub(crate) fn names_host(&self, host: &str) -> bool {
+        matches!(&self.specifier, Some(Specifier::Domain(pattern)) if pattern.matches(host))
+    }
+
     /// For fetch_url: whether the URL's host matches (None: the URL has no host).
     pub(crate) fn matches_host(&self, host: Option<&str>) -> bool {
         match &self.specifier {

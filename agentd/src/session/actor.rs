@@ -539,7 +539,7 @@ impl Actor {
         let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
-            self.deps.http.clone(),
+            self.deps.fetch.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
         // The previous run may still be writing its `runFinished`: runs of a session never

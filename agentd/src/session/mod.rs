@@ -44,7 +44,10 @@ pub struct SessionDeps {
     pub paths: Paths,
     /// The configuration, or why it is unusable (file, line, reason).
     pub config: Result<Config, String>,
+    /// The LLM providers' HTTP client.
     pub http: reqwest::Client,
+    /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
+    pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
     pub tool_limits: ToolLimits,
     /// Where runs park tool calls that need a person.

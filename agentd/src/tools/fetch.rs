@@ -1,10 +1,16 @@
 //! fetch_url: GET an http(s) URL and return its text, with a size cap, a timeout, text content
-//! types only, and HTML crudely reduced to its text.
+//! types only, and HTML crudely reduced to its text. Loopback, private, link-local and metadata
+//! addresses are refused in every mode, at every redirect hop, unless an allow rule names the
+//! host (see `fetch_access`); a redirect to another host is decided by the rules like a new
+//! fetch.
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use std::net::IpAddr;
+
+use super::fetch_access::{FetchDecision, Refusal, check_addresses};
 use super::{ToolContext, ToolOutput, TypedTool, str_field};
 
 /// Fetches a web page or text resource.
@@ -49,19 +55,8 @@ impl TypedTool for FetchUrl {
 async fn fetch(params: FetchUrlParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let url = reqwest::Url::parse(params.url.trim())
         .map_err(|error| format!("invalid URL `{}`: {error}", params.url))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "unsupported URL scheme `{}`; only http and https URLs can be fetched",
-            url.scheme()
-        ));
-    }
-    let mut response = ctx
-        .http
-        .get(url.clone())
-        .timeout(ctx.limits.fetch_timeout)
-        .send()
-        .await
-        .map_err(|error| format!("fetching {url} failed: {}", error_chain(&error)))?;
+    check_scheme(&url)?;
+    let (url, mut response) = follow(url, ctx).await?;
     let status = response.status();
     let content_type = response
         .headers()
@@ -113,6 +108,138 @@ async fn fetch(params: FetchUrlParams, ctx: &ToolContext) -> Result<ToolOutput, 
         return Err(format!("{url} returned HTTP {status}\n{text}"));
     }
     Ok(ToolOutput::ok(text))
+}
+
+/// GETs `url`, following redirects by hand so that every hop is checked: its address (a host no
+/// allow rule names must resolve to public addresses only) and, when it changes host, the rules
+/// as for a new fetch. Returns the final URL and its response.
+async fn follow(
+    mut url: reqwest::Url,
+    ctx: &ToolContext,
+) -> Result<(reqwest::Url, reqwest::Response), String> {
+    let deadline = tokio::time::Instant::now() + ctx.limits.fetch_timeout;
+    let mut redirected_from: Option<reqwest::Url> = None;
+    let mut redirects = 0;
+    loop {
+        let hop = redirected_from
+            .as_ref()
+            .map(|from| format!(" (redirected from {from})"))
+            .unwrap_or_default();
+        let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+        let named = ctx.fetch_rules.names_host(&host);
+        if !named && let Some(refusal) = literal_refusal(&url) {
+            return Err(refused(&refusal, &hop));
+        }
+        let client = if named {
+            &ctx.fetch.any_address
+        } else {
+            &ctx.fetch.public_only
+        };
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let response = client
+            .get(url.clone())
+            .timeout(remaining)
+            .send()
+            .await
+            .map_err(|error| match find_refusal(&error) {
+                Some(refusal) => refused(refusal, &hop),
+                None => format!("fetching {url}{hop} failed: {}", error_chain(&error)),
+            })?;
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .filter(|_| response.status().is_redirection());
+        let Some(location) = location else {
+            return Ok((url, response));
+        };
+        let location = String::from_utf8_lossy(location.as_bytes()).into_owned();
+        let next = url.join(&location).map_err(|error| {
+            format!("{url} redirects to an invalid location `{location}`: {error}")
+        })?;
+        redirects += 1;
+        if redirects > ctx.limits.fetch_max_redirects {
+            return Err(format!(
+                "stopped after {} redirects ({url} redirects to {next}); fetch the final URL \
+                 directly",
+                ctx.limits.fetch_max_redirects
+            ));
+        }
+        check_scheme(&next).map_err(|why| format!("{url} redirects to {next}: {why}"))?;
+        if next.host_str() != url.host_str() {
+            let rules = ctx.fetch_rules.clone();
+            let target = next.to_string();
+            let decision = tokio::task::spawn_blocking(move || rules.decide(&target))
+                .await
+                .map_err(|_| format!("checking the redirect from {url} to {next} failed"))?;
+            match decision {
+                FetchDecision::Allow => {}
+                FetchDecision::Ask(reason) => {
+                    return Err(format!(
+                        "refused: {url} redirects to {next}, another host, and fetching it needs \
+                         approval ({reason}); call fetch_url with {next} to ask for it"
+                    ));
+                }
+                FetchDecision::Deny(reason) => {
+                    return Err(format!(
+                        "refused: {url} redirects to {next}: permission denied: {reason}"
+                    ));
+                }
+            }
+        }
+        redirected_from = Some(std::mem::replace(&mut url, next));
+    }
+}
+
+fn check_scheme(url: &reqwest::Url) -> Result<(), String> {
+    if matches!(url.scheme(), "http" | "https") {
+        Ok(())
+    } else {
+        Err(format!(
+            "unsupported URL scheme `{}`; only http and https URLs can be fetched",
+            url.scheme()
+        ))
+    }
+}
+
+/// The refusal of a URL whose host is written as an address (`127.1`, `0x7f000001`, `[::1]`,
+/// all normalised by the URL parser): the resolver never sees those.
+fn literal_refusal(url: &reqwest::Url) -> Option<Refusal> {
+    let host = url.host_str()?;
+    let address: IpAddr = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host)
+        .parse()
+        .ok()?;
+    check_addresses(host, &[address])
+}
+
+/// The resolver's refusal inside a request error, if that is why it failed.
+fn find_refusal<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e Refusal> {
+    let mut source = Some(error);
+    while let Some(cause) = source {
+        if let Some(refusal) = cause.downcast_ref::<Refusal>() {
+            return Some(refusal);
+        }
+        source = cause.source();
+    }
+    None
+}
+
+/// The tool result text of a refusal, with what to do about it.
+fn refused(refusal: &Refusal, hop: &str) -> String {
+    let host = &refusal.host;
+    let remedy = if host.starts_with('[') {
+        "a rule cannot name an IPv6 address; fetch a host name that a `WebFetch(domain:…)` \
+         allow rule names"
+            .to_owned()
+    } else {
+        format!("allow it with a `WebFetch(domain:{host})` rule")
+    };
+    format!(
+        "refused: {refusal}{hop}; fetch_url does not reach loopback, private, link-local or \
+         metadata addresses unless an allow rule names the host: {remedy}"
+    )
 }
 
 fn is_text(content_type: &str) -> bool {

@@ -7,6 +7,7 @@
 
 mod executor;
 mod fetch;
+mod fetch_access;
 mod files;
 mod path;
 mod search;
@@ -28,6 +29,9 @@ use crate::conversation::ToolSpec;
 
 pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
 pub use fetch::FetchUrl;
+pub use fetch_access::{
+    AddressClass, FetchClients, FetchDecision, FetchRules, NoFetchRules, Refusal, address_class,
+};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
 pub use search::{Glob, Grep};
@@ -156,19 +160,24 @@ pub struct ToolContext {
     /// Where a long-running tool reports progress (run_shell: output lines and byte counts).
     /// [`execute_batch`] replaces it per call to route progress to its observer.
     pub progress: ProgressSink,
-    /// Shared HTTP client (connection pool) for fetch_url.
-    pub http: reqwest::Client,
+    /// Shared HTTP clients (connection pools) of fetch_url, which check every address.
+    pub fetch: FetchClients,
+    /// The session's rules as fetch_url needs them (hosts an allow rule names, redirects to
+    /// another host); the run sets them per batch.
+    pub fetch_rules: Arc<dyn FetchRules>,
     pub limits: ToolLimits,
 }
 
 impl ToolContext {
-    /// A context with default limits, no progress sink and a fresh cancellation token.
-    pub fn new(workspace: PathBuf, http: reqwest::Client) -> Self {
+    /// A context with default limits, no progress sink, a fresh cancellation token and fetch
+    /// rules that name no host.
+    pub fn new(workspace: PathBuf, fetch: FetchClients) -> Self {
         Self {
             workspace,
             cancel: tokio_util::sync::CancellationToken::new(),
             progress: ProgressSink::none(),
-            http,
+            fetch,
+            fetch_rules: Arc::new(NoFetchRules),
             limits: ToolLimits::default(),
         }
     }
@@ -231,8 +240,11 @@ pub struct ToolLimits {
     pub shell_progress_interval: Duration,
     /// Bytes of a fetched body that are read at most; the rest is not downloaded.
     pub fetch_max_bytes: usize,
-    /// Whole-request timeout of fetch_url, so a slow server cannot hold the run.
+    /// Whole-call timeout of fetch_url (every redirect hop and the body together), so a slow
+    /// server cannot hold the run.
     pub fetch_timeout: Duration,
+    /// Redirects fetch_url follows at most (each hop checked), so a redirect loop ends.
+    pub fetch_max_redirects: usize,
     /// Lines read_file returns when the model gives no limit; the model pages with offset.
     pub read_file_default_lines: usize,
     /// Longer lines are cut by read_file (minified files would otherwise fill the context).
@@ -264,6 +276,7 @@ impl Default for ToolLimits {
             shell_progress_interval: Duration::from_millis(500),
             fetch_max_bytes: 1024 * 1024,
             fetch_timeout: Duration::from_secs(30),
+            fetch_max_redirects: 10,
             read_file_default_lines: 2000,
             read_file_max_line_chars: 2000,
             read_file_max_bytes: 256 * 1024,
@@ -398,9 +411,8 @@ pub(crate) mod test_support {
     /// A temp workspace and a context on it (canonical path, default limits).
     pub(crate) fn workspace() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().build().unwrap();
-        let ctx = ToolContext::new(dir.path().canonicalize().unwrap(), http);
+        let fetch = super::FetchClients::new().unwrap();
+        let ctx = ToolContext::new(dir.path().canonicalize().unwrap(), fetch);
         (dir, ctx)
     }
 
