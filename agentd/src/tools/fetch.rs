@@ -31,7 +31,9 @@ impl TypedTool for FetchUrl {
          (tags, scripts and styles removed), JSON, XML and plain text as they are. Other content \
          types (images, PDFs, archives) are refused. At most 1 MiB is read, and the request \
          times out after 30 seconds. Use it for documentation and API responses; it cannot log \
-         in or run JavaScript.";
+         in or run JavaScript. Loopback, private, link-local and cloud metadata addresses \
+         (localhost, 10.x, 192.168.x, 169.254.169.254, …) are refused, redirects included, \
+         unless the user allowed that host with a `WebFetch(domain:HOST)` rule.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
