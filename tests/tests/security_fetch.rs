@@ -155,3 +155,28 @@ async fn a_domain_rule_lets_a_local_server_through(format: Format) {
         assert_eq!(output, "the local page", "{url}");
     }
 }
+
+both_formats!(a_redirect_to_a_host_that_would_ask_is_refused_with_how_to_ask);
+async fn a_redirect_to_a_host_that_would_ask_is_refused_with_how_to_ask(format: Format) {
+    // Default mode: fetching a host no rule allows asks, so the tool does not follow the hop
+    // unasked; it tells the model to fetch the target itself (which goes through the gate).
+    let extra =
+        "[permissions]\ndefault_mode = \"default\"\nallow = [\"WebFetch(domain:127.0.0.1)\"]\n";
+    let s = Scenario::start_with(format, extra).await;
+    let gate = HttpGate::start().await;
+    let port = gate.port();
+    gate.open("secret", "the secret page");
+    gate.redirect("hop", &format!("http://localhost:{port}/secret"));
+    let results = fetch_all(&s, &[gate.url("hop")]).await;
+    let (_, output, is_error) = &results[0];
+    assert!(is_error, "{output}");
+    assert!(output.starts_with("refused: "), "{output}");
+    assert!(
+        output.contains(&format!(
+            "needs approval (approval needed to fetch http://localhost:{port}/secret); call \
+             fetch_url with http://localhost:{port}/secret to ask for it"
+        )),
+        "{output}"
+    );
+    assert_eq!(gate.requests(), 1);
+}
