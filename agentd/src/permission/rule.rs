@@ -16,7 +16,8 @@
 //!   a directory covers everything under it. The path matched is the resolved one (symlinks and
 //!   `..` followed), so links cannot dodge a rule.
 //! - `fetch_url` / `WebFetch`: `domain:example.com` (that host exactly) or
-//!   `domain:*.example.com` (its subdomains).
+//!   `domain:*.example.com` (its subdomains); address literals as URLs normalise them
+//!   (`domain:127.1` is `127.0.0.1`, `domain:[::1]`).
 //! - `Tool(*)` is the same as `Tool`; other tools take no specifier.
 
 use std::fmt;
@@ -567,8 +568,12 @@ fn parse_specifier(name: &str, tools: &[&str], specifier: &str) -> Result<Specif
                 Some(parent) if !parent.is_empty() && !parent.contains('*') => Ok(
                     Specifier::Domain(DomainPattern::Subdomains(format!(".{parent}"))),
                 ),
-                None if !domain.is_empty() && !domain.contains(['*', '/', ':']) => {
-                    Ok(Specifier::Domain(DomainPattern::Exact(domain)))
+                None if is_ipv6_literal(&domain)
+                    || (!domain.is_empty() && !domain.contains(['*', '/', ':'])) =>
+                {
+                    Ok(Specifier::Domain(DomainPattern::Exact(url_host_spelling(
+                        domain,
+                    ))))
                 }
                 _ => Err(format!(
                     "bad domain {domain:?}; write example.com or *.example.com"
@@ -577,6 +582,30 @@ fn parse_specifier(name: &str, tools: &[&str], specifier: &str) -> Result<Specif
         }
         _ => Err(format!("{name} takes no specifier; write `{name}`")),
     }
+}
+
+/// `[::1]`-style hosts: an IPv6 address in brackets, as URLs write it.
+fn is_ipv6_literal(domain: &str) -> bool {
+    domain
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// The host as a parsed URL spells it, so a rule matches however the URL wrote the host:
+/// `127.1` is `127.0.0.1`, `[0:0::1]` is `[::1]`. Only plain host names and address literals
+/// are respaced; anything else stays as written.
+fn url_host_spelling(domain: String) -> String {
+    let plain = domain
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if !plain && !is_ipv6_literal(&domain) {
+        return domain;
+    }
+    reqwest::Url::parse(&format!("http://{domain}/"))
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or(domain)
 }
 
 fn parse_path_pattern(specifier: &str) -> Result<PathPattern, String> {

@@ -39,6 +39,8 @@ fn parse_errors_table() {
         ("WebFetch(example.com)", "WebFetch rules take `domain:HOST`"),
         ("WebFetch(domain:)", "bad domain"),
         ("fetch_url(domain:a*b.com)", "bad domain"),
+        ("fetch_url(domain:[::1)", "bad domain"),
+        ("fetch_url(domain:[not:an:address])", "bad domain"),
         ("mcp__github(x)", "MCP rules take no specifier"),
         ("mcp__", "bad MCP tool name"),
         ("mcp____x", "bad MCP tool name"),
@@ -213,6 +215,17 @@ fn domain_specifiers_table() {
         ),
         ("WebFetch(domain:example.com)", None, false),
         ("WebFetch", None, true),
+        // Address literals match however the URL spelled them (hosts come normalised).
+        ("WebFetch(domain:127.1)", Some("127.0.0.1"), true),
+        ("WebFetch(domain:0x7f000001)", Some("127.0.0.1"), true),
+        ("WebFetch(domain:[::1])", Some("[::1]"), true),
+        ("WebFetch(domain:[0:0::1])", Some("[::1]"), true),
+        (
+            "WebFetch(domain:[::ffff:127.0.0.1])",
+            Some("[::ffff:7f00:1]"),
+            true,
+        ),
+        ("WebFetch(domain:[::1])", Some("[::2]"), false),
     ];
     for (text, host, expected) in cases {
         assert_eq!(

@@ -231,16 +231,10 @@ fn find_refusal<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e 
 /// The tool result text of a refusal, with what to do about it.
 fn refused(refusal: &Refusal, hop: &str) -> String {
     let host = &refusal.host;
-    let remedy = if host.starts_with('[') {
-        "a rule cannot name an IPv6 address; fetch a host name that a `WebFetch(domain:…)` \
-         allow rule names"
-            .to_owned()
-    } else {
-        format!("allow it with a `WebFetch(domain:{host})` rule")
-    };
     format!(
         "refused: {refusal}{hop}; fetch_url does not reach loopback, private, link-local or \
-         metadata addresses unless an allow rule names the host: {remedy}"
+         metadata addresses unless an allow rule names the host: allow it with a \
+         `WebFetch(domain:{host})` rule"
     )
 }
 
