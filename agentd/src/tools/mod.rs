@@ -29,9 +29,7 @@ use crate::conversation::ToolSpec;
 
 pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
 pub use fetch::FetchUrl;
-pub use fetch_access::{
-    AddressClass, FetchClients, FetchDecision, FetchRules, NoFetchRules, Refusal, address_class,
-};
+pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
 pub use search::{Glob, Grep};
