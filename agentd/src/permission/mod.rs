@@ -22,6 +22,7 @@
 
 mod destructive;
 mod policy;
+mod read_rules;
 mod rule;
 mod settings;
 mod shell;
@@ -32,6 +33,7 @@ use std::str::FromStr;
 
 pub use destructive::destructive_reason;
 pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
+pub use read_rules::ReadDenyRules;
 pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
     RuleSet, RuleSource,
@@ -187,3 +189,7 @@ mod policy_tests;
 #[cfg(test)]
 #[path = "settings_tests.rs"]
 mod settings_tests;
+
+#[cfg(test)]
+#[path = "read_rules_tests.rs"]
+mod read_rules_tests;

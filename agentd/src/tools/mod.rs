@@ -9,6 +9,7 @@ mod executor;
 mod fetch;
 mod files;
 mod path;
+mod read_filter;
 mod search;
 mod shell;
 mod text_file;
@@ -30,6 +31,7 @@ pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_b
 pub use fetch::FetchUrl;
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
+pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
 pub use truncate::{HeadTailBuffer, truncate_middle};
@@ -158,17 +160,22 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// Shared HTTP client (connection pool) for fetch_url.
     pub http: reqwest::Client,
+    /// The run's Read deny rules, which grep, glob and list_dir apply to every path they
+    /// would return (the gate only sees the path a call names).
+    pub read_filter: ReadFilter,
     pub limits: ToolLimits,
 }
 
 impl ToolContext {
-    /// A context with default limits, no progress sink and a fresh cancellation token.
+    /// A context with default limits, no progress sink, no read rules and a fresh
+    /// cancellation token.
     pub fn new(workspace: PathBuf, http: reqwest::Client) -> Self {
         Self {
             workspace,
             cancel: tokio_util::sync::CancellationToken::new(),
             progress: ProgressSink::none(),
             http,
+            read_filter: ReadFilter::none(),
             limits: ToolLimits::default(),
         }
     }
@@ -391,7 +398,8 @@ pub(crate) fn str_field<'a>(input: &'a serde_json::Value, key: &str) -> &'a str 
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    //! Helpers for the tool tests: a context on a temp workspace and a validated call.
+    //! Helpers for the tool tests: a context on a temp workspace, a validated call and read
+    //! rules that deny one directory's contents.
 
     use super::{Tool, ToolContext, ToolOutput};
 
@@ -402,6 +410,47 @@ pub(crate) mod test_support {
         let http = reqwest::Client::builder().build().unwrap();
         let ctx = ToolContext::new(dir.path().canonicalize().unwrap(), http);
         (dir, ctx)
+    }
+
+    /// Read rules that deny everything under one directory of the workspace (not the
+    /// directory itself) and remember every path they were asked about.
+    pub(crate) struct DenyUnder {
+        pub(crate) dir: std::path::PathBuf,
+        pub(crate) asked: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    }
+
+    impl DenyUnder {
+        /// A context's read filter denying what is under `dir` (relative to the workspace),
+        /// and the rules, to look at what they were asked.
+        pub(crate) fn install(ctx: &mut ToolContext, dir: &str) -> std::sync::Arc<DenyUnder> {
+            let rules = std::sync::Arc::new(DenyUnder {
+                dir: ctx.workspace.join(dir),
+                asked: std::sync::Mutex::new(Vec::new()),
+            });
+            ctx.read_filter = super::ReadFilter::new(rules.clone());
+            rules
+        }
+
+        /// Whether any path under the denied directory was looked at.
+        pub(crate) fn looked_inside(&self) -> bool {
+            self.asked
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|path| path.starts_with(&self.dir) && *path != self.dir)
+        }
+    }
+
+    impl super::ReadRules for DenyUnder {
+        fn denies(&self, _tool: &str, path: &std::path::Path) -> bool {
+            self.asked.lock().unwrap().push(path.to_path_buf());
+            path.starts_with(&self.dir) && path != self.dir
+        }
+
+        fn denies_everything_under(&self, _tool: &str, dir: &std::path::Path) -> bool {
+            self.asked.lock().unwrap().push(dir.to_path_buf());
+            dir.starts_with(&self.dir)
+        }
     }
 
     /// Validates `input` like the executor does, then calls the tool.

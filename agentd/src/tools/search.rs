@@ -1,7 +1,11 @@
 //! Search tools: glob (files by name) and grep (lines by regex). Both walk the workspace with
-//! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool.
+//! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool;
+//! files the run's Read deny rules cover are withheld (counted) and denied directories are
+//! not entered.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -9,9 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::read_filter::{Withheld, WithheldBy};
 use super::{
-    ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
-    text_file,
+    ReadFilter, ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async,
+    str_field, text_file,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
@@ -54,31 +59,33 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let matcher = FileMatcher::new(&params.pattern)?;
     let workspace = ctx.workspace.clone();
     let cancel = ctx.cancel.clone();
+    let filter = ctx.read_filter.clone();
     let max = ctx.limits.listing_max_entries;
     let pattern = params.pattern.clone();
     run_blocking(move || {
-        let mut found = Vec::new();
-        for path in walk_files(&root, &cancel) {
-            if matcher.is_match(&root, &path) {
-                found.push(display_path(&workspace, &path));
-            }
-        }
+        let (mut found, withheld) = walk_files(Glob::NAME, &root, &filter, &cancel, |path| {
+            matcher.is_match(&root, path)
+        });
         if found.is_empty() {
-            return format!(
+            let none = format!(
                 "no files match `{pattern}` in {}",
                 display_path(&workspace, &root)
             );
+            return with_note(none, &withheld.note());
         }
         found.sort();
         let hidden = found.len().saturating_sub(max);
         found.truncate(max);
-        let mut out = found.join("\n");
-        out.push('\n');
+        let mut out: String = found
+            .iter()
+            .map(|path| display_path(&workspace, path) + "\n")
+            .collect();
         if hidden > 0 {
             out.push_str(&format!(
                 "[… {hidden} more files not shown; narrow the pattern or path]\n"
             ));
         }
+        out.push_str(&withheld.note());
         out
     })
     .await
@@ -129,10 +136,11 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let max = ctx.limits.grep_max_matches;
     let max_line_chars = ctx.limits.read_file_max_line_chars;
     let max_line_bytes = ctx.limits.grep_max_line_bytes;
+    let filter = ctx.read_filter.clone();
     run_blocking(move || {
-        let mut files: Vec<PathBuf> = walk_files(&root, &cancel)
-            .filter(|path| matcher.as_ref().is_none_or(|m| m.is_match(&root, path)))
-            .collect();
+        let (mut files, withheld) = walk_files(Grep::NAME, &root, &filter, &cancel, |path| {
+            matcher.as_ref().is_none_or(|m| m.is_match(&root, path))
+        });
         files.sort();
         let mut out = String::new();
         let mut matches = 0usize;
@@ -163,30 +171,28 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
                 out.push_str(&format!("{shown}:{number}: {line}\n"));
             }
         }
-        let long_note = (long_lines > 0).then(|| {
-            format!(
+        let mut notes = String::new();
+        if long_lines > 0 {
+            notes.push_str(&format!(
                 "[{long_lines} lines longer than {max_line_bytes} bytes were searched in their \
                  first {max_line_bytes} bytes only]\n"
-            )
-        });
+            ));
+        }
+        notes.push_str(&withheld.note());
         if matches == 0 {
-            let mut none = format!(
+            let none = format!(
                 "no matches for `{}` in {}",
                 regex.as_str(),
                 display_path(&workspace, &root)
             );
-            if let Some(note) = long_note {
-                none.push('\n');
-                none.push_str(&note);
-            }
-            return none;
+            return with_note(none, &notes);
         }
         if capped {
             out.push_str(&format!(
                 "[… stopped at {max} matches; narrow the pattern, path or glob]\n"
             ));
         }
-        out.extend(long_note);
+        out.push_str(&notes);
         out
     })
     .await
@@ -271,19 +277,55 @@ impl FileMatcher {
     }
 }
 
-/// Files under `root` (or `root` itself if it is a file), gitignore-aware, hidden files skipped,
-/// symlinks not followed; stops early when `cancel` fires.
-fn walk_files<'a>(
+/// The regular files under `root` (or `root` itself if it is a file) that `keep` accepts and
+/// the read filter lets `tool` show, gitignore-aware, hidden files skipped, symlinks not
+/// followed; stops early when `cancel` fires. Counted as withheld: each kept file a deny rule
+/// covers, and each directory whose whole contents are denied, which is not entered.
+fn walk_files(
+    tool: &'static str,
     root: &Path,
-    cancel: &'a CancellationToken,
-) -> impl Iterator<Item = PathBuf> + 'a {
-    ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .build()
-        .take_while(move |_| !cancel.is_cancelled())
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-        .map(ignore::DirEntry::into_path)
+    filter: &ReadFilter,
+    cancel: &CancellationToken,
+    keep: impl Fn(&Path) -> bool,
+) -> (Vec<PathBuf>, Withheld) {
+    let mut withheld = Withheld::default();
+    // The walk never filters its root: judge it here.
+    if root.is_dir() && filter.denies_everything_under(tool, root) {
+        withheld.count(WithheldBy::DenyRule);
+        return (Vec::new(), withheld);
+    }
+    let pruned = Arc::new(AtomicUsize::new(0));
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder.require_git(false);
+    {
+        let filter = filter.clone();
+        let pruned = Arc::clone(&pruned);
+        builder.filter_entry(move |entry| {
+            let denied_dir = entry.file_type().is_some_and(|kind| kind.is_dir())
+                && filter.denies_everything_under(tool, entry.path());
+            if denied_dir {
+                pruned.fetch_add(1, Ordering::Relaxed);
+            }
+            !denied_dir
+        });
+    }
+    let mut files = Vec::new();
+    for entry in builder.build() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|kind| kind.is_file()) || !keep(entry.path()) {
+            continue;
+        }
+        if filter.denies(tool, entry.path()) {
+            withheld.count(WithheldBy::DenyRule);
+        } else {
+            files.push(entry.into_path());
+        }
+    }
+    withheld.by_deny_rules += pruned.load(Ordering::Relaxed);
+    (files, withheld)
 }
 
 async fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, String> {
@@ -305,6 +347,15 @@ async fn run_blocking(
         .await
         .map(ToolOutput::ok)
         .map_err(|error| format!("search failed: {error}"))
+}
+
+/// A one-line answer followed by its notes (lines that each end in a newline), if any.
+fn with_note(mut answer: String, notes: &str) -> String {
+    if !notes.is_empty() {
+        answer.push('\n');
+        answer.push_str(notes);
+    }
+    answer
 }
 
 fn with_path(pattern: &str, path: &str) -> String {
