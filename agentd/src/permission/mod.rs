@@ -16,6 +16,9 @@
 //!    line), while a deny or ask rule matching any part applies;
 //! 6. the mode's default (see [`PermissionMode`]).
 //!
+//! The gate decides a `grep`, `glob` or `list_dir` call on the path it names; the deny rules
+//! for reading ([`ReadDenyRules`]) then decide each path the tool finds below it.
+//!
 //! Rules come in Claude Code's syntax ([`Rule`]); layers (user config.toml < project
 //! `.agents/settings.*` < session) are merged with [`RuleSet::merge`], so a deny or ask of any
 //! layer stays in force.

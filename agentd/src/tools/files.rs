@@ -424,8 +424,10 @@ impl TypedTool for ListDir {
     type Params = ListDirParams;
     const NAME: &'static str = "list_dir";
     const DESCRIPTION: &'static str = "List the entries of one directory (not recursive), sorted by name, directories marked \
-         with a trailing `/`. Hidden and ignored files are included. Long listings are capped at \
-         1000 entries. Use glob to find files recursively by name.";
+         with a trailing `/`. Hidden and ignored files are included; entries the permission \
+         rules deny reading and symlinks leading outside the workspace are not (the result \
+         says how many). Long listings are capped at 1000 entries. Use glob to find files \
+         recursively by name.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

@@ -41,8 +41,9 @@ impl TypedTool for Glob {
     const DESCRIPTION: &'static str = "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
          depth). A pattern without `/` matches file names at any depth (`*.rs`); a pattern \
          with `/` matches the path relative to the searched directory (`src/**/*.rs`). Files \
-         ignored by .gitignore and hidden files are skipped. Returns matching file paths \
-         relative to the workspace, sorted, at most 1000.";
+         ignored by .gitignore and hidden files are skipped, and so are files the permission \
+         rules deny reading (the result says how many). Returns matching file paths relative \
+         to the workspace, sorted, at most 1000.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -111,7 +112,8 @@ impl TypedTool for Grep {
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
          case-insensitive). Skips files ignored by .gitignore, hidden files, binary files and \
-         special files (pipes, devices); very long lines are searched in their beginning. \
+         special files (pipes, devices) and files the permission rules deny reading (the \
+         result says how many); very long lines are searched in their beginning. \
          Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
          by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
          (e.g. `*.rs`).";
