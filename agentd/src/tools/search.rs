@@ -210,8 +210,9 @@ struct FileMatches {
 }
 
 /// The matching lines of a regular text file, at most `budget` of them; nothing for binary,
-/// unreadable or special files (a FIFO or device is never opened for a blocking read). Each
-/// line is read with a byte budget (`max_line_bytes`), so memory stays bounded.
+/// unreadable or special files (a FIFO or device is never opened for a blocking read) or a
+/// symlink put in the file's place after the walk. Each line is read with a byte budget
+/// (`max_line_bytes`), so memory stays bounded.
 fn matching_lines(
     path: &Path,
     regex: &regex::Regex,
@@ -221,7 +222,7 @@ fn matching_lines(
     cancel: &CancellationToken,
 ) -> FileMatches {
     let mut found = FileMatches::default();
-    let Ok(file) = text_file::open_regular(path) else {
+    let Ok(file) = text_file::open_found_regular(path) else {
         return found;
     };
     let mut lines = text_file::BoundedLines::from_file(file, BINARY_SNIFF_BYTES, max_line_bytes);
