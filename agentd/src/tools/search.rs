@@ -64,9 +64,13 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let max = ctx.limits.listing_max_entries;
     let pattern = params.pattern.clone();
     run_blocking(move || {
-        let (mut found, withheld) = walk_files(Glob::NAME, &root, &filter, &cancel, |path| {
+        let (files, withheld) = walk_files(Glob::NAME, &root, &filter, &cancel, |path| {
             matcher.is_match(&root, path)
         });
+        let mut found: Vec<String> = files
+            .into_iter()
+            .map(|path| display_path(&workspace, &path))
+            .collect();
         if found.is_empty() {
             let none = format!(
                 "no files match `{pattern}` in {}",
@@ -77,10 +81,8 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
         found.sort();
         let hidden = found.len().saturating_sub(max);
         found.truncate(max);
-        let mut out: String = found
-            .iter()
-            .map(|path| display_path(&workspace, path) + "\n")
-            .collect();
+        let mut out = found.join("\n");
+        out.push('\n');
         if hidden > 0 {
             out.push_str(&format!(
                 "[… {hidden} more files not shown; narrow the pattern or path]\n"
