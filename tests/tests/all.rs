@@ -30,6 +30,7 @@ mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
 mod security_fetch;
+mod security_filter;
 mod sessions;
 mod tidy;
 mod tools_runs;

@@ -16,12 +16,16 @@
 //!    line), while a deny or ask rule matching any part applies;
 //! 6. the mode's default (see [`PermissionMode`]).
 //!
+//! The gate decides a `grep`, `glob` or `list_dir` call on the path it names; the deny rules
+//! for reading ([`ReadDenyRules`]) then decide each path the tool finds below it.
+//!
 //! Rules come in Claude Code's syntax ([`Rule`]); layers (user config.toml < project
 //! `.agents/settings.*` < session) are merged with [`RuleSet::merge`], so a deny or ask of any
 //! layer stays in force.
 
 mod destructive;
 mod policy;
+mod read_rules;
 mod rule;
 mod settings;
 mod shell;
@@ -32,6 +36,7 @@ use std::str::FromStr;
 
 pub use destructive::destructive_reason;
 pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
+pub use read_rules::ReadDenyRules;
 pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
     RuleSet, RuleSource,
@@ -187,3 +192,7 @@ mod policy_tests;
 #[cfg(test)]
 #[path = "settings_tests.rs"]
 mod settings_tests;
+
+#[cfg(test)]
+#[path = "read_rules_tests.rs"]
+mod read_rules_tests;

@@ -21,7 +21,7 @@
 //! - `Tool(*)` is the same as `Tool`; other tools take no specifier.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -165,6 +165,9 @@ enum CommandPattern {
 struct PathPattern {
     anchor: Anchor,
     matcher: GlobMatcher,
+    /// For a pattern ending in `/**` or `/*` (every entry of a directory): the directories it
+    /// empties, so a walk need not enter them (`secrets/**` → `secrets`).
+    contents_of: Option<GlobMatcher>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,6 +431,16 @@ impl Rule {
         matches!(&self.specifier, Some(Specifier::Domain(pattern)) if pattern.matches(host))
     }
 
+    /// For file tools: whether the rule matches every path under the resolved directory `dir`
+    /// (it matches `dir` itself, or all of its entries, like `secrets/**` for `secrets`).
+    pub(crate) fn matches_everything_under(&self, dir: &Path, context: &PathContext<'_>) -> bool {
+        match &self.specifier {
+            None => true,
+            Some(Specifier::Path(pattern)) => pattern.matches_everything_under(dir, context),
+            Some(_) => false,
+        }
+    }
+
     /// For fetch_url: whether the URL's host matches (None: the URL has no host).
     pub(crate) fn matches_host(&self, host: Option<&str>) -> bool {
         match &self.specifier {
@@ -454,24 +467,34 @@ impl PathPattern {
     /// Matches `resolved` or any of its ancestors under the anchor (gitignore: a matched
     /// directory covers its contents).
     fn matches(&self, resolved: &Path, context: &PathContext<'_>) -> bool {
-        let relative: PathBuf = match self.anchor {
-            Anchor::Absolute => resolved.to_path_buf(),
-            Anchor::Workspace => match resolved.strip_prefix(context.workspace) {
-                Ok(relative) => relative.to_path_buf(),
-                Err(_) => return false,
-            },
-            Anchor::Home => match context
+        self.relative(resolved, context).is_some_and(|relative| {
+            relative
+                .ancestors()
+                .filter(|ancestor| !ancestor.as_os_str().is_empty())
+                .any(|ancestor| self.matcher.is_match(ancestor))
+        })
+    }
+
+    /// Whether every path under `dir` matches: `dir` itself does, or the pattern is one for
+    /// all entries of a directory and `dir` is that directory.
+    fn matches_everything_under(&self, dir: &Path, context: &PathContext<'_>) -> bool {
+        self.matches(dir, context)
+            || self.contents_of.as_ref().is_some_and(|contents_of| {
+                self.relative(dir, context).is_some_and(|relative| {
+                    !relative.as_os_str().is_empty() && contents_of.is_match(relative)
+                })
+            })
+    }
+
+    /// `resolved` relative to the pattern's anchor; None when it lies elsewhere.
+    fn relative<'p>(&self, resolved: &'p Path, context: &PathContext<'_>) -> Option<&'p Path> {
+        match self.anchor {
+            Anchor::Absolute => Some(resolved),
+            Anchor::Workspace => resolved.strip_prefix(context.workspace).ok(),
+            Anchor::Home => context
                 .home
-                .and_then(|home| resolved.strip_prefix(home).ok())
-            {
-                Some(relative) => relative.to_path_buf(),
-                None => return false,
-            },
-        };
-        relative
-            .ancestors()
-            .filter(|ancestor| !ancestor.as_os_str().is_empty())
-            .any(|ancestor| self.matcher.is_match(ancestor))
+                .and_then(|home| resolved.strip_prefix(home).ok()),
+        }
     }
 }
 
@@ -633,13 +656,26 @@ fn parse_path_pattern(specifier: &str) -> Result<PathPattern, String> {
     } else if !anchored {
         pattern = format!("**/{pattern}");
     }
-    let matcher = GlobBuilder::new(&pattern)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|error| format!("bad glob: {error}"))?
-        .compile_matcher();
-    Ok(PathPattern { anchor, matcher })
+    let compile = |pattern: &str| {
+        GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map(|glob| glob.compile_matcher())
+    };
+    let matcher = compile(&pattern).map_err(|error| format!("bad glob: {error}"))?;
+    // `dir/**` and `dir/*` match every entry of `dir` (`*` matches any one name, dotted ones
+    // too); a prefix that does not compile on its own (`a\/**`) only loses the shortcut.
+    let contents_of = pattern
+        .strip_suffix("/**")
+        .or_else(|| pattern.strip_suffix("/*"))
+        .filter(|prefix| !prefix.is_empty() && !prefix.ends_with('\\'))
+        .and_then(|prefix| compile(prefix).ok());
+    Ok(PathPattern {
+        anchor,
+        matcher,
+        contents_of,
+    })
 }
 
 /// `*` matches any text (including none); everything else literally.

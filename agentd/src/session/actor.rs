@@ -542,6 +542,13 @@ impl Actor {
             self.deps.fetch.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
+        // Listings and searches apply the run's Read deny rules to every path they find.
+        tool_context.read_filter =
+            crate::tools::ReadFilter::new(Arc::new(crate::permission::ReadDenyRules::new(
+                &permissions.rules,
+                &tool_context.workspace,
+                permissions.home.as_deref(),
+            )));
         // The previous run may still be writing its `runFinished`: runs of a session never
         // overlap in the log.
         if let Some(previous) = self.previous_run.take() {

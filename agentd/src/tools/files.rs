@@ -1,4 +1,5 @@
-//! File tools: read_file, write_file, edit_file and list_dir, all confined to the workspace.
+//! File tools: read_file, write_file, edit_file and list_dir, all confined to the workspace
+//! (list_dir also withholds entries the run's Read deny rules cover, and links out of it).
 
 use std::path::{Path, PathBuf};
 
@@ -7,9 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 
+use super::read_filter::Withheld;
 use super::{
-    ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
-    text_file,
+    ReadFilter, ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async,
+    str_field, text_file,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them).
@@ -422,8 +424,10 @@ impl TypedTool for ListDir {
     type Params = ListDirParams;
     const NAME: &'static str = "list_dir";
     const DESCRIPTION: &'static str = "List the entries of one directory (not recursive), sorted by name, directories marked \
-         with a trailing `/`. Hidden and ignored files are included. Long listings are capped at \
-         1000 entries. Use glob to find files recursively by name.";
+         with a trailing `/`. Hidden and ignored files are included; entries the permission \
+         rules deny reading and symlinks leading outside the workspace are not (the result \
+         says how many). Long listings are capped at 1000 entries. Use glob to find files \
+         recursively by name.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -445,34 +449,57 @@ impl TypedTool for ListDir {
 async fn list_dir(params: ListDirParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let requested = params.path.unwrap_or_else(|| ".".to_owned());
     let path: PathBuf = resolve_in_workspace_async(&ctx.workspace, &requested).await?;
-    let shown = display_path(&ctx.workspace, &path);
-    let mut reader = tokio::fs::read_dir(&path)
+    let workspace = ctx.workspace.clone();
+    let filter = ctx.read_filter.clone();
+    let max = ctx.limits.listing_max_entries;
+    tokio::task::spawn_blocking(move || list_entries(&path, &workspace, &filter, max))
         .await
-        .map_err(|error| format!("cannot list {shown}: {error}"))?;
+        .map_err(|error| format!("list_dir failed: {error}"))?
+}
+
+/// The listing of the resolved directory `path`: names sorted, directories (and links to
+/// them) marked with `/`, entries the read filter withholds counted, never named. Blocking.
+fn list_entries(
+    path: &Path,
+    workspace: &Path,
+    filter: &ReadFilter,
+    max: usize,
+) -> Result<ToolOutput, String> {
+    let shown = display_path(workspace, path);
+    let reader =
+        std::fs::read_dir(path).map_err(|error| format!("cannot list {shown}: {error}"))?;
     let mut entries = Vec::new();
-    while let Some(entry) = reader
-        .next_entry()
-        .await
-        .map_err(|error| format!("cannot list {shown}: {error}"))?
-    {
-        let mut name = entry.file_name().to_string_lossy().into_owned();
-        let is_dir = match entry.file_type().await {
-            Ok(kind) if kind.is_symlink() => tokio::fs::metadata(entry.path())
-                .await
-                .is_ok_and(|metadata| metadata.is_dir()),
-            Ok(kind) => kind.is_dir(),
-            Err(_) => false,
+    let mut withheld = Withheld::default();
+    for entry in reader {
+        let entry = entry.map_err(|error| format!("cannot list {shown}: {error}"))?;
+        let entry_path = entry.path();
+        let kind = entry.file_type().ok();
+        let is_symlink = kind.is_some_and(|kind| kind.is_symlink());
+        if let Some(by) = filter.judge_entry(ListDir::NAME, workspace, &entry_path, is_symlink) {
+            withheld.count(by);
+            continue;
+        }
+        let is_dir = if is_symlink {
+            std::fs::metadata(&entry_path).is_ok_and(|metadata| metadata.is_dir())
+        } else {
+            kind.is_some_and(|kind| kind.is_dir())
         };
+        let mut name = entry.file_name().to_string_lossy().into_owned();
         if is_dir {
             name.push('/');
         }
         entries.push(name);
     }
     if entries.is_empty() {
-        return Ok(ToolOutput::ok(format!("{shown} is empty")));
+        if withheld.is_empty() {
+            return Ok(ToolOutput::ok(format!("{shown} is empty")));
+        }
+        return Ok(ToolOutput::ok(format!(
+            "no entries of {shown} can be shown\n{}",
+            withheld.note()
+        )));
     }
     entries.sort();
-    let max = ctx.limits.listing_max_entries;
     let hidden = entries.len().saturating_sub(max);
     entries.truncate(max);
     let mut out = entries.join("\n");
@@ -480,6 +507,7 @@ async fn list_dir(params: ListDirParams, ctx: &ToolContext) -> Result<ToolOutput
     if hidden > 0 {
         out.push_str(&format!("[… {hidden} more entries not shown]\n"));
     }
+    out.push_str(&withheld.note());
     Ok(ToolOutput::ok(out))
 }
 

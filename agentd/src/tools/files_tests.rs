@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::tools::Tool;
-use crate::tools::test_support::{call, workspace};
+use crate::tools::test_support::{DenyUnder, call, workspace};
 
 #[tokio::test]
 async fn read_file_numbers_lines() {
@@ -336,4 +336,42 @@ async fn file_tools_refuse_a_fifo_without_blocking() {
              could block forever)"
         );
     }
+}
+
+#[tokio::test]
+async fn list_dir_withholds_denied_entries_and_links_out_of_the_workspace() {
+    let (dir, mut ctx) = workspace();
+    let root = ctx.workspace.clone();
+    std::fs::create_dir_all(root.join("secret/inner")).unwrap();
+    std::fs::write(root.join("secret/key.txt"), "").unwrap();
+    std::fs::write(root.join("a.txt"), "").unwrap();
+    let outside = dir.path().join("../").canonicalize().unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("up")).unwrap();
+    std::os::unix::fs::symlink(root.join("secret/key.txt"), root.join("key-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("secret"), root.join("secret-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
+    DenyUnder::install(&mut ctx, "secret");
+
+    // `secret/` itself is not denied (its contents are), nor is a link to it; a dangling link
+    // leads nowhere and shows as a name.
+    let output = call(&ListDir, json!({}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok(
+            "a.txt\ndangling\nsecret-link/\nsecret/\n[1 entry withheld by deny rules]\n\
+             [1 entry withheld: symlinks that lead outside the workspace]\n"
+        )
+    );
+    let output = call(&ListDir, json!({"path": "secret"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("no entries of secret can be shown\n[2 entries withheld by deny rules]\n")
+    );
+    ctx.limits.listing_max_entries = 1;
+    let output = call(&ListDir, json!({}), &ctx).await;
+    assert_eq!(
+        output.content,
+        "a.txt\n[… 3 more entries not shown]\n[1 entry withheld by deny rules]\n\
+         [1 entry withheld: symlinks that lead outside the workspace]\n"
+    );
 }

@@ -10,6 +10,7 @@ mod fetch;
 mod fetch_access;
 mod files;
 mod path;
+mod read_filter;
 mod search;
 mod shell;
 mod text_file;
@@ -32,6 +33,7 @@ pub use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
+pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
 pub use truncate::{HeadTailBuffer, truncate_middle};
@@ -163,12 +165,15 @@ pub struct ToolContext {
     /// The session's rules as fetch_url needs them (hosts an allow rule names, redirects to
     /// another host); the run sets them per batch.
     pub fetch_rules: Arc<dyn FetchRules>,
+    /// The run's Read deny rules, which grep, glob and list_dir apply to every path they
+    /// would return (the gate only sees the path a call names).
+    pub read_filter: ReadFilter,
     pub limits: ToolLimits,
 }
 
 impl ToolContext {
-    /// A context with default limits, no progress sink, a fresh cancellation token and fetch
-    /// rules that name no host.
+    /// A context with default limits, no progress sink, no read rules, a fresh cancellation
+    /// token and fetch rules that name no host.
     pub fn new(workspace: PathBuf, fetch: FetchClients) -> Self {
         Self {
             workspace,
@@ -176,6 +181,7 @@ impl ToolContext {
             progress: ProgressSink::none(),
             fetch,
             fetch_rules: Arc::new(NoFetchRules),
+            read_filter: ReadFilter::none(),
             limits: ToolLimits::default(),
         }
     }
@@ -402,7 +408,8 @@ pub(crate) fn str_field<'a>(input: &'a serde_json::Value, key: &str) -> &'a str 
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    //! Helpers for the tool tests: a context on a temp workspace and a validated call.
+    //! Helpers for the tool tests: a context on a temp workspace, a validated call and read
+    //! rules that deny one directory's contents.
 
     use super::{Tool, ToolContext, ToolOutput};
 
@@ -412,6 +419,47 @@ pub(crate) mod test_support {
         let fetch = super::FetchClients::new().unwrap();
         let ctx = ToolContext::new(dir.path().canonicalize().unwrap(), fetch);
         (dir, ctx)
+    }
+
+    /// Read rules that deny everything under one directory of the workspace (not the
+    /// directory itself) and remember every path they were asked about.
+    pub(crate) struct DenyUnder {
+        pub(crate) dir: std::path::PathBuf,
+        pub(crate) asked: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    }
+
+    impl DenyUnder {
+        /// A context's read filter denying what is under `dir` (relative to the workspace),
+        /// and the rules, to look at what they were asked.
+        pub(crate) fn install(ctx: &mut ToolContext, dir: &str) -> std::sync::Arc<DenyUnder> {
+            let rules = std::sync::Arc::new(DenyUnder {
+                dir: ctx.workspace.join(dir),
+                asked: std::sync::Mutex::new(Vec::new()),
+            });
+            ctx.read_filter = super::ReadFilter::new(rules.clone());
+            rules
+        }
+
+        /// Whether any path under the denied directory was looked at.
+        pub(crate) fn looked_inside(&self) -> bool {
+            self.asked
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|path| path.starts_with(&self.dir) && *path != self.dir)
+        }
+    }
+
+    impl super::ReadRules for DenyUnder {
+        fn denies(&self, _tool: &str, path: &std::path::Path) -> bool {
+            self.asked.lock().unwrap().push(path.to_path_buf());
+            path.starts_with(&self.dir) && path != self.dir
+        }
+
+        fn denies_everything_under(&self, _tool: &str, dir: &std::path::Path) -> bool {
+            self.asked.lock().unwrap().push(dir.to_path_buf());
+            dir.starts_with(&self.dir)
+        }
     }
 
     /// Validates `input` like the executor does, then calls the tool.

@@ -1,7 +1,11 @@
 //! Search tools: glob (files by name) and grep (lines by regex). Both walk the workspace with
-//! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool.
+//! the `ignore` crate, so `.gitignore`d and hidden files are skipped, on the blocking pool;
+//! files the run's Read deny rules cover are withheld (counted) and denied directories are
+//! not entered.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
@@ -9,9 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::read_filter::{Withheld, WithheldBy};
 use super::{
-    ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async, str_field,
-    text_file,
+    ReadFilter, ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async,
+    str_field, text_file,
 };
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
@@ -36,8 +41,9 @@ impl TypedTool for Glob {
     const DESCRIPTION: &'static str = "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
          depth). A pattern without `/` matches file names at any depth (`*.rs`); a pattern \
          with `/` matches the path relative to the searched directory (`src/**/*.rs`). Files \
-         ignored by .gitignore and hidden files are skipped. Returns matching file paths \
-         relative to the workspace, sorted, at most 1000.";
+         ignored by .gitignore and hidden files are skipped, and so are files the permission \
+         rules deny reading (the result says how many). Returns matching file paths relative \
+         to the workspace, sorted, at most 1000.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -54,20 +60,23 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let matcher = FileMatcher::new(&params.pattern)?;
     let workspace = ctx.workspace.clone();
     let cancel = ctx.cancel.clone();
+    let filter = ctx.read_filter.clone();
     let max = ctx.limits.listing_max_entries;
     let pattern = params.pattern.clone();
     run_blocking(move || {
-        let mut found = Vec::new();
-        for path in walk_files(&root, &cancel) {
-            if matcher.is_match(&root, &path) {
-                found.push(display_path(&workspace, &path));
-            }
-        }
+        let (files, withheld) = walk_files(Glob::NAME, &root, &filter, &cancel, |path| {
+            matcher.is_match(&root, path)
+        });
+        let mut found: Vec<String> = files
+            .into_iter()
+            .map(|path| display_path(&workspace, &path))
+            .collect();
         if found.is_empty() {
-            return format!(
+            let none = format!(
                 "no files match `{pattern}` in {}",
                 display_path(&workspace, &root)
             );
+            return with_note(none, &withheld.note());
         }
         found.sort();
         let hidden = found.len().saturating_sub(max);
@@ -79,6 +88,7 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
                 "[… {hidden} more files not shown; narrow the pattern or path]\n"
             ));
         }
+        out.push_str(&withheld.note());
         out
     })
     .await
@@ -104,7 +114,8 @@ impl TypedTool for Grep {
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
          case-insensitive). Skips files ignored by .gitignore, hidden files, binary files and \
-         special files (pipes, devices); very long lines are searched in their beginning. \
+         special files (pipes, devices) and files the permission rules deny reading (the \
+         result says how many); very long lines are searched in their beginning. \
          Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
          by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
          (e.g. `*.rs`).";
@@ -129,10 +140,11 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
     let max = ctx.limits.grep_max_matches;
     let max_line_chars = ctx.limits.read_file_max_line_chars;
     let max_line_bytes = ctx.limits.grep_max_line_bytes;
+    let filter = ctx.read_filter.clone();
     run_blocking(move || {
-        let mut files: Vec<PathBuf> = walk_files(&root, &cancel)
-            .filter(|path| matcher.as_ref().is_none_or(|m| m.is_match(&root, path)))
-            .collect();
+        let (mut files, withheld) = walk_files(Grep::NAME, &root, &filter, &cancel, |path| {
+            matcher.as_ref().is_none_or(|m| m.is_match(&root, path))
+        });
         files.sort();
         let mut out = String::new();
         let mut matches = 0usize;
@@ -163,30 +175,28 @@ async fn grep(params: GrepParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
                 out.push_str(&format!("{shown}:{number}: {line}\n"));
             }
         }
-        let long_note = (long_lines > 0).then(|| {
-            format!(
+        let mut notes = String::new();
+        if long_lines > 0 {
+            notes.push_str(&format!(
                 "[{long_lines} lines longer than {max_line_bytes} bytes were searched in their \
                  first {max_line_bytes} bytes only]\n"
-            )
-        });
+            ));
+        }
+        notes.push_str(&withheld.note());
         if matches == 0 {
-            let mut none = format!(
+            let none = format!(
                 "no matches for `{}` in {}",
                 regex.as_str(),
                 display_path(&workspace, &root)
             );
-            if let Some(note) = long_note {
-                none.push('\n');
-                none.push_str(&note);
-            }
-            return none;
+            return with_note(none, &notes);
         }
         if capped {
             out.push_str(&format!(
                 "[… stopped at {max} matches; narrow the pattern, path or glob]\n"
             ));
         }
-        out.extend(long_note);
+        out.push_str(&notes);
         out
     })
     .await
@@ -202,8 +212,9 @@ struct FileMatches {
 }
 
 /// The matching lines of a regular text file, at most `budget` of them; nothing for binary,
-/// unreadable or special files (a FIFO or device is never opened for a blocking read). Each
-/// line is read with a byte budget (`max_line_bytes`), so memory stays bounded.
+/// unreadable or special files (a FIFO or device is never opened for a blocking read) or a
+/// symlink put in the file's place after the walk. Each line is read with a byte budget
+/// (`max_line_bytes`), so memory stays bounded.
 fn matching_lines(
     path: &Path,
     regex: &regex::Regex,
@@ -213,7 +224,7 @@ fn matching_lines(
     cancel: &CancellationToken,
 ) -> FileMatches {
     let mut found = FileMatches::default();
-    let Ok(file) = text_file::open_regular(path) else {
+    let Ok(file) = text_file::open_found_regular(path) else {
         return found;
     };
     let mut lines = text_file::BoundedLines::from_file(file, BINARY_SNIFF_BYTES, max_line_bytes);
@@ -271,19 +282,55 @@ impl FileMatcher {
     }
 }
 
-/// Files under `root` (or `root` itself if it is a file), gitignore-aware, hidden files skipped,
-/// symlinks not followed; stops early when `cancel` fires.
-fn walk_files<'a>(
+/// The regular files under `root` (or `root` itself if it is a file) that `keep` accepts and
+/// the read filter lets `tool` show, gitignore-aware, hidden files skipped, symlinks not
+/// followed; stops early when `cancel` fires. Counted as withheld: each kept file a deny rule
+/// covers, and each directory whose whole contents are denied, which is not entered.
+fn walk_files(
+    tool: &'static str,
     root: &Path,
-    cancel: &'a CancellationToken,
-) -> impl Iterator<Item = PathBuf> + 'a {
-    ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .build()
-        .take_while(move |_| !cancel.is_cancelled())
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-        .map(ignore::DirEntry::into_path)
+    filter: &ReadFilter,
+    cancel: &CancellationToken,
+    keep: impl Fn(&Path) -> bool,
+) -> (Vec<PathBuf>, Withheld) {
+    let mut withheld = Withheld::default();
+    // The walk never filters its root: judge it here.
+    if root.is_dir() && filter.denies_everything_under(tool, root) {
+        withheld.count(WithheldBy::DenyRule);
+        return (Vec::new(), withheld);
+    }
+    let pruned = Arc::new(AtomicUsize::new(0));
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder.require_git(false);
+    {
+        let filter = filter.clone();
+        let pruned = Arc::clone(&pruned);
+        builder.filter_entry(move |entry| {
+            let denied_dir = entry.file_type().is_some_and(|kind| kind.is_dir())
+                && filter.denies_everything_under(tool, entry.path());
+            if denied_dir {
+                pruned.fetch_add(1, Ordering::Relaxed);
+            }
+            !denied_dir
+        });
+    }
+    let mut files = Vec::new();
+    for entry in builder.build() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|kind| kind.is_file()) || !keep(entry.path()) {
+            continue;
+        }
+        if filter.denies(tool, entry.path()) {
+            withheld.count(WithheldBy::DenyRule);
+        } else {
+            files.push(entry.into_path());
+        }
+    }
+    withheld.by_deny_rules += pruned.load(Ordering::Relaxed);
+    (files, withheld)
 }
 
 async fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, String> {
@@ -305,6 +352,15 @@ async fn run_blocking(
         .await
         .map(ToolOutput::ok)
         .map_err(|error| format!("search failed: {error}"))
+}
+
+/// A one-line answer followed by its notes (lines that each end in a newline), if any.
+fn with_note(mut answer: String, notes: &str) -> String {
+    if !notes.is_empty() {
+        answer.push('\n');
+        answer.push_str(notes);
+    }
+    answer
 }
 
 fn with_path(pattern: &str, path: &str) -> String {

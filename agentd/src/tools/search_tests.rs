@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::tools::test_support::{call, workspace};
+use crate::tools::test_support::{DenyUnder, call, workspace};
 
 /// A small tree: sources, a gitignored build dir, a hidden dir and a binary file.
 fn tree(root: &Path) {
@@ -148,5 +148,144 @@ async fn grep_skips_a_fifo_without_blocking() {
             output.content.starts_with("no matches"),
             "{input}: {output:?}"
         );
+    }
+}
+
+/// `tree` plus `src/secret/` (denied by the rules installed) and a symlink to a file in it.
+fn tree_with_secrets(ctx: &mut ToolContext) -> std::sync::Arc<DenyUnder> {
+    tree(&ctx.workspace);
+    std::fs::create_dir_all(ctx.workspace.join("src/secret/deep")).unwrap();
+    std::fs::write(ctx.workspace.join("src/secret/key.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(
+        ctx.workspace.join("src/secret/deep/db.rs"),
+        "fn main() {}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        ctx.workspace.join("src/secret/key.rs"),
+        ctx.workspace.join("src/link.rs"),
+    )
+    .unwrap();
+    DenyUnder::install(ctx, "src/secret")
+}
+
+#[tokio::test]
+async fn grep_and_glob_skip_a_denied_directory_without_entering_it() {
+    let (_dir, mut ctx) = workspace();
+    let rules = tree_with_secrets(&mut ctx);
+    let output = call(&Grep, json!({"pattern": "fn main"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("src/main.rs:1: fn main() {\n[1 entry withheld by deny rules]\n")
+    );
+    let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok(
+            "src/blob.rs\nsrc/lib/mod.rs\nsrc/main.rs\n[1 entry withheld by deny rules]\n"
+        )
+    );
+    assert!(!rules.looked_inside(), "{:?}", rules.asked.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_denied_search_root_is_not_walked() {
+    let (_dir, mut ctx) = workspace();
+    let rules = tree_with_secrets(&mut ctx);
+    let output = call(
+        &Grep,
+        json!({"pattern": "fn", "path": "src/secret/deep"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        output,
+        ToolOutput::ok(
+            "no matches for `fn` in src/secret/deep\n[1 entry withheld by deny rules]\n"
+        )
+    );
+    let output = call(
+        &Glob,
+        json!({"pattern": "*", "path": "src/secret/deep"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("no files match `*` in src/secret/deep\n[1 entry withheld by deny rules]\n")
+    );
+    // A denied file named as the root is withheld too (the gate applies only the rules of
+    // the tool itself, these rules may come from `read_file`).
+    let output = call(
+        &Grep,
+        json!({"pattern": "fn", "path": "src/secret/key.rs"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        output,
+        ToolOutput::ok(
+            "no matches for `fn` in src/secret/key.rs\n[1 entry withheld by deny rules]\n"
+        )
+    );
+    let asked = rules.asked.lock().unwrap();
+    assert!(
+        !asked
+            .iter()
+            .any(|path| path.starts_with(ctx.workspace.join("src/secret/deep/db.rs"))),
+        "{asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn withheld_files_are_counted_only_when_the_pattern_would_show_them() {
+    let (_dir, mut ctx) = workspace();
+    std::fs::create_dir_all(ctx.workspace.join("src")).unwrap();
+    std::fs::write(ctx.workspace.join("src/a.rs"), "x\n").unwrap();
+    std::fs::write(ctx.workspace.join("src/b.txt"), "x\n").unwrap();
+    std::fs::write(ctx.workspace.join("c.rs"), "x\n").unwrap();
+    // Everything under `src` is denied, the directory itself is not: the walk is pruned there.
+    DenyUnder::install(&mut ctx, "src");
+    let output = call(&Glob, json!({"pattern": "*.md"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("no files match `*.md` in .\n[1 entry withheld by deny rules]\n")
+    );
+    // Rules that cover single files only: a file the glob would not show is not counted.
+    let (_dir, mut ctx) = workspace();
+    std::fs::write(ctx.workspace.join("a.rs"), "x\n").unwrap();
+    std::fs::write(ctx.workspace.join("b.txt"), "x\n").unwrap();
+    std::fs::write(ctx.workspace.join("c.rs"), "x\n").unwrap();
+    ctx.read_filter = ReadFilter::new(std::sync::Arc::new(DenyFiles(vec![
+        ctx.workspace.join("a.rs"),
+        ctx.workspace.join("b.txt"),
+    ])));
+    let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("c.rs\n[1 entry withheld by deny rules]\n")
+    );
+    let output = call(&Grep, json!({"pattern": "x", "glob": "*.txt"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("no matches for `x` in .\n[1 entry withheld by deny rules]\n")
+    );
+    let output = call(&Grep, json!({"pattern": "x"}), &ctx).await;
+    assert_eq!(
+        output,
+        ToolOutput::ok("c.rs:1: x\n[2 entries withheld by deny rules]\n")
+    );
+}
+
+/// Read rules that deny exactly these files.
+struct DenyFiles(Vec<PathBuf>);
+
+impl crate::tools::ReadRules for DenyFiles {
+    fn denies(&self, _tool: &str, path: &Path) -> bool {
+        self.0.iter().any(|denied| denied == path)
+    }
+
+    fn denies_everything_under(&self, _tool: &str, _dir: &Path) -> bool {
+        false
     }
 }

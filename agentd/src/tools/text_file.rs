@@ -26,9 +26,21 @@ pub(crate) enum OpenError {
 pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
     // A first look by path, so a device is refused without even opening it.
     check_kind(&std::fs::metadata(path)?.file_type())?;
+    open_checked(path, 0)
+}
+
+/// [`open_regular`] for a file a walk found (and the read filter judged) as a regular file:
+/// a symlink put in its place since is refused, not followed, so it cannot lead the search to
+/// a file the filter would have withheld.
+pub(crate) fn open_found_regular(path: &Path) -> Result<File, OpenError> {
+    check_kind(&std::fs::symlink_metadata(path)?.file_type())?;
+    open_checked(path, libc::O_NOFOLLOW)
+}
+
+fn open_checked(path: &Path, extra_flags: libc::c_int) -> Result<File, OpenError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | extra_flags)
         .open(path)?;
     check_kind(&file.metadata()?.file_type())?;
     Ok(file)
@@ -184,5 +196,21 @@ mod tests {
             open_regular(dir.path()),
             Err(OpenError::Directory)
         ));
+    }
+
+    #[test]
+    fn a_found_file_is_not_followed_if_it_became_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, "secret\n").unwrap();
+        let found = dir.path().join("found.txt");
+        std::os::unix::fs::symlink(&target, &found).unwrap();
+        assert!(
+            open_regular(&found).is_ok(),
+            "read_file follows resolved links"
+        );
+        let error = open_found_regular(&found).unwrap_err();
+        assert_eq!(error.to_string(), "is a special file, not a regular file");
+        assert!(open_found_regular(&target).is_ok());
     }
 }
