@@ -246,6 +246,32 @@ fn activated_listener() -> Result<Option<interprocess::local_socket::tokio::List
     )))
 }
 
+/// Keep tools (processes of the same user) out of the daemon: not dumpable, so `/proc/<pid>/`
+/// `environ`, `mem` and `maps` become root's and ptrace is refused (the provider keys in the
+/// daemon's environment stay private), and no core file that would hold them. Codex does the
+/// same. What the daemon reads of `/proc` is other processes' `stat` and `environ` (its own
+/// entry is never read), and `stat` stays readable to all. A failure is logged, not fatal.
+pub fn harden_process() {
+    // SAFETY: prctl with PR_SET_DUMPABLE only changes this process's attributes.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "cannot make the daemon non-dumpable; tools may read its environment and memory"
+        );
+    }
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit only reads the struct passed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) } != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "cannot disable core dumps of the daemon"
+        );
+    }
+}
+
 /// Each loaded session keeps its log open and each client holds a socket: raise the soft limit
 /// on open files to the hard limit, as long-lived servers do, so hundreds of sessions fit.
 fn raise_open_file_limit() {
