@@ -41,8 +41,19 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     // Before the lock file is created beside it: a path that holds anything but a socket is
     // refused (checked again under the lock, where a stale socket is removed).
     existing_socket(&paths.socket)?;
-    std::fs::create_dir_all(&paths.sessions_dir)
-        .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
+    // Transcripts: private whatever the umask, and so is the state dir above them (logging
+    // prepared it already when `run_main` started the daemon).
+    let (state_dir, sessions_dir) = (paths.state_dir.clone(), paths.sessions_dir.clone());
+    let tightened = tokio::task::spawn_blocking(move || {
+        anyhow::Ok(
+            paths::prepare_private_dir(&state_dir)? | paths::prepare_private_dir(&sessions_dir)?,
+        )
+    })
+    .await
+    .context("cannot prepare the state directory")??;
+    if tightened {
+        tracing::info!(dir = %paths.state_dir.display(), "made the state directory private (0700)");
+    }
 
     raise_open_file_limit();
     let activated = activated_listener()?;
