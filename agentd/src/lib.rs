@@ -30,6 +30,8 @@ pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
     let paths = paths::Paths::resolve(options.socket.as_deref())?;
     let _log_guard = logging::init(&paths.log_dir)?;
     logging::install_panic_hook();
+    // Before any thread or tool starts: tools must not read the daemon's memory or environment.
+    daemon::harden_process();
     test_seam::init_from_env();
     allocator::configure();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -1,10 +1,13 @@
 //! Tracing setup: human-readable logs to stderr and to a daily log file in the state directory
 //! (`agentd.YYYY-MM-DD.log`, the last [`LOG_DAYS_KEPT`] kept, so a long-lived daemon never
-//! fills the disk). The filter comes from `AGENTD_LOG`, else `RUST_LOG`, else `info`.
+//! fills the disk). The state directory is made private (0700) and the log files are created
+//! 0600 whatever the umask ([`private_daily`]). The filter comes from `AGENTD_LOG`, else `RUST_LOG`, else `info`.
 //!
 //! The panic hook logs every panic through tracing, with a backtrace, so it reaches the daily
 //! log file even when stderr goes nowhere (an auto-started daemon), and counts it for
 //! `daemon/status`.
+
+mod private_daily;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,13 +32,18 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
         .unwrap_or_else(|_| "info".to_owned());
     let filter = EnvFilter::try_new(&filter)
         .with_context(|| format!("invalid log filter {filter:?} in AGENTD_LOG/RUST_LOG"))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let file = tracing_appender::rolling::Builder::new()
-        .rotation(tracing_appender::rolling::Rotation::DAILY)
-        .filename_prefix("agentd")
-        .filename_suffix("log")
-        .max_log_files(LOG_DAYS_KEPT)
-        .build(dir)
+    // The first to touch the state dir (the log dir is the state dir): private from here on.
+    let tightened = crate::paths::prepare_private_dir(dir)?;
+    let build = || {
+        tracing_appender::rolling::Builder::new()
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .filename_prefix(private_daily::PREFIX)
+            .filename_suffix(private_daily::SUFFIX)
+            .max_log_files(LOG_DAYS_KEPT)
+            .build(dir)
+            .with_context(|| format!("cannot open a log file in {}", dir.display()))
+    };
+    let file = private_daily::PrivateDaily::new(dir, build)
         .with_context(|| format!("cannot open a log file in {}", dir.display()))?;
     let (file_writer, guard) = tracing_appender::non_blocking(file);
     tracing_subscriber::registry()
@@ -48,6 +56,9 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
         )
         .try_init()
         .context("tracing was already initialised")?;
+    if tightened {
+        tracing::info!(dir = %dir.display(), "made the state directory private (0700)");
+    }
     Ok(LogGuard { _file: guard })
 }
 

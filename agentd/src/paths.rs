@@ -134,6 +134,64 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Make sure one of the daemon's own directories (the state dir, `sessions/`, `processes/`)
+/// exists and is private (0700): it holds transcripts, logs and process records. Created 0700
+/// whatever the umask (missing parents above it, such as `~/.local/state`, get the usual
+/// mode). An existing one that belongs to this user is tightened to 0700 (an older agentd made
+/// it 0755); one that belongs to another user is refused, never changed. Symlinks are followed:
+/// pointing the state dir elsewhere is the user's choice. Returns whether the mode was
+/// tightened. Blocking.
+pub fn prepare_private_dir(dir: &Path) -> Result<bool> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create directory {}", parent.display()))?;
+    }
+    let private = std::fs::Permissions::from_mode(PRIVATE_DIR_MODE);
+    match std::fs::DirBuilder::new()
+        .mode(PRIVATE_DIR_MODE)
+        .create(dir)
+    {
+        Ok(()) => {
+            std::fs::set_permissions(dir, private)
+                .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
+            return Ok(false);
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot create directory {}", dir.display()));
+        }
+    }
+    let meta =
+        std::fs::metadata(dir).with_context(|| format!("cannot inspect {}", dir.display()))?;
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a directory ({}); move it away so agentd can keep its state there",
+            dir.display(),
+            crate::regular_file::kind_of(&meta.file_type())
+        );
+    }
+    if meta.uid() != current_uid() {
+        bail!(
+            "{} belongs to another user (uid {}); agentd keeps private state there: remove it or set XDG_STATE_HOME to a directory of your own",
+            dir.display(),
+            meta.uid()
+        );
+    }
+    if meta.mode() & 0o7777 == PRIVATE_DIR_MODE {
+        return Ok(false);
+    }
+    std::fs::set_permissions(dir, private)
+        .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
+    Ok(true)
+}
+
+/// The mode of the daemon's own directories: only this user may list or enter them.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// The mode of the files the daemon writes there (session files, index, logs, records).
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +231,44 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let err = prepare_socket_dir(&file).unwrap_err().to_string();
         assert!(err.contains("not a directory"), "{err}");
+    }
+
+    #[test]
+    fn a_private_dir_is_created_0700_and_an_old_open_one_of_ours_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let mode = |dir: &Path| std::fs::metadata(dir).unwrap().permissions().mode() & 0o7777;
+        let created = tmp.path().join("state/agentd");
+        assert!(!prepare_private_dir(&created).unwrap());
+        assert_eq!(mode(&created), 0o700);
+        assert!(!prepare_private_dir(&created).unwrap());
+
+        std::fs::set_permissions(&created, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(prepare_private_dir(&created).unwrap());
+        assert_eq!(mode(&created), 0o700);
+
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let err = prepare_private_dir(&file).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+
+    /// A directory of another user is refused and left as it is (one handed to another uid
+    /// where the test may chown, else `/`, which is root's).
+    #[test]
+    fn a_private_dir_of_another_user_is_refused_unchanged() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = match std::os::unix::fs::chown(&theirs, Some(current_uid() + 1), None) {
+            Ok(()) => theirs.as_path(),
+            Err(_) => Path::new("/"),
+        };
+        let before = std::fs::metadata(dir).unwrap().permissions();
+        let err = prepare_private_dir(dir).unwrap_err().to_string();
+        assert!(err.contains("another user"), "{err}");
+        assert_eq!(std::fs::metadata(dir).unwrap().permissions(), before);
     }
 }

@@ -43,6 +43,8 @@ pub struct TestEnv {
     pub vars: Vec<(String, String)>,
     /// Extra command-line arguments for `agentd` (e.g. `--socket PATH`).
     pub daemon_args: Vec<String>,
+    /// The file mode creation mask the daemon starts with; the test's own when `None`.
+    pub daemon_umask: Option<libc::mode_t>,
 }
 
 impl TestEnv {
@@ -60,6 +62,7 @@ impl TestEnv {
             socket,
             vars: Vec::new(),
             daemon_args: Vec::new(),
+            daemon_umask: None,
         }
     }
 
@@ -74,6 +77,13 @@ impl TestEnv {
 
     pub fn var(mut self, key: &str, value: impl Into<String>) -> Self {
         self.vars.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Start the daemon with this umask (e.g. `0o022`, the usual one that leaves files
+    /// readable by others), whatever the test runner's is.
+    pub fn umask(mut self, mask: libc::mode_t) -> Self {
+        self.daemon_umask = Some(mask);
         self
     }
 
@@ -141,6 +151,15 @@ impl TestEnv {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(mask) = self.daemon_umask {
+            // SAFETY: umask is async-signal-safe and only changes the child's own mask.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::umask(mask);
+                    Ok(())
+                });
+            }
+        }
         command
     }
 }

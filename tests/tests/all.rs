@@ -31,6 +31,7 @@ mod reliability_proc;
 mod reliability_wedge;
 mod security_fetch;
 mod security_filter;
+mod security_harden;
 mod sessions;
 mod tidy;
 mod tools_runs;

@@ -41,8 +41,19 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     // Before the lock file is created beside it: a path that holds anything but a socket is
     // refused (checked again under the lock, where a stale socket is removed).
     existing_socket(&paths.socket)?;
-    std::fs::create_dir_all(&paths.sessions_dir)
-        .with_context(|| format!("cannot create {}", paths.sessions_dir.display()))?;
+    // Transcripts: private whatever the umask, and so is the state dir above them (logging
+    // prepared it already when `run_main` started the daemon).
+    let (state_dir, sessions_dir) = (paths.state_dir.clone(), paths.sessions_dir.clone());
+    let tightened = tokio::task::spawn_blocking(move || {
+        anyhow::Ok(
+            paths::prepare_private_dir(&state_dir)? | paths::prepare_private_dir(&sessions_dir)?,
+        )
+    })
+    .await
+    .context("cannot prepare the state directory")??;
+    if tightened {
+        tracing::info!(dir = %paths.state_dir.display(), "made the state directory private (0700)");
+    }
 
     raise_open_file_limit();
     let activated = activated_listener()?;
@@ -245,6 +256,32 @@ fn activated_listener() -> Result<Option<interprocess::local_socket::tokio::List
     Ok(Some(interprocess::local_socket::tokio::Listener::from(
         listener,
     )))
+}
+
+/// Keep tools (processes of the same user) out of the daemon: not dumpable, so `/proc/<pid>/`
+/// `environ`, `mem` and `maps` become root's and ptrace is refused (the provider keys in the
+/// daemon's environment stay private), and no core file that would hold them. Codex does the
+/// same. What the daemon reads of `/proc` is other processes' `stat` and `environ` (its own
+/// entry is never read), and `stat` stays readable to all. A failure is logged, not fatal.
+pub fn harden_process() {
+    // SAFETY: prctl with PR_SET_DUMPABLE only changes this process's attributes.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "cannot make the daemon non-dumpable; tools may read its environment and memory"
+        );
+    }
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit only reads the struct passed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) } != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "cannot disable core dumps of the daemon"
+        );
+    }
 }
 
 /// Each loaded session keeps its log open and each client holds a socket: raise the soft limit

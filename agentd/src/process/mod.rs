@@ -249,7 +249,11 @@ fn kill_group(pgid: i32) {
 
 /// In the child before exec: its own process group first (so even a child that fails from here
 /// on is a group leader, which the orphan reaper never touches), then SIGKILL when the daemon
-/// dies, and give up if it already has.
+/// dies, and give up if it already has. A privileged daemon (root) also takes
+/// [`CAPS_THAT_OPEN_THE_DAEMON`] out of the child's bounding set (gone after exec): with any of
+/// them, root's tools could still read the non-dumpable daemon's environment and memory
+/// (`daemon::harden_process`). Without the privilege to drop them there is nothing to drop, so
+/// that failure is ignored.
 fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
     // SAFETY: setpgid, prctl and getppid are async-signal-safe and touch only this process.
     unsafe {
@@ -259,12 +263,21 @@ fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
+        for capability in CAPS_THAT_OPEN_THE_DAEMON {
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+        }
         if libc::getppid() != daemon {
             return Err(io::Error::other("agentd exited while starting the process"));
         }
     }
     Ok(())
 }
+
+/// Capabilities that let a process read a non-dumpable process's `/proc/<pid>/environ`, `maps`
+/// and `mem` (checked on Linux 6.18: `CAP_SYS_PTRACE`, and `CAP_SYS_ADMIN` or `CAP_PERFMON`
+/// through `perfmon_capable`), by number from `<linux/capability.h>`; the libc crate does not
+/// name them. Tools of a root daemon run without them.
+const CAPS_THAT_OPEN_THE_DAEMON: [libc::c_ulong; 3] = [19, 21, 38];
 
 fn remove_record(record: Option<PathBuf>) {
     if let Some(record) = record

@@ -56,7 +56,9 @@ pub fn install(state_dir: &Path, socket: &Path) -> io::Result<usize> {
         tracing::warn!(error = %io::Error::last_os_error(), "cannot become a child subreaper");
     }
     let records_dir = state_dir.join("processes");
-    std::fs::create_dir_all(&records_dir)?;
+    // Records name the tools' process groups: private, like the rest of the state dir.
+    crate::paths::prepare_private_dir(&records_dir)
+        .map_err(|error| io::Error::other(format!("{error:#}")))?;
     let owner = format!("{:016x}", fnv1a(socket.as_os_str().as_encoded_bytes()));
     let killed = kill_leftovers(&owner, &records_dir);
     if killed > 0 {
@@ -87,13 +89,33 @@ pub(crate) fn record_group(pgid: i32) -> Option<PathBuf> {
         .records_dir
         .join(format!("{}-{pgid}", supervisor.owner));
     let record = format!("{} {start_time}\n", procfs::boot_id());
-    match std::fs::write(&path, record) {
+    match write_record(&path, &record) {
         Ok(()) => Some(path),
         Err(error) => {
             tracing::warn!(pgid, %error, "cannot record a process group");
             None
         }
     }
+}
+
+/// Writes a record 0600 whatever the umask (one left behind under the same name is replaced
+/// and made 0600 too); never through a symlink or into anything but a regular file.
+fn write_record(path: &Path, record: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = crate::regular_file::open_with(
+        path,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(crate::paths::PRIVATE_FILE_MODE),
+    )?;
+    file.set_permissions(std::fs::Permissions::from_mode(
+        crate::paths::PRIVATE_FILE_MODE,
+    ))?;
+    file.write_all(record.as_bytes())?;
+    Ok(())
 }
 
 /// Kills every process outside group `pgid` (which was killed as a whole) whose environment

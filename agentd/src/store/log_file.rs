@@ -92,10 +92,14 @@ impl LogFile {
 }
 
 /// Create a new session file holding `line`; on failure no file is left behind. Blocking.
+/// Private (0600) whatever the umask: it holds a transcript.
 pub fn create(path: &Path, line: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(crate::paths::PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_CLOEXEC)
         .open(path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     if let Err(err) = write_checked(&mut file, line) {

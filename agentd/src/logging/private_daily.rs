@@ -1,0 +1,155 @@
+//! The daily log file, private (0600) whatever the umask: tracing-appender rotates and prunes
+//! the files but opens them with the process's umask and no mode of its own, so this writer
+//! wraps it and creates each day's file 0600 before tracing-appender writes to it.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing_appender::rolling::RollingFileAppender;
+
+/// Name prefix and suffix of the daily files: `agentd.YYYY-MM-DD.log`.
+pub const PREFIX: &str = "agentd";
+pub const SUFFIX: &str = "log";
+
+/// A [`RollingFileAppender`] (daily, UTC) whose files are created 0600.
+pub struct PrivateDaily {
+    inner: RollingFileAppender,
+    dir: PathBuf,
+    /// The UTC day (days since the epoch) whose file was last made private.
+    day: Option<u64>,
+}
+
+impl PrivateDaily {
+    /// Wraps an appender built by `build` in `dir`; today's file is created 0600 first, so the
+    /// appender opens it as it is.
+    pub fn new(
+        dir: &Path,
+        build: impl FnOnce() -> anyhow::Result<RollingFileAppender>,
+    ) -> anyhow::Result<PrivateDaily> {
+        let day = today();
+        make_private(&dir.join(file_name(day)))?;
+        Ok(PrivateDaily {
+            inner: build()?,
+            dir: dir.to_owned(),
+            day: Some(day),
+        })
+    }
+
+    /// After the day changed: the new day's file exists and is 0600 (created so before the
+    /// appender opens it, or made so right after it did). Errors cannot be logged from the log
+    /// writer itself; the file then keeps what the appender gave it, in the 0700 state dir.
+    fn keep_private(&mut self) {
+        let day = today();
+        if self.day != Some(day) {
+            self.day = Some(day);
+            let _ = make_private(&self.dir.join(file_name(day)));
+        }
+    }
+}
+
+impl Write for PrivateDaily {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.keep_private();
+        let written = self.inner.write(buf);
+        // The appender may have rolled over during this write, after the check above.
+        self.keep_private();
+        written
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Opens (creating if needed) a log file 0600: regular only, no symlink followed, and a file
+/// that exists already is set to 0600 too (it is the daemon's, in its own dir).
+fn make_private(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file: File = crate::regular_file::open_with(
+        path,
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(crate::paths::PRIVATE_FILE_MODE),
+    )?;
+    file.set_permissions(std::fs::Permissions::from_mode(
+        crate::paths::PRIVATE_FILE_MODE,
+    ))?;
+    Ok(())
+}
+
+/// Today in UTC as days since the epoch (tracing-appender rotates on UTC days).
+fn today() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 86_400)
+}
+
+/// `agentd.YYYY-MM-DD.log` for a UTC day, as tracing-appender names it.
+fn file_name(day: u64) -> String {
+    let (year, month, day) = civil_date(day);
+    format!("{PREFIX}.{year:04}-{month:02}-{day:02}.{SUFFIX}")
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for days on or after the epoch).
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    let shifted = days + 719_468;
+    let era = shifted / 146_097;
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_become_dates() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(11_017), (2000, 3, 1));
+        assert_eq!(civil_date(20_787), (2026, 11, 30));
+        assert_eq!(civil_date(20_818), (2026, 12, 31));
+        assert_eq!(civil_date(20_819), (2027, 1, 1));
+    }
+
+    /// The file this writer makes private is the one tracing-appender writes to, and it is 0600
+    /// (the appender alone leaves it to the umask: 0644 under 022).
+    #[test]
+    fn the_appenders_file_is_ours_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let build = || {
+            Ok(tracing_appender::rolling::Builder::new()
+                .rotation(tracing_appender::rolling::Rotation::DAILY)
+                .filename_prefix(PREFIX)
+                .filename_suffix(SUFFIX)
+                .build(dir.path())?)
+        };
+        let mut writer = PrivateDaily::new(dir.path(), build).unwrap();
+        writer.write_all(b"line\n").unwrap();
+        writer.flush().unwrap();
+        let files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(std::fs::read_to_string(&files[0]).unwrap(), "line\n");
+        let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
