@@ -29,6 +29,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod security_approvals;
 mod sessions;
 mod tidy;
 mod tools_runs;
