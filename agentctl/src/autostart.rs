@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 
+use protocol::daemon::ClientCapabilities;
+
 use crate::client::{ClientError, Connection};
 
 /// How long to wait for a freshly spawned daemon to answer.
@@ -15,17 +17,19 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How often to retry connecting while the daemon starts.
 const CONNECT_RETRY: Duration = Duration::from_millis(25);
 
-/// Connect to the daemon on `socket`; if nothing answers and `start` is true, start it first.
+/// Connect to the daemon on `socket`, declaring `capabilities`; if nothing answers and `start`
+/// is true, start it first.
 pub async fn connect_or_start(
     socket: &Path,
     start: bool,
     client_name: &str,
+    capabilities: ClientCapabilities,
 ) -> Result<Connection, ClientError> {
-    match Connection::connect(socket, client_name).await {
+    match Connection::connect_declaring(socket, client_name, capabilities.clone()).await {
         Ok(connection) => Ok(connection),
         Err(ClientError::Unreachable { .. }) if start => {
             start_daemon(socket).await?;
-            Connection::connect(socket, client_name).await
+            Connection::connect_declaring(socket, client_name, capabilities).await
         }
         Err(err) => Err(err),
     }

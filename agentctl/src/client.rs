@@ -10,7 +10,7 @@ use jsonrpsee::async_client::{Client, ClientBuilder};
 use jsonrpsee::core::client::{ClientT, Error as RpcClientError, SubscriptionClientT};
 use jsonrpsee::core::traits::ToRpcParams;
 use protocol::Method;
-use protocol::daemon::{Implementation, InitializeParams, InitializeResult};
+use protocol::daemon::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -96,8 +96,18 @@ fn object_params<T: Serialize>(params: &T) -> Result<ObjectParams, ClientError> 
 }
 
 impl Connection {
-    /// Connect to `socket` and perform `initialize`.
+    /// Connect to `socket` and perform `initialize`, declaring no capabilities.
     pub async fn connect(socket: &Path, client_name: &str) -> Result<Connection, ClientError> {
+        Connection::connect_declaring(socket, client_name, ClientCapabilities::default()).await
+    }
+
+    /// Connect to `socket` and perform `initialize`, declaring `capabilities` (a client that
+    /// answers approvals says so, and only its subscriptions make a run wait for an answer).
+    pub async fn connect_declaring(
+        socket: &Path,
+        client_name: &str,
+        capabilities: ClientCapabilities,
+    ) -> Result<Connection, ClientError> {
         let unreachable = |reason: String| ClientError::Unreachable {
             socket: socket.to_path_buf(),
             reason,
@@ -136,6 +146,7 @@ impl Connection {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
+            capabilities,
         };
         let initialize =
             client.request(protocol::methods::Initialize::NAME, object_params(&params)?);

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction};
 use client::Connection;
 use output::{CommandError, EXIT_OK};
+use protocol::daemon::ClientCapabilities;
 
 /// What every command needs: where the daemon is and how to talk to the user.
 pub struct Context {
@@ -32,9 +33,27 @@ pub struct Context {
 }
 
 impl Context {
-    /// Connect to the daemon, starting it unless `--no-start` was given.
+    /// Connect to the daemon, starting it unless `--no-start` was given. The connection does
+    /// not answer approvals: its subscriptions (`attach`) never make a run wait for an answer.
     pub async fn connect(&self) -> Result<Connection, CommandError> {
-        Ok(autostart::connect_or_start(&self.socket, !self.no_start, "agentctl").await?)
+        self.connect_declaring(ClientCapabilities::default()).await
+    }
+
+    /// As `connect`, declaring `capabilities.approvals`: for `run`, which answers the approvals
+    /// of the run it follows (prompt or `--approve` policy), so the daemon waits for it.
+    pub async fn connect_answering_approvals(&self) -> Result<Connection, CommandError> {
+        self.connect_declaring(ClientCapabilities { approvals: true })
+            .await
+    }
+
+    async fn connect_declaring(
+        &self,
+        capabilities: ClientCapabilities,
+    ) -> Result<Connection, CommandError> {
+        let connection =
+            autostart::connect_or_start(&self.socket, !self.no_start, "agentctl", capabilities)
+                .await?;
+        Ok(connection)
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod allocator;
+pub mod answerers;
 pub mod approval;
 pub mod config;
 pub mod config_edit;

@@ -17,6 +17,21 @@ pub struct InitializeParams {
     pub client_info: Implementation,
     /// The protocol version the client speaks, e.g. "1.0".
     pub protocol_version: String,
+    /// What the client does beyond reading; absent (older clients) means nothing.
+    #[serde(default)]
+    pub capabilities: ClientCapabilities,
+}
+
+/// What a client declares it does in `initialize`. Unknown fields are accepted (a newer client
+/// may declare more than this daemon knows).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    /// The client answers approvals (`approval/respond`) of what it subscribes to. Only
+    /// subscriptions of such clients count as someone who may answer: without any, a run
+    /// decides an approval at once by its mode instead of waiting for the timeout.
+    #[serde(default)]
+    pub approvals: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,4 +108,36 @@ pub struct ShutdownParams {}
 pub struct ShutdownResult {
     /// Always true: the daemon stops accepting, drains in-flight requests and exits.
     pub shutting_down: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn initialize(json: &str) -> InitializeParams {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn an_older_client_without_capabilities_declares_nothing() {
+        let params = initialize(
+            r#"{"clientInfo": {"name": "old", "version": "0"}, "protocolVersion": "1.0"}"#,
+        );
+        assert_eq!(params.capabilities, ClientCapabilities::default());
+        assert!(!params.capabilities.approvals);
+    }
+
+    #[test]
+    fn a_newer_client_may_declare_capabilities_this_daemon_does_not_know() {
+        let params = initialize(
+            r#"{"clientInfo": {"name": "new", "version": "9"}, "protocolVersion": "1.0",
+                "capabilities": {"approvals": true, "somethingLater": {"x": 1}}}"#,
+        );
+        assert!(params.capabilities.approvals);
+        let empty = initialize(
+            r#"{"clientInfo": {"name": "new", "version": "9"}, "protocolVersion": "1.0",
+                "capabilities": {}}"#,
+        );
+        assert!(!empty.capabilities.approvals);
+    }
 }

@@ -447,10 +447,22 @@ impl Client {
         })
     }
 
+    /// `initialize` as `agentd-tests`, declaring that this client answers approvals (so its
+    /// subscriptions make a run wait for an answer, as approval tests expect).
     pub async fn initialize(&mut self) -> Value {
+        self.initialize_as("agentd-tests", true).await
+    }
+
+    /// `initialize` as `name`, declaring `capabilities.approvals` as given (a status bar or a
+    /// viewer declares false: its subscriptions do not count as someone who may answer).
+    pub async fn initialize_as(&mut self, name: &str, answers_approvals: bool) -> Value {
         self.request(
             "initialize",
-            json!({"clientInfo": {"name": "agentd-tests", "version": "0"}, "protocolVersion": protocol::PROTOCOL_VERSION}),
+            json!({
+                "clientInfo": {"name": name, "version": "0"},
+                "protocolVersion": protocol::PROTOCOL_VERSION,
+                "capabilities": {"approvals": answers_approvals},
+            }),
         )
         .await
         .expect("initialize")

@@ -244,6 +244,39 @@ impl Client {
         self.persisted_events_until(|event| matches!(event, Event::RunFinished { .. }))
             .await
     }
+
+    /// The next `daemon/event` (other notifications are skipped).
+    pub async fn next_daemon_event(&mut self) -> Envelope {
+        loop {
+            let message = self.next_notification().await;
+            if message["method"] == protocol::event::DAEMON_EVENT {
+                let result = message["params"]["result"].clone();
+                return serde_json::from_value(result.clone())
+                    .unwrap_or_else(|err| panic!("bad daemon event ({err}): {result}"));
+            }
+        }
+    }
+
+    /// `daemon/event`s up to and including the first that matches `done`.
+    pub async fn daemon_events_until(
+        &mut self,
+        mut done: impl FnMut(&Event) -> bool,
+    ) -> Vec<Envelope> {
+        let deadline = Instant::now() + WAIT;
+        let mut events = Vec::new();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no matching daemon event within {WAIT:?}; got {events:#?}"
+            );
+            let envelope = self.next_daemon_event().await;
+            let matched = done(&envelope.event);
+            events.push(envelope);
+            if matched {
+                return events;
+            }
+        }
+    }
 }
 
 /// The status of the `runFinished` event that ends `events`.

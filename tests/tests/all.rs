@@ -29,6 +29,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod security_approvals;
 mod security_fetch;
 mod security_filter;
 mod security_harden;

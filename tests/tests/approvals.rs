@@ -29,21 +29,13 @@ pub(crate) fn write(id: &str, path: &str, content: &str) -> Reply {
     Reply::tool_call(id, "write_file", json!({"path": path, "content": content}))
 }
 
-/// A client that introduces itself as `name` (answers are attributed to `client:<name>`).
+/// A client that introduces itself as `name` (answers are attributed to `client:<name>`) and
+/// declares that it answers approvals.
 pub(crate) async fn named_client(s: &Scenario, name: &str) -> Client {
     let mut client = Client::connect_raw(s.daemon.socket())
         .await
         .expect("connect");
-    client
-        .request(
-            "initialize",
-            json!({
-                "clientInfo": {"name": name, "version": "1"},
-                "protocolVersion": protocol::PROTOCOL_VERSION,
-            }),
-        )
-        .await
-        .expect("initialize");
+    client.initialize_as(name, true).await;
     client
 }
 
@@ -353,9 +345,9 @@ async fn a_session_nobody_watches_decides_by_mode_and_never_hangs(format: Format
     let mut client = s.client().await;
     let session = create_session(&mut client, &s.workspace()).await;
     client.prompt(&session, "touch it").await;
-    // Any subscriber would count as someone who could answer, so nobody subscribes until the
-    // model has been sent the tool result (the approval was decided without anyone); from then
-    // on a subscriber replays the run from the log and waits for its end.
+    // The test client answers approvals, so its subscription would count as someone who could
+    // answer: it subscribes only once the model has been sent the tool result (the approval
+    // was decided without anyone), then replays the run from the log and waits for its end.
     s.mock.wait_for_requests(2).await;
     client.subscribe(&session, Some(0)).await;
     let log = client.events_until_run_finished().await;

@@ -52,12 +52,13 @@ async fn agentctl_run_without_a_terminal_denies_and_tells_the_model() {
 }
 
 /// Start `agentctl run --approve wait PROMPT` in the background and wait for its approval on
-/// the daemon-wide event stream; returns the run and the approval id.
+/// the daemon-wide event stream; returns the run and the approval id. The watcher does not
+/// answer approvals, so what holds the approval is the run itself.
 async fn run_waiting(env: &TestEnv, prompt: &str) -> (tokio::process::Child, String) {
     let started = env.run_agentctl(&["daemon", "start"]).await;
     assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
     let mut watcher = Client::connect_raw(&env.socket).await.expect("connect");
-    watcher.initialize().await;
+    watcher.initialize_as("watcher", false).await;
     watcher
         .request("daemon/subscribe", serde_json::json!({}))
         .await

@@ -38,7 +38,14 @@ pub async fn run(
         )));
     }
 
-    let connection = ctx.connect().await?;
+    // A run it follows has its approvals answered here (the prompt, or the `--approve` policy:
+    // `never` without a terminal, `wait` for another client's answer), so the daemon waits
+    // for them; a background run is not followed.
+    let connection = if args.background {
+        ctx.connect().await?
+    } else {
+        ctx.connect_answering_approvals().await?
+    };
     // The seq to subscribe after: only this run's events are wanted.
     let (session_id, last_seq) = match args.session {
         Some(session_id) => {

@@ -281,6 +281,11 @@ async fn run_creates_subscribes_first_then_prompts_and_streams() {
             "session/prompt"
         ]
     );
+    assert_eq!(
+        daemon.params("initialize")["capabilities"],
+        json!({"approvals": true}),
+        "run answers its run's approvals, so the daemon waits for it"
+    );
     let create = daemon.params("session/create");
     assert_eq!(create["cwd"], workspace.path().to_str().unwrap());
     assert_eq!(create["model"], "m");
@@ -380,6 +385,11 @@ async fn attach_to_an_idle_session_replays_and_stops_at_its_last_seq() {
     assert_eq!(
         daemon.params("session/subscribe"),
         json!({"sessionId": "ses_1", "afterSeq": 0})
+    );
+    assert_eq!(
+        daemon.params("initialize")["capabilities"],
+        json!({"approvals": false}),
+        "attach only shows approvals: it must not make a run wait"
     );
 }
 
@@ -509,6 +519,11 @@ async fn run_approve_wait_leaves_it_to_another_client() {
     args.approve = Some(ApprovePolicy::Wait);
     let (result, _, stderr) = run(&daemon, args).await;
     assert_eq!(result.unwrap(), 0);
+    assert_eq!(
+        daemon.params("initialize")["capabilities"],
+        json!({"approvals": true}),
+        "--approve wait holds the approval for another client's answer"
+    );
     assert!(!daemon.methods().contains(&"approval/respond".to_owned()));
     assert_eq!(
         stderr,
@@ -615,6 +630,11 @@ async fn approvals_list_approve_and_deny_send_the_right_params() {
     assert_eq!(
         daemon.params("approval/list"),
         json!({"sessionId": "ses_1"})
+    );
+    assert_eq!(
+        daemon.params("initialize")["capabilities"],
+        json!({"approvals": false}),
+        "one-shot commands do not subscribe, and declare nothing"
     );
 
     let daemon = FakeDaemon::start(Script::default());

@@ -219,7 +219,7 @@ impl Run {
     ) -> Result<Resolution> {
         let approval_id = approval.approval_id.clone();
         let broker = &self.permissions.broker;
-        if !self.log.has_listeners() {
+        if !self.log.has_answerers() {
             // Nobody could answer: decide by mode (it asked, so: deny), never hang.
             self.log
                 .append(Event::ApprovalRequested {

@@ -24,8 +24,9 @@ pub trait RunLog: Send + Sync {
     /// Publish a best-effort event (a delta) without persisting it.
     fn publish_transient(&self, event: Event);
 
-    /// Whether anyone could answer an approval of this session right now.
-    fn has_listeners(&self) -> bool;
+    /// Whether anyone could answer an approval of this session right now: a subscriber whose
+    /// client declared that it answers approvals (viewers and status bars do not count).
+    fn has_answerers(&self) -> bool;
 }
 
 /// State shared by a session's actor, its active run and readers (`session/get`). Locked only

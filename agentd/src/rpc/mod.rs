@@ -85,7 +85,8 @@ fn register_daemon_subscription(module: &mut RpcModule<DaemonState>) -> anyhow::
                     .await;
             };
             let live = state.sessions.subscribe_daemon_events();
-            subscription::forward_daemon_events(pending, live, connection).await;
+            let answerers = state.sessions.daemon_answerers();
+            subscription::forward_daemon_events(pending, live, answerers, connection).await;
         },
     )?;
     Ok(())
@@ -163,6 +164,9 @@ async fn initialize(
         ));
     }
     let _ = connection.client_name.set(params.client_info.name.clone());
+    let _ = connection
+        .approvals_capability
+        .set(params.capabilities.approvals);
     connection
         .initialized
         .store(true, std::sync::atomic::Ordering::Release);
@@ -170,6 +174,7 @@ async fn initialize(
         connection_id = connection.connection_id,
         client = %params.client_info.name,
         version = %params.client_info.version,
+        answers_approvals = connection.answers_approvals(),
         "client initialized"
     );
     Ok(InitializeResult {

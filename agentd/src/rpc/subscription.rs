@@ -8,6 +8,7 @@ use std::time::Duration;
 use jsonrpsee::{PendingSubscriptionSink, SubscriptionMessage, SubscriptionSink};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::answerers::Answerers;
 use crate::server::ConnectionContext;
 use crate::session::actor::Session;
 use crate::session::events::Published;
@@ -37,6 +38,7 @@ pub async fn forward_session_events(
             return;
         }
     };
+    tracked.count_among(session.log.answerers());
     let Ok(sink) = pending.accept().await else {
         return;
     };
@@ -108,14 +110,17 @@ pub async fn forward_session_events(
     }
 }
 
-/// Forward lifecycle events of every session.
+/// Forward lifecycle events of every session; a client that answers approvals counts among
+/// `answerers` (for every session) while it follows.
 pub async fn forward_daemon_events(
     pending: PendingSubscriptionSink,
     mut live: tokio::sync::broadcast::Receiver<Arc<Published>>,
+    answerers: &Answerers,
     connection: Arc<ConnectionContext>,
 ) {
     let _running = connection.forwarders.token();
     let tracked = connection.track_subscription(&pending.subscription_id());
+    tracked.count_among(answerers);
     let Ok(sink) = pending.accept().await else {
         return;
     };

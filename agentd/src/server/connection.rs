@@ -23,6 +23,8 @@ use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
 use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
 use super::request::{IncomingCall, error_response, parse_call};
+use super::subscriptions::SubscriptionTable;
+pub use super::subscriptions::TrackedSubscription;
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use protocol::Method;
 use protocol::error as codes;
@@ -35,82 +37,45 @@ pub struct ConnectionContext {
     pub initialized: AtomicBool,
     /// The client's name from `initialize` (approvals record who decided).
     pub client_name: std::sync::OnceLock<String>,
+    /// Whether the client declared `capabilities.approvals` in `initialize` (the first one
+    /// wins, like the name): only then do its subscriptions count as someone who may answer.
+    pub approvals_capability: std::sync::OnceLock<bool>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
     /// Subscription forwarders hold a token of it while they run: the connection waits for
     /// them (they flush events already published, e.g. the `runFinished` of a daemon stop)
     /// before it stops its writer.
     pub forwarders: tokio_util::task::TaskTracker,
-    /// Live subscriptions of this connection by id (as JSON text), each with a token that ends
-    /// it. Registered before the subscription is accepted, so an unsubscribe that arrives
-    /// right after the client saw the subscription id always finds it (jsonrpsee answers the
-    /// subscribe call before it records the subscription itself).
-    subscriptions: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
+    /// Live subscriptions of this connection (`subscriptions`).
+    pub(super) subscriptions: SubscriptionTable,
 }
 
 impl ConnectionContext {
+    /// The context of a new connection: not initialised, no subscriptions.
+    pub fn new(connection_id: u64) -> ConnectionContext {
+        ConnectionContext {
+            connection_id,
+            initialized: AtomicBool::new(false),
+            client_name: std::sync::OnceLock::new(),
+            approvals_capability: std::sync::OnceLock::new(),
+            closed: CancellationToken::new(),
+            forwarders: tokio_util::task::TaskTracker::new(),
+            subscriptions: SubscriptionTable::default(),
+        }
+    }
+
+    /// Whether this client answers approvals (`capabilities.approvals` in `initialize`).
+    pub fn answers_approvals(&self) -> bool {
+        self.approvals_capability.get().copied().unwrap_or(false)
+    }
+
     /// Track a subscription about to be accepted; it is untracked when the guard drops.
     pub fn track_subscription(
         self: &Arc<Self>,
         id: &jsonrpsee::types::SubscriptionId<'_>,
     ) -> TrackedSubscription {
-        let key = subscription_key(&serde_json::to_value(id).unwrap_or_default());
-        let token = CancellationToken::new();
-        self.lock_subscriptions().insert(key.clone(), token.clone());
-        TrackedSubscription {
-            connection: self.clone(),
-            key,
-            token,
-        }
+        TrackedSubscription::register(self.clone(), id)
     }
-
-    /// End the subscription with this id; false when there is none.
-    fn cancel_subscription(&self, id: &serde_json::Value) -> bool {
-        match self.lock_subscriptions().remove(&subscription_key(id)) {
-            Some(token) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn lock_subscriptions(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, CancellationToken>> {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// A subscription registered with its connection; ends it (`cancelled`) on unsubscribe.
-pub struct TrackedSubscription {
-    connection: Arc<ConnectionContext>,
-    key: String,
-    token: CancellationToken,
-}
-
-impl TrackedSubscription {
-    /// Resolves when the client unsubscribed.
-    pub async fn cancelled(&self) {
-        self.token.cancelled().await;
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
-    }
-}
-
-impl Drop for TrackedSubscription {
-    fn drop(&mut self) {
-        self.connection.lock_subscriptions().remove(&self.key);
-    }
-}
-
-/// Subscription ids compare as JSON text (`123` and `"abc"` alike).
-fn subscription_key(id: &serde_json::Value) -> String {
-    id.to_string()
 }
 
 /// Serve one connection until the client hangs up, does not `initialize` in time
@@ -142,14 +107,7 @@ pub async fn serve_connection<S>(
         outbound.clone(),
     ));
 
-    let ctx = Arc::new(ConnectionContext {
-        connection_id,
-        initialized: AtomicBool::new(false),
-        client_name: std::sync::OnceLock::new(),
-        closed: CancellationToken::new(),
-        forwarders: tokio_util::task::TaskTracker::new(),
-        subscriptions: std::sync::Mutex::new(std::collections::HashMap::new()),
-    });
+    let ctx = Arc::new(ConnectionContext::new(connection_id));
     let dispatcher = Arc::new(Dispatcher {
         methods,
         sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
@@ -553,7 +511,7 @@ impl Dispatcher {
                     });
                 let ended = target
                     .as_ref()
-                    .is_some_and(|id| self.ctx.cancel_subscription(id));
+                    .is_some_and(|id| self.ctx.subscriptions.cancel(id));
                 let response = cb(id.clone(), params, connection_id, max, extensions);
                 if ended {
                     MethodResponse::response(id, jsonrpsee::ResponsePayload::success(true), max)

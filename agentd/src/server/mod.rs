@@ -6,6 +6,7 @@ pub mod line;
 pub mod outbound;
 pub mod params;
 pub mod request;
+mod subscriptions;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

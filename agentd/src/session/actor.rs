@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::events::{EventLog, LogPosition, Published};
+use super::events::{DaemonStream, EventLog, LogPosition};
 use super::{SessionDeps, SessionShared};
 use crate::agent::{Run, RunStart, StopReason};
 use crate::conversation::ToolSpec;
@@ -99,7 +99,7 @@ impl Session {
     pub(super) async fn load(
         header: SessionHeader,
         deps: Arc<SessionDeps>,
-        daemon_events: broadcast::Sender<Arc<Published>>,
+        daemon: DaemonStream,
         tasks: &TaskTracker,
     ) -> Result<Session, SessionError> {
         let path = store::session_path(&deps.paths.sessions_dir, &header.id);
@@ -116,7 +116,7 @@ impl Session {
             valid_len: loaded.valid_len,
             missing_newline: loaded.missing_newline,
         };
-        let log = EventLog::open(&header.id, path, position, daemon_events, tasks)
+        let log = EventLog::open(&header.id, path, position, daemon, tasks)
             .await
             .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         let log = Arc::new(log);

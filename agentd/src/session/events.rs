@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::replay::{self, ReplayCursor, SeqIndex};
 use crate::agent::sink::RunLog;
+use crate::answerers::Answerers;
 use crate::conversation::Message;
 use crate::store::{self, LogFile, Replayed};
 use protocol::event::{Event, RunStatus, SessionEventEnvelope};
@@ -60,8 +61,10 @@ struct Inner {
     /// Seq of the last event given a seq; written only by the writer task.
     last_seq: AtomicU64,
     live: broadcast::Sender<Arc<Published>>,
-    /// Lifecycle events of all sessions (daemon/subscribe).
-    daemon_events: broadcast::Sender<Arc<Published>>,
+    /// Subscriptions of this session whose client answers approvals.
+    answerers: Answerers,
+    /// Lifecycle events of all sessions (daemon/subscribe) and who answers on that stream.
+    daemon: DaemonStream,
     /// Cancelled when the session is deleted or the daemon stops: subscriptions end and the
     /// writer task stops once it has written what was queued.
     closed: tokio_util::sync::CancellationToken,
@@ -70,6 +73,25 @@ struct Inner {
     /// Cancelled once the writer task has ended (it holds the drop guard): from then on
     /// nothing of this log writes to the file, so the session may be loaded again.
     writer_stopped: tokio_util::sync::CancellationToken,
+}
+
+/// The daemon-wide stream every log publishes lifecycle events to (`daemon/subscribe`), with
+/// the count of its subscriptions whose client answers approvals. Cloning shares both.
+#[derive(Clone, Debug)]
+pub struct DaemonStream {
+    pub events: broadcast::Sender<Arc<Published>>,
+    pub answerers: Answerers,
+}
+
+impl DaemonStream {
+    /// A stream that buffers `buffer` events before a slow subscriber lags.
+    pub fn new(buffer: usize) -> DaemonStream {
+        let (events, _) = broadcast::channel(buffer);
+        DaemonStream {
+            events,
+            answerers: Answerers::new(),
+        }
+    }
 }
 
 /// What a new subscriber gets: persisted events to replay (read page by page with
@@ -112,7 +134,7 @@ impl EventLog {
         session_id: &str,
         path: PathBuf,
         loaded: LogPosition,
-        daemon_events: broadcast::Sender<Arc<Published>>,
+        daemon: DaemonStream,
         tasks: &TaskTracker,
     ) -> Result<EventLog> {
         let open_path = path.clone();
@@ -130,7 +152,8 @@ impl EventLog {
             path,
             last_seq: AtomicU64::new(loaded.last_seq),
             live,
-            daemon_events,
+            answerers: Answerers::new(),
+            daemon,
             closed: tokio_util::sync::CancellationToken::new(),
             unsaved: std::sync::Mutex::new(VecDeque::new()),
             writer_stopped: tokio_util::sync::CancellationToken::new(),
@@ -241,10 +264,17 @@ impl EventLog {
         self.inner.live.receiver_count()
     }
 
-    /// Whether anyone could answer an approval of this session right now: a subscriber of the
-    /// session or of the daemon-wide stream.
-    pub fn has_listeners(&self) -> bool {
-        self.inner.live.receiver_count() > 0 || self.inner.daemon_events.receiver_count() > 0
+    /// The count of this session's subscriptions whose client answers approvals; such a
+    /// subscription holds a guard of it while it lasts.
+    pub fn answerers(&self) -> &Answerers {
+        &self.inner.answerers
+    }
+
+    /// Whether anyone could answer an approval of this session right now: a subscription of a
+    /// client that declared `capabilities.approvals`, to this session or to the daemon-wide
+    /// stream. Other subscribers (a status bar, a viewer) do not count.
+    pub fn has_answerers(&self) -> bool {
+        self.inner.answerers.any() || self.inner.daemon.answerers.any()
     }
 
     /// An encoded `lagged` marker for a subscriber that fell behind.
@@ -276,8 +306,8 @@ impl RunLog for EventLog {
         EventLog::publish_transient(self, event)
     }
 
-    fn has_listeners(&self) -> bool {
-        EventLog::has_listeners(self)
+    fn has_answerers(&self) -> bool {
+        EventLog::has_answerers(self)
     }
 }
 
@@ -318,7 +348,7 @@ impl Inner {
     fn publish(&self, published: Published) {
         let published = Arc::new(published);
         if is_lifecycle(&published.event) {
-            let _ = self.daemon_events.send(published.clone());
+            let _ = self.daemon.events.send(published.clone());
         }
         // No subscribers is fine: the event is in the file for later replay.
         let _ = self.live.send(published);
@@ -414,7 +444,7 @@ impl Inner {
                         }
                         unsaved.push_back(published.clone());
                     }
-                    let _ = self.daemon_events.send(published.clone());
+                    let _ = self.daemon.events.send(published.clone());
                     let _ = self.live.send(published);
                 }
                 Err(err)

@@ -11,8 +11,7 @@ async fn open_log(dir: &std::path::Path, tasks: &TaskTracker) -> EventLog {
         valid_len: 18,
         missing_newline: false,
     };
-    let (daemon_events, _) = broadcast::channel(8);
-    EventLog::open("ses_1", path, position, daemon_events, tasks)
+    EventLog::open("ses_1", path, position, DaemonStream::new(8), tasks)
         .await
         .unwrap()
 }

@@ -66,7 +66,8 @@ struct Slot {
 pub struct SessionManager {
     deps: Arc<SessionDeps>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
-    daemon_events: broadcast::Sender<Arc<Published>>,
+    /// The daemon-wide lifecycle stream and who answers approvals on it.
+    daemon: events::DaemonStream,
     /// Owns every session actor and run task, and the evictor.
     tasks: TaskTracker,
     /// Summaries of sessions not loaded, for listing without reading their files.
@@ -91,7 +92,7 @@ impl SessionManager {
         })
         .await
         .context("session scan failed")??;
-        let (daemon_events, _) = broadcast::channel(DAEMON_EVENT_BUFFER);
+        let daemon = events::DaemonStream::new(DAEMON_EVENT_BUFFER);
         let slots = headers
             .into_iter()
             .map(|(header, stamp)| {
@@ -107,7 +108,7 @@ impl SessionManager {
         Ok(SessionManager {
             deps: Arc::new(deps),
             slots: RwLock::new(slots),
-            daemon_events,
+            daemon,
             tasks: TaskTracker::new(),
             summaries,
             listing: index::ListingOrder::default(),
@@ -137,7 +138,13 @@ impl SessionManager {
 
     /// The daemon-wide lifecycle stream.
     pub fn subscribe_daemon_events(&self) -> broadcast::Receiver<Arc<Published>> {
-        self.daemon_events.subscribe()
+        self.daemon.events.subscribe()
+    }
+
+    /// The count of `daemon/subscribe` subscriptions whose client answers approvals (each
+    /// holds a guard of it while it lasts); they count for the approvals of every session.
+    pub fn daemon_answerers(&self) -> &crate::answerers::Answerers {
+        &self.daemon.answerers
     }
 
     /// Create a session in `params.cwd`.
@@ -372,7 +379,7 @@ impl SessionManager {
                 actor::Session::load(
                     slot.header.clone(),
                     self.deps.clone(),
-                    self.daemon_events.clone(),
+                    self.daemon.clone(),
                     &self.tasks,
                 )
             })
