@@ -259,7 +259,11 @@ async fn connections_that_never_initialize_are_closed_and_agentctl_is_served() {
 /// Item 10: a 50 MB model reply is cut (head and tail kept, the cut said) before it is stored
 /// or sent; every line stays under the limit, and `session/get` with history, a replaying
 /// subscription, `agentctl attach` and `agentctl sessions show` all work.
-#[tokio::test]
+///
+/// On two worker threads: the mock LLM serves from this test's runtime, and decoding 50 MB of
+/// deltas on a one-thread runtime would starve it past the daemon's stream idle timeout on a
+/// loaded machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_50_mb_model_reply_is_capped_and_the_session_stays_readable() {
     let scenario = Scenario::start(Format::OpenAi).await;
     // 50 words of 1 MiB: the mock streams each as one delta.
@@ -285,7 +289,16 @@ async fn a_50_mb_model_reply_is_capped_and_the_session_stays_readable() {
             } => Some(content.clone()),
             _ => None,
         })
-        .expect("the assistant's messageCompleted");
+        .unwrap_or_else(|| {
+            let ended = events.last().map(|e| &e.event);
+            panic!(
+                "no assistant messageCompleted; events: {:?}; ended with {ended:?}",
+                agentd_tests::scenario::kinds(&events)
+                    .into_iter()
+                    .filter(|kind| kind != "messageDelta")
+                    .collect::<Vec<_>>()
+            )
+        });
     assert!(content.starts_with("HEAD "), "the head was kept");
     assert!(content.ends_with("TAIL"), "the tail was kept");
     assert!(content.contains("chars omitted"), "the cut is said");
