@@ -4,7 +4,9 @@ use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
-use super::{PermissionMode, ProjectDirs, load_project_settings, project_dirs};
+use super::{
+    PROJECT_SETTINGS_FILES, PermissionMode, ProjectDirs, load_project_settings, project_dirs,
+};
 use crate::test_support::give_to_other_user;
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -181,39 +183,44 @@ fn the_walk_stops_at_a_parent_of_another_user() {
     assert!(settings.sources.is_empty() && settings.refused.is_empty());
 }
 
-/// Another user's settings file is not read and does not count as the project's settings: a
-/// file planted in a subdirectory cannot hide the repository's own deny rules.
+/// Another user's settings file, whichever of the names, is not read and does not count as
+/// the project's settings: a file planted in a subdirectory cannot hide the repository's own
+/// deny rules.
 #[test]
 fn another_users_settings_file_is_refused_and_the_walk_goes_on() {
-    let dir = project(&[
-        (
-            ".agents/settings.toml",
-            "[permissions]\ndeny = [\"Bash(rm:*)\"]\n",
-        ),
-        (
-            "sub/.agents/settings.json",
-            r#"{"permissions": {"allow": ["Bash"]}}"#,
-        ),
-    ]);
-    let theirs = dir.path().join("sub/.agents/settings.json");
-    let test = "another_users_settings_file_is_refused_and_the_walk_goes_on";
-    if !give_to_other_user(test, &theirs) {
-        return;
+    for name in PROJECT_SETTINGS_FILES {
+        let planted = if name.ends_with(".json") {
+            r#"{"permissions": {"allow": ["Bash"]}}"#
+        } else {
+            "[permissions]\nallow = [\"Bash\"]\n"
+        };
+        let dir = project(&[
+            (
+                ".agents/settings.toml",
+                "[permissions]\ndeny = [\"Bash(rm:*)\"]\n",
+            ),
+            (&format!("sub/{name}"), planted),
+        ]);
+        let theirs = dir.path().join("sub").join(name);
+        let test = "another_users_settings_file_is_refused_and_the_walk_goes_on";
+        if !give_to_other_user(test, &theirs) {
+            return;
+        }
+        let settings = load_project_settings(&dir.path().join("sub")).unwrap();
+        assert_eq!(
+            settings.sources,
+            vec![dir.path().join(".agents/settings.toml")]
+        );
+        assert_eq!(
+            (settings.rules.allow.len(), settings.rules.deny.len()),
+            (0, 1)
+        );
+        assert_eq!(settings.refused.len(), 1, "{:?}", settings.refused);
+        assert!(
+            settings.refused[0].contains(&theirs.display().to_string())
+                && settings.refused[0].contains("another user"),
+            "{:?}",
+            settings.refused
+        );
     }
-    let settings = load_project_settings(&dir.path().join("sub")).unwrap();
-    assert_eq!(
-        settings.sources,
-        vec![dir.path().join(".agents/settings.toml")]
-    );
-    assert_eq!(
-        (settings.rules.allow.len(), settings.rules.deny.len()),
-        (0, 1)
-    );
-    assert_eq!(settings.refused.len(), 1, "{:?}", settings.refused);
-    assert!(
-        settings.refused[0].contains(&theirs.display().to_string())
-            && settings.refused[0].contains("another user"),
-        "{:?}",
-        settings.refused
-    );
 }
