@@ -34,10 +34,10 @@ fn give_to_other_user(path: &Path) {
     std::os::unix::fs::chown(path, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
 }
 
-/// A shared, world-writable directory as its owner (`owner`, or us when `None`) left it: a
-/// `.git`, project settings choosing `acceptEdits`, and notes. Returns `work/` inside it, a
-/// workspace of our own.
-fn shared_parent_with_a_project(parent: &Path, owner: Option<u32>) -> PathBuf {
+/// A shared, world-writable directory as its owner (another user when `theirs`, else us) left
+/// it: a `.git`, project settings choosing `acceptEdits`, and notes. Returns `work/` inside
+/// it, a workspace of our own.
+fn shared_parent_with_a_project(parent: &Path, theirs: bool) -> PathBuf {
     let settings = parent.join(".agents").join("settings.json");
     std::fs::create_dir_all(parent.join(".git")).unwrap();
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
@@ -48,7 +48,7 @@ fn shared_parent_with_a_project(parent: &Path, owner: Option<u32>) -> PathBuf {
     .unwrap();
     std::fs::write(parent.join("AGENTS.md"), PLANTED_NOTES).unwrap();
     std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    if owner.is_some() {
+    if theirs {
         for path in [
             parent.to_path_buf(),
             parent.join(".git"),
@@ -111,8 +111,8 @@ async fn a_project_planted_in_a_shared_parent_by_another_user_does_not_apply() {
     }
     // Scenarios default to bypass: a mode from project settings shows as acceptEdits.
     let s = Scenario::start(agentd_tests::mock_llm::Format::OpenAi).await;
-    let theirs = shared_parent_with_a_project(&s.daemon.env.path("theirs"), Some(OTHER_UID));
-    let ours = shared_parent_with_a_project(&s.daemon.env.path("ours"), None);
+    let theirs = shared_parent_with_a_project(&s.daemon.env.path("theirs"), true);
+    let ours = shared_parent_with_a_project(&s.daemon.env.path("ours"), false);
     let mut client = s.client().await;
 
     let (session, mode) = create(&mut client, &theirs).await;
