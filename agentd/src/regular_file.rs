@@ -1,6 +1,8 @@
 //! Opening the files the daemon reads from its own directories (session logs, the lock file):
 //! regular files only, and never in a way that blocks. A FIFO or a device planted there would
-//! otherwise hang the opening thread (a FIFO's `open` waits for a writer).
+//! otherwise hang the opening thread (a FIFO's `open` waits for a writer). Also reading what
+//! users and repositories provide, bounded, and the owner checks for files and directories
+//! only the daemon's own user may provide (project settings and notes).
 
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
@@ -70,13 +72,70 @@ pub struct Text {
     pub truncated: bool,
 }
 
+/// The error inside what [`read_own_text`] returns for another user's file (find it with
+/// [`OtherUsersFile::of`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} belongs to another user (uid {owner}), and files of other users are never read; \
+     if you trust it, make it yours: chown {} {}",
+    path.display(),
+    crate::paths::current_uid(),
+    path.display()
+)]
+pub struct OtherUsersFile {
+    pub path: std::path::PathBuf,
+    pub owner: u32,
+}
+
+impl OtherUsersFile {
+    /// The refusal inside `error`, when [`read_own_text`] refused another user's file.
+    pub fn of(error: &std::io::Error) -> Option<&OtherUsersFile> {
+        error.get_ref()?.downcast_ref::<OtherUsersFile>()
+    }
+}
+
 /// Read a text file that a user or a repository provides (config, project settings, project
 /// notes): symlinks are followed (`CLAUDE.md -> AGENTS.md` is common), but the file is opened
 /// without blocking and must be a regular file, and at most `max_bytes` are read, so a FIFO,
 /// a device or a huge file planted in a repository neither hangs a thread nor fills memory.
 /// Invalid UTF-8 is replaced. A missing file keeps its `NotFound` kind for the caller.
 pub fn read_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
-    use std::io::Read;
+    let (file, _) = open_regular(path)?;
+    read_capped(file, max_bytes)
+}
+
+/// As [`read_text`], for files that may change what the daemon lets a session do or tell its
+/// model (project settings, project notes): the opened file (the target of a symlink) must
+/// also belong to the user the daemon runs as. Another user's file is refused with a
+/// `PermissionDenied` error that names its owner, never read: a file planted by another local
+/// user in a shared directory must not choose rules or instructions.
+pub fn read_own_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
+    let (file, metadata) = open_regular(path)?;
+    if !owned_by_us(&metadata) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            OtherUsersFile {
+                path: path.to_path_buf(),
+                owner: std::os::unix::fs::MetadataExt::uid(&metadata),
+            },
+        ));
+    }
+    read_capped(file, max_bytes)
+}
+
+/// Whether `metadata` (of a file or a directory) belongs to the user the daemon runs as.
+pub fn owned_by_us(metadata: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::MetadataExt::uid(metadata) == crate::paths::current_uid()
+}
+
+/// Whether `path` is a directory of the user the daemon runs as (symlinks followed). False
+/// for another user's directory, for anything else and for what cannot be inspected.
+pub fn is_own_dir(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|metadata| metadata.is_dir() && owned_by_us(&metadata))
+}
+
+/// `path` opened for reading without blocking, and its metadata, which say "regular file".
+fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -89,6 +148,12 @@ pub fn read_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
             kind_of(&metadata.file_type())
         )));
     }
+    Ok((file, metadata))
+}
+
+/// At most `max_bytes` of `file` as text (invalid UTF-8 replaced).
+fn read_capped(file: File, max_bytes: usize) -> std::io::Result<Text> {
+    use std::io::Read;
     let mut bytes = Vec::new();
     let limit = u64::try_from(max_bytes)
         .unwrap_or(u64::MAX)
@@ -153,5 +218,43 @@ mod tests {
 
         let missing = read_text(&dir.path().join("none"), 10).unwrap_err();
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn read_own_text_refuses_another_users_file_even_through_our_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("AGENTS.md");
+        std::fs::write(&theirs, "planted").unwrap();
+        let ours = dir.path().join("CLAUDE.md");
+        std::fs::write(&ours, "ours").unwrap();
+        assert_eq!(read_own_text(&ours, 10).unwrap().text, "ours");
+        assert!(is_own_dir(dir.path()));
+        assert!(!is_own_dir(&ours), "a file is no directory");
+        let test = "read_own_text_refuses_another_users_file_even_through_our_symlink";
+        if !crate::test_support::give_to_other_user(test, &theirs) {
+            return;
+        }
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        for path in [&theirs, &link] {
+            let error = read_own_text(path, 10).unwrap_err();
+            assert_eq!(error.kind(), std::io::ErrorKind::PermissionDenied);
+            let refusal = OtherUsersFile::of(&error).unwrap();
+            assert_eq!(refusal.owner, crate::test_support::OTHER_UID);
+            let message = error.to_string();
+            assert!(
+                message.contains(&path.display().to_string())
+                    && message.contains("uid 65534")
+                    && message.contains("chown"),
+                "{message}"
+            );
+        }
+        // Anything else keeps its own error: no refusal inside.
+        let missing = read_own_text(&dir.path().join("none"), 10).unwrap_err();
+        assert!(OtherUsersFile::of(&missing).is_none());
+        // Reading what users provide without the owner rule still works.
+        assert_eq!(read_text(&theirs, 10).unwrap().text, "planted");
+        crate::test_support::give_to_other_user(test, dir.path());
+        assert!(!is_own_dir(dir.path()));
     }
 }

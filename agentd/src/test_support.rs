@@ -9,3 +9,18 @@ pub fn mkfifo(path: &Path) {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
 }
+
+/// The other user tests make files of: `nobody`.
+pub const OTHER_UID: u32 = 65534;
+
+/// Gives `path` to another user (`nobody`); `false`, after saying so, when the test does not
+/// run as root and cannot.
+pub fn give_to_other_user(test: &str, path: &Path) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("{test} needs root to create files owned by another uid");
+        return false;
+    }
+    std::os::unix::fs::chown(path, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+    true
+}

@@ -46,15 +46,12 @@ pub fn build(cwd: &Path, date: &str) -> String {
     prompt
 }
 
-/// Notes files from the git root (or filesystem root) down to `cwd`, outermost first.
+/// Notes files from the git root (or as far up as the walk goes outside a repository) down to
+/// `cwd`, outermost first. The directories are those of `permission::project_dirs` (no
+/// parent of another user); a notes file of another user is skipped, never read (a warning in
+/// the log says which and what to do), and the next name in the same directory is tried.
 fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut dirs = Vec::new();
-    for dir in cwd.ancestors() {
-        dirs.push(dir.to_path_buf());
-        if dir.join(".git").exists() {
-            break;
-        }
-    }
+    let mut dirs = crate::permission::project_dirs(cwd).dirs;
     dirs.reverse();
     let mut notes = Vec::new();
     let mut budget = MAX_NOTES_CHARS;
@@ -66,8 +63,14 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
             }
             // At most four bytes a character: enough bytes for the budget, never the whole of a
             // huge file, and a FIFO named AGENTS.md is refused instead of waited on.
-            let Ok(read) = crate::regular_file::read_text(&path, budget.saturating_mul(4)) else {
-                continue;
+            let read = match crate::regular_file::read_own_text(&path, budget.saturating_mul(4)) {
+                Ok(read) => read,
+                Err(error) => {
+                    if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&error) {
+                        tracing::warn!("project notes not used: {refusal}");
+                    }
+                    continue;
+                }
             };
             let text: String = read.text.chars().take(budget).collect();
             budget -= text.chars().count();

@@ -42,7 +42,10 @@ pub use rule::{
     RuleSet, RuleSource,
 };
 pub(crate) use settings::toml_entries;
-pub use settings::{PROJECT_SETTINGS_FILES, ProjectSettings, SettingsError, load_project_settings};
+pub use settings::{
+    PROJECT_SETTINGS_FILES, ProjectDirs, ProjectSettings, SettingsError, load_project_settings,
+    project_dirs,
+};
 pub use shell::split_shell_command;
 
 /// How much runs without asking. Hard limits and deny rules apply in every mode.

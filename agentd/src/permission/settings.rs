@@ -25,6 +25,9 @@ pub struct ProjectSettings {
     pub default_mode: Option<PermissionMode>,
     /// Bad rules, a bad mode, unknown keys: reported to the user, never silently dropped.
     pub errors: Vec<RuleError>,
+    /// Settings files of another user, found and not read (each says whose and what to do):
+    /// reported to the user, never applied.
+    pub refused: Vec<String>,
 }
 
 /// A settings file that could not be read or parsed at all.
@@ -35,6 +38,16 @@ pub struct SettingsError {
     pub line: usize,
     pub column: usize,
     pub message: String,
+}
+
+/// Where a project's files are looked for: see [`project_dirs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectDirs {
+    /// The workspace, then its parents up to the git root, innermost first; without a git
+    /// root, every parent the walk crossed.
+    pub dirs: Vec<PathBuf>,
+    /// Whether the walk found a git root (the last of `dirs`).
+    pub in_repository: bool,
 }
 
 /// The `[permissions]` table of `.agents/settings.toml`, with positions for messages.
@@ -63,29 +76,39 @@ struct TomlSettings {
 const MAX_SETTINGS_BYTES: usize = 1024 * 1024;
 
 /// Loads the project settings for `workspace`: the first directory from the workspace up to
-/// the git root (the workspace alone when it is in no repository) holding a settings file.
-/// Both files of that directory are read and their rules merged (TOML first).
+/// the git root (the workspace alone when it is in no repository; see [`project_dirs`])
+/// holding a settings file of our own. Both files of that directory are read and their rules
+/// merged (TOML first). Another user's settings file is never read: it is listed in
+/// [`ProjectSettings::refused`] and the walk goes on as if it were not there, so a file
+/// planted in a subdirectory cannot hide the repository's own rules either.
 pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, SettingsError> {
     let mut settings = ProjectSettings::default();
-    for directory in project_dirs(workspace) {
-        let files: Vec<PathBuf> = PROJECT_SETTINGS_FILES
+    for directory in project_dirs(workspace).settings_dirs() {
+        let mut texts = Vec::new();
+        for path in PROJECT_SETTINGS_FILES
             .iter()
             .map(|file| directory.join(file))
             .filter(|path| path.is_file())
-            .collect();
-        if files.is_empty() {
+        {
+            match crate::regular_file::read_own_text(&path, MAX_SETTINGS_BYTES) {
+                Ok(read) => texts.push((path, read)),
+                Err(error) => match crate::regular_file::OtherUsersFile::of(&error) {
+                    Some(refusal) => settings.refused.push(refusal.to_string()),
+                    None => {
+                        return Err(SettingsError {
+                            path: path.clone(),
+                            line: 1,
+                            column: 1,
+                            message: format!("cannot read: {error}"),
+                        });
+                    }
+                },
+            }
+        }
+        if texts.is_empty() {
             continue;
         }
-        for path in files {
-            let read =
-                crate::regular_file::read_text(&path, MAX_SETTINGS_BYTES).map_err(|error| {
-                    SettingsError {
-                        path: path.clone(),
-                        line: 1,
-                        column: 1,
-                        message: format!("cannot read: {error}"),
-                    }
-                })?;
+        for (path, read) in texts {
             if read.truncated {
                 return Err(SettingsError {
                     path: path.clone(),
@@ -115,6 +138,44 @@ pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, Settin
         break;
     }
     Ok(settings)
+}
+
+impl ProjectDirs {
+    /// The directories project settings are looked for in: up to the git root, or the
+    /// workspace alone outside a repository.
+    pub fn settings_dirs(&self) -> &[PathBuf] {
+        if self.in_repository {
+            &self.dirs
+        } else {
+            &self.dirs[..self.dirs.len().min(1)]
+        }
+    }
+}
+
+/// Walks from `workspace` up to the git root (a directory holding `.git`), innermost first.
+/// The walk never enters a parent that belongs to another user: a `.git`, settings and notes
+/// planted by someone else in a shared, world-writable parent (their `/tmp/x` above our
+/// `/tmp/x/work`) make no project of the workspace. The workspace itself is always the first
+/// directory (the user chose it); the files read in any of them are checked one by one
+/// (`regular_file::read_own_text`). Blocking (metadata of each parent).
+pub fn project_dirs(workspace: &Path) -> ProjectDirs {
+    let mut dirs = Vec::new();
+    for directory in workspace.ancestors() {
+        if !dirs.is_empty() && !crate::regular_file::is_own_dir(directory) {
+            break;
+        }
+        dirs.push(directory.to_path_buf());
+        if directory.join(".git").exists() {
+            return ProjectDirs {
+                dirs,
+                in_repository: true,
+            };
+        }
+    }
+    ProjectDirs {
+        dirs,
+        in_repository: false,
+    }
 }
 
 /// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
@@ -295,16 +356,4 @@ fn parse_json_settings(path: &Path, text: &str) -> Result<Parsed, SettingsError>
     let (rules, rule_errors) = RuleSet::parse_entries(&source, entries);
     errors.extend(rule_errors);
     Ok((rules, mode, errors))
-}
-
-/// The workspace and its ancestors up to the git root; only the workspace when there is none.
-fn project_dirs(workspace: &Path) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for directory in workspace.ancestors() {
-        dirs.push(directory.to_path_buf());
-        if directory.join(".git").exists() {
-            return dirs;
-        }
-    }
-    vec![workspace.to_path_buf()]
 }

@@ -4,7 +4,10 @@ use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
-use super::{PermissionMode, load_project_settings};
+use super::{
+    PROJECT_SETTINGS_FILES, PermissionMode, ProjectDirs, load_project_settings, project_dirs,
+};
+use crate::test_support::give_to_other_user;
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -143,4 +146,81 @@ fn config_toml_permissions_section() {
         error.contains("approval_timeout_secs must be at least 1"),
         "{error}"
     );
+}
+
+/// A parent of another user ends the walk: its `.git` makes no repository of the workspace
+/// and its settings do not apply; the same parent of our own is the git root.
+#[test]
+fn the_walk_stops_at_a_parent_of_another_user() {
+    let dir = project(&[
+        (
+            ".agents/settings.toml",
+            "[permissions]\ndefault_mode = \"acceptEdits\"\n",
+        ),
+        ("work/file", ""),
+    ]);
+    let work = dir.path().join("work");
+    assert_eq!(
+        project_dirs(&work),
+        ProjectDirs {
+            dirs: vec![work.clone(), dir.path().to_path_buf()],
+            in_repository: true,
+        }
+    );
+    assert_eq!(errors_of(&dir, "work").1, Some(PermissionMode::AcceptEdits));
+    if !give_to_other_user("the_walk_stops_at_a_parent_of_another_user", dir.path()) {
+        return;
+    }
+    assert_eq!(
+        project_dirs(&work),
+        ProjectDirs {
+            dirs: vec![work.clone()],
+            in_repository: false,
+        }
+    );
+    let settings = load_project_settings(&work).unwrap();
+    assert_eq!(settings.default_mode, None);
+    assert!(settings.sources.is_empty() && settings.refused.is_empty());
+}
+
+/// Another user's settings file, whichever of the names, is not read and does not count as
+/// the project's settings: a file planted in a subdirectory cannot hide the repository's own
+/// deny rules.
+#[test]
+fn another_users_settings_file_is_refused_and_the_walk_goes_on() {
+    for name in PROJECT_SETTINGS_FILES {
+        let planted = if name.ends_with(".json") {
+            r#"{"permissions": {"allow": ["Bash"]}}"#
+        } else {
+            "[permissions]\nallow = [\"Bash\"]\n"
+        };
+        let dir = project(&[
+            (
+                ".agents/settings.toml",
+                "[permissions]\ndeny = [\"Bash(rm:*)\"]\n",
+            ),
+            (&format!("sub/{name}"), planted),
+        ]);
+        let theirs = dir.path().join("sub").join(name);
+        let test = "another_users_settings_file_is_refused_and_the_walk_goes_on";
+        if !give_to_other_user(test, &theirs) {
+            return;
+        }
+        let settings = load_project_settings(&dir.path().join("sub")).unwrap();
+        assert_eq!(
+            settings.sources,
+            vec![dir.path().join(".agents/settings.toml")]
+        );
+        assert_eq!(
+            (settings.rules.allow.len(), settings.rules.deny.len()),
+            (0, 1)
+        );
+        assert_eq!(settings.refused.len(), 1, "{:?}", settings.refused);
+        assert!(
+            settings.refused[0].contains(&theirs.display().to_string())
+                && settings.refused[0].contains("another user"),
+            "{:?}",
+            settings.refused
+        );
+    }
 }

@@ -26,6 +26,12 @@ pub(super) async fn run_permissions(
                     .iter()
                     .map(|error| format!("ignored permission rule: {error}")),
             );
+            warnings.extend(
+                settings
+                    .refused
+                    .iter()
+                    .map(|refusal| format!("project settings not used: {refusal}")),
+            );
             settings.rules
         }
         Err(err) => {
