@@ -350,3 +350,112 @@ fn c_path(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A canonical workspace with `.git/config` and a `dir/` holding `file.txt`.
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "kept\n").unwrap();
+        std::fs::create_dir_all(root.join("dir")).unwrap();
+        std::fs::write(root.join("dir/file.txt"), "old\n").unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_check_is_not_followed() {
+        let (_dir, root) = workspace();
+        let target = WriteTarget::open(&root, "dir/file.txt", false).unwrap();
+        std::fs::rename(root.join("dir"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(".git", root.join("dir")).unwrap();
+        target.write_atomic(b"new\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("moved/file.txt")).unwrap(),
+            "new\n"
+        );
+        assert!(!root.join(".git/file.txt").exists());
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_link_after_the_check_is_replaced_not_written_through() {
+        let (_dir, root) = workspace();
+        let target = WriteTarget::open(&root, "dir/file.txt", false).unwrap();
+        std::fs::remove_file(root.join("dir/file.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git/config"), root.join("dir/file.txt")).unwrap();
+        assert!(target.open_read().is_err(), "the read followed the link");
+        target.write_atomic(b"new\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "kept\n"
+        );
+        let written = std::fs::symlink_metadata(root.join("dir/file.txt")).unwrap();
+        assert!(written.file_type().is_file());
+    }
+
+    #[test]
+    fn no_directory_is_created_inside_a_protected_path() {
+        let (_dir, root) = workspace();
+        std::fs::create_dir(root.join(".claude")).unwrap();
+        std::os::unix::fs::symlink(".claude", root.join("alias")).unwrap();
+        let error = WriteTarget::open(&root, "alias/new/settings.json", true)
+            .err()
+            .unwrap();
+        assert!(error.contains("`.claude` is protected"), "{error}");
+        assert_eq!(std::fs::read_dir(root.join(".claude")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn protected_names_are_refused_when_reached_by_a_link_or_created() {
+        let (_dir, root) = workspace();
+        std::os::unix::fs::symlink("skills", root.join("s")).unwrap();
+        std::fs::create_dir(root.join("skills")).unwrap();
+        for path in ["s/x.md", "skills/x.md", "dir/.git/config", "dir/.Agents/x"] {
+            let error = WriteTarget::open(&root, path, true).err().unwrap();
+            assert!(error.contains("is protected"), "{path}: {error}");
+        }
+        assert!(!root.join("dir/.git").exists());
+        assert!(!root.join("dir/.Agents").exists());
+    }
+
+    #[test]
+    fn writes_create_missing_directories_and_keep_the_mode() {
+        let (_dir, root) = workspace();
+        let target = WriteTarget::open(&root, "a/b/c.txt", true).unwrap();
+        assert!(!target.exists().unwrap());
+        target.write_atomic(b"c\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("a/b/c.txt")).unwrap(),
+            "c\n"
+        );
+
+        std::fs::set_permissions(
+            root.join("dir/file.txt"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        let target = WriteTarget::open(&root, "dir/file.txt", false).unwrap();
+        assert!(target.exists().unwrap());
+        target.write_atomic(b"new\n").unwrap();
+        let mode = std::fs::metadata(root.join("dir/file.txt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(root.join("dir")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_write_target() {
+        let (_dir, root) = workspace();
+        let error = WriteTarget::open(&root, "dir", true)
+            .unwrap()
+            .exists()
+            .unwrap_err();
+        assert!(error.contains("is a directory"), "{error}");
+        assert!(WriteTarget::open(&root, ".", true).is_err());
+    }
+}
