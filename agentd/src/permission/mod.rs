@@ -5,8 +5,9 @@
 //! [`Policy::evaluate`] decides in this order, the first step that decides wins:
 //! 1. hard limits, never lifted by rules, modes or hooks: file tools stay inside the workspace
 //!    (paths resolved through `..` and symlinks, [`crate::tools::resolve_in_workspace`]);
-//!    protected paths (`.git`, `.agents`, `.claude` at any depth, `skills/` at the root) are not
-//!    written by `write_file` / `edit_file`; shell commands on the destructive list
+//!    protected paths ([`crate::tools::protected_component`]: `.git`, `.agents`, `.claude` at
+//!    any depth, `skills/` at the root) are not written by `write_file` / `edit_file` (which
+//!    check both again on the path they really open); shell commands on the destructive list
 //!    ([`destructive_reason`]) are refused;
 //! 2. deny rules of every layer → [`Decision::Deny`];
 //! 3. plan mode: tools that are not read-only → [`Decision::Deny`], telling the model it plans;

@@ -2,7 +2,7 @@
 //! call (see the module docs for the order). Also the keys an approval is remembered under.
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use super::rule::PathContext;
 use super::shell::{basename, parse};
@@ -10,7 +10,7 @@ use super::{
     Decision, PermissionMode, Rule, RuleList, RuleSet, RuleSource, ToolKind, ToolRequest,
     destructive_reason, split_shell_command,
 };
-use crate::tools::resolve_in_workspace;
+use crate::tools::{protected_component, resolve_in_workspace};
 
 /// Everything that decides tool calls for one session.
 #[derive(Clone, Debug, Default)]
@@ -47,11 +47,6 @@ pub enum KeySpecifier {
     /// This host.
     Domain(String),
 }
-
-/// Files and directories no tool writes, however it is allowed: the repository, agent settings
-/// (which hold the rules themselves) and skills.
-const PROTECTED_ANYWHERE: &[&str] = &[".git", ".agents", ".claude"];
-const PROTECTED_AT_ROOT: &[&str] = &["skills"];
 
 /// First words whose two-word prefix would allow almost anything, so approvals of them are
 /// remembered as the exact command and never become an "always allow" rule.
@@ -364,26 +359,6 @@ impl Subject {
                 .copied(),
         }
     }
-}
-
-/// The first protected component of `resolved` under `workspace` (ASCII case-insensitive, for
-/// case-insensitive file systems).
-fn protected_component(resolved: &Path, workspace: &Path) -> Option<String> {
-    let relative = resolved.strip_prefix(workspace).ok()?;
-    let mut prefix = PathBuf::new();
-    for (index, component) in relative.components().enumerate() {
-        let Component::Normal(name) = component else {
-            continue;
-        };
-        prefix.push(name);
-        let name = name.to_string_lossy().to_ascii_lowercase();
-        if PROTECTED_ANYWHERE.contains(&name.as_str())
-            || (index == 0 && PROTECTED_AT_ROOT.contains(&name.as_str()))
-        {
-            return Some(prefix.display().to_string());
-        }
-    }
-    None
 }
 
 fn url_host(url: &str) -> Option<String> {

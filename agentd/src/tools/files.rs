@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tokio::io::AsyncWriteExt;
 
 use super::read_filter::Withheld;
+use super::write_target::WriteTarget;
 use super::{
     ReadFilter, ToolContext, ToolOutput, TypedTool, display_path, resolve_in_workspace_async,
     str_field, text_file,
@@ -201,56 +201,22 @@ impl TypedTool for WriteFile {
 }
 
 async fn write_file(params: WriteFileParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
-    let shown = display_path(&ctx.workspace, &path);
-    let existed = match tokio::fs::metadata(&path).await {
-        Ok(metadata) if metadata.is_dir() => {
-            return Err(format!("{shown} is a directory; give a file path"));
-        }
-        Ok(_) => true,
-        Err(_) => false,
-    };
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|error| format!("cannot create the directories for {shown}: {error}"))?;
-    }
-    write_atomic(&path, params.content.as_bytes())
-        .await
-        .map_err(|error| format!("cannot write {shown}: {error}"))?;
-    let verb = if existed { "overwrote" } else { "created" };
-    Ok(ToolOutput::ok(format!(
-        "{verb} {shown} ({} bytes)",
-        params.content.len()
-    )))
-}
-
-/// Writes `bytes` to a temp file next to `path`, syncs it and renames it over `path`, keeping the
-/// permissions of a file it replaces.
-async fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("the path has no file name"))?;
-    let temp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        file_name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = async {
-        let mut file = tokio::fs::File::create(&temp).await?;
-        file.write_all(bytes).await?;
-        file.sync_all().await?;
-        drop(file);
-        if let Ok(metadata) = tokio::fs::metadata(path).await {
-            tokio::fs::set_permissions(&temp, metadata.permissions()).await?;
-        }
-        tokio::fs::rename(&temp, path).await
-    }
-    .await;
-    if result.is_err() {
-        let _ = tokio::fs::remove_file(&temp).await;
-    }
-    result
+    let workspace = ctx.workspace.clone();
+    tokio::task::spawn_blocking(move || {
+        let target = WriteTarget::open(&workspace, &params.path, true)?;
+        let existed = target.exists()?;
+        target
+            .write_atomic(params.content.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", target.shown))?;
+        let verb = if existed { "overwrote" } else { "created" };
+        Ok(ToolOutput::ok(format!(
+            "{verb} {} ({} bytes)",
+            target.shown,
+            params.content.len()
+        )))
+    })
+    .await
+    .map_err(|error| format!("write_file failed: {error}"))?
 }
 
 /// Replaces exact text in a file.
@@ -308,9 +274,9 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     if params.old_text == params.new_text {
         return Err("oldText and newText are the same; nothing to change".to_owned());
     }
-    let path = resolve_in_workspace_async(&ctx.workspace, &params.path).await?;
-    let shown = display_path(&ctx.workspace, &path);
-    let content = read_for_edit(&path, &shown, ctx.limits.edit_file_max_bytes).await?;
+    let (target, content) =
+        read_for_edit(&ctx.workspace, &params.path, ctx.limits.edit_file_max_bytes).await?;
+    let shown = target.shown.clone();
     let (old_text, new_text) = crlf_adjusted(&content, params.old_text, params.new_text);
     let count = content.matches(&old_text).count();
     let replace_all = params.replace_all.unwrap_or(false);
@@ -335,9 +301,14 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     } else {
         content.replacen(&old_text, &new_text, 1)
     };
-    write_atomic(&path, updated.as_bytes())
-        .await
-        .map_err(|error| format!("cannot write {shown}: {error}"))?;
+    let updated = tokio::task::spawn_blocking(move || {
+        target
+            .write_atomic(updated.as_bytes())
+            .map(|()| updated)
+            .map_err(|error| format!("cannot write {}: {error}", target.shown))
+    })
+    .await
+    .map_err(|error| format!("edit_file failed: {error}"))??;
     let plural = if count == 1 { "" } else { "s" };
     let snippet = numbered_snippet(&updated, first_match, new_text.len());
     Ok(ToolOutput::ok(format!(
@@ -345,15 +316,22 @@ async fn edit_file(params: EditFileParams, ctx: &ToolContext) -> Result<ToolOutp
     )))
 }
 
-/// The whole text of a regular file of at most `max_bytes` bytes (FIFOs and devices refused).
-async fn read_for_edit(path: &Path, shown: &str, max_bytes: u64) -> Result<String, String> {
-    let path = path.to_path_buf();
-    let shown = shown.to_owned();
+/// The file `path` names, opened beneath the workspace (see [`WriteTarget`]), and its whole
+/// text: a regular file of at most `max_bytes` bytes (FIFOs and devices refused).
+async fn read_for_edit(
+    workspace: &Path,
+    path: &str,
+    max_bytes: u64,
+) -> Result<(WriteTarget, String), String> {
+    let workspace = workspace.to_path_buf();
+    let path = path.to_owned();
     tokio::task::spawn_blocking(move || {
         use std::io::Read;
-        let file = text_file::open_regular(&path).map_err(|error| match error {
+        let target = WriteTarget::open(&workspace, &path, false)?;
+        let shown = &target.shown;
+        let file = target.open_read().map_err(|error| match error {
             text_file::OpenError::Io(error) => format!("cannot read {shown}: {error}"),
-            error => error.describe(&shown),
+            error => error.describe(shown),
         })?;
         let size = file
             .metadata()
@@ -369,7 +347,7 @@ async fn read_for_edit(path: &Path, shown: &str, max_bytes: u64) -> Result<Strin
         file.take(max_bytes)
             .read_to_string(&mut content)
             .map_err(|error| format!("cannot read {shown} as text: {error}"))?;
-        Ok(content)
+        Ok((target, content))
     })
     .await
     .map_err(|error| format!("edit_file failed: {error}"))?

@@ -15,6 +15,7 @@ mod search;
 mod shell;
 mod text_file;
 mod truncate;
+mod write_target;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -32,7 +33,9 @@ pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_b
 pub use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
-pub use path::{display_path, resolve_in_workspace, resolve_in_workspace_async};
+pub use path::{
+    display_path, protected_component, resolve_in_workspace, resolve_in_workspace_async,
+};
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;

@@ -1,5 +1,6 @@
-//! Workspace containment, a hard limit no permission rule overrides: every path a file tool
-//! touches is resolved through `..` and symlinks and must stay under the workspace root.
+//! Workspace containment and protected paths, hard limits no permission rule overrides: every
+//! path a file tool touches is resolved through `..` and symlinks and must stay under the
+//! workspace root, and no file tool writes inside a protected path.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -70,6 +71,33 @@ pub async fn resolve_in_workspace_async(workspace: &Path, path: &str) -> Result<
     tokio::task::spawn_blocking(move || resolve_in_workspace(&workspace, &path))
         .await
         .map_err(|error| format!("path resolution failed: {error}"))?
+}
+
+/// Files and directories no tool writes, however it is allowed: the repository, agent settings
+/// (which hold the rules themselves) and skills.
+const PROTECTED_ANYWHERE: &[&str] = &[".git", ".agents", ".claude"];
+/// Protected only as the first component under the workspace root.
+const PROTECTED_AT_ROOT: &[&str] = &["skills"];
+
+/// The first protected component of `resolved` under `workspace`, as the path up to it (ASCII
+/// case-insensitive, for case-insensitive file systems). The permission gate asks it of the
+/// path a call names; `write_file` and `edit_file` ask it again of the directory they opened.
+pub fn protected_component(resolved: &Path, workspace: &Path) -> Option<String> {
+    let relative = resolved.strip_prefix(workspace).ok()?;
+    let mut prefix = PathBuf::new();
+    for (index, component) in relative.components().enumerate() {
+        let Component::Normal(name) = component else {
+            continue;
+        };
+        prefix.push(name);
+        let name = name.to_string_lossy().to_ascii_lowercase();
+        if PROTECTED_ANYWHERE.contains(&name.as_str())
+            || (index == 0 && PROTECTED_AT_ROOT.contains(&name.as_str()))
+        {
+            return Some(prefix.display().to_string());
+        }
+    }
+    None
 }
 
 /// `path` relative to the workspace for messages ("." for the root), or as is when outside.

@@ -59,7 +59,7 @@ impl OpenError {
     }
 }
 
-fn check_kind(kind: &std::fs::FileType) -> Result<(), OpenError> {
+pub(crate) fn check_kind(kind: &std::fs::FileType) -> Result<(), OpenError> {
     if kind.is_dir() {
         return Err(OpenError::Directory);
     }
