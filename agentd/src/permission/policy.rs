@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
+use super::redirect::{TargetPlace, place_of, write_targets};
 use super::rule::PathContext;
 use super::shell::{basename, parse};
 use super::{
@@ -150,6 +151,11 @@ impl Policy {
             .chain(self.session_allows.iter().map(|(_, rule)| rule))
             .filter(|rule| rule.names_tool(tool))
             .collect();
+        if self.mode != PermissionMode::Bypass
+            && let Some(reason) = subject.write_needing_approval(&allow_rules)
+        {
+            return Decision::Ask { reason };
+        }
         if let Some(rule) = subject.allowed_by(&allow_rules, &context) {
             return Decision::Allow {
                 reason: Some(format!("allowed by `{}` ({})", rule.text, rule.source)),
@@ -267,7 +273,13 @@ struct Subject {
 }
 
 enum Target {
-    Shell { command: String, parts: Vec<String> },
+    Shell {
+        command: String,
+        parts: Vec<String>,
+        /// Files the line writes through redirections or `tee` that are not plain workspace
+        /// files: outside it, protected, or unknowable before the command runs.
+        writes: Vec<(String, TargetPlace)>,
+    },
     Path(PathBuf),
     Host(Option<String>),
     Plain,
@@ -293,7 +305,25 @@ impl Subject {
                     ));
                 }
                 let parts = split_shell_command(&command);
-                (format!("run `{command}`"), Target::Shell { command, parts })
+                let targets = write_targets(&command);
+                let writes = targets
+                    .paths
+                    .into_iter()
+                    .filter_map(|target| {
+                        let place = place_of(&target, targets.changes_dir, &workspace, |path| {
+                            protected_component(path, &workspace)
+                        });
+                        (place != TargetPlace::Workspace).then_some((target, place))
+                    })
+                    .collect();
+                (
+                    format!("run `{command}`"),
+                    Target::Shell {
+                        command,
+                        parts,
+                        writes,
+                    },
+                )
             }
             "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep" => {
                 let path = match field("path") {
@@ -329,7 +359,7 @@ impl Subject {
     /// exactly).
     fn matches_any(&self, rule: &Rule, context: &PathContext<'_>) -> bool {
         match &self.target {
-            Target::Shell { command, parts } => {
+            Target::Shell { command, parts, .. } => {
                 rule.matches_command_exactly(command)
                     || parts.iter().any(|part| rule.matches_command(part))
                     || (parts.is_empty() && rule.is_whole_tool())
@@ -344,7 +374,7 @@ impl Subject {
     /// by any of the rules; an exact rule may name the whole line).
     fn allowed_by<'r>(&self, rules: &[&'r Rule], context: &PathContext<'_>) -> Option<&'r Rule> {
         match &self.target {
-            Target::Shell { command, parts } => {
+            Target::Shell { command, parts, .. } => {
                 if let Some(rule) = rules
                     .iter()
                     .find(|rule| rule.matches_command_exactly(command))
@@ -363,6 +393,42 @@ impl Subject {
                 .find(|rule| self.matches_any(rule, context))
                 .copied(),
         }
+    }
+}
+
+impl Subject {
+    /// Why a shell line's write through a redirection or `tee` needs approval (the first
+    /// target outside the workspace, protected, or unknowable), unless an allow rule names the
+    /// whole line exactly: a prefix rule for the command does not cover where it writes.
+    fn write_needing_approval(&self, allow_rules: &[&Rule]) -> Option<String> {
+        let Target::Shell {
+            command, writes, ..
+        } = &self.target
+        else {
+            return None;
+        };
+        let (target, place) = writes.first()?;
+        if allow_rules
+            .iter()
+            .any(|rule| rule.matches_command_exactly(command))
+        {
+            return None;
+        }
+        let where_ = match place {
+            TargetPlace::Outside => "outside the workspace".to_owned(),
+            TargetPlace::Protected(component) => format!("inside the protected `{component}`"),
+            TargetPlace::Unknown => {
+                "where the shell decides when it runs (an expansion, a glob, `~` or a path after \
+                 `cd`)"
+                    .to_owned()
+            }
+            TargetPlace::Workspace => "in the workspace".to_owned(),
+        };
+        Some(format!(
+            "approval needed to {}: it writes `{target}` {where_}, and an allow rule for the \
+             command does not cover where it writes",
+            self.action
+        ))
     }
 }
 
@@ -404,7 +470,12 @@ fn shell_key(command: &str) -> (KeySpecifier, bool) {
         .and_then(|pipeline| pipeline.commands.first())
         .map(|command| command.words.clone())
         .unwrap_or_default();
+    // A line that writes files through redirections or `tee` is remembered exactly: a prefix
+    // would not say where it writes.
     let broad = !simple || words.is_empty() || is_broad(&words);
+    if !broad && !write_targets(command).paths.is_empty() {
+        return (KeySpecifier::CommandExact(command.to_owned()), false);
+    }
     if broad {
         return (KeySpecifier::CommandExact(command.to_owned()), true);
     }
