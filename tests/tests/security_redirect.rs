@@ -134,3 +134,29 @@ async fn bypass_mode_writes_outside_the_workspace_without_asking(format: Format)
     assert!(started(&events, "c1"));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "built\n");
 }
+
+both_formats!(an_edit_deny_rule_covers_a_redirect_into_the_denied_path_even_in_bypass);
+async fn an_edit_deny_rule_covers_a_redirect_into_the_denied_path_even_in_bypass(format: Format) {
+    let s = Scenario::start_with(
+        format,
+        "[permissions]\ndefault_mode = \"bypass\"\ndeny = [\"Edit(./secrets/**)\"]\n",
+    )
+    .await;
+    std::fs::create_dir_all(s.workspace().join("secrets")).unwrap();
+    s.mock.push(shell("c1", "echo leaked | tee secrets/key"));
+    s.mock.push(shell("c2", "echo fine > notes.txt"));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "write").await;
+    let events = client.events_until_run_finished().await;
+
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let (output, is_error) = result_of(&events, "c1");
+    assert!(
+        is_error && output.contains("Edit(./secrets/**)"),
+        "{output}"
+    );
+    assert!(!started(&events, "c1"));
+    assert!(!s.workspace().join("secrets/key").exists());
+    assert!(started(&events, "c2"));
+}

@@ -126,6 +126,14 @@ impl Policy {
                 ),
             };
         }
+        if let Some((target, rule)) = subject.write_matched_by(&self.rules.deny, &context) {
+            return Decision::Deny {
+                reason: format!(
+                    "{} writes `{target}`, which is denied by the rule `{}` in {}",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
         let kind = ToolKind::of(tool, request.read_only);
         if self.mode == PermissionMode::Plan && !kind.allowed_in_plan() {
             return Decision::Deny {
@@ -151,6 +159,14 @@ impl Policy {
             .chain(self.session_allows.iter().map(|(_, rule)| rule))
             .filter(|rule| rule.names_tool(tool))
             .collect();
+        if let Some((target, rule)) = subject.write_matched_by(&self.rules.ask, &context) {
+            return Decision::Ask {
+                reason: format!(
+                    "approval needed to {}: it writes `{target}` (rule `{}` in {})",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
         if self.mode != PermissionMode::Bypass
             && let Some(reason) = subject.write_needing_approval(&allow_rules)
         {
@@ -279,6 +295,8 @@ enum Target {
         /// Files the line writes through redirections or `tee` that are not plain workspace
         /// files: outside it, protected, or unknowable before the command runs.
         writes: Vec<(String, TargetPlace)>,
+        /// The workspace files among those targets, resolved, for `Edit` rules with a path.
+        written: Vec<(String, PathBuf)>,
     },
     Path(PathBuf),
     Host(Option<String>),
@@ -306,22 +324,27 @@ impl Subject {
                 }
                 let parts = split_shell_command(&command);
                 let targets = write_targets(&command);
-                let writes = targets
-                    .paths
-                    .into_iter()
-                    .filter_map(|target| {
-                        let place = place_of(&target, targets.changes_dir, &workspace, |path| {
+                let mut writes = Vec::new();
+                let mut written = Vec::new();
+                for target in targets.paths {
+                    let (place, resolved) =
+                        place_of(&target, targets.changes_dir, &workspace, |path| {
                             protected_component(path, &workspace)
                         });
-                        (place != TargetPlace::Workspace).then_some((target, place))
-                    })
-                    .collect();
+                    if let Some(resolved) = resolved {
+                        written.push((target.clone(), resolved));
+                    }
+                    if place != TargetPlace::Workspace {
+                        writes.push((target, place));
+                    }
+                }
                 (
                     format!("run `{command}`"),
                     Target::Shell {
                         command,
                         parts,
                         writes,
+                        written,
                     },
                 )
             }
@@ -397,6 +420,29 @@ impl Subject {
 }
 
 impl Subject {
+    /// For a shell line: the first workspace file it writes through a redirection or `tee`
+    /// that an `Edit`/`Write` rule with a path matches (a rule for the whole tool does not
+    /// reach into the shell).
+    fn write_matched_by<'r>(
+        &self,
+        rules: &'r [Rule],
+        context: &PathContext<'_>,
+    ) -> Option<(&str, &'r Rule)> {
+        let Target::Shell { written, .. } = &self.target else {
+            return None;
+        };
+        written.iter().find_map(|(target, resolved)| {
+            rules
+                .iter()
+                .find(|rule| {
+                    rule.names_tool("write_file")
+                        && !rule.is_whole_tool()
+                        && rule.matches_path(resolved, context)
+                })
+                .map(|rule| (target.as_str(), rule))
+        })
+    }
+
     /// Why a shell line's write through a redirection or `tee` needs approval (the first
     /// target outside the workspace, protected, or unknowable), unless an allow rule names the
     /// whole line exactly: a prefix rule for the command does not cover where it writes.

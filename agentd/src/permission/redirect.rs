@@ -3,7 +3,7 @@
 //! outside the workspace, in a protected directory, or one that cannot be known before the
 //! command runs asks, whatever allow rule covers the command.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::shell::{Pipeline, basename, effective_words, parse};
 
@@ -47,23 +47,24 @@ pub(crate) fn write_targets(command: &str) -> WriteTargets {
     targets
 }
 
-/// Classifies one target of a line run in `workspace` (canonical); `protected` names the
-/// protected component of a resolved path inside the workspace, if any.
+/// Classifies one target of a line run in `workspace` (canonical), with its resolved path when
+/// it lies inside the workspace; `protected` names the protected component of a resolved path
+/// inside the workspace, if any.
 pub(crate) fn place_of(
     target: &str,
     changes_dir: bool,
     workspace: &Path,
     protected: impl Fn(&Path) -> Option<String>,
-) -> TargetPlace {
+) -> (TargetPlace, Option<PathBuf>) {
     if target.contains(EXPANDING) || (changes_dir && !target.starts_with('/')) {
-        return TargetPlace::Unknown;
+        return (TargetPlace::Unknown, None);
     }
     match crate::tools::resolve_in_workspace(workspace, target) {
         Ok(resolved) => match protected(&resolved) {
-            Some(component) => TargetPlace::Protected(component),
-            None => TargetPlace::Workspace,
+            Some(component) => (TargetPlace::Protected(component), Some(resolved)),
+            None => (TargetPlace::Workspace, Some(resolved)),
         },
-        Err(_) => TargetPlace::Outside,
+        Err(_) => (TargetPlace::Outside, None),
     }
 }
 
@@ -205,8 +206,9 @@ mod tests {
                 .filter(|relative| relative.starts_with(".git"))
                 .map(|_| ".git".to_owned())
         };
-        let place =
-            |target: &str, changes_dir: bool| place_of(target, changes_dir, &workspace, protected);
+        let place = |target: &str, changes_dir: bool| {
+            place_of(target, changes_dir, &workspace, protected).0
+        };
         assert_eq!(place("out.txt", false), TargetPlace::Workspace);
         assert_eq!(place("sub/new/out.txt", false), TargetPlace::Workspace);
         assert_eq!(place("/etc/passwd", false), TargetPlace::Outside);

@@ -165,3 +165,51 @@ fn a_line_that_writes_files_is_remembered_exactly() {
         &[("echo hi > /tmp/x", "allow"), ("echo hi > /tmp/y", "ask")],
     );
 }
+
+#[test]
+fn edit_rules_with_a_path_apply_to_the_files_a_line_writes() {
+    let (_dir, root) = workspace();
+    let allow: Vec<String> = vec!["Bash(echo:*)".to_owned()];
+    let ask = vec!["Edit(docs/**)".to_owned()];
+    let deny = vec!["Edit(./secrets/**)".to_owned(), "Write(*.lock)".to_owned()];
+    let (rules, errors) = RuleSet::parse(
+        &RuleSource::new(RuleLayer::Project, "project".to_owned()),
+        &allow,
+        &ask,
+        &deny,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    for mode in [PermissionMode::Default, PermissionMode::Bypass] {
+        let policy = Policy::new(mode, rules.clone());
+        check(
+            &policy,
+            &root,
+            &[
+                ("echo hi > notes.txt", "allow"),
+                ("echo hi > secrets/key", "deny"),
+                ("echo hi | tee -a Cargo.lock", "deny"),
+                ("echo hi >> docs/index.md", "ask"),
+            ],
+        );
+    }
+    let whole_tool = policy(PermissionMode::Default, &["Bash(echo:*)"]);
+    let mut whole_tool_rules = whole_tool.rules.clone();
+    let (deny_edit, _) = RuleSet::parse(
+        &RuleSource::new(RuleLayer::User, "user".to_owned()),
+        &[],
+        &[],
+        &["Edit".to_owned()],
+    );
+    whole_tool_rules.deny.extend(deny_edit.deny);
+    let whole_tool = Policy::new(PermissionMode::Default, whole_tool_rules);
+    check(&whole_tool, &root, &[("echo hi > notes.txt", "allow")]);
+    let reason = decide(
+        &Policy::new(PermissionMode::Default, rules),
+        &root,
+        "echo x > secrets/key",
+    );
+    assert!(
+        reason.contains("writes `secrets/key`") && reason.contains("Edit(./secrets/**)"),
+        "{reason}"
+    );
+}
