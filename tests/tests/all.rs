@@ -33,6 +33,7 @@ mod security_approvals;
 mod security_fetch;
 mod security_filter;
 mod security_harden;
+mod security_redirect;
 mod security_symlink;
 mod security_uid;
 mod sessions;

@@ -27,6 +27,7 @@
 mod destructive;
 mod policy;
 mod read_rules;
+mod redirect;
 mod rule;
 mod settings;
 mod shell;
@@ -200,3 +201,7 @@ mod settings_tests;
 #[cfg(test)]
 #[path = "read_rules_tests.rs"]
 mod read_rules_tests;
+
+#[cfg(test)]
+#[path = "redirect_tests.rs"]
+mod redirect_tests;

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::redirect::{TargetPlace, place_of, write_targets};
 use super::rule::PathContext;
 use super::shell::{basename, parse};
 use super::{
@@ -120,6 +121,14 @@ impl Policy {
                 ),
             };
         }
+        if let Some((target, rule)) = subject.write_matched_by(&self.rules.deny, &context) {
+            return Decision::Deny {
+                reason: format!(
+                    "{} writes `{target}`, which is denied by the rule `{}` in {}",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
         let kind = ToolKind::of(tool, request.read_only);
         if self.mode == PermissionMode::Plan && !kind.allowed_in_plan() {
             return Decision::Deny {
@@ -145,6 +154,19 @@ impl Policy {
             .chain(self.session_allows.iter().map(|(_, rule)| rule))
             .filter(|rule| rule.names_tool(tool))
             .collect();
+        if let Some((target, rule)) = subject.write_matched_by(&self.rules.ask, &context) {
+            return Decision::Ask {
+                reason: format!(
+                    "approval needed to {}: it writes `{target}` (rule `{}` in {})",
+                    subject.action, rule.text, rule.source
+                ),
+            };
+        }
+        if self.mode != PermissionMode::Bypass
+            && let Some(reason) = subject.write_needing_approval(&allow_rules)
+        {
+            return Decision::Ask { reason };
+        }
         if let Some(rule) = subject.allowed_by(&allow_rules, &context) {
             return Decision::Allow {
                 reason: Some(format!("allowed by `{}` ({})", rule.text, rule.source)),
@@ -262,7 +284,15 @@ struct Subject {
 }
 
 enum Target {
-    Shell { command: String, parts: Vec<String> },
+    Shell {
+        command: String,
+        parts: Vec<String>,
+        /// Files the line writes through redirections or `tee` that are not plain workspace
+        /// files: outside it, protected, or unknowable before the command runs.
+        writes: Vec<(String, TargetPlace)>,
+        /// The workspace files among those targets, resolved, for `Edit` rules with a path.
+        written: Vec<(String, PathBuf)>,
+    },
     Path(PathBuf),
     Host(Option<String>),
     Plain,
@@ -288,7 +318,30 @@ impl Subject {
                     ));
                 }
                 let parts = split_shell_command(&command);
-                (format!("run `{command}`"), Target::Shell { command, parts })
+                let targets = write_targets(&command);
+                let mut writes = Vec::new();
+                let mut written = Vec::new();
+                for target in targets.paths {
+                    let (place, resolved) =
+                        place_of(&target, targets.changes_dir, &workspace, |path| {
+                            protected_component(path, &workspace)
+                        });
+                    if let Some(resolved) = resolved {
+                        written.push((target.clone(), resolved));
+                    }
+                    if place != TargetPlace::Workspace {
+                        writes.push((target, place));
+                    }
+                }
+                (
+                    format!("run `{command}`"),
+                    Target::Shell {
+                        command,
+                        parts,
+                        writes,
+                        written,
+                    },
+                )
             }
             "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep" => {
                 let path = match field("path") {
@@ -324,7 +377,7 @@ impl Subject {
     /// exactly).
     fn matches_any(&self, rule: &Rule, context: &PathContext<'_>) -> bool {
         match &self.target {
-            Target::Shell { command, parts } => {
+            Target::Shell { command, parts, .. } => {
                 rule.matches_command_exactly(command)
                     || parts.iter().any(|part| rule.matches_command(part))
                     || (parts.is_empty() && rule.is_whole_tool())
@@ -339,7 +392,7 @@ impl Subject {
     /// by any of the rules; an exact rule may name the whole line).
     fn allowed_by<'r>(&self, rules: &[&'r Rule], context: &PathContext<'_>) -> Option<&'r Rule> {
         match &self.target {
-            Target::Shell { command, parts } => {
+            Target::Shell { command, parts, .. } => {
                 if let Some(rule) = rules
                     .iter()
                     .find(|rule| rule.matches_command_exactly(command))
@@ -361,6 +414,65 @@ impl Subject {
     }
 }
 
+impl Subject {
+    /// For a shell line: the first workspace file it writes through a redirection or `tee`
+    /// that an `Edit`/`Write` rule with a path matches (a rule for the whole tool does not
+    /// reach into the shell).
+    fn write_matched_by<'r>(
+        &self,
+        rules: &'r [Rule],
+        context: &PathContext<'_>,
+    ) -> Option<(&str, &'r Rule)> {
+        let Target::Shell { written, .. } = &self.target else {
+            return None;
+        };
+        written.iter().find_map(|(target, resolved)| {
+            rules
+                .iter()
+                .find(|rule| {
+                    rule.names_tool("write_file")
+                        && !rule.is_whole_tool()
+                        && rule.matches_path(resolved, context)
+                })
+                .map(|rule| (target.as_str(), rule))
+        })
+    }
+
+    /// Why a shell line's write through a redirection or `tee` needs approval (the first
+    /// target outside the workspace, protected, or unknowable), unless an allow rule names the
+    /// whole line exactly: a prefix rule for the command does not cover where it writes.
+    fn write_needing_approval(&self, allow_rules: &[&Rule]) -> Option<String> {
+        let Target::Shell {
+            command, writes, ..
+        } = &self.target
+        else {
+            return None;
+        };
+        let (target, place) = writes.first()?;
+        if allow_rules
+            .iter()
+            .any(|rule| rule.matches_command_exactly(command))
+        {
+            return None;
+        }
+        let where_ = match place {
+            TargetPlace::Outside => "outside the workspace".to_owned(),
+            TargetPlace::Protected(component) => format!("inside the protected `{component}`"),
+            TargetPlace::Unknown => {
+                "where the shell decides when it runs (an expansion, a glob, `~` or a path after \
+                 `cd`)"
+                    .to_owned()
+            }
+            TargetPlace::Workspace => "in the workspace".to_owned(),
+        };
+        Some(format!(
+            "approval needed to {}: it writes `{target}` {where_}, and an allow rule for the \
+             command does not cover where it writes",
+            self.action
+        ))
+    }
+}
+
 fn url_host(url: &str) -> Option<String> {
     let url = reqwest::Url::parse(url.trim()).ok()?;
     url.host_str().map(str::to_ascii_lowercase)
@@ -379,7 +491,12 @@ fn shell_key(command: &str) -> (KeySpecifier, bool) {
         .and_then(|pipeline| pipeline.commands.first())
         .map(|command| command.words.clone())
         .unwrap_or_default();
+    // A line that writes files through redirections or `tee` is remembered exactly: a prefix
+    // would not say where it writes.
     let broad = !simple || words.is_empty() || is_broad(&words);
+    if !broad && !write_targets(command).paths.is_empty() {
+        return (KeySpecifier::CommandExact(command.to_owned()), false);
+    }
     if broad {
         return (KeySpecifier::CommandExact(command.to_owned()), true);
     }

@@ -45,6 +45,8 @@ pub(crate) struct SimpleCommand {
     pub text: String,
     /// Words after quote removal; redirection operators are words of their own.
     pub words: Vec<String>,
+    /// Indices in `words` of the redirection operators (a quoted `'>'` is a plain word).
+    pub operators: Vec<usize>,
     /// Lists run by this command: substitutions, a subshell's body, `sh -c` / `eval` bodies.
     pub nested: Vec<Nested>,
     /// `( … )` or `{ …; }` with no command of its own: not a part itself, only its body is.
@@ -212,8 +214,10 @@ impl Builder {
         }
     }
 
-    fn push_word(&mut self, word: &str) {
+    /// Adds a redirection operator as a word of its own.
+    fn push_operator(&mut self, word: &str) {
         self.end_word();
+        self.command.operators.push(self.command.words.len());
         self.command.text.push_str(word);
         self.command.words.push(word.to_owned());
     }
@@ -250,7 +254,7 @@ impl Parser<'_> {
                 }
                 '&' if self.peek_at(1) == Some('>') => {
                     let operator = self.redirection_operator();
-                    builder.push_word(&operator);
+                    builder.push_operator(&operator);
                 }
                 '&' => {
                     self.pos += if self.peek_at(1) == Some('&') { 2 } else { 1 };
@@ -294,7 +298,7 @@ impl Parser<'_> {
                 }
                 '<' | '>' => {
                     let operator = self.redirection_operator();
-                    builder.push_word(&operator);
+                    builder.push_operator(&operator);
                 }
                 '(' if self.peek_at(1) == Some(')') && !builder.is_at_command_start() => {
                     // `name()` of a function definition.
@@ -527,6 +531,9 @@ impl Parser<'_> {
         command.text = command.text.trim().to_owned();
         if command.words.first().is_some_and(|word| word == "{") {
             command.words.remove(0);
+            for operator in &mut command.operators {
+                *operator = operator.saturating_sub(1);
+            }
             command.text = command.text.trim_start_matches('{').trim().to_owned();
         }
         if command.words.last().is_some_and(|word| word == "}") && command.words.len() == 1 {
