@@ -125,7 +125,10 @@ fn the_protocol_doc_names_every_method_and_capability() {
     let mut served: Vec<&str> = protocol::methods::ALL.to_vec();
     served.push(protocol::methods::SESSION_UNSUBSCRIBE);
     served.push(protocol::methods::DAEMON_UNSUBSCRIBE);
-    let notifications = ["session/event", "daemon/event"];
+    let notifications = [
+        protocol::event::SESSION_EVENT,
+        protocol::event::DAEMON_EVENT,
+    ];
     let headings: Vec<&str> = doc
         .lines()
         .filter(|line| line.starts_with("### "))
@@ -153,6 +156,27 @@ fn the_protocol_doc_names_every_method_and_capability() {
     assert!(
         unknown.is_empty(),
         "docs/protocol.md documents methods the daemon does not serve: {unknown:?}"
+    );
+
+    // The example answer of `initialize` lists what the daemon serves and sends.
+    let example = doc
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("← ")
+                .filter(|l| l.contains("\"serverInfo\""))
+        })
+        .expect("an example answer of initialize in docs/protocol.md");
+    let example: serde_json::Value = serde_json::from_str(example).unwrap();
+    let offered = &example["result"]["capabilities"];
+    assert_eq!(
+        offered["methods"],
+        serde_json::json!(protocol::methods::ALL),
+        "the initialize example's capabilities.methods differ from protocol::methods::ALL"
+    );
+    assert_eq!(
+        offered["notifications"],
+        serde_json::json!(notifications),
+        "the initialize example's capabilities.notifications differ from the daemon's"
     );
 
     let capabilities =
