@@ -17,8 +17,31 @@ use serde::{Deserialize, Serialize};
 use crate::conversation::Message;
 use protocol::event::Event;
 
-/// Format version written in every header.
+/// Format version written in every header (`version`). A file of a higher version is refused
+/// on load ([`NewerFormat`]), never read as if it were this one.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// A session file written in a format newer than [`FORMAT_VERSION`], by a newer agentd.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "session {session_id} is in session file format {version}, written by a newer agentd; this daemon reads format {FORMAT_VERSION} and older, so it leaves the session alone: upgrade agentd to open it"
+)]
+pub struct NewerFormat {
+    pub session_id: String,
+    pub version: u32,
+}
+
+/// `header`, unless its file is of a newer format than this daemon reads.
+fn known_format(header: SessionHeader) -> Result<SessionHeader> {
+    if header.version > FORMAT_VERSION {
+        return Err(NewerFormat {
+            session_id: header.id,
+            version: header.version,
+        }
+        .into());
+    }
+    Ok(header)
+}
 
 /// The first line of a session file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -173,7 +196,7 @@ pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeade
         .read_line(&mut first)
         .with_context(|| format!("cannot read {}", path.display()))?;
     match serde_json::from_str::<Entry>(&first) {
-        Ok(Entry::Header(header)) => Ok(header),
+        Ok(Entry::Header(header)) => known_format(header),
         Ok(_) => bail!("{}: the first line is not a session header", path.display()),
         Err(err) => bail!("{}: bad session header: {err}", path.display()),
     }
@@ -195,7 +218,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
     // Bytes read so far, each line with its newline.
     let mut offset = first.len() as u64 + 1;
     let header = match serde_json::from_slice::<Entry>(&first) {
-        Ok(Entry::Header(header)) => header,
+        Ok(Entry::Header(header)) => known_format(header)?,
         _ => bail!("{}: the first line is not a session header", path.display()),
     };
     let mut loaded = LoadedSession {

@@ -40,7 +40,7 @@ impl PermissionMode {
 /// Permission rules in Claude Code's syntax (`Bash(npm run test:*)`, `Read(./secrets/**)`,
 /// `mcp__github__*`), for one session. Deny wins over ask over allow, across every layer.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct PermissionRules {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<String>,
@@ -107,7 +107,7 @@ pub struct PendingApproval {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ListApprovalsParams {
     /// Only this session's approvals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,7 +122,7 @@ pub struct ListApprovalsResult {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct RespondApprovalParams {
     pub approval_id: String,
     pub decision: ApprovalDecision,

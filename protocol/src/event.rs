@@ -69,10 +69,10 @@ pub enum UserMessageKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Event {
-    /// A session was created (daemon stream only).
+    /// A session was created: the first event of its log (also sent on the daemon stream).
     #[serde(rename_all = "camelCase")]
     SessionCreated { cwd: String, model: String },
-    /// A session was deleted (daemon stream only).
+    /// A session was deleted: the last event of its log (also sent on the daemon stream).
     SessionDeleted {},
     #[serde(rename_all = "camelCase")]
     RunStarted {

@@ -4,6 +4,10 @@
 //!
 //! Framing (newline-delimited JSON) and the envelope (`jsonrpc`, `id`, `error`) are handled by
 //! the transports on top of jsonrpsee; this crate describes what goes inside.
+//!
+//! The contract: params types accept fields they do not know (a newer client works with an
+//! older daemon; new behaviour is gated on capabilities) and results may gain fields, so no
+//! type here uses `deny_unknown_fields`; clients ignore fields and event types they do not know.
 
 pub mod approval;
 pub mod daemon;

@@ -40,7 +40,7 @@ pub enum SessionStatus {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateSessionParams {
     /// Workspace directory (absolute, must exist).
     pub cwd: String,
@@ -66,7 +66,7 @@ pub struct CreateSessionResult {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ListSessionsParams {
     /// Return sessions after this cursor (from a previous `nextCursor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,13 +87,13 @@ pub struct ListSessionsResult {
 
 /// Params naming one session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     pub session_id: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct GetSessionParams {
     pub session_id: String,
     /// Include the conversation history (default false).
@@ -142,7 +142,7 @@ pub struct DeleteSessionResult {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct PromptParams {
     pub session_id: String,
     pub text: String,
@@ -165,7 +165,7 @@ pub struct PromptResult {
 
 /// Params of `session/steer` and `session/followUp`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct QueueMessageParams {
     pub session_id: String,
     pub text: String,
@@ -191,7 +191,7 @@ pub struct CancelResult {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SubscribeParams {
     pub session_id: String,
     /// Replay persisted events with `seq > afterSeq` first; omit for live events only.
@@ -200,5 +200,5 @@ pub struct SubscribeParams {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeParams {}

@@ -23,6 +23,7 @@ mod approvals_cli;
 mod cli;
 mod daemon;
 mod llm;
+mod protocol_contract;
 mod reliability_conn;
 mod reliability_evict;
 mod reliability_files;

@@ -90,7 +90,7 @@ async fn every_json_rpc_error_code_leaves_the_connection_usable() {
             codes::METHOD_NOT_FOUND,
         ),
         (
-            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"daemon/status\",\"params\":{\"bogus\":1}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/list\",\"params\":{\"limit\":\"many\"}}",
             codes::INVALID_PARAMS,
         ),
         (

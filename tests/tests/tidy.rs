@@ -110,3 +110,101 @@ fn agent_never_names_session() {
         found.join("\n")
     );
 }
+
+/// The root of the workspace (the test crate's parent).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every method the daemon serves, each named in a `###` heading of `docs/protocol.md`, and
+/// every method such a heading names is one the daemon serves; every field a client may
+/// declare in `initialize`'s capabilities has its row in the table there.
+#[test]
+fn the_protocol_doc_names_every_method_and_capability() {
+    let doc = std::fs::read_to_string(repo_root().join("docs/protocol.md")).unwrap();
+    let mut served: Vec<&str> = protocol::methods::ALL.to_vec();
+    served.push(protocol::methods::SESSION_UNSUBSCRIBE);
+    served.push(protocol::methods::DAEMON_UNSUBSCRIBE);
+    let notifications = [
+        protocol::event::SESSION_EVENT,
+        protocol::event::DAEMON_EVENT,
+    ];
+    let headings: Vec<&str> = doc
+        .lines()
+        .filter(|line| line.starts_with("### "))
+        .collect();
+    let mut named = Vec::new();
+    for heading in &headings {
+        for (index, part) in heading.split('`').enumerate() {
+            // Odd parts are inside backticks; a method name is `word/word` or `initialize`.
+            let looks_like_method = part == "initialize"
+                || (part.contains('/') && !part.contains(' ') && !part.contains('.'));
+            if index % 2 == 1 && looks_like_method {
+                named.push(part);
+            }
+        }
+    }
+    let undocumented: Vec<&&str> = served.iter().filter(|m| !named.contains(m)).collect();
+    assert!(
+        undocumented.is_empty(),
+        "methods without a `### ` heading in docs/protocol.md: {undocumented:?}"
+    );
+    let unknown: Vec<&&str> = named
+        .iter()
+        .filter(|m| !served.contains(m) && !notifications.contains(m))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/protocol.md documents methods the daemon does not serve: {unknown:?}"
+    );
+
+    // The example answer of `initialize` lists what the daemon serves and sends.
+    let example = doc
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("← ")
+                .filter(|l| l.contains("\"serverInfo\""))
+        })
+        .expect("an example answer of initialize in docs/protocol.md");
+    let example: serde_json::Value = serde_json::from_str(example).unwrap();
+    let offered = &example["result"]["capabilities"];
+    assert_eq!(
+        offered["methods"],
+        serde_json::json!(protocol::methods::ALL),
+        "the initialize example's capabilities.methods differ from protocol::methods::ALL"
+    );
+    assert_eq!(
+        offered["notifications"],
+        serde_json::json!(notifications),
+        "the initialize example's capabilities.notifications differ from the daemon's"
+    );
+
+    let capabilities =
+        serde_json::to_value(protocol::daemon::ClientCapabilities::default()).unwrap();
+    for field in capabilities.as_object().unwrap().keys() {
+        assert!(
+            doc.contains(&format!("| `{field}` |")),
+            "the client capability `{field}` has no row in docs/protocol.md's initialize table"
+        );
+    }
+}
+
+/// Params types accept fields they do not know (a newer client talks to an older daemon), so
+/// no type of the protocol crate refuses unknown fields.
+#[test]
+fn no_protocol_type_refuses_unknown_fields() {
+    let mut found = Vec::new();
+    for file in rust_files(&repo_root().join("protocol/src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            if line.contains("deny_unknown_fields") && !line.trim_start().starts_with("//") {
+                found.push(format!("{}:{}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "wire types must accept unknown fields (remove `deny_unknown_fields`):\n{}",
+        found.join("\n")
+    );
+}

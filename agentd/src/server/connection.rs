@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
 use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
-use super::request::{IncomingCall, error_response, parse_call};
+use super::request::{IncomingCall, VerbatimId, error_response, parse_call};
 use super::subscriptions::SubscriptionTable;
 pub use super::subscriptions::TrackedSubscription;
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
@@ -220,6 +220,10 @@ pub async fn serve_connection<S>(
     tracing::debug!(connection_id, "connection closed");
 }
 
+/// Messages a subscription whose call had a verbatim id may have queued on their way to the
+/// connection's queue (which bounds the connection; this only smooths the hand-over).
+const SUBSCRIPTION_RELAY_QUEUE: usize = 16;
+
 struct Dispatcher {
     methods: Methods,
     sink: MethodSink,
@@ -259,8 +263,8 @@ impl Dispatcher {
         match parsed {
             Ok(Some(call)) if call.method == protocol::methods::Initialize::NAME => {
                 // Inline, so the next request on this connection sees the result.
-                let response = self.call(call).await;
-                self.send(response).await;
+                let (response, id) = self.call(call).await;
+                self.send_answer(response, &id).await;
             }
             Ok(Some(call)) => {
                 in_flight.spawn(async move {
@@ -270,14 +274,17 @@ impl Dispatcher {
                         None => self.heavy_permit(&call.method).await,
                         Some(_) => None,
                     };
-                    let response = self.call(call).await;
+                    let (response, id) = self.call(call).await;
                     drop(budget);
-                    self.send(response).await;
+                    self.send_answer(response, &id).await;
                     drop(heavy);
                 });
             }
             Ok(None) => {}
-            Err(response) => self.send(response).await,
+            Err(refusal) => {
+                self.send_answer(refusal.response, &refusal.verbatim_id)
+                    .await
+            }
         }
     }
 
@@ -329,9 +336,9 @@ impl Dispatcher {
                 let response = match parse_call(item.get()) {
                     Ok(Some(call)) => self.call(call).await,
                     Ok(None) => continue,
-                    Err(response) => response,
+                    Err(refusal) => (refusal.response, refusal.verbatim_id),
                 };
-                answered_bytes = answered_bytes.saturating_add(response.as_json().get().len());
+                answered_bytes = answered_bytes.saturating_add(response.0.as_json().get().len());
                 responses.push(response);
                 if answered_bytes > self.limits.max_line_bytes {
                     drop(responses);
@@ -349,7 +356,7 @@ impl Dispatcher {
             }
             drop(budget);
             let mut parts = Vec::with_capacity(responses.len());
-            for response in responses {
+            for (response, id) in responses {
                 if response.is_subscription() {
                     continue;
                 }
@@ -357,7 +364,7 @@ impl Dispatcher {
                 if let Some(notify) = notify {
                     notify.notify(true);
                 }
-                parts.push(json);
+                parts.push(id.restore(json));
             }
             if parts.is_empty() {
                 return;
@@ -393,9 +400,11 @@ impl Dispatcher {
     /// Run one call through the method table. A handler that panics is answered -32603 (the
     /// panic hook has logged it with a backtrace): the client never waits for an answer that
     /// cannot come. An answer over the line limit becomes a "response too big" error.
-    async fn call(&self, call: IncomingCall) -> MethodResponse {
+    /// The answer goes back with the call's `VerbatimId`, returned beside it.
+    async fn call(&self, call: IncomingCall) -> (MethodResponse, VerbatimId) {
         use futures::FutureExt;
         let id = call.id.clone();
+        let verbatim_id = call.verbatim_id.clone();
         let method = call.method.clone();
         let response = match std::panic::AssertUnwindSafe(self.dispatch(call))
             .catch_unwind()
@@ -405,16 +414,17 @@ impl Dispatcher {
             Err(payload) => {
                 let message = crate::logging::panic_message(&*payload);
                 tracing::error!(connection_id = self.ctx.connection_id, %method, "the handler panicked: {message}");
-                return error_response(
+                let response = error_response(
                     id,
                     codes::INTERNAL_ERROR,
                     format!(
                         "internal error: the daemon failed handling {method} ({message}); it keeps serving and logged the details, please report this bug"
                     ),
                 );
+                return (response, verbatim_id);
             }
         };
-        self.within_line_limit(id, &method, response)
+        (self.within_line_limit(id, &method, response), verbatim_id)
     }
     /// jsonrpsee stops encoding an answer at the limit and answers its own "oversized" error,
     /// whose code (-32008) is ours for "already decided": give it our code and a message that
@@ -447,7 +457,12 @@ impl Dispatcher {
 
     /// Dispatch one call to its handler.
     async fn dispatch(&self, call: IncomingCall) -> MethodResponse {
-        let IncomingCall { id, method, params } = call;
+        let IncomingCall {
+            id,
+            verbatim_id,
+            method,
+            params,
+        } = call;
         let is_initialize = method == protocol::methods::Initialize::NAME;
         if !is_initialize && !self.ctx.initialized.load(Ordering::Acquire) {
             return MethodResponse::error(
@@ -496,7 +511,8 @@ impl Dispatcher {
                     id_provider: &RandomIntegerIdProvider,
                     subscription_permit: permit,
                 };
-                cb(id, params, self.sink.clone(), state, extensions).await
+                let sink = self.subscription_sink(verbatim_id);
+                cb(id, params, sink, state, extensions).await
             }
             MethodCallback::Unsubscription(cb) => {
                 // Ours first: it knows subscriptions jsonrpsee may not have recorded yet.
@@ -522,12 +538,44 @@ impl Dispatcher {
         }
     }
 
+    /// The sink a subscription sends its answer and notifications through: the connection's,
+    /// or, when the call's id is verbatim, one whose first message (the answer) gets the id
+    /// back on its way to the connection's (a forwarder task the connection waits for, like
+    /// the subscription's own).
+    fn subscription_sink(&self, verbatim_id: VerbatimId) -> MethodSink {
+        if !verbatim_id.is_some() {
+            return self.sink.clone();
+        }
+        let (tx, mut rx) = mpsc::channel::<Box<RawValue>>(SUBSCRIPTION_RELAY_QUEUE);
+        let out = self.sink.clone();
+        self.ctx.forwarders.spawn(async move {
+            let mut first = true;
+            while let Some(message) = rx.recv().await {
+                let message = if std::mem::take(&mut first) {
+                    verbatim_id.restore(message)
+                } else {
+                    message
+                };
+                if out.send(message).await.is_err() {
+                    break;
+                }
+            }
+        });
+        MethodSink::new_with_limit(tx, self.limits.max_line_bytes as u32)
+    }
+
     /// Queue a response; subscription answers were already sent through the sink.
     async fn send(&self, response: MethodResponse) {
+        self.send_answer(response, &VerbatimId::default()).await;
+    }
+
+    /// Queue a response with its id put back as the client wrote it.
+    async fn send_answer(&self, response: MethodResponse, verbatim_id: &VerbatimId) {
         if response.is_subscription() {
             return;
         }
         let (json, notify, _) = response.into_parts();
+        let json = verbatim_id.restore(json);
         self.outbound.reserve(&json).await;
         let sent = self.sink.send(json).await.is_ok();
         if let Some(notify) = notify {

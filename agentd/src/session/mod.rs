@@ -66,6 +66,9 @@ struct Slot {
 pub struct SessionManager {
     deps: Arc<SessionDeps>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
+    /// Sessions whose files this daemon does not read (a newer format), with the reason
+    /// `session/get` gives; found at startup, their files are left alone.
+    refused: HashMap<String, String>,
     /// The daemon-wide lifecycle stream and who answers approvals on it.
     daemon: events::DaemonStream,
     /// Owns every session actor and run task, and the evictor.
@@ -82,13 +85,14 @@ impl SessionManager {
     /// Index the sessions on disk (headers only; each loads on first use).
     pub async fn open(deps: SessionDeps) -> anyhow::Result<SessionManager> {
         let dir = deps.paths.sessions_dir.clone();
-        let (headers, summaries) = tokio::task::spawn_blocking(move || {
-            let headers = scan(&dir)?;
+        let ((headers, refused), summaries) = tokio::task::spawn_blocking(move || {
+            let (headers, refused) = scan(&dir)?;
             let stamps: Vec<(String, index::FileStamp)> = headers
                 .iter()
                 .filter_map(|(header, stamp)| Some((header.id.clone(), (*stamp)?)))
                 .collect();
-            anyhow::Ok((headers, index::SummaryIndex::load(&dir, &stamps)))
+            let summaries = index::SummaryIndex::load(&dir, &stamps);
+            anyhow::Ok(((headers, refused), summaries))
         })
         .await
         .context("session scan failed")??;
@@ -108,6 +112,7 @@ impl SessionManager {
         Ok(SessionManager {
             deps: Arc::new(deps),
             slots: RwLock::new(slots),
+            refused,
             daemon,
             tasks: TaskTracker::new(),
             summaries,
@@ -275,11 +280,14 @@ impl SessionManager {
     /// The session `id`, loaded.
     pub async fn get(&self, id: &str) -> Result<Arc<Session>, SessionError> {
         check_session_id(id)?;
-        let slot = self
-            .read_slots()
-            .get(id)
-            .cloned()
-            .ok_or_else(|| SessionError::not_found(id))?;
+        let slot =
+            self.read_slots()
+                .get(id)
+                .cloned()
+                .ok_or_else(|| match self.refused.get(id) {
+                    Some(why) => SessionError::NotFound(why.clone()),
+                    None => SessionError::not_found(id),
+                })?;
         if slot.deleted.load(Ordering::Acquire) {
             return Err(SessionError::not_found(id));
         }
@@ -433,12 +441,14 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
 /// index). Blocking. Only regular `<id>.jsonl` files whose header names the same, well-formed
 /// id are indexed: the id builds the session's file path, so a hostile header (`../../x`) must
 /// never be trusted. Anything else (a FIFO, a directory, a symlink, a foreign id) is skipped
-/// with a warning and never opened in a way that blocks.
-fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<index::FileStamp>)>> {
+/// with a warning and never opened in a way that blocks; so is a file of a newer format
+/// (`store::NewerFormat`), which is also returned, by session id, with the reason.
+fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
     let mut found = Vec::new();
+    let mut refused = HashMap::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((found, refused)),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", dir.display())),
     };
     for entry in entries.flatten() {
@@ -448,11 +458,26 @@ fn scan(dir: &std::path::Path) -> anyhow::Result<Vec<(SessionHeader, Option<inde
         }
         match scan_one(&path) {
             Ok(found_one) => found.push(found_one),
-            Err(err) => tracing::warn!("skipping session file {}: {err:#}", path.display()),
+            Err(err) => {
+                tracing::warn!("skipping session file {}: {err:#}", path.display());
+                let stem = path.file_stem().and_then(|stem| stem.to_str());
+                if let Some(newer) = err.downcast_ref::<store::NewerFormat>()
+                    && stem == Some(newer.session_id.as_str())
+                    && protocol::id::is_session_id(&newer.session_id)
+                {
+                    refused.insert(newer.session_id.clone(), newer.to_string());
+                }
+            }
         }
     }
-    Ok(found)
+    Ok((found, refused))
 }
+
+/// What `scan` found: the headers (with file stamps) and the sessions refused by format.
+type Scanned = (
+    Vec<(SessionHeader, Option<index::FileStamp>)>,
+    HashMap<String, String>,
+);
 
 /// The header and stamp (length, mtime) of one session file, if it may be indexed.
 fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<index::FileStamp>)> {

@@ -225,3 +225,29 @@ fn read_header_reads_only_the_first_line() {
     write(&path, &[Entry::Header(header())], "garbage\n");
     assert_eq!(read_header(&path).unwrap().id, "ses_1");
 }
+
+#[test]
+fn a_file_of_a_newer_format_is_refused_by_version_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ses_1.jsonl");
+    let newer = SessionHeader {
+        version: FORMAT_VERSION + 1,
+        ..header()
+    };
+    write(&path, &[Entry::Header(newer)], "");
+    for err in [read_header(&path).unwrap_err(), load(&path).unwrap_err()] {
+        let refused = err
+            .downcast_ref::<NewerFormat>()
+            .expect("a NewerFormat error");
+        assert_eq!(refused.version, FORMAT_VERSION + 1);
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("format {}", FORMAT_VERSION + 1))
+                && message.contains(&format!("format {FORMAT_VERSION}")),
+            "{message}"
+        );
+    }
+    // Older and current formats load.
+    write(&path, &[Entry::Header(header())], "");
+    assert!(load(&path).is_ok());
+}
