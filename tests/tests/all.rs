@@ -24,6 +24,7 @@ mod cli;
 mod daemon;
 mod llm;
 mod protocol_contract;
+mod protocol_errors;
 mod reliability_conn;
 mod reliability_evict;
 mod reliability_files;

@@ -1,0 +1,92 @@
+//! Daemon errors speak to every client, editors included: their messages name no `agentctl`
+//! command, what the client can do next travels in `error.data` (`{"suggest": {"method": …}}`),
+//! and agentctl words that suggestion as its own command.
+
+use agentd_tests::harness::text;
+use agentd_tests::mock_llm::Format;
+use agentd_tests::scenario::Scenario;
+use serde_json::{Value, json};
+
+/// A request the daemon refuses, the code it answers with and the method it suggests.
+struct Refused {
+    method: &'static str,
+    params: Value,
+    code: i32,
+    suggest: &'static str,
+}
+
+fn refused_requests() -> Vec<Refused> {
+    use protocol::error::{INVALID_PARAMS, NOT_FOUND};
+    vec![
+        Refused {
+            method: "session/get",
+            params: json!({"sessionId": "ses_missing"}),
+            code: NOT_FOUND,
+            suggest: "session/list",
+        },
+        Refused {
+            method: "session/get",
+            params: json!({"sessionId": "not a session id"}),
+            code: INVALID_PARAMS,
+            suggest: "session/list",
+        },
+        Refused {
+            method: "session/delete",
+            params: json!({"sessionId": "ses_missing"}),
+            code: NOT_FOUND,
+            suggest: "session/list",
+        },
+        Refused {
+            method: "approval/list",
+            params: json!({"sessionId": "not a session id"}),
+            code: INVALID_PARAMS,
+            suggest: "session/list",
+        },
+        Refused {
+            method: "approval/respond",
+            params: json!({"approvalId": "apr_missing", "decision": "allowOnce"}),
+            code: NOT_FOUND,
+            suggest: "approval/list",
+        },
+        Refused {
+            method: "approval/respond",
+            params: json!({"approvalId": "not an approval id", "decision": "deny"}),
+            code: INVALID_PARAMS,
+            suggest: "approval/list",
+        },
+    ]
+}
+
+#[tokio::test]
+async fn daemon_errors_name_no_agentctl_command_and_suggest_a_method_in_data() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let mut client = s.client().await;
+    for case in refused_requests() {
+        let id = client.send_request(case.method, &case.params).await;
+        let response = client.response_for(&json!(id)).await;
+        let error = &response["error"];
+        let what = format!("{} {}: {response}", case.method, case.params);
+        assert_eq!(error["code"], json!(case.code), "{what}");
+        let message = error["message"].as_str().expect("an error message");
+        assert!(!message.contains("agentctl"), "{what}");
+        assert_eq!(error["data"]["suggest"]["method"], json!(case.suggest), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn agentctl_words_the_suggestion_as_its_own_command() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let env = &s.daemon.env;
+    let cases: [(&[&str], &str); 4] = [
+        (&["sessions", "show", "ses_missing"], "agentctl sessions list"),
+        (&["sessions", "rm", "not-a-session"], "agentctl sessions list"),
+        (&["approve", "apr_missing"], "agentctl approvals list"),
+        (&["deny", "not-an-approval"], "agentctl approvals list"),
+    ];
+    for (args, hint) in cases {
+        let output = env.run_agentctl(args).await;
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(hint), "{args:?}: {stderr}");
+    }
+}
