@@ -11,6 +11,7 @@ use jsonrpsee::core::client::{ClientT, Error as RpcClientError, SubscriptionClie
 use jsonrpsee::core::traits::ToRpcParams;
 use protocol::Method;
 use protocol::daemon::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
+use protocol::error::ErrorData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -40,9 +41,14 @@ pub enum ClientError {
     /// The daemon runs but serves no more connections now (its connection limit).
     #[error("{message}")]
     Busy { message: String },
-    /// The daemon answered with a JSON-RPC error.
+    /// The daemon answered with a JSON-RPC error; `data` is its `error.data` when that has
+    /// the documented shape (a suggestion agentctl words as its own command).
     #[error("{message}")]
-    Rpc { code: i32, message: String },
+    Rpc {
+        code: i32,
+        message: String,
+        data: Option<ErrorData>,
+    },
     /// The connection broke or a reply could not be read.
     #[error("{0}")]
     Transport(String),
@@ -64,6 +70,10 @@ impl From<RpcClientError> for ClientError {
             RpcClientError::Call(err) => ClientError::Rpc {
                 code: err.code(),
                 message: err.message().to_owned(),
+                // Data of another shape (a newer daemon's) is ignored, never an error.
+                data: err
+                    .data()
+                    .and_then(|raw| serde_json::from_str::<ErrorData>(raw.get()).ok()),
             },
             RpcClientError::RestartNeeded(reason) => {
                 ClientError::Transport(format!("connection to agentd lost: {reason}"))
@@ -165,6 +175,7 @@ impl Connection {
                 (ClientError::Transport(_), Some(refusal)) => ClientError::Rpc {
                     code: refusal.code,
                     message: refusal.message.clone(),
+                    data: None,
                 },
                 (ClientError::Transport(reason), None) => unreachable(reason),
                 (other, _) => other,

@@ -265,7 +265,7 @@ async fn perform(
                 let request = connection.request::<ApprovalRespond>(&params);
                 let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
                     Ok(Ok(_)) => None,
-                    Ok(Err(ClientError::Rpc { code, message })) => Some((code, message)),
+                    Ok(Err(ClientError::Rpc { code, message, .. })) => Some((code, message)),
                     Ok(Err(err)) => Some((0, err.to_string())),
                     Err(_) => Some((0, "agentd did not answer in time".to_owned())),
                 };

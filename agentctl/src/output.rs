@@ -78,10 +78,30 @@ impl From<ClientError> for CommandError {
                 };
                 CommandError::failed(message)
             }
-            ClientError::Rpc { .. } | ClientError::Transport(_) => {
-                CommandError::failed(err.to_string())
+            ClientError::Rpc { data, .. } => {
+                let hint = data
+                    .as_ref()
+                    .and_then(|data| data.suggest.as_ref())
+                    .map(|suggest| format!("\nhint: {}", suggestion_hint(&suggest.method)))
+                    .unwrap_or_default();
+                CommandError::failed(format!("{err}{hint}"))
             }
+            ClientError::Transport(_) => CommandError::failed(err.to_string()),
         }
+    }
+}
+
+/// The daemon's suggestion (`error.data.suggest.method`) as an agentctl command, or as the
+/// method itself when agentctl has no command for it.
+pub fn suggestion_hint(method: &str) -> String {
+    use protocol::Method;
+    use protocol::methods::{ApprovalList, SessionList};
+    if method == SessionList::NAME {
+        "list sessions with `agentctl sessions list`".to_owned()
+    } else if method == ApprovalList::NAME {
+        "list pending approvals with `agentctl approvals list`".to_owned()
+    } else {
+        format!("the daemon suggests calling `{method}`")
     }
 }
 

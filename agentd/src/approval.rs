@@ -24,10 +24,11 @@ pub struct Resolution {
     pub reason: Option<String>,
 }
 
-/// Why an answer was refused.
+/// Why an answer was refused. Messages name no client's commands: what to do next is
+/// [`RespondError::suggested_method`], sent as `error.data`.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RespondError {
-    #[error("approval not found: {0}; list pending approvals with `agentctl approvals list`")]
+    #[error("approval not found: {0}; list the pending approvals to see which wait for an answer")]
     NotFound(String),
     #[error("approval {id} was already decided ({decision:?} by {decided_by})")]
     AlreadyDecided {
@@ -38,13 +39,28 @@ pub enum RespondError {
     #[error("{0}")]
     NotOffered(String),
     #[error(
-        "invalid approval id {0:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list pending approvals with `agentctl approvals list`"
+        "invalid approval id {0:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list the pending approvals to see which wait for an answer"
     )]
     InvalidId(String),
     /// The rule of an `allowAlways` answer could not be written; the approval is pending again
     /// (or decided by the answer that raced the claim).
     #[error("{0}")]
     ConfigEdit(String),
+}
+
+impl RespondError {
+    /// The method whose result helps the user recover from this error, if one does.
+    pub fn suggested_method(&self) -> Option<&'static str> {
+        use protocol::Method;
+        match self {
+            RespondError::NotFound(_) | RespondError::InvalidId(_) => {
+                Some(protocol::methods::ApprovalList::NAME)
+            }
+            RespondError::AlreadyDecided { .. }
+            | RespondError::NotOffered(_)
+            | RespondError::ConfigEdit(_) => None,
+        }
+    }
 }
 
 struct Waiting {

@@ -51,3 +51,35 @@ pub const ALL: &[(i32, &str)] = &[
     (FORBIDDEN, "forbidden"),
     (RESPONSE_TOO_BIG, "response too big"),
 ];
+
+/// `error.data` of an agentd error, when it has any: machine-readable help for the client.
+/// Messages never name a client's commands (editors read them too); a client words `suggest`
+/// in its own terms (agentctl prints its command for the method). Clients ignore fields they
+/// do not know, and `data` may be absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorData {
+    /// What the client can do next to recover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest: Option<Suggestion>,
+}
+
+/// A method whose result helps the user recover, e.g. `session/list` to see the session ids
+/// that exist after `session not found`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suggestion {
+    /// A method of [`crate::methods::ALL`].
+    pub method: String,
+}
+
+impl ErrorData {
+    /// Data suggesting the client call `method` (one of [`crate::methods::ALL`]).
+    pub fn suggest_method(method: &str) -> ErrorData {
+        ErrorData {
+            suggest: Some(Suggestion {
+                method: method.to_owned(),
+            }),
+        }
+    }
+}

@@ -69,7 +69,11 @@ async fn daemon_errors_name_no_agentctl_command_and_suggest_a_method_in_data() {
         assert_eq!(error["code"], json!(case.code), "{what}");
         let message = error["message"].as_str().expect("an error message");
         assert!(!message.contains("agentctl"), "{what}");
-        assert_eq!(error["data"]["suggest"]["method"], json!(case.suggest), "{what}");
+        assert_eq!(
+            error["data"]["suggest"]["method"],
+            json!(case.suggest),
+            "{what}"
+        );
     }
 }
 
@@ -78,8 +82,14 @@ async fn agentctl_words_the_suggestion_as_its_own_command() {
     let s = Scenario::start(Format::OpenAi).await;
     let env = &s.daemon.env;
     let cases: [(&[&str], &str); 4] = [
-        (&["sessions", "show", "ses_missing"], "agentctl sessions list"),
-        (&["sessions", "rm", "not-a-session"], "agentctl sessions list"),
+        (
+            &["sessions", "show", "ses_missing"],
+            "agentctl sessions list",
+        ),
+        (
+            &["sessions", "rm", "not-a-session"],
+            "agentctl sessions list",
+        ),
         (&["approve", "apr_missing"], "agentctl approvals list"),
         (&["deny", "not-an-approval"], "agentctl approvals list"),
     ];

@@ -6,7 +6,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use protocol::approval::*;
 use protocol::error as codes;
 
-use super::{RpcResult, rpc_error};
+use super::{RpcResult, rpc_error_suggesting};
 use crate::approval::{Resolution, RespondError};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
@@ -19,7 +19,7 @@ impl From<RespondError> for ErrorObjectOwned {
             RespondError::NotOffered(_) | RespondError::InvalidId(_) => codes::INVALID_PARAMS,
             RespondError::ConfigEdit(_) => codes::INTERNAL_ERROR,
         };
-        rpc_error(code, err.to_string())
+        rpc_error_suggesting(code, err.to_string(), err.suggested_method())
     }
 }
 

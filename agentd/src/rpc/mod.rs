@@ -129,6 +129,17 @@ pub fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(code, message.into(), None::<()>)
 }
 
+/// An error whose `data` suggests `method` (one of `protocol::methods::ALL`) to recover: the
+/// message stays free of any client's commands, each client words the suggestion itself.
+pub fn rpc_error_suggesting(
+    code: i32,
+    message: impl Into<String>,
+    method: Option<&str>,
+) -> ErrorObjectOwned {
+    let data = method.map(protocol::error::ErrorData::suggest_method);
+    ErrorObjectOwned::owned(code, message.into(), data)
+}
+
 /// Refuse new work once the daemon is stopping.
 pub fn refuse_if_stopping(state: &DaemonState) -> Result<(), ErrorObjectOwned> {
     if state.shutdown.is_cancelled() {

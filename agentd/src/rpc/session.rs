@@ -7,7 +7,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use protocol::error as codes;
 use protocol::session::*;
 
-use super::{RpcResult, rpc_error};
+use super::{RpcResult, rpc_error, rpc_error_suggesting};
 use crate::server::ConnectionContext;
 use crate::session::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, SessionError};
 use crate::state::DaemonState;
@@ -17,11 +17,11 @@ impl From<SessionError> for ErrorObjectOwned {
         let code = match &err {
             SessionError::NotFound(_) => codes::NOT_FOUND,
             SessionError::Conflict(_) => codes::CONFLICT,
-            SessionError::InvalidParams(_) => codes::INVALID_PARAMS,
+            SessionError::InvalidParams(_) | SessionError::InvalidId(_) => codes::INVALID_PARAMS,
             SessionError::Config(_) => codes::CONFIG_ERROR,
             SessionError::Internal(_) => codes::INTERNAL_ERROR,
         };
-        rpc_error(code, err.to_string())
+        rpc_error_suggesting(code, err.to_string(), err.suggested_method())
     }
 }
 

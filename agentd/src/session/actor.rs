@@ -23,11 +23,16 @@ use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionSt
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
 
-/// Why a session request failed; mapped to JSON-RPC errors by the RPC layer.
+/// Why a session request failed; mapped to JSON-RPC errors by the RPC layer. Messages name
+/// no client's commands: what to do next is [`SessionError::suggested_method`], sent as
+/// `error.data`.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error("{0}")]
     NotFound(String),
+    /// A session id outside the `ses_…` grammar.
+    #[error("{0}")]
+    InvalidId(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -41,8 +46,22 @@ pub enum SessionError {
 impl SessionError {
     pub fn not_found(id: &str) -> Self {
         SessionError::NotFound(format!(
-            "session not found: {id}; list sessions with `agentctl sessions list`"
+            "session not found: {id}; list the sessions to see which exist"
         ))
+    }
+
+    /// The method whose result helps the user recover from this error, if one does.
+    pub fn suggested_method(&self) -> Option<&'static str> {
+        use protocol::Method;
+        match self {
+            SessionError::NotFound(_) | SessionError::InvalidId(_) => {
+                Some(protocol::methods::SessionList::NAME)
+            }
+            SessionError::Conflict(_)
+            | SessionError::InvalidParams(_)
+            | SessionError::Config(_)
+            | SessionError::Internal(_) => None,
+        }
     }
 }
 

@@ -412,8 +412,8 @@ pub fn check_session_id(id: &str) -> Result<(), SessionError> {
     if protocol::id::is_session_id(id) {
         return Ok(());
     }
-    Err(SessionError::InvalidParams(format!(
-        "invalid session id {id:?}: session ids are `ses_` followed by letters, digits, `_` or `-`; list sessions with `agentctl sessions list`"
+    Err(SessionError::InvalidId(format!(
+        "invalid session id {id:?}: session ids are `ses_` followed by letters, digits, `_` or `-`; list the sessions to see which exist"
     )))
 }
 
