@@ -124,3 +124,46 @@ pub fn report(err: CommandError, json: bool) -> ExitCode {
     }
     ExitCode::from(err.code)
 }
+
+#[cfg(test)]
+mod tests {
+    use protocol::error::{ErrorData, NOT_FOUND};
+
+    use super::*;
+
+    fn rpc(data: Option<ErrorData>) -> CommandError {
+        CommandError::from(ClientError::Rpc {
+            code: NOT_FOUND,
+            message: "session not found: ses_x".to_owned(),
+            data,
+        })
+    }
+
+    #[test]
+    fn a_suggested_method_becomes_a_hint_line() {
+        let cases = [
+            (
+                Some("session/list"),
+                "\nhint: list sessions with `agentctl sessions list`",
+            ),
+            (
+                Some("approval/list"),
+                "\nhint: list pending approvals with `agentctl approvals list`",
+            ),
+            (
+                Some("later/method"),
+                "\nhint: the daemon suggests calling `later/method`",
+            ),
+            (None, ""),
+        ];
+        for (method, hint) in cases {
+            let error = rpc(method.map(ErrorData::suggest_method));
+            assert_eq!(error.message, format!("session not found: ses_x{hint}"));
+            assert_eq!(error.code, EXIT_FAILED);
+        }
+        assert_eq!(
+            rpc(Some(ErrorData::default())).message,
+            "session not found: ses_x"
+        );
+    }
+}

@@ -2,6 +2,8 @@
 //! command, what the client can do next travels in `error.data` (`{"suggest": {"method": …}}`),
 //! and agentctl words that suggestion as its own command.
 
+use std::path::{Path, PathBuf};
+
 use agentd_tests::harness::text;
 use agentd_tests::mock_llm::Format;
 use agentd_tests::scenario::Scenario;
@@ -99,4 +101,65 @@ async fn agentctl_words_the_suggestion_as_its_own_command() {
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains(hint), "{args:?}: {stderr}");
     }
+}
+
+/// Files of `agentd/src` whose messages may name agentctl, with why: they never reach a client.
+const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
+    (
+        "daemon/lock.rs",
+        "agentd's own startup refusal, printed on the stderr of whoever started it",
+    ),
+    (
+        "daemon/mod.rs",
+        "agentd's own startup refusal, printed on the stderr of whoever started it",
+    ),
+];
+
+/// Every `.rs` file under `dir`, recursively, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The whole class, not just the ids tested above: no code line of the daemon (comments and
+/// test modules aside) names agentctl, except the startup refusals listed with their reason.
+#[test]
+fn no_daemon_message_names_agentctl() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentd/src");
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let relative = file.strip_prefix(&src).unwrap().display().to_string();
+        let is_test_file = relative.ends_with("tests.rs") || relative.ends_with("test_support.rs");
+        if is_test_file || MAY_NAME_AGENTCTL.iter().any(|(path, _)| *path == relative) {
+            continue;
+        }
+        let source = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in source.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            let code = line.trim_start();
+            if !code.starts_with("//") && code.contains("agentctl") {
+                found.push(format!("{relative}:{}: {code}", number + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "daemon messages reach editors too: put the hint in error.data \
+         (protocol::error::ErrorData) and let agentctl word it:\n{}",
+        found.join("\n")
+    );
 }
