@@ -16,10 +16,20 @@ pub(super) async fn run_permissions(
 ) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
     use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
     let cwd = std::path::PathBuf::from(&header.cwd);
-    let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
+    let trust = deps.trust.clone();
+    let (project, root, trusted) = tokio::task::spawn_blocking(move || {
+        let root = crate::trust::project_root(&cwd);
+        let trusted = trust.is_trusted(&root);
+        (load_project_settings(&cwd), root, trusted)
+    })
+    .await?;
     let mut warnings = Vec::new();
     let project_rules = match project {
-        Ok(settings) => {
+        Ok(mut settings) => {
+            if !trusted && !settings.rules.allow.is_empty() {
+                warnings.push(untrusted_allow_warning(&settings, &root));
+                settings.rules.allow.clear();
+            }
             warnings.extend(
                 settings
                     .errors
@@ -79,4 +89,25 @@ pub(super) async fn run_permissions(
         broker: deps.approvals.clone(),
     };
     Ok((permissions, warnings))
+}
+
+/// The warning of a run whose project has allow rules the user has not trusted yet: which
+/// rules wait, and how to trust the root.
+fn untrusted_allow_warning(
+    settings: &crate::permission::ProjectSettings,
+    root: &std::path::Path,
+) -> String {
+    let rules: Vec<&str> = settings
+        .rules
+        .allow
+        .iter()
+        .map(|rule| rule.text.as_str())
+        .collect();
+    format!(
+        "project {} is not trusted, so its allow rules are not applied ({}); its deny and ask \
+         rules are. Trust it to apply them: `agentctl trust {}` (method project/trust)",
+        root.display(),
+        rules.join(", "),
+        root.display()
+    )
 }
