@@ -202,3 +202,35 @@ async fn trusted_projects_are_listed_kept_across_restarts_and_untrusted() {
     let listed = client.request("project/list", json!({})).await.unwrap();
     assert_eq!(listed, json!({"projects": []}));
 }
+
+/// `agentctl trust DIR` resolves DIR against the current directory and names the root the
+/// daemon trusted; `untrust` says when nothing changed; a missing directory fails with the
+/// daemon's message.
+#[tokio::test]
+async fn agentctl_trust_and_untrust_take_a_directory() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let workspace = s.workspace();
+    std::fs::create_dir_all(workspace.join(".git")).unwrap();
+    std::fs::create_dir_all(workspace.join("pkg/lib")).unwrap();
+    let root = canonical(&workspace);
+    let env = &s.daemon.env;
+
+    let output = env.run_agentctl(&["trust", "pkg/lib"]).await;
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(&format!("trusted {root}")), "{stdout}");
+
+    let output = env.run_agentctl(&["--json", "untrust", "pkg"]).await;
+    assert!(output.status.success(), "{output:?}");
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, json!({"root": root, "wasTrusted": true}));
+
+    let output = env.run_agentctl(&["untrust"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("was not trusted"), "{stdout}");
+
+    let output = env.run_agentctl(&["trust", "no/such/dir"]).await;
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a directory"), "{stderr}");
+}
