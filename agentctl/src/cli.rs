@@ -122,6 +122,19 @@ pub enum Command {
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
+    /// Trust a project: the allow rules (and default mode) of its `.agents/settings.*` apply.
+    ///
+    /// Its deny and ask rules apply whether trusted or not. The project is DIR's git root, or
+    /// DIR itself outside a repository.
+    Trust {
+        /// A directory of the project (default: the current directory).
+        dir: Option<PathBuf>,
+    },
+    /// Stop trusting a project: only the deny and ask rules of its settings apply again.
+    Untrust {
+        /// A directory of the project (default: the current directory).
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -130,6 +130,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             let decision = commands::approvals::deny_decision(cancel);
             done(commands::approvals::respond(&ctx, approval, decision, reason).await)
         }
+        Command::Trust { dir } => done(commands::trust::trust(&ctx, dir).await),
+        Command::Untrust { dir } => done(commands::trust::untrust(&ctx, dir).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -24,6 +24,7 @@ pub mod test_seam;
 mod test_support;
 pub mod text_position;
 pub mod tools;
+pub mod trust;
 pub mod wire;
 
 /// Set up logging and the runtime, then run the daemon until it stops.

@@ -20,4 +20,6 @@ pub struct DaemonState {
     pub sessions: Arc<SessionManager>,
     /// Tool calls waiting for a person, across sessions.
     pub approvals: Arc<crate::approval::ApprovalBroker>,
+    /// Trusted project roots (`project/trust`, `project/untrust`, `project/list`).
+    pub trust: Arc<crate::trust::TrustStore>,
 }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod id;
 pub mod methods;
+pub mod project;
 pub mod session;
 pub mod socket;
 

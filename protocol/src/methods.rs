@@ -4,6 +4,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::approval::*;
 use crate::daemon::*;
+use crate::project::*;
 use crate::session::*;
 
 /// A JSON-RPC method of the agentd protocol.
@@ -63,6 +64,12 @@ methods! {
     ApprovalList = "approval/list": ListApprovalsParams => ListApprovalsResult;
     /// Answer a pending approval; the first answer wins, later ones get -32008.
     ApprovalRespond = "approval/respond": RespondApprovalParams => RespondApprovalResult;
+    /// Trust a project root: its settings' allow rules (and a looser default mode) apply.
+    ProjectTrust = "project/trust": ProjectTrustParams => ProjectTrustResult;
+    /// Stop trusting a project root: only its deny and ask rules apply again.
+    ProjectUntrust = "project/untrust": ProjectUntrustParams => ProjectUntrustResult;
+    /// Every trusted project root.
+    ProjectList = "project/list": ProjectListParams => ProjectListResult;
 }
 
 /// Unsubscribe methods paired with the subscriptions above (they take the subscription id).

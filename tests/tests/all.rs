@@ -37,6 +37,7 @@ mod security_filter;
 mod security_harden;
 mod security_redirect;
 mod security_symlink;
+mod security_trust;
 mod security_uid;
 mod sessions;
 mod tidy;

@@ -687,6 +687,15 @@ async fn a_project_allow_rule_runs_the_exact_command_but_not_a_compound_one(form
         "[permissions]\nallow = [\"Bash(git status)\"]\n",
     )
     .unwrap();
+    // Project allow rules apply once the project is trusted.
+    let mut trusting = s.client().await;
+    trusting
+        .request(
+            "project/trust",
+            json!({"path": s.workspace().display().to_string()}),
+        )
+        .await
+        .unwrap();
     s.mock.push(shell("c1", "git status"));
     s.mock.push(shell("c2", "git status && touch x"));
     s.mock.push(Reply::text("done"));

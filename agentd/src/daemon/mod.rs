@@ -97,6 +97,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         shutdown: shutdown.clone(),
         connections: Arc::new(ConnectionStats::default()),
         approvals: sessions.approvals(),
+        trust: sessions.trust(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -186,8 +187,17 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     if let Ok(config) = &config {
         tool_limits.output_max_chars = config.tool_output_max_chars;
     }
+    // Startup, before any client: reading the small trust file here blocks nobody.
+    let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
+        Ok(trust) => trust,
+        Err(err) => {
+            tracing::error!("trusted projects not loaded, none is trusted: {err:#}");
+            crate::trust::TrustStore::empty(&paths.state_dir)
+        }
+    };
     Ok(SessionDeps {
         paths: paths.clone(),
+        trust: Arc::new(trust),
         config,
         http: crate::llm::LlmClient::http_client()?,
         fetch: crate::tools::FetchClients::new()?,

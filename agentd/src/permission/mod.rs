@@ -126,6 +126,22 @@ pub const INTERNAL_TOOLS: &[&str] = &[
 ];
 
 impl PermissionMode {
+    /// How much a mode lets happen without asking: plan < default < acceptEdits < bypass.
+    fn latitude(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::Default => 1,
+            PermissionMode::AcceptEdits => 2,
+            PermissionMode::Bypass => 3,
+        }
+    }
+
+    /// Whether this mode lets more happen without asking than `other` (an untrusted project
+    /// may choose a stricter mode than the user's, never a looser one).
+    pub fn loosens(self, other: PermissionMode) -> bool {
+        self.latitude() > other.latitude()
+    }
+
     /// The canonical spelling (`default`, `acceptEdits`, `plan`, `bypass`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@ use protocol::daemon::*;
 use protocol::methods;
 
 mod approval;
+mod project;
 mod session;
 mod subscription;
 
@@ -37,6 +38,9 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionCancel, _, _>(&mut module, session::cancel)?;
     register::<ApprovalList, _, _>(&mut module, approval::list)?;
     register::<ApprovalRespond, _, _>(&mut module, approval::respond)?;
+    register::<ProjectTrust, _, _>(&mut module, project::trust)?;
+    register::<ProjectUntrust, _, _>(&mut module, project::untrust)?;
+    register::<ProjectList, _, _>(&mut module, project::list)?;
     register_session_subscription(&mut module)?;
     register_daemon_subscription(&mut module)?;
     Ok(module)

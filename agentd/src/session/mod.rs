@@ -52,6 +52,8 @@ pub struct SessionDeps {
     pub tool_limits: ToolLimits,
     /// Where runs park tool calls that need a person.
     pub approvals: Arc<crate::approval::ApprovalBroker>,
+    /// The project roots whose settings may loosen policy.
+    pub trust: Arc<crate::trust::TrustStore>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use, until idle).
@@ -123,6 +125,10 @@ impl SessionManager {
 
     pub fn approvals(&self) -> Arc<crate::approval::ApprovalBroker> {
         self.deps.approvals.clone()
+    }
+
+    pub fn trust(&self) -> Arc<crate::trust::TrustStore> {
+        self.deps.trust.clone()
     }
 
     pub fn config_error(&self) -> Option<String> {
@@ -199,15 +205,22 @@ impl SessionManager {
             Some(mode) => mode,
             None => {
                 let settings_cwd = cwd.clone();
-                let project = tokio::task::spawn_blocking(move || {
-                    crate::permission::load_project_settings(&settings_cwd)
+                let trust = self.deps.trust.clone();
+                let (project, trusted) = tokio::task::spawn_blocking(move || {
+                    let root = crate::trust::project_root(&settings_cwd);
+                    (
+                        crate::permission::load_project_settings(&settings_cwd),
+                        trust.is_trusted(&root),
+                    )
                 })
                 .await
                 .map_err(|err| SessionError::Internal(err.to_string()))?;
+                let user_mode = config.permissions.default_mode;
                 project
                     .ok()
                     .and_then(|settings| settings.default_mode)
-                    .unwrap_or(config.permissions.default_mode)
+                    .filter(|&mode| trusted || !mode.loosens(user_mode))
+                    .unwrap_or(user_mode)
                     .into()
             }
         };

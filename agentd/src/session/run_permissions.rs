@@ -16,10 +16,20 @@ pub(super) async fn run_permissions(
 ) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
     use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
     let cwd = std::path::PathBuf::from(&header.cwd);
-    let project = tokio::task::spawn_blocking(move || load_project_settings(&cwd)).await?;
+    let trust = deps.trust.clone();
+    let (project, root, trusted) = tokio::task::spawn_blocking(move || {
+        let root = crate::trust::project_root(&cwd);
+        let trusted = trust.is_trusted(&root);
+        (load_project_settings(&cwd), root, trusted)
+    })
+    .await?;
     let mut warnings = Vec::new();
     let project_rules = match project {
-        Ok(settings) => {
+        Ok(mut settings) => {
+            if !trusted && !settings.rules.allow.is_empty() {
+                warnings.push(untrusted_allow_warning(&settings, &root));
+                settings.rules.allow.clear();
+            }
             warnings.extend(
                 settings
                     .errors
@@ -79,4 +89,60 @@ pub(super) async fn run_permissions(
         broker: deps.approvals.clone(),
     };
     Ok((permissions, warnings))
+}
+
+/// The most allow rules an untrusted project's warning names (the rest are counted): the
+/// warning is one readable line, however many rules a repository lists.
+const MAX_RULES_NAMED_IN_WARNING: usize = 10;
+
+/// The warning of a run whose project has allow rules the user has not trusted yet: which
+/// rules wait, and how to trust the root.
+fn untrusted_allow_warning(
+    settings: &crate::permission::ProjectSettings,
+    root: &std::path::Path,
+) -> String {
+    let allow = &settings.rules.allow;
+    let mut rules: Vec<&str> = allow
+        .iter()
+        .take(MAX_RULES_NAMED_IN_WARNING)
+        .map(|rule| rule.text.as_str())
+        .collect();
+    let more = allow.len().saturating_sub(MAX_RULES_NAMED_IN_WARNING);
+    let more_text = format!("{more} more");
+    if more > 0 {
+        rules.push(&more_text);
+    }
+    format!(
+        "project {} is not trusted, so its allow rules are not applied ({}); its deny and ask \
+         rules are. Trust it to apply them: `agentctl trust {}` (method project/trust)",
+        root.display(),
+        rules.join(", "),
+        root.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{ProjectSettings, RuleLayer, RuleSet, RuleSource};
+
+    #[test]
+    fn the_untrusted_warning_names_a_few_rules_and_counts_the_rest() {
+        let allow: Vec<String> = (0..25).map(|n| format!("Bash(tool{n}:*)")).collect();
+        let (rules, errors) = RuleSet::parse(
+            &RuleSource::new(RuleLayer::Project, "settings"),
+            &allow,
+            &[],
+            &[],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let settings = ProjectSettings {
+            rules,
+            ..ProjectSettings::default()
+        };
+        let warning = untrusted_allow_warning(&settings, std::path::Path::new("/src/app"));
+        assert!(warning.contains("Bash(tool9:*), 15 more)"), "{warning}");
+        assert!(!warning.contains("tool10"), "{warning}");
+        assert!(warning.contains("agentctl trust /src/app"), "{warning}");
+    }
 }

@@ -1,0 +1,89 @@
+//! Handlers of `project/trust`, `project/untrust` and `project/list`: the trust store changes
+//! on a blocking thread (it resolves the root and writes a file).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jsonrpsee::types::ErrorObjectOwned;
+use protocol::error as codes;
+use protocol::project::*;
+
+use super::{RpcResult, internal, rpc_error};
+use crate::server::ConnectionContext;
+use crate::state::DaemonState;
+use crate::trust::TrustError;
+
+impl From<TrustError> for ErrorObjectOwned {
+    fn from(err: TrustError) -> Self {
+        let code = match &err {
+            TrustError::NotADirectory { .. } | TrustError::TooMany => codes::INVALID_PARAMS,
+            TrustError::Save(_) => codes::INTERNAL_ERROR,
+        };
+        rpc_error(code, err.to_string())
+    }
+}
+
+pub async fn trust(
+    state: Arc<DaemonState>,
+    params: ProjectTrustParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<ProjectTrustResult> {
+    let path = absolute(&params.path)?;
+    let store = state.trust.clone();
+    let root = tokio::task::spawn_blocking(move || store.trust(&path))
+        .await
+        .map_err(|err| internal(err.to_string()))??;
+    tracing::info!(root = %root.display(), "project trusted");
+    Ok(ProjectTrustResult {
+        root: root.display().to_string(),
+    })
+}
+
+pub async fn untrust(
+    state: Arc<DaemonState>,
+    params: ProjectUntrustParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<ProjectUntrustResult> {
+    let path = absolute(&params.path)?;
+    let store = state.trust.clone();
+    let (root, was_trusted) = tokio::task::spawn_blocking(move || store.untrust(&path))
+        .await
+        .map_err(|err| internal(err.to_string()))??;
+    tracing::info!(root = %root.display(), was_trusted, "project untrusted");
+    Ok(ProjectUntrustResult {
+        root: root.display().to_string(),
+        was_trusted,
+    })
+}
+
+pub async fn list(
+    state: Arc<DaemonState>,
+    _params: ProjectListParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<ProjectListResult> {
+    Ok(ProjectListResult {
+        projects: state
+            .trust
+            .list()
+            .into_iter()
+            .map(|root| TrustedProject {
+                root: root.display().to_string(),
+            })
+            .collect(),
+    })
+}
+
+/// The daemon's working directory means nothing to a client: paths must be absolute.
+fn absolute(path: &str) -> Result<PathBuf, ErrorObjectOwned> {
+    let path = PathBuf::from(path);
+    if !path.is_absolute() {
+        return Err(rpc_error(
+            codes::INVALID_PARAMS,
+            format!(
+                "path {} is not absolute; send the project directory's absolute path",
+                path.display()
+            ),
+        ));
+    }
+    Ok(path)
+}
