@@ -6,6 +6,8 @@
 //! and errs towards finding more parts (a heredoc body is read as commands, for example), never
 //! fewer.
 
+use super::wrapper::{Run, runs};
+
 /// The simple commands of `command`, outermost first, each as written (quotes kept, trimmed):
 /// the parts a rule must match.
 ///
@@ -30,6 +32,10 @@ pub(crate) struct ParsedShell {
     pub pipelines: Vec<Pipeline>,
     /// Nesting went past [`MAX_NESTING`]: the line cannot be checked and is refused.
     pub too_deep: bool,
+    /// Why the parts may not be all the line runs (an unterminated quote, a script read from
+    /// standard input, a command name known only when it runs): such a line asks and no allow
+    /// prefix covers it.
+    pub unaccounted: Option<String>,
 }
 
 /// Commands joined by `|`: what one writes, the next reads.
@@ -68,6 +74,8 @@ pub(crate) enum NestedKind {
     Group,
     /// `sh -c '…'` or `eval …`: the text is run as a script.
     Script,
+    /// The command a wrapper runs: `rm -rf x` of `sudo rm -rf x`, `rm {}` of `find -exec`.
+    Wrapped,
 }
 
 /// Deeper nesting is refused rather than parsed (adversarial input must not blow the stack).
@@ -84,17 +92,21 @@ pub(crate) fn parse(command: &str) -> ParsedShell {
         pos: 0,
         depth: 0,
         too_deep: false,
+        unaccounted: None,
     };
     let pipelines = parser.parse_list(false);
     ParsedShell {
         pipelines,
         too_deep: parser.too_deep,
+        unaccounted: parser.unaccounted,
     }
 }
 
 /// The command name and arguments of `words` with leading variable assignments, shell keywords
 /// (`if`, `then`, `!`, …) and wrappers that run their arguments (`sudo`, `env`, `nohup`,
-/// `timeout 5`, `xargs -n1`, …) stripped: `sudo -u root rm -rf /` → `rm -rf /`.
+/// `timeout 5`, `xargs -n1`, `setsid`, `chroot DIR`, `flock FILE`, `busybox`, …) stripped:
+/// `sudo -u root rm -rf /` → `rm -rf /`. `env -S` and `flock -c` run a script, not their
+/// arguments, and are kept (see `wrapper::runs`).
 pub(crate) fn effective_words(words: &[String]) -> &[String] {
     let mut index = 0;
     loop {
@@ -106,6 +118,16 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             continue;
         }
         let name = basename(word);
+        let rest = words.get(index + 1..).unwrap_or(&[]);
+        let runs_script = |options: &[&str]| {
+            rest.iter()
+                .any(|arg| options.iter().any(|option| arg.starts_with(option)))
+        };
+        if (name == "env" && runs_script(&["-S", "--split-string"]))
+            || (name == "flock" && runs_script(&["-c", "--command"]))
+        {
+            return words.get(index..).unwrap_or(&[]);
+        }
         let options_with_values: &[&str] = match name {
             "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
             "env" => &["-u", "-C", "-S"],
@@ -115,8 +137,11 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             "xargs" => &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"],
             "stdbuf" => &["-i", "-o", "-e"],
             "exec" => &["-a"],
-            "nohup" | "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do"
-            | "while" | "until" | "!" | "{" => &[],
+            "flock" => &["-w", "--timeout", "-E", "--conflict-exit-code"],
+            "chroot" => &["--userspec", "--groups"],
+            "setsid" | "busybox" | "nohup" => &[],
+            "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do" | "while"
+            | "until" | "!" | "{" => &[],
             _ => return words.get(index..).unwrap_or(&[]),
         };
         index += 1;
@@ -139,8 +164,8 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             }
             break;
         }
-        if name == "timeout" && index < words.len() {
-            index += 1; // the duration
+        if matches!(name, "timeout" | "chroot" | "flock") && index < words.len() {
+            index += 1; // the duration, the new root, the lock file
         }
     }
 }
@@ -185,6 +210,7 @@ struct Parser<'a> {
     pos: usize,
     depth: usize,
     too_deep: bool,
+    unaccounted: Option<String>,
 }
 
 /// The command being read.
@@ -241,10 +267,12 @@ impl Parser<'_> {
         let mut pipelines = Vec::new();
         let mut pipeline = Pipeline::default();
         let mut builder = Builder::default();
+        let mut closed = !in_parens;
         while let Some(c) = self.peek_at(0) {
             match c {
                 ')' if in_parens => {
                     self.pos += 1;
+                    closed = true;
                     break;
                 }
                 ';' | '\n' => {
@@ -332,6 +360,9 @@ impl Parser<'_> {
         }
         self.end_command(&mut builder, &mut pipeline);
         end_pipeline(&mut pipeline, &mut pipelines);
+        if !closed && !self.too_deep {
+            self.unaccounted("a `(` is not closed");
+        }
         pipelines
     }
 
@@ -360,9 +391,13 @@ impl Parser<'_> {
             pos: 0,
             depth: self.depth + 1,
             too_deep: false,
+            unaccounted: None,
         };
         let pipelines = inner.parse_list(false);
         self.too_deep |= inner.too_deep;
+        if let Some(why) = inner.unaccounted {
+            self.unaccounted(&why);
+        }
         pipelines
     }
 
@@ -410,6 +445,7 @@ impl Parser<'_> {
             }
             builder.push_char(c);
         }
+        self.unaccounted("a quote is not closed");
     }
 
     fn double_quoted(&mut self, builder: &mut Builder) {
@@ -446,6 +482,7 @@ impl Parser<'_> {
                 }
             }
         }
+        self.unaccounted("a quote is not closed");
     }
 
     /// `$( … )`, `$(( … ))`, `${ … }` or a plain `$`.
@@ -453,26 +490,9 @@ impl Parser<'_> {
         let start = self.pos;
         match (self.peek_at(1), self.peek_at(2)) {
             (Some('('), Some('(')) => {
-                // Arithmetic: kept as text up to the matching `))`.
+                // Arithmetic: text, but every substitution inside it runs.
                 self.pos += 3;
-                let mut depth = 2usize;
-                while let Some(c) = self.peek_at(0) {
-                    self.pos += 1;
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let raw = self.slice(start, self.pos);
-                for c in raw.chars() {
-                    builder.push_char(c);
-                }
+                self.expansion(builder, start, '(', ')', 2);
             }
             (Some('('), _) => {
                 self.pos += 2;
@@ -480,17 +500,9 @@ impl Parser<'_> {
                 self.push_substitution(builder, start, NestedKind::Substitution, nested);
             }
             (Some('{'), _) => {
+                // Parameter expansion: `${x:-$(cmd)}`, `${x:=`cmd`}` run what they hold.
                 self.pos += 2;
-                while let Some(c) = self.peek_at(0) {
-                    self.pos += 1;
-                    if c == '}' {
-                        break;
-                    }
-                }
-                let raw = self.slice(start, self.pos);
-                for c in raw.chars() {
-                    builder.push_char(c);
-                }
+                self.expansion(builder, start, '{', '}', 1);
             }
             _ => {
                 self.pos += 1;
@@ -499,14 +511,75 @@ impl Parser<'_> {
         }
     }
 
+    /// Reads an arithmetic or parameter expansion up to the `close` that brings `depth` to zero,
+    /// parsing the substitutions and quotes inside it, and adds it to the current word.
+    fn expansion(
+        &mut self,
+        builder: &mut Builder,
+        start: usize,
+        open: char,
+        close: char,
+        mut depth: usize,
+    ) {
+        if self.depth >= MAX_NESTING {
+            self.too_deep = true;
+            self.pos = self.chars.len();
+            return;
+        }
+        self.depth += 1;
+        let mut inner = Builder::default();
+        let mut closed = false;
+        while let Some(c) = self.peek_at(0) {
+            match c {
+                '$' => self.dollar(&mut inner),
+                '`' => self.backticks(&mut inner),
+                '\\' => self.pos += 2,
+                '\'' if open == '{' => self.single_quoted(&mut inner),
+                '"' => self.double_quoted(&mut inner),
+                _ => {
+                    self.pos += 1;
+                    if c == open {
+                        depth += 1;
+                    } else if c == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            closed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.depth -= 1;
+        if !closed {
+            self.unaccounted("an expansion is not closed");
+        }
+        let raw = self.slice(start, self.pos.min(self.chars.len()));
+        builder.command.text.push_str(&raw);
+        builder.word.push_str(&raw);
+        builder.in_word = true;
+        builder.command.nested.append(&mut inner.command.nested);
+    }
+
+    /// Notes the first thing the parser cannot account for: the line then asks.
+    fn unaccounted(&mut self, why: &str) {
+        if self.unaccounted.is_none() {
+            self.unaccounted = Some(why.to_owned());
+        }
+    }
+
     fn backticks(&mut self, builder: &mut Builder) {
         let start = self.pos;
         self.pos += 1;
         let mut body = String::new();
+        let mut closed = false;
         while let Some(c) = self.peek_at(0) {
             self.pos += 1;
             match c {
-                '`' => break,
+                '`' => {
+                    closed = true;
+                    break;
+                }
                 '\\' => {
                     if let Some(next) = self.peek_at(0) {
                         self.pos += 1;
@@ -518,6 +591,9 @@ impl Parser<'_> {
                 }
                 _ => body.push(c),
             }
+        }
+        if !closed {
+            self.unaccounted("a backtick is not closed");
         }
         let nested = self.nested_text(&body);
         self.push_substitution(builder, start, NestedKind::Substitution, nested);
@@ -542,36 +618,78 @@ impl Parser<'_> {
         if command.words.is_empty() && command.nested.is_empty() {
             return;
         }
-        if let Some(body) = script_body(&command.words) {
-            let pipelines = self.nested_text(&body);
-            command.nested.push(Nested {
-                kind: NestedKind::Script,
-                pipelines,
-            });
-        }
+        self.add_runs(&mut command);
         pipeline.commands.push(command);
     }
+}
+
+impl Parser<'_> {
+    /// Adds what `command` runs besides itself (a wrapper's inner command, an interpreter's
+    /// script) as nested lists, or notes that it cannot be known.
+    fn add_runs(&mut self, command: &mut SimpleCommand) {
+        let words = command.words.clone();
+        let text = command.text.clone();
+        command.nested.extend(self.runs_of(&words, &text));
+    }
+
+    fn runs_of(&mut self, words: &[String], text: &str) -> Vec<Nested> {
+        let mut nested = Vec::new();
+        for run in runs(words) {
+            match run {
+                Run::Script(body) => {
+                    let pipelines = self.nested_text(&body);
+                    nested.push(Nested {
+                        kind: NestedKind::Script,
+                        pipelines,
+                    });
+                }
+                Run::Command(inner_words) => {
+                    if self.depth >= MAX_NESTING {
+                        self.too_deep = true;
+                        continue;
+                    }
+                    self.depth += 1;
+                    let inner_text = join_words(&inner_words);
+                    let inner = SimpleCommand {
+                        nested: self.runs_of(&inner_words, &inner_text),
+                        text: inner_text,
+                        words: inner_words,
+                        ..SimpleCommand::default()
+                    };
+                    self.depth -= 1;
+                    nested.push(Nested {
+                        kind: NestedKind::Wrapped,
+                        pipelines: vec![Pipeline {
+                            commands: vec![inner],
+                        }],
+                    });
+                }
+                Run::Unknown(why) => self.unaccounted(&format!("`{text}`: {why}")),
+            }
+        }
+        nested
+    }
+}
+
+/// Words as a command line again, quoting those that need it: the text rules match.
+fn join_words(words: &[String]) -> String {
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|word| {
+            if !word.is_empty()
+                && !word.contains(|c: char| c.is_whitespace() || "'\"\\|&;<>()$`*?[]#~".contains(c))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    quoted.join(" ")
 }
 
 fn end_pipeline(pipeline: &mut Pipeline, pipelines: &mut Vec<Pipeline>) {
     if !pipeline.commands.is_empty() {
         pipelines.push(std::mem::take(pipeline));
     }
-}
-
-/// The script a command runs as text: the `-c` argument of a shell, or `eval`'s arguments.
-fn script_body(words: &[String]) -> Option<String> {
-    let words = effective_words(words);
-    let (name, args) = words.split_first()?;
-    let name = basename(name);
-    if name == "eval" {
-        return Some(args.join(" "));
-    }
-    if !SHELLS.contains(&name) {
-        return None;
-    }
-    let position = args
-        .iter()
-        .position(|arg| arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c'))?;
-    args.get(position + 1).cloned()
 }

@@ -46,7 +46,7 @@ fn split_table() {
         (r#"sh -c "a; b""#, &[r#"sh -c "a; b""#, "a", "b"]),
         (
             "sudo bash -lc 'a | b'",
-            &["sudo bash -lc 'a | b'", "a", "b"],
+            &["sudo bash -lc 'a | b'", "bash -lc 'a | b'", "a", "b"],
         ),
         ("eval 'a; b'", &["eval 'a; b'", "a", "b"]),
         // Redirections stay with their command; comments are dropped.

@@ -1,0 +1,169 @@
+//! What a command runs besides itself: the inner command of a wrapper (`sudo`, `timeout 5`,
+//! `find -exec`), the script of an interpreter (`sh -c`, `eval`, `su -c`, `env -S`, a git
+//! alias), or a note that it cannot be known before it runs (a shell reading standard input).
+
+use super::shell::{SHELLS, basename, effective_words, is_redirection};
+
+/// One thing a command runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// These words run as a command of their own (`sudo rm x` runs `rm x`).
+    Command(Vec<String>),
+    /// This text runs as a shell script.
+    Script(String),
+    /// Something runs that the parser cannot see; the reason says what.
+    Unknown(&'static str),
+}
+
+/// What `words` (one simple command, redirections included) runs besides itself.
+pub(crate) fn runs(words: &[String]) -> Vec<Run> {
+    let plain = without_redirections(words);
+    let effective = effective_words(&plain);
+    let mut runs = Vec::new();
+    if !effective.is_empty() && effective.len() < plain.len() {
+        runs.push(Run::Command(effective.to_vec()));
+    }
+    let Some((name, args)) = effective.split_first() else {
+        return runs;
+    };
+    if name.contains(['$', '`']) {
+        runs.push(Run::Unknown("its command name is only known when it runs"));
+        return runs;
+    }
+    let name = basename(name);
+    match name {
+        "eval" => runs.push(Run::Script(args.join(" "))),
+        "su" | "runuser" => {
+            if let Some(script) = option_value(args, &["-c", "--command"]) {
+                runs.push(Run::Script(script));
+            }
+        }
+        "env" => {
+            if let Some(script) = option_value(args, &["-S", "--split-string"]) {
+                runs.push(Run::Script(script));
+            }
+        }
+        "flock" => match option_value(args, &["-c", "--command"]) {
+            Some(script) => runs.push(Run::Script(script)),
+            None => runs.push(Run::Unknown(
+                "flock runs a command the parser does not know",
+            )),
+        },
+        "find" => runs.extend(find_runs(args)),
+        "git" => runs.extend(git_alias_runs(args)),
+        _ if SHELLS.contains(&name) => {
+            let script = args
+                .iter()
+                .position(|arg| arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c'))
+                .map(|position| args.get(position + 1).cloned());
+            match script {
+                Some(Some(script)) => runs.push(Run::Script(script)),
+                Some(None) => runs.push(Run::Unknown("a shell's `-c` has no script")),
+                None if args.iter().all(|arg| arg.starts_with('-')) => {
+                    runs.push(Run::Unknown("a shell reads its script from standard input"));
+                }
+                None => {}
+            }
+        }
+        _ => {}
+    }
+    runs
+}
+
+/// `words` without redirection operators and their targets.
+fn without_redirections(words: &[String]) -> Vec<String> {
+    let mut plain = Vec::new();
+    let mut skip_next = false;
+    for word in words {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if is_redirection(word) {
+            skip_next = true;
+            continue;
+        }
+        plain.push(word.clone());
+    }
+    plain
+}
+
+/// The value of the first of `names` in `args`: `-c x`, `-cx`, `--command x`, `--command=x`,
+/// or an option cluster ending in the short name (`-lc x`).
+fn option_value(args: &[String], names: &[&str]) -> Option<String> {
+    for (index, arg) in args.iter().enumerate() {
+        for name in names {
+            if let Some(value) = arg
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('='))
+                .filter(|_| name.starts_with("--"))
+            {
+                return Some(value.to_owned());
+            }
+            let short_cluster = name.len() == 2
+                && !name.starts_with("--")
+                && arg.starts_with('-')
+                && !arg.starts_with("--")
+                && arg.ends_with(&name[1..]);
+            if let Some(attached) = arg
+                .strip_prefix(name)
+                .filter(|rest| name.len() == 2 && !rest.is_empty())
+            {
+                return Some(attached.to_owned());
+            }
+            if arg == name || short_cluster {
+                return args.get(index + 1).cloned();
+            }
+        }
+    }
+    None
+}
+
+/// `find … -exec cmd {} ;` runs `cmd {}`; `-delete` deletes what matches.
+fn find_runs(args: &[String]) -> Vec<Run> {
+    let mut runs = Vec::new();
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        match arg.as_str() {
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let mut command = Vec::new();
+                while let Some(word) = args.get(index) {
+                    index += 1;
+                    if word == ";" || word == "+" {
+                        break;
+                    }
+                    command.push(word.clone());
+                }
+                if !command.is_empty() {
+                    runs.push(Run::Command(command));
+                }
+            }
+            "-delete" => runs.push(Run::Unknown("find -delete deletes every file it matches")),
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// `git -c alias.x='!cmd' x` runs `cmd` as a shell script.
+fn git_alias_runs(args: &[String]) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for (index, arg) in args.iter().enumerate() {
+        let setting = if arg == "-c" {
+            args.get(index + 1).map(String::as_str)
+        } else {
+            arg.strip_prefix("-c")
+        };
+        let Some((key, value)) = setting.and_then(|setting| setting.split_once('=')) else {
+            continue;
+        };
+        if key.to_ascii_lowercase().starts_with("alias.") {
+            match value.strip_prefix('!') {
+                Some(script) => runs.push(Run::Script(script.to_owned())),
+                None => runs.push(Run::Unknown("a git alias set on the command line")),
+            }
+        }
+    }
+    runs
+}
