@@ -1,12 +1,15 @@
 //! Quote-aware parsing of shell command lines into the simple commands they run, so rules and
-//! the destructive-command list see every part of `a && b | c`, `$( … )`, backticks, subshells
-//! and `sh -c '…'` / `eval` bodies.
+//! the destructive-command list see every part of `a && b | c`, `$( … )`, backticks, subshells,
+//! substitutions inside `${x:-…}` and `$(( … ))`, `sh -c '…'` / `eval` bodies and the inner
+//! commands of wrappers (`sudo`, `find -exec`, see `wrapper`). What it cannot account for is
+//! noted in [`ParsedShell::unaccounted`].
 //!
 //! This is not a shell: it knows quoting, escapes, separators, redirections and substitutions,
 //! and errs towards finding more parts (a heredoc body is read as commands, for example), never
 //! fewer.
 
-use super::wrapper::{Run, runs};
+pub(crate) use super::wrapper::effective_words;
+use super::wrapper::{Run, join_words, runs};
 
 /// The simple commands of `command`, outermost first, each as written (quotes kept, trimmed):
 /// the parts a rule must match.
@@ -102,74 +105,6 @@ pub(crate) fn parse(command: &str) -> ParsedShell {
     }
 }
 
-/// The command name and arguments of `words` with leading variable assignments, shell keywords
-/// (`if`, `then`, `!`, …) and wrappers that run their arguments (`sudo`, `env`, `nohup`,
-/// `timeout 5`, `xargs -n1`, `setsid`, `chroot DIR`, `flock FILE`, `busybox`, …) stripped:
-/// `sudo -u root rm -rf /` → `rm -rf /`. `env -S` and `flock -c` run a script, not their
-/// arguments, and are kept (see `wrapper::runs`).
-pub(crate) fn effective_words(words: &[String]) -> &[String] {
-    let mut index = 0;
-    loop {
-        let Some(word) = words.get(index) else {
-            return &[];
-        };
-        if is_assignment(word) {
-            index += 1;
-            continue;
-        }
-        let name = basename(word);
-        let rest = words.get(index + 1..).unwrap_or(&[]);
-        let runs_script = |options: &[&str]| {
-            rest.iter()
-                .any(|arg| options.iter().any(|option| arg.starts_with(option)))
-        };
-        if (name == "env" && runs_script(&["-S", "--split-string"]))
-            || (name == "flock" && runs_script(&["-c", "--command"]))
-        {
-            return words.get(index..).unwrap_or(&[]);
-        }
-        let options_with_values: &[&str] = match name {
-            "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
-            "env" => &["-u", "-C", "-S"],
-            "nice" => &["-n"],
-            "ionice" => &["-c", "-n", "-p"],
-            "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-            "xargs" => &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"],
-            "stdbuf" => &["-i", "-o", "-e"],
-            "exec" => &["-a"],
-            "flock" => &["-w", "--timeout", "-E", "--conflict-exit-code"],
-            "chroot" => &["--userspec", "--groups"],
-            "setsid" | "busybox" | "nohup" => &[],
-            "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do" | "while"
-            | "until" | "!" | "{" => &[],
-            _ => return words.get(index..).unwrap_or(&[]),
-        };
-        index += 1;
-        while let Some(word) = words.get(index) {
-            if word == "--" {
-                index += 1;
-                break;
-            }
-            if word.starts_with('-') && word.len() > 1 {
-                index += if options_with_values.contains(&word.as_str()) {
-                    2
-                } else {
-                    1
-                };
-                continue;
-            }
-            if name == "env" && is_assignment(word) {
-                index += 1;
-                continue;
-            }
-            break;
-        }
-        if matches!(name, "timeout" | "chroot" | "flock") && index < words.len() {
-            index += 1; // the duration, the new root, the lock file
-        }
-    }
-}
-
 /// `/usr/bin/rm` → `rm`.
 pub(crate) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -178,18 +113,6 @@ pub(crate) fn basename(word: &str) -> &str {
 /// Redirection operators, which the parser emits as words of their own.
 pub(crate) fn is_redirection(word: &str) -> bool {
     !word.is_empty() && word.chars().all(|c| matches!(c, '<' | '>' | '&' | '|'))
-}
-
-/// `NAME=value` as a leading variable assignment.
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
 }
 
 fn collect_parts(pipelines: &[Pipeline], parts: &mut Vec<String>) {
@@ -669,23 +592,6 @@ impl Parser<'_> {
         }
         nested
     }
-}
-
-/// Words as a command line again, quoting those that need it: the text rules match.
-fn join_words(words: &[String]) -> String {
-    let quoted: Vec<String> = words
-        .iter()
-        .map(|word| {
-            if !word.is_empty()
-                && !word.contains(|c: char| c.is_whitespace() || "'\"\\|&;<>()$`*?[]#~".contains(c))
-            {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', r"'\''"))
-            }
-        })
-        .collect();
-    quoted.join(" ")
 }
 
 fn end_pipeline(pipeline: &mut Pipeline, pipelines: &mut Vec<Pipeline>) {

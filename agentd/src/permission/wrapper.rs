@@ -2,7 +2,7 @@
 //! `find -exec`), the script of an interpreter (`sh -c`, `eval`, `su -c`, `env -S`, a git
 //! alias), or a note that it cannot be known before it runs (a shell reading standard input).
 
-use super::shell::{SHELLS, basename, effective_words, is_redirection};
+use super::shell::{SHELLS, basename, is_redirection};
 
 /// One thing a command runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +68,91 @@ pub(crate) fn runs(words: &[String]) -> Vec<Run> {
         _ => {}
     }
     runs
+}
+
+/// The command name and arguments of `words` with leading variable assignments, shell keywords
+/// (`if`, `then`, `!`, …) and wrappers that run their arguments (`sudo`, `env`, `nohup`,
+/// `timeout 5`, `xargs -n1`, `setsid`, `chroot DIR`, `flock FILE`, `busybox`, …) stripped:
+/// `sudo -u root rm -rf /` → `rm -rf /`. `env -S` and `flock -c` run a script, not their
+/// arguments, and are kept (see [`runs`]).
+pub(crate) fn effective_words(words: &[String]) -> &[String] {
+    let mut index = 0;
+    loop {
+        let Some(word) = words.get(index) else {
+            return &[];
+        };
+        if is_assignment(word) {
+            index += 1;
+            continue;
+        }
+        let name = basename(word);
+        let rest = words.get(index + 1..).unwrap_or(&[]);
+        let runs_script = |options: &[&str]| {
+            rest.iter()
+                .any(|arg| options.iter().any(|option| arg.starts_with(option)))
+        };
+        if (name == "env" && runs_script(&["-S", "--split-string"]))
+            || (name == "flock" && runs_script(&["-c", "--command"]))
+        {
+            return words.get(index..).unwrap_or(&[]);
+        }
+        let options_with_values: &[&str] = match name {
+            "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
+            "env" => &["-u", "-C", "-S"],
+            "nice" => &["-n"],
+            "ionice" => &["-c", "-n", "-p"],
+            "timeout" => &["-s", "-k", "--signal", "--kill-after"],
+            "xargs" => &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"],
+            "stdbuf" => &["-i", "-o", "-e"],
+            "exec" => &["-a"],
+            "flock" => &["-w", "--timeout", "-E", "--conflict-exit-code"],
+            "chroot" => &["--userspec", "--groups"],
+            "setsid" | "busybox" | "nohup" => &[],
+            "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do" | "while"
+            | "until" | "!" | "{" => &[],
+            _ => return words.get(index..).unwrap_or(&[]),
+        };
+        index += 1;
+        while let Some(word) = words.get(index) {
+            if word == "--" {
+                index += 1;
+                break;
+            }
+            if word.starts_with('-') && word.len() > 1 {
+                index += if options_with_values.contains(&word.as_str()) {
+                    2
+                } else {
+                    1
+                };
+                continue;
+            }
+            if name == "env" && is_assignment(word) {
+                index += 1;
+                continue;
+            }
+            break;
+        }
+        if matches!(name, "timeout" | "chroot" | "flock") && index < words.len() {
+            index += 1; // the duration, the new root, the lock file
+        }
+    }
+}
+
+/// Words as a command line again, quoting those that need it: the text rules match.
+pub(crate) fn join_words(words: &[String]) -> String {
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|word| {
+            if !word.is_empty()
+                && !word.contains(|c: char| c.is_whitespace() || "'\"\\|&;<>()$`*?[]#~".contains(c))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    quoted.join(" ")
 }
 
 /// `words` without redirection operators and their targets.
@@ -166,4 +251,16 @@ fn git_alias_runs(args: &[String]) -> Vec<Run> {
         }
     }
     runs
+}
+
+/// `NAME=value` as a leading variable assignment.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
 }
