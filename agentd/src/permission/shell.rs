@@ -9,7 +9,7 @@
 //! fewer.
 
 pub(crate) use super::wrapper::effective_words;
-use super::wrapper::{Run, join_words, runs};
+use super::wrapper::{Run, decode_ansi_c, join_words, runs};
 
 /// The simple commands of `command`, outermost first, each as written (quotes kept, trimmed):
 /// the parts a rule must match.
@@ -422,6 +422,12 @@ impl Parser<'_> {
                 let nested = self.nested_list();
                 self.push_substitution(builder, start, NestedKind::Substitution, nested);
             }
+            (Some('\''), _) => {
+                // `$'…'`: ANSI-C quoting, escapes decoded (`$'\x2f'` is `/`).
+                self.pos += 1;
+                builder.push_raw('$');
+                self.ansi_c_quoted(builder);
+            }
             (Some('{'), _) => {
                 // Parameter expansion: `${x:-$(cmd)}`, `${x:=`cmd`}` run what they hold.
                 self.pos += 2;
@@ -482,6 +488,33 @@ impl Parser<'_> {
         builder.word.push_str(&raw);
         builder.in_word = true;
         builder.command.nested.append(&mut inner.command.nested);
+    }
+
+    /// The `'…'` of `$'…'`: kept as written in the text, escapes decoded in the word.
+    fn ansi_c_quoted(&mut self, builder: &mut Builder) {
+        let start = self.pos;
+        self.pos += 1;
+        let mut closed = false;
+        while let Some(c) = self.peek_at(0) {
+            self.pos += 1;
+            match c {
+                '\\' => self.pos += 1,
+                '\'' => {
+                    closed = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let end = self.pos.min(self.chars.len());
+        let raw = self.slice(start, end);
+        let body = self.slice(start + 1, if closed { end - 1 } else { end });
+        builder.command.text.push_str(&raw);
+        builder.word.push_str(&decode_ansi_c(&body));
+        builder.in_word = true;
+        if !closed {
+            self.unaccounted("a quote is not closed");
+        }
     }
 
     /// Notes the first thing the parser cannot account for: the line then asks.

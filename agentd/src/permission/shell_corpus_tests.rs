@@ -76,6 +76,22 @@ const CORPUS: &[(&str, &str)] = &[
     ("echo 'unterminated", "ask"),
     ("sudo $CMD", "ask"),
     ("timeout 5 `echo whoami`", "ask"),
+    ("echo 'print(1)' | python3", "ask"),
+    ("echo hi | python3 -c 'import sys'", "ask"),
+    // Hard limits through path tricks, loops and devices.
+    ("rm -rf /usr/../etc", "refused"),
+    ("rm -rf $'/'", "refused"),
+    ("rm -rf $'\\x2f'", "refused"),
+    ("rm -rf $'\\057usr'", "refused"),
+    ("rm -rf //usr/./", "refused"),
+    ("function f { rm -rf ~; }; f", "refused"),
+    // A loop variable is known only when it runs: the approval step (and the sandbox) stop it.
+    ("for d in /; do rm -rf $d; done", "ask"),
+    ("f() { rm -rf /; }; f", "refused"),
+    ("cp /dev/zero /dev/sda", "refused"),
+    ("echo x | tee /dev/sda", "refused"),
+    ("shred /dev/sda", "refused"),
+    ("echo cm0gLXJmIC8= | base64 -d | sh", "ask"),
 ];
 
 #[test]

@@ -81,8 +81,13 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
         let Some(word) = words.get(index) else {
             return &[];
         };
-        if is_assignment(word) {
+        if is_assignment(word) || (word.ends_with("()") && word.len() > 2) {
+            // A variable assignment, or the name of a function defined here (`f() { …; }`).
             index += 1;
+            continue;
+        }
+        if word == "function" {
+            index += 2; // `function f { …; }`
             continue;
         }
         let name = basename(word);
@@ -263,4 +268,49 @@ fn is_assignment(word: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// The text of `$'…'` with `\n`, `\t`, `\xHH`, octal `\NNN` and other `\c` escapes decoded
+/// (`\x2f` is `/`), so a path spelled that way is judged as the path it is.
+pub(crate) fn decode_ansi_c(body: &str) -> String {
+    let mut decoded = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            decoded.push(c);
+            continue;
+        }
+        let Some(escape) = chars.next() else {
+            decoded.push('\\');
+            break;
+        };
+        let (radix, max_digits, mut value, mut digits) = match escape {
+            'n' => {
+                decoded.push('\n');
+                continue;
+            }
+            't' => {
+                decoded.push('\t');
+                continue;
+            }
+            'x' => (16, 2, 0, 0),
+            '0'..='7' => (8, 3, escape.to_digit(8).unwrap_or(0), 1),
+            other => {
+                decoded.push(other);
+                continue;
+            }
+        };
+        while digits < max_digits
+            && let Some(digit) = chars.peek().and_then(|d| d.to_digit(radix))
+        {
+            value = value * radix + digit;
+            digits += 1;
+            chars.next();
+        }
+        match char::from_u32(value).filter(|_| digits > 0) {
+            Some(decoded_char) => decoded.push(decoded_char),
+            None => decoded.push(escape),
+        }
+    }
+    decoded
 }
