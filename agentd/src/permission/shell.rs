@@ -8,8 +8,8 @@
 //! and errs towards finding more parts (a heredoc body is read as commands, for example), never
 //! fewer.
 
+use super::wrapper::decode_ansi_c;
 pub(crate) use super::wrapper::effective_words;
-use super::wrapper::{Run, decode_ansi_c, join_words, runs};
 
 /// The simple commands of `command`, outermost first, each as written (quotes kept, trimmed):
 /// the parts a rule must match.
@@ -128,11 +128,11 @@ fn collect_parts(pipelines: &[Pipeline], parts: &mut Vec<String>) {
     }
 }
 
-struct Parser<'a> {
+pub(super) struct Parser<'a> {
     chars: &'a [char],
     pos: usize,
-    depth: usize,
-    too_deep: bool,
+    pub(super) depth: usize,
+    pub(super) too_deep: bool,
     unaccounted: Option<String>,
 }
 
@@ -303,7 +303,7 @@ impl Parser<'_> {
     }
 
     /// Parses `text` (a backtick or `sh -c` body) as a list one level deeper.
-    fn nested_text(&mut self, text: &str) -> Vec<Pipeline> {
+    pub(super) fn nested_text(&mut self, text: &str) -> Vec<Pipeline> {
         if self.depth >= MAX_NESTING {
             self.too_deep = true;
             return Vec::new();
@@ -518,7 +518,7 @@ impl Parser<'_> {
     }
 
     /// Notes the first thing the parser cannot account for: the line then asks.
-    fn unaccounted(&mut self, why: &str) {
+    pub(super) fn unaccounted(&mut self, why: &str) {
         if self.unaccounted.is_none() {
             self.unaccounted = Some(why.to_owned());
         }
@@ -576,54 +576,6 @@ impl Parser<'_> {
         }
         self.add_runs(&mut command);
         pipeline.commands.push(command);
-    }
-}
-
-impl Parser<'_> {
-    /// Adds what `command` runs besides itself (a wrapper's inner command, an interpreter's
-    /// script) as nested lists, or notes that it cannot be known.
-    fn add_runs(&mut self, command: &mut SimpleCommand) {
-        let words = command.words.clone();
-        let text = command.text.clone();
-        command.nested.extend(self.runs_of(&words, &text));
-    }
-
-    fn runs_of(&mut self, words: &[String], text: &str) -> Vec<Nested> {
-        let mut nested = Vec::new();
-        for run in runs(words) {
-            match run {
-                Run::Script(body) => {
-                    let pipelines = self.nested_text(&body);
-                    nested.push(Nested {
-                        kind: NestedKind::Script,
-                        pipelines,
-                    });
-                }
-                Run::Command(inner_words) => {
-                    if self.depth >= MAX_NESTING {
-                        self.too_deep = true;
-                        continue;
-                    }
-                    self.depth += 1;
-                    let inner_text = join_words(&inner_words);
-                    let inner = SimpleCommand {
-                        nested: self.runs_of(&inner_words, &inner_text),
-                        text: inner_text,
-                        words: inner_words,
-                        ..SimpleCommand::default()
-                    };
-                    self.depth -= 1;
-                    nested.push(Nested {
-                        kind: NestedKind::Wrapped,
-                        pipelines: vec![Pipeline {
-                            commands: vec![inner],
-                        }],
-                    });
-                }
-                Run::Unknown(why) => self.unaccounted(&format!("`{text}`: {why}")),
-            }
-        }
-        nested
     }
 }
 

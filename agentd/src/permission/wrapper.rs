@@ -2,7 +2,10 @@
 //! `find -exec`), the script of an interpreter (`sh -c`, `eval`, `su -c`, `env -S`, a git
 //! alias), or a note that it cannot be known before it runs (a shell reading standard input).
 
-use super::shell::{SHELLS, basename, is_redirection};
+use super::shell::{
+    MAX_NESTING, Nested, NestedKind, Parser, Pipeline, SHELLS, SimpleCommand, basename,
+    is_redirection,
+};
 
 /// One thing a command runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +71,54 @@ pub(crate) fn runs(words: &[String]) -> Vec<Run> {
         _ => {}
     }
     runs
+}
+
+impl Parser<'_> {
+    /// Adds what `command` runs besides itself (a wrapper's inner command, an interpreter's
+    /// script) as nested lists, or notes that it cannot be known.
+    pub(super) fn add_runs(&mut self, command: &mut SimpleCommand) {
+        let words = command.words.clone();
+        let text = command.text.clone();
+        command.nested.extend(self.runs_of(&words, &text));
+    }
+
+    fn runs_of(&mut self, words: &[String], text: &str) -> Vec<Nested> {
+        let mut nested = Vec::new();
+        for run in runs(words) {
+            match run {
+                Run::Script(body) => {
+                    let pipelines = self.nested_text(&body);
+                    nested.push(Nested {
+                        kind: NestedKind::Script,
+                        pipelines,
+                    });
+                }
+                Run::Command(inner_words) => {
+                    if self.depth >= MAX_NESTING {
+                        self.too_deep = true;
+                        continue;
+                    }
+                    self.depth += 1;
+                    let inner_text = join_words(&inner_words);
+                    let inner = SimpleCommand {
+                        nested: self.runs_of(&inner_words, &inner_text),
+                        text: inner_text,
+                        words: inner_words,
+                        ..SimpleCommand::default()
+                    };
+                    self.depth -= 1;
+                    nested.push(Nested {
+                        kind: NestedKind::Wrapped,
+                        pipelines: vec![Pipeline {
+                            commands: vec![inner],
+                        }],
+                    });
+                }
+                Run::Unknown(why) => self.unaccounted(&format!("`{text}`: {why}")),
+            }
+        }
+        nested
+    }
 }
 
 /// The command name and arguments of `words` with leading variable assignments, shell keywords
