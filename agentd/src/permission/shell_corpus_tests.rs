@@ -77,7 +77,8 @@ const CORPUS: &[(&str, &str)] = &[
     ("sudo $CMD", "ask"),
     ("timeout 5 `echo whoami`", "ask"),
     ("echo 'print(1)' | python3", "ask"),
-    ("echo hi | python3 -c 'import sys'", "ask"),
+    ("echo 'import os' | python3 -", "ask"),
+    ("python3 -m json.tool data.json", "allow"),
     // Hard limits through path tricks, loops and devices.
     ("rm -rf /usr/../etc", "refused"),
     ("rm -rf $'/'", "refused"),
@@ -112,6 +113,7 @@ fn corpus() {
             "Bash(base64:*)",
             "Bash(sh:*)",
             "Bash(bash:*)",
+            "Bash(python3:*)",
         ]),
         &[],
         &strings(&["Bash(touch:*)", "Bash(curl:*)"]),

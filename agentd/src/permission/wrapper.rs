@@ -68,9 +68,23 @@ pub(crate) fn runs(words: &[String]) -> Vec<Run> {
                 None => {}
             }
         }
+        _ if is_interpreter(name) && args.iter().all(|arg| arg.starts_with('-')) => {
+            runs.push(Run::Unknown(
+                "an interpreter reads its program from standard input",
+            ));
+        }
         _ => {}
     }
     runs
+}
+
+/// Programs that run a program text they are given.
+fn is_interpreter(name: &str) -> bool {
+    name.starts_with("python")
+        || matches!(
+            name,
+            "node" | "deno" | "bun" | "perl" | "ruby" | "php" | "lua"
+        )
 }
 
 impl Parser<'_> {
