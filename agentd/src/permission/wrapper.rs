@@ -166,6 +166,10 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
         {
             return words.get(index..).unwrap_or(&[]);
         }
+        if name == "command" && rest.first().is_some_and(|arg| arg == "-v" || arg == "-V") {
+            // `command -v rm` looks a name up, it runs nothing.
+            return words.get(index..).unwrap_or(&[]);
+        }
         let options_with_values: &[&str] = match name {
             "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
             "env" => &["-u", "-C", "-S"],
@@ -301,27 +305,66 @@ fn find_runs(args: &[String]) -> Vec<Run> {
     runs
 }
 
-/// `git -c alias.x='!cmd' x` runs `cmd` as a shell script.
+/// `git -c alias.x='!cmd' x` runs `cmd` as a shell script, and so do settings whose value is a
+/// command (`core.pager`, `core.sshCommand`, `diff.external`, …); settings that name hooks or
+/// filters run what the parser cannot see. Only the options before git's subcommand count.
 fn git_alias_runs(args: &[String]) -> Vec<Run> {
     let mut runs = Vec::new();
-    for (index, arg) in args.iter().enumerate() {
-        let setting = if arg == "-c" {
-            args.get(index + 1).map(String::as_str)
-        } else {
-            arg.strip_prefix("-c")
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        let setting = match arg.as_str() {
+            "-c" => {
+                index += 1;
+                args.get(index - 1).map(String::as_str)
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" => {
+                index += 1;
+                continue;
+            }
+            _ if arg.starts_with("-c") => arg.get(2..),
+            _ if arg.starts_with('-') => continue,
+            _ => break,
         };
         let Some((key, value)) = setting.and_then(|setting| setting.split_once('=')) else {
             continue;
         };
-        if key.to_ascii_lowercase().starts_with("alias.") {
+        let key = key.to_ascii_lowercase();
+        if key.starts_with("alias.") {
             match value.strip_prefix('!') {
                 Some(script) => runs.push(Run::Script(script.to_owned())),
                 None => runs.push(Run::Unknown("a git alias set on the command line")),
             }
+        } else if GIT_COMMAND_SETTINGS
+            .iter()
+            .any(|suffix| key.ends_with(suffix))
+        {
+            runs.push(Run::Script(value.to_owned()));
+        } else if key.starts_with("filter.")
+            || key.starts_with("core.hookspath")
+            || key.starts_with("core.fsmonitor")
+            || key.starts_with("pager.")
+        {
+            runs.push(Run::Unknown(
+                "a git setting on the command line runs a program",
+            ));
         }
     }
     runs
 }
+
+/// Git settings whose value is a shell command (matched as a key suffix, lowercase).
+const GIT_COMMAND_SETTINGS: &[&str] = &[
+    "core.pager",
+    "core.editor",
+    "core.sshcommand",
+    "sequence.editor",
+    "diff.external",
+    ".textconv",
+    "credential.helper",
+    "gpg.program",
+    "gpg.ssh.program",
+];
 
 /// `NAME=value` as a leading variable assignment.
 fn is_assignment(word: &str) -> bool {
