@@ -15,8 +15,10 @@ pub(crate) use super::wrapper::effective_words;
 /// the parts a rule must match.
 ///
 /// Separators are `;`, `&&`, `||`, `|`, `|&`, `&` and newlines; `( … )`, `{ …; }`, `$( … )`,
-/// `<( … )`, `>( … )`, backticks and the bodies of `sh -c`, `bash -c` (any shell, any option
-/// cluster containing `c`) and `eval` are parsed into parts of their own. A command holding a
+/// `<( … )`, `>( … )`, backticks (also inside `${x:-…}` and `$(( … ))`), the bodies of `sh -c`,
+/// `bash -c` (any shell, any option cluster containing `c`), `eval`, `su -c`, `env -S` and
+/// the inner commands of wrappers (`sudo make` gives `sudo make` and `make`) are parts of their
+/// own. A command holding a
 /// substitution stays a part too (`echo $(date)` gives `echo $(date)` and `date`). Nothing is
 /// split inside single quotes; inside double quotes only substitutions are. Exact duplicates are
 /// listed once.
