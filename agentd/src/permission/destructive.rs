@@ -122,6 +122,13 @@ fn destructive_command(words: &[String]) -> Option<String> {
             .filter_map(|arg| arg.strip_prefix("of="))
             .find(|target| is_unsafe_device(target))
             .map(|target| format!("writes raw data to the device `{target}`")),
+        "cp" | "mv" | "install" | "rsync" | "ln" => operands()
+            .next_back()
+            .filter(|target| is_unsafe_device(target))
+            .map(|target| format!("writes to the device `{target}`")),
+        "tee" | "shred" | "blkdiscard" | "truncate" => operands()
+            .find(|target| is_unsafe_device(target))
+            .map(|target| format!("writes to the device `{target}`")),
         "shutdown" | "reboot" | "halt" | "poweroff" => {
             Some("shuts down or restarts the machine".to_owned())
         }
@@ -157,6 +164,8 @@ fn writes_to_device(words: &[String]) -> Option<String> {
 }
 
 fn is_unsafe_device(path: &str) -> bool {
+    let path = normalize(path);
+    let path = path.as_str();
     path.starts_with("/dev/")
         && !SAFE_DEVICES.contains(&path)
         && !SAFE_DEVICE_DIRS.iter().any(|dir| path.starts_with(dir))
@@ -165,7 +174,8 @@ fn is_unsafe_device(path: &str) -> bool {
 /// `/`, `/*`, `~`, `$HOME`, `${HOME}` (with or without `/` or `/*`) and top-level system
 /// directories like `/usr` or `/etc/`.
 fn is_system_root(operand: &str) -> bool {
-    let mut trimmed = operand;
+    let normalized = normalize(operand);
+    let mut trimmed = normalized.as_str();
     loop {
         let before = trimmed;
         trimmed = trimmed
@@ -187,6 +197,29 @@ fn is_system_root(operand: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// An absolute path with `.`, `..` and repeated `/` resolved lexically (`/usr/../etc` →
+/// `/etc`); other words unchanged. A trailing `/` or `/*` is kept for the caller.
+fn normalize(path: &str) -> String {
+    if !path.starts_with('/') || !(path.contains("/.") || path.contains("//")) {
+        return path.to_owned();
+    }
+    let (body, tail) = match path.strip_suffix("/*") {
+        Some(body) => (body, "/*"),
+        None => (path, ""),
+    };
+    let mut components: Vec<&str> = Vec::new();
+    for component in body.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                components.pop();
+            }
+            other => components.push(other),
+        }
+    }
+    format!("/{}{tail}", components.join("/"))
 }
 
 /// `curl … | sh`, `wget -O- … | sudo bash`, `bash <(curl …)`, `sh -c "$(curl …)"`.

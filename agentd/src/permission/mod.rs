@@ -31,6 +31,7 @@ mod redirect;
 mod rule;
 mod settings;
 mod shell;
+mod wrapper;
 
 use std::fmt;
 use std::path::Path;
@@ -221,3 +222,7 @@ mod read_rules_tests;
 #[cfg(test)]
 #[path = "redirect_tests.rs"]
 mod redirect_tests;
+
+#[cfg(test)]
+#[path = "shell_corpus_tests.rs"]
+mod shell_corpus_tests;

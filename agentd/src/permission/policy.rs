@@ -167,6 +167,11 @@ impl Policy {
         {
             return Decision::Ask { reason };
         }
+        if self.mode != PermissionMode::Bypass
+            && let Some(reason) = subject.unaccounted_needing_approval(&allow_rules)
+        {
+            return Decision::Ask { reason };
+        }
         if let Some(rule) = subject.allowed_by(&allow_rules, &context) {
             return Decision::Allow {
                 reason: Some(format!("allowed by `{}` ({})", rule.text, rule.source)),
@@ -292,6 +297,8 @@ enum Target {
         writes: Vec<(String, TargetPlace)>,
         /// The workspace files among those targets, resolved, for `Edit` rules with a path.
         written: Vec<(String, PathBuf)>,
+        /// Why `parts` may not be all the line runs: then only an exact rule allows it.
+        unaccounted: Option<String>,
     },
     Path(PathBuf),
     Host(Option<String>),
@@ -336,6 +343,7 @@ impl Subject {
                 (
                     format!("run `{command}`"),
                     Target::Shell {
+                        unaccounted: parse(&command).unaccounted,
                         command,
                         parts,
                         writes,
@@ -415,6 +423,31 @@ impl Subject {
 }
 
 impl Subject {
+    /// For a shell line the parser cannot account for completely (a script read from standard
+    /// input, a command name known only when it runs, an unterminated quote): the reason to
+    /// ask, unless an exact rule names the whole line. No prefix rule covers such a line.
+    fn unaccounted_needing_approval(&self, allow_rules: &[&Rule]) -> Option<String> {
+        let Target::Shell {
+            command,
+            unaccounted: Some(why),
+            ..
+        } = &self.target
+        else {
+            return None;
+        };
+        if allow_rules
+            .iter()
+            .any(|rule| rule.matches_command_exactly(command))
+        {
+            return None;
+        }
+        Some(format!(
+            "approval needed to {}: {why}, so what it runs cannot be checked and no allow \
+             rule covers it",
+            self.action
+        ))
+    }
+
     /// For a shell line: the first workspace file it writes through a redirection or `tee`
     /// that an `Edit`/`Write` rule with a path matches (a rule for the whole tool does not
     /// reach into the shell).
@@ -493,7 +526,7 @@ fn shell_key(command: &str) -> (KeySpecifier, bool) {
         .unwrap_or_default();
     // A line that writes files through redirections or `tee` is remembered exactly: a prefix
     // would not say where it writes.
-    let broad = !simple || words.is_empty() || is_broad(&words);
+    let broad = !simple || words.is_empty() || is_broad(&words) || parsed.unaccounted.is_some();
     if !broad && !write_targets(command).paths.is_empty() {
         return (KeySpecifier::CommandExact(command.to_owned()), false);
     }

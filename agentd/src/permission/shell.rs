@@ -1,17 +1,24 @@
 //! Quote-aware parsing of shell command lines into the simple commands they run, so rules and
-//! the destructive-command list see every part of `a && b | c`, `$( … )`, backticks, subshells
-//! and `sh -c '…'` / `eval` bodies.
+//! the destructive-command list see every part of `a && b | c`, `$( … )`, backticks, subshells,
+//! substitutions inside `${x:-…}` and `$(( … ))`, `sh -c '…'` / `eval` bodies and the inner
+//! commands of wrappers (`sudo`, `find -exec`, see `wrapper`). What it cannot account for is
+//! noted in [`ParsedShell::unaccounted`].
 //!
 //! This is not a shell: it knows quoting, escapes, separators, redirections and substitutions,
 //! and errs towards finding more parts (a heredoc body is read as commands, for example), never
 //! fewer.
 
+use super::wrapper::decode_ansi_c;
+pub(crate) use super::wrapper::effective_words;
+
 /// The simple commands of `command`, outermost first, each as written (quotes kept, trimmed):
 /// the parts a rule must match.
 ///
 /// Separators are `;`, `&&`, `||`, `|`, `|&`, `&` and newlines; `( … )`, `{ …; }`, `$( … )`,
-/// `<( … )`, `>( … )`, backticks and the bodies of `sh -c`, `bash -c` (any shell, any option
-/// cluster containing `c`) and `eval` are parsed into parts of their own. A command holding a
+/// `<( … )`, `>( … )`, backticks (also inside `${x:-…}` and `$(( … ))`), the bodies of `sh -c`,
+/// `bash -c` (any shell, any option cluster containing `c`), `eval`, `su -c`, `env -S` and
+/// the inner commands of wrappers (`sudo make` gives `sudo make` and `make`) are parts of their
+/// own. A command holding a
 /// substitution stays a part too (`echo $(date)` gives `echo $(date)` and `date`). Nothing is
 /// split inside single quotes; inside double quotes only substitutions are. Exact duplicates are
 /// listed once.
@@ -30,6 +37,10 @@ pub(crate) struct ParsedShell {
     pub pipelines: Vec<Pipeline>,
     /// Nesting went past [`MAX_NESTING`]: the line cannot be checked and is refused.
     pub too_deep: bool,
+    /// Why the parts may not be all the line runs (an unterminated quote, a script read from
+    /// standard input, a command name known only when it runs): such a line asks and no allow
+    /// prefix covers it.
+    pub unaccounted: Option<String>,
 }
 
 /// Commands joined by `|`: what one writes, the next reads.
@@ -68,6 +79,8 @@ pub(crate) enum NestedKind {
     Group,
     /// `sh -c '…'` or `eval …`: the text is run as a script.
     Script,
+    /// The command a wrapper runs: `rm -rf x` of `sudo rm -rf x`, `rm {}` of `find -exec`.
+    Wrapped,
 }
 
 /// Deeper nesting is refused rather than parsed (adversarial input must not blow the stack).
@@ -84,64 +97,13 @@ pub(crate) fn parse(command: &str) -> ParsedShell {
         pos: 0,
         depth: 0,
         too_deep: false,
+        unaccounted: None,
     };
     let pipelines = parser.parse_list(false);
     ParsedShell {
         pipelines,
         too_deep: parser.too_deep,
-    }
-}
-
-/// The command name and arguments of `words` with leading variable assignments, shell keywords
-/// (`if`, `then`, `!`, …) and wrappers that run their arguments (`sudo`, `env`, `nohup`,
-/// `timeout 5`, `xargs -n1`, …) stripped: `sudo -u root rm -rf /` → `rm -rf /`.
-pub(crate) fn effective_words(words: &[String]) -> &[String] {
-    let mut index = 0;
-    loop {
-        let Some(word) = words.get(index) else {
-            return &[];
-        };
-        if is_assignment(word) {
-            index += 1;
-            continue;
-        }
-        let name = basename(word);
-        let options_with_values: &[&str] = match name {
-            "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
-            "env" => &["-u", "-C", "-S"],
-            "nice" => &["-n"],
-            "ionice" => &["-c", "-n", "-p"],
-            "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-            "xargs" => &["-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"],
-            "stdbuf" => &["-i", "-o", "-e"],
-            "exec" => &["-a"],
-            "nohup" | "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do"
-            | "while" | "until" | "!" | "{" => &[],
-            _ => return words.get(index..).unwrap_or(&[]),
-        };
-        index += 1;
-        while let Some(word) = words.get(index) {
-            if word == "--" {
-                index += 1;
-                break;
-            }
-            if word.starts_with('-') && word.len() > 1 {
-                index += if options_with_values.contains(&word.as_str()) {
-                    2
-                } else {
-                    1
-                };
-                continue;
-            }
-            if name == "env" && is_assignment(word) {
-                index += 1;
-                continue;
-            }
-            break;
-        }
-        if name == "timeout" && index < words.len() {
-            index += 1; // the duration
-        }
+        unaccounted: parser.unaccounted,
     }
 }
 
@@ -153,18 +115,6 @@ pub(crate) fn basename(word: &str) -> &str {
 /// Redirection operators, which the parser emits as words of their own.
 pub(crate) fn is_redirection(word: &str) -> bool {
     !word.is_empty() && word.chars().all(|c| matches!(c, '<' | '>' | '&' | '|'))
-}
-
-/// `NAME=value` as a leading variable assignment.
-fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
 }
 
 fn collect_parts(pipelines: &[Pipeline], parts: &mut Vec<String>) {
@@ -180,11 +130,12 @@ fn collect_parts(pipelines: &[Pipeline], parts: &mut Vec<String>) {
     }
 }
 
-struct Parser<'a> {
+pub(super) struct Parser<'a> {
     chars: &'a [char],
     pos: usize,
-    depth: usize,
-    too_deep: bool,
+    pub(super) depth: usize,
+    pub(super) too_deep: bool,
+    unaccounted: Option<String>,
 }
 
 /// The command being read.
@@ -241,10 +192,12 @@ impl Parser<'_> {
         let mut pipelines = Vec::new();
         let mut pipeline = Pipeline::default();
         let mut builder = Builder::default();
+        let mut closed = !in_parens;
         while let Some(c) = self.peek_at(0) {
             match c {
                 ')' if in_parens => {
                     self.pos += 1;
+                    closed = true;
                     break;
                 }
                 ';' | '\n' => {
@@ -332,6 +285,9 @@ impl Parser<'_> {
         }
         self.end_command(&mut builder, &mut pipeline);
         end_pipeline(&mut pipeline, &mut pipelines);
+        if !closed && !self.too_deep {
+            self.unaccounted("a `(` is not closed");
+        }
         pipelines
     }
 
@@ -349,7 +305,7 @@ impl Parser<'_> {
     }
 
     /// Parses `text` (a backtick or `sh -c` body) as a list one level deeper.
-    fn nested_text(&mut self, text: &str) -> Vec<Pipeline> {
+    pub(super) fn nested_text(&mut self, text: &str) -> Vec<Pipeline> {
         if self.depth >= MAX_NESTING {
             self.too_deep = true;
             return Vec::new();
@@ -360,9 +316,13 @@ impl Parser<'_> {
             pos: 0,
             depth: self.depth + 1,
             too_deep: false,
+            unaccounted: None,
         };
         let pipelines = inner.parse_list(false);
         self.too_deep |= inner.too_deep;
+        if let Some(why) = inner.unaccounted {
+            self.unaccounted(&why);
+        }
         pipelines
     }
 
@@ -410,6 +370,7 @@ impl Parser<'_> {
             }
             builder.push_char(c);
         }
+        self.unaccounted("a quote is not closed");
     }
 
     fn double_quoted(&mut self, builder: &mut Builder) {
@@ -446,6 +407,7 @@ impl Parser<'_> {
                 }
             }
         }
+        self.unaccounted("a quote is not closed");
     }
 
     /// `$( … )`, `$(( … ))`, `${ … }` or a plain `$`.
@@ -453,44 +415,25 @@ impl Parser<'_> {
         let start = self.pos;
         match (self.peek_at(1), self.peek_at(2)) {
             (Some('('), Some('(')) => {
-                // Arithmetic: kept as text up to the matching `))`.
+                // Arithmetic: text, but every substitution inside it runs.
                 self.pos += 3;
-                let mut depth = 2usize;
-                while let Some(c) = self.peek_at(0) {
-                    self.pos += 1;
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let raw = self.slice(start, self.pos);
-                for c in raw.chars() {
-                    builder.push_char(c);
-                }
+                self.expansion(builder, start, '(', ')', 2);
             }
             (Some('('), _) => {
                 self.pos += 2;
                 let nested = self.nested_list();
                 self.push_substitution(builder, start, NestedKind::Substitution, nested);
             }
+            (Some('\''), _) => {
+                // `$'…'`: ANSI-C quoting, escapes decoded (`$'\x2f'` is `/`).
+                self.pos += 1;
+                builder.push_raw('$');
+                self.ansi_c_quoted(builder);
+            }
             (Some('{'), _) => {
+                // Parameter expansion: `${x:-$(cmd)}`, `${x:=`cmd`}` run what they hold.
                 self.pos += 2;
-                while let Some(c) = self.peek_at(0) {
-                    self.pos += 1;
-                    if c == '}' {
-                        break;
-                    }
-                }
-                let raw = self.slice(start, self.pos);
-                for c in raw.chars() {
-                    builder.push_char(c);
-                }
+                self.expansion(builder, start, '{', '}', 1);
             }
             _ => {
                 self.pos += 1;
@@ -499,14 +442,102 @@ impl Parser<'_> {
         }
     }
 
+    /// Reads an arithmetic or parameter expansion up to the `close` that brings `depth` to zero,
+    /// parsing the substitutions and quotes inside it, and adds it to the current word.
+    fn expansion(
+        &mut self,
+        builder: &mut Builder,
+        start: usize,
+        open: char,
+        close: char,
+        mut depth: usize,
+    ) {
+        if self.depth >= MAX_NESTING {
+            self.too_deep = true;
+            self.pos = self.chars.len();
+            return;
+        }
+        self.depth += 1;
+        let mut inner = Builder::default();
+        let mut closed = false;
+        while let Some(c) = self.peek_at(0) {
+            match c {
+                '$' => self.dollar(&mut inner),
+                '`' => self.backticks(&mut inner),
+                '\\' => self.pos += 2,
+                '\'' if open == '{' => self.single_quoted(&mut inner),
+                '"' => self.double_quoted(&mut inner),
+                _ => {
+                    self.pos += 1;
+                    if c == open {
+                        depth += 1;
+                    } else if c == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            closed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.depth -= 1;
+        if !closed {
+            self.unaccounted("an expansion is not closed");
+        }
+        let raw = self.slice(start, self.pos.min(self.chars.len()));
+        builder.command.text.push_str(&raw);
+        builder.word.push_str(&raw);
+        builder.in_word = true;
+        builder.command.nested.append(&mut inner.command.nested);
+    }
+
+    /// The `'…'` of `$'…'`: kept as written in the text, escapes decoded in the word.
+    fn ansi_c_quoted(&mut self, builder: &mut Builder) {
+        let start = self.pos;
+        self.pos += 1;
+        let mut closed = false;
+        while let Some(c) = self.peek_at(0) {
+            self.pos += 1;
+            match c {
+                '\\' => self.pos += 1,
+                '\'' => {
+                    closed = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let end = self.pos.min(self.chars.len());
+        let raw = self.slice(start, end);
+        let body = self.slice(start + 1, if closed { end - 1 } else { end });
+        builder.command.text.push_str(&raw);
+        builder.word.push_str(&decode_ansi_c(&body));
+        builder.in_word = true;
+        if !closed {
+            self.unaccounted("a quote is not closed");
+        }
+    }
+
+    /// Notes the first thing the parser cannot account for: the line then asks.
+    pub(super) fn unaccounted(&mut self, why: &str) {
+        if self.unaccounted.is_none() {
+            self.unaccounted = Some(why.to_owned());
+        }
+    }
+
     fn backticks(&mut self, builder: &mut Builder) {
         let start = self.pos;
         self.pos += 1;
         let mut body = String::new();
+        let mut closed = false;
         while let Some(c) = self.peek_at(0) {
             self.pos += 1;
             match c {
-                '`' => break,
+                '`' => {
+                    closed = true;
+                    break;
+                }
                 '\\' => {
                     if let Some(next) = self.peek_at(0) {
                         self.pos += 1;
@@ -518,6 +549,9 @@ impl Parser<'_> {
                 }
                 _ => body.push(c),
             }
+        }
+        if !closed {
+            self.unaccounted("a backtick is not closed");
         }
         let nested = self.nested_text(&body);
         self.push_substitution(builder, start, NestedKind::Substitution, nested);
@@ -542,13 +576,7 @@ impl Parser<'_> {
         if command.words.is_empty() && command.nested.is_empty() {
             return;
         }
-        if let Some(body) = script_body(&command.words) {
-            let pipelines = self.nested_text(&body);
-            command.nested.push(Nested {
-                kind: NestedKind::Script,
-                pipelines,
-            });
-        }
+        self.add_runs(&mut command);
         pipeline.commands.push(command);
     }
 }
@@ -557,21 +585,4 @@ fn end_pipeline(pipeline: &mut Pipeline, pipelines: &mut Vec<Pipeline>) {
     if !pipeline.commands.is_empty() {
         pipelines.push(std::mem::take(pipeline));
     }
-}
-
-/// The script a command runs as text: the `-c` argument of a shell, or `eval`'s arguments.
-fn script_body(words: &[String]) -> Option<String> {
-    let words = effective_words(words);
-    let (name, args) = words.split_first()?;
-    let name = basename(name);
-    if name == "eval" {
-        return Some(args.join(" "));
-    }
-    if !SHELLS.contains(&name) {
-        return None;
-    }
-    let position = args
-        .iter()
-        .position(|arg| arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c'))?;
-    args.get(position + 1).cloned()
 }

@@ -38,6 +38,19 @@ fn split_table() {
         ),
         ("echo $((1 + 2))", &["echo $((1 + 2))"]),
         ("echo ${HOME}/x", &["echo ${HOME}/x"]),
+        // Substitutions inside expansions and arithmetic, and wrappers' inner commands.
+        ("echo ${x:-$(date)}", &["echo ${x:-$(date)}", "date"]),
+        (
+            "echo $(( $(wc -l) + 1 ))",
+            &["echo $(( $(wc -l) + 1 ))", "wc -l"],
+        ),
+        ("echo ${x:+`id`}", &["echo ${x:+`id`}", "id"]),
+        ("sudo -u me make", &["sudo -u me make", "make"]),
+        (
+            "find . -exec grep -l x {} +",
+            &["find . -exec grep -l x {} +", "grep -l x {}"],
+        ),
+        ("echo $'a\\x41'", &["echo $'a\\x41'"]),
         // Script bodies of shells and eval.
         (
             "bash -c 'git status && rm -rf x'",
@@ -46,7 +59,7 @@ fn split_table() {
         (r#"sh -c "a; b""#, &[r#"sh -c "a; b""#, "a", "b"]),
         (
             "sudo bash -lc 'a | b'",
-            &["sudo bash -lc 'a | b'", "a", "b"],
+            &["sudo bash -lc 'a | b'", "bash -lc 'a | b'", "a", "b"],
         ),
         ("eval 'a; b'", &["eval 'a; b'", "a", "b"]),
         // Redirections stay with their command; comments are dropped.
