@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use jsonrpsee::core::client::{Subscription, SubscriptionCloseReason};
 use protocol::Method;
-use protocol::approval::RespondApprovalParams;
+use protocol::approval::ApprovalRespondParams;
 use protocol::event::{Event, SessionEventEnvelope};
 use protocol::methods::{ApprovalRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
-use protocol::session::{SessionRef, SubscribeParams};
+use protocol::session::{SessionRef, SessionSubscribeParams};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
@@ -55,7 +55,7 @@ pub async fn subscribe(
     session_id: &str,
     after_seq: u64,
 ) -> Result<EventSubscription, CommandError> {
-    let params = SubscribeParams {
+    let params = SessionSubscribeParams {
         session_id: session_id.to_owned(),
         after_seq: Some(after_seq),
     };
@@ -257,7 +257,7 @@ async fn perform(
                 decision,
                 reason,
             } => {
-                let params = RespondApprovalParams {
+                let params = ApprovalRespondParams {
                     approval_id: approval_id.clone(),
                     decision,
                     reason,

@@ -108,7 +108,7 @@ pub struct PendingApproval {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListApprovalsParams {
+pub struct ApprovalListParams {
     /// Only this session's approvals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
@@ -116,14 +116,14 @@ pub struct ListApprovalsParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListApprovalsResult {
+pub struct ApprovalListResult {
     /// Oldest first.
     pub approvals: Vec<PendingApproval>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RespondApprovalParams {
+pub struct ApprovalRespondParams {
     pub approval_id: String,
     pub decision: ApprovalDecision,
     /// Shown to the model with a denial.
@@ -133,7 +133,7 @@ pub struct RespondApprovalParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RespondApprovalResult {
+pub struct ApprovalRespondResult {
     pub approval_id: String,
     pub decision: ApprovalDecision,
     /// For `allowAlways`: the rule appended to the user config.

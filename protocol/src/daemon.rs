@@ -57,11 +57,11 @@ pub struct Capabilities {
 /// `daemon/status` takes no params; an empty object or array is accepted, and so are fields it
 /// does not know (like every params type).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusParams {}
+pub struct DaemonStatusParams {}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusResult {
+pub struct DaemonStatusResult {
     pub version: String,
     pub protocol_version: String,
     pub pid: u32,
@@ -100,11 +100,11 @@ pub struct StatusCounts {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShutdownParams {}
+pub struct DaemonShutdownParams {}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ShutdownResult {
+pub struct DaemonShutdownResult {
     /// Always true: the daemon stops accepting, drains in-flight requests and exits.
     pub shutting_down: bool,
 }

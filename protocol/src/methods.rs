@@ -35,35 +35,35 @@ methods! {
     /// Handshake; must be the first call on a connection.
     Initialize = "initialize": InitializeParams => InitializeResult;
     /// Version, pid, uptime, paths, counts and connected clients.
-    DaemonStatus = "daemon/status": StatusParams => StatusResult;
+    DaemonStatus = "daemon/status": DaemonStatusParams => DaemonStatusResult;
     /// Graceful stop: stop accepting, finish in-flight requests, remove the socket, exit 0.
-    DaemonShutdown = "daemon/shutdown": ShutdownParams => ShutdownResult;
+    DaemonShutdown = "daemon/shutdown": DaemonShutdownParams => DaemonShutdownResult;
     /// Lifecycle events of every session (created, deleted, run started/finished), as
     /// `daemon/event` notifications, until `daemon/unsubscribe`.
     DaemonSubscribe = "daemon/subscribe": DaemonSubscribeParams => u64;
     /// New session in a workspace directory.
-    SessionCreate = "session/create": CreateSessionParams => CreateSessionResult;
+    SessionCreate = "session/create": SessionCreateParams => SessionCreateResult;
     /// Every session, newest first, paginated.
-    SessionList = "session/list": ListSessionsParams => ListSessionsResult;
+    SessionList = "session/list": SessionListParams => SessionListResult;
     /// One session, optionally with its history and queued messages.
-    SessionGet = "session/get": GetSessionParams => GetSessionResult;
+    SessionGet = "session/get": SessionGetParams => SessionGetResult;
     /// Delete a session and its log (cancels its run first).
-    SessionDelete = "session/delete": SessionRef => DeleteSessionResult;
+    SessionDelete = "session/delete": SessionDeleteParams => SessionDeleteResult;
     /// Start a run; acknowledges at once with the run id, the outcome arrives as events.
-    SessionPrompt = "session/prompt": PromptParams => PromptResult;
+    SessionPrompt = "session/prompt": SessionPromptParams => SessionPromptResult;
     /// Deliver a message after the current tool batch, skipping the batch's unstarted calls.
-    SessionSteer = "session/steer": QueueMessageParams => QueueMessageResult;
+    SessionSteer = "session/steer": SessionSteerParams => SessionSteerResult;
     /// Deliver a message when the run would otherwise end (starts a run when idle).
-    SessionFollowUp = "session/followUp": QueueMessageParams => QueueMessageResult;
+    SessionFollowUp = "session/followUp": SessionFollowUpParams => SessionFollowUpResult;
     /// Cancel the active run; it ends with `runFinished{status:"cancelled"}`.
-    SessionCancel = "session/cancel": SessionRef => CancelResult;
+    SessionCancel = "session/cancel": SessionCancelParams => SessionCancelResult;
     /// Replay persisted events after `afterSeq`, then live events, as `session/event`
     /// notifications, until `session/unsubscribe`.
-    SessionSubscribe = "session/subscribe": SubscribeParams => u64;
+    SessionSubscribe = "session/subscribe": SessionSubscribeParams => u64;
     /// Pending approvals (of one session, or all), oldest first.
-    ApprovalList = "approval/list": ListApprovalsParams => ListApprovalsResult;
+    ApprovalList = "approval/list": ApprovalListParams => ApprovalListResult;
     /// Answer a pending approval; the first answer wins, later ones get -32008.
-    ApprovalRespond = "approval/respond": RespondApprovalParams => RespondApprovalResult;
+    ApprovalRespond = "approval/respond": ApprovalRespondParams => ApprovalRespondResult;
     /// Trust a project root: its settings' allow rules (and a looser default mode) apply.
     ProjectTrust = "project/trust": ProjectTrustParams => ProjectTrustResult;
     /// Stop trusting a project root: only its deny and ask rules apply again.

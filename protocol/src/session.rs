@@ -41,7 +41,7 @@ pub enum SessionStatus {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateSessionParams {
+pub struct SessionCreateParams {
     /// Workspace directory (absolute, must exist).
     pub cwd: String,
     /// A configured provider name, `provider:model`, or a model of the default provider.
@@ -60,14 +60,14 @@ pub struct CreateSessionParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateSessionResult {
+pub struct SessionCreateResult {
     pub session_id: String,
     pub session: SessionInfo,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListSessionsParams {
+pub struct SessionListParams {
     /// Return sessions after this cursor (from a previous `nextCursor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -78,7 +78,7 @@ pub struct ListSessionsParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListSessionsResult {
+pub struct SessionListResult {
     /// Newest first.
     pub sessions: Vec<SessionInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,9 +92,14 @@ pub struct SessionRef {
     pub session_id: String,
 }
 
+/// Params of `session/delete`.
+pub type SessionDeleteParams = SessionRef;
+/// Params of `session/cancel`.
+pub type SessionCancelParams = SessionRef;
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GetSessionParams {
+pub struct SessionGetParams {
     pub session_id: String,
     /// Include the conversation history (default false).
     #[serde(default)]
@@ -103,7 +108,7 @@ pub struct GetSessionParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GetSessionResult {
+pub struct SessionGetResult {
     pub session: SessionInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<HistoryMessage>>,
@@ -137,13 +142,13 @@ pub enum HistoryMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DeleteSessionResult {
+pub struct SessionDeleteResult {
     pub deleted: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptParams {
+pub struct SessionPromptParams {
     pub session_id: String,
     pub text: String,
     /// Makes the prompt idempotent: the same id on the same session returns the first runId.
@@ -156,7 +161,7 @@ pub struct PromptParams {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptResult {
+pub struct SessionPromptResult {
     pub run_id: String,
     /// True when the text was queued as a follow-up of the active run `runId`.
     #[serde(default)]
@@ -181,9 +186,18 @@ pub struct QueueMessageResult {
     pub queued: bool,
 }
 
+/// Params of `session/steer`.
+pub type SessionSteerParams = QueueMessageParams;
+/// Result of `session/steer`.
+pub type SessionSteerResult = QueueMessageResult;
+/// Params of `session/followUp`.
+pub type SessionFollowUpParams = QueueMessageParams;
+/// Result of `session/followUp`.
+pub type SessionFollowUpResult = QueueMessageResult;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CancelResult {
+pub struct SessionCancelResult {
     /// False when no run was active.
     pub cancelled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,7 +206,7 @@ pub struct CancelResult {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SubscribeParams {
+pub struct SessionSubscribeParams {
     pub session_id: String,
     /// Replay persisted events with `seq > afterSeq` first; omit for live events only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

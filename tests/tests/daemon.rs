@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use agentd_tests::harness::{Client, Daemon, TestEnv, decode};
 use pretty_assertions::assert_eq;
-use protocol::daemon::{InitializeResult, StatusParams, StatusResult};
+use protocol::daemon::{DaemonStatusParams, DaemonStatusResult, InitializeResult};
 use protocol::error as codes;
 use protocol::methods::DaemonStatus;
 use serde_json::{Value, json};
@@ -37,7 +37,10 @@ async fn methods_before_initialize_are_refused_and_the_connection_survives() {
     assert_eq!(err.code, codes::NOT_INITIALIZED as i64);
     assert!(err.message.contains("initialize"), "{}", err.message);
     client.initialize().await;
-    let status: StatusResult = client.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    let status: DaemonStatusResult = client
+        .call::<DaemonStatus>(&DaemonStatusParams {})
+        .await
+        .unwrap();
     assert_eq!(status.pid, daemon.pid());
 }
 
@@ -215,7 +218,10 @@ async fn status_reports_paths_counts_and_clients() {
     let _second = daemon.client().await;
     // The harness waits for readiness without a connection of its own, and both clients are
     // counted once their `initialize` is answered: the count is exact at once.
-    let status: StatusResult = first.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    let status: DaemonStatusResult = first
+        .call::<DaemonStatus>(&DaemonStatusParams {})
+        .await
+        .unwrap();
     assert_eq!(status.socket_path, daemon.socket().display().to_string());
     assert_eq!(status.connected_clients, 2);
     assert_eq!(status.counts.tasks, 0);
@@ -376,7 +382,10 @@ async fn a_bad_config_file_is_reported_with_file_and_line_and_never_replaced() {
         .config("max_steps = 5\n[providers.local]\nkind = \"openai\"\nbase_url = \n");
     let daemon = Daemon::start_in(env).await;
     let mut client = daemon.client().await;
-    let status: StatusResult = client.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    let status: DaemonStatusResult = client
+        .call::<DaemonStatus>(&DaemonStatusParams {})
+        .await
+        .unwrap();
     let error = status.config_error.expect("config error reported");
     assert!(error.contains("config.toml:4"), "{error}");
     // The environment provider is not used instead of the broken file.
@@ -429,7 +438,10 @@ async fn a_socket_passed_by_systemd_activation_is_served_and_left_in_place() {
     // Connections queue on the socket even before the daemon runs: connect at once.
     let mut client = Client::connect_raw(&env.socket).await.unwrap();
     client.initialize().await;
-    let status: StatusResult = client.call::<DaemonStatus>(&StatusParams {}).await.unwrap();
+    let status: DaemonStatusResult = client
+        .call::<DaemonStatus>(&DaemonStatusParams {})
+        .await
+        .unwrap();
     assert_eq!(status.pid, daemon.id().unwrap());
     client.request("daemon/shutdown", json!({})).await.unwrap();
     let exit = tokio::time::timeout(agentd_tests::harness::WAIT, daemon.wait())

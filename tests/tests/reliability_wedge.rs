@@ -9,10 +9,12 @@ use agentd_tests::harness::{Client, Daemon, TestEnv, decode, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
-use protocol::daemon::StatusResult;
+use protocol::daemon::DaemonStatusResult;
 use protocol::error as codes;
 use protocol::event::{Event, RunStatus};
-use protocol::session::{CancelResult, DeleteSessionResult, GetSessionResult, SessionStatus};
+use protocol::session::{
+    SessionCancelResult, SessionDeleteResult, SessionGetResult, SessionStatus,
+};
 use serde_json::json;
 
 use crate::approvals::{shell, until_approval};
@@ -20,7 +22,7 @@ use crate::approvals::{shell, until_approval};
 /// The session is idle, a cancel finds nothing to cancel, a new prompt completes and the
 /// session can be deleted: nothing is left wedged.
 async fn assert_session_usable(s: &Scenario, client: &mut Client, session_id: &str) {
-    let get: GetSessionResult = decode(
+    let get: SessionGetResult = decode(
         client
             .request("session/get", json!({"sessionId": session_id}))
             .await
@@ -28,7 +30,7 @@ async fn assert_session_usable(s: &Scenario, client: &mut Client, session_id: &s
     );
     assert_eq!(get.session.status, SessionStatus::Idle);
     assert_eq!(get.session.run_id, None);
-    let cancel: CancelResult = decode(client.cancel(session_id).await);
+    let cancel: SessionCancelResult = decode(client.cancel(session_id).await);
     assert!(!cancel.cancelled, "nothing should be running: {cancel:?}");
 
     s.mock.push(Reply::text("back to normal"));
@@ -36,7 +38,7 @@ async fn assert_session_usable(s: &Scenario, client: &mut Client, session_id: &s
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
 
-    let deleted: DeleteSessionResult = decode(
+    let deleted: SessionDeleteResult = decode(
         client
             .request("session/delete", json!({"sessionId": session_id}))
             .await
@@ -45,7 +47,7 @@ async fn assert_session_usable(s: &Scenario, client: &mut Client, session_id: &s
     assert!(deleted.deleted);
 }
 
-async fn status(client: &mut Client) -> StatusResult {
+async fn status(client: &mut Client) -> DaemonStatusResult {
     decode(
         client
             .request("daemon/status", json!({}))
@@ -130,7 +132,7 @@ async fn huge_token_counts_saturate_instead_of_ending_the_run(format: Format) {
         let events = client.events_until_run_finished().await;
         assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
     }
-    let get: GetSessionResult = decode(
+    let get: SessionGetResult = decode(
         client
             .request("session/get", json!({"sessionId": session_id}))
             .await
@@ -193,7 +195,7 @@ async fn a_run_asking_with_the_longest_approval_timeout_does_not_wedge(format: F
         ahead > week - Duration::from_secs(60) && ahead <= week,
         "{approval:?}"
     );
-    let cancel: CancelResult = decode(client.cancel(&session_id).await);
+    let cancel: SessionCancelResult = decode(client.cancel(&session_id).await);
     assert!(cancel.cancelled);
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled, "{events:#?}");

@@ -208,3 +208,41 @@ fn no_protocol_type_refuses_unknown_fields() {
         found.join("\n")
     );
 }
+
+/// Wire types are named after their method: `<Resource><Verb>Params` / `…Result` (the method
+/// `session/get` is `SessionGet`, its types `SessionGetParams` and `SessionGetResult`). The
+/// subscribe methods still answer a bare subscription number (`u64`) until subscriptions get
+/// their own wire shape.
+#[test]
+fn wire_types_are_named_after_their_method() {
+    let table = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../protocol/src/methods.rs"),
+    )
+    .unwrap();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for line in table.lines() {
+        // `    SessionGet = "session/get": SessionGetParams => SessionGetResult;`
+        let Some((name, rest)) = line.trim().split_once(" = \"") else {
+            continue;
+        };
+        let Some((_, types)) = rest.split_once("\": ") else {
+            continue;
+        };
+        let Some((params, result)) = types.trim_end_matches(';').split_once(" => ") else {
+            continue;
+        };
+        checked += 1;
+        if params != format!("{name}Params") {
+            wrong.push(format!("{name}: params {params}, expected {name}Params"));
+        }
+        if result != format!("{name}Result") && result != "u64" {
+            wrong.push(format!("{name}: result {result}, expected {name}Result"));
+        }
+    }
+    assert!(
+        checked >= 15,
+        "the method table was not found ({checked} rows)"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

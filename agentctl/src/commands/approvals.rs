@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use protocol::approval::{
-    ApprovalDecision, ListApprovalsParams, PendingApproval, RespondApprovalParams,
+    ApprovalDecision, ApprovalListParams, ApprovalRespondParams, PendingApproval,
 };
 use protocol::methods::{ApprovalList, ApprovalRespond};
 
@@ -20,7 +20,7 @@ const CELL_MAX_CHARS: usize = 50;
 /// `agentctl approvals list [--session ID]`: pending approvals, oldest first.
 pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let params = ListApprovalsParams { session_id };
+    let params = ApprovalListParams { session_id };
     let result = connection.request::<ApprovalList>(&params).await?;
     if ctx.json {
         print_json(&result);
@@ -59,7 +59,7 @@ pub async fn respond(
     reason: Option<String>,
 ) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let params = RespondApprovalParams {
+    let params = ApprovalRespondParams {
         approval_id,
         decision,
         reason,

@@ -1,7 +1,7 @@
 //! `agentctl attach`: replay a session's transcript, then follow it live.
 
 use protocol::methods::SessionGet;
-use protocol::session::{GetSessionParams, SessionStatus};
+use protocol::session::{SessionGetParams, SessionStatus};
 
 use crate::Context;
 use crate::commands::render_options;
@@ -17,7 +17,7 @@ pub async fn attach(
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
     let connection = ctx.connect().await?;
-    let params = GetSessionParams {
+    let params = SessionGetParams {
         session_id,
         include_history: false,
     };

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use protocol::daemon::{ShutdownParams, StatusParams, StatusResult};
+use protocol::daemon::{DaemonShutdownParams, DaemonStatusParams, DaemonStatusResult};
 use protocol::methods::{DaemonShutdown, DaemonStatus};
 
 use crate::Context;
@@ -15,7 +15,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// `agentctl status`: the daemon's status, starting it if needed.
 pub async fn status(ctx: &Context) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let status = connection.request::<DaemonStatus>(&StatusParams {}).await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
     if ctx.json {
         print_json(&status);
     } else {
@@ -31,7 +33,9 @@ pub async fn start(ctx: &Context) -> Result<(), CommandError> {
         crate::autostart::start_daemon(&ctx.socket).await?;
     }
     let connection = Connection::connect(&ctx.socket, "agentctl").await?;
-    let status = connection.request::<DaemonStatus>(&StatusParams {}).await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
     if ctx.json {
         print_json(&serde_json::json!({
             "running": true,
@@ -67,9 +71,11 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
         }
         Err(err) => return Err(err.into()),
     };
-    let status = connection.request::<DaemonStatus>(&StatusParams {}).await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
     connection
-        .request::<DaemonShutdown>(&ShutdownParams {})
+        .request::<DaemonShutdown>(&DaemonShutdownParams {})
         .await?;
     // The daemon closes every connection when it is done draining.
     if tokio::time::timeout(STOP_TIMEOUT, connection.closed())
@@ -94,7 +100,9 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
 /// `agentctl daemon status`: never starts the daemon; exit 3 when it is not running.
 pub async fn daemon_status(ctx: &Context) -> Result<(), CommandError> {
     let connection = Connection::connect(&ctx.socket, "agentctl").await?;
-    let status = connection.request::<DaemonStatus>(&StatusParams {}).await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
     if ctx.json {
         print_json(&status);
     } else {
@@ -111,7 +119,7 @@ async fn wait_until_gone(socket: &std::path::Path) {
     }
 }
 
-fn print_status(status: &StatusResult) {
+fn print_status(status: &DaemonStatusResult) {
     println!(
         "agentd {} (protocol {})",
         status.version, status.protocol_version

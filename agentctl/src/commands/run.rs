@@ -1,7 +1,7 @@
 //! `agentctl run`: create (or reuse) a session, subscribe, prompt, and stream the run.
 
 use protocol::methods::{SessionCreate, SessionGet, SessionPrompt};
-use protocol::session::{CreateSessionParams, GetSessionParams, PromptParams};
+use protocol::session::{SessionCreateParams, SessionGetParams, SessionPromptParams};
 
 use crate::Context;
 use crate::approval_desk::ApprovalDesk;
@@ -49,7 +49,7 @@ pub async fn run(
     // The seq to subscribe after: only this run's events are wanted.
     let (session_id, last_seq) = match args.session {
         Some(session_id) => {
-            let params = GetSessionParams {
+            let params = SessionGetParams {
                 session_id,
                 include_history: false,
             };
@@ -57,7 +57,7 @@ pub async fn run(
             (found.session.session_id, found.session.last_seq)
         }
         None => {
-            let params = CreateSessionParams {
+            let params = SessionCreateParams {
                 cwd: cwd.to_string_lossy().into_owned(),
                 model: args.model,
                 title: args.title,
@@ -68,7 +68,7 @@ pub async fn run(
             (created.session_id, created.session.last_seq)
         }
     };
-    let prompt = PromptParams {
+    let prompt = SessionPromptParams {
         session_id: session_id.clone(),
         text,
         // A fresh id per invocation: a retried request never starts a second run.

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use protocol::methods::{SessionDelete, SessionGet, SessionList};
 use protocol::session::{
-    GetSessionParams, GetSessionResult, HistoryMessage, ListSessionsParams, SessionInfo,
-    SessionRef, SessionStatus,
+    HistoryMessage, SessionGetParams, SessionGetResult, SessionInfo, SessionListParams, SessionRef,
+    SessionStatus,
 };
 
 use crate::Context;
@@ -28,7 +28,7 @@ pub async fn list(ctx: &Context) -> Result<(), CommandError> {
     let mut sessions = Vec::new();
     let mut cursor = None;
     loop {
-        let params = ListSessionsParams {
+        let params = SessionListParams {
             cursor,
             limit: Some(LIST_PAGE),
         };
@@ -52,7 +52,7 @@ pub async fn list(ctx: &Context) -> Result<(), CommandError> {
 /// `agentctl sessions show ID`: the session's details and its history.
 pub async fn show(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let params = GetSessionParams {
+    let params = SessionGetParams {
         session_id,
         include_history: true,
     };
@@ -126,7 +126,7 @@ pub fn format_table(sessions: &[SessionInfo]) -> String {
 }
 
 /// `sessions show`: details, then the history as a readable transcript.
-pub fn format_session(result: &GetSessionResult) -> String {
+pub fn format_session(result: &SessionGetResult) -> String {
     let session = &result.session;
     let mut text = String::new();
     let _ = writeln!(text, "session  {}", session.session_id);
@@ -263,7 +263,7 @@ mod tests {
     fn session_is_shown_with_a_readable_history() {
         let mut session = info("ses_a", Some("demo"), SessionStatus::Running);
         session.run_id = Some("run_1".to_owned());
-        let result = GetSessionResult {
+        let result = SessionGetResult {
             session,
             history: Some(vec![
                 HistoryMessage::User {

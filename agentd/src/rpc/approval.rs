@@ -25,22 +25,22 @@ impl From<RespondError> for ErrorObjectOwned {
 
 pub async fn list(
     state: Arc<DaemonState>,
-    params: ListApprovalsParams,
+    params: ApprovalListParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<ListApprovalsResult> {
+) -> RpcResult<ApprovalListResult> {
     if let Some(session_id) = &params.session_id {
         crate::session::check_session_id(session_id)?;
     }
-    Ok(ListApprovalsResult {
+    Ok(ApprovalListResult {
         approvals: state.approvals.list(params.session_id.as_deref()),
     })
 }
 
 pub async fn respond(
     state: Arc<DaemonState>,
-    params: RespondApprovalParams,
+    params: ApprovalRespondParams,
     connection: Arc<ConnectionContext>,
-) -> RpcResult<RespondApprovalResult> {
+) -> RpcResult<ApprovalRespondResult> {
     let decided_by = format!(
         "client:{}",
         connection
@@ -61,7 +61,7 @@ pub async fn respond(
             },
         )
         .await?;
-    Ok(RespondApprovalResult {
+    Ok(ApprovalRespondResult {
         approval_id: params.approval_id,
         decision: params.decision,
         rule_added,

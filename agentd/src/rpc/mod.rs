@@ -53,7 +53,7 @@ fn register_session_subscription(module: &mut RpcModule<DaemonState>) -> anyhow:
         protocol::event::SESSION_EVENT,
         methods::SESSION_UNSUBSCRIBE,
         |raw, pending, state, extensions| async move {
-            let params = match params::parse::<protocol::session::SubscribeParams>(&raw) {
+            let params = match params::parse::<protocol::session::SessionSubscribeParams>(&raw) {
                 Ok(params) => params,
                 Err(err) => return pending.reject(err).await,
             };
@@ -211,10 +211,10 @@ async fn initialize(
 
 async fn daemon_status(
     state: Arc<DaemonState>,
-    _params: StatusParams,
+    _params: DaemonStatusParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<StatusResult> {
-    Ok(StatusResult {
+) -> RpcResult<DaemonStatusResult> {
+    Ok(DaemonStatusResult {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
         pid: std::process::id(),
@@ -238,15 +238,15 @@ async fn daemon_status(
 
 async fn daemon_shutdown(
     state: Arc<DaemonState>,
-    _params: ShutdownParams,
+    _params: DaemonShutdownParams,
     connection: Arc<ConnectionContext>,
-) -> RpcResult<ShutdownResult> {
+) -> RpcResult<DaemonShutdownResult> {
     tracing::info!(
         connection_id = connection.connection_id,
         "shutdown requested by a client"
     );
     state.shutdown.cancel();
-    Ok(ShutdownResult {
+    Ok(DaemonShutdownResult {
         shutting_down: true,
     })
 }

@@ -27,12 +27,12 @@ impl From<SessionError> for ErrorObjectOwned {
 
 pub async fn create(
     state: Arc<DaemonState>,
-    params: CreateSessionParams,
+    params: SessionCreateParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<CreateSessionResult> {
+) -> RpcResult<SessionCreateResult> {
     super::refuse_if_stopping(&state)?;
     let session = state.sessions.create(params).await?;
-    Ok(CreateSessionResult {
+    Ok(SessionCreateResult {
         session_id: session.id().to_owned(),
         session: session.info(),
     })
@@ -40,15 +40,15 @@ pub async fn create(
 
 pub async fn list(
     state: Arc<DaemonState>,
-    params: ListSessionsParams,
+    params: SessionListParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<ListSessionsResult> {
+) -> RpcResult<SessionListResult> {
     let limit = params
         .limit
         .map(|limit| (limit as usize).clamp(1, MAX_LIST_LIMIT))
         .unwrap_or(DEFAULT_LIST_LIMIT);
     let (sessions, next_cursor) = state.sessions.list(params.cursor.as_deref(), limit).await?;
-    Ok(ListSessionsResult {
+    Ok(SessionListResult {
         sessions,
         next_cursor,
     })
@@ -56,9 +56,9 @@ pub async fn list(
 
 pub async fn get(
     state: Arc<DaemonState>,
-    params: GetSessionParams,
+    params: SessionGetParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<GetSessionResult> {
+) -> RpcResult<SessionGetResult> {
     let session = state.sessions.get(&params.session_id).await?;
     let info = session.info();
     let shared = session.shared.lock();
@@ -69,7 +69,7 @@ pub async fn get(
             .map(crate::wire::history_message)
             .collect()
     });
-    Ok(GetSessionResult {
+    Ok(SessionGetResult {
         session: info,
         history,
         queued_steers: shared.steers.iter().cloned().collect(),
@@ -81,16 +81,16 @@ pub async fn delete(
     state: Arc<DaemonState>,
     params: SessionRef,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<DeleteSessionResult> {
+) -> RpcResult<SessionDeleteResult> {
     state.sessions.delete(&params.session_id).await?;
-    Ok(DeleteSessionResult { deleted: true })
+    Ok(SessionDeleteResult { deleted: true })
 }
 
 pub async fn prompt(
     state: Arc<DaemonState>,
-    params: PromptParams,
+    params: SessionPromptParams,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<PromptResult> {
+) -> RpcResult<SessionPromptResult> {
     super::refuse_if_stopping(&state)?;
     check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
@@ -124,10 +124,10 @@ pub async fn cancel(
     state: Arc<DaemonState>,
     params: SessionRef,
     _connection: Arc<ConnectionContext>,
-) -> RpcResult<CancelResult> {
+) -> RpcResult<SessionCancelResult> {
     let session = state.sessions.get(&params.session_id).await?;
     let run_id = session.cancel();
-    Ok(CancelResult {
+    Ok(SessionCancelResult {
         cancelled: run_id.is_some(),
         run_id,
     })

@@ -18,7 +18,7 @@ use crate::conversation::ToolSpec;
 use crate::llm::LlmClient;
 use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
 use protocol::event::{Event, UserMessageKind};
-use protocol::session::{PromptResult, QueueMessageResult, SessionInfo, SessionStatus};
+use protocol::session::{QueueMessageResult, SessionInfo, SessionPromptResult, SessionStatus};
 
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
@@ -101,7 +101,7 @@ enum Command {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-        reply: oneshot::Sender<Result<PromptResult, SessionError>>,
+        reply: oneshot::Sender<Result<SessionPromptResult, SessionError>>,
     },
     Steer {
         text: String,
@@ -228,7 +228,7 @@ impl Session {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-    ) -> Result<PromptResult, SessionError> {
+    ) -> Result<SessionPromptResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Prompt {
             text,
@@ -429,11 +429,11 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-    ) -> Result<PromptResult, SessionError> {
+    ) -> Result<SessionPromptResult, SessionError> {
         if let Some(request_id) = &client_request_id
             && let Some((_, run_id)) = self.recent_requests.iter().find(|(id, _)| id == request_id)
         {
-            return Ok(PromptResult {
+            return Ok(SessionPromptResult {
                 run_id: run_id.clone(),
                 queued: false,
             });
@@ -446,14 +446,14 @@ impl Actor {
         let result = match self.active_run_id() {
             Some(_) if queue_if_busy => {
                 let (run_id, queued) = self.follow_up(text, client_request_id.clone()).await?;
-                PromptResult { run_id, queued }
+                SessionPromptResult { run_id, queued }
             }
             Some(run_id) => {
                 return Err(SessionError::Conflict(format!(
                     "a run is already active on this session ({run_id}); steer it (session/steer), queue a follow-up (session/followUp), or cancel it first"
                 )));
             }
-            None => PromptResult {
+            None => SessionPromptResult {
                 run_id: self
                     .start_run(text, UserMessageKind::Prompt, client_request_id.clone())
                     .await?,

@@ -27,7 +27,7 @@ use crate::tools::{ToolLimits, ToolRegistry};
 use actor::Session;
 use events::Published;
 use protocol::event::Event;
-use protocol::session::{CreateSessionParams, SessionInfo, SessionStatus};
+use protocol::session::{SessionCreateParams, SessionInfo, SessionStatus};
 
 pub use crate::agent::sink::SessionShared;
 pub use actor::SessionError;
@@ -159,7 +159,7 @@ impl SessionManager {
     }
 
     /// Create a session in `params.cwd`.
-    pub async fn create(&self, params: CreateSessionParams) -> Result<Arc<Session>, SessionError> {
+    pub async fn create(&self, params: SessionCreateParams) -> Result<Arc<Session>, SessionError> {
         let config = self
             .deps
             .config
