@@ -234,3 +234,42 @@ async fn agentctl_trust_and_untrust_take_a_directory() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("not a directory"), "{stderr}");
 }
+
+/// Claude Code's project file, `.claude/settings.json`, is read with the same keys and under
+/// the same trust rule: its deny applies at once, its allow only once the project is trusted.
+#[tokio::test]
+async fn claude_code_project_settings_follow_the_same_trust_rule() {
+    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+    let workspace = s.workspace();
+    std::fs::create_dir_all(workspace.join(".claude")).unwrap();
+    std::fs::write(
+        workspace.join(".claude/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]}, "env": {"X": "1"}}"#,
+    )
+    .unwrap();
+    std::fs::write(workspace.join("victim.txt"), "keep").unwrap();
+
+    s.mock.push(shell("c1", "rm victim.txt"));
+    s.mock.push(shell("c2", "touch made.txt"));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    let (mut events, approval) = until_approval(&mut client).await;
+    assert_eq!(approval.tool_call_id, "c2", "untrusted: touch asks");
+    respond(&mut client, &approval.approval_id, "deny", None)
+        .await
+        .unwrap();
+    events.extend(client.events_until_run_finished().await);
+    let (output, is_error) = result_of(&events, "c1");
+    assert!(is_error && output.contains("Bash(rm:*)"), "{output}");
+    assert!(workspace.join("victim.txt").exists());
+
+    let output = s.daemon.env.run_agentctl(&["trust"]).await;
+    assert!(output.status.success(), "{output:?}");
+    s.mock.push(shell("c3", "touch made.txt"));
+    s.mock.push(Reply::text("done"));
+    client.prompt(&session, "again").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(requested(&events), [], "trusted: touch runs");
+    assert!(workspace.join("made.txt").exists());
+}

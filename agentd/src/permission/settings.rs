@@ -14,7 +14,13 @@ use super::{PermissionMode, RuleEntry, RuleError, RuleLayer, RuleList, RuleSet, 
 use crate::text_position::line_and_column;
 
 /// Where project settings live, relative to a project directory, in the order they are read.
-pub const PROJECT_SETTINGS_FILES: &[&str] = &[".agents/settings.toml", ".agents/settings.json"];
+/// `.claude/settings.json` is Claude Code's project file: its `permissions` keys are the same
+/// (other keys, such as `hooks` or `env`, are not read).
+pub const PROJECT_SETTINGS_FILES: &[&str] = &[
+    ".agents/settings.toml",
+    ".agents/settings.json",
+    ".claude/settings.json",
+];
 
 /// The permission part of a project's settings.
 #[derive(Clone, Debug, Default)]
