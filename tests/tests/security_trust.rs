@@ -135,6 +135,16 @@ async fn an_untrusted_project_cannot_loosen_the_mode() {
     let mut client = s.client().await;
     let session = create_session(&mut client, &loose).await;
     assert_eq!(session_mode(&mut client, &session).await, "default");
+    // The session's log says why the project's mode was not used.
+    client.subscribe(&session, Some(0)).await;
+    let events = client
+        .persisted_events_until(|event| matches!(event, Event::Warning { .. }))
+        .await;
+    let warned = warnings(&events);
+    assert!(
+        warned[0].contains("acceptEdits") && warned[0].contains("project/trust"),
+        "{warned:?}"
+    );
     let session = create_session(&mut client, &strict).await;
     assert_eq!(session_mode(&mut client, &session).await, "plan");
 

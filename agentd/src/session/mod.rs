@@ -201,27 +201,37 @@ impl SessionManager {
                 errors.join("; ")
             )));
         }
+        // A project mode looser than the user's, not used because the project is untrusted:
+        // said in the new session's log, so whoever watches it knows why.
+        let mut ignored_mode = None;
         let permission_mode = match params.permission_mode {
             Some(mode) => mode,
             None => {
                 let settings_cwd = cwd.clone();
                 let trust = self.deps.trust.clone();
-                let (project, trusted) = tokio::task::spawn_blocking(move || {
+                let (project, trusted, root) = tokio::task::spawn_blocking(move || {
                     let root = crate::trust::project_root(&settings_cwd);
                     (
                         crate::permission::load_project_settings(&settings_cwd),
                         trust.is_trusted(&root),
+                        root,
                     )
                 })
                 .await
                 .map_err(|err| SessionError::Internal(err.to_string()))?;
                 let user_mode = config.permissions.default_mode;
-                project
-                    .ok()
-                    .and_then(|settings| settings.default_mode)
-                    .filter(|&mode| trusted || !mode.loosens(user_mode))
-                    .unwrap_or(user_mode)
-                    .into()
+                let project_mode = project.ok().and_then(|settings| settings.default_mode);
+                match project_mode {
+                    Some(mode) if !trusted && mode.loosens(user_mode) => {
+                        ignored_mode = Some(format!(
+                            "the project {} asks for permission mode {mode}, looser than yours ({user_mode}); it is not used until you trust the project (method project/trust with this path)",
+                            root.display()
+                        ));
+                        user_mode.into()
+                    }
+                    Some(mode) => mode.into(),
+                    None => user_mode.into(),
+                }
             }
         };
         let now = SystemTime::now();
@@ -277,6 +287,13 @@ impl SessionManager {
                 })
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+            if let Some(message) = ignored_mode {
+                session
+                    .log
+                    .append(Event::Warning { message })
+                    .await
+                    .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+            }
             Ok(session)
         }
         .await;
