@@ -41,7 +41,9 @@ pub(crate) fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-/// Pids of this user's processes, except this process itself.
+/// Pids of this user's processes, except this process itself. A process that made itself
+/// non-dumpable (ssh-agent, gpg-agent, anything calling `PR_SET_DUMPABLE 0`) has a `/proc`
+/// entry owned by root: its real uid is read from its `status` instead.
 pub(crate) fn own_pids() -> Vec<i32> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     let uid = crate::paths::current_uid();
@@ -52,10 +54,28 @@ pub(crate) fn own_pids() -> Vec<i32> {
         .flatten()
         .filter_map(|entry| {
             let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let owned = entry.metadata().ok()?.uid() == uid;
+            let owner = entry.metadata().ok()?.uid();
+            let owned = owner == uid || (owner == 0 && uid != 0 && real_uid(pid) == Some(uid));
             (owned && pid != me).then_some(pid)
         })
         .collect()
+}
+
+/// The real uid of `pid`, from the `Uid:` line of its `status` (readable by everyone).
+fn real_uid(pid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_real_uid(&status)
+}
+
+/// The real uid in a `status` text: the first number of its `Uid:` line.
+fn parse_real_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Whether one of `pid`'s environment entries (`NAME=value`) satisfies `matches`; false when
@@ -94,6 +114,13 @@ mod tests {
             })
         );
         assert_eq!(parse_stat("1 (x) S 0"), None);
+        assert_eq!(
+            parse_real_uid("Name:\tssh-agent\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\n"),
+            Some(1000)
+        );
+        assert_eq!(parse_real_uid("Name:\tx\n"), None);
+        let me = i32::try_from(std::process::id()).unwrap();
+        assert_eq!(real_uid(me), Some(crate::paths::current_uid()));
         let me = stat(i32::try_from(std::process::id()).unwrap()).unwrap();
         assert!(me.ppid > 0 && me.start_time > 0, "{me:?}");
     }
