@@ -562,3 +562,53 @@ pub fn session_file(env: &TestEnv, session_id: &str) -> std::path::PathBuf {
 pub fn without_cache_control(body: &str) -> String {
     body.replace(r#","cache_control":{"type":"ephemeral"}"#, "")
 }
+
+impl Scenario {
+    /// Runs one batch of `calls` (id, tool, input) in a new session to the end of its run and
+    /// returns each call's `(output, isError)`, in the order of `calls`.
+    pub async fn run_batch(
+        &self,
+        calls: Vec<(&str, &str, serde_json::Value)>,
+    ) -> Vec<(String, bool)> {
+        let ids: Vec<String> = calls.iter().map(|(id, _, _)| (*id).to_owned()).collect();
+        self.mock.push(crate::mock_llm::Reply::tool_calls(
+            calls
+                .into_iter()
+                .map(|(id, name, input)| (id, name, input.to_string()))
+                .collect(),
+        ));
+        self.mock.push(crate::mock_llm::Reply::text("done"));
+        let (mut client, session) = self.session().await;
+        client.prompt(&session, "run the batch").await;
+        let events = client.events_until_run_finished().await;
+        assert_eq!(run_status(&events), RunStatus::Completed);
+        let results = tool_results(&events);
+        ids.iter()
+            .map(|id| {
+                let (_, output, is_error) = results
+                    .iter()
+                    .find(|(call, _, _)| call == id)
+                    .unwrap_or_else(|| panic!("no result for {id} in {results:?}"));
+                (output.clone(), *is_error)
+            })
+            .collect()
+    }
+}
+
+/// Every `.rs` file under `dir`, recursively, sorted (for checks on the source).
+pub fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read source dir") {
+            let path = entry.expect("source dir entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -2,11 +2,11 @@
 //! command, what the client can do next travels in `error.data` (`{"suggest": {"method": …}}`),
 //! and agentctl words that suggestion as its own command.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentd_tests::harness::text;
 use agentd_tests::mock_llm::Format;
-use agentd_tests::scenario::Scenario;
+use agentd_tests::scenario::{Scenario, rust_files};
 use serde_json::{Value, json};
 
 /// A request the daemon refuses, the code it answers with and the method it suggests.
@@ -119,24 +119,6 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
          the method `project/trust` beside it for editors",
     ),
 ];
-
-/// Every `.rs` file under `dir`, recursively, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// The whole class, not just the ids tested above: no code line of the daemon (comments and
 /// test modules aside) names agentctl, except the files listed with their reason.

@@ -3,10 +3,9 @@
 //! what a deny rule covers (saying how many entries, never which), never walk into a denied
 //! directory, and never show a symlink that leads outside the workspace.
 
-use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::mock_llm::Format;
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
-use protocol::event::RunStatus;
 use serde_json::json;
 
 /// Deny rules for a secrets directory (its contents) and for `*.pem` files at any depth; tools
@@ -41,42 +40,12 @@ fn secrets_tree(s: &Scenario) {
     std::os::unix::fs::symlink(&outside, workspace.join("elsewhere")).unwrap();
 }
 
-/// Runs one batch of `calls` and returns each call's `(output, isError)`, in order.
-async fn run_batch(
-    s: &Scenario,
-    calls: Vec<(&str, &str, serde_json::Value)>,
-) -> Vec<(String, bool)> {
-    let ids: Vec<String> = calls.iter().map(|(id, _, _)| (*id).to_owned()).collect();
-    s.mock.push(Reply::tool_calls(
-        calls
-            .into_iter()
-            .map(|(id, name, input)| (id, name, input.to_string()))
-            .collect(),
-    ));
-    s.mock.push(Reply::text("done"));
-    let (mut client, session) = s.session().await;
-    client.prompt(&session, "look around").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(run_status(&events), RunStatus::Completed);
-    let results = tool_results(&events);
-    ids.iter()
-        .map(|id| {
-            let (_, output, is_error) = results
-                .iter()
-                .find(|(call, _, _)| call == id)
-                .unwrap_or_else(|| panic!("no result for {id} in {results:?}"));
-            (output.clone(), *is_error)
-        })
-        .collect()
-}
-
 both_formats!(grep_withholds_lines_of_denied_files_and_says_how_many);
 async fn grep_withholds_lines_of_denied_files_and_says_how_many(format: Format) {
     let s = Scenario::start_with(format, DENY_SECRETS).await;
     secrets_tree(&s);
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s
+        .run_batch(vec![
             ("c_all", "grep", json!({"pattern": "TOKEN"})),
             (
                 "c_dir",
@@ -88,9 +57,8 @@ async fn grep_withholds_lines_of_denied_files_and_says_how_many(format: Format) 
                 "grep",
                 json!({"pattern": "TOKEN", "glob": "*.pem"}),
             ),
-        ],
-    )
-    .await;
+        ])
+        .await;
 
     // `secrets/` is not entered (one entry), `id.pem` is withheld (one entry); the symlinks are
     // never searched.
@@ -121,15 +89,13 @@ both_formats!(glob_and_list_dir_withhold_denied_entries_and_links_out_of_the_wor
 async fn glob_and_list_dir_withhold_denied_entries_and_links_out_of_the_workspace(format: Format) {
     let s = Scenario::start_with(format, DENY_SECRETS).await;
     secrets_tree(&s);
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s
+        .run_batch(vec![
             ("c_glob", "glob", json!({"pattern": "**/*"})),
             ("c_list", "list_dir", json!({})),
             ("c_secrets", "list_dir", json!({"path": "secrets"})),
-        ],
-    )
-    .await;
+        ])
+        .await;
 
     assert_eq!(
         results[0],
@@ -173,14 +139,12 @@ async fn project_deny_rules_filter_and_a_grep_rule_leaves_glob_alone() {
     std::fs::create_dir_all(workspace.join("notes")).unwrap();
     std::fs::write(workspace.join("notes/todo.txt"), "TOKEN=private\n").unwrap();
     std::fs::write(workspace.join("readme.txt"), "TOKEN=public\n").unwrap();
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s
+        .run_batch(vec![
             ("c_grep", "grep", json!({"pattern": "TOKEN"})),
             ("c_glob", "glob", json!({"pattern": "*.txt"})),
-        ],
-    )
-    .await;
+        ])
+        .await;
 
     assert_eq!(
         results[0],

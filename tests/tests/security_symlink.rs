@@ -2,43 +2,13 @@
 //! really reaches: a symlink made earlier in the same batch (after the gate judged the paths)
 //! cannot lead `write_file` or `edit_file` into `.git`, `.agents` or out of the workspace.
 
-use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::mock_llm::Format;
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
-use protocol::event::RunStatus;
 use serde_json::json;
 
 /// Tools run without asking, so only the hard limits decide.
 const BYPASS: &str = "[permissions]\ndefault_mode = \"bypass\"\n";
-
-/// Runs one batch of `calls` and returns each call's `(output, isError)`, in order.
-async fn run_batch(
-    s: &Scenario,
-    calls: Vec<(&str, &str, serde_json::Value)>,
-) -> Vec<(String, bool)> {
-    let ids: Vec<String> = calls.iter().map(|(id, _, _)| (*id).to_owned()).collect();
-    s.mock.push(Reply::tool_calls(
-        calls
-            .into_iter()
-            .map(|(id, name, input)| (id, name, input.to_string()))
-            .collect(),
-    ));
-    s.mock.push(Reply::text("done"));
-    let (mut client, session) = s.session().await;
-    client.prompt(&session, "go").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(run_status(&events), RunStatus::Completed);
-    let results = tool_results(&events);
-    ids.iter()
-        .map(|id| {
-            let (_, output, is_error) = results
-                .iter()
-                .find(|(call, _, _)| call == id)
-                .unwrap_or_else(|| panic!("no result for {id} in {results:?}"));
-            (output.clone(), *is_error)
-        })
-        .collect()
-}
 
 /// A workspace with a `.git` (hooks dir, config) and an `.agents` dir.
 fn repository(s: &Scenario) {
@@ -52,9 +22,7 @@ fn repository(s: &Scenario) {
 async fn a_symlink_made_in_the_batch_does_not_lead_writes_into_protected_paths() {
     let s = Scenario::start_with(Format::OpenAi, BYPASS).await;
     repository(&s);
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s.run_batch(vec![
             (
                 "c_links",
                 "run_shell",
@@ -118,9 +86,8 @@ async fn a_symlink_made_in_the_batch_does_not_lead_writes_out_of_the_workspace()
         "ln -s {0} out && ln -s {0}/kept.txt kept",
         outside.display()
     );
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s
+        .run_batch(vec![
             ("c_links", "run_shell", json!({ "command": command })),
             (
                 "c_into",
@@ -137,9 +104,8 @@ async fn a_symlink_made_in_the_batch_does_not_lead_writes_out_of_the_workspace()
                 "edit_file",
                 json!({"path": "kept", "oldText": "kept", "newText": "gone"}),
             ),
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(!results[0].1, "the links were not made: {:?}", results[0]);
     for result in &results[1..] {
         assert!(
@@ -166,9 +132,8 @@ async fn writes_through_links_inside_the_workspace_still_work() {
         std::os::unix::fs::PermissionsExt::from_mode(0o640),
     )
     .unwrap();
-    let results = run_batch(
-        &s,
-        vec![
+    let results = s
+        .run_batch(vec![
             (
                 "c_links",
                 "run_shell",
@@ -184,9 +149,8 @@ async fn writes_through_links_inside_the_workspace_still_work() {
                 "edit_file",
                 json!({"path": "a-link", "oldText": "one", "newText": "uno"}),
             ),
-        ],
-    )
-    .await;
+        ])
+        .await;
     for result in &results {
         assert!(!result.1, "{result:?}");
     }

@@ -3,23 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Every `.rs` file under `dir`, recursively, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
+use agentd_tests::scenario::rust_files;
 
 /// Lines of the non-test sources under `agentd/src/<under>` (a dir or a file) that name
 /// module `module` (`crate::<module>`, or inside a one-line `crate::{…}` import).
