@@ -355,7 +355,8 @@ impl Renderer {
             | Event::TurnStarted { .. }
             | Event::ToolProgress { .. }
             | Event::UsageUpdated { .. }
-            | Event::Lagged {} => {}
+            | Event::Lagged {}
+            | Event::SessionUnloaded {} => {}
         }
     }
 

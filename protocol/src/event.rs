@@ -195,6 +195,9 @@ pub enum Event {
     /// This subscriber fell behind and missed events; the daemon replays persisted events
     /// after `seq` next (deltas are lost).
     Lagged {},
+    /// The session was idle and is unloaded from memory; its next request loads it again.
+    /// Daemon stream only, not persisted (it carries the session's last seq).
+    SessionUnloaded {},
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,7 +210,10 @@ pub enum MessageRole {
 impl Event {
     /// Whether the event is written to the session log (and replayed).
     pub fn is_persisted(&self) -> bool {
-        !matches!(self, Event::MessageDelta { .. } | Event::Lagged {})
+        !matches!(
+            self,
+            Event::MessageDelta { .. } | Event::Lagged {} | Event::SessionUnloaded {}
+        )
     }
 
     /// The run the event belongs to, if any.
@@ -231,7 +237,8 @@ impl Event {
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::Warning { .. }
-            | Event::Lagged {} => None,
+            | Event::Lagged {}
+            | Event::SessionUnloaded {} => None,
         }
     }
 }

@@ -27,26 +27,40 @@ async fn loaded_sessions(client: &mut Client) -> u64 {
         .unwrap_or_else(|| panic!("no counts.loadedSessions in {status}"))
 }
 
-/// Eviction is driven by time, not by an event a client could wait on: poll the daemon's
-/// status until `done` holds, with a deadline.
-async fn wait_for_loaded(client: &mut Client, what: &str, done: impl Fn(u64) -> bool) -> u64 {
+/// A client watching the daemon stream (it does not answer approvals, so it changes no
+/// approval's outcome), to wait for `sessionUnloaded` events.
+async fn unload_watcher(s: &Scenario) -> Client {
+    let mut watcher = Client::connect_raw(s.daemon.socket())
+        .await
+        .expect("connect");
+    watcher.initialize_as("unload-watcher", false).await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
+    watcher
+}
+
+/// Wait for the daemon to say it unloaded `session` (eviction is driven by time; the event
+/// says when it happened).
+async fn wait_unloaded(watcher: &mut Client, session: &str) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let loaded = loaded_sessions(client).await;
-        if done(loaded) {
-            return loaded;
-        }
         assert!(
             Instant::now() < deadline,
-            "{what}: still {loaded} loaded sessions after {WAIT:?}"
+            "{session} was not unloaded within {WAIT:?}"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let envelope = watcher.next_daemon_event().await;
+        if matches!(envelope.event, Event::SessionUnloaded {}) && envelope.session_id == session {
+            return;
+        }
     }
 }
 
 both_formats!(an_idle_session_is_unloaded_and_loads_again_with_its_history);
 async fn an_idle_session_is_unloaded_and_loads_again_with_its_history(format: Format) {
     let s = Scenario::start_with(format, QUICK_UNLOAD).await;
+    let mut watcher = unload_watcher(&s).await;
     s.mock.push(Reply::text("first answer").usage(11, 3, 0));
     s.mock.push(Reply::text("second answer"));
     let mut client = s.client().await;
@@ -61,7 +75,8 @@ async fn an_idle_session_is_unloaded_and_loads_again_with_its_history(format: Fo
         .await
         .expect("unsubscribe");
 
-    wait_for_loaded(&mut client, "the idle session is unloaded", |n| n == 0).await;
+    wait_unloaded(&mut watcher, &session).await;
+    assert_eq!(loaded_sessions(&mut client).await, 0);
 
     // Listed from its summary, as it was.
     let listed = client
@@ -133,6 +148,7 @@ async fn an_idle_session_is_unloaded_and_loads_again_with_its_history(format: Fo
 #[tokio::test]
 async fn a_session_with_a_subscriber_is_never_unloaded() {
     let s = Scenario::start_with(Format::OpenAi, QUICK_UNLOAD).await;
+    let mut unloads = unload_watcher(&s).await;
     s.mock.push(Reply::text("still here"));
     let mut watcher = s.client().await;
     let watched = create_session(&mut watcher, &s.workspace()).await;
@@ -141,8 +157,8 @@ async fn a_session_with_a_subscriber_is_never_unloaded() {
     let idle = create_session(&mut other, &s.workspace()).await;
 
     // The session created later goes; the watched one, idle longer, stays.
-    let loaded = wait_for_loaded(&mut other, "the idle session is unloaded", |n| n < 2).await;
-    assert_eq!(loaded, 1);
+    wait_unloaded(&mut unloads, &idle).await;
+    assert_eq!(loaded_sessions(&mut other).await, 1);
     let listed = other
         .request("session/get", json!({"sessionId": idle}))
         .await
@@ -312,6 +328,7 @@ async fn the_listing_index_survives_a_restart_and_notices_a_changed_file() {
 async fn a_run_waiting_for_an_approval_keeps_its_session_loaded() {
     use crate::approvals::{ASK, respond, shell, until_approval};
     let s = Scenario::start_with(Format::OpenAi, &format!("{QUICK_UNLOAD}{ASK}")).await;
+    let mut unloads = unload_watcher(&s).await;
     s.mock.push(shell("c1", "echo approved"));
     s.mock.push(Reply::text("done"));
     let mut client = s.client().await;
@@ -328,9 +345,9 @@ async fn a_run_waiting_for_an_approval_keeps_its_session_loaded() {
 
     // A session created later, idle, goes; the one with the pending approval stays.
     let mut other = s.client().await;
-    create_session(&mut other, &s.workspace()).await;
-    let loaded = wait_for_loaded(&mut other, "the idle session is unloaded", |n| n < 2).await;
-    assert_eq!(loaded, 1);
+    let idle = create_session(&mut other, &s.workspace()).await;
+    wait_unloaded(&mut unloads, &idle).await;
+    assert_eq!(loaded_sessions(&mut other).await, 1);
 
     // The run is still the live one: answered, it finishes, and a subscriber sees it.
     client.subscribe(&waiting, Some(asked_at)).await;
@@ -347,6 +364,7 @@ async fn a_run_waiting_for_an_approval_keeps_its_session_loaded() {
 #[tokio::test]
 async fn an_unloaded_session_keeps_its_client_request_ids_and_replays_a_damaged_line_as_a_gap() {
     let s = Scenario::start_with(Format::OpenAi, QUICK_UNLOAD).await;
+    let mut watcher = unload_watcher(&s).await;
     s.mock.push(Reply::text("once"));
     let mut client = s.client().await;
     let session = create_session(&mut client, &s.workspace()).await;
@@ -363,7 +381,7 @@ async fn an_unloaded_session_keeps_its_client_request_ids_and_replays_a_damaged_
         .request("session/unsubscribe", json!([subscription]))
         .await
         .expect("unsubscribe");
-    wait_for_loaded(&mut client, "the idle session is unloaded", |n| n == 0).await;
+    wait_unloaded(&mut watcher, &session).await;
 
     // Unloaded, nothing writes its file: damage one event line there that loading does not
     // need (not the run's start, which holds the clientRequestId, nor its end or usage).

@@ -202,6 +202,20 @@ impl EventLog {
         result.await.map_err(|_| writer_gone())?
     }
 
+    /// Tell the daemon stream that this session was unloaded (best effort, not persisted: it
+    /// carries the last seq). Called once its writer has stopped.
+    pub fn announce_unloaded(&self) {
+        match self
+            .inner
+            .encode(self.last_seq(), false, false, Event::SessionUnloaded {})
+        {
+            Ok(published) => {
+                let _ = self.inner.daemon.events.send(Arc::new(published));
+            }
+            Err(err) => tracing::warn!(%err, "cannot encode sessionUnloaded"),
+        }
+    }
+
     /// Publish a best-effort event (a delta) without persisting it.
     pub fn publish_transient(&self, event: Event) {
         if self.inner.live.receiver_count() == 0 {

@@ -178,6 +178,7 @@ impl SessionManager {
             // and its stamp goes into the index.
             session.close_and_wait().await;
             self.remember_summary(&session).await;
+            session.log.announce_unloaded();
             drop(session);
             tracing::debug!(session = id, "unloaded an idle session");
         }
