@@ -25,6 +25,7 @@
 //! layer stays in force.
 
 mod destructive;
+mod operands;
 mod policy;
 mod read_rules;
 mod redirect;

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::operands::operand_targets;
 use super::redirect::{TargetPlace, place_of, write_targets};
 use super::rule::PathContext;
 use super::shell::{basename, parse};
@@ -326,9 +327,12 @@ impl Subject {
                 }
                 let parts = split_shell_command(&command);
                 let targets = write_targets(&command);
+                let parsed = parse(&command);
                 let mut writes = Vec::new();
                 let mut written = Vec::new();
-                for target in targets.paths {
+                let operand_targets = operand_targets(&parsed);
+                let all_targets = targets.paths.into_iter().chain(operand_targets);
+                for target in all_targets {
                     let (place, resolved) =
                         place_of(&target, targets.changes_dir, &workspace, |path| {
                             protected_component(path, &workspace)
@@ -343,7 +347,7 @@ impl Subject {
                 (
                     format!("run `{command}`"),
                     Target::Shell {
-                        unaccounted: parse(&command).unaccounted,
+                        unaccounted: parsed.unaccounted,
                         command,
                         parts,
                         writes,

@@ -1,6 +1,7 @@
-//! Policy decisions for shell lines that write files through redirections and `tee`: a target
-//! outside the workspace, protected, or unknowable asks in every mode but bypass, whatever
-//! allow rule covers the command; workspace targets are decided as before.
+//! Policy decisions for shell lines that write files through redirections, `tee` and their own
+//! arguments (`cp`, `rm`, `sed -i`, `dd of=`, …): a target outside the workspace, protected,
+//! or unknowable asks in every mode but bypass, whatever allow rule covers the command;
+//! workspace targets are decided as before.
 
 use std::path::{Path, PathBuf};
 
@@ -211,5 +212,78 @@ fn edit_rules_with_a_path_apply_to_the_files_a_line_writes() {
     assert!(
         reason.contains("writes `secrets/key`") && reason.contains("Edit(./secrets/**)"),
         "{reason}"
+    );
+}
+
+#[test]
+fn commands_that_write_their_arguments_outside_the_workspace_ask() {
+    let (dir, root) = workspace();
+    let outside = dir.path().canonicalize().unwrap().join("outside");
+    let outside = outside.display();
+    let policy = policy(
+        PermissionMode::AcceptEdits,
+        &[
+            "Bash(cp:*)",
+            "Bash(mv:*)",
+            "Bash(rm:*)",
+            "Bash(sed:*)",
+            "Bash(dd:*)",
+            "Bash(mkdir:*)",
+            "Bash(chmod:*)",
+        ],
+    );
+    check(
+        &policy,
+        &root,
+        &[
+            ("cp a.txt b.txt", "allow"),
+            ("cp -r src build/out", "allow"),
+            ("rm -f *.o build/*.tmp", "allow"),
+            ("mkdir -p out/dir", "allow"),
+            ("sed 's/a/b/' /etc/hosts", "allow"), // reads only
+            ("sed -i 's/a/b/' notes.txt", "allow"),
+            (&format!("cp a.txt {outside}/"), "ask"),
+            (&format!("mv a.txt {outside}/a.txt"), "ask"),
+            ("cp -t /usr/local/bin tool", "ask"),
+            ("rm /etc/hosts", "ask"),
+            ("rm ../*.txt", "ask"),
+            ("rm -f $TARGET", "ask"),
+            ("sed -i 's/a/b/' ~/.bashrc", "ask"),
+            ("sed -i.bak -e 's/a/b/' /etc/hosts", "ask"),
+            ("dd if=/dev/zero of=/etc/x bs=1M count=1", "ask"),
+            ("chmod +x .git/hooks/pre-commit", "ask"),
+            ("cp evil .git/hooks/post-checkout", "ask"),
+            ("mkdir /usr/local/x", "ask"),
+        ],
+    );
+    let reason = decide(&policy, &root, "cp a /etc/x");
+    assert!(
+        reason.contains("writes `/etc/x` outside the workspace"),
+        "{reason}"
+    );
+    let bypass = super::Policy::new(PermissionMode::Bypass, policy.rules.clone());
+    check(&bypass, &root, &[("cp a /etc/x", "allow")]);
+}
+
+#[test]
+fn edit_rules_with_a_path_apply_to_the_files_a_command_writes() {
+    let (_dir, root) = workspace();
+    let deny = vec!["Edit(./secrets/**)".to_owned()];
+    let (rules, errors) = RuleSet::parse(
+        &RuleSource::new(RuleLayer::Project, "project".to_owned()),
+        &["Bash(rm:*)".to_owned(), "Bash(cp:*)".to_owned()],
+        &[],
+        &deny,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let policy = Policy::new(PermissionMode::Default, rules);
+    check(
+        &policy,
+        &root,
+        &[
+            ("rm notes.txt", "allow"),
+            ("rm secrets/key", "deny"),
+            ("cp x secrets/key", "deny"),
+        ],
     );
 }
