@@ -176,7 +176,8 @@ pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
 pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 /// The largest config.toml read: a config is a few kilobytes; anything bigger is a mistake,
-/// and a FIFO at the config path must not hang startup either (`regular_file::read_text`).
+/// and a FIFO at the config path must not hang startup either; a file of another user (not
+/// root) is refused (`regular_file::read_config_text`).
 const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
 /// Loads the configuration from `path` (None or a missing file: environment only) and `env`.
@@ -197,7 +198,7 @@ pub fn load(
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
     };
     if let Some(path) = path {
-        match crate::regular_file::read_text(path, MAX_CONFIG_BYTES) {
+        match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
             Ok(read) if read.truncated => {
                 return Err(ConfigError::Read {
                     path: path.to_path_buf(),

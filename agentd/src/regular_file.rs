@@ -123,6 +123,24 @@ pub fn read_own_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
     read_capped(file, max_bytes)
 }
 
+/// As [`read_own_text`], for the user's own config.toml: a file of root is read too (an
+/// administrator may provide it), a file of any other user is refused the same way. The config
+/// chooses providers, keys and rules, so it must not be one another local user can write.
+pub fn read_config_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
+    let (file, metadata) = open_regular(path)?;
+    let owner = std::os::unix::fs::MetadataExt::uid(&metadata);
+    if owner != 0 && !owned_by_us(&metadata) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            OtherUsersFile {
+                path: path.to_path_buf(),
+                owner,
+            },
+        ));
+    }
+    read_capped(file, max_bytes)
+}
+
 /// Whether `metadata` (of a file or a directory) belongs to the user the daemon runs as.
 pub fn owned_by_us(metadata: &std::fs::Metadata) -> bool {
     std::os::unix::fs::MetadataExt::uid(metadata) == crate::paths::current_uid()

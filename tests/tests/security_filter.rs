@@ -1,4 +1,4 @@
-//! Listings and searches honour Read deny rules and the workspace boundary on every path they
+//! Listings and searches honour Read deny and ask rules and the workspace boundary on every path they
 //! return, not only on the path they were called with: `grep`, `glob` and `list_dir` withhold
 //! what a deny rule covers (saying how many entries, never which), never walk into a denied
 //! directory, and never show a symlink that leads outside the workspace.
@@ -65,21 +65,22 @@ async fn grep_withholds_lines_of_denied_files_and_says_how_many(format: Format) 
     assert_eq!(
         results[0],
         (
-            "src/app.txt:1: TOKEN=visible\n[2 entries withheld by deny rules]\n".to_owned(),
+            "src/app.txt:1: TOKEN=visible\n[2 entries withheld by permission rules]\n".to_owned(),
             false
         )
     );
     assert_eq!(
         results[1],
         (
-            "no matches for `TOKEN` in secrets\n[1 entry withheld by deny rules]\n".to_owned(),
+            "no matches for `TOKEN` in secrets\n[1 entry withheld by permission rules]\n"
+                .to_owned(),
             false
         )
     );
     assert_eq!(
         results[2],
         (
-            "no matches for `TOKEN` in .\n[2 entries withheld by deny rules]\n".to_owned(),
+            "no matches for `TOKEN` in .\n[2 entries withheld by permission rules]\n".to_owned(),
             false
         )
     );
@@ -100,7 +101,7 @@ async fn glob_and_list_dir_withhold_denied_entries_and_links_out_of_the_workspac
     assert_eq!(
         results[0],
         (
-            "src/app.txt\n[2 entries withheld by deny rules]\n".to_owned(),
+            "src/app.txt\n[2 entries withheld by permission rules]\n".to_owned(),
             false
         )
     );
@@ -109,7 +110,7 @@ async fn glob_and_list_dir_withhold_denied_entries_and_links_out_of_the_workspac
     assert_eq!(
         results[1],
         (
-            "secrets/\nsrc/\n[2 entries withheld by deny rules]\n\
+            "secrets/\nsrc/\n[2 entries withheld by permission rules]\n\
              [1 entry withheld: symlinks that lead outside the workspace]\n"
                 .to_owned(),
             false
@@ -118,7 +119,8 @@ async fn glob_and_list_dir_withhold_denied_entries_and_links_out_of_the_workspac
     assert_eq!(
         results[2],
         (
-            "no entries of secrets can be shown\n[2 entries withheld by deny rules]\n".to_owned(),
+            "no entries of secrets can be shown\n[2 entries withheld by permission rules]\n"
+                .to_owned(),
             false
         )
     );
@@ -149,12 +151,47 @@ async fn project_deny_rules_filter_and_a_grep_rule_leaves_glob_alone() {
     assert_eq!(
         results[0],
         (
-            "readme.txt:1: TOKEN=public\n[1 entry withheld by deny rules]\n".to_owned(),
+            "readme.txt:1: TOKEN=public\n[1 entry withheld by permission rules]\n".to_owned(),
             false
         )
     );
     assert_eq!(
         results[1],
         ("notes/todo.txt\nreadme.txt\n".to_owned(), false)
+    );
+}
+
+/// An ask rule for reading withholds from searches too: a search cannot stop to ask per file,
+/// and showing the lines would read the file without the approval the rule requires.
+#[tokio::test]
+async fn read_ask_rules_withhold_from_searches_and_listings() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        "[permissions]\ndefault_mode = \"bypass\"\nask = [\"Read(./private/**)\"]\n",
+    )
+    .await;
+    let workspace = s.workspace();
+    std::fs::create_dir_all(workspace.join("private")).unwrap();
+    std::fs::write(workspace.join("private/diary.txt"), "TOKEN=private\n").unwrap();
+    std::fs::write(workspace.join("readme.txt"), "TOKEN=public\n").unwrap();
+    let results = s
+        .run_batch(vec![
+            ("c_grep", "grep", json!({"pattern": "TOKEN"})),
+            ("c_glob", "glob", json!({"pattern": "**/*.txt"})),
+        ])
+        .await;
+    assert_eq!(
+        results[0],
+        (
+            "readme.txt:1: TOKEN=public\n[1 entry withheld by permission rules]\n".to_owned(),
+            false
+        )
+    );
+    assert_eq!(
+        results[1],
+        (
+            "readme.txt\n[1 entry withheld by permission rules]\n".to_owned(),
+            false
+        )
     );
 }

@@ -1,5 +1,5 @@
-//! Files of another user are not trusted: project settings and notes owned by another uid are
-//! never read, and the walk up to the git root stops at a directory of another uid (a `.git`,
+//! Files of another user are not trusted: project settings, notes and config.toml owned by
+//! another uid are never read, and the walk up to the git root stops at a directory of another uid (a `.git`,
 //! settings and notes planted in a shared, world-writable parent do not apply below it).
 //! These tests need root to make files of another user (`nobody`); otherwise they say so and
 //! return.
@@ -199,4 +199,38 @@ async fn another_users_settings_file_and_notes_in_the_workspace_are_not_read() {
                 && warning.contains("chown")),
         "{warnings:?}"
     );
+}
+
+/// config.toml chooses providers, keys and rules: one another user owns is refused (reported
+/// like any bad config: sessions cannot start until it is fixed), one of root is read.
+#[tokio::test]
+async fn another_users_config_file_is_refused_and_roots_is_read() {
+    if without_root("another_users_config_file_is_refused_and_roots_is_read") {
+        return;
+    }
+    use agentd_tests::harness::{Daemon, TestEnv};
+    use protocol::daemon::{DaemonStatusParams, DaemonStatusResult};
+    use protocol::methods::DaemonStatus;
+    for (owner, refused) in [(OTHER_UID, true), (0, false)] {
+        let env = TestEnv::new()
+            .var("OPENAI_API_KEY", "sk-test")
+            .config("max_steps = 5\n");
+        let config = env.path("config").join("agentd").join("config.toml");
+        std::os::unix::fs::chown(&config, Some(owner), Some(owner)).unwrap();
+        let daemon = Daemon::start_in(env).await;
+        let mut client = daemon.client().await;
+        let status: DaemonStatusResult = client
+            .call::<DaemonStatus>(&DaemonStatusParams {})
+            .await
+            .unwrap();
+        match status.config_error {
+            Some(error) if refused => assert!(
+                error.contains("belongs to another user (uid 65534)")
+                    && error.contains("config.toml"),
+                "{error}"
+            ),
+            None if !refused => {}
+            other => panic!("owner {owner}: unexpected config error {other:?}"),
+        }
+    }
 }

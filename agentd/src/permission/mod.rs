@@ -18,7 +18,7 @@
 //! 6. the mode's default (see [`PermissionMode`]).
 //!
 //! The gate decides a `grep`, `glob` or `list_dir` call on the path it names; the deny rules
-//! for reading ([`ReadDenyRules`]) then decide each path the tool finds below it.
+//! for reading ([`ReadWithholdRules`]) then decide each path the tool finds below it.
 //!
 //! Rules come in Claude Code's syntax ([`Rule`]); layers (user config.toml < project
 //! `.agents/settings.*` < session) are merged with [`RuleSet::merge`], so a deny or ask of any
@@ -40,7 +40,7 @@ use std::str::FromStr;
 
 pub use destructive::destructive_reason;
 pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
-pub use read_rules::ReadDenyRules;
+pub use read_rules::ReadWithholdRules;
 pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
     RuleSet, RuleSource,

@@ -1,6 +1,8 @@
-//! The deny rules for reading, applied to each path a listing or search would return: the gate
-//! decides a `grep`, `glob` or `list_dir` call on the path it names, and these rules decide
-//! every path it finds below (see [`crate::tools::ReadFilter`]).
+//! The deny and ask rules for reading, applied to each path a listing or search would return:
+//! the gate decides a `grep`, `glob` or `list_dir` call on the path it names, and these rules
+//! decide every path it finds below (see [`crate::tools::ReadFilter`]). A path an ask rule
+//! covers is withheld too: a search cannot stop to ask per file, and showing it would read it
+//! without the approval the rule requires (`read_file` on it asks).
 
 use std::path::{Path, PathBuf};
 
@@ -12,10 +14,11 @@ use super::{Rule, RuleSet};
 /// not shown by a listing or search either.
 const READ_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
-/// The deny rules of a run (every layer) that name a reading tool, with what their patterns
-/// are matched against. Pure: paths are given resolved, nothing touches the file system.
+/// The deny and ask rules of a run (every layer) that name a reading tool, with what their
+/// patterns are matched against. Pure: paths are given resolved, nothing touches the file
+/// system.
 #[derive(Clone, Debug)]
-pub struct ReadDenyRules {
+pub struct ReadWithholdRules {
     rules: Vec<Rule>,
     /// Canonical workspace root, for workspace-relative patterns.
     workspace: PathBuf,
@@ -23,13 +26,14 @@ pub struct ReadDenyRules {
     home: Option<PathBuf>,
 }
 
-impl ReadDenyRules {
-    /// The deny rules of `rules` that name a reading tool.
+impl ReadWithholdRules {
+    /// The deny and ask rules of `rules` that name a reading tool.
     pub fn new(rules: &RuleSet, workspace: &Path, home: Option<&Path>) -> Self {
         Self {
             rules: rules
                 .deny
                 .iter()
+                .chain(&rules.ask)
                 .filter(|rule| READ_TOOLS.iter().any(|tool| rule.names_tool(tool)))
                 .cloned()
                 .collect(),
@@ -71,12 +75,12 @@ impl ReadDenyRules {
     }
 }
 
-impl crate::tools::ReadRules for ReadDenyRules {
+impl crate::tools::ReadRules for ReadWithholdRules {
     fn denies(&self, tool: &str, path: &Path) -> bool {
-        ReadDenyRules::denies(self, tool, path)
+        ReadWithholdRules::denies(self, tool, path)
     }
 
     fn denies_everything_under(&self, tool: &str, dir: &Path) -> bool {
-        ReadDenyRules::denies_everything_under(self, tool, dir)
+        ReadWithholdRules::denies_everything_under(self, tool, dir)
     }
 }

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use super::{ReadDenyRules, RuleLayer, RuleSet, RuleSource};
+use super::{ReadWithholdRules, RuleLayer, RuleSet, RuleSource};
 
 const WORKSPACE: &str = "/ws";
 const HOME: &str = "/home/u";
 
-fn rules(deny: &[&str]) -> ReadDenyRules {
+fn rules(deny: &[&str]) -> ReadWithholdRules {
     let deny: Vec<String> = deny.iter().map(|rule| (*rule).to_owned()).collect();
     let (set, errors) = RuleSet::parse(
         &RuleSource::new(RuleLayer::User, "config.toml"),
@@ -17,11 +17,11 @@ fn rules(deny: &[&str]) -> ReadDenyRules {
         &deny,
     );
     assert!(errors.is_empty(), "{errors:?}");
-    ReadDenyRules::new(&set, Path::new(WORKSPACE), Some(Path::new(HOME)))
+    ReadWithholdRules::new(&set, Path::new(WORKSPACE), Some(Path::new(HOME)))
 }
 
 /// `(tool, path, denied)` rows, paths relative to the workspace unless absolute.
-fn check_denies(rules: &ReadDenyRules, rows: &[(&str, &str, bool)]) {
+fn check_denies(rules: &ReadWithholdRules, rows: &[(&str, &str, bool)]) {
     for (tool, path, expected) in rows {
         let path = Path::new(WORKSPACE).join(path);
         assert_eq!(
@@ -34,7 +34,7 @@ fn check_denies(rules: &ReadDenyRules, rows: &[(&str, &str, bool)]) {
 }
 
 /// `(tool, dir, skipped whole)` rows.
-fn check_everything_under(rules: &ReadDenyRules, rows: &[(&str, &str, bool)]) {
+fn check_everything_under(rules: &ReadWithholdRules, rows: &[(&str, &str, bool)]) {
     for (tool, dir, expected) in rows {
         let dir = Path::new(WORKSPACE).join(dir);
         assert_eq!(

@@ -563,7 +563,7 @@ impl Actor {
         tool_context.limits = self.deps.tool_limits.clone();
         // Listings and searches apply the run's Read deny rules to every path they find.
         tool_context.read_filter =
-            crate::tools::ReadFilter::new(Arc::new(crate::permission::ReadDenyRules::new(
+            crate::tools::ReadFilter::new(Arc::new(crate::permission::ReadWithholdRules::new(
                 &permissions.rules,
                 &tool_context.workspace,
                 permissions.home.as_deref(),

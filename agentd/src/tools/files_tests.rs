@@ -358,20 +358,22 @@ async fn list_dir_withholds_denied_entries_and_links_out_of_the_workspace() {
     assert_eq!(
         output,
         ToolOutput::ok(
-            "a.txt\ndangling\nsecret-link/\nsecret/\n[1 entry withheld by deny rules]\n\
+            "a.txt\ndangling\nsecret-link/\nsecret/\n[1 entry withheld by permission rules]\n\
              [1 entry withheld: symlinks that lead outside the workspace]\n"
         )
     );
     let output = call(&ListDir, json!({"path": "secret"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("no entries of secret can be shown\n[2 entries withheld by deny rules]\n")
+        ToolOutput::ok(
+            "no entries of secret can be shown\n[2 entries withheld by permission rules]\n"
+        )
     );
     ctx.limits.listing_max_entries = 1;
     let output = call(&ListDir, json!({}), &ctx).await;
     assert_eq!(
         output.content,
-        "a.txt\n[… 3 more entries not shown]\n[1 entry withheld by deny rules]\n\
+        "a.txt\n[… 3 more entries not shown]\n[1 entry withheld by permission rules]\n\
          [1 entry withheld: symlinks that lead outside the workspace]\n"
     );
 }

@@ -1,5 +1,5 @@
 //! What a listing or search may show of the paths it finds. The gate decides a `grep`, `glob`
-//! or `list_dir` call on the one path it names; the run's Read deny rules ([`ReadRules`], set
+//! or `list_dir` call on the one path it names; the run's Read deny and ask rules ([`ReadRules`], set
 //! on the [`super::ToolContext`]) and the workspace boundary decide every path found below it.
 //! Withheld entries are counted, never named, and a walk does not enter a directory whose
 //! whole contents are denied.
@@ -8,8 +8,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The deny rules a listing or search applies to each path it would return (implemented by
-/// `permission::ReadDenyRules`). Paths are absolute and resolved.
+/// The deny and ask rules a listing or search applies to each path it would return (implemented by
+/// `permission::ReadWithholdRules`). Paths are absolute and resolved.
 pub trait ReadRules: Send + Sync {
     /// Whether a deny rule for `tool` (or for reading files) covers `path`.
     fn denies(&self, tool: &str, path: &Path) -> bool;
@@ -111,12 +111,12 @@ impl Withheld {
     }
 
     /// The lines the tool output ends with (each with its newline; empty when nothing was
-    /// withheld), e.g. `[2 entries withheld by deny rules]`.
+    /// withheld), e.g. `[2 entries withheld by permission rules]`.
     pub(crate) fn note(&self) -> String {
         let mut note = String::new();
         if self.by_deny_rules > 0 {
             note.push_str(&format!(
-                "[{} withheld by deny rules]\n",
+                "[{} withheld by permission rules]\n",
                 entries(self.by_deny_rules)
             ));
         }

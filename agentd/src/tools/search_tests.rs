@@ -176,13 +176,13 @@ async fn grep_and_glob_skip_a_denied_directory_without_entering_it() {
     let output = call(&Grep, json!({"pattern": "fn main"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("src/main.rs:1: fn main() {\n[1 entry withheld by deny rules]\n")
+        ToolOutput::ok("src/main.rs:1: fn main() {\n[1 entry withheld by permission rules]\n")
     );
     let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
     assert_eq!(
         output,
         ToolOutput::ok(
-            "src/blob.rs\nsrc/lib/mod.rs\nsrc/main.rs\n[1 entry withheld by deny rules]\n"
+            "src/blob.rs\nsrc/lib/mod.rs\nsrc/main.rs\n[1 entry withheld by permission rules]\n"
         )
     );
     assert!(!rules.looked_inside(), "{:?}", rules.asked.lock().unwrap());
@@ -201,7 +201,7 @@ async fn a_denied_search_root_is_not_walked() {
     assert_eq!(
         output,
         ToolOutput::ok(
-            "no matches for `fn` in src/secret/deep\n[1 entry withheld by deny rules]\n"
+            "no matches for `fn` in src/secret/deep\n[1 entry withheld by permission rules]\n"
         )
     );
     let output = call(
@@ -212,7 +212,9 @@ async fn a_denied_search_root_is_not_walked() {
     .await;
     assert_eq!(
         output,
-        ToolOutput::ok("no files match `*` in src/secret/deep\n[1 entry withheld by deny rules]\n")
+        ToolOutput::ok(
+            "no files match `*` in src/secret/deep\n[1 entry withheld by permission rules]\n"
+        )
     );
     // A denied file named as the root is withheld too (the gate applies only the rules of
     // the tool itself, these rules may come from `read_file`).
@@ -225,7 +227,7 @@ async fn a_denied_search_root_is_not_walked() {
     assert_eq!(
         output,
         ToolOutput::ok(
-            "no matches for `fn` in src/secret/key.rs\n[1 entry withheld by deny rules]\n"
+            "no matches for `fn` in src/secret/key.rs\n[1 entry withheld by permission rules]\n"
         )
     );
     let asked = rules.asked.lock().unwrap();
@@ -249,7 +251,7 @@ async fn withheld_files_are_counted_only_when_the_pattern_would_show_them() {
     let output = call(&Glob, json!({"pattern": "*.md"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("no files match `*.md` in .\n[1 entry withheld by deny rules]\n")
+        ToolOutput::ok("no files match `*.md` in .\n[1 entry withheld by permission rules]\n")
     );
     // Rules that cover single files only: a file the glob would not show is not counted.
     let (_dir, mut ctx) = workspace();
@@ -263,17 +265,17 @@ async fn withheld_files_are_counted_only_when_the_pattern_would_show_them() {
     let output = call(&Glob, json!({"pattern": "*.rs"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("c.rs\n[1 entry withheld by deny rules]\n")
+        ToolOutput::ok("c.rs\n[1 entry withheld by permission rules]\n")
     );
     let output = call(&Grep, json!({"pattern": "x", "glob": "*.txt"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("no matches for `x` in .\n[1 entry withheld by deny rules]\n")
+        ToolOutput::ok("no matches for `x` in .\n[1 entry withheld by permission rules]\n")
     );
     let output = call(&Grep, json!({"pattern": "x"}), &ctx).await;
     assert_eq!(
         output,
-        ToolOutput::ok("c.rs:1: x\n[2 entries withheld by deny rules]\n")
+        ToolOutput::ok("c.rs:1: x\n[2 entries withheld by permission rules]\n")
     );
 }
 
