@@ -1,4 +1,4 @@
-//! Tests of the Read deny rules listings and searches apply: which rules apply to which tool,
+//! Tests of the Read deny and ask rules listings and searches apply: which rules apply to which tool,
 //! and which directories a walk may skip whole.
 
 use std::path::Path;
@@ -9,12 +9,17 @@ const WORKSPACE: &str = "/ws";
 const HOME: &str = "/home/u";
 
 fn rules(deny: &[&str]) -> ReadWithholdRules {
-    let deny: Vec<String> = deny.iter().map(|rule| (*rule).to_owned()).collect();
+    rules_with_ask(&["Edit(./asked/**)"], deny)
+}
+
+fn rules_with_ask(ask: &[&str], deny: &[&str]) -> ReadWithholdRules {
+    let owned =
+        |rules: &[&str]| -> Vec<String> { rules.iter().map(|rule| (*rule).to_owned()).collect() };
     let (set, errors) = RuleSet::parse(
         &RuleSource::new(RuleLayer::User, "config.toml"),
         &["Read(./secrets/**)".to_owned()],
-        &["Grep(./asked/**)".to_owned()],
-        &deny,
+        &owned(ask),
+        &owned(deny),
     );
     assert!(errors.is_empty(), "{errors:?}");
     ReadWithholdRules::new(&set, Path::new(WORKSPACE), Some(Path::new(HOME)))
@@ -47,8 +52,11 @@ fn check_everything_under(rules: &ReadWithholdRules, rows: &[(&str, &str, bool)]
 }
 
 #[test]
-fn only_deny_rules_of_reading_tools_are_kept() {
-    assert!(rules(&[]).is_empty(), "allow and ask rules never filter");
+fn only_deny_and_ask_rules_of_reading_tools_are_kept() {
+    assert!(
+        rules(&[]).is_empty(),
+        "allow rules and ask rules of other tools never filter"
+    );
     assert!(rules(&["Bash(cat:*)", "Edit(./src/**)", "WebFetch"]).is_empty());
     assert!(!rules(&["Grep(*.pem)"]).is_empty());
 }
@@ -144,4 +152,20 @@ fn rules_of_other_tools_do_not_skip_directories() {
             ("list_dir", "secrets", false),
         ],
     );
+}
+
+#[test]
+fn an_ask_rule_for_reading_withholds_like_a_deny_rule() {
+    let rules = rules_with_ask(&["Read(./private/**)", "Grep(*.log)"], &[]);
+    check_denies(
+        &rules,
+        &[
+            ("grep", "private/diary.txt", true),
+            ("glob", "private/diary.txt", true),
+            ("grep", "build.log", true),
+            ("glob", "build.log", false),
+            ("grep", "src/main.rs", false),
+        ],
+    );
+    check_everything_under(&rules, &[("list_dir", "private", true)]);
 }
