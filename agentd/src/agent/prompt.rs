@@ -87,11 +87,18 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
 pub fn memory_section(snapshot: &crate::memory::MemorySnapshot) -> String {
     use crate::memory::{DELIMITER, Scope, StoreView, usage_text};
     let store = |view: &StoreView, what: &str| {
-        let body = if view.entries.is_empty() {
+        let (shown, left_out) = view.entries.within(view.limit);
+        let mut body = if shown.is_empty() {
             "(empty)".to_owned()
         } else {
-            view.entries.as_slice().join(DELIMITER)
+            shown.as_slice().join(DELIMITER)
         };
+        if left_out > 0 {
+            body.push_str(&format!(
+                "\n(entries not shown, the store being over its limit: {left_out}; merge or \
+                 remove entries with the memory tool)"
+            ));
+        }
         format!(
             "\n\n## {} ({what}, {})\n{body}",
             view.target.file_name(),
@@ -160,6 +167,20 @@ mod tests {
             "{section}"
         );
         assert!(section.ends_with("</memory>"));
+
+        // A store over its limit (a hand edit) shows only what fits.
+        let long = format!("{}\n§\nlast", "x".repeat(2_199));
+        std::fs::write(memory_dir.join("MEMORY.md"), long).unwrap();
+        let section = memory_section(&stores.snapshot(work.path()));
+        assert!(
+            section.contains("(your notes, 2,206/2,200 chars)"),
+            "{section}"
+        );
+        assert!(
+            section.contains("entries not shown, the store being over its limit: 1"),
+            "{section}"
+        );
+        assert!(!section.contains("last"), "{section}");
     }
 
     #[test]

@@ -118,8 +118,9 @@ impl Entries {
         }
     }
 
-    /// Takes `next` if it fits in `limit`; else refuses with the usage and every entry, so the
-    /// model can consolidate.
+    /// Takes `next` if it fits in `limit` or is no longer than now (a store already over its
+    /// limit, after a hand edit or a lower limit, can still be shortened); else refuses with
+    /// the usage and every entry, so the model can consolidate.
     fn replace_within(
         &mut self,
         next: Entries,
@@ -127,7 +128,7 @@ impl Entries {
         limit: usize,
     ) -> Result<Applied, Refusal> {
         let usage = next.usage();
-        if usage > limit {
+        if usage > limit && usage > self.usage() {
             return Err(Refusal(format!(
                 "not saved: {name} would hold {} chars, over its limit; it holds {} now. \
                  Make room first: merge related entries into one shorter entry (action replace) \
@@ -178,6 +179,22 @@ impl Entries {
                     .join("\n")
             ))),
         }
+    }
+
+    /// The longest prefix of the entries whose text fits in `limit` chars, and how many entries
+    /// are left out (for the system prompt: a store over its limit never floods the prompt).
+    pub fn within(&self, limit: usize) -> (Entries, usize) {
+        let mut kept = Entries::default();
+        for entry in &self.entries {
+            let mut next = kept.clone();
+            next.entries.push(entry.clone());
+            if next.usage() > limit {
+                break;
+            }
+            kept = next;
+        }
+        let left_out = self.entries.len() - kept.entries.len();
+        (kept, left_out)
     }
 
     /// The entries as a list, each cut to `max_chars`.

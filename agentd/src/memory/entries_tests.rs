@@ -162,6 +162,22 @@ fn edits() {
             after: "short",
         },
         Case {
+            name: "a store over its limit can still be shortened",
+            before: "aaaaaaaa\n§\nbbbbbbbb",
+            edit: replace("bbbbbbbb", "bb"),
+            limit: 5,
+            outcome: Ok(Applied::Changed),
+            after: "aaaaaaaa\n§\nbb",
+        },
+        Case {
+            name: "a store over its limit refuses growth",
+            before: "aaaaaaaa",
+            edit: replace("aaaaaaaa", "aaaaaaaaa"),
+            limit: 5,
+            outcome: Err(&["9/5 chars"]),
+            after: "aaaaaaaa",
+        },
+        Case {
             name: "replace into another entry's text is refused",
             before: "a1\n§\nb2",
             edit: replace("a1", "b2"),
@@ -228,7 +244,11 @@ fn edits() {
             _ => panic!("{}: got {outcome:?}", case.name),
         }
         assert_eq!(entries.render(), case.after, "{}", case.name);
-        assert!(entries.usage() <= case.limit, "{}", case.name);
+        assert!(
+            entries.usage() <= case.limit || entries.usage() <= Entries::parse(case.before).usage(),
+            "{}",
+            case.name
+        );
     }
 }
 
@@ -269,4 +289,14 @@ fn long_entries_are_previewed_on_one_line_when_ambiguous() {
         .unwrap_err();
     assert!(refusal.0.contains('…'), "{}", refusal.0);
     assert!(!refusal.0.contains(&"x".repeat(100)), "{}", refusal.0);
+}
+
+#[test]
+fn within_keeps_the_entries_that_fit() {
+    let entries = Entries::parse("aaaa\n§\nbbbb\n§\ncc");
+    let (kept, left_out) = entries.within(11);
+    assert_eq!(kept.render(), "aaaa\n§\nbbbb");
+    assert_eq!(left_out, 1);
+    assert_eq!(entries.within(100), (entries.clone(), 0));
+    assert_eq!(entries.within(3), (Entries::default(), 3));
 }
