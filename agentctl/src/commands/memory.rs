@@ -76,3 +76,31 @@ fn thousands(n: u64) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_both_stores_with_usage_and_multiline_entries() {
+        let store = |path: &str, entries: &[&str], usage, limit| MemoryStore {
+            path: path.to_owned(),
+            entries: entries.iter().map(|entry| (*entry).to_owned()).collect(),
+            usage_chars: usage,
+            limit_chars: limit,
+            warning: None,
+        };
+        let result = MemoryGetResult {
+            dir: "/p/.agents/memory".to_owned(),
+            scope: MemoryScope::Project,
+            memory: store("/p/.agents/memory/MEMORY.md", &["a\nb", "c"], 1474, 2200),
+            user: store("/p/.agents/memory/USER.md", &[], 0, 1375),
+        };
+        assert_eq!(
+            render(&result),
+            "/p/.agents/memory (the project's memory)\n\
+             \nMEMORY.md  1,474/2,200 chars\n  - a\n    b\n  - c\n\
+             \nUSER.md  0/1,375 chars\n  (empty)\n"
+        );
+    }
+}
