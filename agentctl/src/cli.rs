@@ -135,6 +135,21 @@ pub enum Command {
         /// A directory of the project (default: the current directory).
         dir: Option<PathBuf>,
     },
+    /// The curated memory (MEMORY.md, USER.md) the model keeps across sessions.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// The stores sessions in DIR use (the project's `.agents/memory/` when it has one, else
+    /// yours), with their entries and usage. With --json, the `memory/get` result.
+    Show {
+        /// A directory (default: the current directory).
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -132,6 +132,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Trust { dir } => done(commands::trust::trust(&ctx, dir).await),
         Command::Untrust { dir } => done(commands::trust::untrust(&ctx, dir).await),
+        Command::Memory {
+            action: cli::MemoryAction::Show { dir },
+        } => done(commands::memory::show(&ctx, dir).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

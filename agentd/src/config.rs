@@ -85,6 +85,8 @@ pub struct Config {
     /// How long a loaded session may sit idle before it is unloaded from memory
     /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
     pub session_idle_unload: std::time::Duration,
+    /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
+    pub memory: crate::memory::MemoryLimits,
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -196,6 +198,7 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
+        memory: crate::memory::MemoryLimits::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -307,6 +310,15 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
+    memory: Option<FileMemory>,
+}
+
+/// `[memory]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMemory {
+    memory_chars: Option<u64>,
+    user_chars: Option<u64>,
 }
 
 /// `[sessions]` as written.
@@ -403,6 +415,9 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
+    if let Some(memory) = &file.memory {
+        config.memory = memory_limits(path, memory)?;
+    }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (
@@ -558,6 +573,39 @@ fn bounded(
         });
     }
     Ok(value)
+}
+
+/// `[memory]`: each limit at least 1 and at most `memory::MAX_STORE_CHARS`.
+fn memory_limits(
+    path: &Path,
+    memory: &FileMemory,
+) -> Result<crate::memory::MemoryLimits, ConfigError> {
+    use crate::memory::{DEFAULT_MEMORY_CHARS, DEFAULT_USER_CHARS, MAX_STORE_CHARS};
+    let limit = |key: &str, value: Option<u64>, default: usize| {
+        let chars = bounded(
+            path,
+            key,
+            value,
+            default as u64,
+            MAX_STORE_CHARS as u64,
+            "characters",
+        )?;
+        if chars == 0 {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("{key} must be at least 1"),
+            });
+        }
+        Ok(usize::try_from(chars).unwrap_or(MAX_STORE_CHARS))
+    };
+    Ok(crate::memory::MemoryLimits {
+        memory_chars: limit(
+            "memory.memory_chars",
+            memory.memory_chars,
+            DEFAULT_MEMORY_CHARS,
+        )?,
+        user_chars: limit("memory.user_chars", memory.user_chars, DEFAULT_USER_CHARS)?,
+    })
 }
 
 fn rule_errors_text(errors: &[RuleError]) -> String {

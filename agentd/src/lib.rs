@@ -10,6 +10,7 @@ pub mod conversation;
 pub mod daemon;
 pub mod llm;
 pub mod logging;
+pub mod memory;
 pub mod paths;
 pub mod permission;
 pub mod process;

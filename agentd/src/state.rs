@@ -22,4 +22,6 @@ pub struct DaemonState {
     pub approvals: Arc<crate::approval::ApprovalBroker>,
     /// Trusted project roots (`project/trust`, `project/untrust`, `project/list`).
     pub trust: Arc<crate::trust::TrustStore>,
+    /// The curated memory stores (`memory/get`; the `memory` tool writes through the same one).
+    pub memory: Arc<crate::memory::MemoryStores>,
 }

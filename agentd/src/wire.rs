@@ -89,3 +89,24 @@ impl From<PermissionMode> for protocol::approval::PermissionMode {
         }
     }
 }
+
+/// `memory/get`'s answer: both stores of a snapshot.
+pub fn memory_get(snapshot: &crate::memory::MemorySnapshot) -> protocol::memory::MemoryGetResult {
+    use protocol::memory::{MemoryGetResult, MemoryScope, MemoryStore};
+    let store = |view: &crate::memory::StoreView| MemoryStore {
+        path: view.path.display().to_string(),
+        entries: view.entries.as_slice().to_vec(),
+        usage_chars: view.entries.usage() as u64,
+        limit_chars: view.limit as u64,
+        warning: view.warning.clone(),
+    };
+    MemoryGetResult {
+        dir: snapshot.location.dir.display().to_string(),
+        scope: match snapshot.location.scope {
+            crate::memory::Scope::User => MemoryScope::User,
+            crate::memory::Scope::Project => MemoryScope::Project,
+        },
+        memory: store(&snapshot.memory),
+        user: store(&snapshot.user),
+    }
+}

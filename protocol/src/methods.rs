@@ -4,6 +4,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::approval::*;
 use crate::daemon::*;
+use crate::memory::*;
 use crate::project::*;
 use crate::session::*;
 
@@ -70,6 +71,8 @@ methods! {
     ProjectUntrust = "project/untrust": ProjectUntrustParams => ProjectUntrustResult;
     /// Every trusted project root.
     ProjectList = "project/list": ProjectListParams => ProjectListResult;
+    /// The curated memory stores sessions in a directory use, with entries and usage.
+    MemoryGet = "memory/get": MemoryGetParams => MemoryGetResult;
 }
 
 /// Unsubscribe methods paired with the subscriptions above (they take the subscription id).

@@ -468,6 +468,19 @@ pub fn request_transcript(format: Format, request: &RecordedRequest) -> Vec<Stri
 }
 
 /// Text of a message or block content: a string, or the text blocks of an array.
+/// The system prompt of a recorded request, in either format (OpenAI: the first message with
+/// role `system`; Anthropic: the `system` field, a string or text blocks).
+pub fn request_system_text(format: Format, request: &RecordedRequest) -> String {
+    match format {
+        Format::OpenAi => request.json["messages"]
+            .as_array()
+            .and_then(|messages| messages.iter().find(|m| m["role"] == "system"))
+            .map(|message| content_text(&message["content"]))
+            .unwrap_or_default(),
+        Format::Anthropic => content_text(&request.json["system"]),
+    }
+}
+
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),

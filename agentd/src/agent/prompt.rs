@@ -82,6 +82,47 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
     notes
 }
 
+/// The curated memory block of the system prompt: both stores of `snapshot` with their usage
+/// (taken at session creation and frozen with the rest of the prompt).
+pub fn memory_section(snapshot: &crate::memory::MemorySnapshot) -> String {
+    use crate::memory::{DELIMITER, Scope, StoreView, usage_text};
+    let store = |view: &StoreView, what: &str| {
+        let (shown, left_out) = view.entries.within(view.limit);
+        let mut body = if shown.is_empty() {
+            "(empty)".to_owned()
+        } else {
+            shown.as_slice().join(DELIMITER)
+        };
+        if left_out > 0 {
+            body.push_str(&format!(
+                "\n(entries not shown, the store being over its limit: {left_out}; merge or \
+                 remove entries with the memory tool)"
+            ));
+        }
+        format!(
+            "\n\n## {} ({what}, {})\n{body}",
+            view.target.file_name(),
+            usage_text(view.entries.usage(), view.limit)
+        )
+    };
+    let mut section = String::from(
+        "\n\n<memory>\nYour long-term memory, kept across sessions with the memory tool. It is a \
+         snapshot taken when this session started: what you save now shows in later sessions. \
+         Save what the user should not have to say twice: corrections, preferences, facts about \
+         their environment, project conventions.",
+    );
+    if snapshot.location.scope == Scope::Project {
+        section.push_str(&format!(
+            "\nThese are the project's stores ({}).",
+            snapshot.location.dir.display()
+        ));
+    }
+    section.push_str(&store(&snapshot.memory, "your notes"));
+    section.push_str(&store(&snapshot.user, "the user's profile"));
+    section.push_str("\n</memory>");
+    section
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +141,46 @@ mod tests {
         let root_at = prompt.find("root notes").unwrap();
         let sub_at = prompt.find("sub notes").unwrap();
         assert!(root_at < sub_at);
+    }
+
+    #[test]
+    fn the_memory_section_shows_both_stores_with_usage() {
+        let data = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let memory_dir = data.path().join("memory");
+        std::fs::create_dir(&memory_dir).unwrap();
+        std::fs::write(
+            memory_dir.join("MEMORY.md"),
+            "uses pnpm\n§\ntests: pnpm test\n",
+        )
+        .unwrap();
+        let stores = crate::memory::MemoryStores::new(data.path(), Default::default());
+        let section = memory_section(&stores.snapshot(work.path()));
+        assert!(
+            section.contains(
+                "## MEMORY.md (your notes, 28/2,200 chars)\nuses pnpm\n§\ntests: pnpm test"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains("## USER.md (the user's profile, 0/1,375 chars)\n(empty)"),
+            "{section}"
+        );
+        assert!(section.ends_with("</memory>"));
+
+        // A store over its limit (a hand edit) shows only what fits.
+        let long = format!("{}\n§\nlast", "x".repeat(2_199));
+        std::fs::write(memory_dir.join("MEMORY.md"), long).unwrap();
+        let section = memory_section(&stores.snapshot(work.path()));
+        assert!(
+            section.contains("(your notes, 2,206/2,200 chars)"),
+            "{section}"
+        );
+        assert!(
+            section.contains("entries not shown, the store being over its limit: 1"),
+            "{section}"
+        );
+        assert!(!section.contains("last"), "{section}");
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         connections: Arc::new(ConnectionStats::default()),
         approvals: sessions.approvals(),
         trust: sessions.trust(),
+        memory: sessions.memory(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -187,6 +188,16 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     if let Ok(config) = &config {
         tool_limits.output_max_chars = config.tool_output_max_chars;
     }
+    let memory_limits = config
+        .as_ref()
+        .map(|config| config.memory)
+        .unwrap_or_default();
+    let memory = Arc::new(crate::memory::MemoryStores::new(
+        &paths.data_dir,
+        memory_limits,
+    ));
+    let mut tools = crate::tools::ToolRegistry::builtin();
+    tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
     // Startup, before any client: reading the small trust file here blocks nobody.
     let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,
@@ -201,7 +212,8 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         config,
         http: crate::llm::LlmClient::http_client()?,
         fetch: crate::tools::FetchClients::new()?,
-        tools: Arc::new(crate::tools::ToolRegistry::builtin()),
+        tools: Arc::new(tools),
+        memory,
         tool_limits,
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
             paths.config.clone(),

@@ -61,7 +61,8 @@ pub use shell::split_shell_command;
 /// | shell (run_shell)                          | ask     | ask         | deny  | allow  |
 /// | network (fetch_url; read-only)             | ask     | ask         | ask   | allow  |
 /// | MCP tool with readOnlyHint                 | ask     | ask         | ask   | allow  |
-/// | MCP tool, other writing tools (memory)     | ask     | ask         | deny  | allow  |
+/// | MCP tool, other writing tools              | ask     | ask         | deny  | allow  |
+/// | daemon stores (memory)                     | allow   | allow       | deny  | allow  |
 ///
 /// Allow rules lift an "ask" (not a plan-mode deny); ask rules turn an "allow" into an ask, in
 /// bypass mode too.
@@ -111,8 +112,11 @@ pub enum ToolKind {
     Mcp {
         read_only: bool,
     },
-    /// Any other tool that changes something (e.g. `memory`).
+    /// Any other tool that changes something.
     Write,
+    /// Changes only the daemon's own stores, never the workspace or the outside world
+    /// (`memory`): runs without asking, but plan mode refuses it like every write.
+    DaemonStore,
 }
 
 /// Tools that only keep the daemon's own bookkeeping (or spawn subagents, whose calls are
@@ -126,6 +130,9 @@ pub const INTERNAL_TOOLS: &[&str] = &[
     "task_output",
     "task_stop",
 ];
+
+/// Tools that write only the daemon's own stores ([`ToolKind::DaemonStore`]).
+pub const DAEMON_STORE_TOOLS: &[&str] = &["memory"];
 
 impl PermissionMode {
     /// How much a mode lets happen without asking: plan < default < acceptEdits < bypass.
@@ -187,6 +194,7 @@ impl ToolKind {
             "write_file" | "edit_file" => ToolKind::FileEdit,
             _ if tool.starts_with("mcp__") => ToolKind::Mcp { read_only },
             _ if read_only || INTERNAL_TOOLS.contains(&tool) => ToolKind::ReadOnly,
+            _ if DAEMON_STORE_TOOLS.contains(&tool) => ToolKind::DaemonStore,
             _ => ToolKind::Write,
         }
     }

@@ -183,6 +183,9 @@ impl Policy {
             (PermissionMode::Bypass, _) => Decision::Allow {
                 reason: Some("bypass mode".to_owned()),
             },
+            (_, ToolKind::DaemonStore) => Decision::Allow {
+                reason: Some("it changes only the daemon's own stores".to_owned()),
+            },
             (PermissionMode::AcceptEdits, ToolKind::FileEdit) => Decision::Allow {
                 reason: Some("acceptEdits mode".to_owned()),
             },

@@ -290,13 +290,13 @@ fn modes_by_tool_kind() {
         (
             PermissionMode::Default,
             [
-                "allow", "allow", "allow", "ask", "ask", "ask", "ask", "ask", "ask", "ask",
+                "allow", "allow", "allow", "ask", "ask", "ask", "ask", "ask", "ask", "allow",
             ],
         ),
         (
             PermissionMode::AcceptEdits,
             [
-                "allow", "allow", "allow", "allow", "allow", "ask", "ask", "ask", "ask", "ask",
+                "allow", "allow", "allow", "allow", "allow", "ask", "ask", "ask", "ask", "allow",
             ],
         ),
         (
@@ -576,4 +576,25 @@ fn fetch_hosts_are_named_only_by_domain_allow_rules() {
     ] {
         assert_eq!(policy.names_fetch_host(host), named, "{host}");
     }
+}
+
+#[test]
+fn memory_runs_without_asking_but_rules_still_apply() {
+    let (_dir, root) = workspace();
+    let memory = ("memory", json!({"target": "user", "action": "add"}), false);
+    let asked = Policy::new(
+        PermissionMode::Bypass,
+        layer(RuleLayer::User, &[], &["memory"], &[]),
+    );
+    check(&asked, &root, &[(memory.clone(), "ask")]);
+    let denied = Policy::new(
+        PermissionMode::Default,
+        layer(RuleLayer::Project, &[], &[], &["memory"]),
+    );
+    check(&denied, &root, &[(memory.clone(), "deny")]);
+    let allowed_in_plan = Policy::new(
+        PermissionMode::Plan,
+        layer(RuleLayer::User, &["memory"], &[], &[]),
+    );
+    check(&allowed_in_plan, &root, &[(memory, "deny plan mode")]);
 }

@@ -10,6 +10,7 @@ use protocol::daemon::*;
 use protocol::methods;
 
 mod approval;
+mod memory;
 mod project;
 mod session;
 mod subscription;
@@ -41,6 +42,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<ProjectTrust, _, _>(&mut module, project::trust)?;
     register::<ProjectUntrust, _, _>(&mut module, project::untrust)?;
     register::<ProjectList, _, _>(&mut module, project::list)?;
+    register::<MemoryGet, _, _>(&mut module, memory::get)?;
     register_session_subscription(&mut module)?;
     register_daemon_subscription(&mut module)?;
     Ok(module)

@@ -54,6 +54,8 @@ pub struct SessionDeps {
     pub approvals: Arc<crate::approval::ApprovalBroker>,
     /// The project roots whose settings may loosen policy.
     pub trust: Arc<crate::trust::TrustStore>,
+    /// The curated memory stores: a snapshot goes into each new session's system prompt.
+    pub memory: Arc<crate::memory::MemoryStores>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use, until idle).
@@ -129,6 +131,10 @@ impl SessionManager {
 
     pub fn trust(&self) -> Arc<crate::trust::TrustStore> {
         self.deps.trust.clone()
+    }
+
+    pub fn memory(&self) -> Arc<crate::memory::MemoryStores> {
+        self.deps.memory.clone()
     }
 
     pub fn config_error(&self) -> Option<String> {
@@ -238,10 +244,15 @@ impl SessionManager {
         let created_at = humantime::format_rfc3339_seconds(now).to_string();
         let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
         let prompt_cwd = cwd.clone();
-        let system_prompt =
-            tokio::task::spawn_blocking(move || crate::agent::prompt::build(&prompt_cwd, &date))
-                .await
-                .map_err(|err| SessionError::Internal(err.to_string()))?;
+        let memory = self.deps.memory.clone();
+        let system_prompt = tokio::task::spawn_blocking(move || {
+            // The memory snapshot is frozen with the rest: writes show in later sessions.
+            let snapshot = memory.snapshot(&prompt_cwd);
+            crate::agent::prompt::build(&prompt_cwd, &date)
+                + &crate::agent::prompt::memory_section(&snapshot)
+        })
+        .await
+        .map_err(|err| SessionError::Internal(err.to_string()))?;
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,

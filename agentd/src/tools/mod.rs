@@ -9,6 +9,7 @@ mod executor;
 mod fetch;
 mod fetch_access;
 mod files;
+mod memory;
 mod path;
 mod read_filter;
 mod search;
@@ -33,6 +34,7 @@ pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_b
 pub use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
+pub use memory::MemoryTool;
 pub use path::{
     display_path, protected_component, resolve_in_workspace, resolve_in_workspace_async,
 };

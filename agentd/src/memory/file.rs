@@ -1,0 +1,153 @@
+//! Reading and writing one store file. Reads are bounded and refuse another user's file;
+//! writes replace the file atomically (a unique temp file in the same directory, 0600, synced,
+//! renamed over the store, the directory synced), so a crash leaves the old file or the new
+//! one, never a torn mix. Blocking: callers use `spawn_blocking`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context;
+
+use super::entries::Entries;
+
+/// Bytes of a store file read at most: far above any sensible limit (4 bytes a char at most),
+/// so a huge or endless file cannot fill the daemon's memory.
+pub const MAX_FILE_BYTES: usize = 256 * 1024;
+
+/// Makes temp file names unique within the process (several stores save at once).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A store file as read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub entries: Entries,
+    /// The file is longer than [`MAX_FILE_BYTES`]: what was read is only its start, and
+    /// saving it would lose the rest, so it must not be written.
+    pub truncated: bool,
+}
+
+/// Reads the store at `path`; a missing file is an empty store.
+pub fn load(path: &Path) -> anyhow::Result<Loaded> {
+    match crate::regular_file::read_own_text(path, MAX_FILE_BYTES) {
+        Ok(read) => Ok(Loaded {
+            entries: Entries::parse(&read.text),
+            truncated: read.truncated,
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Writes `entries` to `path` atomically.
+pub fn save(path: &Path, entries: &Entries) -> anyhow::Result<()> {
+    save_with(path, entries, &|| Ok(()))
+}
+
+/// [`save`], with `before_rename` called once the temp file is written and synced (tests use
+/// it to stop there, as a crash would).
+pub(crate) fn save_with(
+    path: &Path,
+    entries: &Entries,
+    before_rename: &dyn Fn() -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut text = entries.render();
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let temp = temp_path(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&temp)
+        .with_context(|| format!("cannot create {}", temp.display()))?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| before_rename());
+    drop(file);
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error).with_context(|| format!("cannot write {}", temp.display()));
+    }
+    if let Err(error) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error).with_context(|| format!("cannot replace {}", path.display()));
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .with_context(|| format!("cannot sync directory {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// `.MEMORY.md.<pid>.<n>.tmp` beside the store.
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_crash_between_temp_write_and_rename_leaves_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MEMORY.md");
+        save(&path, &Entries::parse("old entry")).unwrap();
+        let crash = || Err(std::io::Error::other("simulated crash"));
+        let error = save_with(&path, &Entries::parse("new entry"), &crash).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("simulated crash"),
+            "{error:#}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old entry\n");
+        assert_eq!(load(&path).unwrap().entries, Entries::parse("old entry"));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("MEMORY.md")]);
+    }
+
+    #[test]
+    fn a_leftover_temp_file_is_not_read_and_saves_still_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("USER.md");
+        save(&path, &Entries::parse("kept")).unwrap();
+        // What a daemon killed after writing its temp file leaves behind.
+        std::fs::write(dir.path().join(".USER.md.1.0.tmp"), "torn").unwrap();
+        assert_eq!(load(&path).unwrap().entries, Entries::parse("kept"));
+        save(&path, &Entries::parse("kept\n§\nnext")).unwrap();
+        assert_eq!(load(&path).unwrap().entries.as_slice().len(), 2);
+    }
+
+    #[test]
+    fn files_are_private_and_a_missing_file_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MEMORY.md");
+        let loaded = load(&path).unwrap();
+        assert!(loaded.entries.is_empty() && !loaded.truncated);
+        save(&path, &Entries::parse("a")).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn an_oversized_file_is_marked_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MEMORY.md");
+        std::fs::write(&path, "x".repeat(MAX_FILE_BYTES + 1)).unwrap();
+        assert!(load(&path).unwrap().truncated);
+    }
+}

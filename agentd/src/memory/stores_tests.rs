@@ -1,0 +1,160 @@
+//! Tests of `MemoryStores`: where the stores are, snapshots, and writers that run at once.
+
+use super::*;
+use std::os::unix::fs::PermissionsExt;
+
+fn stores(data: &Path) -> Arc<MemoryStores> {
+    Arc::new(MemoryStores::new(data, MemoryLimits::default()))
+}
+
+#[tokio::test]
+async fn the_users_stores_are_private_files_in_the_data_dir() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let stores = stores(data.path());
+    let location = stores.locate(work.path());
+    assert_eq!(location.scope, Scope::User);
+    assert_eq!(location.dir, data.path().join("memory"));
+    let said = stores
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::User,
+            Edit::Add {
+                content: "prefers short answers".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(said.contains("saved to USER.md (21/1,375 chars)"), "{said}");
+    let dir_mode = std::fs::metadata(&location.dir)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(dir_mode, 0o700);
+    let file = location.dir.join("USER.md");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let snapshot = stores.snapshot(work.path());
+    assert_eq!(snapshot.user.entries.as_slice(), ["prefers short answers"]);
+    assert!(snapshot.memory.entries.is_empty());
+    assert_eq!(snapshot.memory.limit, DEFAULT_MEMORY_CHARS);
+}
+
+#[tokio::test]
+async fn a_project_with_agents_memory_keeps_its_own_stores() {
+    let data = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join(".git")).unwrap();
+    std::fs::create_dir_all(root.path().join(".agents/memory")).unwrap();
+    let sub = root.path().join("crates/a");
+    std::fs::create_dir_all(&sub).unwrap();
+    let stores = stores(data.path());
+    let location = stores.locate(&sub);
+    assert_eq!(location.scope, Scope::Project);
+    assert_eq!(location.dir, root.path().join(".agents/memory"));
+    stores
+        .edit(
+            sub.clone(),
+            MemoryTarget::Memory,
+            Edit::Add {
+                content: "tests run with cargo nextest".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(root.path().join(".agents/memory/MEMORY.md")).unwrap();
+    assert_eq!(text, "tests run with cargo nextest\n");
+    assert!(!data.path().join("memory").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_at_once_lose_no_update() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let stores = stores(data.path());
+    let mut writers = tokio::task::JoinSet::new();
+    for n in 0..24 {
+        let stores = stores.clone();
+        let cwd = work.path().to_path_buf();
+        writers.spawn(async move {
+            stores
+                .edit(
+                    cwd,
+                    MemoryTarget::Memory,
+                    Edit::Add {
+                        content: format!("fact {n}"),
+                    },
+                )
+                .await
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap().unwrap();
+    }
+    let snapshot = stores.snapshot(work.path());
+    let mut got: Vec<String> = snapshot.memory.entries.as_slice().to_vec();
+    got.sort();
+    let mut want: Vec<String> = (0..24).map(|n| format!("fact {n}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn refusals_change_nothing_and_are_errors() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let stores = Arc::new(MemoryStores::new(
+        data.path(),
+        MemoryLimits {
+            memory_chars: 10,
+            user_chars: 10,
+        },
+    ));
+    let cwd = work.path().to_path_buf();
+    let add = |content: &str| Edit::Add {
+        content: content.to_owned(),
+    };
+    stores
+        .edit(cwd.clone(), MemoryTarget::Memory, add("abcdef"))
+        .await
+        .unwrap();
+    let refused = stores
+        .edit(cwd.clone(), MemoryTarget::Memory, add("ghijkl"))
+        .await
+        .unwrap_err();
+    assert!(refused.contains("15/10 chars"), "{refused}");
+    let again = stores
+        .edit(cwd.clone(), MemoryTarget::Memory, add("abcdef"))
+        .await
+        .unwrap();
+    assert!(again.starts_with("already saved"), "{again}");
+    let text = std::fs::read_to_string(data.path().join("memory/MEMORY.md")).unwrap();
+    assert_eq!(text, "abcdef\n");
+}
+
+#[tokio::test]
+async fn a_file_too_big_to_read_whole_is_not_rewritten() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = data.path().join("memory");
+    std::fs::create_dir(&dir).unwrap();
+    let big = "x".repeat(file::MAX_FILE_BYTES + 10);
+    std::fs::write(dir.join("MEMORY.md"), &big).unwrap();
+    let stores = stores(data.path());
+    let refused = stores
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::Memory,
+            Edit::Remove {
+                old_text: "x".to_owned(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.contains("shorten it by hand"), "{refused}");
+    assert_eq!(std::fs::read_to_string(dir.join("MEMORY.md")).unwrap(), big);
+    assert!(stores.snapshot(work.path()).memory.warning.is_some());
+}
