@@ -124,6 +124,16 @@ impl Scenario {
     }
 }
 
+/// The `subscriptionId` of a subscribe answer, checked to be `"sub_…"`.
+pub fn subscription_id(answer: Value) -> Value {
+    let id = answer["subscriptionId"].clone();
+    assert!(
+        id.as_str().is_some_and(|id| id.starts_with("sub_")),
+        "a subscribe answer without a `sub_…` subscriptionId: {answer}"
+    );
+    id
+}
+
 /// `session/create` in `cwd`; returns the session id.
 pub async fn create_session(client: &mut Client, cwd: &Path) -> String {
     let result = client
@@ -137,15 +147,40 @@ pub async fn create_session(client: &mut Client, cwd: &Path) -> String {
 }
 
 impl Client {
-    /// `session/subscribe`; returns the subscription id.
+    /// `session/subscribe`; returns the subscription id (`"sub_…"`).
     pub async fn subscribe(&mut self, session_id: &str, after_seq: Option<u64>) -> Value {
         let mut params = json!({"sessionId": session_id});
         if let Some(after) = after_seq {
             params["afterSeq"] = json!(after);
         }
-        self.request("session/subscribe", params)
+        let answer = self
+            .request("session/subscribe", params)
             .await
-            .expect("session/subscribe")
+            .expect("session/subscribe");
+        subscription_id(answer)
+    }
+
+    /// `daemon/subscribe`; returns the subscription id (`"sub_…"`).
+    pub async fn subscribe_daemon(&mut self) -> Value {
+        let answer = self
+            .request("daemon/subscribe", json!({}))
+            .await
+            .expect("daemon/subscribe");
+        subscription_id(answer)
+    }
+
+    /// `session/unsubscribe` (object form); returns its `unsubscribed`.
+    pub async fn unsubscribe(&mut self, subscription_id: &Value) -> bool {
+        let answer = self
+            .request(
+                "session/unsubscribe",
+                json!({"subscriptionId": subscription_id}),
+            )
+            .await
+            .expect("session/unsubscribe");
+        answer["unsubscribed"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("no unsubscribed in {answer}"))
     }
 
     /// `session/prompt`; returns the run id.
@@ -192,7 +227,7 @@ impl Client {
         loop {
             let message = self.next_notification().await;
             if message["method"] == protocol::event::SESSION_EVENT {
-                let result = message["params"]["result"].clone();
+                let result = message["params"].clone();
                 return serde_json::from_value(result.clone())
                     .unwrap_or_else(|err| panic!("bad session event ({err}): {result}"));
             }
@@ -250,7 +285,7 @@ impl Client {
         loop {
             let message = self.next_notification().await;
             if message["method"] == protocol::event::DAEMON_EVENT {
-                let result = message["params"]["result"].clone();
+                let result = message["params"].clone();
                 return serde_json::from_value(result.clone())
                     .unwrap_or_else(|err| panic!("bad daemon event ({err}): {result}"));
             }
