@@ -236,3 +236,19 @@ async fn initialize_lists_the_unsubscribe_methods() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_deleted_session_sends_its_last_event_with_the_subscription_id() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let mut watcher = s.client().await;
+    let mut client = s.client().await;
+    let session = create_session(&mut client, &s.workspace()).await;
+    let subscription = watcher.subscribe(&session, None).await;
+    client
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .expect("session/delete");
+    let deleted = watcher.next_notification().await;
+    assert_event_params(&deleted, "session/event", &subscription, &session);
+    assert_eq!(deleted["params"]["event"]["type"], "sessionDeleted");
+}
