@@ -180,6 +180,14 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
                 event: event.clone(),
                 not_persisted: false,
             };
+            // Another subscription's event on the same connection first: not shown.
+            let foreign = json!({
+                "jsonrpc": "2.0",
+                "method": "session/event",
+                "params": {"subscriptionId": "sub_other", "sessionId": "ses_1", "seq": seq,
+                           "event": {"type": "warning", "message": "another subscription's"}},
+            });
+            out.push_str(&(foreign.to_string() + "\n"));
             let mut params = serde_json::to_value(&envelope).unwrap();
             params["subscriptionId"] = json!("sub_7");
             let notification = json!({

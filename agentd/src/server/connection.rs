@@ -40,9 +40,9 @@ pub struct ConnectionContext {
     pub approvals_capability: std::sync::OnceLock<bool>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
-    /// Subscription forwarders hold a token of it while they run: the connection waits for
-    /// them (they flush events already published, e.g. the `runFinished` of a daemon stop)
-    /// before it stops its writer.
+    /// Owns the subscription forwarders (`rpc::subscription`): the connection waits for them
+    /// (they flush events already published, e.g. the `runFinished` of a daemon stop) before
+    /// it stops its writer.
     pub forwarders: tokio_util::task::TaskTracker,
     /// Live subscriptions of this connection (`subscriptions`).
     pub(super) subscriptions: SubscriptionTable,
