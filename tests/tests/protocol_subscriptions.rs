@@ -6,7 +6,8 @@
 
 use agentd_tests::harness::{Client, Daemon};
 use agentd_tests::mock_llm::{Format, Reply};
-use agentd_tests::scenario::{Scenario, create_session, subscription_id};
+use agentd_tests::scenario::{Scenario, create_session};
+use agentd_tests::subscription::subscription_id;
 use serde_json::{Value, json};
 
 /// Whether `id` is `sub_` and hex digits.
