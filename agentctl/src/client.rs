@@ -1,5 +1,6 @@
 //! A connection to agentd: connect (starting the daemon when asked), `initialize`, then typed
-//! requests and subscriptions over jsonrpsee's client.
+//! requests over jsonrpsee's client, and subscriptions on agentd's own wire (`EventStream`: the
+//! notifications of one method that carry the `subscriptionId` the subscribe call answered).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,15 +13,15 @@ use jsonrpsee::core::traits::ToRpcParams;
 use protocol::Method;
 use protocol::daemon::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
 use protocol::error::ErrorData;
+use protocol::event::{EventNotificationParams, SessionEventEnvelope};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::io::BufReader;
 
 use crate::transport::{LineReceiver, LineSender, Refusal};
 
-/// Notifications buffered per subscription before jsonrpsee's client drops a lagging one; a
-/// busy run streams many deltas, and the terminal may be slow.
+/// Notifications buffered per notification method before jsonrpsee's client drops a lagging
+/// stream; a busy run streams many deltas, and the terminal may be slow.
 const SUBSCRIPTION_BUFFER: usize = 1 << 16;
 
 /// How long a single request may take before the client gives up: no method the daemon
@@ -203,19 +204,56 @@ impl Connection {
         answer.map_err(|err| self.error_of(method, err))
     }
 
-    /// Subscribe with `subscribe_method`; notifications of type `T` arrive on the returned
-    /// subscription until it is dropped or the daemon ends it.
-    pub async fn subscribe<T: DeserializeOwned, P: Serialize>(
+    /// Subscribe with `subscribe_method`: the stream yields the `notification_method`
+    /// notifications that carry the answered `subscriptionId`, until the daemon ends the
+    /// connection or the client falls behind (`close_reason`). Listening starts before the
+    /// subscribe call, so nothing sent after its answer is missed. One stream per
+    /// notification method per connection.
+    pub async fn subscribe<P: Serialize>(
         &self,
         subscribe_method: &str,
         params: &P,
+        notification_method: &str,
         unsubscribe_method: &str,
-    ) -> Result<jsonrpsee::core::client::Subscription<T>, ClientError> {
-        let subscribed = self
+    ) -> Result<EventStream, ClientError> {
+        let notifications = self
             .client
-            .subscribe(subscribe_method, object_params(params)?, unsubscribe_method)
-            .await;
-        subscribed.map_err(|err| self.error_of(subscribe_method, err))
+            .subscribe_to_method::<serde_json::Value>(notification_method)
+            .await
+            .map_err(|err| self.error_of(subscribe_method, err))?;
+        let answer: serde_json::Value = self
+            .client
+            .request(subscribe_method, object_params(params)?)
+            .await
+            .map_err(|err| self.error_of(subscribe_method, err))?;
+        let Some(subscription_id) = answer["subscriptionId"].as_str().map(str::to_owned) else {
+            return Err(ClientError::Transport(format!(
+                "agentd answered {subscribe_method} without a subscriptionId: {answer}"
+            )));
+        };
+        Ok(EventStream {
+            notifications,
+            subscription_id,
+            unsubscribe_method: unsubscribe_method.to_owned(),
+        })
+    }
+
+    /// End `stream` on the daemon's side too; true when the daemon still had it.
+    pub async fn unsubscribe(&self, stream: EventStream) -> Result<bool, ClientError> {
+        let EventStream {
+            notifications,
+            subscription_id,
+            unsubscribe_method,
+        } = stream;
+        // Stop listening first, so a new stream of the same method can start right after.
+        drop(notifications);
+        let answer = self
+            .request_raw(
+                &unsubscribe_method,
+                serde_json::json!({"subscriptionId": subscription_id}),
+            )
+            .await?;
+        Ok(answer["unsubscribed"].as_bool().unwrap_or(false))
     }
 
     /// A failed call of `method` as the user should read it: a timeout names the method.
@@ -238,5 +276,46 @@ impl Connection {
     /// Resolves when the daemon closes the connection.
     pub async fn closed(&self) {
         self.client.on_disconnect().await;
+    }
+}
+
+/// One subscription's events: the notifications of its method that carry its
+/// `subscriptionId`, as envelopes whose event stays raw JSON (unknown event types survive).
+pub struct EventStream {
+    notifications: jsonrpsee::core::client::Subscription<serde_json::Value>,
+    subscription_id: String,
+    unsubscribe_method: String,
+}
+
+impl EventStream {
+    /// The next event of this subscription; `None` once the stream ended (see
+    /// `close_reason`), an error for a notification that cannot be read.
+    pub async fn next(
+        &mut self,
+    ) -> Option<Result<SessionEventEnvelope<serde_json::Value>, ClientError>> {
+        loop {
+            let params = match self.notifications.next().await? {
+                Ok(params) => params,
+                Err(err) => return Some(Err(ClientError::Transport(err.to_string()))),
+            };
+            match serde_json::from_value::<EventNotificationParams<serde_json::Value>>(params) {
+                Ok(params) if params.subscription_id == self.subscription_id => {
+                    return Some(Ok(params.envelope));
+                }
+                // Another subscription's (one this client ended, say): not ours.
+                Ok(_) => continue,
+                Err(err) => return Some(Err(ClientError::Transport(err.to_string()))),
+            }
+        }
+    }
+
+    /// Why the stream ended: `Lagged` when this client could not keep up.
+    pub fn close_reason(&self) -> Option<jsonrpsee::core::client::SubscriptionCloseReason> {
+        self.notifications.close_reason()
+    }
+
+    /// The id the daemon gave this subscription.
+    pub fn id(&self) -> &str {
+        &self.subscription_id
     }
 }

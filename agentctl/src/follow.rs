@@ -6,17 +6,17 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::time::Duration;
 
-use jsonrpsee::core::client::{Subscription, SubscriptionCloseReason};
+use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::Method;
 use protocol::approval::ApprovalRespondParams;
-use protocol::event::{Event, SessionEventEnvelope};
+use protocol::event::{Event, SESSION_EVENT, SessionEventEnvelope};
 use protocol::methods::{ApprovalRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
 use protocol::session::{SessionRef, SessionSubscribeParams};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
 use crate::approval_desk::{ApprovalDesk, DeskAction};
-use crate::client::{ClientError, Connection};
+use crate::client::{ClientError, Connection, EventStream};
 use crate::output::{CommandError, EXIT_CANCELLED};
 use crate::render::{Output, Renderer};
 use crate::terminal::PromptInput;
@@ -25,7 +25,7 @@ use crate::terminal::PromptInput;
 pub type RawEnvelope = SessionEventEnvelope<serde_json::Value>;
 
 /// A live subscription to one session's events.
-pub type EventSubscription = Subscription<RawEnvelope>;
+pub type EventSubscription = EventStream;
 
 /// What Ctrl-C does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +60,12 @@ pub async fn subscribe(
         after_seq: Some(after_seq),
     };
     Ok(connection
-        .subscribe(SessionSubscribe::NAME, &params, SESSION_UNSUBSCRIBE)
+        .subscribe(
+            SessionSubscribe::NAME,
+            &params,
+            SESSION_EVENT,
+            SESSION_UNSUBSCRIBE,
+        )
         .await?)
 }
 
@@ -163,7 +168,9 @@ pub async fn follow(
                     Some(SubscriptionCloseReason::Lagged)
                 );
                 if lagged && connection.is_connected() {
-                    // We could not keep up; the daemon replays what we missed.
+                    // We could not keep up; the daemon replays what we missed. The old
+                    // subscription ends first (it still has a forwarder in the daemon).
+                    let _ = connection.unsubscribe(subscription).await;
                     subscription = subscribe(connection, session_id, renderer.last_seq()).await?;
                     continue;
                 }
@@ -217,7 +224,7 @@ pub async fn follow(
 
 /// Why the follow loop woke up.
 enum Wake {
-    Event(Option<Result<RawEnvelope, serde_json::Error>>),
+    Event(Option<Result<RawEnvelope, ClientError>>),
     /// A key while prompting; `None` when stdin ended.
     Key(Option<u8>),
     Interrupt,

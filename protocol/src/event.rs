@@ -7,8 +7,19 @@ pub const SESSION_EVENT: &str = "session/event";
 /// Notification method carrying lifecycle events of all sessions to `daemon/subscribe`rs.
 pub const DAEMON_EVENT: &str = "daemon/event";
 
-/// Params of a `session/event` / `daemon/event` notification (inside jsonrpsee's subscription
-/// `result`).
+/// Params of a `session/event` / `daemon/event` notification: the subscription's id beside the
+/// envelope's fields, all directly in `params`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventNotificationParams<E = Event> {
+    /// The id `session/subscribe` / `daemon/subscribe` answered.
+    pub subscription_id: String,
+    #[serde(flatten)]
+    pub envelope: SessionEventEnvelope<E>,
+}
+
+/// One event of a session with its seq: the part of a `session/event` / `daemon/event`
+/// notification's params besides `subscriptionId`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventEnvelope<E = Event> {

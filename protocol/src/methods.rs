@@ -41,7 +41,9 @@ methods! {
     DaemonShutdown = "daemon/shutdown": DaemonShutdownParams => DaemonShutdownResult;
     /// Lifecycle events of every session (created, deleted, run started/finished), as
     /// `daemon/event` notifications, until `daemon/unsubscribe`.
-    DaemonSubscribe = "daemon/subscribe": DaemonSubscribeParams => u64;
+    DaemonSubscribe = "daemon/subscribe": DaemonSubscribeParams => DaemonSubscribeResult;
+    /// End a `daemon/subscribe` subscription of this connection.
+    DaemonUnsubscribe = "daemon/unsubscribe": DaemonUnsubscribeParams => DaemonUnsubscribeResult;
     /// New session in a workspace directory.
     SessionCreate = "session/create": SessionCreateParams => SessionCreateResult;
     /// Every session, newest first, paginated.
@@ -60,7 +62,9 @@ methods! {
     SessionCancel = "session/cancel": SessionCancelParams => SessionCancelResult;
     /// Replay persisted events after `afterSeq`, then live events, as `session/event`
     /// notifications, until `session/unsubscribe`.
-    SessionSubscribe = "session/subscribe": SessionSubscribeParams => u64;
+    SessionSubscribe = "session/subscribe": SessionSubscribeParams => SessionSubscribeResult;
+    /// End a `session/subscribe` subscription of this connection.
+    SessionUnsubscribe = "session/unsubscribe": SessionUnsubscribeParams => SessionUnsubscribeResult;
     /// Pending approvals (of one session, or all), oldest first.
     ApprovalList = "approval/list": ApprovalListParams => ApprovalListResult;
     /// Answer a pending approval; the first answer wins, later ones get -32008.
@@ -75,6 +79,7 @@ methods! {
     MemoryGet = "memory/get": MemoryGetParams => MemoryGetResult;
 }
 
-/// Unsubscribe methods paired with the subscriptions above (they take the subscription id).
-pub const SESSION_UNSUBSCRIBE: &str = "session/unsubscribe";
-pub const DAEMON_UNSUBSCRIBE: &str = "daemon/unsubscribe";
+/// The unsubscribe method paired with `session/subscribe`.
+pub const SESSION_UNSUBSCRIBE: &str = SessionUnsubscribe::NAME;
+/// The unsubscribe method paired with `daemon/subscribe`.
+pub const DAEMON_UNSUBSCRIBE: &str = DaemonUnsubscribe::NAME;

@@ -1,4 +1,5 @@
-//! Params and results of the session methods (`session/*`, `daemon/subscribe`).
+//! Params and results of the session methods (`session/*`, `daemon/subscribe`,
+//! `daemon/unsubscribe`).
 
 use serde::{Deserialize, Serialize};
 
@@ -213,6 +214,90 @@ pub struct SessionSubscribeParams {
     pub after_seq: Option<u64>,
 }
 
+/// The answer of `session/subscribe`: notifications of this subscription carry its id.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSubscribeResult {
+    /// `sub_` and hex digits, unique in the daemon; the key of `session/unsubscribe`.
+    pub subscription_id: String,
+}
+
+/// Params of `session/unsubscribe`. The object form is the documented one; a bare
+/// `["sub_…"]` (the array form of older clients) is read too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
+pub struct SessionUnsubscribeParams {
+    pub subscription_id: String,
+}
+
+/// The answer of `session/unsubscribe`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUnsubscribeResult {
+    /// True when a live subscription of this connection ended; false for an unknown id (or
+    /// one already ended, or one of `daemon/subscribe`).
+    pub unsubscribed: bool,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeParams {}
+
+/// The answer of `daemon/subscribe`: notifications of this subscription carry its id.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonSubscribeResult {
+    /// `sub_` and hex digits, unique in the daemon; the key of `daemon/unsubscribe`.
+    pub subscription_id: String,
+}
+
+/// Params of `daemon/unsubscribe` (a bare `["sub_…"]` is read too).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
+pub struct DaemonUnsubscribeParams {
+    pub subscription_id: String,
+}
+
+/// The answer of `daemon/unsubscribe`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonUnsubscribeResult {
+    /// True when a live `daemon/subscribe` subscription of this connection ended.
+    pub unsubscribed: bool,
+}
+
+/// What an unsubscribe call's params may be: `{"subscriptionId": …}` or just the id.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum UnsubscribeWire {
+    Object {
+        #[serde(rename = "subscriptionId")]
+        subscription_id: String,
+    },
+    Bare(String),
+}
+
+impl UnsubscribeWire {
+    fn into_id(self) -> String {
+        match self {
+            UnsubscribeWire::Object { subscription_id }
+            | UnsubscribeWire::Bare(subscription_id) => subscription_id,
+        }
+    }
+}
+
+impl From<UnsubscribeWire> for SessionUnsubscribeParams {
+    fn from(wire: UnsubscribeWire) -> Self {
+        SessionUnsubscribeParams {
+            subscription_id: wire.into_id(),
+        }
+    }
+}
+
+impl From<UnsubscribeWire> for DaemonUnsubscribeParams {
+    fn from(wire: UnsubscribeWire) -> Self {
+        DaemonUnsubscribeParams {
+            subscription_id: wire.into_id(),
+        }
+    }
+}

@@ -572,10 +572,11 @@ impl Client {
         }
     }
 
-    /// Subscribe-style notifications carry their payload in `params.result`.
+    /// The params of the next notification: for `session/event` and `daemon/event`, the
+    /// envelope (`sessionId`, `seq`, `event`) beside the `subscriptionId`.
     pub async fn next_notification_result(&mut self) -> Value {
         let message = self.next_notification().await;
-        message["params"]["result"].clone()
+        message["params"].clone()
     }
 
     /// Send typed params without waiting (for pipelining tests); returns the id used.

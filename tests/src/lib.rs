@@ -4,3 +4,4 @@ pub mod gate;
 pub mod harness;
 pub mod mock_llm;
 pub mod scenario;
+pub mod subscription;

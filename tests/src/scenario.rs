@@ -137,15 +137,17 @@ pub async fn create_session(client: &mut Client, cwd: &Path) -> String {
 }
 
 impl Client {
-    /// `session/subscribe`; returns the subscription id.
+    /// `session/subscribe`; returns the subscription id (`"sub_…"`).
     pub async fn subscribe(&mut self, session_id: &str, after_seq: Option<u64>) -> Value {
         let mut params = json!({"sessionId": session_id});
         if let Some(after) = after_seq {
             params["afterSeq"] = json!(after);
         }
-        self.request("session/subscribe", params)
+        let answer = self
+            .request("session/subscribe", params)
             .await
-            .expect("session/subscribe")
+            .expect("session/subscribe");
+        crate::subscription::subscription_id(answer)
     }
 
     /// `session/prompt`; returns the run id.
@@ -192,7 +194,7 @@ impl Client {
         loop {
             let message = self.next_notification().await;
             if message["method"] == protocol::event::SESSION_EVENT {
-                let result = message["params"]["result"].clone();
+                let result = message["params"].clone();
                 return serde_json::from_value(result.clone())
                     .unwrap_or_else(|err| panic!("bad session event ({err}): {result}"));
             }
@@ -250,7 +252,7 @@ impl Client {
         loop {
             let message = self.next_notification().await;
             if message["method"] == protocol::event::DAEMON_EVENT {
-                let result = message["params"]["result"].clone();
+                let result = message["params"].clone();
                 return serde_json::from_value(result.clone())
                     .unwrap_or_else(|err| panic!("bad daemon event ({err}): {result}"));
             }

@@ -26,6 +26,7 @@ mod daemon;
 mod llm;
 mod protocol_contract;
 mod protocol_errors;
+mod protocol_subscriptions;
 mod reliability_conn;
 mod reliability_evict;
 mod reliability_files;

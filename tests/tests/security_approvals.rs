@@ -167,12 +167,12 @@ async fn an_answering_subscription_stops_counting_once_unsubscribed() {
         .request("session/unsubscribe", json!([on_session]))
         .await
         .expect("session/unsubscribe");
-    assert_eq!(ended, json!(true));
+    assert_eq!(ended, json!({"unsubscribed": true}));
     let ended = bar
         .request("daemon/unsubscribe", json!([on_daemon]))
         .await
         .expect("daemon/unsubscribe");
-    assert_eq!(ended, json!(true));
+    assert_eq!(ended, json!({"unsubscribed": true}));
     s.mock.push(shell("c1", "touch after.txt"));
     s.mock.push(Reply::text("done"));
     owner.prompt(&session, "touch it").await;

@@ -106,9 +106,7 @@ fn repo_root() -> PathBuf {
 #[test]
 fn the_protocol_doc_names_every_method_and_capability() {
     let doc = std::fs::read_to_string(repo_root().join("docs/protocol.md")).unwrap();
-    let mut served: Vec<&str> = protocol::methods::ALL.to_vec();
-    served.push(protocol::methods::SESSION_UNSUBSCRIBE);
-    served.push(protocol::methods::DAEMON_UNSUBSCRIBE);
+    let served: Vec<&str> = protocol::methods::ALL.to_vec();
     let notifications = [
         protocol::event::SESSION_EVENT,
         protocol::event::DAEMON_EVENT,
@@ -194,9 +192,8 @@ fn no_protocol_type_refuses_unknown_fields() {
 }
 
 /// Wire types are named after their method: `<Resource><Verb>Params` / `…Result` (the method
-/// `session/get` is `SessionGet`, its types `SessionGetParams` and `SessionGetResult`). The
-/// subscribe methods still answer a bare subscription number (`u64`) until subscriptions get
-/// their own wire shape.
+/// `session/get` is `SessionGet`, its types `SessionGetParams` and `SessionGetResult`), the
+/// subscribe and unsubscribe methods included.
 #[test]
 fn wire_types_are_named_after_their_method() {
     let table = std::fs::read_to_string(
@@ -220,7 +217,7 @@ fn wire_types_are_named_after_their_method() {
         if params != format!("{name}Params") {
             wrong.push(format!("{name}: params {params}, expected {name}Params"));
         }
-        if result != format!("{name}Result") && result != "u64" {
+        if result != format!("{name}Result") {
             wrong.push(format!("{name}: result {result}, expected {name}Result"));
         }
     }

@@ -145,7 +145,7 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
             "session/get" => json!({
                 "session": session_info(&script), "queuedSteers": [], "queuedFollowUps": []
             }),
-            "session/subscribe" => json!(7),
+            "session/subscribe" => json!({"subscriptionId": "sub_7"}),
             "session/prompt" => json!({"runId": "run_1"}),
             "session/cancel" => json!({"cancelled": true, "runId": "run_1"}),
             "approval/respond" => json!({
@@ -180,10 +180,20 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
                 event: event.clone(),
                 not_persisted: false,
             };
+            // Another subscription's event on the same connection first: not shown.
+            let foreign = json!({
+                "jsonrpc": "2.0",
+                "method": "session/event",
+                "params": {"subscriptionId": "sub_other", "sessionId": "ses_1", "seq": seq,
+                           "event": {"type": "warning", "message": "another subscription's"}},
+            });
+            out.push_str(&(foreign.to_string() + "\n"));
+            let mut params = serde_json::to_value(&envelope).unwrap();
+            params["subscriptionId"] = json!("sub_7");
             let notification = json!({
                 "jsonrpc": "2.0",
                 "method": "session/event",
-                "params": {"subscription": 7, "result": envelope},
+                "params": params,
             });
             out.push_str(&(notification.to_string() + "\n"));
         }

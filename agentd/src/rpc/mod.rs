@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use jsonrpsee::types::ErrorObjectOwned;
-use jsonrpsee::{Extensions, RpcModule};
+use jsonrpsee::{Extensions, ResponsePayload, RpcModule};
 use protocol::Method;
 use protocol::daemon::*;
 use protocol::methods;
@@ -43,59 +43,11 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<ProjectUntrust, _, _>(&mut module, project::untrust)?;
     register::<ProjectList, _, _>(&mut module, project::list)?;
     register::<MemoryGet, _, _>(&mut module, memory::get)?;
-    register_session_subscription(&mut module)?;
-    register_daemon_subscription(&mut module)?;
+    register_subscribe::<SessionSubscribe, _, _>(&mut module, subscription::session_subscribe)?;
+    register::<SessionUnsubscribe, _, _>(&mut module, subscription::session_unsubscribe)?;
+    register_subscribe::<DaemonSubscribe, _, _>(&mut module, subscription::daemon_subscribe)?;
+    register::<DaemonUnsubscribe, _, _>(&mut module, subscription::daemon_unsubscribe)?;
     Ok(module)
-}
-
-/// `session/subscribe` → `session/event` notifications → `session/unsubscribe`.
-fn register_session_subscription(module: &mut RpcModule<DaemonState>) -> anyhow::Result<()> {
-    module.register_subscription(
-        methods::SessionSubscribe::NAME,
-        protocol::event::SESSION_EVENT,
-        methods::SESSION_UNSUBSCRIBE,
-        |raw, pending, state, extensions| async move {
-            let params = match params::parse::<protocol::session::SessionSubscribeParams>(&raw) {
-                Ok(params) => params,
-                Err(err) => return pending.reject(err).await,
-            };
-            let Some(connection) = extensions.get::<Arc<ConnectionContext>>().cloned() else {
-                return pending
-                    .reject(internal("request without a connection context"))
-                    .await;
-            };
-            let session = match state.sessions.get(&params.session_id).await {
-                Ok(session) => session,
-                Err(err) => return pending.reject(ErrorObjectOwned::from(err)).await,
-            };
-            subscription::forward_session_events(pending, session, params.after_seq, connection)
-                .await;
-        },
-    )?;
-    Ok(())
-}
-
-/// `daemon/subscribe` → `daemon/event` notifications → `daemon/unsubscribe`.
-fn register_daemon_subscription(module: &mut RpcModule<DaemonState>) -> anyhow::Result<()> {
-    module.register_subscription(
-        methods::DaemonSubscribe::NAME,
-        protocol::event::DAEMON_EVENT,
-        methods::DAEMON_UNSUBSCRIBE,
-        |raw, pending, state, extensions| async move {
-            if let Err(err) = params::parse::<protocol::session::DaemonSubscribeParams>(&raw) {
-                return pending.reject(err).await;
-            }
-            let Some(connection) = extensions.get::<Arc<ConnectionContext>>().cloned() else {
-                return pending
-                    .reject(internal("request without a connection context"))
-                    .await;
-            };
-            let live = state.sessions.subscribe_daemon_events();
-            let answerers = state.sessions.daemon_answerers();
-            subscription::forward_daemon_events(pending, live, answerers, connection).await;
-        },
-    )?;
-    Ok(())
 }
 
 /// Register an async handler for method `M`, with params parsing (object or one-element array)
@@ -122,6 +74,42 @@ where
                 .cloned()
                 .ok_or_else(|| internal("request without a connection context"))?;
             handler(state, params, connection).await
+        }
+    })?;
+    Ok(())
+}
+
+/// Register a subscribe method `M`: like `register`, but the handler answers a payload that
+/// tells it when the answer is queued (its forwarder starts sending then, never before).
+fn register_subscribe<M, F, Fut>(
+    module: &mut RpcModule<DaemonState>,
+    handler: F,
+) -> anyhow::Result<()>
+where
+    M: Method + 'static,
+    M::Params: Send,
+    M::Result: Clone + Send + 'static,
+    F: Fn(Arc<DaemonState>, M::Params, Arc<ConnectionContext>) -> Fut
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    Fut: Future<Output = RpcResult<ResponsePayload<'static, M::Result>>> + Send,
+{
+    module.register_async_method(M::NAME, move |raw, state, extensions: Extensions| {
+        let handler = handler.clone();
+        async move {
+            crate::test_seam::panic_in_method(M::NAME);
+            let params = match params::parse::<M::Params>(&raw) {
+                Ok(params) => params,
+                Err(err) => return ResponsePayload::error(err),
+            };
+            let Some(connection) = extensions.get::<Arc<ConnectionContext>>().cloned() else {
+                return ResponsePayload::error(internal("request without a connection context"));
+            };
+            handler(state, params, connection)
+                .await
+                .unwrap_or_else(ResponsePayload::error)
         }
     })?;
     Ok(())

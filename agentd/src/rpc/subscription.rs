@@ -1,52 +1,136 @@
-//! Subscriptions: `session/subscribe` (replay after `afterSeq`, then live, no gap, no
-//! duplicate) and `daemon/subscribe` (lifecycle events of every session). A slow subscriber
-//! never slows a run: it loses deltas, gets a `lagged` marker and is re-synced from the log.
+//! Subscriptions on our own wire: `session/subscribe` (replay after `afterSeq`, then live, no
+//! gap, no duplicate) and `daemon/subscribe` (lifecycle events of every session), each
+//! answered `{"subscriptionId": "sub_…"}`, and their unsubscribe methods. The subscribe handler
+//! registers the subscription with its connection before it answers; a forwarder task (owned
+//! by the connection's `forwarders`) starts sending once that answer is queued, so no
+//! notification ever comes before it. A slow subscriber never slows a run: it loses deltas,
+//! gets a `lagged` marker and is re-synced from the log.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jsonrpsee::{PendingSubscriptionSink, SubscriptionMessage, SubscriptionSink};
+use jsonrpsee::ResponsePayload;
+use jsonrpsee::core::server::MethodResponseFuture;
+use protocol::session::{
+    DaemonSubscribeParams, DaemonSubscribeResult, DaemonUnsubscribeParams, DaemonUnsubscribeResult,
+    SessionSubscribeParams, SessionSubscribeResult, SessionUnsubscribeParams,
+    SessionUnsubscribeResult,
+};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::answerers::Answerers;
+use super::RpcResult;
 use crate::server::ConnectionContext;
+use crate::server::connection::{SubscriptionKind, TooManySubscriptions, TrackedSubscription};
 use crate::session::actor::Session;
-use crate::session::events::Published;
+use crate::session::events::{Published, Subscription};
+use crate::state::DaemonState;
 
 /// How long a persisted event may wait for room in a client's queue before the subscription
 /// is dropped (the client is not reading).
 const PERSISTED_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `session/subscribe`: register the subscription, answer its id, then forward.
+pub async fn session_subscribe(
+    state: Arc<DaemonState>,
+    params: SessionSubscribeParams,
+    connection: Arc<ConnectionContext>,
+) -> RpcResult<ResponsePayload<'static, SessionSubscribeResult>> {
+    let session = state.sessions.get(&params.session_id).await?;
+    let tracked = connection
+        .open_subscription(SubscriptionKind::Session)
+        .map_err(too_many)?;
+    let subscription = session
+        .log
+        .subscribe(params.after_seq)
+        .await
+        .map_err(|err| super::internal(format!("cannot replay events: {err:#}")))?;
+    // Counted before the answer: the client never sees an id that does not count yet.
+    tracked.count_among(session.log.answerers());
+    let result = SessionSubscribeResult {
+        subscription_id: tracked.id().to_owned(),
+    };
+    let (payload, answered) = ResponsePayload::success(result).notify_on_completion();
+    connection.forwarders.spawn(forward_session_events(
+        answered,
+        tracked,
+        session,
+        subscription,
+        connection.clone(),
+    ));
+    Ok(payload)
+}
+
+/// `daemon/subscribe`: register the subscription, answer its id, then forward.
+pub async fn daemon_subscribe(
+    state: Arc<DaemonState>,
+    _params: DaemonSubscribeParams,
+    connection: Arc<ConnectionContext>,
+) -> RpcResult<ResponsePayload<'static, DaemonSubscribeResult>> {
+    let tracked = connection
+        .open_subscription(SubscriptionKind::Daemon)
+        .map_err(too_many)?;
+    let live = state.sessions.subscribe_daemon_events();
+    tracked.count_among(state.sessions.daemon_answerers());
+    let result = DaemonSubscribeResult {
+        subscription_id: tracked.id().to_owned(),
+    };
+    let (payload, answered) = ResponsePayload::success(result).notify_on_completion();
+    connection.forwarders.spawn(forward_daemon_events(
+        answered,
+        tracked,
+        live,
+        connection.clone(),
+    ));
+    Ok(payload)
+}
+
+/// `session/unsubscribe`: end a session subscription of this connection; unknown ids answer
+/// `unsubscribed: false`.
+pub async fn session_unsubscribe(
+    _state: Arc<DaemonState>,
+    params: SessionUnsubscribeParams,
+    connection: Arc<ConnectionContext>,
+) -> RpcResult<SessionUnsubscribeResult> {
+    let unsubscribed = connection.unsubscribe(SubscriptionKind::Session, &params.subscription_id);
+    Ok(SessionUnsubscribeResult { unsubscribed })
+}
+
+/// `daemon/unsubscribe`: end a `daemon/subscribe` subscription of this connection.
+pub async fn daemon_unsubscribe(
+    _state: Arc<DaemonState>,
+    params: DaemonUnsubscribeParams,
+    connection: Arc<ConnectionContext>,
+) -> RpcResult<DaemonUnsubscribeResult> {
+    let unsubscribed = connection.unsubscribe(SubscriptionKind::Daemon, &params.subscription_id);
+    Ok(DaemonUnsubscribeResult { unsubscribed })
+}
+
+fn too_many(err: TooManySubscriptions) -> jsonrpsee::types::ErrorObjectOwned {
+    super::rpc_error(protocol::error::OVERLOADED, err.to_string())
+}
+
+/// Whether the subscribe call's answer was queued: wait for it (or the connection's end).
+async fn answer_queued(answered: MethodResponseFuture, connection: &ConnectionContext) -> bool {
+    tokio::select! {
+        answered = answered => answered.is_ok(),
+        _ = connection.closed.cancelled() => false,
+    }
+}
+
 /// Forward a session's events to one subscriber until it unsubscribes, the connection closes
 /// or the session is deleted.
-pub async fn forward_session_events(
-    pending: PendingSubscriptionSink,
+async fn forward_session_events(
+    answered: MethodResponseFuture,
+    tracked: TrackedSubscription,
     session: Arc<Session>,
-    after_seq: Option<u64>,
+    subscription: Subscription,
     connection: Arc<ConnectionContext>,
 ) {
-    let _running = connection.forwarders.token();
-    let tracked = connection.track_subscription(&pending.subscription_id());
-    let subscription = match session.log.subscribe(after_seq).await {
-        Ok(subscription) => subscription,
-        Err(err) => {
-            pending
-                .reject(crate::rpc::internal(format!(
-                    "cannot replay events: {err:#}"
-                )))
-                .await;
-            return;
-        }
-    };
-    tracked.count_among(session.log.answerers());
-    let Ok(sink) = pending.accept().await else {
+    if !answer_queued(answered, &connection).await {
         return;
-    };
+    }
     let mut replay = subscription.replay;
-    if send_replay(&sink, &session, &mut replay, &tracked)
-        .await
-        .is_err()
-    {
+    if send_replay(&session, &mut replay, &tracked).await.is_err() {
         return;
     }
     let mut delivered = subscription.caught_up_to;
@@ -58,7 +142,7 @@ pub async fn forward_session_events(
             biased;
             _ = tracked.cancelled() => return,
             received = live.recv() => received,
-            _ = sink.closed() => return,
+            _ = tracked.writer_closed() => return,
             _ = connection.closed.cancelled() => return,
             _ = session.log.closed() => return,
         };
@@ -68,7 +152,7 @@ pub async fn forward_session_events(
                     if event.seq <= delivered {
                         continue;
                     }
-                    if send_persisted(&sink, &event).await.is_err() {
+                    if send_persisted(&tracked, &event).await.is_err() {
                         return;
                     }
                     delivered = event.seq;
@@ -78,7 +162,7 @@ pub async fn forward_session_events(
                     if event.json.get().len() + NOTIFICATION_OVERHEAD
                         <= crate::server::MAX_LINE_BYTES
                     {
-                        let _ = sink.send_timeout(message(&event), Duration::ZERO).await;
+                        let _ = tracked.try_send(&event.json);
                     }
                 }
             }
@@ -89,14 +173,14 @@ pub async fn forward_session_events(
                     "subscriber lagged; re-syncing"
                 );
                 if let Ok(marker) = session.log.lagged_marker(delivered)
-                    && send_persisted(&sink, &marker).await.is_err()
+                    && send_persisted(&tracked, &marker).await.is_err()
                 {
                     return;
                 }
                 let Ok(mut resync) = session.log.subscribe(Some(delivered)).await else {
                     return;
                 };
-                if send_replay(&sink, &session, &mut resync.replay, &tracked)
+                if send_replay(&session, &mut resync.replay, &tracked)
                     .await
                     .is_err()
                 {
@@ -111,19 +195,16 @@ pub async fn forward_session_events(
 }
 
 /// Forward lifecycle events of every session; a client that answers approvals counts among
-/// `answerers` (for every session) while it follows.
-pub async fn forward_daemon_events(
-    pending: PendingSubscriptionSink,
+/// the daemon stream's answerers (for every session) while it follows.
+async fn forward_daemon_events(
+    answered: MethodResponseFuture,
+    tracked: TrackedSubscription,
     mut live: tokio::sync::broadcast::Receiver<Arc<Published>>,
-    answerers: &Answerers,
     connection: Arc<ConnectionContext>,
 ) {
-    let _running = connection.forwarders.token();
-    let tracked = connection.track_subscription(&pending.subscription_id());
-    tracked.count_among(answerers);
-    let Ok(sink) = pending.accept().await else {
+    if !answer_queued(answered, &connection).await {
         return;
-    };
+    }
     loop {
         let received = tokio::select! {
             // Unsubscribing ends it at once; published events go out before a closing
@@ -131,12 +212,12 @@ pub async fn forward_daemon_events(
             biased;
             _ = tracked.cancelled() => return,
             received = live.recv() => received,
-            _ = sink.closed() => return,
+            _ = tracked.writer_closed() => return,
             _ = connection.closed.cancelled() => return,
         };
         match received {
             Ok(event) => {
-                if send_persisted(&sink, &event).await.is_err() {
+                if send_persisted(&tracked, &event).await.is_err() {
                     return;
                 }
             }
@@ -152,10 +233,9 @@ pub async fn forward_daemon_events(
 /// Send a replay page by page (one page read and held at a time) until it is done, the
 /// subscriber unsubscribes or stops reading, or the log cannot be read.
 async fn send_replay(
-    sink: &SubscriptionSink,
     session: &Session,
     replay: &mut crate::session::replay::ReplayCursor,
-    tracked: &crate::server::connection::TrackedSubscription,
+    tracked: &TrackedSubscription,
 ) -> Result<(), ()> {
     while !replay.is_done() {
         let page = match session.log.replay_page(replay).await {
@@ -169,14 +249,10 @@ async fn send_replay(
             if tracked.is_cancelled() {
                 return Err(());
             }
-            send_persisted(sink, event).await?;
+            send_persisted(tracked, event).await?;
         }
     }
     Ok(())
-}
-
-fn message(event: &Published) -> SubscriptionMessage {
-    SubscriptionMessage::from(event.json.clone())
 }
 
 /// Room kept in a line for the notification around an event envelope.
@@ -216,18 +292,16 @@ struct EnvelopeHead {
     session_id: String,
 }
 
-async fn send_persisted(sink: &SubscriptionSink, event: &Published) -> Result<(), ()> {
-    let message = match within_line_limit(event) {
-        Some(stand_in) => {
-            tracing::warn!(
-                seq = event.seq,
-                "an event is over the line limit; sending a stand-in"
-            );
-            SubscriptionMessage::from(stand_in)
-        }
-        None => message(event),
-    };
-    match sink.send_timeout(message, PERSISTED_SEND_TIMEOUT).await {
+async fn send_persisted(tracked: &TrackedSubscription, event: &Published) -> Result<(), ()> {
+    let stand_in = within_line_limit(event);
+    if stand_in.is_some() {
+        tracing::warn!(
+            seq = event.seq,
+            "an event is over the line limit; sending a stand-in"
+        );
+    }
+    let envelope = stand_in.as_deref().unwrap_or(&event.json);
+    match tracked.send(envelope, PERSISTED_SEND_TIMEOUT).await {
         Ok(()) => Ok(()),
         Err(err) => {
             tracing::debug!(%err, "dropping a subscriber that does not read its events");

@@ -9,10 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use jsonrpsee::types::{ErrorObject, Id, Params};
-use jsonrpsee::{
-    BoundedSubscriptions, ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink,
-    Methods, SubscriptionState,
-};
+use jsonrpsee::{ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink, Methods};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -24,8 +21,9 @@ use super::line::{Frame, FrameBudget, Line, LineReader};
 use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
 use super::request::{IncomingCall, VerbatimId, error_response, parse_call};
 use super::subscriptions::SubscriptionTable;
-pub use super::subscriptions::TrackedSubscription;
-use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
+pub use super::subscriptions::{
+    SendFailed, SubscriptionKind, TooManySubscriptions, TrackedSubscription,
+};
 use protocol::Method;
 use protocol::error as codes;
 
@@ -42,17 +40,25 @@ pub struct ConnectionContext {
     pub approvals_capability: std::sync::OnceLock<bool>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
-    /// Subscription forwarders hold a token of it while they run: the connection waits for
-    /// them (they flush events already published, e.g. the `runFinished` of a daemon stop)
-    /// before it stops its writer.
+    /// Owns the subscription forwarders (`rpc::subscription`): the connection waits for them
+    /// (they flush events already published, e.g. the `runFinished` of a daemon stop) before
+    /// it stops its writer.
     pub forwarders: tokio_util::task::TaskTracker,
     /// Live subscriptions of this connection (`subscriptions`).
     pub(super) subscriptions: SubscriptionTable,
+    /// The connection's bounded outbound queue: subscriptions queue their notifications here,
+    /// behind the answers already queued (so never before their subscribe call's answer).
+    pub(super) outbound: mpsc::Sender<Box<RawValue>>,
 }
 
 impl ConnectionContext {
-    /// The context of a new connection: not initialised, no subscriptions.
-    pub fn new(connection_id: u64) -> ConnectionContext {
+    /// The context of a new connection: not initialised, no subscriptions (at most
+    /// `max_subscriptions`), notifications queued on `outbound`.
+    pub fn new(
+        connection_id: u64,
+        outbound: mpsc::Sender<Box<RawValue>>,
+        max_subscriptions: usize,
+    ) -> ConnectionContext {
         ConnectionContext {
             connection_id,
             initialized: AtomicBool::new(false),
@@ -60,7 +66,8 @@ impl ConnectionContext {
             approvals_capability: std::sync::OnceLock::new(),
             closed: CancellationToken::new(),
             forwarders: tokio_util::task::TaskTracker::new(),
-            subscriptions: SubscriptionTable::default(),
+            subscriptions: SubscriptionTable::new(max_subscriptions),
+            outbound,
         }
     }
 
@@ -69,12 +76,18 @@ impl ConnectionContext {
         self.approvals_capability.get().copied().unwrap_or(false)
     }
 
-    /// Track a subscription about to be accepted; it is untracked when the guard drops.
-    pub fn track_subscription(
+    /// Open a subscription of `kind` under a fresh id, before its subscribe call is answered;
+    /// it ends when the returned guard drops. Refused past `max_subscriptions_per_connection`.
+    pub fn open_subscription(
         self: &Arc<Self>,
-        id: &jsonrpsee::types::SubscriptionId<'_>,
-    ) -> TrackedSubscription {
-        TrackedSubscription::register(self.clone(), id)
+        kind: SubscriptionKind,
+    ) -> Result<TrackedSubscription, TooManySubscriptions> {
+        TrackedSubscription::register(self.clone(), kind)
+    }
+
+    /// End this connection's subscription of `kind` with `id`; false when there is none.
+    pub fn unsubscribe(&self, kind: SubscriptionKind, id: &str) -> bool {
+        self.subscriptions.cancel(kind, id)
     }
 }
 
@@ -107,12 +120,15 @@ pub async fn serve_connection<S>(
         outbound.clone(),
     ));
 
-    let ctx = Arc::new(ConnectionContext::new(connection_id));
+    let ctx = Arc::new(ConnectionContext::new(
+        connection_id,
+        out_tx.clone(),
+        limits.max_subscriptions_per_connection as usize,
+    ));
     let dispatcher = Arc::new(Dispatcher {
         methods,
         sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
         outbound,
-        subscriptions: BoundedSubscriptions::new(limits.max_subscriptions_per_connection),
         ctx: ctx.clone(),
         heavy_answers: Arc::new(tokio::sync::Semaphore::new(
             limits.heavy_answers_per_connection.max(1),
@@ -220,16 +236,11 @@ pub async fn serve_connection<S>(
     tracing::debug!(connection_id, "connection closed");
 }
 
-/// Messages a subscription whose call had a verbatim id may have queued on their way to the
-/// connection's queue (which bounds the connection; this only smooths the hand-over).
-const SUBSCRIPTION_RELAY_QUEUE: usize = 16;
-
 struct Dispatcher {
     methods: Methods,
     sink: MethodSink,
     /// Answers take their bytes from it before they are queued.
     outbound: Arc<OutboundBudget>,
-    subscriptions: BoundedSubscriptions,
     ctx: Arc<ConnectionContext>,
     /// Calls that may build a line-long answer (`ServerLimits::heavy_answer_methods`, and
     /// batches) hold a permit from their start until their answer is queued.
@@ -356,14 +367,12 @@ impl Dispatcher {
             }
             drop(budget);
             let mut parts = Vec::with_capacity(responses.len());
+            // Told once the batch's answer is queued (or not): a subscription's first
+            // notification waits for it.
+            let mut notifies = Vec::new();
             for (response, id) in responses {
-                if response.is_subscription() {
-                    continue;
-                }
                 let (json, notify, _) = response.into_parts();
-                if let Some(notify) = notify {
-                    notify.notify(true);
-                }
+                notifies.extend(notify);
                 parts.push(id.restore(json));
             }
             if parts.is_empty() {
@@ -378,12 +387,17 @@ impl Dispatcher {
                     drop(batch);
                     self.send_error(Id::Null, codes::RESPONSE_TOO_BIG, &message)
                         .await;
+                    notifies.into_iter().for_each(|notify| notify.notify(false));
                 }
                 Ok(batch) => {
                     self.outbound.reserve(&batch).await;
-                    let _ = self.sink.send(batch).await;
+                    let sent = self.sink.send(batch).await.is_ok();
+                    notifies.into_iter().for_each(|notify| notify.notify(sent));
                 }
-                Err(err) => tracing::error!(%err, "cannot serialise a batch response"),
+                Err(err) => {
+                    tracing::error!(%err, "cannot serialise a batch response");
+                    notifies.into_iter().for_each(|notify| notify.notify(false));
+                }
             }
         });
     }
@@ -459,7 +473,7 @@ impl Dispatcher {
     async fn dispatch(&self, call: IncomingCall) -> MethodResponse {
         let IncomingCall {
             id,
-            verbatim_id,
+            verbatim_id: _,
             method,
             params,
         } = call;
@@ -492,88 +506,27 @@ impl Dispatcher {
         match callback {
             MethodCallback::Sync(cb) => cb(id, params, max, extensions),
             MethodCallback::Async(cb) => cb(id, params, connection_id, max, extensions).await,
-            MethodCallback::Subscription(cb) => {
-                let Some(permit) = self.subscriptions.acquire() else {
-                    return MethodResponse::error(
-                        id,
-                        ErrorObject::owned(
-                            codes::OVERLOADED,
-                            format!(
-                                "too many subscriptions on this connection (limit {})",
-                                self.limits.max_subscriptions_per_connection
-                            ),
-                            None::<()>,
-                        ),
-                    );
-                };
-                let state = SubscriptionState {
-                    conn_id: connection_id,
-                    id_provider: &RandomIntegerIdProvider,
-                    subscription_permit: permit,
-                };
-                let sink = self.subscription_sink(verbatim_id);
-                cb(id, params, sink, state, extensions).await
-            }
-            MethodCallback::Unsubscription(cb) => {
-                // Ours first: it knows subscriptions jsonrpsee may not have recorded yet.
-                let target: Option<serde_json::Value> = params
-                    .as_str()
-                    .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw).ok())
-                    .map(|value| match value {
-                        serde_json::Value::Array(mut items) if !items.is_empty() => {
-                            items.swap_remove(0)
-                        }
-                        other => other,
-                    });
-                let ended = target
-                    .as_ref()
-                    .is_some_and(|id| self.ctx.subscriptions.cancel(id));
-                let response = cb(id.clone(), params, connection_id, max, extensions);
-                if ended {
-                    MethodResponse::response(id, jsonrpsee::ResponsePayload::success(true), max)
-                } else {
-                    response
-                }
+            // Subscriptions are ours (`rpc::subscription`), registered as plain methods.
+            MethodCallback::Subscription(_) | MethodCallback::Unsubscription(_) => {
+                MethodResponse::error(
+                    id,
+                    ErrorObject::owned(
+                        codes::INTERNAL_ERROR,
+                        format!("internal error: {method} is registered the wrong way"),
+                        None::<()>,
+                    ),
+                )
             }
         }
     }
 
-    /// The sink a subscription sends its answer and notifications through: the connection's,
-    /// or, when the call's id is verbatim, one whose first message (the answer) gets the id
-    /// back on its way to the connection's (a forwarder task the connection waits for, like
-    /// the subscription's own).
-    fn subscription_sink(&self, verbatim_id: VerbatimId) -> MethodSink {
-        if !verbatim_id.is_some() {
-            return self.sink.clone();
-        }
-        let (tx, mut rx) = mpsc::channel::<Box<RawValue>>(SUBSCRIPTION_RELAY_QUEUE);
-        let out = self.sink.clone();
-        self.ctx.forwarders.spawn(async move {
-            let mut first = true;
-            while let Some(message) = rx.recv().await {
-                let message = if std::mem::take(&mut first) {
-                    verbatim_id.restore(message)
-                } else {
-                    message
-                };
-                if out.send(message).await.is_err() {
-                    break;
-                }
-            }
-        });
-        MethodSink::new_with_limit(tx, self.limits.max_line_bytes as u32)
-    }
-
-    /// Queue a response; subscription answers were already sent through the sink.
+    /// Queue a response.
     async fn send(&self, response: MethodResponse) {
         self.send_answer(response, &VerbatimId::default()).await;
     }
 
     /// Queue a response with its id put back as the client wrote it.
     async fn send_answer(&self, response: MethodResponse, verbatim_id: &VerbatimId) {
-        if response.is_subscription() {
-            return;
-        }
         let (json, notify, _) = response.into_parts();
         let json = verbatim_id.restore(json);
         self.outbound.reserve(&json).await;

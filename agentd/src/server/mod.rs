@@ -43,7 +43,8 @@ pub struct ServerLimits {
     /// alone, a client that pipelines big answers (`session/get` with a long history) and reads
     /// nothing would hold `outbound_queue` times 16 MiB. Never below `max_line_bytes`.
     pub outbound_bytes: usize,
-    /// Live subscriptions per connection.
+    /// Live subscriptions per connection (both kinds together); past it subscribing is
+    /// refused with `-32001`. Each holds a forwarder task and a broadcast receiver.
     pub max_subscriptions_per_connection: u32,
     /// How long in-flight requests may run on, and the last messages take to be written,
     /// after the client hangs up.

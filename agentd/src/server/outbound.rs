@@ -88,8 +88,8 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
             biased;
             message = out_rx.recv() => message,
             _ = done.cancelled() => {
-                // Drain what is already queued, then stop: subscriptions still holding a
-                // sink see it closed once the receiver is dropped.
+                // Drain what is already queued, then stop: subscriptions still queueing
+                // see the queue closed once the receiver is dropped.
                 while let Ok(message) = out_rx.try_recv() {
                     if write_message(&mut writer, message, max_line_bytes, &budget).await.is_err() {
                         return;
