@@ -8,6 +8,7 @@ pub mod config;
 pub mod config_edit;
 pub mod conversation;
 pub mod daemon;
+pub mod frontmatter;
 pub mod llm;
 pub mod logging;
 pub mod paths;
