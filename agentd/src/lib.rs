@@ -18,6 +18,7 @@ pub mod regular_file;
 pub mod rpc;
 pub mod server;
 pub mod session;
+pub mod skills;
 pub mod state;
 pub mod store;
 pub mod test_seam;
