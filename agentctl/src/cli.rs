@@ -135,6 +135,23 @@ pub enum Command {
         /// A directory of the project (default: the current directory).
         dir: Option<PathBuf>,
     },
+    /// List the skills a session is offered (and, on stderr, the ones skipped with why).
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// Skills of a workspace, by name: the project's (from DIR up to the git root) and yours
+    /// (`$XDG_CONFIG_HOME/agentd/skills/`).
+    #[command(visible_alias = "ls")]
+    List {
+        /// The workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

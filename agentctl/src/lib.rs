@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction};
+use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction, SkillsAction};
 use client::Connection;
 use output::{CommandError, EXIT_OK};
 use protocol::daemon::ClientCapabilities;
@@ -132,6 +132,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Trust { dir } => done(commands::trust::trust(&ctx, dir).await),
         Command::Untrust { dir } => done(commands::trust::untrust(&ctx, dir).await),
+        Command::Skills {
+            action: SkillsAction::List { cwd },
+        } => done(commands::skills::list(&ctx, cwd).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

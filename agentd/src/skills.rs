@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 pub const PROJECT_SKILL_DIRS: &[&str] = &["skills", ".agents/skills", ".claude/skills"];
 /// The file that makes a directory a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
-/// The prefix of every `load_skill` result: such results are never truncated by the output cap
-/// nor cleared from old context (`is_skill_result`).
+/// The prefix of every successful `load_skill` result: such results are never truncated by the
+/// output cap nor cleared from old context (`is_skill_result`).
 pub const SKILL_RESULT_PREFIX: &str = "[skill] ";
+/// The tool that loads a skill.
+pub const LOAD_SKILL_TOOL: &str = "load_skill";
 
 /// Caps on discovery and loading. Limits are data: each says why it exists.
 #[derive(Clone, Debug)]
@@ -111,9 +113,11 @@ pub struct LoadedSkill {
     pub more_files: bool,
 }
 
-/// Whether a tool result is a loaded skill, which is never truncated nor cleared.
-pub fn is_skill_result(text: &str) -> bool {
-    text.starts_with(SKILL_RESULT_PREFIX)
+/// Whether a tool result (of tool `tool_name`) is a loaded skill: `load_skill`'s text starting
+/// with `[skill] `. Such a result is never truncated nor cleared from old context; another
+/// tool's output that happens to start the same way is not protected.
+pub fn is_skill_result(tool_name: &str, text: &str) -> bool {
+    tool_name == LOAD_SKILL_TOOL && text.starts_with(SKILL_RESULT_PREFIX)
 }
 
 /// The skills of the workspace `cwd` and of the user's `user_dir`. Blocking.

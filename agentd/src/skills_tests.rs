@@ -194,7 +194,8 @@ fn load_returns_the_body_and_the_other_files_and_names_the_skills_it_knows() {
         text,
         "[skill] report\n\n# Steps\nUse template.md\n\nOther files of this skill (in skills/report); read them when the instructions need them:\n- skills/report/scripts/fill.sh\n- skills/report/template.md\n"
     );
-    assert!(is_skill_result(&text));
+    assert!(is_skill_result("load_skill", &text));
+    assert!(!is_skill_result("run_shell", &text));
 
     let err = load(&catalogue, "nope", &limits).unwrap_err();
     assert_eq!(err, "no skill named `nope`; available skills: report");

@@ -17,7 +17,9 @@ pub mod id;
 pub mod methods;
 pub mod project;
 pub mod session;
+pub mod skills;
 pub mod socket;
+pub mod todo;
 
 pub use methods::Method;
 

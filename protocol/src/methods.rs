@@ -6,6 +6,7 @@ use crate::approval::*;
 use crate::daemon::*;
 use crate::project::*;
 use crate::session::*;
+use crate::skills::*;
 
 /// A JSON-RPC method of the agentd protocol.
 pub trait Method {
@@ -70,6 +71,8 @@ methods! {
     ProjectUntrust = "project/untrust": ProjectUntrustParams => ProjectUntrustResult;
     /// Every trusted project root.
     ProjectList = "project/list": ProjectListParams => ProjectListResult;
+    /// The skills a session in a directory is offered, and the ones skipped with why.
+    SkillsList = "skills/list": SkillsListParams => SkillsListResult;
 }
 
 /// Unsubscribe methods paired with the subscriptions above (they take the subscription id).

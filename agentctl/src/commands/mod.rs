@@ -6,6 +6,7 @@ pub mod control;
 pub mod daemon;
 pub mod run;
 pub mod sessions;
+pub mod skills;
 pub mod trust;
 
 use std::io::{IsTerminal, Read};

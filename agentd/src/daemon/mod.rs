@@ -201,12 +201,22 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         config,
         http: crate::llm::LlmClient::http_client()?,
         fetch: crate::tools::FetchClients::new()?,
-        tools: Arc::new(crate::tools::ToolRegistry::builtin()),
+        tools: Arc::new(tool_registry(paths)),
         tool_limits,
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
             paths.config.clone(),
         )),
     })
+}
+
+/// The tools every session offers: the built-ins and `load_skill`, which also looks in the
+/// user's skills directory.
+fn tool_registry(paths: &crate::paths::Paths) -> crate::tools::ToolRegistry {
+    let mut tools = crate::tools::ToolRegistry::builtin();
+    tools.register(Arc::new(crate::tools::LoadSkill::new(Some(
+        paths.skills_dir.clone(),
+    ))));
+    tools
 }
 
 /// Whether a socket file is at `socket`. Refuses a path that holds anything else (a regular

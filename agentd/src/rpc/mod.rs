@@ -12,6 +12,7 @@ use protocol::methods;
 mod approval;
 mod project;
 mod session;
+mod skills;
 mod subscription;
 
 use crate::server::ConnectionContext;
@@ -41,6 +42,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<ProjectTrust, _, _>(&mut module, project::trust)?;
     register::<ProjectUntrust, _, _>(&mut module, project::untrust)?;
     register::<ProjectList, _, _>(&mut module, project::list)?;
+    register::<SkillsList, _, _>(&mut module, skills::list)?;
     register_session_subscription(&mut module)?;
     register_daemon_subscription(&mut module)?;
     Ok(module)

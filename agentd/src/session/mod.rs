@@ -238,10 +238,22 @@ impl SessionManager {
         let created_at = humantime::format_rfc3339_seconds(now).to_string();
         let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
         let prompt_cwd = cwd.clone();
-        let system_prompt =
-            tokio::task::spawn_blocking(move || crate::agent::prompt::build(&prompt_cwd, &date))
-                .await
-                .map_err(|err| SessionError::Internal(err.to_string()))?;
+        let user_skills = self.deps.paths.skills_dir.clone();
+        let system_prompt = tokio::task::spawn_blocking(move || {
+            let mut prompt = crate::agent::prompt::build(&prompt_cwd, &date);
+            let skills = crate::skills::discover(
+                &prompt_cwd,
+                Some(&user_skills),
+                &crate::skills::SkillLimits::default(),
+            );
+            for warning in &skills.warnings {
+                tracing::info!("{warning}");
+            }
+            prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
+            prompt
+        })
+        .await
+        .map_err(|err| SessionError::Internal(err.to_string()))?;
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,
