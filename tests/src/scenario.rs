@@ -468,6 +468,22 @@ pub fn request_transcript(format: Format, request: &RecordedRequest) -> Vec<Stri
 }
 
 /// Text of a message or block content: a string, or the text blocks of an array.
+/// The system prompt of a recorded request, in either format (Anthropic's `system`, OpenAI's
+/// first message).
+pub fn request_system_text(format: Format, request: &RecordedRequest) -> String {
+    match format {
+        Format::Anthropic => content_text(&request.json["system"]),
+        Format::OpenAi => {
+            let first = &request.json["messages"][0];
+            assert_eq!(
+                first["role"], "system",
+                "the first message is the system prompt"
+            );
+            content_text(&first["content"])
+        }
+    }
+}
+
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
