@@ -29,6 +29,9 @@ pub struct SkillLimits {
     /// Skills in one catalogue; more are skipped with a warning, so a repository with
     /// thousands of directories cannot fill the system prompt.
     pub max_skills: usize,
+    /// `SKILL.md` files read by one discovery (usable or not), so a repository full of broken
+    /// skills cannot make every session start read hundreds of megabytes.
+    pub max_files_read: usize,
     /// Entries of one skills directory looked at, so a huge directory cannot stall discovery.
     pub max_dir_entries: usize,
     /// Characters of a description in the catalogue; longer ones are cut.
@@ -43,6 +46,7 @@ impl Default for SkillLimits {
         Self {
             max_file_bytes: 256 * 1024,
             max_skills: 100,
+            max_files_read: 300,
             max_dir_entries: 1000,
             max_description_chars: 1024,
             max_listed_files: 100,
@@ -111,6 +115,8 @@ pub struct LoadedSkill {
     pub files: Vec<PathBuf>,
     /// More files were there than listed.
     pub more_files: bool,
+    /// Files left out because the run's Read deny rules cover them (counted, never named).
+    pub withheld: usize,
 }
 
 /// Whether a tool result (of tool `tool_name`) is a loaded skill: `load_skill`'s text starting
@@ -133,8 +139,14 @@ pub fn discover(cwd: &Path, user_dir: Option<&Path>, limits: &SkillLimits) -> Ca
     }
     let mut catalogue = Catalogue::default();
     let mut skipped_for_count = 0usize;
+    let mut files_read = 0usize;
     for (root, source) in roots {
         for skill_file in skill_files(&root, limits, &mut catalogue.warnings) {
+            if files_read >= limits.max_files_read {
+                skipped_for_count += 1;
+                continue;
+            }
+            files_read += 1;
             let skill = match read_skill(&skill_file, source, limits) {
                 Ok(skill) => skill,
                 Err(warning) => {
@@ -200,6 +212,7 @@ pub fn load(
         body: document.body.trim_start_matches(['\n', '\r']).to_owned(),
         files,
         more_files,
+        withheld: 0,
     })
 }
 
@@ -226,6 +239,12 @@ pub fn render(loaded: &LoadedSkill, workspace: &Path) -> String {
         if loaded.more_files {
             text.push_str("\n- … (more files not listed)");
         }
+    }
+    if loaded.withheld > 0 {
+        text.push_str(&format!(
+            "\n[{} entries withheld by deny rules]",
+            loaded.withheld
+        ));
     }
     text.push('\n');
     text

@@ -144,19 +144,22 @@ fn reads_are_bounded_in_size_and_count() {
     let limits = SkillLimits {
         max_file_bytes: 100,
         max_skills: 2,
+        max_files_read: 5,
         ..SkillLimits::default()
     };
     write(
         &t.workspace.join("skills/big/SKILL.md"),
         &skill_md(None, Some("big"), &"x".repeat(200)),
     );
-    for name in ["a", "b", "c"] {
+    for name in ["a", "b", "c", "d"] {
         write(
             &t.workspace.join(format!("skills/{name}/SKILL.md")),
             &skill_md(None, Some("d"), ""),
         );
     }
-    let fifo = t.workspace.join("skills/fifo/SKILL.md");
+    // Read in name order: a, aa-fifo, b, big, c; d is past `max_files_read`, c past
+    // `max_skills`.
+    let fifo = t.workspace.join("skills/aa-fifo/SKILL.md");
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
     crate::test_support::mkfifo(&fifo);
     let catalogue = discover(&t.workspace, None, &limits);
@@ -165,7 +168,7 @@ fn reads_are_bounded_in_size_and_count() {
     assert!(warnings.contains("larger than"), "{warnings}");
     assert!(warnings.contains("named pipe"), "{warnings}");
     assert!(
-        warnings.contains("1 more skills were not used"),
+        warnings.contains("2 more skills were not used"),
         "{warnings}"
     );
 }

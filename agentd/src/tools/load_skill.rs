@@ -3,14 +3,14 @@
 //! files. Its results are never cut by the output cap (a `SKILL.md` is bounded on discovery)
 //! and never cleared from old context (`skills::is_skill_result`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ToolContext, ToolOutput, TypedTool, str_field};
-use crate::skills::SkillLimits;
+use super::{ReadFilter, ToolContext, ToolOutput, TypedTool, str_field};
+use crate::skills::{LoadedSkill, SkillLimits};
 
 /// The `load_skill` tool; it knows the user's skills directory, the workspace comes with each
 /// call.
@@ -28,6 +28,29 @@ impl LoadSkill {
             limits: SkillLimits::default(),
         }
     }
+}
+
+/// The run's Read deny rules hold for skills too: a `SKILL.md` they cover is not loaded, and
+/// the files they cover are left out of the listing (counted, never named).
+fn apply_read_rules(
+    mut loaded: LoadedSkill,
+    read_filter: &ReadFilter,
+) -> Result<LoadedSkill, String> {
+    let denied = |path: &Path| {
+        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        read_filter.denies(crate::skills::LOAD_SKILL_TOOL, &resolved)
+    };
+    if denied(&loaded.skill.path) {
+        return Err(format!(
+            "skill `{}` cannot be loaded: a deny rule covers {}",
+            loaded.skill.name,
+            loaded.skill.path.display()
+        ));
+    }
+    let before = loaded.files.len();
+    loaded.files.retain(|file| !denied(file));
+    loaded.withheld = before - loaded.files.len();
+    Ok(loaded)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -60,11 +83,13 @@ instructions need them.";
         let workspace = ctx.workspace.clone();
         let user_dir = self.user_dir.clone();
         let limits = self.limits.clone();
+        let read_filter = ctx.read_filter.clone();
         Box::pin(async move {
             let loaded = tokio::task::spawn_blocking(move || {
                 let catalogue = crate::skills::discover(&workspace, user_dir.as_deref(), &limits);
-                crate::skills::load(&catalogue, &params.name, &limits)
-                    .map(|loaded| crate::skills::render(&loaded, &workspace))
+                let loaded = crate::skills::load(&catalogue, &params.name, &limits)?;
+                let loaded = apply_read_rules(loaded, &read_filter)?;
+                Ok::<_, String>(crate::skills::render(&loaded, &workspace))
             })
             .await;
             match loaded {
@@ -73,5 +98,57 @@ instructions need them.";
                 Err(err) => ToolOutput::error(format!("load_skill failed: {err}")),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support::{DenyUnder, call, workspace};
+    use serde_json::json;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[tokio::test]
+    async fn read_deny_rules_hold_for_skills_and_their_files() {
+        let (_dir, mut ctx) = workspace();
+        let skill = |name: &str| format!("---\ndescription: {name} skill\n---\n{name} body\n");
+        write(&ctx.workspace.join("skills/open/SKILL.md"), &skill("open"));
+        write(&ctx.workspace.join("skills/open/notes.md"), "n");
+        write(&ctx.workspace.join("skills/open/secret/key.txt"), "k");
+        write(
+            &ctx.workspace.join("skills/hidden/SKILL.md"),
+            &skill("hidden"),
+        );
+        DenyUnder::install(&mut ctx, "skills/hidden");
+        let tool = LoadSkill::new(None);
+
+        let output = call(&tool, json!({"name": "hidden"}), &ctx).await;
+        assert!(output.is_error);
+        assert!(
+            output.content.contains("a deny rule covers"),
+            "{}",
+            output.content
+        );
+
+        DenyUnder::install(&mut ctx, "skills/open/secret");
+        let output = call(&tool, json!({"name": "open"}), &ctx).await;
+        assert!(!output.is_error, "{}", output.content);
+        assert!(
+            output.content.contains("- skills/open/notes.md"),
+            "{}",
+            output.content
+        );
+        assert!(!output.content.contains("key.txt"), "{}", output.content);
+        assert!(
+            output
+                .content
+                .ends_with("[1 entries withheld by deny rules]\n"),
+            "{}",
+            output.content
+        );
     }
 }
