@@ -229,8 +229,13 @@ pub fn render(loaded: &LoadedSkill, workspace: &Path) -> String {
             Ok(relative) => relative.display().to_string(),
             Err(_) => path.display().to_string(),
         };
+        let how = if loaded.skill.dir().starts_with(workspace) {
+            "read them when the instructions need them"
+        } else {
+            "they are outside the workspace: read them with run_shell (e.g. `cat`) when the instructions need them"
+        };
         text.push_str(&format!(
-            "\n\nOther files of this skill (in {}); read them when the instructions need them:",
+            "\n\nOther files of this skill (in {}); {how}:",
             shown(loaded.skill.dir())
         ));
         for file in &loaded.files {

@@ -200,6 +200,18 @@ fn load_returns_the_body_and_the_other_files_and_names_the_skills_it_knows() {
     assert!(is_skill_result("load_skill", &text));
     assert!(!is_skill_result("run_shell", &text));
 
+    // Seen from a workspace below the skill: its files are outside, read with run_shell.
+    let inner = t.workspace.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let text = render(&loaded, &inner);
+    assert!(
+        text.contains(&format!(
+            "Other files of this skill (in {}); they are outside the workspace: read them with run_shell",
+            dir.display()
+        )),
+        "{text}"
+    );
+
     let err = load(&catalogue, "nope", &limits).unwrap_err();
     assert_eq!(err, "no skill named `nope`; available skills: report");
 }

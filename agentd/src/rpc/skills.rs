@@ -31,7 +31,12 @@ pub async fn list(
         let cwd = std::fs::canonicalize(&cwd)
             .ok()
             .filter(|cwd| cwd.is_dir())
-            .ok_or_else(|| format!("cwd {} is not a directory", cwd.display()))?;
+            .ok_or_else(|| {
+                format!(
+                    "cwd {} is not a directory; send the workspace directory of the session",
+                    cwd.display()
+                )
+            })?;
         Ok::<_, String>(crate::skills::discover(
             &cwd,
             Some(&user_dir),
