@@ -239,7 +239,7 @@ fn flow_list(number: usize, raw: &str) -> Result<Vec<String>, FrontmatterError> 
     else {
         return Err(error(
             number,
-            "a `[` list must close with `]` on the same line",
+            "a `[` list must close with `]` on the same line; quote the value if it is text",
         ));
     };
     if inner.trim().is_empty() {
