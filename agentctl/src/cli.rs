@@ -140,6 +140,11 @@ pub enum Command {
         #[command(subcommand)]
         action: MemoryAction,
     },
+    /// List the skills a session is offered (and, on stderr, the ones skipped with why).
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -149,6 +154,18 @@ pub enum MemoryAction {
     Show {
         /// A directory (default: the current directory).
         dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// Skills of a workspace, by name: the project's (from DIR up to the git root) and yours
+    /// (`$XDG_CONFIG_HOME/agentd/skills/`).
+    #[command(visible_alias = "ls")]
+    List {
+        /// The workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
     },
 }
 

@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction};
+use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction, SkillsAction};
 use client::Connection;
 use output::{CommandError, EXIT_OK};
 use protocol::daemon::ClientCapabilities;
@@ -135,6 +135,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Memory {
             action: cli::MemoryAction::Show { dir },
         } => done(commands::memory::show(&ctx, dir).await),
+        Command::Skills {
+            action: SkillsAction::List { cwd },
+        } => done(commands::skills::list(&ctx, cwd).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

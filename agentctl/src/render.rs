@@ -304,6 +304,11 @@ impl Renderer {
             Event::Warning { message } => {
                 self.stderr_line(&format!("warning: {}", one_line(message)), out);
             }
+            Event::TodoUpdated { items, .. } => {
+                for line in todo::lines(items) {
+                    self.stderr_line(&line, out);
+                }
+            }
             Event::Error {
                 message,
                 will_retry,
@@ -618,6 +623,8 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     cut.push('…');
     cut
 }
+
+mod todo;
 
 #[cfg(test)]
 mod tests;

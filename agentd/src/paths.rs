@@ -20,6 +20,9 @@ pub struct Paths {
     /// Where the daily log files go (`agentd.YYYY-MM-DD.log`).
     pub log_dir: PathBuf,
     pub data_dir: PathBuf,
+    /// The user's skills (`$XDG_CONFIG_HOME/agentd/skills/*/SKILL.md`), offered to every
+    /// session after the project's own.
+    pub skills_dir: PathBuf,
 }
 
 impl Paths {
@@ -45,6 +48,7 @@ impl Paths {
             log_dir: state_dir.clone(),
             state_dir,
             data_dir: dirs.data_dir().to_path_buf(),
+            skills_dir: dirs.config_dir().join("skills"),
         })
     }
 }

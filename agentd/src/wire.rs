@@ -29,6 +29,37 @@ pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
 }
 
 /// A tool call as events and history show it.
+/// A discovered skill as `skills/list` shows it.
+pub fn skill_info(skill: &crate::skills::Skill) -> protocol::skills::SkillInfo {
+    use protocol::skills::SkillSource as Wire;
+    protocol::skills::SkillInfo {
+        name: skill.name.clone(),
+        description: skill.description.clone(),
+        path: skill.path.display().to_string(),
+        source: match skill.source {
+            crate::skills::SkillSource::Project => Wire::Project,
+            crate::skills::SkillSource::User => Wire::User,
+        },
+    }
+}
+
+/// A todo list as `todoUpdated` carries it.
+pub fn todo_items(items: &[crate::tools::TodoItem]) -> Vec<protocol::todo::TodoItem> {
+    use crate::tools::TodoStatus;
+    use protocol::todo::TodoStatus as Wire;
+    items
+        .iter()
+        .map(|item| protocol::todo::TodoItem {
+            content: item.content.trim().to_owned(),
+            status: match item.status {
+                TodoStatus::Pending => Wire::Pending,
+                TodoStatus::InProgress => Wire::InProgress,
+                TodoStatus::Completed => Wire::Completed,
+            },
+        })
+        .collect()
+}
+
 pub fn tool_call(call: &ToolCall) -> ToolCallInfo {
     ToolCallInfo {
         id: call.id.clone(),

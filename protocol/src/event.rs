@@ -176,6 +176,12 @@ pub enum Event {
     /// A steering message was delivered to the model.
     #[serde(rename_all = "camelCase")]
     SteerDelivered { run_id: String, text: String },
+    /// The model replaced the session's todo list (`todo_write`): the whole list, in order.
+    #[serde(rename_all = "camelCase")]
+    TodoUpdated {
+        run_id: String,
+        items: Vec<crate::todo::TodoItem>,
+    },
     #[serde(rename_all = "camelCase")]
     UsageUpdated {
         run_id: String,
@@ -243,6 +249,7 @@ impl Event {
             | Event::ApprovalRequested { run_id, .. }
             | Event::ApprovalResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }
+            | Event::TodoUpdated { run_id, .. }
             | Event::RunFinished { run_id, .. } => Some(run_id),
             Event::Error { run_id, .. } => run_id.as_deref(),
             Event::SessionCreated { .. }

@@ -18,7 +18,9 @@ pub mod memory;
 pub mod methods;
 pub mod project;
 pub mod session;
+pub mod skills;
 pub mod socket;
+pub mod todo;
 
 pub use methods::Method;
 

@@ -7,6 +7,7 @@ use crate::daemon::*;
 use crate::memory::*;
 use crate::project::*;
 use crate::session::*;
+use crate::skills::*;
 
 /// A JSON-RPC method of the agentd protocol.
 pub trait Method {
@@ -77,6 +78,8 @@ methods! {
     ProjectList = "project/list": ProjectListParams => ProjectListResult;
     /// The curated memory stores sessions in a directory use, with entries and usage.
     MemoryGet = "memory/get": MemoryGetParams => MemoryGetResult;
+    /// The skills a session in a directory is offered, and the ones skipped with why.
+    SkillsList = "skills/list": SkillsListParams => SkillsListResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

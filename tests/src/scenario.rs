@@ -469,7 +469,6 @@ pub fn request_transcript(format: Format, request: &RecordedRequest) -> Vec<Stri
     items
 }
 
-/// Text of a message or block content: a string, or the text blocks of an array.
 /// The system prompt of a recorded request, in either format (OpenAI: the first message with
 /// role `system`; Anthropic: the `system` field, a string or text blocks).
 pub fn request_system_text(format: Format, request: &RecordedRequest) -> String {
@@ -483,6 +482,7 @@ pub fn request_system_text(format: Format, request: &RecordedRequest) -> String 
     }
 }
 
+/// Text of a message or block content: a string, or the text blocks of an array.
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),

@@ -22,6 +22,7 @@ mod approvals;
 mod approvals_cli;
 mod cli;
 mod context_memory;
+mod context_skills;
 mod daemon;
 mod llm;
 mod protocol_contract;

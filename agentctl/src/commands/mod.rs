@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod memory;
 pub mod run;
 pub mod sessions;
+pub mod skills;
 pub mod trust;
 
 use std::io::{IsTerminal, Read};

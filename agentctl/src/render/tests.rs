@@ -538,3 +538,30 @@ fn client_notes_clear_the_spinner_and_start_on_their_own_line() {
     h.collect(note);
     assert_eq!(h.stderr, "\ncancelling…\n");
 }
+
+#[test]
+fn a_todo_list_is_printed_compactly_on_stderr() {
+    use protocol::todo::{TodoItem, TodoStatus};
+    let item = |content: &str, status| TodoItem {
+        content: content.to_owned(),
+        status,
+    };
+    let mut h = Harness::plain_run();
+    h.send(Event::TodoUpdated {
+        run_id: RUN.to_owned(),
+        items: vec![
+            item("read the code", TodoStatus::Completed),
+            item("write the test\nwith details", TodoStatus::InProgress),
+            item("fix it", TodoStatus::Pending),
+        ],
+    });
+    h.send(Event::TodoUpdated {
+        run_id: RUN.to_owned(),
+        items: Vec::new(),
+    });
+    assert_eq!(h.stdout, "");
+    assert_eq!(
+        h.stderr,
+        "todo (1/3 done):\n  [x] read the code\n  [>] write the test …\n  [ ] fix it\ntodo: (cleared)\n"
+    );
+}

@@ -386,12 +386,13 @@ impl Run {
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
         let observer = RunObserver {
             run_id: self.run_id.clone(),
-            events: pending_tx,
+            events: pending_tx.clone(),
             shared: self.shared.clone(),
         };
         let mut context = self.tool_context.clone();
         context.cancel = self.cancel.clone();
         context.fetch_rules = self.fetch_rules();
+        context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
         let batch = execute_batch(&self.tools, calls, &context, &observer);
         let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)
@@ -495,6 +496,21 @@ async fn pump<F: Future>(
         log.append(event).await?;
     }
     Ok(output)
+}
+
+/// todo_write's lists become `todoUpdated` events, persisted in order with the batch's other
+/// events (between the call's `toolStarted` and `toolCompleted`).
+fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> crate::tools::TodoSink {
+    crate::tools::TodoSink::new(move |items| {
+        let event = Event::TodoUpdated {
+            run_id: run_id.clone(),
+            items: crate::wire::todo_items(&items),
+        };
+        events.try_send(event).map_err(|_| {
+            "the todo list could not be recorded (too many pending events); call todo_write again"
+                .to_owned()
+        })
+    })
 }
 
 /// Turns executor callbacks into run events and skips unstarted calls once the user steered.

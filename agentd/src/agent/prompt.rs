@@ -46,6 +46,25 @@ pub fn build(cwd: &Path, date: &str) -> String {
     prompt
 }
 
+/// The skills catalogue: name and description of each skill (sorted by name), with the
+/// instruction to load one with `load_skill` when a task matches; empty without skills. Part of
+/// the frozen prompt: skills added later show in the next session (`load_skill` finds them
+/// already).
+pub fn skills_section(skills: &[crate::skills::Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut section = String::from(
+        "\n\n<available_skills>\nSkills are instructions for specific tasks. When a task matches a \
+skill's description, call load_skill with its name before starting, then follow what it says.\n",
+    );
+    for skill in skills {
+        section.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+    }
+    section.push_str("</available_skills>");
+    section
+}
+
 /// Notes files from the git root (or as far up as the walk goes outside a repository) down to
 /// `cwd`, outermost first. The directories are those of `permission::project_dirs` (no
 /// parent of another user); a notes file of another user is skipped, never read (a warning in
@@ -181,6 +200,26 @@ mod tests {
             "{section}"
         );
         assert!(!section.contains("last"), "{section}");
+    }
+
+    #[test]
+    fn the_skills_section_lists_names_and_descriptions_only() {
+        assert_eq!(skills_section(&[]), "");
+        let skill = |name: &str, description: &str| crate::skills::Skill {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            path: std::path::PathBuf::from(format!("/p/{name}/SKILL.md")),
+            source: crate::skills::SkillSource::Project,
+        };
+        let section =
+            skills_section(&[skill("commit", "Write commits"), skill("pdf", "Fill forms")]);
+        assert!(section.starts_with("\n\n<available_skills>\n"), "{section}");
+        assert!(section.contains("call load_skill"), "{section}");
+        assert!(
+            section.ends_with("- commit: Write commits\n- pdf: Fill forms\n</available_skills>"),
+            "{section}"
+        );
+        assert!(!section.contains("/p/"), "no paths: {section}");
     }
 
     #[test]

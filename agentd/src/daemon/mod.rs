@@ -196,8 +196,7 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         &paths.data_dir,
         memory_limits,
     ));
-    let mut tools = crate::tools::ToolRegistry::builtin();
-    tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
+    let tools = tool_registry(paths, &memory);
     // Startup, before any client: reading the small trust file here blocks nobody.
     let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,
@@ -219,6 +218,20 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             paths.config.clone(),
         )),
     })
+}
+
+/// The tools every session offers: the built-ins, `load_skill` (which also looks in the
+/// user's skills directory) and `memory` (which writes the shared stores).
+fn tool_registry(
+    paths: &crate::paths::Paths,
+    memory: &Arc<crate::memory::MemoryStores>,
+) -> crate::tools::ToolRegistry {
+    let mut tools = crate::tools::ToolRegistry::builtin();
+    tools.register(Arc::new(crate::tools::LoadSkill::new(Some(
+        paths.skills_dir.clone(),
+    ))));
+    tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
+    tools
 }
 
 /// Whether a socket file is at `socket`. Refuses a path that holds anything else (a regular

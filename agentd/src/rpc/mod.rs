@@ -13,6 +13,7 @@ mod approval;
 mod memory;
 mod project;
 mod session;
+mod skills;
 mod subscription;
 
 use crate::server::ConnectionContext;
@@ -47,6 +48,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionUnsubscribe, _, _>(&mut module, subscription::session_unsubscribe)?;
     register_subscribe::<DaemonSubscribe, _, _>(&mut module, subscription::daemon_subscribe)?;
     register::<DaemonUnsubscribe, _, _>(&mut module, subscription::daemon_unsubscribe)?;
+    register::<SkillsList, _, _>(&mut module, skills::list)?;
     Ok(module)
 }
 

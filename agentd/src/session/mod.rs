@@ -245,11 +245,22 @@ impl SessionManager {
         let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
         let prompt_cwd = cwd.clone();
         let memory = self.deps.memory.clone();
+        let user_skills = self.deps.paths.skills_dir.clone();
         let system_prompt = tokio::task::spawn_blocking(move || {
+            let mut prompt = crate::agent::prompt::build(&prompt_cwd, &date);
             // The memory snapshot is frozen with the rest: writes show in later sessions.
             let snapshot = memory.snapshot(&prompt_cwd);
-            crate::agent::prompt::build(&prompt_cwd, &date)
-                + &crate::agent::prompt::memory_section(&snapshot)
+            prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
+            let skills = crate::skills::discover(
+                &prompt_cwd,
+                Some(&user_skills),
+                &crate::skills::SkillLimits::default(),
+            );
+            for warning in &skills.warnings {
+                tracing::info!("{warning}");
+            }
+            prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
+            prompt
         })
         .await
         .map_err(|err| SessionError::Internal(err.to_string()))?;

@@ -476,6 +476,7 @@ fn builtin_specs_are_sorted_and_filterable() {
             "list_dir",
             "read_file",
             "run_shell",
+            "todo_write",
             "write_file"
         ]
     );
@@ -483,7 +484,14 @@ fn builtin_specs_are_sorted_and_filterable() {
         registry.filtered(|name| registry.get(name).is_some_and(|tool| tool.read_only()));
     assert_eq!(
         read_only.names(),
-        ["fetch_url", "glob", "grep", "list_dir", "read_file"]
+        [
+            "fetch_url",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "todo_write"
+        ]
     );
     for spec in registry.specs() {
         assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);

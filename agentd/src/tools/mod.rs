@@ -9,12 +9,14 @@ mod executor;
 mod fetch;
 mod fetch_access;
 mod files;
+mod load_skill;
 mod memory;
 mod path;
 mod read_filter;
 mod search;
 mod shell;
 mod text_file;
+mod todo;
 mod truncate;
 mod write_target;
 
@@ -34,6 +36,7 @@ pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_b
 pub use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
+pub use load_skill::LoadSkill;
 pub use memory::MemoryTool;
 pub use path::{
     display_path, protected_component, resolve_in_workspace, resolve_in_workspace_async,
@@ -41,6 +44,7 @@ pub use path::{
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
+pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
 /// A tool the model can call.
@@ -89,6 +93,8 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
     /// Written for the model: when to use the tool, what it returns, its limits.
     const DESCRIPTION: &'static str;
     const READ_ONLY: bool;
+    /// Whether the executor may cut the output to the output cap (see [`Tool::truncate_output`]).
+    const TRUNCATE_OUTPUT: bool = true;
     /// One line for UIs, e.g. "ls -la" or "src/main.rs".
     fn summary(&self, input: &serde_json::Value) -> String;
     /// Run with parsed params; failures are error outputs the model reads.
@@ -114,6 +120,10 @@ impl<T: TypedTool> Tool for T {
 
     fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
         parse_input::<T::Params>(T::NAME, input).map(drop)
+    }
+
+    fn truncate_output(&self) -> bool {
+        T::TRUNCATE_OUTPUT
     }
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -173,6 +183,8 @@ pub struct ToolContext {
     /// The run's Read deny rules, which grep, glob and list_dir apply to every path they
     /// would return (the gate only sees the path a call names).
     pub read_filter: ReadFilter,
+    /// Where todo_write's list goes (the run announces it as `todoUpdated`).
+    pub todo: TodoSink,
     pub limits: ToolLimits,
 }
 
@@ -187,6 +199,7 @@ impl ToolContext {
             fetch,
             fetch_rules: Arc::new(NoFetchRules),
             read_filter: ReadFilter::none(),
+            todo: TodoSink::default(),
             limits: ToolLimits::default(),
         }
     }
@@ -321,6 +334,7 @@ impl ToolRegistry {
         registry.register(Arc::new(Grep));
         registry.register(Arc::new(RunShell));
         registry.register(Arc::new(FetchUrl));
+        registry.register(Arc::new(TodoWrite));
         registry
     }
 
