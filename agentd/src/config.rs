@@ -85,6 +85,8 @@ pub struct Config {
     /// How long a loaded session may sit idle before it is unloaded from memory
     /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
     pub session_idle_unload: std::time::Duration,
+    /// `[sandbox]`: how `run_shell` is confined.
+    pub sandbox: crate::process::sandbox::SandboxConfig,
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -195,6 +197,7 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
+        sandbox: crate::process::sandbox::SandboxConfig::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_text(path, MAX_CONFIG_BYTES) {
@@ -306,6 +309,19 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
+    sandbox: Option<FileSandbox>,
+}
+
+/// `[sandbox]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSandbox {
+    enabled: Option<bool>,
+    network: Option<bool>,
+    #[serde(default)]
+    writable: Vec<PathBuf>,
+    #[serde(default)]
+    pass_env: Vec<String>,
 }
 
 /// `[sessions]` as written.
@@ -402,6 +418,21 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
+    if let Some(sandbox) = file.sandbox {
+        if let Some(relative) = sandbox.writable.iter().find(|dir| !dir.is_absolute()) {
+            return Err(invalid(format!(
+                "sandbox.writable: {} is not an absolute path; write the full path",
+                relative.display()
+            )));
+        }
+        let defaults = crate::process::sandbox::SandboxConfig::default();
+        config.sandbox = crate::process::sandbox::SandboxConfig {
+            enabled: sandbox.enabled.unwrap_or(defaults.enabled),
+            network: sandbox.network.unwrap_or(defaults.network),
+            writable: sandbox.writable,
+            pass_env: sandbox.pass_env,
+        };
+    }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (

@@ -11,7 +11,9 @@
 //! fires when the thread that started the child exits, and tokio's worker threads live as long
 //! as the daemon.
 
+mod confine;
 mod procfs;
+pub mod sandbox;
 pub mod supervisor;
 
 use std::ffi::OsString;
@@ -51,6 +53,8 @@ pub struct ProcessSpec {
     /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
     pub capture_stdout: bool,
     pub stderr: StderrMode,
+    /// The sandbox the child enters before exec (`run_shell` only), see [`sandbox`].
+    pub confinement: Option<std::sync::Arc<sandbox::Confinement>>,
 }
 
 impl ProcessSpec {
@@ -63,6 +67,7 @@ impl ProcessSpec {
             env: scrubbed_env(),
             capture_stdout: true,
             stderr: StderrMode::Capture,
+            confinement: None,
         }
     }
 }
@@ -129,10 +134,18 @@ impl ChildProcess {
                 StderrMode::Null => Stdio::null(),
             });
         let daemon = i32::try_from(std::process::id()).map_err(io::Error::other)?;
+        let confinement = spec.confinement.clone();
         // SAFETY: the hook runs in the forked child before exec and only calls async-signal-safe
-        // functions (setpgid, prctl, getppid).
+        // functions (setpgid, prctl, getppid; the confinement's unshare, mount, open, write,
+        // close, prctl and landlock_restrict_self on what the daemon prepared).
         unsafe {
-            command.pre_exec(move || die_with_the_daemon(daemon));
+            command.pre_exec(move || {
+                die_with_the_daemon(daemon)?;
+                match &confinement {
+                    Some(confinement) => confinement.enter(),
+                    None => Ok(()),
+                }
+            });
         }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
@@ -278,6 +291,36 @@ fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
 /// through `perfmon_capable`), by number from `<linux/capability.h>`; the libc crate does not
 /// name them. Tools of a root daemon run without them.
 const CAPS_THAT_OPEN_THE_DAEMON: [libc::c_ulong; 3] = [19, 21, 38];
+
+/// Runs `setup` in a short-lived child (`sh -c :` in its own process group, so the orphan
+/// reaper leaves it to us) before exec: Ok when `setup` succeeded there and the child exited 0.
+/// How the sandbox finds out, once, what the kernel lets a child do.
+pub(crate) async fn try_in_child(
+    setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
+) -> io::Result<()> {
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .args(["-c", ":"])
+        .current_dir("/")
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: `setup` is the caller's async-signal-safe hook (see its contract).
+    unsafe {
+        command.pre_exec(setup);
+    }
+    let status = command.status().await?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "the probe child failed ({status})"
+        )))
+    }
+}
 
 fn remove_record(record: Option<PathBuf>) {
     if let Some(record) = record

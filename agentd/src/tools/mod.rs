@@ -171,6 +171,9 @@ pub struct ToolContext {
     /// The run's Read deny rules, which grep, glob and list_dir apply to every path they
     /// would return (the gate only sees the path a call names).
     pub read_filter: ReadFilter,
+    /// How run_shell confines its command (the daemon's `[sandbox]` and what the kernel
+    /// offers).
+    pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
     pub limits: ToolLimits,
 }
 
@@ -185,6 +188,9 @@ impl ToolContext {
             fetch,
             fetch_rules: Arc::new(NoFetchRules),
             read_filter: ReadFilter::none(),
+            sandbox: Arc::new(crate::process::sandbox::ShellSandbox::none(
+                "not configured for this context",
+            )),
             limits: ToolLimits::default(),
         }
     }
