@@ -418,10 +418,17 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
-    if let Some(sandbox) = file.sandbox {
+    if let Some(mut sandbox) = file.sandbox {
+        // `~/x` is the user's home; anything else must be absolute.
+        let home = env("HOME").map(PathBuf::from);
+        for dir in &mut sandbox.writable {
+            if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
+                *dir = home.join(rest);
+            }
+        }
         if let Some(relative) = sandbox.writable.iter().find(|dir| !dir.is_absolute()) {
             return Err(invalid(format!(
-                "sandbox.writable: {} is not an absolute path; write the full path",
+                "sandbox.writable: {} is not an absolute path; write the full path (or ~/…)",
                 relative.display()
             )));
         }
