@@ -325,3 +325,70 @@ async fn pass_env_lets_listed_variables_through_and_keys_stay_out() {
     assert!(!output.contains("unlisted-value"), "{output}");
     assert!(!output.contains("ghp-sandbox-secret"), "{output}");
 }
+
+/// The helper an unprivileged daemon confines its shell with (`agentd __sandbox-exec`, which
+/// makes a user namespace for the read-only mounts), run as an unprivileged uid: writes land
+/// only where the plan allows, the read-only dir stays read-only, and the shell keeps its uid.
+/// Needs root (to become that uid), Landlock and user namespaces; elsewhere there is nothing
+/// to run.
+#[tokio::test]
+async fn the_sandbox_helper_confines_an_unprivileged_shell() {
+    const UID: u32 = 65534;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || kernel_landlock_abi() == 0 || !unshare_works() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("agentd-helper")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let root = dir.path();
+    for sub in ["work/.agents", "outside"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join("work/.agents/kept"), "original").unwrap();
+    for path in [
+        root.to_path_buf(),
+        root.join("work"),
+        root.join("work/.agents"),
+        root.join("work/.agents/kept"),
+        root.join("outside"),
+    ] {
+        std::os::unix::fs::chown(&path, Some(UID), Some(UID)).unwrap();
+    }
+    let work = root.join("work");
+    let abi = kernel_landlock_abi().to_string();
+    let output = tokio::process::Command::new(agentd_tests::harness::binary("agentd"))
+        .args(["__sandbox-exec", "--abi", &abi, "--writable"])
+        .arg(&work)
+        .arg("--writable")
+        .arg("/dev/null")
+        .arg("--read-only")
+        .arg(work.join(".agents"))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "id -u; echo x > {outside}/escaped && echo outside-written; \
+             echo x > .agents/kept && echo agents-written; \
+             echo x > inside && echo inside-written; cat .agents/kept",
+            outside = root.join("outside").display()
+        ))
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .uid(UID)
+        .gid(UID)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [UID.to_string().as_str(), "inside-written", "original"],
+        "{stderr}"
+    );
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert!(!root.join("outside/escaped").exists());
+}

@@ -14,6 +14,7 @@
 mod confine;
 mod procfs;
 pub mod sandbox;
+pub mod sandbox_exec;
 pub mod supervisor;
 
 use std::ffi::OsString;
@@ -292,34 +293,40 @@ fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
 /// name them. Tools of a root daemon run without them.
 const CAPS_THAT_OPEN_THE_DAEMON: [libc::c_ulong; 3] = [19, 21, 38];
 
-/// Runs `setup` in a short-lived child (`sh -c :` in its own process group, so the orphan
-/// reaper leaves it to us) before exec: Ok when `setup` succeeded there and the child exited 0.
-/// How the sandbox finds out, once, what the kernel lets a child do.
+/// Runs `program args` as a short-lived child (in its own process group, so the orphan
+/// reaper leaves it to us) with `setup` before exec: Ok when the child exited 0, else what it
+/// said on stderr. How the sandbox finds out, once, what the kernel lets a child do.
 pub(crate) async fn try_in_child(
+    program: OsString,
+    args: Vec<OsString>,
     setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
 ) -> io::Result<()> {
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = tokio::process::Command::new(program);
     command
-        .args(["-c", ":"])
+        .args(args)
         .current_dir("/")
         .env_clear()
+        .envs(scrubbed_env())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: `setup` is the caller's async-signal-safe hook (see its contract).
     unsafe {
         command.pre_exec(setup);
     }
-    let status = command.status().await?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "the probe child failed ({status})"
-        )))
+    let output = command.output().await?;
+    if output.status.success() {
+        return Ok(());
     }
+    let said = String::from_utf8_lossy(&output.stderr);
+    let said = said.trim();
+    Err(io::Error::other(if said.is_empty() {
+        format!("the probe exited with {}", output.status)
+    } else {
+        said.chars().take(300).collect()
+    }))
 }
 
 fn remove_record(record: Option<PathBuf>) {

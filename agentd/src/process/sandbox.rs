@@ -1,10 +1,11 @@
 //! The shell's sandbox (`[sandbox]` in config.toml): what the kernel offers, found once at
 //! startup ([`ShellSandbox::probe`]), said in `daemon/status` ([`ShellSandbox::status`]), and
 //! the [`Confinement`] each `run_shell` child applies to itself before exec
-//! ([`ShellSandbox::prepare`]).
+//! ([`ShellSandbox::apply`]).
 //!
 //! With Landlock the shell writes only in the session's workspace (`.git` included), the temp
-//! dir, the devices a shell needs and the dirs `[sandbox] writable` lists; it reads and runs
+//! dir, the devices a shell needs (and GPU devices, for CUDA and ROCm programs) and the dirs
+//! `[sandbox] writable` lists; it reads and runs
 //! everything else. Landlock cannot carve a read-only subtree out of a writable one, so the
 //! workspace's `.agents/`, `.claude/` and `skills/` are read-only bind mounts in a mount
 //! namespace of the child, where the kernel lets us make one. `[sandbox] network = false`
@@ -21,8 +22,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules,
 };
 
+use super::ProcessSpec;
 pub use super::confine::Confinement;
-use super::confine::{Namespaces, ReadOnlyMounts};
+pub(crate) use super::confine::Namespaces;
+use super::confine::ReadOnlyMounts;
 
 /// `[sandbox]` of config.toml.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +70,28 @@ const WRITABLE_DEVICES: [&str; 9] = [
     "/dev/shm",
 ];
 
+/// Where [`gpu_devices`] looks.
+const DEVICE_DIR: &str = "/dev";
+
+/// Names in `/dev` of GPU compute devices (NVIDIA's `nvidia*`, the DRM dir, AMD's `kfd`):
+/// CUDA and ROCm open them read-write and drive them with ioctls, so a confined shell could
+/// not run GPU programs without them.
+fn is_gpu_device(name: &str) -> bool {
+    name.starts_with("nvidia") || name == "dri" || name == "kfd"
+}
+
+/// The GPU device files and dirs present in `dev`.
+fn gpu_devices(dev: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dev) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_str().is_some_and(is_gpu_device))
+        .map(|entry| entry.path())
+        .collect()
+}
+
 /// The Landlock ABI from which TCP bind and connect can be denied.
 const FIRST_NETWORK_ABI: i32 = 4;
 
@@ -84,9 +109,21 @@ enum Support {
     None(String),
     Landlock {
         abi: i32,
-        /// How the child makes read-only mounts, or why it cannot.
-        mounts: Result<Namespaces, String>,
+        /// How the child gets its read-only mounts, or why it cannot.
+        mounts: Result<Mounts, String>,
     },
+}
+
+/// How a shell gets its read-only mounts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Mounts {
+    /// Between fork and exec: a root daemon's child makes a mount namespace directly.
+    InChild,
+    /// Through `agentd __sandbox-exec` ([`super::sandbox_exec`]): a child of an unprivileged
+    /// daemon needs a user namespace, whose id maps a process can only write while it is
+    /// dumpable, and a forked child of the non-dumpable daemon never is. The re-executed
+    /// binary is a fresh, dumpable process that holds no secret.
+    Helper,
 }
 
 impl ShellSandbox {
@@ -102,7 +139,7 @@ impl ShellSandbox {
     }
 
     /// Finds what this kernel offers for `config`: the Landlock ABI, then whether a child may
-    /// make a mount namespace (tried once, in a short-lived child).
+    /// make a mount namespace (tried once, in short-lived children).
     pub async fn probe(config: SandboxConfig) -> Self {
         let support = if !config.enabled {
             Support::None("disabled in config ([sandbox] enabled = false)".to_owned())
@@ -164,61 +201,88 @@ impl ShellSandbox {
         base
     }
 
-    /// What a shell in `workspace` applies to itself, or None when there is no sandbox. Opens
-    /// every allowed path (on the blocking pool: a path on a hung network mount blocks).
-    pub async fn prepare(self: &Arc<Self>, workspace: &Path) -> io::Result<Option<Confinement>> {
-        let Support::Landlock { abi, mounts } = &self.support else {
-            return Ok(None);
-        };
-        let (abi, mounts) = (*abi, mounts.clone().ok());
+    /// `spec` (a shell in the workspace `spec.cwd`) confined: its environment with `pass_env`,
+    /// and the [`Confinement`] it enters before exec, or the helper that confines it. Opens
+    /// every allowed path on the blocking pool (a path on a hung network mount blocks).
+    pub async fn apply(self: &Arc<Self>, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
+        spec.env = self.shell_env(spec.env);
+        if matches!(self.support, Support::None(_)) {
+            return Ok(spec);
+        }
         let sandbox = Arc::clone(self);
-        let workspace = workspace.to_path_buf();
-        tokio::task::spawn_blocking(move || sandbox.confinement(abi, mounts, &workspace))
+        tokio::task::spawn_blocking(move || sandbox.confine(spec))
             .await
             .map_err(io::Error::other)?
-            .map(Some)
     }
 
-    fn confinement(
-        &self,
-        abi: i32,
-        namespaces: Option<Namespaces>,
-        workspace: &Path,
-    ) -> io::Result<Confinement> {
-        let ruleset = self
-            .ruleset(abi, workspace)
-            .map_err(|error| io::Error::other(format!("landlock ruleset: {error}")))?;
-        let mounts = match namespaces {
-            Some(namespaces) => Some(read_only_mounts(namespaces, workspace)?),
-            None => None,
+    fn confine(&self, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
+        let Support::Landlock { abi, mounts } = &self.support else {
+            return Ok(spec);
         };
-        Ok(Confinement { mounts, ruleset })
+        let deny_network = !self.config.network && *abi >= FIRST_NETWORK_ABI;
+        let writable = self.writable_paths(&spec.cwd);
+        match mounts {
+            Ok(Mounts::Helper) => {
+                let plan = super::sandbox_exec::Plan {
+                    abi: *abi,
+                    deny_network,
+                    writable,
+                    read_only: read_only_dirs(&spec.cwd),
+                };
+                spec.args = plan.to_args(&spec.program, &spec.args);
+                spec.program = super::sandbox_exec::HELPER_PROGRAM.into();
+            }
+            Ok(Mounts::InChild) | Err(_) => {
+                let ruleset = landlock_ruleset(*abi, deny_network, &writable)?;
+                let mounts = match mounts {
+                    Ok(_) => Some(read_only_mounts_of(
+                        Namespaces::MountOnly,
+                        &read_only_dirs(&spec.cwd),
+                    )?),
+                    Err(_) => None,
+                };
+                spec.confinement = Some(Arc::new(Confinement { mounts, ruleset }));
+            }
+        }
+        Ok(spec)
     }
 
-    fn ruleset(&self, abi: i32, workspace: &Path) -> Result<std::os::fd::OwnedFd, String> {
-        let abi_level = ABI::from(abi);
-        let error = |error: landlock::RulesetError| error.to_string();
-        let mut ruleset = Ruleset::default()
-            .handle_access(AccessFs::from_all(abi_level))
-            .map_err(error)?;
-        if !self.config.network && abi >= FIRST_NETWORK_ABI {
-            ruleset = ruleset
-                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-                .map_err(error)?;
-        }
+    /// Where a shell in `workspace` may write.
+    fn writable_paths(&self, workspace: &Path) -> Vec<PathBuf> {
         let mut writable = vec![workspace.to_path_buf(), std::env::temp_dir()];
         writable.extend(self.config.writable.iter().cloned());
         writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
-        let created = ruleset
-            .create()
-            .map_err(error)?
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi_level)))
-            .map_err(error)?
-            .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi_level)))
-            .map_err(error)?;
-        Option::<std::os::fd::OwnedFd>::from(created)
-            .ok_or_else(|| "the kernel did not create a ruleset".to_owned())
+        writable.extend(gpu_devices(Path::new(DEVICE_DIR)));
+        writable
     }
+}
+
+/// A Landlock ruleset for `abi`: read and execute everywhere, everything in `writable`, and
+/// with `deny_network` no TCP bind or connect. Paths that do not exist are left out.
+pub(crate) fn landlock_ruleset(
+    abi: i32,
+    deny_network: bool,
+    writable: &[PathBuf],
+) -> io::Result<std::os::fd::OwnedFd> {
+    let abi_level = ABI::from(abi);
+    let error = |error: landlock::RulesetError| io::Error::other(format!("landlock: {error}"));
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi_level))
+        .map_err(error)?;
+    if deny_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(error)?;
+    }
+    let created = ruleset
+        .create()
+        .map_err(error)?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi_level)))
+        .map_err(error)?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi_level)))
+        .map_err(error)?;
+    Option::<std::os::fd::OwnedFd>::from(created)
+        .ok_or_else(|| io::Error::other("landlock: the kernel did not create a ruleset"))
 }
 
 /// The kernel's Landlock ABI version, or why there is none.
@@ -248,49 +312,62 @@ fn landlock_abi() -> Result<i32, String> {
 }
 
 /// Whether a child can make read-only bind mounts: tried for real on the temp dir (in the
-/// child's own namespace, so nothing changes outside), without then with a user namespace.
-async fn probe_mounts() -> Result<Namespaces, String> {
+/// child's own namespace, so nothing changes outside): in the child itself when the daemon is
+/// root, else (or when that fails) through the helper in a user namespace.
+async fn probe_mounts() -> Result<Mounts, String> {
     let root = std::env::temp_dir();
     let mut failures = Vec::new();
     // SAFETY: geteuid has no preconditions.
-    let candidates: &[Namespaces] = if unsafe { libc::geteuid() } == 0 {
-        &[Namespaces::MountOnly, Namespaces::UserAndMount]
-    } else {
-        &[Namespaces::UserAndMount]
-    };
-    for &namespaces in candidates {
-        let root = root.clone();
-        let mounts = tokio::task::spawn_blocking(move || read_only_mounts_of(namespaces, &[root]))
-            .await
-            .map_err(|error| error.to_string())
-            .and_then(|mounts| mounts.map_err(|error| error.to_string()));
+    if unsafe { libc::geteuid() } == 0 {
+        let dirs = [root.clone()];
+        let mounts =
+            tokio::task::spawn_blocking(move || read_only_mounts_of(Namespaces::MountOnly, &dirs))
+                .await
+                .map_err(io::Error::other);
         let result = match mounts {
-            Ok(mounts) => super::try_in_child(move || mounts.enter()).await,
-            Err(error) => Err(io::Error::other(error)),
+            Ok(Ok(mounts)) => {
+                super::try_in_child("sh".into(), vec!["-c".into(), ":".into()], move || {
+                    mounts.enter()
+                })
+                .await
+            }
+            Ok(Err(error)) | Err(error) => Err(error),
         };
         match result {
-            Ok(()) => return Ok(namespaces),
-            Err(error) => failures.push(format!("{namespaces:?}: {error}")),
+            Ok(()) => return Ok(Mounts::InChild),
+            Err(error) => failures.push(format!("mount namespace: {error}")),
         }
     }
-    Err(format!(
-        "no mount namespace: {}",
-        failures.join("; ").to_lowercase()
-    ))
+    let plan = super::sandbox_exec::Plan {
+        abi: 0,
+        deny_network: false,
+        writable: Vec::new(),
+        read_only: vec![root],
+    };
+    let args = plan.to_args(std::ffi::OsStr::new("sh"), &["-c".into(), ":".into()]);
+    match super::try_in_child(super::sandbox_exec::HELPER_PROGRAM.into(), args, || Ok(())).await {
+        Ok(()) => Ok(Mounts::Helper),
+        Err(error) => {
+            failures.push(format!("user namespace: {error}"));
+            Err(format!("no mount namespace: {}", failures.join("; ")))
+        }
+    }
 }
 
 /// The workspace's read-only dirs that exist (symlinks resolved, so a link to a dir elsewhere
 /// is covered where it points).
-fn read_only_mounts(namespaces: Namespaces, workspace: &Path) -> io::Result<ReadOnlyMounts> {
-    let dirs: Vec<PathBuf> = READ_ONLY_IN_WORKSPACE
+fn read_only_dirs(workspace: &Path) -> Vec<PathBuf> {
+    READ_ONLY_IN_WORKSPACE
         .iter()
         .filter_map(|name| std::fs::canonicalize(workspace.join(name)).ok())
         .filter(|dir| dir.is_dir())
-        .collect();
-    read_only_mounts_of(namespaces, &dirs)
+        .collect()
 }
 
-fn read_only_mounts_of(namespaces: Namespaces, dirs: &[PathBuf]) -> io::Result<ReadOnlyMounts> {
+pub(crate) fn read_only_mounts_of(
+    namespaces: Namespaces,
+    dirs: &[PathBuf],
+) -> io::Result<ReadOnlyMounts> {
     let mut prepared = Vec::with_capacity(dirs.len());
     for dir in dirs {
         let path = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;

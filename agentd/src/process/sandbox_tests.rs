@@ -22,7 +22,7 @@ fn status_says_what_is_enforced() {
         true,
         Support::Landlock {
             abi: 7,
-            mounts: Ok(Namespaces::MountOnly),
+            mounts: Ok(Mounts::InChild),
         },
         "landlock abi 7, read-only .agents/.claude/skills",
     );
@@ -38,7 +38,7 @@ fn status_says_what_is_enforced() {
         false,
         Support::Landlock {
             abi: 3,
-            mounts: Ok(Namespaces::UserAndMount),
+            mounts: Ok(Mounts::Helper),
         },
         "landlock abi 3, read-only .agents/.claude/skills, network allowed (denying it needs landlock abi 4)",
     );
@@ -62,7 +62,12 @@ async fn disabled_in_config_is_none_and_prepares_nothing() {
         sandbox.status(),
         "none: disabled in config ([sandbox] enabled = false)"
     );
-    assert!(sandbox.prepare(Path::new("/")).await.unwrap().is_none());
+    let spec = sandbox
+        .apply(ProcessSpec::shell("true", PathBuf::from("/")))
+        .await
+        .unwrap();
+    assert!(spec.confinement.is_none());
+    assert_eq!(spec.program, "sh");
 }
 
 #[test]
@@ -88,7 +93,7 @@ async fn read_only_mounts_hold_in_the_child_only() {
     for namespaces in [Namespaces::MountOnly, Namespaces::UserAndMount] {
         let mounts = read_only_mounts_of(namespaces, &[dir.path().to_path_buf()]).unwrap();
         // Only the namespace step may fail for want of privilege; then the kind is skipped.
-        let unshared = super::super::try_in_child({
+        let unshared = try_sh({
             let mounts = read_only_mounts_of(namespaces, &[]).unwrap();
             move || mounts.enter()
         })
@@ -97,7 +102,7 @@ async fn read_only_mounts_hold_in_the_child_only() {
             continue;
         }
         let created = created.clone();
-        let result = super::super::try_in_child(move || {
+        let result = try_sh(move || {
             mounts.enter()?;
             // SAFETY: open and close on a NUL-terminated path.
             let fd = unsafe { libc::open(created.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o600) };
@@ -115,5 +120,64 @@ async fn read_only_mounts_hold_in_the_child_only() {
         worked += 1;
     }
     std::fs::write(dir.path().join("outside"), "still writable").unwrap();
-    tracing::debug!(worked, "namespace kinds tried");
+    // Where this machine lets a process make a user and mount namespace, so must we.
+    let unshare_works = std::process::Command::new("unshare")
+        .args(["-Um", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(worked > 0 || !unshare_works, "no namespace kind worked");
+}
+
+#[test]
+fn gpu_devices_are_found_by_name() {
+    let dev = tempfile::tempdir().unwrap();
+    for name in [
+        "nvidia0",
+        "nvidiactl",
+        "nvidia-uvm",
+        "kfd",
+        "null",
+        "vda",
+        "sda1",
+    ] {
+        std::fs::write(dev.path().join(name), "").unwrap();
+    }
+    std::fs::create_dir(dev.path().join("dri")).unwrap();
+    let mut found: Vec<String> = gpu_devices(dev.path())
+        .iter()
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, ["dri", "kfd", "nvidia-uvm", "nvidia0", "nvidiactl"]);
+    assert!(gpu_devices(&dev.path().join("missing")).is_empty());
+}
+
+/// `sh -c :` with `setup` before exec.
+async fn try_sh(setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static) -> io::Result<()> {
+    super::super::try_in_child("sh".into(), vec!["-c".into(), ":".into()], setup).await
+}
+
+#[test]
+fn the_helper_plan_survives_its_arguments() {
+    let plan = super::super::sandbox_exec::Plan {
+        abi: 7,
+        deny_network: true,
+        writable: vec![PathBuf::from("/work space"), PathBuf::from("/tmp")],
+        read_only: vec![PathBuf::from("/work space/.agents")],
+    };
+    let args = plan.to_args(std::ffi::OsStr::new("sh"), &["-c".into(), "echo --".into()]);
+    assert_eq!(args[0], super::super::sandbox_exec::HELPER_ARG);
+    let (parsed, program, rest) =
+        super::super::sandbox_exec::Plan::parse(args.into_iter().skip(1)).unwrap();
+    assert_eq!(parsed, plan);
+    assert_eq!(program, "sh");
+    assert_eq!(rest, ["-c", "echo --"]);
+    let error = super::super::sandbox_exec::Plan::parse(
+        ["--abi", "x", "--", "sh"].into_iter().map(OsString::from),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "bad sandbox helper arguments: --abi needs a number"
+    );
 }

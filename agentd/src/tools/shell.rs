@@ -79,10 +79,9 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         .map_or(limits.shell_default_timeout, Duration::from_millis)
         .min(limits.shell_max_timeout);
 
-    let mut spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
-    spec.env = ctx.sandbox.shell_env(spec.env);
-    spec.confinement = match ctx.sandbox.prepare(&ctx.workspace).await {
-        Ok(confinement) => confinement.map(std::sync::Arc::new),
+    let spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
+    let spec = match ctx.sandbox.apply(spec).await {
+        Ok(spec) => spec,
         Err(error) => {
             return ToolOutput::error(format!(
                 "cannot sandbox the command: {error}; fix the path, or set [sandbox] enabled = \
