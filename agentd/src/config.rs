@@ -309,19 +309,7 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
-    sandbox: Option<FileSandbox>,
-}
-
-/// `[sandbox]` as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileSandbox {
-    enabled: Option<bool>,
-    network: Option<bool>,
-    #[serde(default)]
-    writable: Vec<PathBuf>,
-    #[serde(default)]
-    pass_env: Vec<String>,
+    sandbox: Option<crate::process::sandbox::SandboxSection>,
 }
 
 /// `[sessions]` as written.
@@ -418,27 +406,10 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
-    if let Some(mut sandbox) = file.sandbox {
-        // `~/x` is the user's home; anything else must be absolute.
-        let home = env("HOME").map(PathBuf::from);
-        for dir in &mut sandbox.writable {
-            if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
-                *dir = home.join(rest);
-            }
-        }
-        if let Some(relative) = sandbox.writable.iter().find(|dir| !dir.is_absolute()) {
-            return Err(invalid(format!(
-                "sandbox.writable: {} is not an absolute path; write the full path (or ~/…)",
-                relative.display()
-            )));
-        }
-        let defaults = crate::process::sandbox::SandboxConfig::default();
-        config.sandbox = crate::process::sandbox::SandboxConfig {
-            enabled: sandbox.enabled.unwrap_or(defaults.enabled),
-            network: sandbox.network.unwrap_or(defaults.network),
-            writable: sandbox.writable,
-            pass_env: sandbox.pass_env,
-        };
+    if let Some(sandbox) = file.sandbox {
+        config.sandbox = sandbox
+            .resolve(env("HOME").map(PathBuf::from))
+            .map_err(invalid)?;
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {

@@ -52,6 +52,43 @@ impl Default for SandboxConfig {
     }
 }
 
+/// `[sandbox]` as written in config.toml.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SandboxSection {
+    enabled: Option<bool>,
+    network: Option<bool>,
+    #[serde(default)]
+    writable: Vec<PathBuf>,
+    #[serde(default)]
+    pass_env: Vec<String>,
+}
+
+impl SandboxSection {
+    /// The configuration it sets: `~/x` in `writable` is below `home`, and every path there
+    /// must be absolute (the error names the key and what to write).
+    pub(crate) fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
+        for dir in &mut self.writable {
+            if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
+                *dir = home.join(rest);
+            }
+        }
+        if let Some(relative) = self.writable.iter().find(|dir| !dir.is_absolute()) {
+            return Err(format!(
+                "sandbox.writable: {} is not an absolute path; write the full path (or ~/…)",
+                relative.display()
+            ));
+        }
+        let defaults = SandboxConfig::default();
+        Ok(SandboxConfig {
+            enabled: self.enabled.unwrap_or(defaults.enabled),
+            network: self.network.unwrap_or(defaults.network),
+            writable: self.writable,
+            pass_env: self.pass_env,
+        })
+    }
+}
+
 /// Workspace directories the shell may read but not write: the project's agent settings
 /// and skills, which would otherwise let a command loosen the policy of the next run.
 pub const READ_ONLY_IN_WORKSPACE: [&str; 3] = [".agents", ".claude", "skills"];
