@@ -1,7 +1,8 @@
 //! run_shell: a command through `sh -c` in the workspace, in its own process group (through
 //! [`crate::process`]), confined by the sandbox ([`crate::process::sandbox`]), with a scrubbed
-//! environment, a timeout, bounded output capture and throttled progress. Timeout and cancellation kill the whole group and what escaped it; the
-//! call never outlives its timeout by more than the kill and a bounded drain of the pipes.
+//! environment, a timeout, bounded output capture and throttled progress. Timeout and
+//! cancellation kill the whole group and what escaped it; the call never outlives its timeout
+//! by more than the kill and a bounded drain of the pipes.
 
 use std::time::{Duration, Instant};
 
