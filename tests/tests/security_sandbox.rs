@@ -328,7 +328,8 @@ async fn pass_env_lets_listed_variables_through_and_keys_stay_out() {
 
 /// The helper an unprivileged daemon confines its shell with (`agentd __sandbox-exec`, which
 /// makes a user namespace for the read-only mounts), run as an unprivileged uid: writes land
-/// only where the plan allows, the read-only dir stays read-only, and the shell keeps its uid.
+/// only where the plan allows, the read-only dir stays read-only, the masked socket is no
+/// socket, and the shell keeps its uid.
 /// Needs root (to become that uid), Landlock and user namespaces; elsewhere there is nothing
 /// to run.
 #[tokio::test]
@@ -347,6 +348,7 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         std::fs::create_dir_all(root.join(sub)).unwrap();
     }
     std::fs::write(root.join("work/.agents/kept"), "original").unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(root.join("daemon.sock")).unwrap();
     for path in [
         root.to_path_buf(),
         root.join("work"),
@@ -365,12 +367,16 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         .arg("/dev/null")
         .arg("--read-only")
         .arg(work.join(".agents"))
+        .arg("--mask")
+        .arg(root.join("daemon.sock"))
         .args(["--", "sh", "-c"])
         .arg(format!(
-            "id -u; echo x > {outside}/escaped && echo outside-written; \
+            "id -u; test -S {socket} && echo socket-visible; \
+             echo x > {outside}/escaped && echo outside-written; \
              echo x > .agents/kept && echo agents-written; \
              echo x > inside && echo inside-written; cat .agents/kept",
-            outside = root.join("outside").display()
+            outside = root.join("outside").display(),
+            socket = root.join("daemon.sock").display(),
         ))
         .current_dir(&work)
         .env_clear()
@@ -391,4 +397,33 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
     assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(stderr.contains("Read-only file system"), "{stderr}");
     assert!(!root.join("outside/escaped").exists());
+}
+
+/// The daemon's socket is covered by `/dev/null` in the shell's mount namespace where the
+/// status says so: a command cannot connect to it to answer its own approvals or trust its
+/// own project. Without the mounts it stays a socket.
+#[tokio::test]
+async fn the_shell_cannot_reach_the_daemons_socket() {
+    let t = sandboxed("", &[]).await;
+    let status = t.status().await;
+    let socket = t.scenario.daemon.socket().display().to_string();
+    let output = t
+        .shell(&format!(
+            "test -S {socket} && echo socket-visible; \
+             curl -sS --max-time 5 --unix-socket {socket} http://agentd/ >/dev/null 2>&1; \
+             echo curl-exit=$?"
+        ))
+        .await;
+    if confined(&status) && status.contains("daemon socket hidden") {
+        assert!(!output.contains("socket-visible"), "{output}");
+        // 7: curl could not connect.
+        assert!(output.contains("curl-exit=7"), "{output}");
+    } else {
+        assert!(output.contains("socket-visible"), "{output}");
+    }
+    if kernel_landlock_abi() > 0 && unshare_works() {
+        assert!(status.contains("daemon socket hidden"), "{status}");
+    }
+    // The daemon itself still answers on it.
+    assert_eq!(t.status().await, status);
 }

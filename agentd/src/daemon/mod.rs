@@ -191,7 +191,9 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.sandbox.clone())
         .unwrap_or_default();
-    let sandbox = crate::process::sandbox::ShellSandbox::probe(sandbox_config).await;
+    let sandbox =
+        crate::process::sandbox::ShellSandbox::probe(sandbox_config, Some(paths.socket.clone()))
+            .await;
     // Startup, before any client: reading the small trust file here blocks nobody.
     let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,

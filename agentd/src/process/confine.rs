@@ -1,6 +1,7 @@
 //! What a sandboxed child does between fork and exec: enter its own mount namespace (and a user
 //! namespace when the daemon is not root) where the workspace's `.agents/`, `.claude/` and
-//! `skills/` are read-only bind mounts, then restrict itself with the Landlock ruleset the
+//! `skills/` are read-only bind mounts and the daemon's socket is covered by `/dev/null`, then
+//! restrict itself with the Landlock ruleset the
 //! daemon built. Everything is prepared in the daemon (paths as `CString`s, the id maps as
 //! bytes, the ruleset fd); the child only makes system calls, which are async-signal-safe.
 
@@ -25,6 +26,9 @@ pub(crate) struct ReadOnlyMounts {
     /// Directories to make read-only, each with the flags its mount already has that a
     /// remount inside a user namespace must keep (nosuid, nodev, noexec, atime flags).
     pub(crate) dirs: Vec<(CString, libc::c_ulong)>,
+    /// Files covered by a bind mount of `/dev/null` (the daemon's socket: a shell that could
+    /// connect to it could approve its own requests or trust its own project).
+    pub(crate) masked: Vec<CString>,
     /// `"<uid> <uid> 1"`, written to `/proc/self/uid_map` in a user namespace.
     pub(crate) uid_map: Vec<u8>,
     /// `"<gid> <gid> 1"`, written to `/proc/self/gid_map` in a user namespace.
@@ -54,8 +58,8 @@ impl Confinement {
 }
 
 impl ReadOnlyMounts {
-    /// Unshares the namespaces and makes each directory a read-only bind mount of itself.
-    /// Only async-signal-safe calls.
+    /// Unshares the namespaces, makes each directory a read-only bind mount of itself and
+    /// covers each masked file with `/dev/null`. Only async-signal-safe calls.
     pub(crate) fn enter(&self) -> io::Result<()> {
         match self.namespaces {
             Namespaces::MountOnly => unshare(libc::CLONE_NEWNS)?,
@@ -75,6 +79,9 @@ impl ReadOnlyMounts {
                 dir,
                 libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept_flags,
             )?;
+        }
+        for file in &self.masked {
+            mount(Some(c"/dev/null"), file, libc::MS_BIND)?;
         }
         Ok(())
     }

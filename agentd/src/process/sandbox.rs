@@ -137,6 +137,9 @@ const FIRST_NETWORK_ABI: i32 = 4;
 pub struct ShellSandbox {
     config: SandboxConfig,
     support: Support,
+    /// The daemon's socket, covered in the shell's mount namespace: a shell that reached it
+    /// could answer its own approvals or trust its own project.
+    daemon_socket: Option<PathBuf>,
 }
 
 /// What the kernel lets the daemon enforce, found at startup.
@@ -172,12 +175,14 @@ impl ShellSandbox {
                 ..SandboxConfig::default()
             },
             support: Support::None(reason.to_owned()),
+            daemon_socket: None,
         }
     }
 
     /// Finds what this kernel offers for `config`: the Landlock ABI, then whether a child may
-    /// make a mount namespace (tried once, in short-lived children).
-    pub async fn probe(config: SandboxConfig) -> Self {
+    /// make a mount namespace (tried once, in short-lived children). `daemon_socket` is hidden
+    /// from the shell where it can be.
+    pub async fn probe(config: SandboxConfig, daemon_socket: Option<PathBuf>) -> Self {
         let support = if !config.enabled {
             Support::None("disabled in config ([sandbox] enabled = false)".to_owned())
         } else {
@@ -196,7 +201,11 @@ impl ShellSandbox {
             } => tracing::warn!("run_shell's .agents/, .claude/ and skills/ stay writable: {why}"),
             Support::Landlock { .. } => {}
         }
-        let sandbox = Self { config, support };
+        let sandbox = Self {
+            config,
+            support,
+            daemon_socket,
+        };
         tracing::info!(sandbox = %sandbox.status(), "shell sandbox");
         sandbox
     }
@@ -208,9 +217,16 @@ impl ShellSandbox {
             Support::Landlock { abi, mounts } => {
                 let mut status = format!("landlock abi {abi}");
                 match mounts {
-                    Ok(_) => status.push_str(", read-only .agents/.claude/skills"),
+                    Ok(_) => {
+                        status.push_str(", read-only .agents/.claude/skills");
+                        if self.daemon_socket.is_some() {
+                            status.push_str(", daemon socket hidden");
+                        }
+                    }
                     Err(why) => {
-                        status.push_str(&format!(", .agents/.claude/skills writable ({why})"));
+                        status.push_str(&format!(
+                            ", .agents/.claude/skills writable and the daemon socket reachable ({why})"
+                        ));
                     }
                 }
                 if !self.config.network {
@@ -265,6 +281,7 @@ impl ShellSandbox {
                     deny_network,
                     writable,
                     read_only: read_only_dirs(&spec.cwd),
+                    masked: self.masked_files(),
                 };
                 spec.args = plan.to_args(&spec.program, &spec.args);
                 spec.program = super::sandbox_exec::HELPER_PROGRAM.into();
@@ -272,16 +289,29 @@ impl ShellSandbox {
             Ok(Mounts::InChild) | Err(_) => {
                 let ruleset = landlock_ruleset(*abi, deny_network, &writable)?;
                 let mounts = match mounts {
-                    Ok(_) => Some(read_only_mounts_of(
-                        Namespaces::MountOnly,
-                        &read_only_dirs(&spec.cwd),
-                    )?),
+                    Ok(_) => Some(
+                        read_only_mounts_of(Namespaces::MountOnly, &read_only_dirs(&spec.cwd))?
+                            .masking(&self.masked_files())?,
+                    ),
                     Err(_) => None,
                 };
                 spec.confinement = Some(Arc::new(Confinement { mounts, ruleset }));
             }
         }
         Ok(spec)
+    }
+
+    /// The files covered by `/dev/null` in the shell's mount namespace: the daemon's socket,
+    /// when it is one (a bind mount needs something there).
+    fn masked_files(&self) -> Vec<PathBuf> {
+        use std::os::unix::fs::FileTypeExt;
+        self.daemon_socket
+            .iter()
+            .filter(|socket| {
+                std::fs::symlink_metadata(socket).is_ok_and(|meta| meta.file_type().is_socket())
+            })
+            .cloned()
+            .collect()
     }
 
     /// Where a shell in `workspace` may write.
@@ -380,6 +410,7 @@ async fn probe_mounts() -> Result<Mounts, String> {
         deny_network: false,
         writable: Vec::new(),
         read_only: vec![root],
+        masked: Vec::new(),
     };
     let args = plan.to_args(std::ffi::OsStr::new("sh"), &["-c".into(), ":".into()]);
     match super::try_in_child(super::sandbox_exec::HELPER_PROGRAM.into(), args, || Ok(())).await {
@@ -415,9 +446,21 @@ pub(crate) fn read_only_mounts_of(
     Ok(ReadOnlyMounts {
         namespaces,
         dirs: prepared,
+        masked: Vec::new(),
         uid_map: format!("{uid} {uid} 1").into_bytes(),
         gid_map: format!("{gid} {gid} 1").into_bytes(),
     })
+}
+
+impl ReadOnlyMounts {
+    /// These mounts, also covering each of `files` with `/dev/null`.
+    pub(crate) fn masking(mut self, files: &[PathBuf]) -> io::Result<Self> {
+        for file in files {
+            self.masked
+                .push(CString::new(file.as_os_str().as_bytes()).map_err(io::Error::other)?);
+        }
+        Ok(self)
+    }
 }
 
 /// The flags of the mount holding `path` that a read-only remount must repeat: in a user

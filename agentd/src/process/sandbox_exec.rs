@@ -1,5 +1,5 @@
-//! `agentd __sandbox-exec [--abi N] [--deny-network] [--writable DIR]… [--read-only DIR]… --
-//! PROGRAM ARGS…`: the sandbox helper of an unprivileged daemon. The daemon's `run_shell`
+//! `agentd __sandbox-exec [--abi N] [--deny-network] [--writable DIR]… [--read-only DIR]…
+//! [--mask FILE]… -- PROGRAM ARGS…`: the sandbox helper of an unprivileged daemon. The daemon's `run_shell`
 //! child re-executes the agentd binary with this plan; the helper, a fresh dumpable process
 //! holding no secret, enters a user and mount namespace (writing its own id maps, which a
 //! forked child of the non-dumpable daemon cannot), makes the read-only bind mounts, restricts
@@ -33,6 +33,8 @@ pub(crate) struct Plan {
     pub(crate) deny_network: bool,
     pub(crate) writable: Vec<PathBuf>,
     pub(crate) read_only: Vec<PathBuf>,
+    /// Files covered by `/dev/null` (the daemon's socket).
+    pub(crate) masked: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -53,6 +55,10 @@ impl Plan {
         for dir in &self.read_only {
             out.push("--read-only".into());
             out.push(dir.into());
+        }
+        for file in &self.masked {
+            out.push("--mask".into());
+            out.push(file.into());
         }
         out.push("--".into());
         out.push(program.into());
@@ -91,6 +97,13 @@ impl Plan {
                             .into(),
                     );
                 }
+                Some("--mask") => {
+                    plan.masked.push(
+                        args.next()
+                            .ok_or_else(|| bad("--mask needs a path"))?
+                            .into(),
+                    );
+                }
                 Some("--") => break,
                 _ => return Err(bad(&format!("unknown argument {arg:?}"))),
             }
@@ -122,7 +135,9 @@ pub fn main_if_helper() -> Option<ExitCode> {
 /// Confines this process as `plan` says, then execs `program`; returns only the error.
 fn run(plan: &Plan, program: &OsStr, args: &[OsString]) -> io::Error {
     let mounts =
-        match super::sandbox::read_only_mounts_of(Namespaces::UserAndMount, &plan.read_only) {
+        match super::sandbox::read_only_mounts_of(Namespaces::UserAndMount, &plan.read_only)
+            .and_then(|mounts| mounts.masking(&plan.masked))
+        {
             Ok(mounts) => mounts,
             Err(error) => return error,
         };

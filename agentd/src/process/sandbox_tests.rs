@@ -6,7 +6,11 @@ use std::os::unix::ffi::OsStrExt;
 use super::*;
 
 fn sandbox(config: SandboxConfig, support: Support) -> ShellSandbox {
-    ShellSandbox { config, support }
+    ShellSandbox {
+        config,
+        support,
+        daemon_socket: Some(PathBuf::from("/run/user/1000/agentd/agentd.sock")),
+    }
 }
 
 #[test]
@@ -24,7 +28,7 @@ fn status_says_what_is_enforced() {
             abi: 7,
             mounts: Ok(Mounts::InChild),
         },
-        "landlock abi 7, read-only .agents/.claude/skills",
+        "landlock abi 7, read-only .agents/.claude/skills, daemon socket hidden",
     );
     check(
         false,
@@ -32,7 +36,7 @@ fn status_says_what_is_enforced() {
             abi: 7,
             mounts: Err("no mount namespace: eperm".to_owned()),
         },
-        "landlock abi 7, .agents/.claude/skills writable (no mount namespace: eperm), network denied",
+        "landlock abi 7, .agents/.claude/skills writable and the daemon socket reachable (no mount namespace: eperm), network denied",
     );
     check(
         false,
@@ -40,7 +44,7 @@ fn status_says_what_is_enforced() {
             abi: 3,
             mounts: Ok(Mounts::Helper),
         },
-        "landlock abi 3, read-only .agents/.claude/skills, network allowed (denying it needs landlock abi 4)",
+        "landlock abi 3, read-only .agents/.claude/skills, daemon socket hidden, network allowed (denying it needs landlock abi 4)",
     );
     check(
         true,
@@ -52,10 +56,13 @@ fn status_says_what_is_enforced() {
 #[tokio::test]
 async fn disabled_in_config_is_none_and_prepares_nothing() {
     let sandbox = Arc::new(
-        ShellSandbox::probe(SandboxConfig {
-            enabled: false,
-            ..SandboxConfig::default()
-        })
+        ShellSandbox::probe(
+            SandboxConfig {
+                enabled: false,
+                ..SandboxConfig::default()
+            },
+            None,
+        )
         .await,
     );
     assert_eq!(
@@ -164,6 +171,7 @@ fn the_helper_plan_survives_its_arguments() {
         deny_network: true,
         writable: vec![PathBuf::from("/work space"), PathBuf::from("/tmp")],
         read_only: vec![PathBuf::from("/work space/.agents")],
+        masked: vec![PathBuf::from("/run/agentd.sock")],
     };
     let args = plan.to_args(std::ffi::OsStr::new("sh"), &["-c".into(), "echo --".into()]);
     assert_eq!(args[0], super::super::sandbox_exec::HELPER_ARG);
