@@ -5,12 +5,13 @@
 //!
 //! With Landlock the shell writes only in the session's workspace (`.git` included), the temp
 //! dir, the devices a shell needs (and GPU devices, for CUDA and ROCm programs) and the dirs
-//! `[sandbox] writable` lists; it reads and runs
-//! everything else. Landlock cannot carve a read-only subtree out of a writable one, so the
-//! workspace's `.agents/`, `.claude/` and `skills/` are read-only bind mounts in a mount
-//! namespace of the child, where the kernel lets us make one. `[sandbox] network = false`
-//! denies TCP bind and connect (Landlock ABI 4 and later). Without Landlock the shell runs as
-//! before, and the status says why.
+//! `[sandbox] writable` lists; it reads and runs everything else. Landlock cannot carve a
+//! read-only subtree out of a writable one, so the workspace's `.agents/`, `.claude/` and
+//! `skills/` (those that exist when the command starts: a mount needs something to cover) are
+//! read-only bind mounts in a mount namespace of the child, where the kernel lets us make one,
+//! and the daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
+//! TCP bind and connect (Landlock ABI 4 and later). Without Landlock the shell runs as before,
+//! and the status says why.
 
 use std::ffi::{CString, OsString};
 use std::io;
