@@ -87,6 +87,8 @@ pub struct Config {
     pub session_idle_unload: std::time::Duration,
     /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
     pub memory: crate::memory::MemoryLimits,
+    /// `[sandbox]`: how `run_shell` is confined.
+    pub sandbox: crate::process::sandbox::SandboxConfig,
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -199,6 +201,7 @@ pub fn load(
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
         memory: crate::memory::MemoryLimits::default(),
+        sandbox: crate::process::sandbox::SandboxConfig::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -311,6 +314,7 @@ struct FileConfig {
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
     memory: Option<FileMemory>,
+    sandbox: Option<crate::process::sandbox::SandboxSection>,
 }
 
 /// `[memory]` as written.
@@ -417,6 +421,11 @@ fn apply_file(
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
     if let Some(memory) = &file.memory {
         config.memory = memory_limits(path, memory)?;
+    }
+    if let Some(sandbox) = file.sandbox {
+        config.sandbox = sandbox
+            .resolve(env("HOME").map(PathBuf::from))
+            .map_err(invalid)?;
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {

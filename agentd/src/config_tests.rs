@@ -346,3 +346,38 @@ fn memory_limits_are_read_and_bounded() {
         assert!(error.contains(expected), "{text}: {error}");
     }
 }
+
+#[test]
+fn sandbox_section_and_its_defaults() {
+    let config = load_with(None, &[]).unwrap();
+    assert_eq!(
+        config.sandbox,
+        crate::process::sandbox::SandboxConfig::default()
+    );
+    assert!(config.sandbox.enabled && config.sandbox.network);
+    let config = load_with(
+        Some(
+            "[sandbox]\nenabled = false\nnetwork = false\nwritable = [\"/srv/cache\", \"~/.cargo\"]\npass_env = [\"CARGO_HOME\"]\n",
+        ),
+        &[("HOME", "/home/me")],
+    )
+    .unwrap();
+    assert!(!config.sandbox.enabled && !config.sandbox.network);
+    assert_eq!(
+        config.sandbox.writable,
+        [
+            std::path::PathBuf::from("/srv/cache"),
+            std::path::PathBuf::from("/home/me/.cargo")
+        ]
+    );
+    assert_eq!(config.sandbox.pass_env, ["CARGO_HOME"]);
+    let error = load_with(Some("[sandbox]\nwritable = [\"cache\"]\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with(
+            "sandbox.writable: cache is not an absolute path; write the full path (or ~/…)"
+        ),
+        "{error}"
+    );
+}

@@ -16,6 +16,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // `agentd __sandbox-exec …` is run_shell's sandbox helper, not a daemon.
+    if let Some(code) = agentd::process::sandbox_exec::main_if_helper() {
+        return code;
+    }
     let args = Args::parse();
     match agentd::run_main(agentd::daemon::DaemonOptions {
         socket: args.socket,

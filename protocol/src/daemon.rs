@@ -82,6 +82,10 @@ pub struct DaemonStatusResult {
     /// is logged with a backtrace in the daily log file; anything above 0 is a bug to report.
     #[serde(default)]
     pub panics: u64,
+    /// What confines `run_shell`: `landlock abi N` and what is enforced (`, read-only
+    /// .agents/.claude/skills`, `, network denied`), or `none: <why>`.
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -142,6 +142,9 @@ fn print_status(status: &DaemonStatusResult) {
     println!("  tasks        {}", status.counts.tasks);
     println!("  mcp servers  {}", status.counts.mcp_servers);
     println!("  clients      {}", status.connected_clients);
+    if !status.sandbox.is_empty() {
+        println!("  sandbox      {}", status.sandbox);
+    }
     if status.panics > 0 {
         println!(
             "  panics       {} (bugs: see the daemon log in {} and please report them)",

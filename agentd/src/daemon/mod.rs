@@ -87,7 +87,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         stop_reaping.clone(),
     ));
 
-    let sessions = Arc::new(SessionManager::open(session_deps(&paths)?).await?);
+    let sessions = Arc::new(SessionManager::open(session_deps(&paths).await?).await?);
     sessions.start_evictor();
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
@@ -176,7 +176,7 @@ const RUN_STOP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Load the configuration (a bad file is reported, never silently replaced) and build what
 /// sessions need.
-fn session_deps(paths: &Paths) -> Result<SessionDeps> {
+async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     let config = match crate::config::load(Some(&paths.config), &|name| std::env::var(name).ok()) {
         Ok(config) => Ok(config),
         Err(err) => {
@@ -197,6 +197,13 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         memory_limits,
     ));
     let tools = tool_registry(paths, &memory);
+    let sandbox_config = config
+        .as_ref()
+        .map(|config| config.sandbox.clone())
+        .unwrap_or_default();
+    let sandbox =
+        crate::process::sandbox::ShellSandbox::probe(sandbox_config, Some(paths.socket.clone()))
+            .await;
     // Startup, before any client: reading the small trust file here blocks nobody.
     let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,
@@ -214,6 +221,7 @@ fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         tools: Arc::new(tools),
         memory,
         tool_limits,
+        sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
             paths.config.clone(),
         )),

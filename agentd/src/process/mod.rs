@@ -11,7 +11,10 @@
 //! fires when the thread that started the child exits, and tokio's worker threads live as long
 //! as the daemon.
 
+mod confine;
 mod procfs;
+pub mod sandbox;
+pub mod sandbox_exec;
 pub mod supervisor;
 
 use std::ffi::OsString;
@@ -51,6 +54,8 @@ pub struct ProcessSpec {
     /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
     pub capture_stdout: bool,
     pub stderr: StderrMode,
+    /// The sandbox the child enters before exec (`run_shell` only), see [`sandbox`].
+    pub confinement: Option<std::sync::Arc<sandbox::Confinement>>,
 }
 
 impl ProcessSpec {
@@ -63,6 +68,7 @@ impl ProcessSpec {
             env: scrubbed_env(),
             capture_stdout: true,
             stderr: StderrMode::Capture,
+            confinement: None,
         }
     }
 }
@@ -129,10 +135,18 @@ impl ChildProcess {
                 StderrMode::Null => Stdio::null(),
             });
         let daemon = i32::try_from(std::process::id()).map_err(io::Error::other)?;
+        let confinement = spec.confinement.clone();
         // SAFETY: the hook runs in the forked child before exec and only calls async-signal-safe
-        // functions (setpgid, prctl, getppid).
+        // functions (setpgid, prctl, getppid; the confinement's unshare, mount, open, write,
+        // close, prctl and landlock_restrict_self on what the daemon prepared).
         unsafe {
-            command.pre_exec(move || die_with_the_daemon(daemon));
+            command.pre_exec(move || {
+                die_with_the_daemon(daemon)?;
+                match &confinement {
+                    Some(confinement) => confinement.enter(),
+                    None => Ok(()),
+                }
+            });
         }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
@@ -278,6 +292,42 @@ fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
 /// through `perfmon_capable`), by number from `<linux/capability.h>`; the libc crate does not
 /// name them. Tools of a root daemon run without them.
 const CAPS_THAT_OPEN_THE_DAEMON: [libc::c_ulong; 3] = [19, 21, 38];
+
+/// Runs `program args` as a short-lived child (in its own process group, so the orphan
+/// reaper leaves it to us) with `setup` before exec: Ok when the child exited 0, else what it
+/// said on stderr. How the sandbox finds out, once, what the kernel lets a child do.
+pub(crate) async fn try_in_child(
+    program: OsString,
+    args: Vec<OsString>,
+    setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
+) -> io::Result<()> {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir("/")
+        .env_clear()
+        .envs(scrubbed_env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: `setup` is the caller's async-signal-safe hook (see its contract).
+    unsafe {
+        command.pre_exec(setup);
+    }
+    let output = command.output().await?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    let said = said.trim();
+    Err(io::Error::other(if said.is_empty() {
+        format!("the probe exited with {}", output.status)
+    } else {
+        said.chars().take(300).collect()
+    }))
+}
 
 fn remove_record(record: Option<PathBuf>) {
     if let Some(record) = record

@@ -225,6 +225,7 @@ async fn daemon_status(
         },
         connected_clients: state.connections.open_connections(),
         panics: crate::logging::panic_count(),
+        sandbox: state.sessions.sandbox_status(),
     })
 }
 

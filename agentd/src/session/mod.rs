@@ -50,6 +50,8 @@ pub struct SessionDeps {
     pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
     pub tool_limits: ToolLimits,
+    /// How run_shell is confined, and what `daemon/status` says of it.
+    pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
     /// Where runs park tool calls that need a person.
     pub approvals: Arc<crate::approval::ApprovalBroker>,
     /// The project roots whose settings may loosen policy.
@@ -139,6 +141,11 @@ impl SessionManager {
 
     pub fn config_error(&self) -> Option<String> {
         self.deps.config.as_ref().err().cloned()
+    }
+
+    /// What confines run_shell (`daemon/status`'s `sandbox`).
+    pub fn sandbox_status(&self) -> String {
+        self.deps.sandbox.status()
     }
 
     pub fn count(&self) -> usize {

@@ -185,6 +185,9 @@ pub struct ToolContext {
     pub read_filter: ReadFilter,
     /// Where todo_write's list goes (the run announces it as `todoUpdated`).
     pub todo: TodoSink,
+    /// How run_shell confines its command (the daemon's `[sandbox]` and what the kernel
+    /// offers).
+    pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
     pub limits: ToolLimits,
 }
 
@@ -200,6 +203,9 @@ impl ToolContext {
             fetch_rules: Arc::new(NoFetchRules),
             read_filter: ReadFilter::none(),
             todo: TodoSink::default(),
+            sandbox: Arc::new(crate::process::sandbox::ShellSandbox::none(
+                "not configured for this context",
+            )),
             limits: ToolLimits::default(),
         }
     }

@@ -1,7 +1,8 @@
 //! run_shell: a command through `sh -c` in the workspace, in its own process group (through
-//! [`crate::process`]), with a scrubbed environment, a timeout, bounded output capture and
-//! throttled progress. Timeout and cancellation kill the whole group and what escaped it; the
-//! call never outlives its timeout by more than the kill and a bounded drain of the pipes.
+//! [`crate::process`]), confined by the sandbox ([`crate::process::sandbox`]), with a scrubbed
+//! environment, a timeout, bounded output capture and throttled progress. Timeout and
+//! cancellation kill the whole group and what escaped it; the call never outlives its timeout
+//! by more than the kill and a bounded drain of the pipes.
 
 use std::time::{Duration, Instant};
 
@@ -35,7 +36,9 @@ impl TypedTool for RunShell {
     const NAME: &'static str = "run_shell";
     const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace root (builds, tests, git, package \
          managers). stdin is empty, so interactive commands fail; pass flags like `--yes`. The \
-         environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Returns \
+         environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Where \
+         the sandbox is on, the command may write only in the workspace and the temp dir \
+         (elsewhere: Permission denied; .agents/, .claude/ and skills/ are read-only). Returns \
          stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
          command and everything it started are killed after `timeoutMs` (default 2 minutes, \
          at most 10 minutes) and when the command exits, so do not leave servers running in the \
@@ -80,6 +83,15 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         .min(limits.shell_max_timeout);
 
     let spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
+    let spec = match ctx.sandbox.apply(spec).await {
+        Ok(spec) => spec,
+        Err(error) => {
+            return ToolOutput::error(format!(
+                "cannot sandbox the command: {error}; fix the path, or set [sandbox] enabled = \
+                 false in the daemon's config.toml to run commands unconfined"
+            ));
+        }
+    };
     let mut child = match ChildProcess::spawn(spec).await {
         Ok(child) => child,
         Err(error) => return ToolOutput::error(format!("cannot start sh: {error}")),
