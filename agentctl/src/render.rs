@@ -304,6 +304,19 @@ impl Renderer {
             Event::Warning { message } => {
                 self.stderr_line(&format!("warning: {}", one_line(message)), out);
             }
+            Event::CompactionStarted { .. } => {
+                self.stderr_line("compacting the conversation…", out);
+            }
+            Event::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!("compacted: {tokens_before} → about {tokens_after} prompt tokens"),
+                    out,
+                );
+            }
             Event::Error {
                 message,
                 will_retry,

@@ -96,6 +96,8 @@ pub struct SessionRef {
 pub type SessionDeleteParams = SessionRef;
 /// Params of `session/cancel`.
 pub type SessionCancelParams = SessionRef;
+/// Params of `session/compact`.
+pub type SessionCompactParams = SessionRef;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -216,3 +218,17 @@ pub struct SessionSubscribeParams {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeParams {}
+
+/// Result of `session/compact`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactResult {
+    /// False when there was nothing older than the last two user turns to summarise.
+    pub compacted: bool,
+    /// Prompt tokens of the last request before the compaction (estimated when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// Estimated prompt tokens of the compacted context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+}

@@ -3,6 +3,8 @@
 //! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
 //! completion, cancellation, failure or the step limit.
 
+pub mod compaction;
+pub mod context;
 mod ending;
 pub mod gate;
 pub mod prompt;
@@ -61,6 +63,8 @@ pub struct Run {
     pub stop_reason: Arc<std::sync::Mutex<Option<StopReason>>>,
     /// How tool calls are decided (policy inputs, approval broker, timeout).
     pub permissions: gate::RunPermissions,
+    /// When old tool results are cleared and the history compacted.
+    pub context_limits: context::ContextLimits,
 }
 
 /// How the run ended.
@@ -143,11 +147,21 @@ impl Run {
                     step,
                 })
                 .await?;
+            self.manage_context(history).await?;
 
-            let (completion, partial) = match self.call_model(history).await? {
+            let mut model_call = self.call_model(history).await?;
+            if let ModelCall::Overflow(message) = model_call {
+                // The provider says the prompt is too long: compact and try once more.
+                model_call = match self.compact(history).await? {
+                    compaction::Compacted::Done { .. } => self.call_model(history).await?,
+                    compaction::Compacted::Cancelled => ModelCall::Cancelled(String::new()),
+                    _ => ModelCall::Failed(message),
+                };
+            }
+            let (completion, partial) = match model_call {
                 ModelCall::Done(completion) => (Some(completion), None),
                 ModelCall::Cancelled(partial) => (None, Some(partial)),
-                ModelCall::Failed(message) => {
+                ModelCall::Failed(message) | ModelCall::Overflow(message) => {
                     return Ok(RunOutcome {
                         status: RunStatus::Failed,
                         error: Some(message),
@@ -168,6 +182,9 @@ impl Run {
             let total = {
                 let mut state = self.shared.lock();
                 state.usage.add(&completion.usage);
+                state
+                    .context
+                    .note_prompt_tokens(completion.usage.input_tokens, self.context_limits);
                 state.usage
             };
             // Runaway arguments are not kept (nor run): the model is told.
@@ -238,6 +255,54 @@ impl Run {
         }
     }
 
+    /// Before a model call, by the last prompt's tokens: over the hard limit compact, over the
+    /// soft limit clear old tool results. Each fires once per crossing of its limit.
+    async fn manage_context(&self, history: &[Message]) -> Result<()> {
+        let limits = self.context_limits;
+        let (tokens, soft_fired, hard_fired) = {
+            let state = &self.shared.lock().context;
+            (state.last_prompt_tokens, state.soft_fired, state.hard_fired)
+        };
+        if tokens >= limits.hard && !hard_fired {
+            if !matches!(
+                self.compact(history).await?,
+                compaction::Compacted::NothingToCompact
+            ) {
+                return Ok(());
+            }
+        }
+        if tokens >= limits.soft && !soft_fired {
+            let tool_call_ids = self.shared.lock().context.clearable(history);
+            if tool_call_ids.is_empty() {
+                return Ok(());
+            }
+            let change = crate::conversation::ContextChange::Cleared { tool_call_ids };
+            self.log.append_context(&change).await?;
+            let mut state = self.shared.lock();
+            state.context.apply(&change);
+            state.context.soft_fired = true;
+        }
+        Ok(())
+    }
+
+    /// Compact the history now (hard limit or context overflow); the hard limit then waits
+    /// until the prompt goes back under it, also when the summary failed.
+    async fn compact(&self, history: &[Message]) -> Result<compaction::Compacted> {
+        self.shared.lock().context.hard_fired = true;
+        compaction::Compactor {
+            llm: &self.llm,
+            log: &*self.log,
+            shared: &self.shared,
+            session_id: &self.session_id,
+            system: &self.system,
+            tools: &self.tool_specs,
+            run_id: Some(self.run_id.clone()),
+            cancel: &self.cancel,
+        }
+        .compact(history)
+        .await
+    }
+
     /// Deliver queued steering messages.
     async fn deliver_steers(&self, history: &mut Vec<Message>) -> Result<()> {
         let steers: Vec<String> = self.shared.lock().steers.drain(..).collect();
@@ -280,10 +345,12 @@ impl Run {
 
     /// One model call with deltas published as they stream and retries reported as events.
     async fn call_model(&self, history: &[Message]) -> Result<ModelCall> {
+        // What the model is sent: the history with its clearings and compaction applied.
+        let view = self.shared.lock().context.view(history);
         let request = ChatRequest {
             session_id: &self.session_id,
             system: &self.system,
-            messages: history,
+            messages: &view,
             tools: &self.tool_specs,
         };
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
@@ -324,6 +391,7 @@ impl Run {
         };
         Ok(match outcome {
             Some(Ok(completion)) => ModelCall::Done(completion),
+            Some(Err(err)) if err.is_context_overflow() => ModelCall::Overflow(err.to_string()),
             Some(Err(err)) => ModelCall::Failed(err.to_string()),
             None => ModelCall::Cancelled(partial),
         })
@@ -469,6 +537,8 @@ enum Pending {
 enum ModelCall {
     Done(crate::llm::Completion),
     Failed(String),
+    /// The provider refused the prompt as too long for the model.
+    Overflow(String),
     /// Cancelled mid-stream, with the text streamed so far.
     Cancelled(String),
 }

@@ -13,12 +13,15 @@ use tokio_util::task::TaskTracker;
 
 use super::events::{DaemonStream, EventLog, LogPosition};
 use super::{SessionDeps, SessionShared};
+use crate::agent::context::ContextLimits;
 use crate::agent::{Run, RunStart, StopReason};
 use crate::conversation::ToolSpec;
 use crate::llm::LlmClient;
 use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
 use protocol::event::{Event, UserMessageKind};
-use protocol::session::{QueueMessageResult, SessionInfo, SessionPromptResult, SessionStatus};
+use protocol::session::{
+    QueueMessageResult, SessionCompactResult, SessionInfo, SessionPromptResult, SessionStatus,
+};
 
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
@@ -41,6 +44,9 @@ pub enum SessionError {
     Config(String),
     #[error("{0}")]
     Internal(String),
+    /// The model endpoint failed a request the daemon made for the user (a summary).
+    #[error("{0}")]
+    Upstream(String),
 }
 
 impl SessionError {
@@ -60,7 +66,8 @@ impl SessionError {
             SessionError::Conflict(_)
             | SessionError::InvalidParams(_)
             | SessionError::Config(_)
-            | SessionError::Internal(_) => None,
+            | SessionError::Internal(_)
+            | SessionError::Upstream(_) => None,
         }
     }
 }
@@ -111,6 +118,9 @@ enum Command {
         text: String,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
+    Compact {
+        reply: oneshot::Sender<Result<SessionCompactResult, SessionError>>,
+    },
 }
 
 impl Session {
@@ -145,6 +155,7 @@ impl Session {
             state.history = loaded.history;
             state.usage = loaded.usage;
             state.remembered_allow_rules = loaded.session_allow_rules;
+            state.context = loaded.context;
         }
         for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
             super::recovery::expire_approval(&log, run_id, approval_id, tool_call_id)
@@ -249,6 +260,14 @@ impl Session {
     pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::FollowUp { text, reply }).await?;
+        answer.await.map_err(|_| self.no_answer())?
+    }
+
+    /// Summarise the older history now; refused while a run is active. Handled by the actor,
+    /// so no run starts while the summary is written.
+    pub async fn compact(&self) -> Result<SessionCompactResult, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Compact { reply }).await?;
         answer.await.map_err(|_| self.no_answer())?
     }
 
@@ -415,7 +434,81 @@ impl Actor {
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
             }
+            Command::Compact { reply } => {
+                let result = self.compact().await;
+                let _ = reply.send(result);
+            }
         }
+    }
+
+    /// `session/compact`: refused while a run is active (its own limits compact when needed;
+    /// a summary written beside it would race its history).
+    async fn compact(&mut self) -> Result<SessionCompactResult, SessionError> {
+        if let Some(run_id) = self.active_run_id() {
+            return Err(SessionError::Conflict(format!(
+                "a run is active on this session ({run_id}); compact once it has finished (runFinished), or cancel it first"
+            )));
+        }
+        let (llm, _) = self.model()?;
+        if let Some(previous) = self.previous_run.take() {
+            let _ = previous.await;
+        }
+        let history = self.shared.lock().history.clone();
+        let tool_specs = self.deps.tools.specs();
+        let never_cancelled = CancellationToken::new();
+        let outcome = crate::agent::compaction::Compactor {
+            llm: &llm,
+            log: &*self.log,
+            shared: &self.shared,
+            session_id: &self.header.id,
+            system: &self.header.system_prompt,
+            tools: &tool_specs,
+            run_id: None,
+            cancel: &never_cancelled,
+        }
+        .compact(&history)
+        .await
+        .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        use crate::agent::compaction::Compacted;
+        match outcome {
+            Compacted::Done {
+                tokens_before,
+                tokens_after,
+            } => Ok(SessionCompactResult {
+                compacted: true,
+                tokens_before: Some(tokens_before),
+                tokens_after: Some(tokens_after),
+            }),
+            Compacted::NothingToCompact | Compacted::Cancelled => Ok(SessionCompactResult {
+                compacted: false,
+                tokens_before: None,
+                tokens_after: None,
+            }),
+            Compacted::Failed(message) => Err(SessionError::Upstream(message)),
+        }
+    }
+
+    /// The session's model client and its context limits, from the current config.
+    fn model(&self) -> Result<(LlmClient, ContextLimits), SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(Some(&format!(
+                "{}:{}",
+                self.header.provider, self.header.model
+            )))
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let window =
+            crate::agent::context::context_window(&provider.model, provider.context_window);
+        let limits = ContextLimits::new(
+            window,
+            config.context.soft_limit_percent,
+            config.context.hard_limit_percent,
+        );
+        Ok((LlmClient::new(provider, self.deps.http.clone()), limits))
     }
 
     /// The run that still takes steers and follow-ups. A run clears this itself, under the
@@ -538,18 +631,12 @@ impl Actor {
         kind: UserMessageKind,
         client_request_id: Option<String>,
     ) -> Result<String, SessionError> {
+        let (llm, context_limits) = self.model()?;
         let config = self
             .deps
             .config
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(Some(&format!(
-                "{}:{}",
-                self.header.provider, self.header.model
-            )))
-            .map_err(|err| SessionError::Config(err.to_string()))?;
-        let llm = LlmClient::new(provider, self.deps.http.clone());
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         let (permissions, warnings) =
             super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
@@ -635,6 +722,7 @@ impl Actor {
             cancel: active.cancel.clone(),
             stop_reason: active.stop_reason.clone(),
             permissions,
+            context_limits,
         };
         let start = RunStart {
             text,
