@@ -21,6 +21,7 @@ macro_rules! both_formats {
 mod approvals;
 mod approvals_cli;
 mod cli;
+mod context_compact;
 mod daemon;
 mod llm;
 mod protocol_contract;

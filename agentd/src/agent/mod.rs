@@ -263,13 +263,16 @@ impl Run {
             let state = &self.shared.lock().context;
             (state.last_prompt_tokens, state.soft_fired, state.hard_fired)
         };
-        if tokens >= limits.hard && !hard_fired {
-            if !matches!(
+        // A compaction (or a failed one) is this step's one change; nothing to compact falls
+        // through to clearing.
+        if tokens >= limits.hard
+            && !hard_fired
+            && !matches!(
                 self.compact(history).await?,
                 compaction::Compacted::NothingToCompact
-            ) {
-                return Ok(());
-            }
+            )
+        {
+            return Ok(());
         }
         if tokens >= limits.soft && !soft_fired {
             let tool_call_ids = self.shared.lock().context.clearable(history);
@@ -289,7 +292,7 @@ impl Run {
     /// until the prompt goes back under it, also when the summary failed.
     async fn compact(&self, history: &[Message]) -> Result<compaction::Compacted> {
         self.shared.lock().context.hard_fired = true;
-        compaction::Compactor {
+        let outcome = compaction::Compactor {
             llm: &self.llm,
             log: &*self.log,
             shared: &self.shared,
@@ -300,7 +303,12 @@ impl Run {
             cancel: &self.cancel,
         }
         .compact(history)
-        .await
+        .await?;
+        if outcome == compaction::Compacted::NothingToCompact {
+            // No model call was made: try again at the next step (a new user turn may come).
+            self.shared.lock().context.hard_fired = false;
+        }
+        Ok(outcome)
     }
 
     /// Deliver queued steering messages.
