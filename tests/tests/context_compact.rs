@@ -313,27 +313,45 @@ both_formats!(a_context_overflow_error_compacts_and_retries_once);
 async fn a_context_overflow_error_compacts_and_retries_once(format: Format) {
     let s = Scenario::start(format).await;
     let (mut client, session) = s.session().await;
-    s.mock.push(Reply::text("r1"));
-    s.mock.push(Reply::text("r2"));
-    for text in ["one", "two"] {
-        turn(&mut client, &session, text).await;
-    }
     let overflow = match format {
         Format::OpenAi => {
             "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."
         }
         Format::Anthropic => "prompt is too long: 210000 tokens > 200000 maximum",
     };
+    // Nothing older than two user turns: the run fails at once, saying what to do.
+    s.mock.push(Reply::error(400, overflow));
+    client.prompt(&session, "one").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Failed);
+    let error = run_error(&events);
+    assert!(
+        error.contains("(HTTP 400)")
+            && error.ends_with("start a new session, or send a shorter prompt"),
+        "{error}"
+    );
+    assert!(!kinds(&events).contains(&"compactionStarted".to_owned()));
+    assert_eq!(s.mock.requests().len(), 1);
+    s.mock.push(Reply::text("r1"));
+    s.mock.push(Reply::text("r2"));
+    for text in ["one again", "two"] {
+        turn(&mut client, &session, text).await;
+    }
     s.mock.push(Reply::error(400, overflow));
     s.mock.push(Reply::text("one was said"));
     s.mock.push(Reply::text("r3"));
     let events = turn(&mut client, &session, "three").await;
     assert!(kinds(&events).contains(&"compactionCompleted".to_owned()));
     let requests = s.mock.requests();
-    assert_eq!(requests.len(), 5);
-    assert!(is_summary_request(&requests[3]));
+    assert_eq!(requests.len(), 6);
+    assert!(is_summary_request(&requests[4]));
+    let summary_input = request_user_texts(format, &requests[4]).join("\n");
+    assert!(
+        summary_input.contains("[user] one again"),
+        "{summary_input}"
+    );
     assert_eq!(
-        request_user_texts(format, &requests[4]),
+        request_user_texts(format, &requests[5]),
         vec![
             format!("{SUMMARY_INTRO}\none was said"),
             "two".to_owned(),
@@ -349,7 +367,7 @@ async fn a_context_overflow_error_compacts_and_retries_once(format: Format) {
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Failed);
     assert!(run_error(&events).contains("(HTTP 400)"), "{events:#?}");
-    assert_eq!(s.mock.requests().len(), 8);
+    assert_eq!(s.mock.requests().len(), 9);
 }
 
 both_formats!(session_compact_summarises_on_request_and_is_refused_during_a_run);
@@ -357,6 +375,16 @@ async fn session_compact_summarises_on_request_and_is_refused_during_a_run(forma
     let s = Scenario::start(format).await;
     let (mut client, session) = s.session().await;
     let compact = json!({"sessionId": session});
+    for (bad, code) in [
+        ("ses_nope", codes::NOT_FOUND),
+        ("../../victim", codes::INVALID_PARAMS),
+    ] {
+        let error = client
+            .request("session/compact", json!({"sessionId": bad}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, code as i64, "{bad}: {error:?}");
+    }
     // Nothing to summarise yet: no model call.
     let result = client
         .request("session/compact", compact.clone())

@@ -155,7 +155,10 @@ impl Run {
                 model_call = match self.compact(history).await? {
                     compaction::Compacted::Done { .. } => self.call_model(history).await?,
                     compaction::Compacted::Cancelled => ModelCall::Cancelled(String::new()),
-                    _ => ModelCall::Failed(message),
+                    compaction::Compacted::NothingToCompact => ModelCall::Failed(format!(
+                        "{message}; nothing is older than the last two user turns to summarise: start a new session, or send a shorter prompt"
+                    )),
+                    compaction::Compacted::Failed(_) => ModelCall::Failed(message),
                 };
             }
             let (completion, partial) = match model_call {
