@@ -5,11 +5,14 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::Run;
 use super::context::{self, SUMMARY_PROMPT};
 use super::sink::{RunLog, SessionShared};
 use crate::conversation::{ContextChange, Message, ToolSpec};
 use crate::llm::{ChatRequest, LlmClient};
 use protocol::event::Event;
+
+use anyhow::Result;
 
 /// What a compaction needs: the model to summarise with, where to record, the session's state.
 pub struct Compactor<'a> {
@@ -24,6 +27,8 @@ pub struct Compactor<'a> {
     pub run_id: Option<String>,
     /// Stops the summary call (the run was cancelled).
     pub cancel: &'a CancellationToken,
+    /// The most text the summariser is given (`ContextLimits::summary_input_chars`).
+    pub summary_input_chars: usize,
 }
 
 /// How a compaction went.
@@ -57,7 +62,7 @@ impl Compactor<'_> {
                 run_id: self.run_id.clone(),
             })
             .await?;
-        let input = state.summary_input(history, cut);
+        let input = state.summary_input(history, cut, self.summary_input_chars);
         let messages = [Message::User { content: input }];
         let request = ChatRequest {
             session_id: self.session_id,
@@ -130,5 +135,62 @@ impl Compactor<'_> {
             })
             .await?;
         Ok(Compacted::Failed(message))
+    }
+}
+
+/// The run's side: when to clear and when to compact.
+impl Run {
+    /// Before a model call, by the last prompt's tokens: over the hard limit compact, over the
+    /// soft limit clear old tool results. Each fires once per crossing of its limit.
+    pub(super) async fn manage_context(&self, history: &[Message]) -> Result<()> {
+        let limits = self.context_limits;
+        let (tokens, soft_fired, hard_fired) = {
+            let state = &self.shared.lock().context;
+            (state.last_prompt_tokens, state.soft_fired, state.hard_fired)
+        };
+        // A compaction (or a failed one) is this step's one change; nothing to compact falls
+        // through to clearing.
+        if tokens >= limits.hard
+            && !hard_fired
+            && !matches!(self.compact(history).await?, Compacted::NothingToCompact)
+        {
+            return Ok(());
+        }
+        if tokens >= limits.soft && !soft_fired {
+            let tool_call_ids = self.shared.lock().context.clearable(history);
+            if tool_call_ids.is_empty() {
+                return Ok(());
+            }
+            let change = ContextChange::Cleared { tool_call_ids };
+            self.log.append_context(&change).await?;
+            let mut state = self.shared.lock();
+            state.context.apply(&change);
+            state.context.soft_fired = true;
+        }
+        Ok(())
+    }
+
+    /// Compact the history now (hard limit or context overflow); the hard limit then waits
+    /// until the prompt goes back under it, also when the summary failed.
+    pub(super) async fn compact(&self, history: &[Message]) -> Result<Compacted> {
+        self.shared.lock().context.hard_fired = true;
+        let outcome = Compactor {
+            llm: &self.llm,
+            log: &*self.log,
+            shared: &self.shared,
+            session_id: &self.session_id,
+            system: &self.system,
+            tools: &self.tool_specs,
+            run_id: Some(self.run_id.clone()),
+            cancel: &self.cancel,
+            summary_input_chars: self.context_limits.summary_input_chars(),
+        }
+        .compact(history)
+        .await?;
+        if outcome == Compacted::NothingToCompact {
+            // No model call was made: try again at the next step (a new user turn may come).
+            self.shared.lock().context.hard_fired = false;
+        }
+        Ok(outcome)
     }
 }

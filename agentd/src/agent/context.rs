@@ -4,6 +4,7 @@
 //! (in the session file and `session/get`); `ContextState` records the deliberate changes
 //! (`ContextChange`) and applies them to each request.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::conversation::{ContextChange, Message};
@@ -70,6 +71,8 @@ pub fn context_window(model: &str, configured: Option<u64>) -> u64 {
 /// The token thresholds of one model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextLimits {
+    /// The model's context window, in tokens.
+    pub window: u64,
     /// Prompt tokens at or over this clear old tool results before the next call.
     pub soft: u64,
     /// Prompt tokens at or over this compact the history before the next call.
@@ -81,9 +84,16 @@ impl ContextLimits {
     pub fn new(window: u64, soft_percent: u8, hard_percent: u8) -> Self {
         let part = |percent: u8| window.saturating_mul(u64::from(percent)) / 100;
         ContextLimits {
+            window,
             soft: part(soft_percent),
             hard: part(hard_percent),
         }
+    }
+
+    /// The most text given to the summariser: about half the window at four chars a token,
+    /// so the summary request itself fits whatever the history's length.
+    pub fn summary_input_chars(&self) -> usize {
+        usize::try_from(self.window.saturating_mul(2)).unwrap_or(usize::MAX)
     }
 }
 
@@ -152,7 +162,10 @@ impl ContextState {
 
     /// The messages a request carries: the summary (if compacted) and the messages after it,
     /// cleared results replaced by the placeholder.
-    pub fn view(&self, history: &[Message]) -> Vec<Message> {
+    pub fn view<'a>(&self, history: &'a [Message]) -> Cow<'a, [Message]> {
+        if self.compaction.is_none() && self.cleared.is_empty() {
+            return Cow::Borrowed(history);
+        }
         let first_kept = self.first_kept(history);
         let mut view = Vec::with_capacity(history.len() - first_kept + 2);
         if let Some(compaction) = &self.compaction {
@@ -178,7 +191,7 @@ impl ContextState {
             },
             other => other.clone(),
         }));
-        view
+        Cow::Owned(view)
     }
 
     /// The tool calls a clearing would clear now: every result in the view but the
@@ -220,8 +233,9 @@ impl ContextState {
     }
 
     /// The text the summariser reads: the previous summary and the messages before `cut`, as
-    /// the model saw them, each cut to [`SUMMARY_MESSAGE_CHARS`].
-    pub fn summary_input(&self, history: &[Message], cut: usize) -> String {
+    /// the model saw them, each cut to [`SUMMARY_MESSAGE_CHARS`] and the whole to about `max_chars`
+    /// (head and tail kept).
+    pub fn summary_input(&self, history: &[Message], cut: usize, max_chars: usize) -> String {
         let mut lines = Vec::new();
         if let Some(compaction) = &self.compaction {
             lines.push(format!("[earlier summary]\n{}", compaction.summary));
@@ -248,7 +262,11 @@ impl ContextState {
             };
             lines.push(crate::tools::truncate_middle(&line, SUMMARY_MESSAGE_CHARS).into_owned());
         }
-        lines.join("\n")
+        let input = lines.join("\n");
+        match crate::tools::truncate_middle(&input, max_chars) {
+            std::borrow::Cow::Borrowed(_) => input,
+            std::borrow::Cow::Owned(cut) => cut,
+        }
     }
 }
 

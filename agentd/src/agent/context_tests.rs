@@ -46,6 +46,7 @@ fn windows_come_from_config_then_the_table_then_the_default() {
     assert_eq!(
         ContextLimits::new(1000, 50, 80),
         ContextLimits {
+            window: 1000,
             soft: 500,
             hard: 800
         }
@@ -96,7 +97,11 @@ fn clearing_keeps_the_three_newest_results_and_skills() {
 
 #[test]
 fn limits_fire_once_until_the_prompt_goes_back_under_them() {
-    let limits = ContextLimits { soft: 50, hard: 80 };
+    let limits = ContextLimits {
+        window: 100,
+        soft: 50,
+        hard: 80,
+    };
     let mut state = ContextState {
         soft_fired: true,
         hard_fired: true,
@@ -126,7 +131,7 @@ fn compaction_keeps_the_last_two_user_turns_and_their_tool_results() {
     assert_eq!(state.compaction_cut(&history[..6]), None, "only two turns");
     let cut = state.compaction_cut(&history);
     assert_eq!(cut, Some(3));
-    let input = state.summary_input(&history, 3);
+    let input = state.summary_input(&history, 3, 10_000);
     assert_eq!(
         input,
         "[user] one\n[assistant] \n[tool call] read_file({})\n[tool result: read_file] ra"
@@ -147,12 +152,16 @@ fn compaction_keeps_the_last_two_user_turns_and_their_tool_results() {
     let mut longer = history.clone();
     longer.push(user("four"));
     assert_eq!(state.compaction_cut(&longer), Some(6));
-    let input = state.summary_input(&longer, 6);
+    let input = state.summary_input(&longer, 6, 10_000);
     assert!(
         input.starts_with("[earlier summary]\ndid one\n[user] two"),
         "{input}"
     );
     assert!(!input.contains("three"), "{input}");
+    let short = state.summary_input(&longer, 6, 40);
+    assert!(short.chars().count() <= 40 + 32, "{short}");
+    assert!(short.contains("chars omitted"), "{short}");
+    assert!(short.starts_with("[earlier summary]"), "{short}");
 }
 
 #[test]

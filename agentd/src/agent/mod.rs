@@ -1,7 +1,8 @@
 //! The think → act → observe loop of one run (DESIGN §5): call the model with the frozen system
-//! prompt and the append-only history, stream its text, run its tool calls through the batch
-//! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
-//! completion, cancellation, failure or the step limit.
+//! prompt and the append-only history (as `context::ContextState::view` shows it, cleared and
+//! compacted by `compaction` at the context limits), stream its text, run its tool calls through
+//! the batch executor, deliver steers after a batch and follow-ups when the run would end, and
+//! stop on completion, cancellation, failure or the step limit.
 
 pub mod compaction;
 pub mod context;
@@ -256,62 +257,6 @@ impl Run {
             }
             self.deliver_steers(history).await?;
         }
-    }
-
-    /// Before a model call, by the last prompt's tokens: over the hard limit compact, over the
-    /// soft limit clear old tool results. Each fires once per crossing of its limit.
-    async fn manage_context(&self, history: &[Message]) -> Result<()> {
-        let limits = self.context_limits;
-        let (tokens, soft_fired, hard_fired) = {
-            let state = &self.shared.lock().context;
-            (state.last_prompt_tokens, state.soft_fired, state.hard_fired)
-        };
-        // A compaction (or a failed one) is this step's one change; nothing to compact falls
-        // through to clearing.
-        if tokens >= limits.hard
-            && !hard_fired
-            && !matches!(
-                self.compact(history).await?,
-                compaction::Compacted::NothingToCompact
-            )
-        {
-            return Ok(());
-        }
-        if tokens >= limits.soft && !soft_fired {
-            let tool_call_ids = self.shared.lock().context.clearable(history);
-            if tool_call_ids.is_empty() {
-                return Ok(());
-            }
-            let change = crate::conversation::ContextChange::Cleared { tool_call_ids };
-            self.log.append_context(&change).await?;
-            let mut state = self.shared.lock();
-            state.context.apply(&change);
-            state.context.soft_fired = true;
-        }
-        Ok(())
-    }
-
-    /// Compact the history now (hard limit or context overflow); the hard limit then waits
-    /// until the prompt goes back under it, also when the summary failed.
-    async fn compact(&self, history: &[Message]) -> Result<compaction::Compacted> {
-        self.shared.lock().context.hard_fired = true;
-        let outcome = compaction::Compactor {
-            llm: &self.llm,
-            log: &*self.log,
-            shared: &self.shared,
-            session_id: &self.session_id,
-            system: &self.system,
-            tools: &self.tool_specs,
-            run_id: Some(self.run_id.clone()),
-            cancel: &self.cancel,
-        }
-        .compact(history)
-        .await?;
-        if outcome == compaction::Compacted::NothingToCompact {
-            // No model call was made: try again at the next step (a new user turn may come).
-            self.shared.lock().context.hard_fired = false;
-        }
-        Ok(outcome)
     }
 
     /// Deliver queued steering messages.

@@ -449,7 +449,7 @@ impl Actor {
                 "a run is active on this session ({run_id}); compact once it has finished (runFinished), or cancel it first"
             )));
         }
-        let (llm, _) = self.model()?;
+        let (llm, limits) = self.model()?;
         if let Some(previous) = self.previous_run.take() {
             let _ = previous.await;
         }
@@ -465,6 +465,7 @@ impl Actor {
             tools: &tool_specs,
             run_id: None,
             cancel: &never_cancelled,
+            summary_input_chars: limits.summary_input_chars(),
         }
         .compact(&history)
         .await
