@@ -98,7 +98,7 @@ fn result_of(format: Format, request: &RecordedRequest, id: &str) -> String {
 
 both_formats!(soft_limit_clears_old_tool_results_once_keeping_the_three_newest);
 async fn soft_limit_clears_old_tool_results_once_keeping_the_three_newest(format: Format) {
-    let s = Scenario::start(format).await;
+    let mut s = Scenario::start(format).await;
     std::fs::write(s.workspace().join("notes.txt"), "the notes\n").unwrap();
     for id in ["c1", "c2", "c3", "c4"] {
         s.mock.push(read_call(id));
@@ -158,6 +158,19 @@ async fn soft_limit_clears_old_tool_results_once_keeping_the_three_newest(format
             .all(|m| m["content"].as_str().unwrap().contains("the notes")),
         "{history:#?}"
     );
+
+    // After a restart the cleared results stay cleared: the prefix goes on.
+    drop(client);
+    s.daemon.kill().await;
+    s.daemon.restart().await;
+    let mut client = s.client().await;
+    client.subscribe(&session, None).await;
+    s.mock.push(Reply::text("third done"));
+    turn(&mut client, &session, "and after a restart").await;
+    let requests = s.mock.requests();
+    assert_eq!(requests.len(), 9);
+    assert_eq!(result_of(format, &requests[8], "c1"), PLACEHOLDER);
+    assert!(extends(format, &requests[7], &requests[8]));
 }
 
 /// Three short turns, the third reported over the hard limit.

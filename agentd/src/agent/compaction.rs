@@ -75,6 +75,10 @@ impl Compactor<'_> {
             result = self.llm.complete(&request, &mut ignore) => result,
             _ = self.cancel.cancelled() => return Ok(Compacted::Cancelled),
         };
+        if let Ok(completion) = &summary {
+            // The summary's tokens count in the session's totals (its next `usageUpdated`).
+            self.shared.lock().usage.add(&completion.usage);
+        }
         let summary = match summary {
             Ok(completion) if !completion.content.trim().is_empty() => {
                 completion.content.trim().to_owned()
@@ -148,11 +152,14 @@ impl Run {
             let state = &self.shared.lock().context;
             (state.last_prompt_tokens, state.soft_fired, state.hard_fired)
         };
-        // A compaction (or a failed one) is this step's one change; nothing to compact falls
-        // through to clearing.
+        // A compaction is this step's one change; when there is nothing to compact or the
+        // summary failed, clearing old tool results is the relief left.
         if tokens >= limits.hard
             && !hard_fired
-            && !matches!(self.compact(history).await?, Compacted::NothingToCompact)
+            && matches!(
+                self.compact(history).await?,
+                Compacted::Done { .. } | Compacted::Cancelled
+            )
         {
             return Ok(());
         }
