@@ -85,6 +85,8 @@ pub struct Session {
     unhandled_commands: Arc<AtomicUsize>,
     /// Cancelled once the actor task has ended (it holds the drop guard).
     actor_stopped: CancellationToken,
+    /// Cancelled by `close`: stops work the actor does itself (a `session/compact` summary).
+    closing: CancellationToken,
 }
 
 #[derive(Clone)]
@@ -178,6 +180,7 @@ impl Session {
         let (run_finished, _) = broadcast::channel(4);
         let unhandled_commands = Arc::new(AtomicUsize::new(0));
         let actor_stopped = CancellationToken::new();
+        let closing = CancellationToken::new();
         let actor = Actor {
             header: header.clone(),
             deps,
@@ -190,6 +193,7 @@ impl Session {
             run_finished: run_finished.clone(),
             unhandled_commands: unhandled_commands.clone(),
             _stopped: actor_stopped.clone().drop_guard(),
+            closing: closing.clone(),
         };
         tasks.spawn(actor.run(commands_rx));
         Ok(Session {
@@ -201,6 +205,7 @@ impl Session {
             run_finished,
             unhandled_commands,
             actor_stopped,
+            closing,
         })
     }
 
@@ -312,6 +317,7 @@ impl Session {
     /// Close the mailbox (the actor ends once its run, if any, has ended) and end every
     /// subscription.
     pub fn close(&self) {
+        self.closing.cancel();
         if let Ok(mut commands) = self.commands.lock() {
             commands.take();
         }
@@ -389,6 +395,8 @@ struct Actor {
     unhandled_commands: Arc<AtomicUsize>,
     /// Says the actor has ended when it is dropped (`Session::close_and_wait`).
     _stopped: tokio_util::sync::DropGuard,
+    /// Fired when the session closes (deleted, unloaded, daemon stopping).
+    closing: CancellationToken,
 }
 
 impl Actor {
@@ -455,7 +463,6 @@ impl Actor {
         }
         let history = self.shared.lock().history.clone();
         let tool_specs = self.deps.tools.specs();
-        let never_cancelled = CancellationToken::new();
         let outcome = crate::agent::compaction::Compactor {
             llm: &llm,
             log: &*self.log,
@@ -464,7 +471,7 @@ impl Actor {
             system: &self.header.system_prompt,
             tools: &tool_specs,
             run_id: None,
-            cancel: &never_cancelled,
+            cancel: &self.closing,
             summary_input_chars: limits.summary_input_chars(),
         }
         .compact(&history)
@@ -480,7 +487,8 @@ impl Actor {
                 tokens_before: Some(tokens_before),
                 tokens_after: Some(tokens_after),
             }),
-            Compacted::NothingToCompact | Compacted::Cancelled => Ok(SessionCompactResult {
+            Compacted::Cancelled => Err(closed()),
+            Compacted::NothingToCompact => Ok(SessionCompactResult {
                 compacted: false,
                 tokens_before: None,
                 tokens_after: None,
