@@ -479,6 +479,25 @@ async fn session_compact_summarises_on_request_and_is_refused_during_a_run(forma
     client.cancel(&session).await;
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Cancelled);
+
+    // A summary still being written when the session is deleted stops, and says why.
+    s.mock.push(Reply::stall());
+    let mut other = s.client().await;
+    let compacting = other.request("session/compact", compact.clone());
+    let deleting = async {
+        client
+            .persisted_events_until(|e| matches!(e, Event::CompactionStarted { .. }))
+            .await;
+        client.request("session/delete", compact.clone()).await
+    };
+    let (compacted, deleted) = tokio::join!(compacting, deleting);
+    assert!(deleted.is_ok(), "{deleted:?}");
+    let error = compacted.unwrap_err();
+    assert_eq!(error.code, codes::CONFLICT as i64);
+    assert!(
+        error.message.contains("the session is closing"),
+        "{error:?}"
+    );
 }
 
 both_formats!(a_long_session_extends_its_prefix_except_at_recorded_clearings_and_compactions);
