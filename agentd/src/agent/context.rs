@@ -228,8 +228,13 @@ impl ContextState {
         if users.len() <= KEEP_LAST_USER_TURNS {
             return None;
         }
-        let cut = users[users.len() - KEEP_LAST_USER_TURNS];
-        (cut > first_kept).then_some(cut)
+        // Results follow their call before any user message, but a history repaired after a
+        // failed write may differ: a cut that would separate them moves to an earlier turn.
+        users[..=users.len() - KEEP_LAST_USER_TURNS]
+            .iter()
+            .rev()
+            .copied()
+            .find(|&cut| cut > first_kept && !separates_a_call(history, cut))
     }
 
     /// The text the summariser reads: the previous summary and the messages before `cut`, as
@@ -268,6 +273,22 @@ impl ContextState {
             std::borrow::Cow::Owned(cut) => cut,
         }
     }
+}
+
+/// Whether cutting `history` before `cut` would leave a tool call before it and its result
+/// after it.
+fn separates_a_call(history: &[Message], cut: usize) -> bool {
+    let calls_before: HashSet<&str> = history[..cut]
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .map(|call| call.id.as_str())
+        .collect();
+    history[cut..].iter().any(|message| {
+        matches!(message, Message::Tool { tool_call_id, .. } if calls_before.contains(tool_call_id.as_str()))
+    })
 }
 
 /// Prompt tokens of `view` estimated from `measured` tokens of `measured_view`: scaled by

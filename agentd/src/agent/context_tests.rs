@@ -165,6 +165,23 @@ fn compaction_keeps_the_last_two_user_turns_and_their_tool_results() {
 }
 
 #[test]
+fn a_cut_never_separates_a_tool_call_from_its_result() {
+    // A user message between a call and its result (a repaired history): the cut moves to an
+    // earlier turn, or there is none.
+    let history = vec![
+        user("one"),
+        user("two"),
+        call("a"),
+        user("three"),
+        result("a", "ra"),
+        user("four"),
+    ];
+    let state = ContextState::default();
+    assert_eq!(state.compaction_cut(&history), Some(1));
+    assert_eq!(state.compaction_cut(&history[1..]), None);
+}
+
+#[test]
 fn estimates_scale_with_size() {
     assert_eq!(estimate_tokens(1000, 900, 400, 100), 500);
     assert_eq!(estimate_tokens(0, 900, 400, 100), 125);
