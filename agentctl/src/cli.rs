@@ -91,6 +91,13 @@ pub enum Command {
         /// The session id (`ses_…`).
         session: String,
     },
+    /// Summarise the session's older history now (keeps the last two user turns).
+    ///
+    /// Exit 1 when a run is active or the summary failed (the history is then kept).
+    Compact {
+        /// The session id (`ses_…`).
+        session: String,
+    },
     /// List pending approvals (of every session, or one).
     Approvals {
         #[command(subcommand)]

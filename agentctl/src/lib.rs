@@ -111,6 +111,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             done(commands::control::follow_up(&ctx, session, &text).await)
         }
         Command::Cancel { session } => done(commands::control::cancel(&ctx, session).await),
+        Command::Compact { session } => done(commands::control::compact(&ctx, session).await),
         Command::Approvals {
             action: ApprovalsAction::List { session },
         } => done(commands::approvals::list(&ctx, session).await),

@@ -309,6 +309,19 @@ impl Renderer {
                     self.stderr_line(&line, out);
                 }
             }
+            Event::CompactionStarted { .. } => {
+                self.stderr_line("compacting the conversation…", out);
+            }
+            Event::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!("compacted: {tokens_before} → about {tokens_after} prompt tokens"),
+                    out,
+                );
+            }
             Event::Error {
                 message,
                 will_retry,

@@ -89,6 +89,26 @@ pub struct Config {
     pub memory: crate::memory::MemoryLimits,
     /// `[sandbox]`: how `run_shell` is confined.
     pub sandbox: crate::process::sandbox::SandboxConfig,
+    /// When old tool results are cleared and the history compacted (`[context]`).
+    pub context: ContextConfig,
+}
+
+/// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextConfig {
+    /// Over this, old tool results are cleared before the next model call.
+    pub soft_limit_percent: u8,
+    /// Over this, the older history is summarised before the next model call.
+    pub hard_limit_percent: u8,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            soft_limit_percent: DEFAULT_SOFT_LIMIT_PERCENT,
+            hard_limit_percent: DEFAULT_HARD_LIMIT_PERCENT,
+        }
+    }
 }
 
 /// `[permissions]` of config.toml: the user layer of the permission policy.
@@ -160,6 +180,11 @@ pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 600;
 /// Idle sessions are unloaded after this long: long enough that a user coming back to a
 /// conversation finds it warm, short enough that a daemon up for weeks holds only what is used.
 pub const DEFAULT_SESSION_IDLE_UNLOAD_SECS: u64 = 600;
+/// Old tool results are cleared at half the window: early enough that the window rarely
+/// fills, late enough that the prefix cache is broken rarely.
+pub const DEFAULT_SOFT_LIMIT_PERCENT: u8 = 50;
+/// The history is compacted at 80% of the window, leaving room for the reply and the summary.
+pub const DEFAULT_HARD_LIMIT_PERCENT: u8 = 80;
 
 /// Upper bounds of the durations config.toml sets. A larger value is rejected with a config
 /// error naming the key, never clamped silently: durations are added to clocks and formatted as
@@ -202,6 +227,7 @@ pub fn load(
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
         memory: crate::memory::MemoryLimits::default(),
         sandbox: crate::process::sandbox::SandboxConfig::default(),
+        context: ContextConfig::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -315,6 +341,7 @@ struct FileConfig {
     sessions: Option<FileSessions>,
     memory: Option<FileMemory>,
     sandbox: Option<crate::process::sandbox::SandboxSection>,
+    context: Option<FileContext>,
 }
 
 /// `[memory]` as written.
@@ -323,6 +350,14 @@ struct FileConfig {
 struct FileMemory {
     memory_chars: Option<u64>,
     user_chars: Option<u64>,
+}
+
+/// `[context]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileContext {
+    soft_limit_percent: Option<u8>,
+    hard_limit_percent: Option<u8>,
 }
 
 /// `[sessions]` as written.
@@ -426,6 +461,23 @@ fn apply_file(
         config.sandbox = sandbox
             .resolve(env("HOME").map(PathBuf::from))
             .map_err(invalid)?;
+    }
+    if let Some(context) = &file.context {
+        let soft = context
+            .soft_limit_percent
+            .unwrap_or(DEFAULT_SOFT_LIMIT_PERCENT);
+        let hard = context
+            .hard_limit_percent
+            .unwrap_or(DEFAULT_HARD_LIMIT_PERCENT);
+        if !(1..=100).contains(&soft) || !(1..=100).contains(&hard) || soft > hard {
+            return Err(invalid(format!(
+                "context.soft_limit_percent = {soft} and context.hard_limit_percent = {hard}: each must be between 1 and 100, the soft limit at most the hard one"
+            )));
+        }
+        config.context = ContextConfig {
+            soft_limit_percent: soft,
+            hard_limit_percent: hard,
+        };
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {

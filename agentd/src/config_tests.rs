@@ -381,3 +381,39 @@ fn sandbox_section_and_its_defaults() {
         "{error}"
     );
 }
+
+#[test]
+fn context_limits_are_read_and_checked() {
+    let default = load_with(Some(""), &[]).unwrap();
+    assert_eq!(default.context, ContextConfig::default());
+    assert_eq!(default.context.soft_limit_percent, 50);
+    assert_eq!(default.context.hard_limit_percent, 80);
+    let set = load_with(
+        Some("[context]\nsoft_limit_percent = 40\nhard_limit_percent = 90\n"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        set.context,
+        ContextConfig {
+            soft_limit_percent: 40,
+            hard_limit_percent: 90
+        }
+    );
+    for bad in [
+        "soft_limit_percent = 0",
+        "hard_limit_percent = 101",
+        "soft_limit_percent = 90\nhard_limit_percent = 60",
+    ] {
+        let text = format!("[context]\n{bad}\n");
+        let error = load_with(Some(&text), &[]).unwrap_err().to_string();
+        assert!(
+            error.contains("each must be between 1 and 100, the soft limit at most the hard one"),
+            "{error}"
+        );
+    }
+    let error = load_with(Some("[context]\nsoft_limit_percent = 300\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains(":2:"), "{error}");
+}

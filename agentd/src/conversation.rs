@@ -80,6 +80,24 @@ impl Usage {
     }
 }
 
+/// A change to what the model is sent, made on purpose (DESIGN §5 step 8): the history itself
+/// stays whole in the session file; these are replayed on load so the view is rebuilt exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ContextChange {
+    /// The results of these tool calls are sent as a placeholder from now on.
+    #[serde(rename_all = "camelCase")]
+    Cleared { tool_call_ids: Vec<String> },
+    /// The history before message index `firstKept` is sent as `summary` from now on.
+    #[serde(rename_all = "camelCase")]
+    Compacted {
+        summary: String,
+        first_kept: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+}
+
 /// Tool calls of the last assistant message that have no result yet.
 pub fn orphaned_tool_calls(history: &[Message]) -> Vec<(String, String)> {
     let Some(position) = history

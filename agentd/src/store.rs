@@ -88,6 +88,11 @@ pub enum Entry {
         seq: u64,
         event: Event,
     },
+    /// A deliberate change to what the model is sent (clearing, compaction); the messages
+    /// stay whole, and loading applies these to rebuild the same view.
+    Context {
+        change: crate::conversation::ContextChange,
+    },
     /// Seqs `from..=to` went to events the daemon could not write (disk full). Written once
     /// the log can be written again, so those seqs are never given out twice.
     Gap {
@@ -126,6 +131,8 @@ pub struct LoadedSession {
     pub queued_steers: Vec<String>,
     /// Follow-ups queued for `unfinished_run` and not delivered, in order.
     pub queued_follow_ups: Vec<String>,
+    /// The clearings and compactions recorded, applied in order.
+    pub context: crate::agent::context::ContextState,
 }
 
 /// `clientRequestId`s remembered per session for idempotent prompts (also across restarts).
@@ -235,6 +242,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         request_ids: Vec::new(),
         queued_steers: Vec::new(),
         queued_follow_ups: Vec::new(),
+        context: Default::default(),
     };
     let mut line_number = 1;
     while let Some(line) = lines.next() {
@@ -339,6 +347,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     _ => {}
                 }
             }
+            Ok(Entry::Context { change }) => loaded.context.apply(&change),
             Ok(Entry::Gap { to, .. }) => loaded.last_seq = loaded.last_seq.max(to),
             Ok(Entry::Header(_)) | Ok(Entry::Unknown) => {}
             Err(err) if is_last => loaded.warnings.push(format!(

@@ -192,6 +192,26 @@ pub enum Event {
     },
     #[serde(rename_all = "camelCase")]
     Warning { message: String },
+    /// The daemon began summarising the older history (the hard context limit was reached,
+    /// the provider said the prompt is too long, or `session/compact`). Followed by
+    /// `compactionCompleted`, or by a `warning` when the summary failed (the history is kept).
+    #[serde(rename_all = "camelCase")]
+    CompactionStarted {
+        /// The run that needed it; absent for `session/compact`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+    },
+    /// The older history was replaced by a summary in what the model is sent from now on (the
+    /// session log and `session/get` still hold every message).
+    #[serde(rename_all = "camelCase")]
+    CompactionCompleted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        /// Prompt tokens of the last request before the compaction.
+        tokens_before: u64,
+        /// Estimated prompt tokens of the compacted context (scaled by its size in bytes).
+        tokens_after: u64,
+    },
     #[serde(rename_all = "camelCase")]
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,7 +271,9 @@ impl Event {
             | Event::UsageUpdated { run_id, .. }
             | Event::TodoUpdated { run_id, .. }
             | Event::RunFinished { run_id, .. } => Some(run_id),
-            Event::Error { run_id, .. } => run_id.as_deref(),
+            Event::Error { run_id, .. }
+            | Event::CompactionStarted { run_id }
+            | Event::CompactionCompleted { run_id, .. } => run_id.as_deref(),
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::Warning { .. }

@@ -61,6 +61,8 @@ methods! {
     SessionFollowUp = "session/followUp": SessionFollowUpParams => SessionFollowUpResult;
     /// Cancel the active run; it ends with `runFinished{status:"cancelled"}`.
     SessionCancel = "session/cancel": SessionCancelParams => SessionCancelResult;
+    /// Summarise the older history now (refused while a run is active).
+    SessionCompact = "session/compact": SessionCompactParams => SessionCompactResult;
     /// Replay persisted events after `afterSeq`, then live events, as `session/event`
     /// notifications, until `session/unsubscribe`.
     SessionSubscribe = "session/subscribe": SessionSubscribeParams => SessionSubscribeResult;

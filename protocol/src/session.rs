@@ -97,6 +97,8 @@ pub struct SessionRef {
 pub type SessionDeleteParams = SessionRef;
 /// Params of `session/cancel`.
 pub type SessionCancelParams = SessionRef;
+/// Params of `session/compact`.
+pub type SessionCompactParams = SessionRef;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -300,4 +302,18 @@ impl From<UnsubscribeWire> for DaemonUnsubscribeParams {
             subscription_id: wire.into_id(),
         }
     }
+}
+
+/// Result of `session/compact`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactResult {
+    /// False when there was nothing older than the last two user turns to summarise.
+    pub compacted: bool,
+    /// Prompt tokens of the last request before the compaction (estimated when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// Estimated prompt tokens of the compacted context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
 }

@@ -21,6 +21,7 @@ macro_rules! both_formats {
 mod approvals;
 mod approvals_cli;
 mod cli;
+mod context_compact;
 mod context_memory;
 mod context_skills;
 mod daemon;

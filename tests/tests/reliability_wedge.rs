@@ -141,6 +141,9 @@ async fn huge_token_counts_saturate_instead_of_ending_the_run(format: Format) {
     assert_eq!(get.session.usage.input_tokens, u64::MAX);
     assert_eq!(get.session.usage.output_tokens, u64::MAX);
     assert_eq!(get.session.usage.cached_input_tokens, 6);
+    // The last prompt was reported over the hard context limit: the next run first compacts
+    // (a summary call) and then carries on.
+    s.mock.push(Reply::text("the user said first and second"));
     assert_session_usable(&s, &mut client, &session_id).await;
 }
 

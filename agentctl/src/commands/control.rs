@@ -1,6 +1,7 @@
-//! `agentctl steer`, `agentctl followup` and `agentctl cancel`: steer a session's run.
+//! `agentctl steer`, `agentctl followup`, `agentctl cancel` and `agentctl compact`: steer a
+//! session's run, or compact its history.
 
-use protocol::methods::{SessionCancel, SessionFollowUp, SessionSteer};
+use protocol::methods::{SessionCancel, SessionCompact, SessionFollowUp, SessionSteer};
 use protocol::session::{QueueMessageParams, SessionRef};
 
 use crate::Context;
@@ -63,6 +64,29 @@ pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandErro
             (true, Some(run_id)) => println!("cancelling run {run_id}"),
             (true, None) => println!("cancelling the active run of {session_id}"),
             (false, _) => println!("no active run in session {session_id}"),
+        }
+    }
+    Ok(())
+}
+
+/// `agentctl compact SESSION`: the older history is summarised; refused while a run is active.
+pub async fn compact(ctx: &Context, session_id: String) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let params = SessionRef {
+        session_id: session_id.clone(),
+    };
+    let result = connection.request::<SessionCompact>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else {
+        match (result.compacted, result.tokens_before, result.tokens_after) {
+            (true, Some(before), Some(after)) => {
+                println!("compacted {session_id}: {before} → about {after} prompt tokens")
+            }
+            (true, _, _) => println!("compacted {session_id}"),
+            (false, _, _) => println!(
+                "nothing to compact in {session_id}: the history is no longer than the last two user turns"
+            ),
         }
     }
     Ok(())

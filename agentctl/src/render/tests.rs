@@ -378,6 +378,24 @@ fn steer_and_follow_up_notes_in_run() {
 }
 
 #[test]
+fn compaction_notes_in_run() {
+    let mut h = Harness::plain_run();
+    h.send(Event::CompactionStarted {
+        run_id: Some(RUN.to_owned()),
+    });
+    h.send(Event::CompactionCompleted {
+        run_id: Some(RUN.to_owned()),
+        tokens_before: 104_211,
+        tokens_after: 18_302,
+    });
+    assert_eq!(h.stdout, "");
+    assert_eq!(
+        h.stderr,
+        "compacting the conversation…\ncompacted: 104211 → about 18302 prompt tokens\n"
+    );
+}
+
+#[test]
 fn attach_renders_a_transcript_and_stops_at_the_last_seq() {
     let mut h = Harness::new(
         Mode::Attach {

@@ -1,8 +1,11 @@
 //! The think → act → observe loop of one run (DESIGN §5): call the model with the frozen system
-//! prompt and the append-only history, stream its text, run its tool calls through the batch
-//! executor, deliver steers after a batch and follow-ups when the run would end, and stop on
-//! completion, cancellation, failure or the step limit.
+//! prompt and the append-only history (as `context::ContextState::view` shows it, cleared and
+//! compacted by `compaction` at the context limits), stream its text, run its tool calls through
+//! the batch executor, deliver steers after a batch and follow-ups when the run would end, and
+//! stop on completion, cancellation, failure or the step limit.
 
+pub mod compaction;
+pub mod context;
 mod ending;
 pub mod gate;
 pub mod prompt;
@@ -61,6 +64,8 @@ pub struct Run {
     pub stop_reason: Arc<std::sync::Mutex<Option<StopReason>>>,
     /// How tool calls are decided (policy inputs, approval broker, timeout).
     pub permissions: gate::RunPermissions,
+    /// When old tool results are cleared and the history compacted.
+    pub context_limits: context::ContextLimits,
 }
 
 /// How the run ended.
@@ -143,11 +148,24 @@ impl Run {
                     step,
                 })
                 .await?;
+            self.manage_context(history).await?;
 
-            let (completion, partial) = match self.call_model(history).await? {
+            let mut model_call = self.call_model(history).await?;
+            if let ModelCall::Overflow(message) = model_call {
+                // The provider says the prompt is too long: compact and try once more.
+                model_call = match self.compact(history).await? {
+                    compaction::Compacted::Done { .. } => self.call_model(history).await?,
+                    compaction::Compacted::Cancelled => ModelCall::Cancelled(String::new()),
+                    compaction::Compacted::NothingToCompact => ModelCall::Failed(format!(
+                        "{message}; nothing is older than the last two user turns to summarise: start a new session, or send a shorter prompt"
+                    )),
+                    compaction::Compacted::Failed(_) => ModelCall::Failed(message),
+                };
+            }
+            let (completion, partial) = match model_call {
                 ModelCall::Done(completion) => (Some(completion), None),
                 ModelCall::Cancelled(partial) => (None, Some(partial)),
-                ModelCall::Failed(message) => {
+                ModelCall::Failed(message) | ModelCall::Overflow(message) => {
                     return Ok(RunOutcome {
                         status: RunStatus::Failed,
                         error: Some(message),
@@ -168,6 +186,9 @@ impl Run {
             let total = {
                 let mut state = self.shared.lock();
                 state.usage.add(&completion.usage);
+                state
+                    .context
+                    .note_prompt_tokens(completion.usage.input_tokens, self.context_limits);
                 state.usage
             };
             // Runaway arguments are not kept (nor run): the model is told.
@@ -280,10 +301,12 @@ impl Run {
 
     /// One model call with deltas published as they stream and retries reported as events.
     async fn call_model(&self, history: &[Message]) -> Result<ModelCall> {
+        // What the model is sent: the history with its clearings and compaction applied.
+        let view = self.shared.lock().context.view(history);
         let request = ChatRequest {
             session_id: &self.session_id,
             system: &self.system,
-            messages: history,
+            messages: &view,
             tools: &self.tool_specs,
         };
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
@@ -324,6 +347,7 @@ impl Run {
         };
         Ok(match outcome {
             Some(Ok(completion)) => ModelCall::Done(completion),
+            Some(Err(err)) if err.is_context_overflow() => ModelCall::Overflow(err.to_string()),
             Some(Err(err)) => ModelCall::Failed(err.to_string()),
             None => ModelCall::Cancelled(partial),
         })
@@ -470,6 +494,8 @@ enum Pending {
 enum ModelCall {
     Done(crate::llm::Completion),
     Failed(String),
+    /// The provider refused the prompt as too long for the model.
+    Overflow(String),
     /// Cancelled mid-stream, with the text streamed so far.
     Cancelled(String),
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 
-use crate::conversation::{Message, Usage};
+use crate::conversation::{ContextChange, Message, Usage};
 use protocol::event::Event;
 
 /// The log a run writes through (persist first, publish second); implemented by
@@ -20,6 +20,11 @@ pub trait RunLog: Send + Sync {
 
     /// Persist a conversation message (no event; the caller publishes one). Cancel-safe.
     fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, anyhow::Result<()>>;
+
+    /// Persist a deliberate change to what the model is sent (a clearing, a compaction), as
+    /// its own entry of the session file. Cancel-safe.
+    fn append_context<'a>(&'a self, change: &'a ContextChange)
+    -> BoxFuture<'a, anyhow::Result<()>>;
 
     /// Publish a best-effort event (a delta) without persisting it.
     fn publish_transient(&self, event: Event);
@@ -51,6 +56,9 @@ pub struct SessionState {
     /// "Allow for session" rules remembered from the log (answers before a restart).
     pub remembered_allow_rules: Vec<String>,
     pub updated_at: Option<SystemTime>,
+    /// What of the history the model is sent: clearings, the latest compaction, the last
+    /// prompt's tokens.
+    pub context: super::context::ContextState,
 }
 
 impl SessionShared {

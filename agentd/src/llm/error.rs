@@ -73,18 +73,25 @@ impl LlmError {
             _ => return false,
         };
         let message = message.to_lowercase();
-        [
-            "context length",
-            "context_length",
-            "context window",
-            "prompt is too long",
-            "too many tokens",
-            "maximum context",
-        ]
-        .iter()
-        .any(|needle| message.contains(needle))
+        CONTEXT_OVERFLOW_PHRASES
+            .iter()
+            .any(|needle| message.contains(needle))
     }
 }
+
+/// How providers word a prompt too long for the model (lowercase): OpenAI
+/// (`context_length_exceeded`, "maximum context length"), Anthropic ("prompt is too long",
+/// "exceed context limit"), vLLM, llama.cpp ("exceeds the available context size"), Ollama.
+const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
+    "context length",
+    "context_length",
+    "context window",
+    "context size",
+    "context limit",
+    "prompt is too long",
+    "too many tokens",
+    "maximum context",
+];
 
 fn cut_when(output_started: bool) -> &'static str {
     if output_started {
@@ -99,5 +106,45 @@ fn detail(message: &str) -> String {
         String::new()
     } else {
         format!(" ({message})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(message: &str) -> LlmError {
+        LlmError::Rejected {
+            url: "http://x".to_owned(),
+            status: 400,
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn context_overflow_is_recognised_in_each_providers_words() {
+        for message in [
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000",
+            "the request exceeds the available context size, try increasing it",
+            "context_length_exceeded",
+        ] {
+            assert!(rejected(message).is_context_overflow(), "{message}");
+        }
+        for message in ["invalid model", "max_tokens: must be at most 8192"] {
+            assert!(!rejected(message).is_context_overflow(), "{message}");
+        }
+        let server_error = LlmError::Http {
+            url: "http://x".to_owned(),
+            status: 500,
+            message: "prompt is too long".to_owned(),
+        };
+        assert!(!server_error.is_context_overflow(), "only a refusal counts");
+        let exhausted = LlmError::RetriesExhausted {
+            attempts: 2,
+            last: Box::new(rejected("prompt is too long")),
+        };
+        assert!(exhausted.is_context_overflow());
     }
 }

@@ -19,7 +19,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::Conflict(_) => codes::CONFLICT,
             SessionError::InvalidParams(_) | SessionError::InvalidId(_) => codes::INVALID_PARAMS,
             SessionError::Config(_) => codes::CONFIG_ERROR,
-            SessionError::Internal(_) => codes::INTERNAL_ERROR,
+            SessionError::Internal(_) | SessionError::Upstream(_) => codes::INTERNAL_ERROR,
         };
         rpc_error_suggesting(code, err.to_string(), err.suggested_method())
     }
@@ -131,6 +131,16 @@ pub async fn cancel(
         cancelled: run_id.is_some(),
         run_id,
     })
+}
+
+pub async fn compact(
+    state: Arc<DaemonState>,
+    params: SessionCompactParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<SessionCompactResult> {
+    super::refuse_if_stopping(&state)?;
+    let session = state.sessions.get(&params.session_id).await?;
+    Ok(session.compact().await?)
 }
 
 /// User text longer than one message may be is refused (a model reply is cut instead): the

@@ -15,10 +15,14 @@ use super::events::{DaemonStream, EventLog, LogPosition};
 use super::{SessionDeps, SessionShared};
 use crate::agent::{Run, RunStart, StopReason};
 use crate::conversation::ToolSpec;
-use crate::llm::LlmClient;
 use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
 use protocol::event::{Event, UserMessageKind};
-use protocol::session::{QueueMessageResult, SessionInfo, SessionPromptResult, SessionStatus};
+use protocol::session::{
+    QueueMessageResult, SessionCompactResult, SessionInfo, SessionPromptResult, SessionStatus,
+};
+
+#[path = "actor_compact.rs"]
+mod compact;
 
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
@@ -41,6 +45,9 @@ pub enum SessionError {
     Config(String),
     #[error("{0}")]
     Internal(String),
+    /// The model endpoint failed a request the daemon made for the user (a summary).
+    #[error("{0}")]
+    Upstream(String),
 }
 
 impl SessionError {
@@ -60,7 +67,8 @@ impl SessionError {
             SessionError::Conflict(_)
             | SessionError::InvalidParams(_)
             | SessionError::Config(_)
-            | SessionError::Internal(_) => None,
+            | SessionError::Internal(_)
+            | SessionError::Upstream(_) => None,
         }
     }
 }
@@ -78,6 +86,8 @@ pub struct Session {
     unhandled_commands: Arc<AtomicUsize>,
     /// Cancelled once the actor task has ended (it holds the drop guard).
     actor_stopped: CancellationToken,
+    /// Cancelled by `close`: stops work the actor does itself (a `session/compact` summary).
+    closing: CancellationToken,
 }
 
 #[derive(Clone)]
@@ -110,6 +120,9 @@ enum Command {
     FollowUp {
         text: String,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
+    },
+    Compact {
+        reply: oneshot::Sender<Result<SessionCompactResult, SessionError>>,
     },
 }
 
@@ -145,6 +158,7 @@ impl Session {
             state.history = loaded.history;
             state.usage = loaded.usage;
             state.remembered_allow_rules = loaded.session_allow_rules;
+            state.context = loaded.context;
         }
         for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
             super::recovery::expire_approval(&log, run_id, approval_id, tool_call_id)
@@ -167,6 +181,7 @@ impl Session {
         let (run_finished, _) = broadcast::channel(4);
         let unhandled_commands = Arc::new(AtomicUsize::new(0));
         let actor_stopped = CancellationToken::new();
+        let closing = CancellationToken::new();
         let actor = Actor {
             header: header.clone(),
             deps,
@@ -179,6 +194,7 @@ impl Session {
             run_finished: run_finished.clone(),
             unhandled_commands: unhandled_commands.clone(),
             _stopped: actor_stopped.clone().drop_guard(),
+            closing: closing.clone(),
         };
         tasks.spawn(actor.run(commands_rx));
         Ok(Session {
@@ -190,6 +206,7 @@ impl Session {
             run_finished,
             unhandled_commands,
             actor_stopped,
+            closing,
         })
     }
 
@@ -252,6 +269,14 @@ impl Session {
         answer.await.map_err(|_| self.no_answer())?
     }
 
+    /// Summarise the older history now; refused while a run is active. Handled by the actor,
+    /// so no run starts while the summary is written.
+    pub async fn compact(&self) -> Result<SessionCompactResult, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Compact { reply }).await?;
+        answer.await.map_err(|_| self.no_answer())?
+    }
+
     /// Cancel the active run; returns its id, or None when idle. The outcome arrives as
     /// `runFinished{status:"cancelled"}`.
     pub fn cancel(&self) -> Option<String> {
@@ -293,6 +318,7 @@ impl Session {
     /// Close the mailbox (the actor ends once its run, if any, has ended) and end every
     /// subscription.
     pub fn close(&self) {
+        self.closing.cancel();
         if let Ok(mut commands) = self.commands.lock() {
             commands.take();
         }
@@ -370,6 +396,8 @@ struct Actor {
     unhandled_commands: Arc<AtomicUsize>,
     /// Says the actor has ended when it is dropped (`Session::close_and_wait`).
     _stopped: tokio_util::sync::DropGuard,
+    /// Fired when the session closes (deleted, unloaded, daemon stopping).
+    closing: CancellationToken,
 }
 
 impl Actor {
@@ -413,6 +441,10 @@ impl Actor {
                     .follow_up(text, None)
                     .await
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
+                let _ = reply.send(result);
+            }
+            Command::Compact { reply } => {
+                let result = self.compact().await;
                 let _ = reply.send(result);
             }
         }
@@ -538,18 +570,12 @@ impl Actor {
         kind: UserMessageKind,
         client_request_id: Option<String>,
     ) -> Result<String, SessionError> {
+        let (llm, context_limits) = self.model()?;
         let config = self
             .deps
             .config
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(Some(&format!(
-                "{}:{}",
-                self.header.provider, self.header.model
-            )))
-            .map_err(|err| SessionError::Config(err.to_string()))?;
-        let llm = LlmClient::new(provider, self.deps.http.clone());
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         let (permissions, warnings) =
             super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
@@ -636,6 +662,7 @@ impl Actor {
             cancel: active.cancel.clone(),
             stop_reason: active.stop_reason.clone(),
             permissions,
+            context_limits,
         };
         let start = RunStart {
             text,

@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 use super::replay::{self, ReplayCursor, SeqIndex};
 use crate::agent::sink::RunLog;
 use crate::answerers::Answerers;
-use crate::conversation::Message;
+use crate::conversation::{ContextChange, Message};
 use crate::store::{self, LogFile, Replayed};
 use protocol::event::{Event, RunStatus, SessionEventEnvelope};
 
@@ -202,6 +202,16 @@ impl EventLog {
         result.await.map_err(|_| writer_gone())?
     }
 
+    /// Persist a change to what the model is sent (its own entry; no event). Cancel-safe.
+    pub async fn append_context(&self, change: &ContextChange) -> Result<()> {
+        let line = store::encode(&store::Entry::Context {
+            change: change.clone(),
+        })?;
+        let (done, result) = oneshot::channel();
+        self.submit(Write::Message { line, done }).await?;
+        result.await.map_err(|_| writer_gone())?
+    }
+
     /// Tell the daemon stream that this session was unloaded (best effort, not persisted: it
     /// carries the last seq). Called once its writer has stopped.
     pub fn announce_unloaded(&self) {
@@ -314,6 +324,10 @@ impl RunLog for EventLog {
 
     fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<()>> {
         Box::pin(EventLog::append_message(self, message))
+    }
+
+    fn append_context<'a>(&'a self, change: &'a ContextChange) -> BoxFuture<'a, Result<()>> {
+        Box::pin(EventLog::append_context(self, change))
     }
 
     fn publish_transient(&self, event: Event) {

@@ -1,0 +1,79 @@
+//! `session/compact` as the session's actor handles it, and the session's model client with its
+//! context limits (shared with starting a run).
+
+use super::{Actor, SessionError, closed};
+use crate::agent::compaction::{Compacted, Compactor};
+use crate::agent::context::{ContextLimits, context_window};
+use crate::llm::LlmClient;
+use protocol::session::SessionCompactResult;
+
+impl Actor {
+    /// `session/compact`: refused while a run is active (its own limits compact when needed;
+    /// a summary written beside it would race its history).
+    pub(super) async fn compact(&mut self) -> Result<SessionCompactResult, SessionError> {
+        if let Some(run_id) = self.active_run_id() {
+            return Err(SessionError::Conflict(format!(
+                "a run is active on this session ({run_id}); compact once it has finished (runFinished), or cancel it first"
+            )));
+        }
+        let (llm, limits) = self.model()?;
+        if let Some(previous) = self.previous_run.take() {
+            let _ = previous.await;
+        }
+        let history = self.shared.lock().history.clone();
+        let tool_specs = self.deps.tools.specs();
+        let outcome = Compactor {
+            llm: &llm,
+            log: &*self.log,
+            shared: &self.shared,
+            session_id: &self.header.id,
+            system: &self.header.system_prompt,
+            tools: &tool_specs,
+            run_id: None,
+            cancel: &self.closing,
+            summary_input_chars: limits.summary_input_chars(),
+        }
+        .compact(&history)
+        .await
+        .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        match outcome {
+            Compacted::Done {
+                tokens_before,
+                tokens_after,
+            } => Ok(SessionCompactResult {
+                compacted: true,
+                tokens_before: Some(tokens_before),
+                tokens_after: Some(tokens_after),
+            }),
+            Compacted::Cancelled => Err(closed()),
+            Compacted::NothingToCompact => Ok(SessionCompactResult {
+                compacted: false,
+                tokens_before: None,
+                tokens_after: None,
+            }),
+            Compacted::Failed(message) => Err(SessionError::Upstream(message)),
+        }
+    }
+
+    /// The session's model client and its context limits, from the current config.
+    pub(super) fn model(&self) -> Result<(LlmClient, ContextLimits), SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(Some(&format!(
+                "{}:{}",
+                self.header.provider, self.header.model
+            )))
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let window = context_window(&provider.model, provider.context_window);
+        let limits = ContextLimits::new(
+            window,
+            config.context.soft_limit_percent,
+            config.context.hard_limit_percent,
+        );
+        Ok((LlmClient::new(provider, self.deps.http.clone()), limits))
+    }
+}
