@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod frontmatter;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod memory;
 pub mod paths;
 pub mod permission;
