@@ -24,4 +24,6 @@ pub struct DaemonState {
     pub trust: Arc<crate::trust::TrustStore>,
     /// The curated memory stores (`memory/get`; the `memory` tool writes through the same one).
     pub memory: Arc<crate::memory::MemoryStores>,
+    /// The MCP servers sessions share (`mcp/list`, `mcp/restart`).
+    pub mcp: Arc<crate::mcp::McpManager>,
 }

@@ -99,6 +99,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         approvals: sessions.approvals(),
         trust: sessions.trust(),
         memory: sessions.memory(),
+        mcp: sessions.mcp(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -117,7 +118,10 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         tokio::spawn(async move {
             shutdown.cancelled().await;
             notify_systemd(&[sd_notify::NotifyState::Stopping]);
+            let mcp = sessions.mcp();
             sessions.shutdown(RUN_STOP_DEADLINE).await;
+            // Runs have stopped: no call needs a server any more.
+            mcp.shutdown().await;
             close_connections.cancel();
         })
     };
@@ -220,6 +224,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,
+        mcp: crate::mcp::McpManager::new(
+            paths.state_dir.join("mcp"),
+            crate::mcp::DEFAULT_IDLE_STOP,
+        ),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

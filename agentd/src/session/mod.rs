@@ -58,6 +58,8 @@ pub struct SessionDeps {
     pub trust: Arc<crate::trust::TrustStore>,
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
     pub memory: Arc<crate::memory::MemoryStores>,
+    /// The MCP servers sessions share.
+    pub mcp: Arc<crate::mcp::McpManager>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use, until idle).
@@ -137,6 +139,10 @@ impl SessionManager {
 
     pub fn memory(&self) -> Arc<crate::memory::MemoryStores> {
         self.deps.memory.clone()
+    }
+
+    pub fn mcp(&self) -> Arc<crate::mcp::McpManager> {
+        self.deps.mcp.clone()
     }
 
     pub fn config_error(&self) -> Option<String> {
