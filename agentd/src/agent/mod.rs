@@ -249,6 +249,7 @@ impl Run {
                     tool_name: result.call.name,
                     content: result.output.content,
                     is_error: result.output.is_error,
+                    images: result.output.images,
                 };
                 self.push_message(history, message).await?;
             }
