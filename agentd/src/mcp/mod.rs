@@ -12,6 +12,7 @@ use std::time::Duration;
 pub mod config;
 mod connection;
 pub mod manager;
+pub mod tools;
 
 pub use manager::{McpHandle, McpManager};
 

@@ -6,11 +6,14 @@ use serde_json::json;
 use super::policy_tests::{check, layer, workspace};
 use super::*;
 
+/// A call (tool, input, read-only) and the decision expected, as `check` takes them.
+type Case = ((&'static str, serde_json::Value, bool), &'static str);
+
 #[test]
 fn mcp_tools_by_rule_and_read_only_hint() {
     let (_dir, root) = workspace();
-    let read = |tool| (tool, json!({}), true);
-    let write = |tool| (tool, json!({"x": 1}), false);
+    let read = |tool: &'static str| (tool, json!({}), true);
+    let write = |tool: &'static str| (tool, json!({"x": 1}), false);
     let rules = RuleSet::merge([layer(
         RuleLayer::User,
         &[
@@ -22,7 +25,7 @@ fn mcp_tools_by_rule_and_read_only_hint() {
         &["mcp__files__delete"],
         &["mcp__blocked", "mcp__everything__get_env"],
     )]);
-    let table: &[(PermissionMode, &[((&str, serde_json::Value, bool), &str)])] = &[
+    let table: &[(PermissionMode, &[Case])] = &[
         (
             PermissionMode::Default,
             &[
