@@ -118,6 +118,11 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "the untrusted-project warning names the command to trust it (issue 8 asks for it), and \
          the method `project/trust` beside it for editors",
     ),
+    (
+        "session/mcp.rs",
+        "the warning that an untrusted project's MCP servers did not start names the command to \
+         trust it (issue 10 asks how to trust), and the method `project/trust` beside it",
+    ),
 ];
 
 /// The whole class, not just the ids tested above: no code line of the daemon (comments and

@@ -6,6 +6,7 @@ pub mod actor;
 pub mod events;
 mod evict;
 mod index;
+mod mcp;
 mod recovery;
 pub mod replay;
 mod run_permissions;
