@@ -206,6 +206,9 @@ impl SessionManager {
                 cwd.display()
             )));
         }
+        let mcp_servers = params.mcp_servers.unwrap_or_default();
+        crate::mcp::config::check_session_param(&mcp_servers)
+            .map_err(SessionError::InvalidParams)?;
         let session_rules = params.permission_rules.unwrap_or_default();
         let (_, rule_errors) = crate::permission::RuleSet::parse(
             &crate::permission::RuleSource::session(),
@@ -288,6 +291,7 @@ impl SessionManager {
             title: params.title.filter(|t| !t.trim().is_empty()),
             permission_mode,
             permission_rules: session_rules,
+            mcp_servers,
             system_prompt,
             agent: None,
             parent_session_id: None,
