@@ -145,6 +145,29 @@ impl SessionManager {
         self.deps.mcp.clone()
     }
 
+    /// The MCP servers of a session in `cwd` (canonical) given `session` entries (its
+    /// header's, `SessionHeader::mcp_servers`; none for `mcp/list` of a directory): the user's
+    /// `[mcp_servers.*]` (none while the config is unusable), the project's `.mcp.json` as its
+    /// trust allows, `${VAR}` expanded from the daemon's environment. Reads files off the
+    /// runtime.
+    pub async fn mcp_servers(
+        &self,
+        cwd: PathBuf,
+        session: crate::mcp::config::McpEntries,
+    ) -> Result<crate::mcp::config::McpResolution, SessionError> {
+        let deps = self.deps.clone();
+        tokio::task::spawn_blocking(move || {
+            let user = match &deps.config {
+                Ok(config) => config.mcp.servers.clone(),
+                Err(_) => crate::mcp::config::McpEntries::default(),
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            crate::mcp::config::resolve_for(&cwd, &user, &session, &deps.trust, &env)
+        })
+        .await
+        .map_err(|err| SessionError::Internal(err.to_string()))
+    }
+
     pub fn config_error(&self) -> Option<String> {
         self.deps.config.as_ref().err().cloned()
     }
