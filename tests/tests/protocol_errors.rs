@@ -119,9 +119,9 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
          the method `project/trust` beside it for editors",
     ),
     (
-        "session/mcp.rs",
-        "the warning that an untrusted project's MCP servers did not start names the command to \
-         trust it (issue 10 asks how to trust), and the method `project/trust` beside it",
+        "mcp/config.rs",
+        "the untrusted-project warning of MCP servers names the command to trust it, as the \
+         permission one does, and the method `project/trust` beside it for editors",
     ),
 ];
 
