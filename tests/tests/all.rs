@@ -27,6 +27,7 @@ mod context_skills;
 mod daemon;
 mod llm;
 mod mcp_config;
+mod mcp_sessions;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_subscriptions;
