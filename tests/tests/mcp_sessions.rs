@@ -614,3 +614,45 @@ async fn mode_session(
         .expect("session/create");
     result["sessionId"].as_str().unwrap().to_owned()
 }
+
+#[tokio::test]
+async fn cancelling_the_run_cancels_the_mcp_call_and_keeps_the_server() {
+    let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::tool_call(
+        "long",
+        "mcp__everything__trigger-long-running-operation",
+        json!({"duration": 60, "steps": 600}),
+    ));
+    client.prompt(&session_id, "run the long operation").await;
+    loop {
+        if matches!(client.next_event().await.event, Event::ToolProgress { .. }) {
+            break;
+        }
+    }
+    let pid = the_one_server(s.daemon.pid(), EVERYTHING_MARKER).await;
+    client.cancel(&session_id).await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Cancelled);
+    assert_eq!(
+        tool_results(&events),
+        [("long".to_owned(), "cancelled".to_owned(), true)]
+    );
+    // The server was told, not killed: the same process serves the next run.
+    s.mock.push(Reply::tool_call(
+        "after",
+        "mcp__everything__echo",
+        json!({"message": "still here"}),
+    ));
+    s.mock.push(Reply::text("ok"));
+    client.prompt(&session_id, "again").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(
+        tool_results(&events),
+        [("after".to_owned(), "Echo: still here".to_owned(), false)]
+    );
+    assert_eq!(
+        descendants_running(s.daemon.pid(), EVERYTHING_MARKER),
+        [pid]
+    );
+}
