@@ -3,6 +3,7 @@
 
 pub mod gate;
 pub mod harness;
+pub mod mcp_scenario;
 pub mod mcp_servers;
 pub mod mock_llm;
 pub mod scenario;

@@ -28,6 +28,7 @@ mod daemon;
 mod llm;
 mod mcp_config;
 mod mcp_sessions;
+mod mcp_sessions_supervision;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_subscriptions;

@@ -1,166 +1,20 @@
 //! Sessions using MCP tools end to end, with real servers (npm server-everything, PyPI
 //! mcp-server-time): a scripted model calls `mcp__<server>__<tool>` through `agentctl run`;
 //! names and schemas pass through to the provider; images reach it in both formats; progress
-//! becomes `toolProgress`; a crash mid-call is an error result and the restarted server serves
-//! the next run; a server that never starts costs a warning, not the session; tool timeouts;
-//! the recorded `toolsChanged`; one server process for two sessions; permissions by
-//! `readOnlyHint` and rules.
+//! becomes `toolProgress`; permissions by `readOnlyHint`, rules and modes; the recorded
+//! `toolsChanged` when the session's servers change. Supervision as sessions see it is in
+//! `mcp_sessions_supervision`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use agentd_tests::harness::{TestEnv, WAIT, text};
-use agentd_tests::mcp_servers::{ServerCommand, everything_stdio, time_stdio};
-use agentd_tests::mock_llm::{Format, MockLlm, RecordedRequest, Reply};
+use agentd_tests::harness::{TestEnv, text};
+use agentd_tests::mcp_scenario::*;
+use agentd_tests::mcp_servers::{everything_stdio, time_stdio};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
 use protocol::event::{Event, RunStatus};
 use serde_json::{Value, json};
-
-/// `[mcp_servers.<name>]` running `server`, with `extra` lines in the table.
-fn server_toml(name: &str, server: &ServerCommand, extra: &str) -> String {
-    let quote = |text: &str| Value::String(text.to_owned()).to_string();
-    let args: Vec<String> = server.args.iter().map(|arg| quote(arg)).collect();
-    let env: Vec<String> = server
-        .env
-        .iter()
-        .map(|(key, value)| format!("{key} = {}", quote(value)))
-        .collect();
-    format!(
-        "[mcp_servers.{name}]\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n{extra}\n",
-        quote(&server.command),
-        args.join(", "),
-        env.join(", ")
-    )
-}
-
-fn everything(extra: &str) -> String {
-    server_toml("everything", &everything_stdio(), extra)
-}
-
-/// The tool names of a recorded request, in its order, in either format.
-fn request_tool_names(format: Format, request: &RecordedRequest) -> Vec<String> {
-    request.json["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|tool| {
-            let name = match format {
-                Format::OpenAi => &tool["function"]["name"],
-                Format::Anthropic => &tool["name"],
-            };
-            name.as_str().unwrap_or_default().to_owned()
-        })
-        .collect()
-}
-
-/// The tool `name` of a recorded request (OpenAI format): `(description, parameters)`.
-fn openai_tool(request: &RecordedRequest, name: &str) -> (String, Value) {
-    let tool = request.json["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|tool| tool["function"]["name"] == name)
-        .unwrap_or_else(|| panic!("no tool {name} in {}", request.json["tools"]));
-    (
-        tool["function"]["description"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        tool["function"]["parameters"].clone(),
-    )
-}
-
-/// Warnings among `events`.
-fn warnings(events: &[Envelope]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Warning { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The pids of live processes descending from `ancestor` whose command line contains
-/// `marker`.
-fn descendants_running(ancestor: u32, marker: &str) -> Vec<u32> {
-    let parent_of = |pid: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The fields after the command name (which may hold spaces) start after the last ')'.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut fields = rest.split(' ');
-        let state = fields.next()?;
-        if state == "Z" {
-            return None;
-        }
-        fields.next()?.parse().ok()
-    };
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if !String::from_utf8_lossy(&cmdline).contains(marker) {
-            continue;
-        }
-        let mut current = pid;
-        let mut hops = 0;
-        while let Some(parent) = parent_of(current) {
-            if parent == ancestor {
-                found.push(pid);
-                break;
-            }
-            if parent <= 1 || hops > 64 {
-                break;
-            }
-            current = parent;
-            hops += 1;
-        }
-    }
-    found
-}
-
-/// Waits (polling the outside world, bounded by [`WAIT`]) until exactly one process of
-/// `ancestor` runs `marker`; returns its pid.
-async fn the_one_server(ancestor: u32, marker: &str) -> u32 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let pids = descendants_running(ancestor, marker);
-        if pids.len() == 1 {
-            return pids[0];
-        }
-        assert!(
-            Instant::now() < deadline,
-            "expected one {marker} process of {ancestor}, found {pids:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits (polling the outside world, bounded by [`WAIT`]) until exactly one process of
-/// `ancestor` runs `marker` and it is not `old`; returns its pid.
-async fn the_one_server_but(ancestor: u32, marker: &str, old: u32) -> u32 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let pids = descendants_running(ancestor, marker);
-        if pids.len() == 1 && pids[0] != old {
-            return pids[0];
-        }
-        assert!(
-            Instant::now() < deadline,
-            "expected one new {marker} process of {ancestor}, found {pids:?} (old {old})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-const EVERYTHING_MARKER: &str = "server-everything";
 
 #[tokio::test]
 async fn agentctl_run_calls_mcp_tools_with_their_names_and_schemas() {
@@ -311,197 +165,6 @@ async fn progress_notifications_become_tool_progress_events() {
 }
 
 #[tokio::test]
-async fn a_server_killed_mid_call_is_an_error_result_then_restarts_for_the_next_call() {
-    let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
-    let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::tool_call(
-        "long",
-        "mcp__everything__trigger-long-running-operation",
-        json!({"duration": 60, "steps": 600}),
-    ));
-    s.mock.push(Reply::text("the server crashed"));
-    client.prompt(&session_id, "run the long operation").await;
-    // The call is in flight once its first progress arrives: kill the server then.
-    loop {
-        let event = client.next_event().await;
-        if matches!(event.event, Event::ToolProgress { .. }) {
-            break;
-        }
-    }
-    let pid = the_one_server(s.daemon.pid(), EVERYTHING_MARKER).await;
-    // SAFETY: kill(2) on a pid we just found among the daemon's descendants.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-    let events = client.events_until_run_finished().await;
-    assert_eq!(run_status(&events), RunStatus::Completed);
-    let results = tool_results(&events);
-    assert_eq!(results.len(), 1, "{results:?}");
-    assert!(results[0].2, "{results:?}");
-    assert!(
-        results[0].1.starts_with("MCP server everything exited: "),
-        "{results:?}"
-    );
-
-    // Once the restarted process runs, the next run waits (at most the startup grace) for it
-    // to be ready, and its call works.
-    let restarted = the_one_server_but(s.daemon.pid(), EVERYTHING_MARKER, pid).await;
-    s.mock.push(Reply::tool_call(
-        "again",
-        "mcp__everything__echo",
-        json!({"message": "back"}),
-    ));
-    s.mock.push(Reply::text("it is back"));
-    client.prompt(&session_id, "try again").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(
-        tool_results(&events),
-        [("again".to_owned(), "Echo: back".to_owned(), false)]
-    );
-    assert_eq!(
-        descendants_running(s.daemon.pid(), EVERYTHING_MARKER),
-        [restarted]
-    );
-}
-
-#[tokio::test]
-async fn a_server_that_never_starts_costs_a_warning_not_the_session() {
-    let broken = ServerCommand {
-        command: "/nonexistent/mcp-server".to_owned(),
-        args: Vec::new(),
-        env: Default::default(),
-    };
-    // A server that runs but never answers `initialize`: the run waits the grace, not longer.
-    let silent = ServerCommand {
-        command: "/bin/sleep".to_owned(),
-        args: vec!["600".to_owned()],
-        env: Default::default(),
-    };
-    let config = format!(
-        "[mcp]\nstartup_grace_secs = 1\n{}{}",
-        server_toml("broken", &broken, ""),
-        server_toml("silent", &silent, "")
-    );
-    let s = Scenario::start_with(Format::OpenAi, &config).await;
-    let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::text("still here"));
-    client.prompt(&session_id, "hello").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(run_status(&events), RunStatus::Completed);
-    let warnings = warnings(&events);
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.starts_with("MCP server broken ") && w.contains("/nonexistent/mcp-server")),
-        "{warnings:?}"
-    );
-    assert!(
-        warnings.iter().any(|w| w
-            == "MCP server silent is still starting after 1 s; its tools join once it is ready"),
-        "{warnings:?}"
-    );
-    let requests = s.mock.wait_for_requests(1).await;
-    let names = request_tool_names(Format::OpenAi, &requests[0]);
-    assert!(
-        !names.iter().any(|name| name.starts_with("mcp__")),
-        "{names:?}"
-    );
-}
-
-#[tokio::test]
-async fn a_call_over_the_tool_timeout_is_an_error_result() {
-    let s = Scenario::start_with(Format::OpenAi, &everything("tool_timeout_secs = 1")).await;
-    let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::tool_call(
-        "long",
-        "mcp__everything__trigger-long-running-operation",
-        json!({"duration": 30, "steps": 3}),
-    ));
-    s.mock.push(Reply::text("too slow"));
-    client.prompt(&session_id, "run the long operation").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(
-        tool_results(&events),
-        [(
-            "long".to_owned(),
-            "MCP tool trigger-long-running-operation of everything timed out after 1 s and was cancelled".to_owned(),
-            true
-        )]
-    );
-}
-
-#[tokio::test]
-async fn the_tool_set_change_is_recorded_before_the_call_that_first_offers_it() {
-    let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
-    let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::text("one"));
-    s.mock.push(Reply::text("two"));
-    client.prompt(&session_id, "first").await;
-    let first = client.events_until_run_finished().await;
-    client.prompt(&session_id, "second").await;
-    let second = client.events_until_run_finished().await;
-    let changes: Vec<&Event> = first
-        .iter()
-        .map(|e| &e.event)
-        .filter(|event| matches!(event, Event::ToolsChanged { .. }))
-        .collect();
-    let [
-        Event::ToolsChanged {
-            added,
-            removed,
-            changed,
-            ..
-        },
-    ] = changes[..]
-    else {
-        panic!("expected one toolsChanged in {:?}", kinds(&first));
-    };
-    assert!(removed.is_empty() && changed.is_empty());
-    let requests = s.mock.wait_for_requests(2).await;
-    let offered: Vec<String> = request_tool_names(Format::OpenAi, &requests[0])
-        .into_iter()
-        .filter(|name| name.starts_with("mcp__everything__"))
-        .collect();
-    assert_eq!(*added, offered);
-    // It comes before the model call that offers them.
-    let first_kinds = kinds(&first);
-    let at = first_kinds
-        .iter()
-        .position(|k| k == "toolsChanged")
-        .unwrap();
-    assert_eq!(first_kinds[at - 1], "turnStarted", "{first_kinds:?}");
-    // The same tools next time: nothing recorded, and the same tools array.
-    assert!(!kinds(&second).contains(&"toolsChanged".to_owned()));
-    assert_eq!(requests[0].json["tools"], requests[1].json["tools"]);
-}
-
-#[tokio::test]
-async fn two_sessions_share_one_server_process() {
-    let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
-    let (mut first, first_id) = s.session().await;
-    let (mut second, second_id) = s.session().await;
-    for (client, session_id, word) in [
-        (&mut first, &first_id, "one"),
-        (&mut second, &second_id, "two"),
-    ] {
-        s.mock.push(Reply::tool_call(
-            word,
-            "mcp__everything__echo",
-            json!({"message": word}),
-        ));
-        s.mock.push(Reply::text(word));
-        client.prompt(session_id, word).await;
-        let events = client.events_until_run_finished().await;
-        assert_eq!(
-            tool_results(&events),
-            [(word.to_owned(), format!("Echo: {word}"), false)]
-        );
-    }
-    assert_eq!(
-        descendants_running(s.daemon.pid(), EVERYTHING_MARKER).len(),
-        1
-    );
-}
-
-#[tokio::test]
 async fn permissions_follow_read_only_hints_and_rules() {
     let config = format!(
         "[permissions]\ndeny = [\"mcp__everything__get-sum\"]\n{}",
@@ -616,43 +279,133 @@ async fn mode_session(
 }
 
 #[tokio::test]
-async fn cancelling_the_run_cancels_the_mcp_call_and_keeps_the_server() {
+async fn the_tool_set_change_is_recorded_before_the_call_that_first_offers_it() {
     let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
     let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::tool_call(
-        "long",
-        "mcp__everything__trigger-long-running-operation",
-        json!({"duration": 60, "steps": 600}),
-    ));
-    client.prompt(&session_id, "run the long operation").await;
-    loop {
-        if matches!(client.next_event().await.event, Event::ToolProgress { .. }) {
-            break;
-        }
-    }
+    s.mock.push(Reply::text("one"));
+    s.mock.push(Reply::text("two"));
+    client.prompt(&session_id, "first").await;
+    let first = client.events_until_run_finished().await;
+    client.prompt(&session_id, "second").await;
+    let second = client.events_until_run_finished().await;
+    let changes: Vec<&Event> = first
+        .iter()
+        .map(|e| &e.event)
+        .filter(|event| matches!(event, Event::ToolsChanged { .. }))
+        .collect();
+    let [
+        Event::ToolsChanged {
+            added,
+            removed,
+            changed,
+            ..
+        },
+    ] = changes[..]
+    else {
+        panic!("expected one toolsChanged in {:?}", kinds(&first));
+    };
+    assert!(removed.is_empty() && changed.is_empty());
+    let requests = s.mock.wait_for_requests(2).await;
+    let offered: Vec<String> = request_tool_names(Format::OpenAi, &requests[0])
+        .into_iter()
+        .filter(|name| name.starts_with("mcp__everything__"))
+        .collect();
+    assert_eq!(*added, offered);
+    // It comes before the model call that offers them.
+    let first_kinds = kinds(&first);
+    let at = first_kinds
+        .iter()
+        .position(|k| k == "toolsChanged")
+        .unwrap();
+    assert_eq!(first_kinds[at - 1], "turnStarted", "{first_kinds:?}");
+    // The same tools next time: nothing recorded, and the same tools array.
+    assert!(!kinds(&second).contains(&"toolsChanged".to_owned()));
+    assert_eq!(requests[0].json["tools"], requests[1].json["tools"]);
+}
+
+#[tokio::test]
+async fn a_server_added_between_runs_joins_and_the_change_is_recorded() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let cwd = s.workspace();
+    let mcp_json_path = cwd.join(".mcp.json");
+    std::fs::write(
+        &mcp_json_path,
+        mcp_json(&[("everything", everything_stdio())]),
+    )
+    .unwrap();
+    let (mut client, session_id) = s.session().await;
+    client
+        .request("project/trust", json!({"path": cwd.display().to_string()}))
+        .await
+        .expect("project/trust");
+    s.mock.push(Reply::text("one"));
+    client.prompt(&session_id, "first").await;
+    client.events_until_run_finished().await;
     let pid = the_one_server(s.daemon.pid(), EVERYTHING_MARKER).await;
-    client.cancel(&session_id).await;
+
+    std::fs::write(
+        &mcp_json_path,
+        mcp_json(&[("everything", everything_stdio()), ("time", time_stdio())]),
+    )
+    .unwrap();
+    s.mock.push(Reply::text("two"));
+    client.prompt(&session_id, "second").await;
     let events = client.events_until_run_finished().await;
-    assert_eq!(run_status(&events), RunStatus::Cancelled);
+    let changes: Vec<(Vec<String>, Vec<String>)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolsChanged { added, removed, .. } => Some((added.clone(), removed.clone())),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
-        tool_results(&events),
-        [("long".to_owned(), "cancelled".to_owned(), true)]
+        changes,
+        [(
+            vec![
+                "mcp__time__convert_time".to_owned(),
+                "mcp__time__get_current_time".to_owned()
+            ],
+            Vec::new()
+        )]
     );
-    // The server was told, not killed: the same process serves the next run.
-    s.mock.push(Reply::tool_call(
-        "after",
-        "mcp__everything__echo",
-        json!({"message": "still here"}),
-    ));
-    s.mock.push(Reply::text("ok"));
-    client.prompt(&session_id, "again").await;
-    let events = client.events_until_run_finished().await;
-    assert_eq!(
-        tool_results(&events),
-        [("after".to_owned(), "Echo: still here".to_owned(), false)]
-    );
+    let requests = s.mock.wait_for_requests(2).await;
+    let names = request_tool_names(Format::OpenAi, &requests[1]);
+    assert!(names.contains(&"mcp__time__get_current_time".to_owned()));
+    // The session kept its lease on the server it already used: the same process.
     assert_eq!(
         descendants_running(s.daemon.pid(), EVERYTHING_MARKER),
         [pid]
     );
+}
+
+#[tokio::test]
+async fn an_untrusted_projects_servers_do_not_start_and_each_run_says_how_to_trust() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let cwd = s.workspace();
+    std::fs::write(
+        cwd.join(".mcp.json"),
+        mcp_json(&[("everything", everything_stdio())]),
+    )
+    .unwrap();
+    let (mut client, session_id) = s.session().await;
+    for word in ["one", "two"] {
+        s.mock.push(Reply::text(word));
+        client.prompt(&session_id, word).await;
+        let events = client.events_until_run_finished().await;
+        let warnings = warnings(&events);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("is not trusted")
+                && warnings[0].contains("(everything)")
+                && warnings[0].contains("project/trust"),
+            "{warnings:?}"
+        );
+    }
+    let requests = s.mock.wait_for_requests(2).await;
+    assert!(
+        !request_tool_names(Format::OpenAi, &requests[1])
+            .iter()
+            .any(|name| name.starts_with("mcp__"))
+    );
+    assert!(descendants_running(s.daemon.pid(), EVERYTHING_MARKER).is_empty());
 }
