@@ -325,3 +325,7 @@ fn tool_names(key: &str, names: &[String]) -> Result<Vec<String>, String> {
     }
     Ok(names.to_vec())
 }
+
+#[cfg(test)]
+#[path = "entry_tests.rs"]
+mod tests;
