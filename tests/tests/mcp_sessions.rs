@@ -134,29 +134,44 @@ async fn images_of_mcp_results_reach_the_provider_in_both_formats() {
 async fn progress_notifications_become_tool_progress_events() {
     let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
     let (mut client, session_id) = s.session().await;
-    s.mock.push(Reply::tool_call(
-        "long",
-        "mcp__everything__trigger-long-running-operation",
-        json!({"duration": 0.4, "steps": 4}),
-    ));
+    let long = "mcp__everything__trigger-long-running-operation";
+    s.mock.push(Reply::tool_calls(vec![
+        (
+            "long",
+            long,
+            json!({"duration": 1.6, "steps": 4}).to_string(),
+        ),
+        (
+            "flood",
+            long,
+            json!({"duration": 1, "steps": 100}).to_string(),
+        ),
+    ]));
     s.mock.push(Reply::text("done"));
     client.prompt(&session_id, "run the long operation").await;
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Completed);
-    let progress: Vec<String> = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::ToolProgress {
-                tool_call_id,
-                message,
-                ..
-            } if tool_call_id == "long" => Some(message.clone()),
-            _ => None,
-        })
-        .collect();
-    // The last one may race the result (it is sent right before it); the others may not.
+    let progress_of = |id: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ToolProgress {
+                    tool_call_id,
+                    message,
+                    ..
+                } if tool_call_id == id => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let progress = progress_of("long");
+    // Each is 0.4 s after the last (over the 250 ms throttle); the last one may race the
+    // result (it is sent right before it), the others may not.
     assert_eq!(progress[..3], ["1/4", "2/4", "3/4"], "{progress:?}");
     assert!(progress.len() <= 4, "{progress:?}");
+    // A server notifying every 10 ms is throttled (at most one report per 250 ms).
+    let flood = progress_of("flood");
+    assert!(!flood.is_empty() && flood.len() <= 6, "{flood:?}");
     let results = tool_results(&events);
     assert!(
         results[0].1.starts_with("Long running operation completed"),

@@ -94,18 +94,21 @@ impl Tool for McpTool {
                 ctx.cancel.clone(),
             );
             let mut call = std::pin::pin!(call);
+            let interval = ctx.limits.mcp_progress_interval;
+            let mut last_report: Option<std::time::Instant> = None;
             let result = loop {
                 tokio::select! {
                     biased;
                     result = &mut call => break result,
                     Some(progress) = progress_rx.recv() => {
-                        ctx.progress.report(progress_line(&progress));
+                        // Throttled: a report closer than `interval` to the last is dropped.
+                        if last_report.is_none_or(|last| last.elapsed() >= interval) {
+                            last_report = Some(std::time::Instant::now());
+                            ctx.progress.report(progress_line(&progress));
+                        }
                     }
                 }
             };
-            while let Ok(progress) = progress_rx.try_recv() {
-                ctx.progress.report(progress_line(&progress));
-            }
             output_of(&self.name, result)
         })
     }

@@ -21,7 +21,13 @@ impl Actor {
             let _ = previous.await;
         }
         let history = self.shared.lock().history.clone();
-        let tool_specs = self.deps.tools.specs();
+        // The tools of the session's last model call (MCP tools included), so the summary
+        // request shares its prefix; the built-ins before any.
+        let tool_specs: std::sync::Arc<[crate::conversation::ToolSpec]> =
+            match self.shared.lock().offered_tools.clone() {
+                Some(offered) => offered,
+                None => self.deps.tools.specs().into(),
+            };
         let outcome = Compactor {
             llm: &llm,
             log: &*self.log,

@@ -109,8 +109,15 @@ enum Prepared {
 fn prepare(registry: &ToolRegistry, call: &ToolCall) -> Prepared {
     let Some(tool) = registry.get(&call.name) else {
         let available = registry.names().join(", ");
+        // An MCP tool may have been offered before: its server is starting, restarting,
+        // failed or gone now.
+        let why = if call.name.starts_with("mcp__") {
+            ": no MCP server of this session offers it now (its server may be starting, restarting or stopped; it can be offered again later)"
+        } else {
+            ""
+        };
         return Prepared::Invalid(ToolOutput::error(format!(
-            "unknown tool `{}`; available tools: {available}",
+            "unknown tool `{}`{why}; available tools: {available}",
             call.name
         )));
     };

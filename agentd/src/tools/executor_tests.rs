@@ -287,6 +287,14 @@ async fn unknown_tools_and_bad_arguments_become_error_results() {
             .1
             .starts_with("invalid arguments for read_file: not valid JSON")
     );
+    let mcp = [call(0, "mcp__gone__tool", json!({}))];
+    let gone = bounded(execute_batch(&registry(&shared), &mcp, &ctx, &NoopObserver)).await;
+    assert!(
+        contents(&gone)[0].1.starts_with(
+            "unknown tool `mcp__gone__tool`: no MCP server of this session offers it now"
+        ),
+        "{gone:?}"
+    );
     assert_eq!(
         results[2].1,
         "invalid arguments for read_file: expected a JSON object, got an array"

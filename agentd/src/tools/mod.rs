@@ -281,6 +281,9 @@ pub struct ToolLimits {
     /// Minimum time between two progress reports of run_shell, so chatty commands do not flood
     /// clients with events.
     pub shell_progress_interval: Duration,
+    /// Minimum time between two progress reports of one MCP call (a server may notify
+    /// hundreds of times a second; each report is a persisted event).
+    pub mcp_progress_interval: Duration,
     /// Bytes of a fetched body that are read at most; the rest is not downloaded.
     pub fetch_max_bytes: usize,
     /// Whole-call timeout of fetch_url (every redirect hop and the body together), so a slow
@@ -318,6 +321,7 @@ impl Default for ToolLimits {
             shell_capture_max_bytes: 1024 * 1024,
             shell_drain_after_exit: Duration::from_secs(2),
             shell_progress_interval: Duration::from_millis(500),
+            mcp_progress_interval: Duration::from_millis(250),
             fetch_max_bytes: 1024 * 1024,
             fetch_timeout: Duration::from_secs(30),
             fetch_max_redirects: 10,
