@@ -424,3 +424,30 @@ async fn an_untrusted_projects_servers_do_not_start_and_each_run_says_how_to_tru
     );
     assert!(descendants_running(s.daemon.pid(), EVERYTHING_MARKER).is_empty());
 }
+
+#[tokio::test]
+async fn a_streamable_http_server_serves_a_session_too() {
+    let server = agentd_tests::mcp_servers::EverythingHttp::start().await;
+    let config = format!(
+        "[mcp_servers.web]\ntype = \"http\"\nurl = {}\n",
+        Value::String(server.url())
+    );
+    let s = Scenario::start_with(Format::Anthropic, &config).await;
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::tool_call(
+        "web",
+        "mcp__web__echo",
+        json!({"message": "over http"}),
+    ));
+    s.mock.push(Reply::text("ok"));
+    client.prompt(&session_id, "echo over http").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(
+        tool_results(&events),
+        [("web".to_owned(), "Echo: over http".to_owned(), false)]
+    );
+    let requests = s.mock.wait_for_requests(2).await;
+    assert!(
+        request_tool_names(Format::Anthropic, &requests[0]).contains(&"mcp__web__echo".to_owned())
+    );
+}
