@@ -583,3 +583,19 @@ fn a_todo_list_is_printed_compactly_on_stderr() {
         "todo (1/3 done):\n  [x] read the code\n  [>] write the test …\n  [ ] fix it\ntodo: (cleared)\n"
     );
 }
+
+#[test]
+fn a_tool_set_change_is_one_line_on_stderr() {
+    let mut h = Harness::plain_run();
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__time__now".to_owned()],
+        removed: vec!["mcp__old__gone".to_owned()],
+        changed: vec!["mcp__time__convert".to_owned()],
+    });
+    assert_eq!(h.stdout, "");
+    assert_eq!(
+        h.stderr,
+        "tools changed: +mcp__time__now -mcp__old__gone ~mcp__time__convert\n"
+    );
+}
