@@ -227,7 +227,12 @@ async fn permissions_follow_read_only_hints_and_rules() {
 
 #[tokio::test]
 async fn in_default_mode_read_only_mcp_tools_run_and_others_ask() {
-    let s = Scenario::start_with(Format::OpenAi, &everything("")).await;
+    // An allow rule names one writing tool; another is not named.
+    let config = format!(
+        "[permissions]\nallow = [\"mcp__everything__toggle-simulated-logging\"]\n{}",
+        everything("")
+    );
+    let s = Scenario::start_with(Format::OpenAi, &config).await;
     let mut client = s.client().await;
     let session_id = mode_session(&mut client, &s.workspace(), "default").await;
     client.subscribe(&session_id, Some(0)).await;
@@ -238,9 +243,14 @@ async fn in_default_mode_read_only_mcp_tools_run_and_others_ask() {
             json!({"message": "x"}).to_string(),
         ),
         (
-            "rw",
+            "allowed",
             "mcp__everything__toggle-simulated-logging",
             "{}".to_owned(),
+        ),
+        (
+            "rw",
+            "mcp__everything__gzip-file-as-resource",
+            json!({"name": "x.gz", "data": "data:text/plain,hello"}).to_string(),
         ),
     ]));
     s.mock.push(Reply::text("asked"));
@@ -251,7 +261,7 @@ async fn in_default_mode_read_only_mcp_tools_run_and_others_ask() {
             break approval;
         }
     };
-    assert_eq!(approval.tool, "mcp__everything__toggle-simulated-logging");
+    assert_eq!(approval.tool, "mcp__everything__gzip-file-as-resource");
     client
         .request(
             "approval/respond",
@@ -268,8 +278,16 @@ async fn in_default_mode_read_only_mcp_tools_run_and_others_ask() {
         kinds(&events)
     );
     let results = tool_results(&events);
-    assert_eq!(results[0], ("ro".to_owned(), "Echo: x".to_owned(), false));
-    assert!(results[1].2, "{results:?}");
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|(call, ..)| call == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(result("ro"), ("ro".to_owned(), "Echo: x".to_owned(), false));
+    assert!(!result("allowed").2, "{results:?}");
+    assert!(result("rw").2, "{results:?}");
 }
 
 /// A session in plan mode (only read-only tools run).
