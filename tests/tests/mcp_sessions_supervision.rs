@@ -76,8 +76,9 @@ async fn a_server_that_never_starts_costs_a_warning_not_the_session() {
         args: vec!["600".to_owned()],
         env: Default::default(),
     };
+    // And an entry that cannot be used at all: a problem, said at each run.
     let config = format!(
-        "[mcp]\nstartup_grace_secs = 1\n{}{}",
+        "[mcp]\nstartup_grace_secs = 1\n{}{}[mcp_servers.nothing]\nargs = [\"x\"]\n",
         server_toml("broken", &broken, ""),
         server_toml("silent", &silent, "")
     );
@@ -97,6 +98,12 @@ async fn a_server_that_never_starts_costs_a_warning_not_the_session() {
     assert!(
         warnings.iter().any(|w| w
             == "MCP server silent is still starting after 1 s; its tools join once it is ready"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("config.toml") && w.contains("nothing")),
         "{warnings:?}"
     );
     let requests = s.mock.wait_for_requests(1).await;
