@@ -25,6 +25,9 @@ const HASH_SUFFIX_DIGITS: usize = 6;
 pub const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
 /// Base64 bytes of all images of one result together; the rest are described instead.
 pub const MAX_RESULT_IMAGES_BYTES: usize = 8 * 1024 * 1024;
+/// Image types both providers take (Anthropic accepts exactly these); another type, sent on,
+/// would make every later request of the session fail, so it is described instead.
+pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// Progress notifications of one call waiting to be reported; more are dropped (the next one
 /// says where the call is anyway), so a chatty server cannot grow the daemon's memory.
 const PROGRESS_QUEUE: usize = 64;
@@ -195,6 +198,21 @@ fn fnv1a(text: &str) -> u32 {
     })
 }
 
+/// Whether `data` is standard base64 (padded): what the providers decode. A server's bad data
+/// sent on would make every later request of the session fail.
+fn is_base64(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    let body = bytes
+        .strip_suffix(b"==")
+        .or_else(|| bytes.strip_suffix(b"="))
+        .unwrap_or(bytes);
+    !bytes.is_empty()
+        && bytes.len().is_multiple_of(4)
+        && body
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
+}
+
 /// One `toolProgress` line of a call: "3/10 message", "3 message", or the message alone.
 fn progress_line(progress: &McpProgress) -> String {
     let amount = match progress.total {
@@ -237,7 +255,16 @@ pub fn convert_result(tool: &str, result: McpCallResult) -> ToolOutput {
             McpContent::Text(text) => parts.push(text),
             McpContent::Image { mime_type, data } => {
                 let size = data.len();
-                if size > MAX_IMAGE_BASE64_BYTES
+                if !IMAGE_TYPES.contains(&mime_type.as_str()) {
+                    parts.push(format!(
+                        "[image {mime_type}: a type the model is not shown (only {})]",
+                        IMAGE_TYPES.join(", ")
+                    ));
+                } else if !is_base64(&data) {
+                    parts.push(format!(
+                        "[image {mime_type}: not valid base64, not shown to the model]"
+                    ));
+                } else if size > MAX_IMAGE_BASE64_BYTES
                     || image_bytes.saturating_add(size) > MAX_RESULT_IMAGES_BYTES
                 {
                     parts.push(format!(

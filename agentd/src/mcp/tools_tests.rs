@@ -109,7 +109,7 @@ fn images_are_kept_for_the_provider_and_oversized_ones_described() {
     };
     let huge = McpContent::Image {
         mime_type: "image/png".into(),
-        data: "A".repeat(MAX_IMAGE_BASE64_BYTES + 1),
+        data: "A".repeat(MAX_IMAGE_BASE64_BYTES + 4),
     };
     let output = convert_result(
         "mcp__s__t",
@@ -127,8 +127,36 @@ fn images_are_kept_for_the_provider_and_oversized_ones_described() {
         output.content,
         format!(
             "a tiny image\n[image image/png, {} bytes of base64: too large to show to the model]",
-            MAX_IMAGE_BASE64_BYTES + 1
+            MAX_IMAGE_BASE64_BYTES + 4
         )
+    );
+}
+
+#[test]
+fn images_the_providers_would_refuse_are_described_not_sent() {
+    let image = |mime_type: &str, data: &str| McpContent::Image {
+        mime_type: mime_type.into(),
+        data: data.into(),
+    };
+    let output = convert_result(
+        "mcp__s__t",
+        result(vec![
+            image("image/svg+xml", "PHN2Zz4="),
+            image("image/png", "not base64!"),
+            image("image/png", "abc"),
+            image("image/jpeg", "/9j/4AAQ"),
+        ]),
+    );
+    assert_eq!(
+        output.images,
+        [ToolImage {
+            mime_type: "image/jpeg".into(),
+            data: "/9j/4AAQ".into(),
+        }]
+    );
+    assert_eq!(
+        output.content,
+        "[image image/svg+xml: a type the model is not shown (only image/png, image/jpeg, image/gif, image/webp)]\n[image image/png: not valid base64, not shown to the model]\n[image image/png: not valid base64, not shown to the model]"
     );
 }
 
