@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use protocol::Method;
 use protocol::error as codes;
 use protocol::mcp::*;
+use protocol::methods::McpList;
 
-use super::{RpcResult, internal, refuse_if_stopping, rpc_error};
+use super::{RpcResult, internal, refuse_if_stopping, rpc_error, rpc_error_suggesting};
 use crate::mcp::config::McpServerEntry;
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
@@ -81,7 +83,7 @@ pub async fn restart(
         .mcp
         .restart(&params.name, &root)
         .await
-        .map_err(|message| rpc_error(codes::NOT_FOUND, message))?;
+        .map_err(|message| rpc_error_suggesting(codes::NOT_FOUND, message, Some(McpList::NAME)))?;
     Ok(McpRestartResult { restarted: true })
 }
 
