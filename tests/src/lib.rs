@@ -1,7 +1,9 @@
-//! Test support: the daemon harness, the scripted mock LLM server and an HTTP gate.
+//! Test support: the daemon harness, the scripted mock LLM server, an HTTP gate and the real
+//! MCP servers (`mcp_servers`).
 
 pub mod gate;
 pub mod harness;
+pub mod mcp_servers;
 pub mod mock_llm;
 pub mod scenario;
 pub mod subscription;

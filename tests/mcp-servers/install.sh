@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the real MCP servers the integration tests run, at the pinned versions, into this
+# folder: npm @modelcontextprotocol/server-everything into node_modules/ (package-lock.json)
+# and PyPI mcp-server-time into venv/ (requirements.txt). Does nothing when both are already
+# installed from the current pins (a stamp holds the digest of the pin file).
+# Needs node + npm and python3 (with venv) on PATH.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+node_stamp=node_modules/.agentd-installed
+if [[ -f $node_stamp && "$(cat "$node_stamp")" == "$(digest package-lock.json)" ]]; then
+    echo "mcp-servers: node servers already installed"
+else
+    echo "mcp-servers: installing node servers (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+    digest package-lock.json >"$node_stamp"
+fi
+
+venv_stamp=venv/.agentd-installed
+if [[ -f $venv_stamp && "$(cat "$venv_stamp")" == "$(digest requirements.txt)" ]]; then
+    echo "mcp-servers: python servers already installed"
+else
+    echo "mcp-servers: installing python servers (venv + pip)"
+    rm -rf venv
+    python3 -m venv venv
+    venv/bin/pip install --quiet --disable-pip-version-check --no-input -r requirements.txt
+    digest requirements.txt >"$venv_stamp"
+fi
