@@ -91,6 +91,9 @@ pub struct Config {
     pub sandbox: crate::process::sandbox::SandboxConfig,
     /// When old tool results are cleared and the history compacted (`[context]`).
     pub context: ContextConfig,
+    /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
+    /// an entry that cannot be used is a problem the session reports, not a config error).
+    pub mcp: crate::mcp::config::McpSettings,
 }
 
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
@@ -228,6 +231,7 @@ pub fn load(
         memory: crate::memory::MemoryLimits::default(),
         sandbox: crate::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
+        mcp: crate::mcp::config::McpSettings::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -342,6 +346,10 @@ struct FileConfig {
     memory: Option<FileMemory>,
     sandbox: Option<crate::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
+    mcp: Option<crate::mcp::config::McpSection>,
+    /// Kept as values so one bad entry is a problem of that server, not of the whole file.
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, toml::Value>,
 }
 
 /// `[memory]` as written.
@@ -479,6 +487,10 @@ fn apply_file(
             hard_limit_percent: hard,
         };
     }
+    if let Some(mcp) = &file.mcp {
+        mcp_settings(path, mcp, &mut config.mcp)?;
+    }
+    config.mcp.servers = crate::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (
@@ -667,6 +679,40 @@ fn memory_limits(
         )?,
         user_chars: limit("memory.user_chars", memory.user_chars, DEFAULT_USER_CHARS)?,
     })
+}
+
+/// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded.
+fn mcp_settings(
+    path: &Path,
+    mcp: &crate::mcp::config::McpSection,
+    settings: &mut crate::mcp::config::McpSettings,
+) -> Result<(), ConfigError> {
+    use crate::mcp::config::{MAX_IDLE_STOP_SECS, MAX_STARTUP_GRACE_SECS};
+    let idle_stop_secs = bounded(
+        path,
+        "mcp.idle_stop_secs",
+        mcp.idle_stop_secs,
+        settings.idle_stop.as_secs(),
+        MAX_IDLE_STOP_SECS,
+        "seconds",
+    )?;
+    if idle_stop_secs == 0 {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason: "mcp.idle_stop_secs must be at least 1".to_owned(),
+        });
+    }
+    let startup_grace_secs = bounded(
+        path,
+        "mcp.startup_grace_secs",
+        mcp.startup_grace_secs,
+        settings.startup_grace.as_secs(),
+        MAX_STARTUP_GRACE_SECS,
+        "seconds",
+    )?;
+    settings.idle_stop = std::time::Duration::from_secs(idle_stop_secs);
+    settings.startup_grace = std::time::Duration::from_secs(startup_grace_secs);
+    Ok(())
 }
 
 fn rule_errors_text(errors: &[RuleError]) -> String {

@@ -417,3 +417,87 @@ fn context_limits_are_read_and_checked() {
         .to_string();
     assert!(error.contains(":2:"), "{error}");
 }
+
+#[test]
+fn mcp_settings_are_read_and_bounded() {
+    let default = load_with(Some(""), &[]).unwrap();
+    assert_eq!(default.mcp.idle_stop, crate::mcp::DEFAULT_IDLE_STOP);
+    assert_eq!(default.mcp.startup_grace, crate::mcp::DEFAULT_STARTUP_GRACE);
+    assert_eq!(default.mcp.idle_stop.as_secs(), 600);
+    assert_eq!(default.mcp.startup_grace.as_secs(), 5);
+    let set = load_with(
+        Some("[mcp]\nidle_stop_secs = 30\nstartup_grace_secs = 0\n"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(set.mcp.idle_stop, std::time::Duration::from_secs(30));
+    assert_eq!(set.mcp.startup_grace, std::time::Duration::ZERO);
+    // (the [mcp] body, a part of the error)
+    let cases = [
+        (
+            "idle_stop_secs = 0",
+            "mcp.idle_stop_secs must be at least 1",
+        ),
+        (
+            "idle_stop_secs = 99999999999",
+            "mcp.idle_stop_secs = 99999999999 is too large",
+        ),
+        (
+            "startup_grace_secs = 301",
+            "mcp.startup_grace_secs = 301 is too large",
+        ),
+        ("idle_stop = 5", "unknown field `idle_stop`"),
+    ];
+    for (body, expected) in cases {
+        let error = load_with(Some(&format!("[mcp]\n{body}\n")), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{body}: {error}");
+    }
+}
+
+#[test]
+fn a_bad_mcp_server_entry_is_a_problem_of_the_server_not_a_config_error() {
+    let config = load_with(
+        Some(
+            r#"
+[mcp_servers.time]
+command = "uvx"
+args = ["mcp-server-time"]
+tool_timeout_secs = 30
+
+[mcp_servers.broken]
+command = ["not", "a", "string"]
+
+[mcp_servers."bad name"]
+command = "x"
+"#,
+        ),
+        &[],
+    )
+    .unwrap();
+    let servers = &config.mcp.servers;
+    assert_eq!(servers.file.as_deref(), config.source.as_deref());
+    assert_eq!(servers.entries.keys().collect::<Vec<_>>(), ["time"]);
+    assert_eq!(servers.entries["time"].args, ["mcp-server-time"]);
+    assert_eq!(servers.entries["time"].tool_timeout_secs, Some(30));
+    let problems: Vec<String> = servers.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("server bad name: the server name"),
+        "{}",
+        problems[0]
+    );
+    assert!(
+        problems[1].contains("server broken: [mcp_servers.broken]: invalid type"),
+        "{}",
+        problems[1]
+    );
+    // A TOML syntax error stays a config error, with its position.
+    let error = load_with(Some("[mcp_servers.x]\ncommand = \n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains(":2:"), "{error}");
+    // So does a section of the wrong shape.
+    assert!(load_with(Some("mcp_servers = 3\n"), &[]).is_err());
+}

@@ -118,6 +118,11 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "the untrusted-project warning names the command to trust it (issue 8 asks for it), and \
          the method `project/trust` beside it for editors",
     ),
+    (
+        "mcp/config.rs",
+        "the untrusted-project warning of MCP servers names the command to trust it, as the \
+         permission one does, and the method `project/trust` beside it for editors",
+    ),
 ];
 
 /// The whole class, not just the ids tested above: no code line of the daemon (comments and

@@ -217,6 +217,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             crate::trust::TrustStore::empty(&paths.state_dir)
         }
     };
+    let mcp_idle_stop = config
+        .as_ref()
+        .map(|config| config.mcp.idle_stop)
+        .unwrap_or(crate::mcp::DEFAULT_IDLE_STOP);
     Ok(SessionDeps {
         paths: paths.clone(),
         trust: Arc::new(trust),
@@ -225,10 +229,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,
-        mcp: crate::mcp::McpManager::new(
-            paths.state_dir.join("mcp"),
-            crate::mcp::DEFAULT_IDLE_STOP,
-        ),
+        mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         tool_limits,
         sandbox: Arc::new(sandbox),

@@ -1,7 +1,6 @@
 //! Handlers of `mcp/list` (the servers the manager knows, and with a `cwd` what is configured
 //! there and its problems) and `mcp/restart`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +10,7 @@ use protocol::mcp::*;
 use protocol::methods::McpList;
 
 use super::{RpcResult, internal, refuse_if_stopping, rpc_error, rpc_error_suggesting};
-use crate::mcp::config::McpServerEntry;
+use crate::mcp::config::McpEntries;
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
 
@@ -27,15 +26,17 @@ pub async fn list(
     if let Some(cwd) = &params.cwd {
         let cwd = workspace(cwd).await?;
         let trust = state.trust.clone();
-        let user = user_entries(&state);
+        let user = state.sessions.mcp_user_servers();
         let (root, set) = tokio::task::spawn_blocking(move || {
-            let root = crate::trust::project_root(&cwd);
-            let trusted = trust.is_trusted(&root);
-            let set =
-                crate::mcp::config::servers_for(&cwd, &user, &BTreeMap::new(), trusted, &|name| {
-                    std::env::var(name).ok()
-                });
-            (root, set)
+            let project = crate::mcp::config::project_trust(&cwd, &trust);
+            let set = crate::mcp::config::servers_for(
+                &cwd,
+                &user,
+                &McpEntries::default(),
+                project.trusted,
+                &|name| std::env::var(name).ok(),
+            );
+            (project.root, set)
         })
         .await
         .map_err(|err| internal(err.to_string()))?;
@@ -146,11 +147,4 @@ async fn workspace(cwd: &str) -> RpcResult<PathBuf> {
             format!("cwd {cwd} is not a directory; send the workspace directory of the session"),
         )),
     }
-}
-
-/// The user's `[mcp_servers.*]` entries of config.toml (none while the configuration is
-/// unusable).
-fn user_entries(state: &DaemonState) -> BTreeMap<String, McpServerEntry> {
-    let _ = state;
-    BTreeMap::new()
 }

@@ -1,0 +1,327 @@
+//! One MCP server entry as written (`.mcp.json`, `[mcp_servers.<name>]`, `session/create`) and
+//! its resolution into an [`McpServerConfig`]: `${VAR}` and `${VAR:-default}` expanded, the
+//! transport chosen, values checked against their bounds. Pure: the environment comes in as a
+//! function.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::mcp::{McpServerConfig, McpSource, McpTransport};
+
+/// One entry as written, in `.mcp.json`, in config.toml or in `session/create` params. The
+/// keys are snake_case; `.mcp.json` and `session/create` also accept their camelCase spelling.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct McpServerEntry {
+    /// `stdio`, `http` (also `streamable-http`, `streamableHttp`); absent: stdio with a
+    /// `command`, http with a `url`. `sse` is refused as unsupported.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub enabled: Option<bool>,
+    #[serde(alias = "startupTimeoutSecs")]
+    pub startup_timeout_secs: Option<u64>,
+    #[serde(alias = "toolTimeoutSecs")]
+    pub tool_timeout_secs: Option<u64>,
+    #[serde(alias = "enabledTools")]
+    pub enabled_tools: Option<Vec<String>>,
+    #[serde(default, alias = "disabledTools")]
+    pub disabled_tools: Vec<String>,
+}
+
+/// The keys config.toml accepts in `[mcp_servers.<name>]`; any other is reported, so a typo
+/// does not silently drop a setting.
+pub const TOML_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "startup_timeout_secs",
+    "tool_timeout_secs",
+    "enabled_tools",
+    "disabled_tools",
+];
+
+/// The longest server name: it becomes part of tool names (`mcp__<server>__<tool>`), which
+/// providers cap at 64 characters.
+pub const MAX_SERVER_NAME_CHARS: usize = 64;
+/// The longest `startup_timeout_secs`: a server that needs more than ten minutes to answer
+/// `initialize` is broken, and a bound keeps the value away from clock overflow.
+pub const MAX_STARTUP_TIMEOUT_SECS: u64 = 10 * 60;
+/// The longest `tool_timeout_secs`: a day, far above any interactive tool call.
+pub const MAX_TOOL_TIMEOUT_SECS: u64 = 24 * 60 * 60;
+/// The most names `enabled_tools` or `disabled_tools` may list: a server offers tens of tools,
+/// not thousands.
+pub const MAX_TOOL_FILTER_NAMES: usize = 1000;
+
+/// Whether `name` may name a server: 1 to [`MAX_SERVER_NAME_CHARS`] of `[A-Za-z0-9_-]`, so it
+/// reads the same in tool names, log file names and messages.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the server name is empty; name it with letters, digits, _ or -".to_owned());
+    }
+    if name.chars().count() > MAX_SERVER_NAME_CHARS {
+        return Err(format!(
+            "the server name is longer than {MAX_SERVER_NAME_CHARS} characters; use a shorter one"
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "the server name {name:?} contains {bad:?}; use only letters, digits, _ and -"
+        ));
+    }
+    Ok(())
+}
+
+/// Where an entry's relative `cwd` is resolved.
+#[derive(Clone, Copy, Debug)]
+pub enum RelativeTo<'a> {
+    /// The directory of the `.mcp.json` (project entries) or the session's cwd.
+    Dir(&'a Path),
+    /// Nowhere: the `cwd` must be absolute (config.toml entries).
+    AbsoluteOnly,
+}
+
+/// `entry` named `name`, resolved; the error is the reason the entry cannot be used.
+pub fn resolve(
+    name: &str,
+    entry: &McpServerEntry,
+    source: McpSource,
+    relative_to: RelativeTo<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpServerConfig, String> {
+    let expand = |what: &str, text: &str| expand(text, env).map_err(|why| format!("{what}: {why}"));
+    let transport = match transport_kind(entry)? {
+        Kind::Stdio => {
+            let command = entry
+                .command
+                .as_deref()
+                .ok_or("a stdio server needs a command (or give a url with type \"http\")")?;
+            let command = expand("command", command)?;
+            if command.trim().is_empty() {
+                return Err("the command is empty".to_owned());
+            }
+            let args = entry
+                .args
+                .iter()
+                .enumerate()
+                .map(|(index, arg)| expand(&format!("args[{index}]"), arg))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut resolved_env = BTreeMap::new();
+            for (key, value) in &entry.env {
+                check_env_name(key)?;
+                resolved_env.insert(key.clone(), expand(&format!("env.{key}"), value)?);
+            }
+            let cwd = match &entry.cwd {
+                None => None,
+                Some(cwd) => Some(resolve_cwd(&expand("cwd", cwd)?, relative_to)?),
+            };
+            for text in std::iter::once(&command)
+                .chain(&args)
+                .chain(resolved_env.values())
+            {
+                if text.contains('\0') {
+                    return Err("a command, argument or env value contains a NUL byte".to_owned());
+                }
+            }
+            McpTransport::Stdio {
+                command,
+                args,
+                env: resolved_env,
+                cwd,
+            }
+        }
+        Kind::Http => {
+            let url = entry.url.as_deref().ok_or("an http server needs a url")?;
+            let url = expand("url", url)?;
+            check_url(&url)?;
+            let mut headers = BTreeMap::new();
+            for (key, value) in &entry.headers {
+                let value = expand(&format!("headers.{key}"), value)?;
+                check_header(key, &value)?;
+                headers.insert(key.clone(), value);
+            }
+            McpTransport::Http { url, headers }
+        }
+    };
+    Ok(McpServerConfig {
+        name: name.to_owned(),
+        transport,
+        enabled: entry.enabled.unwrap_or(true),
+        startup_timeout: timeout(
+            "startup_timeout_secs",
+            entry.startup_timeout_secs,
+            crate::mcp::DEFAULT_STARTUP_TIMEOUT,
+            MAX_STARTUP_TIMEOUT_SECS,
+        )?,
+        tool_timeout: timeout(
+            "tool_timeout_secs",
+            entry.tool_timeout_secs,
+            crate::mcp::DEFAULT_TOOL_TIMEOUT,
+            MAX_TOOL_TIMEOUT_SECS,
+        )?,
+        enabled_tools: match &entry.enabled_tools {
+            Some(names) => Some(tool_names("enabled_tools", names)?),
+            None => None,
+        },
+        disabled_tools: tool_names("disabled_tools", &entry.disabled_tools)?,
+        source,
+    })
+}
+
+/// `text` with every `${VAR}` replaced by the variable's value and every `${VAR:-default}` by
+/// the value, or `default` when the variable is unset or empty. An unset `${VAR}` is an error
+/// naming it; a `$` not followed by `{` is kept as written.
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("{:?} has a ${{ without its closing }}", text))?;
+        let inner = &after[..end];
+        let (variable, default) = match inner.split_once(":-") {
+            Some((variable, default)) => (variable, Some(default)),
+            None => (inner, None),
+        };
+        let valid = variable
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && variable
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "${{{inner}}} does not name an environment variable (letters, digits and _)"
+            ));
+        }
+        match (env(variable), default) {
+            (Some(value), Some(default)) if value.is_empty() => out.push_str(default),
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {
+                return Err(format!(
+                    "environment variable {variable} is not set; set it for the daemon, or write \
+                     ${{{variable}:-default}}"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The transport an entry asks for.
+enum Kind {
+    Stdio,
+    Http,
+}
+
+fn transport_kind(entry: &McpServerEntry) -> Result<Kind, String> {
+    match entry.kind.as_deref() {
+        Some("stdio") => Ok(Kind::Stdio),
+        Some("http" | "streamable-http" | "streamableHttp") => Ok(Kind::Http),
+        Some("sse") => Err(
+            "the sse transport is not supported; use the server's streamable HTTP endpoint \
+             (type \"http\")"
+                .to_owned(),
+        ),
+        Some(other) => Err(format!("unknown type {other:?}; use \"stdio\" or \"http\"")),
+        None => match (&entry.command, &entry.url) {
+            (Some(_), None) => Ok(Kind::Stdio),
+            (None, Some(_)) => Ok(Kind::Http),
+            (Some(_), Some(_)) => Err(
+                "the entry has both a command and a url; set type to \"stdio\" or \"http\""
+                    .to_owned(),
+            ),
+            (None, None) => {
+                Err("the entry has neither a command (stdio) nor a url (http)".to_owned())
+            }
+        },
+    }
+}
+
+fn resolve_cwd(cwd: &str, relative_to: RelativeTo<'_>) -> Result<PathBuf, String> {
+    let path = PathBuf::from(cwd);
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    match relative_to {
+        RelativeTo::Dir(dir) => Ok(dir.join(path)),
+        RelativeTo::AbsoluteOnly => Err(format!(
+            "cwd {cwd:?} is relative; config.toml entries need an absolute cwd"
+        )),
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(format!(
+            "env key {name:?} is not a variable name (empty, or contains = or NUL)"
+        ));
+    }
+    Ok(())
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|why| format!("url {url:?} is not a url: {why}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("url {url:?} is not http or https"));
+    }
+    Ok(())
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
+    reqwest::header::HeaderValue::from_str(value)
+        .map_err(|_| format!("headers.{name}: the value is not a valid header value"))?;
+    Ok(())
+}
+
+fn timeout(key: &str, value: Option<u64>, default: Duration, max: u64) -> Result<Duration, String> {
+    match value {
+        None => Ok(default),
+        Some(0) => Err(format!("{key} must be at least 1")),
+        Some(secs) if secs > max => Err(format!(
+            "{key} = {secs} is too large (at most {max} seconds); remove it for the default ({} \
+             seconds)",
+            default.as_secs()
+        )),
+        Some(secs) => Ok(Duration::from_secs(secs)),
+    }
+}
+
+fn tool_names(key: &str, names: &[String]) -> Result<Vec<String>, String> {
+    if names.len() > MAX_TOOL_FILTER_NAMES {
+        return Err(format!(
+            "{key} lists {} tools (at most {MAX_TOOL_FILTER_NAMES})",
+            names.len()
+        ));
+    }
+    if names.iter().any(|name| name.trim().is_empty()) {
+        return Err(format!("{key} has an empty tool name"));
+    }
+    Ok(names.to_vec())
+}

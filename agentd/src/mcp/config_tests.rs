@@ -1,0 +1,751 @@
+//! Table-driven tests of MCP server configuration: discovery up to the git root, precedence,
+//! `${VAR}` expansion, transports, problems, trust, the ACP array shape.
+
+use std::collections::HashMap;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::mcp::McpTransport;
+
+fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// A temp tree: `outer/` holding a git repository `outer/repo/` with `sub/`; returns the
+/// canonical paths.
+struct Tree {
+    _dir: tempfile::TempDir,
+    outer: PathBuf,
+    repo: PathBuf,
+    sub: PathBuf,
+}
+
+fn tree() -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let outer = std::fs::canonicalize(dir.path()).unwrap();
+    let repo = outer.join("repo");
+    let sub = repo.join("sub");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(&sub).unwrap();
+    Tree {
+        _dir: dir,
+        outer,
+        repo,
+        sub,
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+/// `{"mcpServers": {name: {"command": command}, …}}`.
+fn mcp_json(servers: &[(&str, &str)]) -> String {
+    let servers: serde_json::Map<String, serde_json::Value> = servers
+        .iter()
+        .map(|(name, command)| {
+            (
+                (*name).to_owned(),
+                serde_json::json!({ "command": command }),
+            )
+        })
+        .collect();
+    serde_json::json!({ "mcpServers": servers }).to_string()
+}
+
+fn session_of(value: serde_json::Value) -> McpEntries {
+    McpEntries::from_session(&value)
+}
+
+fn user_of(toml_text: &str) -> McpEntries {
+    let tables: BTreeMap<String, toml::Value> = toml::from_str(toml_text).unwrap();
+    McpEntries::from_toml(Path::new("/home/u/.config/agentd/config.toml"), tables)
+}
+
+fn command_of(config: &McpServerConfig) -> String {
+    match &config.transport {
+        McpTransport::Stdio { command, .. } => command.clone(),
+        McpTransport::Http { url, .. } => url.clone(),
+    }
+}
+
+/// "name=command" of each server to start, then of each untrusted and disabled one.
+fn summary(set: &McpServerSet) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let names = |configs: &[McpServerConfig]| {
+        configs
+            .iter()
+            .map(|config| format!("{}={}", config.name, command_of(config)))
+            .collect::<Vec<_>>()
+    };
+    (
+        names(&set.servers),
+        names(&set.untrusted),
+        names(&set.disabled),
+    )
+}
+
+fn problems(set: &McpServerSet) -> Vec<String> {
+    set.problems.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn mcp_json_is_found_from_the_cwd_up_to_the_git_root_and_the_nearer_file_wins() {
+    let tree = tree();
+    write(
+        &tree.repo.join(MCP_JSON),
+        &mcp_json(&[("a", "root-a"), ("b", "root-b")]),
+    );
+    write(&tree.sub.join(MCP_JSON), &mcp_json(&[("a", "sub-a")]));
+    // Above the git root: not the project's.
+    write(&tree.outer.join(MCP_JSON), &mcp_json(&[("c", "outer-c")]));
+    let set = servers_for(
+        &tree.sub,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        true,
+        &no_env,
+    );
+    assert_eq!(problems(&set), Vec::<String>::new());
+    assert_eq!(summary(&set).0, ["a=sub-a", "b=root-b"]);
+    assert_eq!(
+        set.servers[0].source,
+        McpSource::Project {
+            file: tree.sub.join(MCP_JSON)
+        }
+    );
+    assert_eq!(
+        set.servers[1].source,
+        McpSource::Project {
+            file: tree.repo.join(MCP_JSON)
+        }
+    );
+}
+
+#[test]
+fn outside_a_repository_only_the_workspace_mcp_json_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let outer = std::fs::canonicalize(dir.path()).unwrap();
+    let workspace = outer.join("work");
+    std::fs::create_dir(&workspace).unwrap();
+    write(&outer.join(MCP_JSON), &mcp_json(&[("up", "up")]));
+    write(&workspace.join(MCP_JSON), &mcp_json(&[("here", "here")]));
+    let set = servers_for(
+        &workspace,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        true,
+        &no_env,
+    );
+    assert_eq!(summary(&set).0, ["here=here"]);
+}
+
+#[test]
+fn precedence_is_session_over_project_over_user_and_untrusted_projects_shadow_nothing() {
+    let tree = tree();
+    write(
+        &tree.repo.join(MCP_JSON),
+        &mcp_json(&[("x", "project-x"), ("z", "project-z"), ("w", "project-w")]),
+    );
+    let user = user_of(
+        r#"
+        x = { command = "user-x" }
+        y = { command = "user-y" }
+        z = { command = "user-z" }
+        "#,
+    );
+    let session = session_of(serde_json::json!({
+        "x": { "command": "session-x" },
+        "y": { "command": "session-y" },
+        "w": { "command": "session-w" },
+    }));
+    // (trusted, servers, untrusted)
+    let cases: &[(bool, &[&str], &[&str])] = &[
+        (
+            true,
+            &["w=session-w", "x=session-x", "y=session-y", "z=project-z"],
+            &[],
+        ),
+        (
+            false,
+            &["w=session-w", "x=session-x", "y=session-y", "z=user-z"],
+            // The session's own x and w replace the project's: they are not listed as waiting.
+            &["z=project-z"],
+        ),
+    ];
+    for (trusted, servers, untrusted) in cases {
+        let set = servers_for(&tree.repo, &user, &session, *trusted, &no_env);
+        assert_eq!(problems(&set), Vec::<String>::new(), "trusted={trusted}");
+        let (got_servers, got_untrusted, _) = summary(&set);
+        assert_eq!(got_servers, *servers, "trusted={trusted}");
+        assert_eq!(got_untrusted, *untrusted, "trusted={trusted}");
+    }
+    let set = servers_for(&tree.repo, &user, &session, true, &no_env);
+    assert_eq!(set.servers[0].source, McpSource::Session);
+    assert_eq!(
+        set.servers[3].source,
+        McpSource::Project {
+            file: tree.repo.join(MCP_JSON)
+        }
+    );
+}
+
+#[test]
+fn variables_expand_with_defaults_and_an_unset_one_is_an_error_naming_it() {
+    let env = env_of(&[("A", "alpha"), ("B", "beta"), ("EMPTY", "")]);
+    // (text, expected expansion or a part of the error)
+    let cases: &[(&str, Result<&str, &str>)] = &[
+        ("plain", Ok("plain")),
+        ("${A}", Ok("alpha")),
+        ("x-${A}-${B}-y", Ok("x-alpha-beta-y")),
+        ("${A:-default}", Ok("alpha")),
+        ("${UNSET:-default}", Ok("default")),
+        ("${UNSET:-}", Ok("")),
+        ("${EMPTY:-default}", Ok("default")),
+        ("${EMPTY}", Ok("")),
+        ("$A and $", Ok("$A and $")),
+        ("${UNSET}", Err("environment variable UNSET is not set")),
+        ("${A}${UNSET}", Err("UNSET")),
+        ("${1X}", Err("does not name an environment variable")),
+        ("${A", Err("without its closing }")),
+    ];
+    for (text, expected) in cases {
+        match (expand(text, &env), expected) {
+            (Ok(got), Ok(want)) => assert_eq!(&got, want, "{text}"),
+            (Err(got), Err(want)) => assert!(got.contains(want), "{text}: {got}"),
+            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_field_that_takes_variables_expands_them() {
+    let tree = tree();
+    write(
+        &tree.repo.join(MCP_JSON),
+        r#"{"mcpServers": {
+            "local": {
+                "command": "${BIN}/server",
+                "args": ["--token", "${TOKEN}", "${MODE:-fast}"],
+                "env": {"API_KEY": "${TOKEN}", "PLAIN": "p"},
+                "cwd": "${TOOLS:-tools}"
+            },
+            "remote": {
+                "type": "http",
+                "url": "https://${HOST}/mcp",
+                "headers": {"Authorization": "Bearer ${TOKEN}"}
+            }
+        }}"#,
+    );
+    let env = env_of(&[
+        ("BIN", "/opt/bin"),
+        ("TOKEN", "t0k"),
+        ("HOST", "example.com"),
+    ]);
+    let set = servers_for(
+        &tree.repo,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        true,
+        &env,
+    );
+    assert_eq!(problems(&set), Vec::<String>::new());
+    assert_eq!(
+        set.servers[0].transport,
+        McpTransport::Stdio {
+            command: "/opt/bin/server".to_owned(),
+            args: vec!["--token".to_owned(), "t0k".to_owned(), "fast".to_owned()],
+            env: BTreeMap::from([
+                ("API_KEY".to_owned(), "t0k".to_owned()),
+                ("PLAIN".to_owned(), "p".to_owned()),
+            ]),
+            // Relative to the directory of the .mcp.json.
+            cwd: Some(tree.repo.join("tools")),
+        }
+    );
+    assert_eq!(
+        set.servers[1].transport,
+        McpTransport::Http {
+            url: "https://example.com/mcp".to_owned(),
+            headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t0k".to_owned())]),
+        }
+    );
+    assert_eq!(
+        set.servers[0].startup_timeout,
+        crate::mcp::DEFAULT_STARTUP_TIMEOUT
+    );
+    assert_eq!(
+        set.servers[0].tool_timeout,
+        crate::mcp::DEFAULT_TOOL_TIMEOUT
+    );
+    assert!(set.servers[0].enabled);
+
+    // Without TOKEN both entries are problems naming the variable; the other sources still work.
+    let user = user_of(r#"fine = { command = "ok" }"#);
+    let set = servers_for(&tree.repo, &user, &McpEntries::default(), true, &no_env);
+    assert_eq!(summary(&set).0, ["fine=ok"]);
+    let found = problems(&set);
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (problem, server) in found.iter().zip(["local", "remote"]) {
+        assert!(
+            problem.contains(&tree.repo.join(MCP_JSON).display().to_string())
+                && problem.contains(&format!("server {server}:"))
+                && problem.contains("BIN is not set") | problem.contains("HOST is not set"),
+            "{problem}"
+        );
+    }
+}
+
+#[test]
+fn transports_are_chosen_by_type_or_by_command_and_url() {
+    // (entry, expected "stdio", "http" or a part of the problem)
+    let cases: &[(serde_json::Value, &str)] = &[
+        (serde_json::json!({"command": "srv"}), "stdio"),
+        (
+            serde_json::json!({"type": "stdio", "command": "srv"}),
+            "stdio",
+        ),
+        (
+            serde_json::json!({"url": "http://127.0.0.1:3001/mcp"}),
+            "http",
+        ),
+        (
+            serde_json::json!({"type": "http", "url": "https://h/mcp"}),
+            "http",
+        ),
+        (
+            serde_json::json!({"type": "streamable-http", "url": "https://h/mcp"}),
+            "http",
+        ),
+        (
+            serde_json::json!({"type": "streamableHttp", "url": "https://h/mcp"}),
+            "http",
+        ),
+        (
+            serde_json::json!({"type": "sse", "url": "https://h/sse"}),
+            "sse transport is not supported",
+        ),
+        (
+            serde_json::json!({"type": "ws", "url": "wss://h"}),
+            "unknown type \"ws\"",
+        ),
+        (
+            serde_json::json!({"type": "http", "url": "ftp://h/mcp"}),
+            "is not http or https",
+        ),
+        (
+            serde_json::json!({"type": "http", "url": "not a url"}),
+            "is not a url",
+        ),
+        (serde_json::json!({"type": "http"}), "needs a url"),
+        (serde_json::json!({"type": "stdio"}), "needs a command"),
+        (
+            serde_json::json!({"command": "c", "url": "https://h"}),
+            "both a command and a url",
+        ),
+        (serde_json::json!({}), "neither a command"),
+        (serde_json::json!({"command": "  "}), "the command is empty"),
+        (
+            serde_json::json!({"url": "https://h", "headers": {"bad name": "v"}}),
+            "not a valid header name",
+        ),
+        (
+            serde_json::json!({"command": "c", "env": {"A=B": "v"}}),
+            "is not a variable name",
+        ),
+        (
+            serde_json::json!({"command": "c", "startupTimeoutSecs": 0}),
+            "startup_timeout_secs must be at least 1",
+        ),
+        (
+            serde_json::json!({"command": "c", "tool_timeout_secs": 100_000_000}),
+            "tool_timeout_secs = 100000000 is too large",
+        ),
+        (
+            serde_json::json!({"command": "c", "enabled_tools": [""]}),
+            "enabled_tools has an empty tool name",
+        ),
+        (
+            serde_json::json!({"command": "c", "args": 5}),
+            "invalid type",
+        ),
+        (serde_json::json!("a string"), "the entry must be an object"),
+    ];
+    for (entry, expected) in cases {
+        let session = session_of(serde_json::json!({ "srv": entry }));
+        let set = servers_for(
+            Path::new("/"),
+            &McpEntries::default(),
+            &session,
+            true,
+            &no_env,
+        );
+        let got = match (set.servers.first(), set.problems.first()) {
+            (Some(config), None) => match config.transport {
+                McpTransport::Stdio { .. } => "stdio".to_owned(),
+                McpTransport::Http { .. } => "http".to_owned(),
+            },
+            (None, Some(problem)) => problem.to_string(),
+            _ => panic!("{entry}: {set:?}"),
+        };
+        assert!(got.contains(expected), "{entry}: {got}");
+        if expected.contains(' ') {
+            assert!(
+                got.starts_with("session/create mcpServers: server srv: "),
+                "{got}"
+            );
+        }
+    }
+}
+
+#[test]
+fn per_server_settings_are_applied() {
+    let session = session_of(serde_json::json!({
+        "srv": {
+            "command": "c",
+            "startupTimeoutSecs": 7,
+            "tool_timeout_secs": 9,
+            "enabledTools": ["echo", "add"],
+            "disabled_tools": ["add"],
+        }
+    }));
+    let set = servers_for(
+        Path::new("/"),
+        &McpEntries::default(),
+        &session,
+        true,
+        &no_env,
+    );
+    let config = &set.servers[0];
+    assert_eq!(config.startup_timeout, Duration::from_secs(7));
+    assert_eq!(config.tool_timeout, Duration::from_secs(9));
+    assert_eq!(
+        config.enabled_tools,
+        Some(vec!["echo".to_owned(), "add".to_owned()])
+    );
+    assert_eq!(config.disabled_tools, vec!["add".to_owned()]);
+}
+
+#[test]
+fn invalid_files_and_entries_are_problems_and_the_rest_still_loads() {
+    // (the .mcp.json text, the servers it yields, a part of each problem)
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("{ not json", &[], &["not valid JSON"]),
+        ("[1, 2]", &[], &["must hold a JSON object"]),
+        (
+            r#"{"mcpServers": []}"#,
+            &[],
+            &["mcpServers must be an object"],
+        ),
+        (r#"{"other": 1}"#, &[], &[]),
+        (
+            r#"{"mcpServers": {"ok": {"command": "c"}, "my server": {"command": "c"}, "bad": {"args": "x", "command": "c"}}}"#,
+            &["ok=c"],
+            &[
+                "server bad: invalid type",
+                "server my server: the server name \"my server\" contains ' '",
+            ],
+        ),
+    ];
+    for (text, servers, expected_problems) in cases {
+        let tree = tree();
+        write(&tree.repo.join(MCP_JSON), text);
+        let user = user_of(r#"mine = { command = "u" }"#);
+        let set = servers_for(&tree.repo, &user, &McpEntries::default(), true, &no_env);
+        let mut want: Vec<&str> = servers.to_vec();
+        want.push("mine=u");
+        want.sort_unstable();
+        assert_eq!(summary(&set).0, want, "{text}");
+        let found = problems(&set);
+        assert_eq!(found.len(), expected_problems.len(), "{text}: {found:?}");
+        for (problem, expected) in found.iter().zip(*expected_problems) {
+            assert!(
+                problem.starts_with(&tree.repo.join(MCP_JSON).display().to_string())
+                    && problem.contains(expected),
+                "{text}: {problem}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_file_too_big_or_not_regular_is_a_problem() {
+    let tree = tree();
+    write(
+        &tree.repo.join(MCP_JSON),
+        &" ".repeat(MAX_MCP_JSON_BYTES + 1),
+    );
+    std::fs::create_dir(tree.sub.join(MCP_JSON)).unwrap();
+    let set = servers_for(
+        &tree.sub,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        true,
+        &no_env,
+    );
+    let found = problems(&set);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].contains("cannot be read"), "{}", found[0]);
+    assert!(found[1].contains("larger than"), "{}", found[1]);
+}
+
+#[test]
+fn an_untrusted_project_lists_its_servers_and_the_warning_says_how_to_trust() {
+    let tree = tree();
+    write(
+        &tree.repo.join(MCP_JSON),
+        &mcp_json(&[("a", "a"), ("b", "b")]),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let trust = crate::trust::TrustStore::empty(state.path());
+    let project = project_trust(&tree.sub, &trust);
+    assert_eq!(
+        project,
+        ProjectTrust {
+            root: tree.repo.clone(),
+            trusted: false
+        }
+    );
+    let set = servers_for(
+        &tree.sub,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        project.trusted,
+        &no_env,
+    );
+    assert_eq!(
+        summary(&set),
+        (vec![], vec!["a=a".to_owned(), "b=b".to_owned()], vec![])
+    );
+    let warning = untrusted_warning(&project.root, &set.untrusted).unwrap();
+    let root = tree.repo.display().to_string();
+    assert!(
+        warning.contains(&format!("project {root} is not trusted"))
+            && warning.contains("(a, b)")
+            && warning.contains(&format!("agentctl trust {root}"))
+            && warning.contains("project/trust"),
+        "{warning}"
+    );
+    assert_eq!(untrusted_warning(&project.root, &[]), None);
+
+    trust.trust(&tree.sub).unwrap();
+    let project = project_trust(&tree.sub, &trust);
+    assert!(project.trusted);
+    let set = servers_for(
+        &tree.sub,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        project.trusted,
+        &no_env,
+    );
+    assert_eq!(summary(&set).0, ["a=a", "b=b"]);
+}
+
+#[test]
+fn the_untrusted_warning_names_a_few_servers_and_counts_the_rest() {
+    let configs: Vec<McpServerConfig> = (0..13)
+        .map(|n| {
+            let session = session_of(serde_json::json!({ format!("s{n:02}"): {"command": "c"} }));
+            servers_for(
+                Path::new("/"),
+                &McpEntries::default(),
+                &session,
+                true,
+                &no_env,
+            )
+            .servers
+            .remove(0)
+        })
+        .collect();
+    let warning = untrusted_warning(Path::new("/src/app"), &configs).unwrap();
+    assert!(warning.contains("s09, 3 more)"), "{warning}");
+    assert!(!warning.contains("s10"), "{warning}");
+}
+
+#[test]
+fn disabled_entries_are_listed_and_shadow_lower_layers() {
+    let user = user_of(
+        r#"
+        github = { command = "user-github" }
+        off = { command = "off", enabled = false }
+        "#,
+    );
+    let session = session_of(serde_json::json!({
+        "github": {"command": "session-github", "enabled": false}
+    }));
+    let set = servers_for(Path::new("/"), &user, &session, true, &no_env);
+    assert_eq!(
+        summary(&set),
+        (
+            vec![],
+            vec![],
+            vec!["github=session-github".to_owned(), "off=off".to_owned()]
+        )
+    );
+}
+
+#[test]
+fn another_users_mcp_json_is_a_problem_and_not_used() {
+    let tree = tree();
+    let path = tree.repo.join(MCP_JSON);
+    write(&path, &mcp_json(&[("planted", "evil")]));
+    let test = "another_users_mcp_json_is_a_problem_and_not_used";
+    if !crate::test_support::give_to_other_user(test, &path) {
+        return;
+    }
+    let set = servers_for(
+        &tree.repo,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        true,
+        &no_env,
+    );
+    assert_eq!(set.servers, vec![]);
+    let found = problems(&set);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("belongs to another user") && found[0].contains("chown"),
+        "{}",
+        found[0]
+    );
+}
+
+#[test]
+fn the_acp_array_shape_is_accepted() {
+    let session = session_of(serde_json::json!([
+        {
+            "name": "files",
+            "command": "/bin/files",
+            "args": ["--root", "/src"],
+            "env": [{"name": "LEVEL", "value": "debug"}],
+        },
+        {
+            "type": "http",
+            "name": "remote",
+            "url": "https://h/mcp",
+            "headers": [{"name": "Authorization", "value": "Bearer x"}],
+        },
+        {"command": "nameless"},
+        {"name": "files", "command": "/bin/second"},
+        {"name": "badenv", "command": "c", "env": [{"name": "A"}]},
+        7,
+    ]));
+    let set = servers_for(
+        Path::new("/"),
+        &McpEntries::default(),
+        &session,
+        true,
+        &no_env,
+    );
+    assert_eq!(
+        set.servers[0].transport,
+        McpTransport::Stdio {
+            command: "/bin/files".to_owned(),
+            args: vec!["--root".to_owned(), "/src".to_owned()],
+            env: BTreeMap::from([("LEVEL".to_owned(), "debug".to_owned())]),
+            cwd: None,
+        }
+    );
+    assert_eq!(
+        set.servers[1].transport,
+        McpTransport::Http {
+            url: "https://h/mcp".to_owned(),
+            headers: BTreeMap::from([("Authorization".to_owned(), "Bearer x".to_owned())]),
+        }
+    );
+    assert_eq!(set.servers.len(), 2);
+    let found = problems(&set);
+    assert_eq!(
+        found,
+        [
+            "session/create mcpServers: mcpServers[2]: a server without a name; give each a \"name\"",
+            "session/create mcpServers: server files: the name is listed twice; the first entry is used",
+            "session/create mcpServers: server badenv: each of env must be {\"name\": …, \"value\": …} with strings",
+            "session/create mcpServers: mcpServers[5]: each server must be an object with a name",
+        ]
+    );
+}
+
+#[test]
+fn a_relative_cwd_is_resolved_against_its_source() {
+    let user = user_of(r#"rel = { command = "c", cwd = "tools" }"#);
+    let session = session_of(serde_json::json!({"here": {"command": "c", "cwd": "tools"}}));
+    let set = servers_for(Path::new("/work/app"), &user, &session, true, &no_env);
+    let McpTransport::Stdio { cwd, .. } = &set.servers[0].transport else {
+        panic!("{set:?}");
+    };
+    assert_eq!(cwd.as_deref(), Some(Path::new("/work/app/tools")));
+    assert_eq!(
+        problems(&set),
+        [
+            "/home/u/.config/agentd/config.toml: server rel: cwd \"tools\" is relative; config.toml entries need an absolute cwd"
+        ]
+    );
+}
+
+#[test]
+fn config_toml_entries_report_unknown_keys_and_wrong_types() {
+    let user = user_of(
+        r#"
+        ok = { command = "c", type = "stdio", startup_timeout_secs = 5 }
+        typo = { comand = "c" }
+        camel = { command = "c", toolTimeoutSecs = 5 }
+        wrong = { command = 5 }
+        scalar = 3
+        "#,
+    );
+    assert_eq!(user.entries.keys().collect::<Vec<_>>(), ["ok"]);
+    let found: Vec<String> = user.problems.iter().map(ToString::to_string).collect();
+    let expected = [
+        "server camel: unknown key \"toolTimeoutSecs\"",
+        "server scalar: mcp_servers.scalar must be a table",
+        "server typo: unknown key \"comand\"",
+        "server wrong: [mcp_servers.wrong]: invalid type",
+    ];
+    assert_eq!(found.len(), expected.len(), "{found:?}");
+    for (problem, expected) in found.iter().zip(expected) {
+        assert!(
+            problem.starts_with("/home/u/.config/agentd/config.toml: ")
+                && problem.contains(expected),
+            "{problem}"
+        );
+    }
+}
+
+#[test]
+fn too_many_servers_in_one_place_are_reported() {
+    let servers: serde_json::Map<String, serde_json::Value> = (0..=MAX_SERVERS_PER_SOURCE)
+        .map(|n| (format!("s{n:03}"), serde_json::json!({"command": "c"})))
+        .collect();
+    let value = serde_json::Value::Object(servers);
+    let entries = McpEntries::from_session(&value);
+    assert_eq!(entries.entries.len(), MAX_SERVERS_PER_SOURCE);
+    assert_eq!(entries.problems.len(), 1);
+    assert!(
+        check_session_param(&value)
+            .unwrap_err()
+            .contains("at most 100")
+    );
+}
+
+#[test]
+fn the_session_param_must_be_an_object_or_an_array() {
+    for (value, ok) in [
+        (serde_json::json!(null), true),
+        (serde_json::json!({}), true),
+        (serde_json::json!([]), true),
+        (serde_json::json!({"a": 5}), true),
+        (serde_json::json!("servers"), false),
+        (serde_json::json!(3), false),
+    ] {
+        assert_eq!(check_session_param(&value).is_ok(), ok, "{value}");
+    }
+}
