@@ -181,3 +181,126 @@ fn daemon_event(event: protocol::event::Event) -> anyhow::Result<Published> {
         event: envelope.event,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::McpStatus;
+    use crate::session::events::LogPosition;
+    use protocol::event::Event;
+    use protocol::mcp::McpServerState;
+    use tokio_util::task::TaskTracker;
+
+    async fn open_log(dir: &std::path::Path, id: &str, tasks: &TaskTracker) -> Arc<EventLog> {
+        let path = dir.join(format!("{id}.jsonl"));
+        std::fs::write(&path, "{\"type\":\"header\"}\n").unwrap();
+        let position = LogPosition {
+            last_seq: 0,
+            valid_len: 18,
+            missing_newline: false,
+        };
+        Arc::new(
+            EventLog::open(id, path, position, DaemonStream::new(8), tasks)
+                .await
+                .unwrap(),
+        )
+    }
+
+    fn key(name: &str) -> ServerKey {
+        ServerKey {
+            name: name.to_owned(),
+            project_root: "/p".into(),
+            config_digest: "d".to_owned(),
+        }
+    }
+
+    fn change(name: &str, status: McpStatus) -> McpStatusChange {
+        McpStatusChange {
+            key: key(name),
+            status,
+        }
+    }
+
+    async fn next(live: &mut broadcast::Receiver<Arc<Published>>) -> Arc<Published> {
+        tokio::time::timeout(Duration::from_secs(10), live.recv())
+            .await
+            .expect("an event in time")
+            .expect("an event")
+    }
+
+    #[tokio::test]
+    async fn changes_reach_the_daemon_stream_and_only_the_sessions_registered_for_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = TaskTracker::new();
+        let uses_a = open_log(dir.path(), "ses_a", &tasks).await;
+        let uses_b = open_log(dir.path(), "ses_b", &tasks).await;
+        let registry = McpStatusRegistry::new();
+        let registration_a = registry.register(&uses_a, [key("a")]);
+        let _registration_b = registry.register(&uses_b, [key("b")]);
+        let daemon = DaemonStream::new(8);
+        let mut daemon_live = daemon.events.subscribe();
+        let mut live_a = uses_a.subscribe(None).await.unwrap().live;
+        let mut live_b = uses_b.subscribe(None).await.unwrap().live;
+        let (changes, receiver) = broadcast::channel(8);
+        let stop = CancellationToken::new();
+        tasks.spawn(forward_status_changes(
+            receiver,
+            registry.clone(),
+            daemon,
+            stop.clone(),
+        ));
+
+        changes
+            .send(change("a", McpStatus::Ready { tools: 3 }))
+            .unwrap();
+        let on_daemon = next(&mut daemon_live).await;
+        assert_eq!(on_daemon.seq, 0);
+        assert!(!on_daemon.persisted);
+        assert!(
+            on_daemon.json.get().contains(r#""sessionId":"""#),
+            "{}",
+            on_daemon.json.get()
+        );
+        assert!(matches!(
+            on_daemon.event,
+            Event::McpServerStatus {
+                status: McpServerState::Ready,
+                tools: Some(3),
+                ..
+            }
+        ));
+        let in_a = next(&mut live_a).await;
+        assert_eq!((in_a.seq, in_a.persisted), (1, true));
+        assert_eq!(in_a.event, on_daemon.event);
+
+        changes
+            .send(change(
+                "b",
+                McpStatus::Failed {
+                    error: "exited".to_owned(),
+                    stderr_tail: "boom".to_owned(),
+                },
+            ))
+            .unwrap();
+        let in_b = next(&mut live_b).await;
+        assert_eq!(in_b.seq, 1, "b got nothing of server a");
+        assert!(matches!(
+            &in_b.event,
+            Event::McpServerStatus { stderr_tail: Some(tail), .. } if tail == "boom"
+        ));
+
+        // Unregistered: a's log gets no more (changes are forwarded in order, so once b has
+        // the later one, the earlier one was handled).
+        drop(registration_a);
+        changes.send(change("a", McpStatus::Stopped)).unwrap();
+        changes.send(change("b", McpStatus::Starting)).unwrap();
+        assert_eq!(next(&mut live_b).await.seq, 2);
+        assert_eq!(uses_a.last_seq(), 1);
+
+        stop.cancel();
+        uses_a.close();
+        uses_b.close();
+        tasks.close();
+        tasks.wait().await;
+    }
+}
