@@ -309,6 +309,18 @@ impl Renderer {
                     self.stderr_line(&line, out);
                 }
             }
+            Event::ToolsChanged {
+                added,
+                removed,
+                changed,
+                ..
+            } => {
+                let mut parts = Vec::new();
+                for (sign, names) in [("+", added), ("-", removed), ("~", changed)] {
+                    parts.extend(names.iter().map(|name| format!("{sign}{name}")));
+                }
+                self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
+            }
             Event::CompactionStarted { .. } => {
                 self.stderr_line("compacting the conversation…", out);
             }

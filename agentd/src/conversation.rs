@@ -28,7 +28,22 @@ pub enum Message {
         content: String,
         #[serde(default)]
         is_error: bool,
+        /// Images the tool returned (MCP tools), sent with the result; absent from the file
+        /// when there are none, so older sessions read and serialise exactly as before.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
     },
+}
+
+/// An image a tool returned, sent to the model with the tool's result (Anthropic: an image
+/// block in the `tool_result`; OpenAI: a `user` message after the tool messages).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolImage {
+    /// e.g. `image/png`.
+    pub mime_type: String,
+    /// Base64, as the tool (the MCP server) sent it.
+    pub data: String,
 }
 
 /// A tool call as the model made it.
@@ -165,6 +180,7 @@ mod tests {
                 tool_name: "read_file".into(),
                 content: "ok".into(),
                 is_error: false,
+                images: Vec::new(),
             },
         ];
         assert_eq!(

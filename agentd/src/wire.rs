@@ -95,6 +95,7 @@ pub fn history_message(message: &Message) -> HistoryMessage {
             tool_name,
             content,
             is_error,
+            ..
         } => HistoryMessage::Tool {
             tool_call_id: tool_call_id.clone(),
             tool_name: tool_name.clone(),

@@ -182,6 +182,18 @@ pub enum Event {
         run_id: String,
         items: Vec<crate::todo::TodoItem>,
     },
+    /// The tools offered to the model differ from the session's previous model call (an MCP
+    /// server became ready or was lost, or changed its tool list): the request's tools, part
+    /// of its cached prefix, change from this step on. Tool names, sorted.
+    #[serde(rename_all = "camelCase")]
+    ToolsChanged {
+        run_id: String,
+        added: Vec<String>,
+        removed: Vec<String>,
+        /// Offered before and now, with another description or input schema.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed: Vec<String>,
+    },
     #[serde(rename_all = "camelCase")]
     UsageUpdated {
         run_id: String,
@@ -295,6 +307,7 @@ impl Event {
             | Event::ApprovalResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }
             | Event::TodoUpdated { run_id, .. }
+            | Event::ToolsChanged { run_id, .. }
             | Event::RunFinished { run_id, .. } => Some(run_id),
             Event::Error { run_id, .. }
             | Event::CompactionStarted { run_id }

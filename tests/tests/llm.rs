@@ -402,6 +402,7 @@ async fn bodies_of_a_session_extend_each_other() {
             tool_name: "ls".to_owned(),
             content: "a.txt\nb.txt".to_owned(),
             is_error: false,
+            images: Vec::new(),
         });
         complete(&client, &history).await.0.unwrap();
         let requests = mock.wait_for_requests(2).await;

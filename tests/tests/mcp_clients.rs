@@ -8,7 +8,7 @@ use std::path::Path;
 
 use agentd_tests::harness::{Client, text};
 use agentd_tests::mcp_servers::{ServerCommand, everything_stdio};
-use agentd_tests::mock_llm::Format;
+use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
 use protocol::daemon::DaemonStatusResult;
 use protocol::event::Event;
@@ -85,8 +85,21 @@ async fn wait_daemon_status(client: &mut Client, server: &str, status: McpServer
     last.event
 }
 
+/// Waits until each `(server, status)` was announced on the daemon stream, in any order.
+async fn wait_daemon_statuses(client: &mut Client, wanted: &[(&str, McpServerState)]) {
+    let mut missing: Vec<(&str, McpServerState)> = wanted.to_vec();
+    client
+        .daemon_events_until(|event| {
+            if let Event::McpServerStatus { server, status, .. } = event {
+                missing.retain(|(name, state)| !(name == server && state == status));
+            }
+            missing.is_empty()
+        })
+        .await;
+}
+
 /// A daemon with `servers` in its config, a client subscribed to the daemon stream, and a
-/// session in the workspace (which starts the servers it is configured with).
+/// session in the workspace that ran a prompt (a run starts the servers of its session).
 async fn with_servers(servers: &str) -> (Scenario, Client, String) {
     let scenario = Scenario::start_with(Format::OpenAi, servers).await;
     let mut client = scenario.client().await;
@@ -95,6 +108,8 @@ async fn with_servers(servers: &str) -> (Scenario, Client, String) {
         .await
         .expect("daemon/subscribe");
     let session = create_session(&mut client, &scenario.workspace()).await;
+    scenario.mock.push(Reply::text("hello"));
+    client.prompt(&session, "hi").await;
     (scenario, client, session)
 }
 
@@ -163,6 +178,9 @@ async fn restarting_a_server_gives_it_a_new_process() {
         .await
         .expect("mcp/restart");
     assert_eq!(answer, json!({"restarted": true}));
+    // Ready events sent before the restart (a tools refresh) may still be queued: the restart
+    // begins with `starting`.
+    wait_daemon_status(&mut client, "everything", McpServerState::Starting).await;
     wait_daemon_status(&mut client, "everything", McpServerState::Ready).await;
     let list = mcp_list(&mut client, None).await;
     let server = named(&list, "everything");
@@ -323,8 +341,14 @@ async fn agentctl_mcp_restart_and_logs() {
     let mut servers = server_toml("everything", &everything_stdio());
     servers.push_str(&server_toml("broken", &broken_server()));
     let (scenario, mut client, _session) = with_servers(&servers).await;
-    wait_daemon_status(&mut client, "broken", McpServerState::Failed).await;
-    wait_daemon_status(&mut client, "everything", McpServerState::Ready).await;
+    wait_daemon_statuses(
+        &mut client,
+        &[
+            ("broken", McpServerState::Failed),
+            ("everything", McpServerState::Ready),
+        ],
+    )
+    .await;
     let env = &scenario.daemon.env;
 
     let logs = env.run_agentctl(&["mcp", "logs", "broken"]).await;
@@ -343,6 +367,7 @@ async fn agentctl_mcp_restart_and_logs() {
     let restart = env.run_agentctl(&["mcp", "restart", "everything"]).await;
     assert!(restart.status.success(), "{}", text(&restart.stderr));
     assert!(text(&restart.stdout).contains("restarting"));
+    wait_daemon_status(&mut client, "everything", McpServerState::Starting).await;
     wait_daemon_status(&mut client, "everything", McpServerState::Ready).await;
     let second = named(&mcp_list(&mut client, None).await, "everything").pid;
     assert_ne!(first, second);

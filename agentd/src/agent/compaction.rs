@@ -187,7 +187,7 @@ impl Run {
             shared: &self.shared,
             session_id: &self.session_id,
             system: &self.system,
-            tools: &self.tool_specs,
+            tools: &self.tools.current().specs,
             run_id: Some(self.run_id.clone()),
             cancel: &self.cancel,
             summary_input_chars: self.context_limits.summary_input_chars(),

@@ -185,6 +185,7 @@ impl ContextState {
                 tool_name: tool_name.clone(),
                 content: CLEARED_PLACEHOLDER.to_owned(),
                 is_error: *is_error,
+                images: Vec::new(),
             },
             other => other.clone(),
         }));

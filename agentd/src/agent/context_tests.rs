@@ -32,6 +32,7 @@ fn result(id: &str, content: &str) -> Message {
         tool_name: tool_name.to_owned(),
         content: content.to_owned(),
         is_error: false,
+        images: Vec::new(),
     }
 }
 

@@ -59,6 +59,7 @@ pub async fn pair_orphaned_tool_calls(
             tool_name: tool_name.clone(),
             content: content.to_owned(),
             is_error: true,
+            images: Vec::new(),
         };
         log.append_message(&message).await?;
         shared.lock().history.push(message);

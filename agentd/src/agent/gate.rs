@@ -146,7 +146,7 @@ impl Run {
     }
 
     fn check(&self, call: &ToolCall) -> Option<Checked> {
-        let tool = self.tools.get(&call.name)?;
+        let tool = self.tools.current().registry.get(&call.name)?;
         let input: serde_json::Value = if call.arguments.trim().is_empty() {
             serde_json::json!({})
         } else {
@@ -171,6 +171,8 @@ impl Run {
         let always_rule = always_allow_rule(&request);
         let summary = self
             .tools
+            .current()
+            .registry
             .get(&call.name)
             .map(|tool| tool.summary(&checked.input))
             .unwrap_or_default();

@@ -10,6 +10,7 @@ mod ending;
 pub mod gate;
 pub mod prompt;
 pub mod sink;
+pub mod tool_set;
 
 pub use ending::{Pairing, pair_orphaned_tool_calls, report_undelivered};
 
@@ -20,9 +21,9 @@ use anyhow::Result;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
+use crate::conversation::{Message, ToolCall, Usage};
 use crate::llm::{ChatRequest, LlmClient, LlmEvent};
-use crate::tools::{BatchObserver, ToolContext, ToolOutput, ToolRegistry, execute_batch};
+use crate::tools::{BatchObserver, ToolContext, ToolOutput, execute_batch};
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
 use sink::{RunLog, SessionShared};
 
@@ -52,8 +53,8 @@ pub struct Run {
     pub run_id: String,
     pub system: Arc<str>,
     pub llm: LlmClient,
-    pub tools: Arc<ToolRegistry>,
-    pub tool_specs: Arc<[ToolSpec]>,
+    /// The built-ins and the session's MCP servers; each step decides its set from them.
+    pub tools: tool_set::RunTools,
     pub tool_context: ToolContext,
     pub max_steps: u32,
     pub shared: Arc<SessionShared>,
@@ -125,6 +126,7 @@ impl Run {
     }
 
     async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
+        self.await_mcp_servers().await?;
         let mut run_usage = Usage::default();
         let mut step = 0;
         loop {
@@ -148,6 +150,7 @@ impl Run {
                     step,
                 })
                 .await?;
+            self.offer_tools().await?;
             self.manage_context(history).await?;
 
             let mut model_call = self.call_model(history).await?;
@@ -249,6 +252,7 @@ impl Run {
                     tool_name: result.call.name,
                     content: result.output.content,
                     is_error: result.output.is_error,
+                    images: result.output.images,
                 };
                 self.push_message(history, message).await?;
             }
@@ -303,11 +307,12 @@ impl Run {
     async fn call_model(&self, history: &[Message]) -> Result<ModelCall> {
         // What the model is sent: the history with its clearings and compaction applied.
         let view = self.shared.lock().context.view(history);
+        let tools = self.tools.current();
         let request = ChatRequest {
             session_id: &self.session_id,
             system: &self.system,
             messages: &view,
-            tools: &self.tool_specs,
+            tools: &tools.specs,
         };
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
         let mut partial = String::new();
@@ -417,7 +422,8 @@ impl Run {
         context.cancel = self.cancel.clone();
         context.fetch_rules = self.fetch_rules();
         context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
-        let batch = execute_batch(&self.tools, calls, &context, &observer);
+        let tools = self.tools.current();
+        let batch = execute_batch(&tools.registry, calls, &context, &observer);
         let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)
     }

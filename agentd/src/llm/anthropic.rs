@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatRequest, Completion, StreamError};
 use crate::config::ProviderConfig;
-use crate::conversation::{Message, ToolCall, Usage};
+use crate::conversation::{Message, ToolCall, ToolImage, Usage};
 
 /// `max_tokens` is required by the API; used when the provider config sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u64 = 8192;
@@ -76,12 +76,13 @@ fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
                 tool_call_id,
                 content,
                 is_error,
+                images,
                 ..
             } => (
                 "user",
                 vec![Block::ToolResult {
                     tool_use_id: tool_call_id,
-                    content,
+                    content: tool_result_content(content, images),
                     is_error: *is_error,
                     cache_control: None,
                 }],
@@ -104,6 +105,23 @@ fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
         }
     }
     wire
+}
+
+/// A result's text as a plain string (the bytes of every result without images), or text and
+/// image blocks when the tool returned images.
+fn tool_result_content<'a>(text: &'a str, images: &'a [ToolImage]) -> ResultContent<'a> {
+    if images.is_empty() {
+        return ResultContent::Text(text);
+    }
+    let text = (!text.is_empty()).then_some(ResultBlock::Text { text });
+    let images = images.iter().map(|image| ResultBlock::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: &image.mime_type,
+            data: &image.data,
+        },
+    });
+    ResultContent::Blocks(text.into_iter().chain(images).collect())
 }
 
 fn text_block(text: &str) -> Option<Block<'_>> {
@@ -172,12 +190,35 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+}
+
+/// The content of a `tool_result`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<ResultBlock<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultBlock<'a> {
+    Text { text: &'a str },
+    Image { source: ImageSource<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 impl Block<'_> {

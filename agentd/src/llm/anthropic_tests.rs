@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::config::ProviderKind;
-use crate::llm::openai::tests::{history, provider, tools};
+use crate::llm::openai::tests::{history, history_with_image, provider, tools};
 
 fn body_json(messages: &[Message]) -> serde_json::Value {
     let provider = provider(ProviderKind::Anthropic, "https://api.anthropic.com");
@@ -50,6 +50,21 @@ fn body_shape() {
             ]
         })
     );
+}
+
+#[test]
+fn tool_images_are_image_blocks_inside_the_tool_result() {
+    let body = body_json(&history_with_image());
+    assert_eq!(
+        body["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "c1", "content": [
+            {"type": "text", "text": "a.txt"},
+            {"type": "image", "source": {
+                "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+        ]})
+    );
+    // A result without images keeps its plain string content (the bytes of older sessions).
+    assert_eq!(body["messages"][2]["content"][1]["content"], "bad args");
 }
 
 #[test]

@@ -52,40 +52,82 @@ pub(crate) fn request_body(
 }
 
 fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessage<'a>> {
-    let system = (!system.is_empty()).then(|| WireMessage::plain("system", system));
-    let history = messages.iter().map(|message| match message {
-        Message::User { content } => WireMessage::plain("user", content),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => WireMessage {
-            role: "assistant",
-            content,
-            tool_calls: tool_calls
-                .iter()
-                .map(|call| WireToolCall {
-                    id: &call.id,
-                    kind: "function",
-                    function: WireFunctionCall {
-                        name: &call.name,
-                        arguments: &call.arguments,
-                    },
-                })
-                .collect(),
-            tool_call_id: None,
-        },
-        Message::Tool {
-            tool_call_id,
-            content,
-            ..
-        } => WireMessage {
-            role: "tool",
-            content,
-            tool_calls: Vec::new(),
-            tool_call_id: Some(tool_call_id),
-        },
+    let mut wire: Vec<WireMessage<'a>> = Vec::with_capacity(messages.len() + 1);
+    if !system.is_empty() {
+        wire.push(WireMessage::plain("system", system));
+    }
+    // Images of tool results wait for the end of the run of tool messages: chat completions
+    // take images only in user messages, and nothing may come between an assistant's tool
+    // calls and their results.
+    let mut pending_images: Vec<ImagePart> = Vec::new();
+    for message in messages {
+        if !matches!(message, Message::Tool { .. }) {
+            flush_images(&mut wire, &mut pending_images);
+        }
+        match message {
+            Message::User { content } => wire.push(WireMessage::plain("user", content)),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => wire.push(WireMessage {
+                role: "assistant",
+                content: WireContent::Text(content),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &call.name,
+                            arguments: &call.arguments,
+                        },
+                    })
+                    .collect(),
+                tool_call_id: None,
+            }),
+            Message::Tool {
+                tool_call_id,
+                tool_name,
+                content,
+                images,
+                ..
+            } => {
+                wire.push(WireMessage {
+                    role: "tool",
+                    content: WireContent::Text(content),
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(tool_call_id),
+                });
+                if !images.is_empty() {
+                    pending_images.push(ImagePart::Text {
+                        text: format!(
+                            "[images returned by the tool call {tool_call_id} ({tool_name})]"
+                        ),
+                    });
+                    pending_images.extend(images.iter().map(|image| ImagePart::ImageUrl {
+                        image_url: ImageUrl {
+                            url: format!("data:{};base64,{}", image.mime_type, image.data),
+                        },
+                    }));
+                }
+            }
+        }
+    }
+    flush_images(&mut wire, &mut pending_images);
+    wire
+}
+
+/// The images of the tool results just pushed, as one user message after them.
+fn flush_images(wire: &mut Vec<WireMessage<'_>>, pending: &mut Vec<ImagePart>) {
+    if pending.is_empty() {
+        return;
+    }
+    wire.push(WireMessage {
+        role: "user",
+        content: WireContent::Parts(std::mem::take(pending)),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
     });
-    system.into_iter().chain(history).collect()
 }
 
 /// Field order is part of the contract: the messages come last.
@@ -129,7 +171,7 @@ struct Function<'a> {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: WireContent<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,11 +182,34 @@ impl<'a> WireMessage<'a> {
     fn plain(role: &'static str, content: &'a str) -> Self {
         WireMessage {
             role,
-            content,
+            content: WireContent::Text(content),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }
     }
+}
+
+/// A message's content: a string (every message but the images of tool results, so the
+/// bytes of a history without images are what they always were) or content parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ImagePart>),
+}
+
+/// A content part of the user message that carries tool results' images.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ImagePart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    /// A `data:` URL holding the base64 image.
+    url: String,
 }
 
 #[derive(Serialize)]

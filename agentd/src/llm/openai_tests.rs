@@ -41,14 +41,28 @@ pub(crate) fn history() -> Vec<Message> {
             tool_name: "ls".to_owned(),
             content: "a.txt".to_owned(),
             is_error: false,
+            images: Vec::new(),
         },
         Message::Tool {
             tool_call_id: "c2".to_owned(),
             tool_name: "read".to_owned(),
             content: "bad args".to_owned(),
             is_error: true,
+            images: Vec::new(),
         },
     ]
+}
+
+/// [`history`] with an image in the first tool result (an MCP tool's).
+pub(crate) fn history_with_image() -> Vec<Message> {
+    let mut messages = history();
+    if let Some(Message::Tool { images, .. }) = messages.get_mut(2) {
+        images.push(crate::conversation::ToolImage {
+            mime_type: "image/png".to_owned(),
+            data: "iVBORw0KGgo=".to_owned(),
+        });
+    }
+    messages
 }
 
 pub(crate) fn tools() -> Vec<ToolSpec> {
@@ -143,6 +157,47 @@ fn body_is_prefix_extension_of_shorter_history() {
     assert!(prefix.ends_with("\"tool_call_id\":\"c2\"}"), "{prefix}");
     assert!(long.starts_with(prefix), "\n{short}\n{long}");
     assert_eq!(body(&messages), long, "same input, same bytes");
+}
+
+#[test]
+fn tool_images_follow_the_tool_messages_as_one_user_message() {
+    let provider = provider(ProviderKind::OpenAi, "http://x/v1");
+    let messages = body_json(&provider, &history_with_image())["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap()[3..],
+        [
+            json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"}),
+            json!({"role": "tool", "tool_call_id": "c2", "content": "bad args"}),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "[images returned by the tool call c1 (ls)]"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+            ]}),
+        ]
+    );
+}
+
+#[test]
+fn a_history_with_images_still_extends_byte_for_byte() {
+    let provider = provider(ProviderKind::OpenAi, "http://x/v1");
+    let tools = tools();
+    let body = |messages: &[Message]| {
+        let request = ChatRequest {
+            session_id: "ses_1",
+            system: "sys",
+            messages,
+            tools: &tools,
+        };
+        String::from_utf8(request_body(&provider, &request).unwrap()).unwrap()
+    };
+    let mut messages = history_with_image();
+    let short = body(&messages);
+    messages.push(Message::Assistant {
+        content: "a PNG".to_owned(),
+        tool_calls: vec![],
+    });
+    let long = body(&messages);
+    let prefix = short.strip_suffix("]}").unwrap();
+    assert!(long.starts_with(prefix), "\n{short}\n{long}");
 }
 
 /// Feeds SSE data payloads; returns the completion, the emitted text deltas and whether output

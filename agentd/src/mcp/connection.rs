@@ -1,5 +1,475 @@
-//! The one place that speaks rmcp: connecting to a server (a child process through
-//! `process::ChildProcess`-style spawning, or streamable HTTP), listing tools, calling them
-//! with progress and cancellation, and noticing when the server goes away.
-//!
-//! SKELETON: filled in by the MCP runtime work.
+//! The one place that speaks rmcp: one connection to one MCP server, stdio or streamable
+//! HTTP. A stdio server is a [`ChildProcess`] (own process group, death signal, recorded group,
+//! scrubbed environment plus the configured `env`, cwd = configured or the project root), its
+//! stdin/stdout the rmcp transport, its stderr recorded by the server's [`ServerLog`]. The
+//! connection initializes, lists tools (paginated), calls tools with a timeout, progress and
+//! cancellation (`notifications/cancelled`), reports `notifications/tools/list_changed`, and
+//! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientNotification, ClientRequest, ContentBlock,
+    Implementation, ProgressNotificationParam, ProgressToken, ResourceContents, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::log::ServerLog;
+use super::{
+    McpCallError, McpCallResult, McpContent, McpProgress, McpServerConfig, McpToolInfo,
+    McpTransport,
+};
+use crate::process::{ChildProcess, ProcessSpec, StderrMode};
+
+/// Where progress notifications of running calls go, by progress token.
+type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>>;
+
+/// How a connection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct StartError(pub String);
+
+/// A connected server: the process (stdio) and the rmcp service.
+pub(super) struct Connection {
+    client: Arc<McpClient>,
+    process: Option<ChildProcess>,
+    /// Stops the rmcp service (closes the transport: stdin for stdio).
+    service_stop: Option<RunningServiceCancellationToken>,
+    /// The rmcp service until it ends (transport closed or stopped).
+    service: AbortOnDropHandle<()>,
+    /// The stderr recorder of a stdio server.
+    stderr: Option<AbortOnDropHandle<()>>,
+}
+
+/// What calls go through; shared with the manager's handles while the connection lives.
+pub(super) struct McpClient {
+    server: String,
+    peer: Peer<RoleClient>,
+    progress: ProgressRoutes,
+    /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
+    closed: CancellationToken,
+}
+
+impl Connection {
+    /// Starts `config` for `project_root` (stdio: spawns the process) and initializes it,
+    /// all within `config.startup_timeout`. `tools_changed` gets a message on each
+    /// `notifications/tools/list_changed` (coalesced: a full channel already says so).
+    pub(super) async fn start(
+        config: &McpServerConfig,
+        project_root: &Path,
+        log: &Arc<ServerLog>,
+        http: Option<&reqwest::Client>,
+        tools_changed: mpsc::Sender<()>,
+    ) -> Result<Connection, StartError> {
+        let progress = ProgressRoutes::default();
+        let handler = Handler {
+            progress: progress.clone(),
+            tools_changed,
+        };
+        let timeout = config.startup_timeout;
+        match &config.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let cwd = match cwd {
+                    Some(cwd) => project_root.join(cwd),
+                    None => project_root.to_path_buf(),
+                };
+                let mut child_env = crate::process::scrubbed_env();
+                for (name, value) in env {
+                    child_env.retain(|(existing, _)| existing != OsString::from(name).as_os_str());
+                    child_env.push((name.into(), value.into()));
+                }
+                let spec = ProcessSpec {
+                    program: command.into(),
+                    args: args.iter().map(OsString::from).collect(),
+                    cwd: cwd.clone(),
+                    env: child_env,
+                    capture_stdin: true,
+                    capture_stdout: true,
+                    stderr: StderrMode::Capture,
+                    confinement: None,
+                };
+                let mut process = ChildProcess::spawn(spec).await.map_err(|error| {
+                    StartError(format!(
+                        "cannot start `{command}` in {}: {error}",
+                        cwd.display()
+                    ))
+                })?;
+                let pid = process.pid();
+                let stderr = process.take_stderr().map(|stderr| {
+                    AbortOnDropHandle::new(tokio::spawn(log.clone().record(stderr, pid)))
+                });
+                let (Some(stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout())
+                else {
+                    let _ = process.kill().await;
+                    return Err(StartError("the server's stdin or stdout is missing".into()));
+                };
+                let started = tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await;
+                let failure = match started {
+                    Ok(Ok(service)) => {
+                        return Ok(Self::connected(
+                            &config.name,
+                            service,
+                            progress,
+                            Some(process),
+                            stderr,
+                        ));
+                    }
+                    Ok(Err(error)) => format!("initialize failed: {error}"),
+                    Err(_) => format!(
+                        "the server did not answer initialize within {} s",
+                        timeout.as_secs_f64()
+                    ),
+                };
+                let status = process.kill().await;
+                // The pipe ends with the group: the recorder has the last lines then.
+                if let Some(stderr) = stderr {
+                    let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
+                }
+                Err(StartError(match status {
+                    Ok(status) if status.code().is_some() => {
+                        format!("{failure} (the server {})", describe_exit(status))
+                    }
+                    _ => failure,
+                }))
+            }
+            McpTransport::Http { url, headers } => {
+                let http = http.ok_or_else(|| {
+                    StartError("the HTTP client could not be built (see the daemon's log)".into())
+                })?;
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = reqwest::header::HeaderName::try_from(name.as_str())
+                        .map_err(|error| StartError(format!("bad header name {name}: {error}")))?;
+                    let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(
+                        |error| StartError(format!("bad value of header {name}: {error}")),
+                    )?;
+                    custom.insert(name, value);
+                }
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    http.clone(),
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    )
+                    .custom_headers(custom),
+                );
+                match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                    Ok(Ok(service)) => {
+                        Ok(Self::connected(&config.name, service, progress, None, None))
+                    }
+                    Ok(Err(error)) => {
+                        Err(StartError(format!("initialize at {url} failed: {error}")))
+                    }
+                    Err(_) => Err(StartError(format!(
+                        "{url} did not answer initialize within {} s",
+                        timeout.as_secs_f64()
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn connected(
+        server: &str,
+        service: rmcp::service::RunningService<RoleClient, Handler>,
+        progress: ProgressRoutes,
+        process: Option<ChildProcess>,
+        stderr: Option<AbortOnDropHandle<()>>,
+    ) -> Self {
+        let client = Arc::new(McpClient {
+            server: server.to_owned(),
+            peer: service.peer().clone(),
+            progress,
+            closed: CancellationToken::new(),
+        });
+        let service_stop = Some(service.cancellation_token());
+        let service = AbortOnDropHandle::new(tokio::spawn(async move {
+            let _ = service.waiting().await;
+        }));
+        Self {
+            client,
+            process,
+            service_stop,
+            service,
+            stderr,
+        }
+    }
+
+    pub(super) fn client(&self) -> Arc<McpClient> {
+        self.client.clone()
+    }
+
+    /// The process id of a stdio server.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ChildProcess::pid)
+    }
+
+    /// Waits until the server is lost: its process exited or the transport closed. Returns
+    /// why, in words; in-flight calls end as `Exited` from here.
+    pub(super) async fn lost(&mut self) -> String {
+        let reason = match self.process.as_mut() {
+            Some(process) => tokio::select! {
+                status = process.wait() => match status {
+                    Ok(status) => format!("it {}", describe_exit(status)),
+                    Err(error) => format!("waiting for it failed: {error}"),
+                },
+                _ = &mut self.service => "it closed the connection".to_owned(),
+            },
+            None => {
+                let _ = (&mut self.service).await;
+                "the connection closed".to_owned()
+            }
+        };
+        self.client.closed.cancel();
+        reason
+    }
+
+    /// Stops the server: the transport closed (stdin for stdio), then SIGTERM to the group
+    /// after `grace`, then SIGKILL after another `grace`. In-flight calls end as `Exited`.
+    pub(super) async fn stop(mut self, grace: Duration) {
+        self.client.closed.cancel();
+        if let Some(stop) = self.service_stop.take() {
+            stop.cancel();
+        }
+        if let Some(mut process) = self.process.take()
+            && tokio::time::timeout(grace, process.wait()).await.is_err()
+        {
+            process.terminate();
+            if tokio::time::timeout(grace, process.wait()).await.is_err() {
+                let _ = process.kill().await;
+            }
+        }
+        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        if let Some(stderr) = self.stderr.take() {
+            let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
+        }
+    }
+}
+
+/// How long a stopped server's stderr may still be read for its last lines.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
+
+impl McpClient {
+    /// Every tool of the server (all pages).
+    pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
+        let tools = tokio::select! {
+            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {error}"))?,
+            () = self.closed.cancelled() => return Err("the server exited".to_owned()),
+        };
+        Ok(tools
+            .into_iter()
+            .map(|tool| McpToolInfo {
+                read_only: tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|annotations| annotations.read_only_hint)
+                    .unwrap_or(false),
+                name: tool.name.into_owned(),
+                description: tool
+                    .description
+                    .map(|text| text.into_owned())
+                    .unwrap_or_default(),
+                input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    /// Calls `tool`: bounded by `timeout`, cancelled on the server on timeout or `cancel`,
+    /// progress notifications into `progress` (dropped when it is full).
+    pub(super) async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+        progress: Option<mpsc::Sender<McpProgress>>,
+        cancel: CancellationToken,
+    ) -> Result<McpCallResult, McpCallError> {
+        let exited = |reason: String| McpCallError::Exited {
+            server: self.server.clone(),
+            reason,
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| exited(error.to_string()))?;
+        let token = handle.progress_token.clone();
+        let request_id = handle.id.clone();
+        let _route = progress.map(|sender| ProgressRoute::new(&self.progress, token, sender));
+        let mut response = handle.rx;
+        let outcome = tokio::select! {
+            answer = &mut response => answer,
+            () = tokio::time::sleep(timeout) => {
+                self.send_cancelled(request_id, "timeout").await;
+                return Err(McpCallError::Timeout {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    secs: timeout.as_secs(),
+                });
+            }
+            () = cancel.cancelled() => {
+                self.send_cancelled(request_id, "cancelled by the user").await;
+                return Err(McpCallError::Cancelled);
+            }
+            () = self.closed.cancelled() => return Err(exited("the connection was lost".to_owned())),
+        };
+        match outcome {
+            Err(_) => Err(exited("the connection closed".to_owned())),
+            Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
+                server: self.server.clone(),
+                message: error.message.into_owned(),
+            }),
+            Ok(Err(error)) => Err(exited(error.to_string())),
+            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
+                content: result.content.into_iter().map(content).collect(),
+                structured: result.structured_content,
+                is_error: result.is_error.unwrap_or(false),
+            }),
+            Ok(Ok(_)) => Err(McpCallError::Refused {
+                server: self.server.clone(),
+                message: "the server answered with something other than a tool result (asking for input or starting a task), which agentd does not support".to_owned(),
+            }),
+        }
+    }
+
+    async fn send_cancelled(&self, request_id: rmcp::model::RequestId, reason: &str) {
+        let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
+            CancelledNotificationParam::new(Some(request_id), Some(reason.to_owned())),
+        ));
+        // Bounded: a server that stopped reading must not hold the caller.
+        let _ = tokio::time::timeout(
+            CANCEL_SEND_DEADLINE,
+            self.peer.send_notification(notification),
+        )
+        .await;
+    }
+}
+
+/// How long sending `notifications/cancelled` may take.
+const CANCEL_SEND_DEADLINE: Duration = Duration::from_secs(2);
+
+/// A call's entry in the progress routes, removed when the call ends.
+struct ProgressRoute {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl ProgressRoute {
+    fn new(
+        routes: &ProgressRoutes,
+        token: ProgressToken,
+        sender: mpsc::Sender<McpProgress>,
+    ) -> Self {
+        routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(token.clone(), sender);
+        Self {
+            routes: routes.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.token);
+    }
+}
+
+/// Our side of the MCP session: routes progress, reports tool-list changes.
+struct Handler {
+    progress: ProgressRoutes,
+    tools_changed: mpsc::Sender<()>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sender = self
+            .progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sender) = sender {
+            let _ = sender.try_send(McpProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.tools_changed.try_send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agentd", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+fn content(block: ContentBlock) -> McpContent {
+    match block {
+        ContentBlock::Text(text) => McpContent::Text(text.text),
+        ContentBlock::Image(image) => McpContent::Image {
+            mime_type: image.mime_type,
+            data: image.data,
+        },
+        ContentBlock::Audio(audio) => {
+            McpContent::Other(format!("[audio content, {}]", audio.mime_type))
+        }
+        ContentBlock::ResourceLink(link) => McpContent::ResourceLink {
+            uri: link.uri,
+            name: Some(link.name),
+        },
+        ContentBlock::Resource(embedded) => match embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => McpContent::Resource {
+                uri,
+                text: Some(text),
+            },
+            ResourceContents::BlobResourceContents { uri, .. } => {
+                McpContent::Resource { uri, text: None }
+            }
+            _ => McpContent::Other(
+                "[an embedded resource of a kind agentd does not know]".to_owned(),
+            ),
+        },
+        _ => McpContent::Other("[content of a kind agentd does not know]".to_owned()),
+    }
+}
+
+/// "exited with status 1", "was killed by signal 9".
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended ({status})"),
+    }
+}

@@ -1,20 +1,24 @@
 //! The running MCP servers: one per [`ServerKey`], shared by every session that holds an
 //! [`McpHandle`] for it, started in the background, restarted with backoff after a crash,
-//! stopped after an idle period without handles, and stopped with the daemon.
-//!
-//! SKELETON: the API the rest of the daemon builds on; the bodies are filled in by the MCP
-//! runtime work.
+//! stopped after an idle period without handles, and stopped with the daemon. Each server is
+//! a task of the manager's tracker ([`super::server::run`]); rmcp stays in `connection`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+use super::log::ServerLog;
+pub use super::server::McpLimits;
+use super::server::{RunContext, Server, ServerState};
 use super::{
     McpCallError, McpCallResult, McpProgress, McpServerConfig, McpStatus, McpStatusChange,
-    McpToolInfo, ServerKey,
+    McpToolInfo, McpTransport, ServerKey,
 };
 
 /// What `mcp/list` shows of one running (or failed, or stopped) server.
@@ -40,7 +44,15 @@ pub struct McpServerInfo {
 pub struct McpManager {
     log_dir: PathBuf,
     idle_stop: Duration,
+    limits: McpLimits,
     changes: broadcast::Sender<McpStatusChange>,
+    /// The servers by key; a server leaves it when its task ends (idle, daemon stop).
+    servers: Arc<Mutex<BTreeMap<ServerKey, Arc<Server>>>>,
+    /// Owns every server's task: `shutdown` waits for them.
+    tasks: TaskTracker,
+    stop: CancellationToken,
+    /// For streamable HTTP servers (None: it could not be built; they fail to start).
+    http: Option<reqwest::Client>,
 }
 
 impl McpManager {
@@ -51,32 +63,95 @@ impl McpManager {
     /// A manager whose stdio servers log their stderr under `log_dir` (created 0700 on first
     /// use) and stop after `idle_stop` without handles.
     pub fn new(log_dir: PathBuf, idle_stop: Duration) -> Arc<Self> {
+        Self::with_limits(log_dir, idle_stop, McpLimits::default())
+    }
+
+    /// [`McpManager::new`] with other supervision timings and bounds.
+    pub fn with_limits(log_dir: PathBuf, idle_stop: Duration, limits: McpLimits) -> Arc<Self> {
         let (changes, _) = broadcast::channel(Self::CHANGES_CAPACITY);
+        let http = match crate::llm::LlmClient::http_client() {
+            Ok(http) => Some(http),
+            Err(error) => {
+                tracing::error!("MCP servers over HTTP cannot start: {error:#}");
+                None
+            }
+        };
         Arc::new(Self {
             log_dir,
             idle_stop,
+            limits,
             changes,
+            servers: Arc::default(),
+            tasks: TaskTracker::new(),
+            stop: CancellationToken::new(),
+            http,
         })
     }
 
     /// A handle on the server for `config` running for `project_root`: the running one with
     /// the same [`ServerKey`], else a new one starting in the background. Never waits.
     pub fn acquire(self: &Arc<Self>, config: &McpServerConfig, project_root: &Path) -> McpHandle {
-        let _ = (&self.log_dir, self.idle_stop);
-        let key = ServerKey {
-            name: config.name.clone(),
-            project_root: project_root.to_path_buf(),
-            config_digest: String::new(),
-        };
-        let (_, status) = watch::channel(McpStatus::Failed {
-            error: "MCP servers are not supported yet".to_owned(),
-            stderr_tail: String::new(),
-        });
-        McpHandle {
-            key,
+        let key = server_key(config, project_root);
+        let mut servers = self
+            .servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(server) = servers.get(&key) {
+            server.users.send_modify(|users| *users += 1);
+            return McpHandle::new(server.clone());
+        }
+        let log = ServerLog::new(
+            &config.name,
+            &self.log_dir,
+            &format!("{}-{}", file_safe(&config.name), &key.config_digest[..8]),
+            self.limits.stderr,
+        );
+        let (status, _) = watch::channel(McpStatus::Starting);
+        let (users, _) = watch::channel(1);
+        let server = Arc::new(Server {
+            key: key.clone(),
             config: config.clone(),
             status,
+            users,
+            state: Mutex::new(ServerState::default()),
+            generation: Default::default(),
+            restart: Notify::new(),
+            log,
+        });
+        if self.stop.is_cancelled() {
+            server.status.send_replace(McpStatus::Stopped);
+            server.lock().removed = true;
+            return McpHandle::new(server);
         }
+        servers.insert(key, server.clone());
+        let map = Arc::downgrade(&self.servers);
+        let context = RunContext {
+            limits: self.limits.clone(),
+            idle_stop: self.idle_stop,
+            http: self.http.clone(),
+            changes: self.changes.clone(),
+            stop: self.stop.child_token(),
+            remove_if_unused: Box::new(move |server| {
+                let Some(map) = map.upgrade() else {
+                    return true;
+                };
+                let mut servers = map.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if *server.users.borrow() > 0 {
+                    return false;
+                }
+                if servers
+                    .get(&server.key)
+                    .is_some_and(|listed| Arc::ptr_eq(listed, server))
+                {
+                    servers.remove(&server.key);
+                }
+                server.lock().removed = true;
+                true
+            }),
+        };
+        self.tasks
+            .spawn(super::server::run(server.clone(), context));
+        McpHandle::new(server)
     }
 
     /// Status changes of every server.
@@ -86,25 +161,75 @@ impl McpManager {
 
     /// Every server the manager knows (running, failed, or stopped but still listed), by name.
     pub fn servers(&self) -> Vec<McpServerInfo> {
-        Vec::new()
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let mut infos: Vec<McpServerInfo> = servers
+            .iter()
+            .map(|server| {
+                let state = server.lock();
+                McpServerInfo {
+                    key: server.key.clone(),
+                    config: server.config.clone(),
+                    status: server.status.borrow().clone(),
+                    pid: state.pid,
+                    tools: state.tools.iter().map(|tool| tool.name.clone()).collect(),
+                    restarts: state.restarts,
+                    last_error: state.last_error.clone(),
+                    users: *server.users.borrow(),
+                    log_file: matches!(server.config.transport, McpTransport::Stdio { .. })
+                        .then(|| server.log.path().to_path_buf()),
+                }
+            })
+            .collect();
+        infos.sort_by(|a, b| a.key.cmp(&b.key));
+        infos
     }
 
     /// How many servers run now (for `daemon/status`).
     pub fn running(&self) -> usize {
-        0
+        self.servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .filter(|server| server.lock().client.is_some())
+            .count()
     }
 
     /// Restarts the server `name` of `project_root` now (also one that `failed`), resetting
     /// its restart count. Err: no such server.
     pub async fn restart(&self, name: &str, project_root: &Path) -> Result<(), String> {
-        Err(format!(
-            "no MCP server named {name} runs for {}",
-            project_root.display()
-        ))
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .filter(|server| server.key.name == name && server.key.project_root == project_root)
+            .cloned()
+            .collect();
+        if servers.is_empty() {
+            return Err(format!(
+                "no MCP server named {name} runs for {}",
+                project_root.display()
+            ));
+        }
+        for server in servers {
+            server.restart.notify_one();
+        }
+        Ok(())
     }
 
     /// Stops every server: stdin closed, SIGTERM to its process group, SIGKILL after a grace.
-    pub async fn shutdown(&self) {}
+    /// Servers acquired from now on never start.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
 }
 
 /// A session's lease on one server; dropping the last handle starts the idle timer.
@@ -112,9 +237,20 @@ pub struct McpHandle {
     key: ServerKey,
     config: McpServerConfig,
     status: watch::Receiver<McpStatus>,
+    server: Arc<Server>,
 }
 
 impl McpHandle {
+    /// A handle on `server`, already counted among its users.
+    fn new(server: Arc<Server>) -> Self {
+        Self {
+            key: server.key.clone(),
+            config: server.config.clone(),
+            status: server.status.subscribe(),
+            server,
+        }
+    }
+
     pub fn key(&self) -> &ServerKey {
         &self.key
     }
@@ -133,20 +269,32 @@ impl McpHandle {
         self.status.clone()
     }
 
+    /// The process id of a stdio server while it is ready.
+    pub fn pid(&self) -> Option<u32> {
+        self.server.lock().pid
+    }
+
     /// Waits until the server is ready, failed, or `grace` passed; returns the status then.
     pub async fn wait_ready(&self, grace: Duration) -> McpStatus {
-        let _ = grace;
+        let mut status = self.status.clone();
+        let _ = tokio::time::timeout(
+            grace,
+            status.wait_for(|status| {
+                !matches!(status, McpStatus::Starting | McpStatus::Restarting { .. })
+            }),
+        )
+        .await;
         self.status()
     }
 
     /// The server's tools now (after `enabled_tools` / `disabled_tools`); empty unless ready.
     pub fn tools(&self) -> Arc<[McpToolInfo]> {
-        Arc::from(Vec::new())
+        self.server.lock().tools.clone()
     }
 
     /// Changes whenever the tool list changes (ready, restart, `notifications/tools/list_changed`).
     pub fn tools_generation(&self) -> u64 {
-        0
+        self.server.generation.load(Ordering::Relaxed)
     }
 
     /// Calls `tool` with `arguments`, bounded by the server's `tool_timeout`; progress
@@ -159,10 +307,80 @@ impl McpHandle {
         progress: Option<mpsc::Sender<McpProgress>>,
         cancel: CancellationToken,
     ) -> Result<McpCallResult, McpCallError> {
-        let _ = (tool, arguments, progress, cancel);
-        Err(McpCallError::NotReady {
-            server: self.key.name.clone(),
-            status: "not supported yet".to_owned(),
-        })
+        let (client, offered) = {
+            let state = self.server.lock();
+            (
+                state.client.clone(),
+                state.tools.iter().any(|offered| offered.name == tool),
+            )
+        };
+        let Some(client) = client else {
+            return Err(McpCallError::NotReady {
+                server: self.key.name.clone(),
+                status: describe_status(&self.status()),
+            });
+        };
+        if !offered {
+            return Err(McpCallError::Refused {
+                server: self.key.name.clone(),
+                message: format!("it offers no tool named {tool} (or the tool is disabled)"),
+            });
+        }
+        client
+            .call(tool, arguments, self.config.tool_timeout, progress, cancel)
+            .await
     }
+}
+
+impl Clone for McpHandle {
+    /// Another lease on the same server (counted among its users).
+    fn clone(&self) -> Self {
+        self.server.users.send_modify(|users| *users += 1);
+        Self::new(self.server.clone())
+    }
+}
+
+impl Drop for McpHandle {
+    fn drop(&mut self) {
+        self.server
+            .users
+            .send_modify(|users| *users = users.saturating_sub(1));
+    }
+}
+
+/// The key of `config` for `project_root`: the name, the root and a digest of the transport.
+pub fn server_key(config: &McpServerConfig, project_root: &Path) -> ServerKey {
+    let digest = crate::process::supervisor::fnv1a(format!("{:?}", config.transport).as_bytes());
+    ServerKey {
+        name: config.name.clone(),
+        project_root: project_root.to_path_buf(),
+        config_digest: format!("{digest:016x}"),
+    }
+}
+
+/// A status in a few words, for errors.
+fn describe_status(status: &McpStatus) -> String {
+    match status {
+        McpStatus::Starting => "it is starting".to_owned(),
+        McpStatus::Ready { .. } => "it is ready".to_owned(),
+        McpStatus::Failed { error, .. } => format!("it failed ({error}); restart it"),
+        McpStatus::Restarting { attempt, error } => {
+            format!("it is restarting (attempt {attempt}) after: {error}")
+        }
+        McpStatus::Stopped => "it is stopped".to_owned(),
+    }
+}
+
+/// `name` with anything but `[A-Za-z0-9_-]` replaced, for a file name.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

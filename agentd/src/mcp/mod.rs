@@ -11,9 +11,12 @@ use std::time::Duration;
 
 pub mod config;
 mod connection;
+pub mod log;
 pub mod manager;
+mod server;
+pub mod tools;
 
-pub use manager::{McpHandle, McpManager};
+pub use manager::{McpHandle, McpLimits, McpManager};
 
 /// Default of `startup_timeout_secs`: how long a server may take to answer `initialize`.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

@@ -60,7 +60,7 @@ pub use shell::split_shell_command;
 /// | file edits (write_file, edit_file)         | ask     | allow       | deny  | allow  |
 /// | shell (run_shell)                          | ask     | ask         | deny  | allow  |
 /// | network (fetch_url; read-only)             | ask     | ask         | ask   | allow  |
-/// | MCP tool with readOnlyHint                 | ask     | ask         | ask   | allow  |
+/// | MCP tool with readOnlyHint                 | allow   | allow       | allow | allow  |
 /// | MCP tool, other writing tools              | ask     | ask         | deny  | allow  |
 /// | daemon stores (memory)                     | allow   | allow       | deny  | allow  |
 ///
@@ -219,6 +219,10 @@ mod rule_tests;
 #[cfg(test)]
 #[path = "policy_tests.rs"]
 mod policy_tests;
+
+#[cfg(test)]
+#[path = "policy_mcp_tests.rs"]
+mod policy_mcp_tests;
 
 #[cfg(test)]
 #[path = "settings_tests.rs"]

@@ -180,6 +180,9 @@ impl Policy {
         }
         match (self.mode, kind) {
             (_, ToolKind::ReadOnly) => Decision::Allow { reason: None },
+            (_, ToolKind::Mcp { read_only: true }) => Decision::Allow {
+                reason: Some("its MCP server marks it read-only (readOnlyHint)".to_owned()),
+            },
             (PermissionMode::Bypass, _) => Decision::Allow {
                 reason: Some("bypass mode".to_owned()),
             },

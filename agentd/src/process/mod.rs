@@ -1,5 +1,5 @@
 //! The one wrapper for child processes: explicit cwd and environment, null stdin, the child in
-//! its own process group, the whole group killed (SIGKILL to -pgid) on stop and on drop, and the
+//! its own process group (stdin a pipe for MCP servers), the whole group killed (SIGKILL to -pgid) on stop and on drop, and the
 //! child reaped. Nothing in agentd spawns a process any other way.
 //!
 //! The group does not outlive its leader: when the leader exits, whatever it left running in the
@@ -24,7 +24,7 @@ use std::process::{ExitStatus, Stdio};
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{ChildStderr, ChildStdout};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 
 /// Environment variables a child keeps from the daemon's environment; everything else (API keys,
@@ -51,6 +51,8 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// The child's entire environment (plus its `AGENTD_PROCESS` marker).
     pub env: Vec<(OsString, OsString)>,
+    /// Whether stdin is a pipe (taken with [`ChildProcess::take_stdin`]; MCP servers) or null.
+    pub capture_stdin: bool,
     /// Whether stdout is a pipe (taken with [`ChildProcess::take_stdout`]) or null.
     pub capture_stdout: bool,
     pub stderr: StderrMode,
@@ -66,6 +68,7 @@ impl ProcessSpec {
             args: vec!["-c".into(), script.into()],
             cwd,
             env: scrubbed_env(),
+            capture_stdin: false,
             capture_stdout: true,
             stderr: StderrMode::Capture,
             confinement: None,
@@ -124,7 +127,11 @@ impl ChildProcess {
             .env_clear()
             .envs(spec.env.iter().map(|(name, value)| (name, value)))
             .env(marker_name, marker_value)
-            .stdin(Stdio::null())
+            .stdin(if spec.capture_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(if spec.capture_stdout {
                 Stdio::piped()
             } else {
@@ -189,6 +196,10 @@ impl ChildProcess {
         self.pgid.unsigned_abs()
     }
 
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin().take()
+    }
+
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.child.stdout().take()
     }
@@ -223,6 +234,14 @@ impl ChildProcess {
         self.wait().await
     }
 
+    /// SIGTERM to the whole group (a polite stop; [`ChildProcess::kill`] follows after a
+    /// grace). Nothing once the group is finished.
+    pub fn terminate(&self) {
+        if !self.group_finished {
+            signal_group(self.pgid, libc::SIGTERM);
+        }
+    }
+
     fn finish_group(&mut self) {
         if !self.group_finished {
             kill_group(self.pgid);
@@ -248,11 +267,16 @@ impl Drop for ChildProcess {
 
 /// SIGKILL to every process of group `pgid`; a group that is already gone is fine.
 fn kill_group(pgid: i32) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+/// `signal` to every process of group `pgid`; a group that is already gone is fine.
+fn signal_group(pgid: i32, signal: libc::c_int) {
     if pgid <= 1 {
         return;
     }
     // SAFETY: killpg only sends a signal; the pgid is that of a group this process created.
-    let result = unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    let result = unsafe { libc::killpg(pgid, signal) };
     if result != 0 {
         let error = io::Error::last_os_error();
         if error.raw_os_error() != Some(libc::ESRCH) {

@@ -251,8 +251,9 @@ fn kill_leftovers(owner: &str, records_dir: &Path) -> usize {
     doomed.len()
 }
 
-/// FNV-1a: a hash that stays the same across builds (the owner must survive an upgrade).
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a: a hash that stays the same across builds (the owner must survive an upgrade); also
+/// the digest of an MCP server's configuration.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -101,11 +101,10 @@ fn only_root_of(state: &DaemonState, name: &str) -> RpcResult<PathBuf> {
     roots.sort();
     roots.dedup();
     match roots.as_slice() {
-        [] => Err(rpc_error(
+        [] => Err(rpc_error_suggesting(
             codes::NOT_FOUND,
-            format!(
-                "no MCP server named {name} runs; `mcp/list` shows the servers the daemon runs"
-            ),
+            format!("no MCP server named {name} runs"),
+            Some(McpList::NAME),
         )),
         [root] => Ok(root.clone()),
         several => Err(rpc_error(

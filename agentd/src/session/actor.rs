@@ -14,7 +14,6 @@ use tokio_util::task::TaskTracker;
 use super::events::{DaemonStream, EventLog, LogPosition};
 use super::{SessionDeps, SessionShared};
 use crate::agent::{Run, RunStart, StopReason};
-use crate::conversation::ToolSpec;
 use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
 use protocol::event::{Event, UserMessageKind};
 use protocol::session::{
@@ -195,6 +194,7 @@ impl Session {
             unhandled_commands: unhandled_commands.clone(),
             _stopped: actor_stopped.clone().drop_guard(),
             closing: closing.clone(),
+            mcp: super::mcp::SessionMcp::default(),
         };
         tasks.spawn(actor.run(commands_rx));
         Ok(Session {
@@ -398,6 +398,8 @@ struct Actor {
     _stopped: tokio_util::sync::DropGuard,
     /// Fired when the session closes (deleted, unloaded, daemon stopping).
     closing: CancellationToken,
+    /// The MCP servers the session holds while it is loaded (released when the actor ends).
+    mcp: super::mcp::SessionMcp,
 }
 
 impl Actor {
@@ -577,11 +579,23 @@ impl Actor {
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
-        let (permissions, warnings) =
+        let (permissions, mut warnings) =
             super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
                 .await
                 .map_err(internal)?;
-        let tool_specs: Arc<[ToolSpec]> = self.deps.tools.specs().into();
+        let servers = self
+            .mcp
+            .for_run(&self.header, &self.deps, config)
+            .await
+            .map_err(internal)?;
+        self.mcp
+            .register_status_events(&self.deps.mcp_status, &self.log);
+        warnings.extend(servers.warnings);
+        let tools = crate::agent::tool_set::RunTools::new(
+            self.deps.tools.clone(),
+            servers.handles,
+            crate::mcp::DEFAULT_STARTUP_GRACE,
+        );
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
             self.deps.fetch.clone(),
@@ -653,8 +667,7 @@ impl Actor {
             run_id: run_id.clone(),
             system: self.header.system_prompt.as_str().into(),
             llm,
-            tools: self.deps.tools.clone(),
-            tool_specs,
+            tools,
             tool_context,
             max_steps: config.max_steps,
             shared: self.shared.clone(),

@@ -6,6 +6,7 @@ pub mod actor;
 pub mod events;
 mod evict;
 mod index;
+mod mcp;
 pub mod mcp_status;
 mod recovery;
 pub mod replay;

@@ -206,12 +206,15 @@ async fn run_call(
     }
     let output = match outcome {
         None => ToolOutput::error(CANCELLED),
-        Some(Ok(output)) if output.content.is_empty() && !output.is_error => {
+        Some(Ok(output))
+            if output.content.is_empty() && output.images.is_empty() && !output.is_error =>
+        {
             ToolOutput::ok("(no output)")
         }
         Some(Ok(output)) if tool.truncate_output() => ToolOutput {
             content: truncate_middle(&output.content, ctx.limits.output_max_chars).into_owned(),
             is_error: output.is_error,
+            images: output.images,
         },
         Some(Ok(output)) => output,
         Some(Err(panic)) => panicked(tool.as_ref(), panic.as_ref()),

@@ -30,10 +30,10 @@ struct TestTool {
 }
 
 impl Tool for TestTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         self.name
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "test tool"
     }
     fn input_schema(&self) -> serde_json::Value {
@@ -503,7 +503,7 @@ fn builtin_specs_are_sorted_and_filterable() {
 fn descriptions_state_the_default_limits() {
     let limits = ToolLimits::default();
     let registry = ToolRegistry::builtin();
-    let description = |name: &str| registry.get(name).unwrap().description();
+    let description = |name: &str| registry.get(name).unwrap().description().to_owned();
     let check = |name: &str, text: String| {
         assert!(
             description(name).contains(&text),

@@ -52,9 +52,11 @@ pub use truncate::{HeadTailBuffer, truncate_middle};
 /// Implementations parse their input with [`parse_input`] into a params struct that derives
 /// `JsonSchema` and `Deserialize`, so the schema offered to the model and the validation agree.
 pub trait Tool: Send + Sync + 'static {
-    fn name(&self) -> &'static str;
+    /// The name the model calls it by: a built-in's constant, or an MCP tool's
+    /// `mcp__server__tool` made at runtime.
+    fn name(&self) -> &str;
     /// Written for the model: when to use the tool, what it returns, its limits.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON schema of the input object, generated with [`schema_of`] from the params struct.
     fn input_schema(&self) -> serde_json::Value;
     /// Whether the tool only observes (files, network) and never changes anything.
@@ -102,11 +104,11 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
 }
 
 impl<T: TypedTool> Tool for T {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         T::DESCRIPTION
     }
 
@@ -142,11 +144,13 @@ impl<T: TypedTool> Tool for T {
     }
 }
 
-/// What a tool call produced: text for the model, and whether it is an error.
+/// What a tool call produced: text for the model, whether it is an error, and the images it
+/// returned (MCP tools; the output cap applies to the text only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    pub images: Vec<crate::conversation::ToolImage>,
 }
 
 impl ToolOutput {
@@ -154,6 +158,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -161,6 +166,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }
@@ -320,7 +326,7 @@ impl Default for ToolLimits {
 /// keeps the request prefix byte-stable for provider caches.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
 impl ToolRegistry {
@@ -362,7 +368,7 @@ impl ToolRegistry {
 
     /// Adds a tool, replacing one of the same name.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.name(), tool);
+        self.tools.insert(tool.name().to_owned(), tool);
     }
 
     /// The tools whose names `keep` accepts (subagent allow/deny lists, read-only agents).
@@ -372,14 +378,14 @@ impl ToolRegistry {
                 .tools
                 .iter()
                 .filter(|(name, _)| keep(name))
-                .map(|(name, tool)| (*name, Arc::clone(tool)))
+                .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
                 .collect(),
         }
     }
 
     /// Tool names in order.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
     }
 
     pub fn is_empty(&self) -> bool {

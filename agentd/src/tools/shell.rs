@@ -176,6 +176,7 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
     ToolOutput {
         content: text,
         is_error,
+        images: Vec::new(),
     }
 }
 

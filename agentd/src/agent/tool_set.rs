@@ -1,0 +1,212 @@
+//! The tools of each model call: the built-ins plus the tools of every ready MCP server the
+//! session holds, sorted by name, decided once per step so the model, the gate and the
+//! executor see the same set. When the set differs from the session's previous model call,
+//! the step records `toolsChanged` first, so a break of the request's cached prefix is
+//! explicit in the log.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::Run;
+use crate::conversation::ToolSpec;
+use crate::mcp::{McpHandle, McpStatus};
+use crate::tools::ToolRegistry;
+use protocol::event::Event;
+
+/// The tools of one step: what the model is offered and what the gate and executor look up.
+pub struct ToolSet {
+    pub registry: Arc<ToolRegistry>,
+    /// `registry`'s specs, sorted by name.
+    pub specs: Arc<[ToolSpec]>,
+}
+
+impl ToolSet {
+    pub fn new(registry: ToolRegistry) -> Self {
+        let specs = registry.specs().into();
+        Self {
+            registry: Arc::new(registry),
+            specs,
+        }
+    }
+}
+
+/// Where a run's tools come from.
+pub struct RunTools {
+    builtins: Arc<ToolRegistry>,
+    /// The MCP servers of the session (ready or not: only ready ones offer tools).
+    mcp_servers: Vec<Arc<McpHandle>>,
+    /// How long the run waits before its first model call for servers still starting.
+    startup_grace: Duration,
+    /// The set of the current step.
+    current: Mutex<Arc<ToolSet>>,
+}
+
+impl RunTools {
+    pub fn new(
+        builtins: Arc<ToolRegistry>,
+        mcp_servers: Vec<Arc<McpHandle>>,
+        startup_grace: Duration,
+    ) -> Self {
+        let current = Mutex::new(Arc::new(ToolSet::new((*builtins).clone())));
+        Self {
+            builtins,
+            mcp_servers,
+            startup_grace,
+            current,
+        }
+    }
+
+    /// Only the built-ins (tests, runs of sessions without MCP servers).
+    pub fn builtin_only(builtins: Arc<ToolRegistry>) -> Self {
+        Self::new(builtins, Vec::new(), Duration::ZERO)
+    }
+
+    /// The set of the current step.
+    pub fn current(&self) -> Arc<ToolSet> {
+        match self.current.lock() {
+            Ok(current) => Arc::clone(&current),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Builds the set from what the servers offer now and makes it the current one.
+    fn refresh(&self) -> Arc<ToolSet> {
+        let registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        let set = Arc::new(ToolSet::new(registry));
+        match self.current.lock() {
+            Ok(mut current) => *current = Arc::clone(&set),
+            Err(poisoned) => *poisoned.into_inner() = Arc::clone(&set),
+        }
+        set
+    }
+
+    fn builtin_specs(&self) -> Arc<[ToolSpec]> {
+        self.builtins.specs().into()
+    }
+}
+
+/// The names added, removed and changed (description or schema) from `before` to `after`,
+/// each sorted (specs are sorted by name).
+pub fn tool_changes(
+    before: &[ToolSpec],
+    after: &[ToolSpec],
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let find = |specs: &[ToolSpec], name: &str| -> Option<ToolSpec> {
+        specs.iter().find(|spec| spec.name == name).cloned()
+    };
+    let added = after
+        .iter()
+        .filter(|spec| find(before, &spec.name).is_none())
+        .map(|spec| spec.name.clone())
+        .collect();
+    let removed = before
+        .iter()
+        .filter(|spec| find(after, &spec.name).is_none())
+        .map(|spec| spec.name.clone())
+        .collect();
+    let changed = after
+        .iter()
+        .filter(|spec| find(before, &spec.name).is_some_and(|old| old != **spec))
+        .map(|spec| spec.name.clone())
+        .collect();
+    (added, removed, changed)
+}
+
+impl Run {
+    /// Waits at most the startup grace for the session's servers that are still starting
+    /// (all at once; a cancel ends the wait), then warns about those that failed or are not
+    /// ready yet: the run goes on without their tools, which join once they are ready.
+    pub(super) async fn await_mcp_servers(&self) -> Result<()> {
+        let servers = &self.tools.mcp_servers;
+        if servers.is_empty() {
+            return Ok(());
+        }
+        let grace = self.tools.startup_grace;
+        let waits = futures::future::join_all(servers.iter().map(|h| h.wait_ready(grace)));
+        let statuses = tokio::select! {
+            statuses = waits => statuses,
+            () = self.cancel.cancelled() => return Ok(()),
+        };
+        for (handle, status) in servers.iter().zip(statuses) {
+            let name = &handle.key().name;
+            let message = match status {
+                McpStatus::Ready { .. } => continue,
+                McpStatus::Failed { error, stderr_tail } if stderr_tail.trim().is_empty() => {
+                    format!("MCP server {name} failed: {error}; its tools are not available")
+                }
+                McpStatus::Failed { error, stderr_tail } => format!(
+                    "MCP server {name} failed: {error}; its tools are not available; its stderr ends with:\n{}",
+                    stderr_tail.trim_end()
+                ),
+                McpStatus::Starting | McpStatus::Restarting { .. } => format!(
+                    "MCP server {name} is not ready after {} s; its tools join once it is",
+                    grace.as_secs_f64()
+                ),
+                McpStatus::Stopped => {
+                    format!("MCP server {name} is stopped; its tools are not available")
+                }
+            };
+            self.log.append(Event::Warning { message }).await?;
+        }
+        Ok(())
+    }
+
+    /// Decides this step's tools; records `toolsChanged` when they differ from the session's
+    /// previous model call (the built-ins, for the first call since the session was loaded).
+    pub(super) async fn offer_tools(&self) -> Result<()> {
+        let set = self.tools.refresh();
+        let previous = self
+            .shared
+            .lock()
+            .offered_tools
+            .replace(Arc::clone(&set.specs));
+        let previous = previous.unwrap_or_else(|| self.tools.builtin_specs());
+        if previous[..] == set.specs[..] {
+            return Ok(());
+        }
+        let (added, removed, changed) = tool_changes(&previous, &set.specs);
+        self.log
+            .append(Event::ToolsChanged {
+                run_id: self.run_id.clone(),
+                added,
+                removed,
+                changed,
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn changes_between_two_sets() {
+        let before = [spec("a", "x"), spec("b", "x"), spec("c", "x")];
+        let after = [spec("a", "x"), spec("c", "y"), spec("d", "x")];
+        assert_eq!(
+            tool_changes(&before, &after),
+            (
+                vec!["d".to_owned()],
+                vec!["b".to_owned()],
+                vec!["c".to_owned()]
+            )
+        );
+        assert_eq!(
+            tool_changes(&before, &before),
+            (Vec::new(), Vec::new(), Vec::new())
+        );
+    }
+}

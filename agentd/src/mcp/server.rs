@@ -1,0 +1,329 @@
+//! One supervised MCP server: its shared state (status, tools, the live connection's client,
+//! users) and the task that runs it: start, publish `ready`, refresh tools on
+//! `list_changed`, restart with exponential backoff after a crash (bounded attempts, then
+//! `failed` until `restart`), stop when idle without users or when the daemon stops.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, broadcast, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{Connection, McpClient};
+use super::log::{ServerLog, StderrLimits};
+use super::{McpServerConfig, McpStatus, McpStatusChange, McpToolInfo, ServerKey};
+
+/// Timings and bounds of supervision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpLimits {
+    /// Restart attempts after a crash or a failed start before the server is `failed`: a
+    /// server that cannot run stops costing starts.
+    pub max_restart_attempts: u32,
+    /// Wait before the first restart; doubled for each further attempt (200 ms × 2^n).
+    pub restart_backoff: Duration,
+    /// A server that stayed up this long counts as healthy again: its attempts start over.
+    pub stable_after: Duration,
+    /// Each step of a stop waits this long (stdin closed → SIGTERM → SIGKILL), so a stop takes
+    /// at most about twice this: well under the daemon's stop deadline.
+    pub stop_grace: Duration,
+    pub stderr: StderrLimits,
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        Self {
+            max_restart_attempts: 5,
+            restart_backoff: Duration::from_millis(200),
+            stable_after: Duration::from_secs(60),
+            stop_grace: Duration::from_secs(2),
+            stderr: StderrLimits::default(),
+        }
+    }
+}
+
+/// What the manager, its handles and the server's task share.
+pub(super) struct Server {
+    pub(super) key: ServerKey,
+    pub(super) config: McpServerConfig,
+    pub(super) status: watch::Sender<McpStatus>,
+    /// Handles held now; the task watches it for the idle stop.
+    pub(super) users: watch::Sender<usize>,
+    pub(super) state: Mutex<ServerState>,
+    pub(super) generation: AtomicU64,
+    /// `restart` asks the task to start over (a stored permit if it is busy).
+    pub(super) restart: Notify,
+    pub(super) log: Arc<ServerLog>,
+}
+
+/// The server's changing parts, read by `servers()` and handles.
+#[derive(Default)]
+pub(super) struct ServerState {
+    /// The live connection's client: None unless ready.
+    pub(super) client: Option<Arc<McpClient>>,
+    pub(super) pid: Option<u32>,
+    /// After `enabled_tools` / `disabled_tools`.
+    pub(super) tools: Arc<[McpToolInfo]>,
+    pub(super) restarts: u32,
+    pub(super) last_error: Option<String>,
+    /// Out of the manager's map: the task ended or is ending; acquire makes a new server.
+    pub(super) removed: bool,
+}
+
+/// See [`RunContext::remove_if_unused`].
+pub(super) type RemoveIfUnused = Box<dyn Fn(&Arc<Server>) -> bool + Send + Sync>;
+
+/// What the task needs from the manager.
+pub(super) struct RunContext {
+    pub(super) limits: McpLimits,
+    pub(super) idle_stop: Duration,
+    pub(super) http: Option<reqwest::Client>,
+    pub(super) changes: broadcast::Sender<McpStatusChange>,
+    pub(super) stop: CancellationToken,
+    /// Removes the server from the manager's map if it still has no users (under the map's
+    /// lock, where acquire counts users); false: someone acquired it meanwhile.
+    pub(super) remove_if_unused: RemoveIfUnused,
+}
+
+impl Server {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, ServerState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn publish(&self, context: &RunContext, status: McpStatus) {
+        self.status.send_replace(status.clone());
+        let _ = context.changes.send(McpStatusChange {
+            key: self.key.clone(),
+            status,
+        });
+    }
+
+    fn set_live(&self, client: Option<Arc<McpClient>>, pid: Option<u32>, tools: Vec<McpToolInfo>) {
+        let tools = filter_tools(&self.config, tools);
+        let mut state = self.lock();
+        state.client = client;
+        state.pid = pid;
+        state.tools = tools.into();
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn note_error(&self, error: &str) {
+        self.lock().last_error = Some(error.to_owned());
+    }
+}
+
+/// How a connected period ended.
+enum Ended {
+    Lost(String),
+    Restart,
+    Stop,
+}
+
+/// Runs `server` until the daemon stops or it is idle without users.
+pub(super) async fn run(server: Arc<Server>, context: RunContext) {
+    let (tools_changed, mut tools_changed_rx) = mpsc::channel(1);
+    let mut users = server.users.subscribe();
+    let name = server.config.name.clone();
+    // Consecutive failed starts or early crashes.
+    let mut attempt: u32 = 0;
+    let mut error;
+    loop {
+        if attempt == 0 {
+            server.publish(&context, McpStatus::Starting);
+        } else {
+            server.lock().restarts += 1;
+        }
+        let started = tokio::select! {
+            started = Connection::start(
+                &server.config,
+                &server.key.project_root,
+                &server.log,
+                context.http.as_ref(),
+                tools_changed.clone(),
+            ) => started,
+            () = context.stop.cancelled() => break,
+        };
+        let ended = match started {
+            Ok(mut connection) => {
+                let client = connection.client();
+                let listed = tokio::select! {
+                    listed = tokio::time::timeout(server.config.startup_timeout, client.list_tools()) => listed,
+                    () = context.stop.cancelled() => {
+                        connection.stop(context.limits.stop_grace).await;
+                        break;
+                    }
+                };
+                match listed {
+                    Ok(Ok(tools)) => {
+                        server.set_live(Some(client.clone()), connection.pid(), tools);
+                        let count = server.lock().tools.len();
+                        server.publish(&context, McpStatus::Ready { tools: count });
+                        tracing::info!(server = %name, pid = ?connection.pid(), tools = count, "MCP server ready");
+                        let up_since = Instant::now();
+                        let ended = connected(
+                            &server,
+                            &context,
+                            &mut connection,
+                            &client,
+                            &mut tools_changed_rx,
+                            &mut users,
+                        )
+                        .await;
+                        server.set_live(None, None, Vec::new());
+                        connection.stop(context.limits.stop_grace).await;
+                        if up_since.elapsed() >= context.limits.stable_after {
+                            attempt = 0;
+                        }
+                        ended
+                    }
+                    Ok(Err(list_error)) => {
+                        connection.stop(context.limits.stop_grace).await;
+                        Ended::Lost(list_error)
+                    }
+                    Err(_) => {
+                        connection.stop(context.limits.stop_grace).await;
+                        Ended::Lost(format!(
+                            "tools/list took longer than {} s",
+                            server.config.startup_timeout.as_secs_f64()
+                        ))
+                    }
+                }
+            }
+            Err(start_error) => Ended::Lost(start_error.0),
+        };
+        match ended {
+            Ended::Stop => break,
+            Ended::Restart => {
+                attempt = 0;
+                server.lock().restarts = 0;
+                server.log.clear_tail();
+                continue;
+            }
+            Ended::Lost(reason) => {
+                tracing::warn!(server = %name, "MCP server lost: {reason}");
+                server.note_error(&reason);
+                error = reason;
+            }
+        }
+        attempt += 1;
+        if attempt > context.limits.max_restart_attempts {
+            server.publish(
+                &context,
+                McpStatus::Failed {
+                    error: error.clone(),
+                    stderr_tail: server.log.tail(),
+                },
+            );
+            let resumed = loop {
+                tokio::select! {
+                    () = server.restart.notified() => break true,
+                    () = context.stop.cancelled() => break false,
+                    () = idle(&mut users, context.idle_stop) => {
+                        if (context.remove_if_unused)(&server) {
+                            break false;
+                        }
+                    }
+                }
+            };
+            if !resumed {
+                break;
+            }
+            attempt = 0;
+            server.lock().restarts = 0;
+            server.log.clear_tail();
+            continue;
+        }
+        server.publish(
+            &context,
+            McpStatus::Restarting {
+                attempt,
+                error: error.clone(),
+            },
+        );
+        let backoff = context
+            .limits
+            .restart_backoff
+            .saturating_mul(2u32.saturating_pow(attempt - 1));
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = server.restart.notified() => {
+                attempt = 0;
+                server.lock().restarts = 0;
+            }
+            () = context.stop.cancelled() => break,
+        }
+    }
+    server.set_live(None, None, Vec::new());
+    server.lock().removed = true;
+    server.publish(&context, McpStatus::Stopped);
+}
+
+/// While connected: refreshes tools, notices loss, restart requests, the stop and idleness.
+async fn connected(
+    server: &Arc<Server>,
+    context: &RunContext,
+    connection: &mut Connection,
+    client: &Arc<McpClient>,
+    tools_changed: &mut mpsc::Receiver<()>,
+    users: &mut watch::Receiver<usize>,
+) -> Ended {
+    loop {
+        tokio::select! {
+            reason = connection.lost() => return Ended::Lost(reason),
+            Some(()) = tools_changed.recv() => {
+                match client.list_tools().await {
+                    Ok(tools) => {
+                        server.set_live(Some(client.clone()), connection.pid(), tools);
+                        let count = server.lock().tools.len();
+                        tracing::info!(server = %server.config.name, tools = count, "MCP server's tools changed");
+                        server.publish(context, McpStatus::Ready { tools: count });
+                    }
+                    Err(error) => tracing::warn!(server = %server.config.name, "cannot refresh the MCP server's tools: {error}"),
+                }
+            }
+            () = server.restart.notified() => return Ended::Restart,
+            () = context.stop.cancelled() => return Ended::Stop,
+            () = idle(users, context.idle_stop) => {
+                if (context.remove_if_unused)(server) {
+                    tracing::info!(server = %server.config.name, "MCP server stopped: unused");
+                    return Ended::Stop;
+                }
+            }
+        }
+    }
+}
+
+/// Resolves once nobody has used the server for `idle_stop` (never if the sender is gone).
+async fn idle(users: &mut watch::Receiver<usize>, idle_stop: Duration) {
+    loop {
+        let unused = users.wait_for(|count| *count == 0).await.is_ok();
+        if !unused {
+            return std::future::pending().await;
+        }
+        let used_again = tokio::time::timeout(idle_stop, async {
+            users.wait_for(|count| *count > 0).await.is_ok()
+        })
+        .await;
+        match used_again {
+            Err(_) => return,
+            Ok(true) => continue,
+            Ok(false) => return std::future::pending().await,
+        }
+    }
+}
+
+/// The tools a session is offered: `enabled_tools` (when set), minus `disabled_tools`.
+pub(super) fn filter_tools(config: &McpServerConfig, tools: Vec<McpToolInfo>) -> Vec<McpToolInfo> {
+    tools
+        .into_iter()
+        .filter(|tool| {
+            config
+                .enabled_tools
+                .as_ref()
+                .is_none_or(|enabled| enabled.contains(&tool.name))
+                && !config.disabled_tools.contains(&tool.name)
+        })
+        .collect()
+}
