@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use agentd_tests::harness::{Client, text};
+use agentd_tests::harness::{Client, WAIT, text};
 use agentd_tests::mcp_servers::{ServerCommand, everything_stdio};
 use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
@@ -16,6 +16,7 @@ use protocol::mcp::{
     McpListResult, McpServerListing, McpServerSource, McpServerState, McpTransportKind,
 };
 use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// A TOML basic string (JSON's escapes are TOML's).
 fn toml_str(text: &str) -> String {
@@ -358,6 +359,33 @@ async fn agentctl_mcp_restart_and_logs() {
         "{}",
         text(&logs.stdout)
     );
+
+    // -f prints what is there, then follows until Ctrl-C (exit 0).
+    let mut follow = env
+        .agentctl()
+        .args(["mcp", "logs", "broken", "-f"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentctl mcp logs -f");
+    let mut lines = BufReader::new(follow.stdout.take().expect("stdout")).lines();
+    loop {
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("the log in time")
+            .expect("read agentctl's stdout")
+            .expect("agentctl still prints");
+        if line.contains("boom-7f3a") {
+            break;
+        }
+    }
+    let pid = follow.id().expect("agentctl runs") as libc::pid_t;
+    // SAFETY: kill(2) on the child we started, still unreaped.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let followed = tokio::time::timeout(WAIT, follow.wait())
+        .await
+        .expect("agentctl stops at Ctrl-C")
+        .expect("agentctl status");
+    assert!(followed.success(), "{followed:?}");
 
     let missing = env.run_agentctl(&["mcp", "logs", "nosuch"]).await;
     assert_eq!(missing.status.code(), Some(1));

@@ -105,12 +105,16 @@ pub async fn logs(ctx: &Context, name: String, follow: bool) -> Result<(), Comma
     let mut file_handle = tokio::fs::File::open(&file).await.map_err(|err| {
         CommandError::failed(format!("cannot open the log {}: {err}", file.display()))
     })?;
-    let mut offset = copy_to_stdout(&mut file_handle).await?;
-    if !follow {
+    // Watched before anything is printed: a Ctrl-C right after the first lines ends it calmly.
+    let Some(mut interrupts) = follow
+        .then(|| signal(SignalKind::interrupt()))
+        .transpose()
+        .map_err(|err| CommandError::failed(format!("cannot watch for Ctrl-C: {err}")))?
+    else {
+        copy_to_stdout(&mut file_handle).await?;
         return Ok(());
-    }
-    let mut interrupts = signal(SignalKind::interrupt())
-        .map_err(|err| CommandError::failed(format!("cannot watch for Ctrl-C: {err}")))?;
+    };
+    let mut offset = copy_to_stdout(&mut file_handle).await?;
     loop {
         tokio::select! {
             _ = interrupts.recv() => return Ok(()),
