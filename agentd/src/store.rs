@@ -64,6 +64,10 @@ pub struct SessionHeader {
         skip_serializing_if = "protocol::approval::PermissionRules::is_empty"
     )]
     pub permission_rules: protocol::approval::PermissionRules,
+    /// `mcpServers` given at `session/create`, as given (the `.mcp.json` object or ACP's
+    /// array; Null: none): resolved again whenever the session resolves its servers.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub mcp_servers: serde_json::Value,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +76,14 @@ pub struct SessionHeader {
     pub parent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+}
+
+impl SessionHeader {
+    /// The MCP server entries given at `session/create`, parsed (the `session` argument of
+    /// `mcp::config::servers_for`).
+    pub fn mcp_servers(&self) -> crate::mcp::config::McpEntries {
+        crate::mcp::config::McpEntries::from_session(&self.mcp_servers)
+    }
 }
 
 /// One line of a session file.

@@ -57,6 +57,13 @@ pub struct SessionCreateParams {
     /// Rules of this session only (the session layer, above user and project rules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_rules: Option<crate::approval::PermissionRules>,
+    /// MCP servers of this session only, above the project's and the user's on a name clash:
+    /// an object of servers by name in the `.mcp.json` shape (`{NAME: {command, args, env,
+    /// cwd} | {type: "http", url, headers}}`), or ACP's array (`[{name, command, args, env:
+    /// [{name, value}]} | {type: "http", name, url, headers: [{name, value}]}]`). Kept with the
+    /// session as given; an entry that cannot be used is reported, not refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,6 +126,10 @@ pub struct SessionGetResult {
     pub queued_steers: Vec<String>,
     /// Follow-up messages not yet delivered (after a cancel they stay here for the user).
     pub queued_follow_ups: Vec<String>,
+    /// Names of the MCP servers given at `session/create` (`mcpServers`), sorted; their
+    /// commands, environment and headers stay in the daemon (they may hold secrets).
+    #[serde(default)]
+    pub mcp_servers: Vec<String>,
 }
 
 /// One message of the conversation history.

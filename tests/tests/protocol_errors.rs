@@ -123,11 +123,6 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "the untrusted-project warning of MCP servers names the command to trust it, as the \
          permission one does, and the method `project/trust` beside it for editors",
     ),
-    (
-        "session/mcp.rs",
-        "the warning that an untrusted project's MCP servers did not start names the command to \
-         trust it (issue 10 asks how to trust), and the method `project/trust` beside it",
-    ),
 ];
 
 /// The whole class, not just the ids tested above: no code line of the daemon (comments and

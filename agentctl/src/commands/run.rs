@@ -63,6 +63,7 @@ pub async fn run(
                 title: args.title,
                 permission_mode: args.mode,
                 permission_rules: None,
+                mcp_servers: None,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)

@@ -296,6 +296,7 @@ mod tests {
             ]),
             queued_steers: Vec::new(),
             queued_follow_ups: vec!["then commit".to_owned()],
+            mcp_servers: Vec::new(),
         };
         let text = format_session(&result);
         assert!(text.starts_with("session  ses_a\ntitle    demo\nstatus   running (run_1)\n"));

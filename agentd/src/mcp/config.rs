@@ -300,6 +300,38 @@ pub fn servers_for(
     set
 }
 
+/// What a session in a directory gets: its servers, its project's trust, and what to warn about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpResolution {
+    pub set: McpServerSet,
+    pub project: ProjectTrust,
+}
+
+impl McpResolution {
+    /// The `warning` texts of a session: the untrusted project's servers (how to trust it),
+    /// then each problem (file, server, reason).
+    pub fn warnings(&self) -> Vec<String> {
+        untrusted_warning(&self.project.root, &self.set.untrusted)
+            .into_iter()
+            .chain(self.set.problems.iter().map(|problem| problem.to_string()))
+            .collect()
+    }
+}
+
+/// [`servers_for`] a session in `cwd` (canonical) with the user's `user` entries, the
+/// session's `session` entries and the project's trust from `trust`. Blocking: reads files.
+pub fn resolve_for(
+    cwd: &Path,
+    user: &McpEntries,
+    session: &McpEntries,
+    trust: &crate::trust::TrustStore,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> McpResolution {
+    let project = project_trust(cwd, trust);
+    let set = servers_for(cwd, user, session, project.trusted, env);
+    McpResolution { set, project }
+}
+
 /// Whether a session's project lets its `.mcp.json` servers start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectTrust {

@@ -749,3 +749,35 @@ fn the_session_param_must_be_an_object_or_an_array() {
         assert_eq!(check_session_param(&value).is_ok(), ok, "{value}");
     }
 }
+
+#[test]
+fn a_resolution_carries_the_trust_and_the_warnings_of_the_session() {
+    let tree = tree();
+    write(&tree.repo.join(MCP_JSON), &mcp_json(&[("proj", "p")]));
+    let state = tempfile::tempdir().unwrap();
+    let trust = crate::trust::TrustStore::empty(state.path());
+    let user = user_of(r#"bad = { command = "${MISSING}" }"#);
+    let session = session_of(serde_json::json!({"mine": {"command": "m"}}));
+    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &no_env);
+    assert_eq!(resolution.project.root, tree.repo);
+    assert!(!resolution.project.trusted);
+    assert_eq!(summary(&resolution.set).0, ["mine=m"]);
+    let warnings = resolution.warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains("agentctl trust") && warnings[0].contains("(proj)"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("server bad: command: environment variable MISSING"),
+        "{}",
+        warnings[1]
+    );
+
+    trust.trust(&tree.repo).unwrap();
+    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &no_env);
+    assert!(resolution.project.trusted);
+    assert_eq!(summary(&resolution.set).0, ["mine=m", "proj=p"]);
+    assert_eq!(resolution.warnings().len(), 1);
+}

@@ -66,6 +66,11 @@ impl Tool for McpTool {
         self.info.read_only
     }
 
+    /// A cancelled call sends `notifications/cancelled` before it ends.
+    fn winds_down_on_cancel(&self) -> bool {
+        true
+    }
+
     fn summary(&self, input: &serde_json::Value) -> String {
         crate::tools::one_line(&input.to_string(), 120)
     }

@@ -25,21 +25,12 @@ pub async fn list(
     let mut problems = Vec::new();
     if let Some(cwd) = &params.cwd {
         let cwd = workspace(cwd).await?;
-        let trust = state.trust.clone();
-        let user = state.sessions.mcp_user_servers();
-        let (root, set) = tokio::task::spawn_blocking(move || {
-            let project = crate::mcp::config::project_trust(&cwd, &trust);
-            let set = crate::mcp::config::servers_for(
-                &cwd,
-                &user,
-                &McpEntries::default(),
-                project.trusted,
-                &|name| std::env::var(name).ok(),
-            );
-            (project.root, set)
-        })
-        .await
-        .map_err(|err| internal(err.to_string()))?;
+        let resolved = state
+            .sessions
+            .mcp_servers(cwd, McpEntries::default())
+            .await
+            .map_err(|err| internal(err.to_string()))?;
+        let (root, set) = (resolved.project.root, resolved.set);
         let runs_here = |name: &str| {
             known
                 .iter()

@@ -74,6 +74,7 @@ pub async fn get(
         history,
         queued_steers: shared.steers.iter().cloned().collect(),
         queued_follow_ups: shared.follow_ups.iter().cloned().collect(),
+        mcp_servers: session.header.mcp_servers().entries.into_keys().collect(),
     })
 }
 

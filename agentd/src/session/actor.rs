@@ -594,7 +594,7 @@ impl Actor {
         let tools = crate::agent::tool_set::RunTools::new(
             self.deps.tools.clone(),
             servers.handles,
-            crate::mcp::DEFAULT_STARTUP_GRACE,
+            config.mcp.startup_grace,
         );
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),

@@ -97,15 +97,6 @@ impl Drop for McpStatusRegistration {
 }
 
 impl SessionManager {
-    /// The user's `[mcp_servers.*]` entries of config.toml (none while it is unusable).
-    pub fn mcp_user_servers(&self) -> crate::mcp::config::McpEntries {
-        self.deps
-            .config
-            .as_ref()
-            .map(|config| config.mcp.servers.clone())
-            .unwrap_or_default()
-    }
-
     /// Start forwarding the MCP manager's status changes (stopped with the evictor, at
     /// shutdown). The task belongs to the sessions' task tracker.
     pub fn start_mcp_status_events(&self) {

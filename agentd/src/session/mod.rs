@@ -149,6 +149,29 @@ impl SessionManager {
         self.deps.mcp.clone()
     }
 
+    /// The MCP servers of a session in `cwd` (canonical) given `session` entries (its
+    /// header's, `SessionHeader::mcp_servers`; none for `mcp/list` of a directory): the user's
+    /// `[mcp_servers.*]` (none while the config is unusable), the project's `.mcp.json` as its
+    /// trust allows, `${VAR}` expanded from the daemon's environment. Reads files off the
+    /// runtime.
+    pub async fn mcp_servers(
+        &self,
+        cwd: PathBuf,
+        session: crate::mcp::config::McpEntries,
+    ) -> Result<crate::mcp::config::McpResolution, SessionError> {
+        let deps = self.deps.clone();
+        tokio::task::spawn_blocking(move || {
+            let user = match &deps.config {
+                Ok(config) => config.mcp.servers.clone(),
+                Err(_) => crate::mcp::config::McpEntries::default(),
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            crate::mcp::config::resolve_for(&cwd, &user, &session, &deps.trust, &env)
+        })
+        .await
+        .map_err(|err| SessionError::Internal(err.to_string()))
+    }
+
     pub fn config_error(&self) -> Option<String> {
         self.deps.config.as_ref().err().cloned()
     }
@@ -210,6 +233,9 @@ impl SessionManager {
                 cwd.display()
             )));
         }
+        let mcp_servers = params.mcp_servers.unwrap_or_default();
+        crate::mcp::config::check_session_param(&mcp_servers)
+            .map_err(SessionError::InvalidParams)?;
         let session_rules = params.permission_rules.unwrap_or_default();
         let (_, rule_errors) = crate::permission::RuleSet::parse(
             &crate::permission::RuleSource::session(),
@@ -292,6 +318,7 @@ impl SessionManager {
             title: params.title.filter(|t| !t.trim().is_empty()),
             permission_mode,
             permission_rules: session_rules,
+            mcp_servers,
             system_prompt,
             agent: None,
             parent_session_id: None,

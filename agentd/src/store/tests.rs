@@ -27,6 +27,7 @@ fn header() -> SessionHeader {
         title: None,
         permission_mode: Default::default(),
         permission_rules: Default::default(),
+        mcp_servers: serde_json::Value::Null,
         system_prompt: "sys".into(),
         agent: None,
         parent_session_id: None,
@@ -250,4 +251,30 @@ fn a_file_of_a_newer_format_is_refused_by_version_never_read() {
     // Older and current formats load.
     write(&path, &[Entry::Header(header())], "");
     assert!(load(&path).is_ok());
+}
+
+#[test]
+fn a_header_without_mcp_servers_still_loads_and_one_with_them_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ses_1.jsonl");
+    let mut old = serde_json::to_value(Entry::Header(header())).unwrap();
+    old.as_object_mut().unwrap().remove("mcpServers");
+    std::fs::write(&path, format!("{old}\n")).unwrap();
+    let loaded = read_header(&path).unwrap();
+    assert_eq!(loaded.mcp_servers, serde_json::Value::Null);
+    assert_eq!(
+        loaded.mcp_servers(),
+        crate::mcp::config::McpEntries::default()
+    );
+
+    let servers = serde_json::json!({"time": {"command": "uvx", "args": ["mcp-server-time"]}});
+    let with = SessionHeader {
+        mcp_servers: servers.clone(),
+        ..header()
+    };
+    write(&path, &[Entry::Header(with)], "");
+    let loaded = read_header(&path).unwrap();
+    assert_eq!(loaded.mcp_servers, servers);
+    let entries = loaded.mcp_servers();
+    assert_eq!(entries.entries["time"].args, ["mcp-server-time"]);
 }

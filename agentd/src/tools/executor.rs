@@ -200,6 +200,13 @@ async fn run_call(
             Some(message) = progress_rx.recv() => observer.progress(call, &message),
         }
     };
+    if outcome.is_none()
+        && catch_panic(|| tool.winds_down_on_cancel(), "winds_down_on_cancel").unwrap_or(false)
+    {
+        // The call tells the other side it was cancelled (bounded); its result stays
+        // "cancelled" whatever it returns.
+        let _ = tokio::time::timeout(ctx.limits.cancel_wind_down, &mut running).await;
+    }
     drop(running);
     while let Ok(message) = progress_rx.try_recv() {
         observer.progress(call, &message);
@@ -251,3 +258,7 @@ fn catch_panic<T>(f: impl FnOnce() -> T, what: &str) -> Result<T, String> {
 #[cfg(test)]
 #[path = "executor_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "executor_wind_down_tests.rs"]
+mod wind_down_tests;

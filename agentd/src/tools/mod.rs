@@ -72,6 +72,12 @@ pub trait Tool: Send + Sync + 'static {
         let _ = input;
         Ok(())
     }
+    /// Whether a call, once the run is cancelled, is still polled for at most
+    /// [`ToolLimits::cancel_wind_down`] so it can tell the other side (an MCP call sends
+    /// `notifications/cancelled` to its server); its result is `cancelled` all the same.
+    fn winds_down_on_cancel(&self) -> bool {
+        false
+    }
     /// Whether the executor may cut this tool's output to the output cap (`[skill]` results of
     /// `load_skill` are never cut).
     fn truncate_output(&self) -> bool {
@@ -262,6 +268,9 @@ pub struct ToolLimits {
     pub shell_default_timeout: Duration,
     /// Upper bound on the timeout the model may ask for; a run must come back eventually.
     pub shell_max_timeout: Duration,
+    /// How long a cancelled call of a tool that winds down (MCP: telling the server) may
+    /// still take, so a cancel reaches the server without a stuck server holding the run.
+    pub cancel_wind_down: Duration,
     /// Bytes of stdout (and, separately, stderr) kept in memory while a command runs (head and
     /// tail halves), so `yes` or a huge build log cannot exhaust the daemon's memory.
     pub shell_capture_max_bytes: usize,
@@ -305,6 +314,7 @@ impl Default for ToolLimits {
             parallel_max: 8,
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
+            cancel_wind_down: Duration::from_secs(3),
             shell_capture_max_bytes: 1024 * 1024,
             shell_drain_after_exit: Duration::from_secs(2),
             shell_progress_interval: Duration::from_millis(500),
