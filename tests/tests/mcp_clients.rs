@@ -415,3 +415,63 @@ async fn agentctl_mcp_restart_and_logs() {
         text(&status.stdout)
     );
 }
+
+#[tokio::test]
+async fn a_restart_needs_the_cwd_when_servers_of_that_name_run_for_several_projects() {
+    let (scenario, mut client, _session) =
+        with_servers(&server_toml("everything", &everything_stdio())).await;
+    wait_daemon_status(&mut client, "everything", McpServerState::Ready).await;
+    let other = scenario.daemon.env.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let second = create_session(&mut client, &other).await;
+    scenario.mock.push(Reply::text("hello"));
+    client.prompt(&second, "hi").await;
+    let other_root = std::fs::canonicalize(&other).unwrap().display().to_string();
+    client
+        .daemon_events_until(|event| {
+            matches!(event, Event::McpServerStatus { status: McpServerState::Ready, project_root: Some(root), .. } if *root == other_root)
+        })
+        .await;
+    let list = mcp_list(&mut client, None).await;
+    assert_eq!(list.servers.len(), 2, "one server per project: {list:#?}");
+
+    let ambiguous = client
+        .request("mcp/restart", json!({"name": "everything"}))
+        .await
+        .expect_err("two projects run it");
+    assert_eq!(ambiguous.code, i64::from(protocol::error::INVALID_PARAMS));
+    assert!(
+        ambiguous.message.contains(&other_root),
+        "{}",
+        ambiguous.message
+    );
+    let other_pid = list
+        .servers
+        .iter()
+        .find(|server| server.project_root.as_deref() == Some(other_root.as_str()))
+        .and_then(|server| server.pid);
+    client
+        .request(
+            "mcp/restart",
+            json!({"name": "everything", "cwd": other.display().to_string()}),
+        )
+        .await
+        .expect("restart the other project's server");
+    client
+        .daemon_events_until(|event| {
+            matches!(event, Event::McpServerStatus { status: McpServerState::Starting, project_root: Some(root), .. } if *root == other_root)
+        })
+        .await;
+    client
+        .daemon_events_until(|event| {
+            matches!(event, Event::McpServerStatus { status: McpServerState::Ready, project_root: Some(root), .. } if *root == other_root)
+        })
+        .await;
+    let after = mcp_list(&mut client, None).await;
+    let restarted = after
+        .servers
+        .iter()
+        .find(|server| server.project_root.as_deref() == Some(other_root.as_str()))
+        .and_then(|server| server.pid);
+    assert!(restarted.is_some() && restarted != other_pid);
+}
