@@ -384,7 +384,7 @@ impl Renderer {
                 attempt,
                 ..
             } => {
-                if let Some(line) = mcp_status_line(server, *status, error.as_deref(), *attempt) {
+                if let Some(line) = mcp::status_line(server, *status, error.as_deref(), *attempt) {
                     self.stderr_line(&line, out);
                 }
             }
@@ -660,29 +660,8 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     cut
 }
 
+mod mcp;
 mod todo;
 
 #[cfg(test)]
 mod tests;
-
-/// What a run shows of an MCP server's status: its failures and restarts (starting, ready and
-/// stopped are quiet; `agentctl mcp list` shows them).
-fn mcp_status_line(
-    server: &str,
-    status: protocol::mcp::McpServerState,
-    error: Option<&str>,
-    attempt: Option<u32>,
-) -> Option<String> {
-    use protocol::mcp::McpServerState as State;
-    let why = error.map(one_line).unwrap_or_default();
-    match status {
-        State::Failed => Some(format!(
-            "MCP server {server} failed: {why}; see `agentctl mcp logs {server}`, then `agentctl mcp restart {server}`"
-        )),
-        State::Restarting => Some(format!(
-            "MCP server {server} is restarting (attempt {}): {why}",
-            attempt.unwrap_or(1)
-        )),
-        _ => None,
-    }
-}
