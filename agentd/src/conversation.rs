@@ -161,6 +161,39 @@ mod tests {
     }
 
     #[test]
+    fn tool_images_are_stored_and_results_without_them_keep_their_old_shape() {
+        let plain = Message::Tool {
+            tool_call_id: "c1".into(),
+            tool_name: "read_file".into(),
+            content: "ok".into(),
+            is_error: false,
+            images: Vec::new(),
+        };
+        let line = serde_json::to_string(&plain).unwrap();
+        assert_eq!(
+            line,
+            r#"{"role":"tool","toolCallId":"c1","toolName":"read_file","content":"ok","isError":false}"#
+        );
+        assert_eq!(serde_json::from_str::<Message>(&line).unwrap(), plain);
+        let with_image = Message::Tool {
+            tool_call_id: "c1".into(),
+            tool_name: "read_file".into(),
+            content: "ok".into(),
+            is_error: false,
+            images: vec![ToolImage {
+                mime_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into(),
+            }],
+        };
+        let line = serde_json::to_string(&with_image).unwrap();
+        assert!(
+            line.ends_with(r#","images":[{"mimeType":"image/png","data":"iVBORw0KGgo="}]}"#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Message>(&line).unwrap(), with_image);
+    }
+
+    #[test]
     fn orphaned_tool_calls_are_those_without_results() {
         let call = |id: &str| ToolCall {
             id: id.into(),

@@ -28,6 +28,7 @@ mod daemon;
 mod llm;
 mod mcp_clients;
 mod mcp_config;
+mod mcp_sessions;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_subscriptions;

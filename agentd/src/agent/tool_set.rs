@@ -140,8 +140,12 @@ impl Run {
                     "MCP server {name} failed: {error}; its tools are not available; its stderr ends with:\n{}",
                     stderr_tail.trim_end()
                 ),
-                McpStatus::Starting | McpStatus::Restarting { .. } => format!(
-                    "MCP server {name} is not ready after {} s; its tools join once it is",
+                McpStatus::Starting => format!(
+                    "MCP server {name} is still starting after {} s; its tools join once it is ready",
+                    grace.as_secs_f64()
+                ),
+                McpStatus::Restarting { attempt, error } => format!(
+                    "MCP server {name} is not ready after {} s: {error}; it is being restarted (attempt {attempt}) and its tools join once it is ready",
                     grace.as_secs_f64()
                 ),
                 McpStatus::Stopped => {

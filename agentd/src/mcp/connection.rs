@@ -252,7 +252,11 @@ impl Connection {
                 let _ = process.kill().await;
             }
         }
-        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        // `lost` may have awaited the service to its end already: a JoinHandle polled again
+        // after completion panics.
+        if !self.service.is_finished() {
+            let _ = tokio::time::timeout(grace, &mut self.service).await;
+        }
         if let Some(stderr) = self.stderr.take() {
             let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
         }
