@@ -291,6 +291,24 @@ fn debug_output_hides_the_key() {
     let text = format!("{config:?}");
     assert!(!text.contains("sk-secret"), "{text}");
     assert!(text.contains("<redacted>"), "{text}");
+    // Nor the tokens of MCP servers' env and headers.
+    let config = load_with(
+        Some(
+            "[mcp_servers.gh]\ncommand = \"gh-mcp\"\nenv = { GITHUB_TOKEN = \"ghp-secret\" }\n\
+             [mcp_servers.docs]\nurl = \"https://h/mcp\"\nheaders = { Authorization = \"Bearer t-secret\" }\n",
+        ),
+        &[],
+    )
+    .unwrap();
+    let text = format!("{config:?}");
+    assert!(
+        text.contains("GITHUB_TOKEN") && text.contains("Authorization"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ghp-secret") && !text.contains("t-secret"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -123,3 +123,30 @@ async fn a_session_mcp_servers_param_of_the_wrong_shape_is_refused() {
     .await;
     assert_eq!(server_names(&mut client, &session).await, json!(["ok"]));
 }
+
+#[tokio::test]
+async fn a_bad_mcp_server_entry_in_config_toml_does_not_make_the_config_unusable() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        "[mcp]\nidle_stop_secs = 60\nstartup_grace_secs = 1\n\
+         [mcp_servers.broken]\ncommand = 5\n\
+         [mcp_servers.\"bad name\"]\ncommand = \"x\"\n\
+         [mcp_servers.typo]\ncomand = \"x\"\n",
+    )
+    .await;
+    let mut client = s.client().await;
+    create_session(&mut client, &s.workspace()).await;
+
+    // A bad [mcp] value is a config error like any other bound, naming the key.
+    let s = Scenario::start_with(Format::OpenAi, "[mcp]\nstartup_grace_secs = 100000\n").await;
+    let mut client = s.client().await;
+    let err = client
+        .request(
+            "session/create",
+            json!({"cwd": s.workspace().display().to_string()}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::CONFIG_ERROR as i64, "{err:?}");
+    assert!(err.message.contains("mcp.startup_grace_secs"), "{err:?}");
+}

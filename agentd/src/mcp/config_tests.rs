@@ -199,34 +199,6 @@ fn precedence_is_session_over_project_over_user_and_untrusted_projects_shadow_no
 }
 
 #[test]
-fn variables_expand_with_defaults_and_an_unset_one_is_an_error_naming_it() {
-    let env = env_of(&[("A", "alpha"), ("B", "beta"), ("EMPTY", "")]);
-    // (text, expected expansion or a part of the error)
-    let cases: &[(&str, Result<&str, &str>)] = &[
-        ("plain", Ok("plain")),
-        ("${A}", Ok("alpha")),
-        ("x-${A}-${B}-y", Ok("x-alpha-beta-y")),
-        ("${A:-default}", Ok("alpha")),
-        ("${UNSET:-default}", Ok("default")),
-        ("${UNSET:-}", Ok("")),
-        ("${EMPTY:-default}", Ok("default")),
-        ("${EMPTY}", Ok("")),
-        ("$A and $", Ok("$A and $")),
-        ("${UNSET}", Err("environment variable UNSET is not set")),
-        ("${A}${UNSET}", Err("UNSET")),
-        ("${1X}", Err("does not name an environment variable")),
-        ("${A", Err("without its closing }")),
-    ];
-    for (text, expected) in cases {
-        match (expand(text, &env), expected) {
-            (Ok(got), Ok(want)) => assert_eq!(&got, want, "{text}"),
-            (Err(got), Err(want)) => assert!(got.contains(want), "{text}: {got}"),
-            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
-        }
-    }
-}
-
-#[test]
 fn every_field_that_takes_variables_expands_them() {
     let tree = tree();
     write(
@@ -305,136 +277,6 @@ fn every_field_that_takes_variables_expands_them() {
 }
 
 #[test]
-fn transports_are_chosen_by_type_or_by_command_and_url() {
-    // (entry, expected "stdio", "http" or a part of the problem)
-    let cases: &[(serde_json::Value, &str)] = &[
-        (serde_json::json!({"command": "srv"}), "stdio"),
-        (
-            serde_json::json!({"type": "stdio", "command": "srv"}),
-            "stdio",
-        ),
-        (
-            serde_json::json!({"url": "http://127.0.0.1:3001/mcp"}),
-            "http",
-        ),
-        (
-            serde_json::json!({"type": "http", "url": "https://h/mcp"}),
-            "http",
-        ),
-        (
-            serde_json::json!({"type": "streamable-http", "url": "https://h/mcp"}),
-            "http",
-        ),
-        (
-            serde_json::json!({"type": "streamableHttp", "url": "https://h/mcp"}),
-            "http",
-        ),
-        (
-            serde_json::json!({"type": "sse", "url": "https://h/sse"}),
-            "sse transport is not supported",
-        ),
-        (
-            serde_json::json!({"type": "ws", "url": "wss://h"}),
-            "unknown type \"ws\"",
-        ),
-        (
-            serde_json::json!({"type": "http", "url": "ftp://h/mcp"}),
-            "is not http or https",
-        ),
-        (
-            serde_json::json!({"type": "http", "url": "not a url"}),
-            "is not a url",
-        ),
-        (serde_json::json!({"type": "http"}), "needs a url"),
-        (serde_json::json!({"type": "stdio"}), "needs a command"),
-        (
-            serde_json::json!({"command": "c", "url": "https://h"}),
-            "both a command and a url",
-        ),
-        (serde_json::json!({}), "neither a command"),
-        (serde_json::json!({"command": "  "}), "the command is empty"),
-        (
-            serde_json::json!({"url": "https://h", "headers": {"bad name": "v"}}),
-            "not a valid header name",
-        ),
-        (
-            serde_json::json!({"command": "c", "env": {"A=B": "v"}}),
-            "is not a variable name",
-        ),
-        (
-            serde_json::json!({"command": "c", "startupTimeoutSecs": 0}),
-            "startup_timeout_secs must be at least 1",
-        ),
-        (
-            serde_json::json!({"command": "c", "tool_timeout_secs": 100_000_000}),
-            "tool_timeout_secs = 100000000 is too large",
-        ),
-        (
-            serde_json::json!({"command": "c", "enabled_tools": [""]}),
-            "enabled_tools has an empty tool name",
-        ),
-        (
-            serde_json::json!({"command": "c", "args": 5}),
-            "invalid type",
-        ),
-        (serde_json::json!("a string"), "the entry must be an object"),
-    ];
-    for (entry, expected) in cases {
-        let session = session_of(serde_json::json!({ "srv": entry }));
-        let set = servers_for(
-            Path::new("/"),
-            &McpEntries::default(),
-            &session,
-            true,
-            &no_env,
-        );
-        let got = match (set.servers.first(), set.problems.first()) {
-            (Some(config), None) => match config.transport {
-                McpTransport::Stdio { .. } => "stdio".to_owned(),
-                McpTransport::Http { .. } => "http".to_owned(),
-            },
-            (None, Some(problem)) => problem.to_string(),
-            _ => panic!("{entry}: {set:?}"),
-        };
-        assert!(got.contains(expected), "{entry}: {got}");
-        if expected.contains(' ') {
-            assert!(
-                got.starts_with("session/create mcpServers: server srv: "),
-                "{got}"
-            );
-        }
-    }
-}
-
-#[test]
-fn per_server_settings_are_applied() {
-    let session = session_of(serde_json::json!({
-        "srv": {
-            "command": "c",
-            "startupTimeoutSecs": 7,
-            "tool_timeout_secs": 9,
-            "enabledTools": ["echo", "add"],
-            "disabled_tools": ["add"],
-        }
-    }));
-    let set = servers_for(
-        Path::new("/"),
-        &McpEntries::default(),
-        &session,
-        true,
-        &no_env,
-    );
-    let config = &set.servers[0];
-    assert_eq!(config.startup_timeout, Duration::from_secs(7));
-    assert_eq!(config.tool_timeout, Duration::from_secs(9));
-    assert_eq!(
-        config.enabled_tools,
-        Some(vec!["echo".to_owned(), "add".to_owned()])
-    );
-    assert_eq!(config.disabled_tools, vec!["add".to_owned()]);
-}
-
-#[test]
 fn invalid_files_and_entries_are_problems_and_the_rest_still_loads() {
     // (the .mcp.json text, the servers it yields, a part of each problem)
     let cases: &[(&str, &[&str], &[&str])] = &[
@@ -447,11 +289,12 @@ fn invalid_files_and_entries_are_problems_and_the_rest_still_loads() {
         ),
         (r#"{"other": 1}"#, &[], &[]),
         (
-            r#"{"mcpServers": {"ok": {"command": "c"}, "my server": {"command": "c"}, "bad": {"args": "x", "command": "c"}}}"#,
+            r#"{"mcpServers": {"ok": {"command": "c"}, "my server": {"command": "c"}, "bad": {"args": "x", "command": "c"}, "scalar": 5}}"#,
             &["ok=c"],
             &[
                 "server bad: invalid type",
                 "server my server: the server name \"my server\" contains ' '",
+                "server scalar: the entry must be an object",
             ],
         ),
     ];

@@ -11,7 +11,11 @@ use crate::mcp::{McpServerConfig, McpSource, McpTransport};
 
 /// One entry as written, in `.mcp.json`, in config.toml or in `session/create` params. The
 /// keys are snake_case; `.mcp.json` and `session/create` also accept their camelCase spelling.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+/// Other keys (of other tools) are ignored here; config.toml reports them ([`TOML_KEYS`]).
+///
+/// `Debug` is written by hand: env and header values often hold tokens, and a config may be
+/// logged.
+#[derive(Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct McpServerEntry {
     /// `stdio`, `http` (also `streamable-http`, `streamableHttp`); absent: stdio with a
@@ -36,6 +40,28 @@ pub struct McpServerEntry {
     pub enabled_tools: Option<Vec<String>>,
     #[serde(default, alias = "disabledTools")]
     pub disabled_tools: Vec<String>,
+}
+
+impl std::fmt::Debug for McpServerEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |map: &BTreeMap<String, String>| -> BTreeMap<String, &'static str> {
+            map.keys().map(|key| (key.clone(), "<redacted>")).collect()
+        };
+        f.debug_struct("McpServerEntry")
+            .field("kind", &self.kind)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &redacted(&self.env))
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &redacted(&self.headers))
+            .field("enabled", &self.enabled)
+            .field("startup_timeout_secs", &self.startup_timeout_secs)
+            .field("tool_timeout_secs", &self.tool_timeout_secs)
+            .field("enabled_tools", &self.enabled_tools)
+            .field("disabled_tools", &self.disabled_tools)
+            .finish()
+    }
 }
 
 /// The keys config.toml accepts in `[mcp_servers.<name>]`; any other is reported, so a typo
@@ -325,3 +351,7 @@ fn tool_names(key: &str, names: &[String]) -> Result<Vec<String>, String> {
     }
     Ok(names.to_vec())
 }
+
+#[cfg(test)]
+#[path = "entry_tests.rs"]
+mod tests;
