@@ -152,6 +152,40 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// The MCP servers the daemon runs: list them, restart one, read one's log.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Servers running and configured for DIR: name, source, transport, status, tools, pid,
+    /// restarts, last error (configuration problems on stderr). With --json, the `mcp/list`
+    /// result.
+    #[command(visible_alias = "ls")]
+    List {
+        /// The workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+    /// Restart a server now (also a failed one); its restart count starts again.
+    Restart {
+        /// The server's name.
+        name: String,
+        /// A directory of the project, when servers of that name run for several.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+    /// Print a stdio server's stderr log.
+    Logs {
+        /// The server's name.
+        name: String,
+        /// Keep printing what it writes until Ctrl-C.
+        #[arg(short, long)]
+        follow: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -139,6 +139,11 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Skills {
             action: SkillsAction::List { cwd },
         } => done(commands::skills::list(&ctx, cwd).await),
+        Command::Mcp { action } => done(match action {
+            cli::McpAction::List { cwd } => commands::mcp::list(&ctx, cwd).await,
+            cli::McpAction::Restart { name, cwd } => commands::mcp::restart(&ctx, name, cwd).await,
+            cli::McpAction::Logs { name, follow } => commands::mcp::logs(&ctx, name, follow).await,
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),

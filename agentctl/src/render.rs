@@ -377,6 +377,17 @@ impl Renderer {
                     out,
                 );
             }
+            Event::McpServerStatus {
+                server,
+                status,
+                error,
+                attempt,
+                ..
+            } => {
+                if let Some(line) = mcp::status_line(server, *status, error.as_deref(), *attempt) {
+                    self.stderr_line(&line, out);
+                }
+            }
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::RunStarted { .. }
@@ -649,6 +660,7 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     cut
 }
 
+mod mcp;
 mod todo;
 
 #[cfg(test)]

@@ -2,6 +2,11 @@
 //! for them, so LLM, tool and store code never build wire types by hand and a wire change has
 //! one place to follow.
 
+mod mcp;
+
+pub use mcp::{
+    mcp_configured_server, mcp_problem, mcp_running_server, mcp_state, mcp_status_event,
+};
 use protocol::event::ToolCallInfo;
 use protocol::session::HistoryMessage;
 

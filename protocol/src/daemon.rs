@@ -100,6 +100,8 @@ pub struct StatusCounts {
     /// Sessions with a run in progress.
     pub active_runs: u64,
     pub tasks: u64,
+    /// MCP servers running and connected now (`ready`), each shared by the sessions that use
+    /// it.
     pub mcp_servers: u64,
 }
 

@@ -241,6 +241,31 @@ pub enum Event {
         /// Tokens used by this run.
         usage: Usage,
     },
+    /// An MCP server's status changed. Sent on `daemon/subscribe` (not persisted there: its
+    /// `sessionId` is `""` and its `seq` 0) and on every session that uses the server
+    /// (persisted in its log).
+    #[serde(rename_all = "camelCase")]
+    McpServerStatus {
+        /// The server's name (its key in the configuration).
+        server: String,
+        /// `starting`, `ready`, `failed`, `restarting` or `stopped`.
+        status: crate::mcp::McpServerState,
+        /// The project root it runs for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project_root: Option<String>,
+        /// The count of its tools (`ready`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<u64>,
+        /// Why it failed or is restarting.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The last lines it wrote on stderr (`failed`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stderr_tail: Option<String>,
+        /// Which restart this is, from 1 (`restarting`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+    },
     /// This subscriber fell behind and missed events; the daemon replays persisted events
     /// after `seq` next (deltas are lost).
     Lagged {},
@@ -290,6 +315,7 @@ impl Event {
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::Warning { .. }
+            | Event::McpServerStatus { .. }
             | Event::Lagged {}
             | Event::SessionUnloaded {} => None,
         }

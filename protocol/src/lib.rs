@@ -14,6 +14,7 @@ pub mod daemon;
 pub mod error;
 pub mod event;
 pub mod id;
+pub mod mcp;
 pub mod memory;
 pub mod methods;
 pub mod project;

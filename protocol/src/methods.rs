@@ -4,6 +4,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::approval::*;
 use crate::daemon::*;
+use crate::mcp::*;
 use crate::memory::*;
 use crate::project::*;
 use crate::session::*;
@@ -82,6 +83,10 @@ methods! {
     MemoryGet = "memory/get": MemoryGetParams => MemoryGetResult;
     /// The skills a session in a directory is offered, and the ones skipped with why.
     SkillsList = "skills/list": SkillsListParams => SkillsListResult;
+    /// The MCP servers the daemon runs, and with `cwd` those configured there, with problems.
+    McpList = "mcp/list": McpListParams => McpListResult;
+    /// Restart an MCP server now (also a failed one), resetting its restart count.
+    McpRestart = "mcp/restart": McpRestartParams => McpRestartResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

@@ -26,6 +26,7 @@ mod context_memory;
 mod context_skills;
 mod daemon;
 mod llm;
+mod mcp_clients;
 mod mcp_config;
 mod mcp_sessions;
 mod mcp_sessions_supervision;

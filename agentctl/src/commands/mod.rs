@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod attach;
 pub mod control;
 pub mod daemon;
+pub mod mcp;
 pub mod memory;
 pub mod run;
 pub mod sessions;

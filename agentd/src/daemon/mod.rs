@@ -89,6 +89,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
 
     let sessions = Arc::new(SessionManager::open(session_deps(&paths).await?).await?);
     sessions.start_evictor();
+    sessions.start_mcp_status_events();
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),
@@ -229,6 +230,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         tools: Arc::new(tools),
         memory,
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
+        mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

@@ -10,6 +10,7 @@ use protocol::daemon::*;
 use protocol::methods;
 
 mod approval;
+mod mcp;
 mod memory;
 mod project;
 mod session;
@@ -50,6 +51,8 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register_subscribe::<DaemonSubscribe, _, _>(&mut module, subscription::daemon_subscribe)?;
     register::<DaemonUnsubscribe, _, _>(&mut module, subscription::daemon_unsubscribe)?;
     register::<SkillsList, _, _>(&mut module, skills::list)?;
+    register::<McpList, _, _>(&mut module, mcp::list)?;
+    register::<McpRestart, _, _>(&mut module, mcp::restart)?;
     Ok(module)
 }
 
@@ -222,7 +225,7 @@ async fn daemon_status(
             loaded_sessions: state.sessions.loaded_count() as u64,
             active_runs: state.sessions.active_runs() as u64,
             tasks: 0,
-            mcp_servers: 0,
+            mcp_servers: state.mcp.running() as u64,
         },
         connected_clients: state.connections.open_connections(),
         panics: crate::logging::panic_count(),

@@ -588,6 +588,8 @@ impl Actor {
             .for_run(&self.header, &self.deps, config)
             .await
             .map_err(internal)?;
+        self.mcp
+            .register_status_events(&self.deps.mcp_status, &self.log);
         warnings.extend(servers.warnings);
         let tools = crate::agent::tool_set::RunTools::new(
             self.deps.tools.clone(),

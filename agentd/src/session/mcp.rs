@@ -16,6 +16,8 @@ use crate::store::SessionHeader;
 #[derive(Default)]
 pub(super) struct SessionMcp {
     held: Vec<Held>,
+    /// Sends the held servers' status changes to the session's log (`mcpServerStatus`).
+    status_events: Option<super::mcp_status::McpStatusRegistration>,
 }
 
 struct Held {
@@ -78,5 +80,20 @@ impl SessionMcp {
                 .collect(),
             warnings,
         })
+    }
+}
+
+impl SessionMcp {
+    /// From now on the status changes of the servers held now go to `log`.
+    pub(super) fn register_status_events(
+        &mut self,
+        registry: &Arc<super::mcp_status::McpStatusRegistry>,
+        log: &Arc<super::events::EventLog>,
+    ) {
+        let keys = self.held.iter().map(|held| held.handle.key().clone());
+        match &self.status_events {
+            Some(registration) => registration.set_keys(keys),
+            None => self.status_events = Some(registry.register(log, keys)),
+        }
     }
 }

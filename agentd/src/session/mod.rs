@@ -7,6 +7,7 @@ pub mod events;
 mod evict;
 mod index;
 mod mcp;
+pub mod mcp_status;
 mod recovery;
 pub mod replay;
 mod run_permissions;
@@ -61,6 +62,8 @@ pub struct SessionDeps {
     pub memory: Arc<crate::memory::MemoryStores>,
     /// The MCP servers sessions share.
     pub mcp: Arc<crate::mcp::McpManager>,
+    /// Which sessions use which MCP servers, for their `mcpServerStatus` events.
+    pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use, until idle).

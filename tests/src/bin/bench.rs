@@ -7,13 +7,17 @@
 //! ```
 //!
 //! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
-//! figures.
+//! figures, `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! `tests/mcp-servers/install.sh`, and run last otherwise).
 
 use std::time::{Duration, Instant};
 
 use agentd_tests::harness::{Client, Daemon, TestEnv};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::{Value, json};
+
+#[path = "bench/mcp.rs"]
+mod mcp;
 
 #[tokio::main]
 async fn main() {
@@ -25,6 +29,12 @@ async fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "list") {
         let mut rows = Vec::new();
         list_many_sessions(10_000 * scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "mcp") {
+        let mut rows = Vec::new();
+        mcp::figures(scale, &mut rows).await;
         print_rows(scale, rows);
         return;
     }
@@ -204,6 +214,9 @@ async fn main() {
 
     // 7. Listing many sessions that are not loaded (persisted by an earlier daemon).
     list_many_sessions(10_000 * scale, &mut rows).await;
+
+    // 8. MCP servers.
+    mcp::figures(scale, &mut rows).await;
 
     print_rows(scale, rows);
 }

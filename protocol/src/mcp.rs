@@ -1,0 +1,126 @@
+//! Params and results of the MCP server methods: `mcp/list` (the servers the daemon runs, and
+//! with a `cwd` the ones configured there that do not run, with the configuration's problems)
+//! and `mcp/restart`; and the `mcpServerStatus` event's status words.
+
+use serde::{Deserialize, Serialize};
+
+/// `mcp/list`: every server the daemon runs; with `cwd`, also what is configured for a session
+/// there (untrusted, disabled, not started yet) and the problems of that configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListParams {
+    /// A workspace directory, absolute (as for `session/create`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListResult {
+    /// Sorted by name, then project root.
+    pub servers: Vec<McpServerListing>,
+    /// Entries of the configuration for `cwd` that cannot be used (empty without `cwd`).
+    pub problems: Vec<McpConfigProblem>,
+}
+
+/// One server of `mcp/list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerListing {
+    pub name: String,
+    pub source: McpServerSource,
+    /// The file of its entry (config.toml or `.mcp.json`); absent for a session's server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub transport: McpTransportKind,
+    pub status: McpServerState,
+    /// The project root it runs for; absent for a configured server that does not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_root: Option<String>,
+    /// The process id of a running stdio server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Its tools' names (the server's own names), empty unless ready.
+    pub tools: Vec<String>,
+    /// Restarts since it started (or since the last `mcp/restart`).
+    pub restarts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Its stderr log file (stdio servers that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
+    /// Sessions using it now.
+    #[serde(default)]
+    pub users: u32,
+}
+
+/// Where a server entry came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerSource {
+    /// `[mcp_servers.<name>]` in the user's config.toml.
+    User,
+    /// A project's `.mcp.json`.
+    Project,
+    /// Handed to `session/create {mcpServers}`.
+    Session,
+}
+
+/// How the daemon reaches a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum McpTransportKind {
+    Stdio,
+    Http,
+}
+
+/// Where a server is: the five states of a server the daemon runs (also the `status` of
+/// `mcpServerStatus` events), and two of configured servers that never start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerState {
+    Starting,
+    Ready,
+    /// Start or restarts failed; stays so until `mcp/restart`.
+    Failed,
+    /// Exited or lost; a restart is scheduled.
+    Restarting,
+    Stopped,
+    /// A project's server whose project is not trusted (`project/trust` starts it).
+    Untrusted,
+    /// `enabled = false` in its entry.
+    Disabled,
+    /// Configured for the `cwd`, not running (no session there uses it yet).
+    Configured,
+}
+
+/// An entry of the configuration that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpConfigProblem {
+    /// The file of the entry; absent for `session/create` params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The server's name, when the entry got that far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub reason: String,
+}
+
+/// `mcp/restart`: restart a server now (also a `failed` one), resetting its restart count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRestartParams {
+    pub name: String,
+    /// A directory of the project the server runs for; needed only when servers of that name
+    /// run for several projects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRestartResult {
+    /// Always true: the server is starting again (`mcpServerStatus` events follow).
+    pub restarted: bool,
+}
