@@ -26,6 +26,7 @@ mod context_memory;
 mod context_skills;
 mod daemon;
 mod llm;
+mod mcp_runtime;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_subscriptions;

@@ -44,8 +44,8 @@ pub(super) struct Connection {
     process: Option<ChildProcess>,
     /// Stops the rmcp service (closes the transport: stdin for stdio).
     service_stop: Option<RunningServiceCancellationToken>,
-    /// The rmcp service until it ends (transport closed or stopped).
-    service: AbortOnDropHandle<()>,
+    /// The rmcp service until it ends (transport closed or stopped); None once it ended.
+    service: Option<AbortOnDropHandle<()>>,
     /// The stderr recorder of a stdio server.
     stderr: Option<AbortOnDropHandle<()>>,
 }
@@ -57,6 +57,8 @@ pub(super) struct McpClient {
     progress: ProgressRoutes,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
     closed: CancellationToken,
+    /// Why it was lost, set before `closed` is cancelled.
+    lost_because: Mutex<Option<String>>,
 }
 
 impl Connection {
@@ -194,11 +196,12 @@ impl Connection {
             peer: service.peer().clone(),
             progress,
             closed: CancellationToken::new(),
+            lost_because: Mutex::new(None),
         });
         let service_stop = Some(service.cancellation_token());
-        let service = AbortOnDropHandle::new(tokio::spawn(async move {
+        let service = Some(AbortOnDropHandle::new(tokio::spawn(async move {
             let _ = service.waiting().await;
-        }));
+        })));
         Self {
             client,
             process,
@@ -221,26 +224,37 @@ impl Connection {
     /// why, in words; in-flight calls end as `Exited` from here.
     pub(super) async fn lost(&mut self) -> String {
         let reason = match self.process.as_mut() {
-            Some(process) => tokio::select! {
-                status = process.wait() => match status {
-                    Ok(status) => format!("it {}", describe_exit(status)),
-                    Err(error) => format!("waiting for it failed: {error}"),
-                },
-                _ = &mut self.service => "it closed the connection".to_owned(),
-            },
+            Some(process) => {
+                let exited = tokio::select! {
+                    status = process.wait() => Some(status),
+                    () = service_ended(&mut self.service) => None,
+                };
+                // The pipe usually closes a moment before the exit is seen: wait for it briefly.
+                let exited = match exited {
+                    Some(status) => Some(status),
+                    None => tokio::time::timeout(EXIT_REASON_WAIT, process.wait())
+                        .await
+                        .ok(),
+                };
+                match exited {
+                    Some(Ok(status)) => format!("it {}", describe_exit(status)),
+                    Some(Err(error)) => format!("waiting for it failed: {error}"),
+                    None => "it closed the connection".to_owned(),
+                }
+            }
             None => {
-                let _ = (&mut self.service).await;
+                service_ended(&mut self.service).await;
                 "the connection closed".to_owned()
             }
         };
-        self.client.closed.cancel();
+        self.client.close(&reason);
         reason
     }
 
     /// Stops the server: the transport closed (stdin for stdio), then SIGTERM to the group
     /// after `grace`, then SIGKILL after another `grace`. In-flight calls end as `Exited`.
     pub(super) async fn stop(mut self, grace: Duration) {
-        self.client.closed.cancel();
+        self.client.close("the server was stopped");
         if let Some(stop) = self.service_stop.take() {
             stop.cancel();
         }
@@ -252,10 +266,19 @@ impl Connection {
                 let _ = process.kill().await;
             }
         }
-        let _ = tokio::time::timeout(grace, &mut self.service).await;
+        let _ = tokio::time::timeout(grace, service_ended(&mut self.service)).await;
         if let Some(stderr) = self.stderr.take() {
             let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
         }
+    }
+}
+
+/// Waits for the rmcp service to end (at once if it already has); never polls a finished
+/// task again.
+async fn service_ended(service: &mut Option<AbortOnDropHandle<()>>) {
+    if let Some(running) = service.as_mut() {
+        let _ = running.await;
+        *service = None;
     }
 }
 
@@ -263,6 +286,25 @@ impl Connection {
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 impl McpClient {
+    fn close(&self, reason: &str) {
+        self.lost_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert_with(|| reason.to_owned());
+        self.closed.cancel();
+    }
+
+    /// Why the connection was lost: waits a moment for the supervisor to find out (the
+    /// transport closes about when the process exits).
+    async fn lost_reason(&self) -> String {
+        let _ = tokio::time::timeout(EXIT_REASON_WAIT, self.closed.cancelled()).await;
+        self.lost_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .unwrap_or_else(|| "the connection closed".to_owned())
+    }
+
     /// Every tool of the server (all pages).
     pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
         let tools = tokio::select! {
@@ -326,14 +368,15 @@ impl McpClient {
                 self.send_cancelled(request_id, "cancelled by the user").await;
                 return Err(McpCallError::Cancelled);
             }
-            () = self.closed.cancelled() => return Err(exited("the connection was lost".to_owned())),
+            () = self.closed.cancelled() => return Err(exited(self.lost_reason().await)),
         };
         match outcome {
-            Err(_) => Err(exited("the connection closed".to_owned())),
+            Err(_) => Err(exited(self.lost_reason().await)),
             Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
                 server: self.server.clone(),
                 message: error.message.into_owned(),
             }),
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
             Ok(Err(error)) => Err(exited(error.to_string())),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
@@ -359,6 +402,9 @@ impl McpClient {
         .await;
     }
 }
+
+/// How long a call that saw its transport close waits to learn why (the process's exit).
+const EXIT_REASON_WAIT: Duration = Duration::from_millis(500);
 
 /// How long sending `notifications/cancelled` may take.
 const CANCEL_SEND_DEADLINE: Duration = Duration::from_secs(2);

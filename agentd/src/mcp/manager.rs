@@ -149,8 +149,29 @@ impl McpManager {
                 true
             }),
         };
-        self.tasks
-            .spawn(super::server::run(server.clone(), context));
+        let supervised = server.clone();
+        let changes = self.changes.clone();
+        self.tasks.spawn(async move {
+            use futures::FutureExt;
+            let run = std::panic::AssertUnwindSafe(super::server::run(supervised.clone(), context));
+            if run.catch_unwind().await.is_err() {
+                // The panic hook logged it; the server must not look alive.
+                let status = McpStatus::Failed {
+                    error: "internal error: agentd's supervisor of this server panicked; restart the daemon".to_owned(),
+                    stderr_tail: String::new(),
+                };
+                {
+                    let mut state = supervised.lock();
+                    state.client = None;
+                    state.pid = None;
+                }
+                supervised.status.send_replace(status.clone());
+                let _ = changes.send(McpStatusChange {
+                    key: supervised.key.clone(),
+                    status,
+                });
+            }
+        });
         McpHandle::new(server)
     }
 
