@@ -541,3 +541,38 @@ async fn stdio_servers_get_the_project_root_as_cwd_and_no_secrets_of_the_daemon(
     assert_eq!(cwd, setup.root().canonicalize().unwrap());
     setup.manager.shutdown().await;
 }
+
+/// server-everything registers its task tool (`simulate-research-query`) once the client's
+/// `notifications/initialized` arrives and announces it with `notifications/tools/list_changed`:
+/// the manager lists the tools again, bumps the generation and announces `ready` again.
+#[tokio::test]
+async fn a_tools_list_changed_notification_refreshes_the_tools() {
+    let setup = Setup::new();
+    let mut changes = setup.manager.status_changes();
+    let handle = setup.acquire(&stdio("everything", mcp_servers::everything_stdio()));
+    let mut readies = 0;
+    while readies < 2 {
+        let change = tokio::time::timeout(READY_DEADLINE, changes.recv())
+            .await
+            .expect("a second ready after list_changed")
+            .unwrap();
+        if matches!(change.status, McpStatus::Ready { .. }) {
+            readies += 1;
+        }
+    }
+    assert!(
+        handle.tools_generation() >= 2,
+        "{}",
+        handle.tools_generation()
+    );
+    let names: Vec<String> = handle
+        .tools()
+        .iter()
+        .map(|tool| tool.name.clone())
+        .collect();
+    assert!(
+        names.contains(&"simulate-research-query".to_owned()),
+        "{names:?}"
+    );
+    setup.manager.shutdown().await;
+}

@@ -42,6 +42,14 @@ impl Default for McpLimits {
     }
 }
 
+impl McpLimits {
+    /// The wait before restart `attempt` (from 1): `restart_backoff` × 2^(attempt − 1).
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        self.restart_backoff
+            .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)))
+    }
+}
+
 /// What the manager, its handles and the server's task share.
 pub(super) struct Server {
     pub(super) key: ServerKey,
@@ -242,10 +250,7 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                 error: error.clone(),
             },
         );
-        let backoff = context
-            .limits
-            .restart_backoff
-            .saturating_mul(2u32.saturating_pow(attempt - 1));
+        let backoff = context.limits.backoff(attempt);
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = server.restart.notified() => {
@@ -326,4 +331,57 @@ pub(super) fn filter_tools(config: &McpServerConfig, tools: Vec<McpToolInfo>) ->
                 && !config.disabled_tools.contains(&tool.name)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::{McpSource, McpTransport};
+
+    fn tool(name: &str) -> McpToolInfo {
+        McpToolInfo {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only: false,
+        }
+    }
+
+    fn names(config: &McpServerConfig) -> Vec<String> {
+        filter_tools(config, vec![tool("a"), tool("b"), tool("c")])
+            .into_iter()
+            .map(|tool| tool.name)
+            .collect()
+    }
+
+    #[test]
+    fn enabled_tools_then_disabled_tools_choose_what_is_offered() {
+        let mut config = McpServerConfig {
+            name: "s".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: Default::default(),
+            },
+            enabled: true,
+            startup_timeout: Duration::from_secs(1),
+            tool_timeout: Duration::from_secs(1),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            source: McpSource::Session,
+        };
+        assert_eq!(names(&config), ["a", "b", "c"]);
+        config.disabled_tools = vec!["b".into()];
+        assert_eq!(names(&config), ["a", "c"]);
+        config.enabled_tools = Some(vec!["b".into(), "c".into(), "unknown".into()]);
+        assert_eq!(names(&config), ["c"]);
+    }
+
+    #[test]
+    fn the_backoff_doubles_per_attempt() {
+        let limits = McpLimits::default();
+        let backoff = |attempt: u32| limits.backoff(attempt);
+        assert_eq!(backoff(1), Duration::from_millis(200));
+        assert_eq!(backoff(5), Duration::from_millis(3200));
+        assert!(backoff(u32::MAX) > backoff(5), "saturates, never overflows");
+    }
 }
