@@ -576,3 +576,33 @@ async fn a_tools_list_changed_notification_refreshes_the_tools() {
     );
     setup.manager.shutdown().await;
 }
+
+/// rmcp's churn stays in one file: no other source file of the workspace names it.
+#[test]
+fn rmcp_is_named_only_in_mcp_connection() {
+    fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|ext| ext == "rs")
+                && !path.ends_with("agentd/src/mcp/connection.rs")
+                && std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .any(|line| line.contains("rmcp::") || line.contains("use rmcp"))
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for crate_dir in ["agentd/src", "agentctl/src", "protocol/src", "tests/src"] {
+        walk(&root.join(crate_dir), &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "rmcp named outside mcp::connection: {found:?}"
+    );
+}
