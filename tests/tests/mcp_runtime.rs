@@ -606,3 +606,59 @@ fn rmcp_is_named_only_in_mcp_connection() {
         "rmcp named outside mcp::connection: {found:?}"
     );
 }
+
+/// A daemon killed with SIGKILL takes its MCP servers along: the server's leader has the death
+/// signal, and what it left in its group is killed by the next daemon on the same state before
+/// it serves (the group was recorded).
+#[tokio::test]
+async fn a_killed_owner_takes_its_stdio_server_along_and_the_next_kills_the_rest() {
+    let state = tempfile::tempdir().unwrap();
+    let (mut first_host, first) = start_host(state.path()).await;
+    let members = group_members(first);
+    assert!(
+        members.len() >= 2,
+        "node and the sleep it left: {members:?}"
+    );
+    first_host.start_kill().unwrap();
+    first_host.wait().await.unwrap();
+    // The leader dies with its owner (death signal).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while group_members(first).contains(&first) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server outlived its owner"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The next owner kills the rest before it starts its own server.
+    let (mut second_host, second) = start_host(state.path()).await;
+    assert!(
+        group_members(first).is_empty(),
+        "{:?}",
+        group_members(first)
+    );
+    second_host.start_kill().unwrap();
+    second_host.wait().await.unwrap();
+    // SAFETY: the test's own leftover group (the sleep of the second host's server).
+    unsafe { libc::killpg(second as i32, libc::SIGKILL) };
+    group_gone(second).await;
+}
+
+async fn start_host(state: &std::path::Path) -> (tokio::process::Child, u32) {
+    use tokio::io::AsyncBufReadExt;
+    let mut host = tokio::process::Command::new(agentd_tests::harness::binary("mcp-host"))
+        .arg(state)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(host.stdout.take().unwrap()).lines();
+    let pid = tokio::time::timeout(READY_DEADLINE, lines.next_line())
+        .await
+        .expect("mcp-host reports its server")
+        .unwrap()
+        .expect("mcp-host printed the server's pid")
+        .parse()
+        .unwrap();
+    (host, pid)
+}
