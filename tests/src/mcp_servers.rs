@@ -86,7 +86,11 @@ impl EverythingHttp {
     /// Starts it on a free loopback port and waits (polling the outside world, bounded by
     /// [`HTTP_START_DEADLINE`]) until the port accepts connections.
     pub async fn start() -> EverythingHttp {
-        let port = free_loopback_port();
+        Self::start_on(free_loopback_port()).await
+    }
+
+    /// Starts it on `port` (again, after [`EverythingHttp`] on it was dropped).
+    pub async fn start_on(port: u16) -> EverythingHttp {
         let server = everything_http(port);
         let mut command = std::process::Command::new(&server.command);
         command

@@ -662,3 +662,46 @@ async fn start_host(state: &std::path::Path) -> (tokio::process::Child, u32) {
         .unwrap();
     (host, pid)
 }
+
+/// An HTTP server that goes away shows only when a call cannot reach it: the call fails as
+/// `Exited` with the cause, the server is lost (restarts, then `failed` while it stays away),
+/// and `restart` once it is back makes it ready again.
+#[tokio::test]
+async fn an_http_server_that_went_away_fails_the_call_and_comes_back_on_restart() {
+    let server = EverythingHttp::start().await;
+    let port = server.port;
+    let setup = Setup::new();
+    let handle = setup.acquire(&config(
+        "everything-http",
+        McpTransport::Http {
+            url: server.url(),
+            headers: BTreeMap::new(),
+        },
+    ));
+    ready(&handle).await;
+    drop(server);
+    let failed = handle
+        .call(
+            "echo",
+            arguments(json!({"message": "x"})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    let McpCallError::Exited { reason, .. } = &failed else {
+        panic!("expected Exited, got {failed:?}");
+    };
+    assert!(reason.starts_with("cannot reach it: "), "{reason}");
+    assert!(!reason.contains("rmcp::"), "no type names: {reason}");
+    status_until(&handle, |status| matches!(status, McpStatus::Failed { .. })).await;
+    let _back = EverythingHttp::start_on(port).await;
+    setup
+        .manager
+        .restart("everything-http", &setup.root())
+        .await
+        .unwrap();
+    status_until(&handle, |status| matches!(status, McpStatus::Ready { .. })).await;
+    assert_eq!(echo(&handle, "back").await, "Echo: back");
+    setup.manager.shutdown().await;
+}

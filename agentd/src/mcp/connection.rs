@@ -89,6 +89,10 @@ pub(super) struct McpClient {
     closed: CancellationToken,
     /// Why it was lost, set before `closed` is cancelled.
     lost_because: Mutex<Option<String>>,
+    /// Cancelled when a call could not reach the server (an HTTP server that went away shows
+    /// only so): the supervisor then treats the connection as lost.
+    broken: CancellationToken,
+    broken_because: Mutex<Option<String>>,
 }
 
 impl Connection {
@@ -227,6 +231,8 @@ impl Connection {
             progress,
             closed: CancellationToken::new(),
             lost_because: Mutex::new(None),
+            broken: CancellationToken::new(),
+            broken_because: Mutex::new(None),
         });
         let service_stop = Some(service.cancellation_token());
         let service = Some(AbortOnDropHandle::new(tokio::spawn(async move {
@@ -258,6 +264,7 @@ impl Connection {
                 let exited = tokio::select! {
                     status = process.wait() => Some(status),
                     () = service_ended(&mut self.service) => None,
+                    () = self.client.broken.cancelled() => None,
                 };
                 // The pipe usually closes a moment before the exit is seen: wait for it briefly.
                 let exited = match exited {
@@ -269,13 +276,14 @@ impl Connection {
                 match exited {
                     Some(Ok(status)) => format!("it {}", describe_exit(status)),
                     Some(Err(error)) => format!("waiting for it failed: {error}"),
+                    None if self.client.broken.is_cancelled() => self.client.broken_reason(),
                     None => "it closed the connection".to_owned(),
                 }
             }
-            None => {
-                service_ended(&mut self.service).await;
-                "the connection closed".to_owned()
-            }
+            None => tokio::select! {
+                () = service_ended(&mut self.service) => "the connection closed".to_owned(),
+                () = self.client.broken.cancelled() => self.client.broken_reason(),
+            },
         };
         self.client.close(&reason);
         reason
@@ -316,6 +324,25 @@ async fn service_ended(service: &mut Option<AbortOnDropHandle<()>>) {
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 impl McpClient {
+    /// A call could not reach the server: the supervisor learns of it through `lost`.
+    fn mark_broken(&self, error: &rmcp::ServiceError) -> String {
+        let reason = format!("cannot reach it: {}", innermost(error));
+        self.broken_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert_with(|| reason.clone());
+        self.broken.cancel();
+        reason
+    }
+
+    fn broken_reason(&self) -> String {
+        self.broken_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .unwrap_or_else(|| "the connection broke".to_owned())
+    }
+
     fn close(&self, reason: &str) {
         self.lost_because
             .lock()
@@ -379,7 +406,10 @@ impl McpClient {
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|error| exited(error.to_string()))?;
+            .map_err(|error| match error {
+                rmcp::ServiceError::TransportSend(_) => exited(self.mark_broken(&error)),
+                other => exited(other.to_string()),
+            })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
         let _route = progress.map(|sender| ProgressRoute::new(&self.progress, token, sender));
@@ -408,6 +438,9 @@ impl McpClient {
                 message: error.message.into_owned(),
             }),
             Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
+            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => {
+                Err(exited(self.mark_broken(&error)))
+            }
             Ok(Err(error)) => Err(exited(error.to_string())),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
@@ -546,6 +579,16 @@ fn content(block: ContentBlock) -> McpContent {
         },
         _ => McpContent::Other("[content of a kind agentd does not know]".to_owned()),
     }
+}
+
+/// The innermost cause of `error` ("Connection refused (os error 111)"), without the
+/// transport's type names the outer layers add.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 /// "exited with status 1", "was killed by signal 9".
