@@ -27,6 +27,7 @@ mod context_skills;
 mod daemon;
 mod llm;
 mod mcp_runtime;
+mod mcp_supervision;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_subscriptions;
