@@ -120,7 +120,6 @@ impl McpManager {
         });
         if self.stop.is_cancelled() {
             server.status.send_replace(McpStatus::Stopped);
-            server.lock().removed = true;
             return McpHandle::new(server);
         }
         servers.insert(key, server.clone());
@@ -145,25 +144,35 @@ impl McpManager {
                 {
                     servers.remove(&server.key);
                 }
-                server.lock().removed = true;
                 true
             }),
         };
         let supervised = server.clone();
         let changes = self.changes.clone();
+        let listed = Arc::downgrade(&self.servers);
         self.tasks.spawn(async move {
             use futures::FutureExt;
             let run = std::panic::AssertUnwindSafe(super::server::run(supervised.clone(), context));
             if run.catch_unwind().await.is_err() {
                 // The panic hook logged it; the server must not look alive.
                 let status = McpStatus::Failed {
-                    error: "internal error: agentd's supervisor of this server panicked; restart the daemon".to_owned(),
+                    error: "internal error: agentd's supervisor of this server panicked (see the daemon's log); the next session that uses it starts it again".to_owned(),
                     stderr_tail: String::new(),
                 };
                 {
                     let mut state = supervised.lock();
                     state.client = None;
                     state.pid = None;
+                }
+                // Out of the map: the next acquire starts a new supervisor.
+                if let Some(listed) = listed.upgrade() {
+                    let mut servers = listed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if servers
+                        .get(&supervised.key)
+                        .is_some_and(|current| Arc::ptr_eq(current, &supervised))
+                    {
+                        servers.remove(&supervised.key);
+                    }
                 }
                 supervised.status.send_replace(status.clone());
                 let _ = changes.send(McpStatusChange {

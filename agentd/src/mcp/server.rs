@@ -74,8 +74,6 @@ pub(super) struct ServerState {
     pub(super) tools: Arc<[McpToolInfo]>,
     pub(super) restarts: u32,
     pub(super) last_error: Option<String>,
-    /// Out of the manager's map: the task ended or is ending; acquire makes a new server.
-    pub(super) removed: bool,
 }
 
 /// See [`RunContext::remove_if_unused`].
@@ -261,7 +259,6 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
         }
     }
     server.set_live(None, None, Vec::new());
-    server.lock().removed = true;
     server.publish(&context, McpStatus::Stopped);
 }
 
