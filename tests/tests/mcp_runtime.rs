@@ -273,3 +273,57 @@ fn rmcp_is_named_only_in_mcp_connection() {
         "rmcp named outside mcp::connection: {found:?}"
     );
 }
+
+/// A call past its timeout and a call its caller cancels are both cancelled on the server
+/// (`notifications/cancelled`): the scripted server records each cancellation.
+#[tokio::test]
+async fn timeouts_and_cancels_reach_the_server_as_notifications_cancelled() {
+    let setup = Setup::new();
+    let record = setup.dir.path().join("cancellations");
+    let mut config = stdio("recorder", mcp_servers::cancel_recorder(&record));
+    config.tool_timeout = Duration::from_millis(300);
+    let handle = setup.acquire(&config);
+    ready(&handle).await;
+    let timed_out = handle
+        .call(
+            "wait",
+            arguments(json!({"seconds": 30})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(timed_out, McpCallError::Timeout { .. }),
+        "{timed_out:?}"
+    );
+    recorded_cancellations(&record, 1).await;
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let cancelled = handle
+        .call("wait", arguments(json!({"seconds": 30})), None, cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(cancelled, McpCallError::Cancelled);
+    recorded_cancellations(&record, 2).await;
+    setup.manager.shutdown().await;
+}
+
+/// Polls the server's record (the outside world) until it holds `count` cancellations.
+async fn recorded_cancellations(record: &std::path::Path, count: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = std::fs::read_to_string(record)
+            .unwrap_or_default()
+            .matches("cancelled")
+            .count();
+        if seen == count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server recorded {seen} cancellations, not {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
