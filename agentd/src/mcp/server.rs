@@ -275,7 +275,11 @@ async fn connected(
         tokio::select! {
             reason = connection.lost() => return Ended::Lost(reason),
             Some(()) = tools_changed.recv() => {
-                match client.list_tools().await {
+                let listed = tokio::select! {
+                    listed = tokio::time::timeout(server.config.startup_timeout, client.list_tools()) => listed,
+                    () = context.stop.cancelled() => return Ended::Stop,
+                };
+                match listed.unwrap_or_else(|_| Err("tools/list did not answer in time".to_owned())) {
                     Ok(tools) => {
                         server.set_live(Some(client.clone()), connection.pid(), tools);
                         let count = server.lock().tools.len();
