@@ -140,7 +140,7 @@ impl Connection {
                 };
                 let mut process = ChildProcess::spawn(spec).await.map_err(|error| {
                     StartError(format!(
-                        "cannot start `{command}` in {}: {error}",
+                        "cannot start `{command}` in {}: {error} (check the server's command and cwd)",
                         cwd.display()
                     ))
                 })?;
@@ -431,6 +431,9 @@ impl McpClient {
             }
             () = self.closed.cancelled() => return Err(exited(self.lost_reason().await)),
         };
+        // rmcp runs each notification's handler as a task of its own: let the progress
+        // handlers spawned before the answer arrived deliver before the route goes.
+        tokio::task::yield_now().await;
         match outcome {
             Err(_) => Err(exited(self.lost_reason().await)),
             Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
