@@ -5,6 +5,7 @@ pub mod gate;
 pub mod harness;
 pub mod mcp_scenario;
 pub mod mcp_servers;
+pub mod mcp_setup;
 pub mod mock_llm;
 pub mod scenario;
 pub mod subscription;

@@ -1,7 +1,8 @@
 //! Where the real MCP servers the tests run live (`tests/mcp-servers/`, installed by
 //! `tests/mcp-servers/install.sh`, which `.ci/run` calls) and the commands that start them:
 //! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, and PyPI
-//! `mcp-server-time` (a Python server) over stdio. A missing install fails the test with a
+//! `mcp-server-time` (a Python server) over stdio, and a scripted Python server that records
+//! cancellations. A missing install fails the test with a
 //! message naming the install script.
 
 use std::collections::BTreeMap;
@@ -69,6 +70,20 @@ pub fn time_stdio() -> ServerCommand {
     }
 }
 
+/// A scripted server on the real Python SDK (`tests/mcp-servers/cancel_recorder.py`) whose
+/// `wait {seconds}` tool appends `cancelled` to `record` when the client cancels the call.
+pub fn cancel_recorder(record: &Path) -> ServerCommand {
+    let mut server = time_stdio();
+    server.args = vec![
+        install_dir()
+            .join("cancel_recorder.py")
+            .display()
+            .to_string(),
+        record.display().to_string(),
+    ];
+    server
+}
+
 /// A loopback port nothing listens on now (bound and released; the caller binds it next).
 pub fn free_loopback_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
@@ -86,7 +101,11 @@ impl EverythingHttp {
     /// Starts it on a free loopback port and waits (polling the outside world, bounded by
     /// [`HTTP_START_DEADLINE`]) until the port accepts connections.
     pub async fn start() -> EverythingHttp {
-        let port = free_loopback_port();
+        Self::start_on(free_loopback_port()).await
+    }
+
+    /// Starts it on `port` (again, after [`EverythingHttp`] on it was dropped).
+    pub async fn start_on(port: u16) -> EverythingHttp {
         let server = everything_http(port);
         let mut command = std::process::Command::new(&server.command);
         command

@@ -6,7 +6,7 @@
 //! cancellation (`notifications/cancelled`), reports `notifications/tools/list_changed`, and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -30,8 +30,38 @@ use super::{
 };
 use crate::process::{ChildProcess, ProcessSpec, StderrMode};
 
-/// Where progress notifications of running calls go, by progress token.
-type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>>;
+/// Where progress notifications of running calls go.
+type ProgressRoutes = Arc<Mutex<ProgressTable>>;
+
+/// Progress notifications by progress token.
+#[derive(Default)]
+struct ProgressTable {
+    routes: HashMap<ProgressToken, mpsc::Sender<McpProgress>>,
+    /// Notifications that came before their call registered its route (rmcp sends the request
+    /// before it hands back the token): kept until the route comes, the oldest dropped past
+    /// [`MAX_EARLY_PROGRESS`].
+    early: VecDeque<(ProgressToken, McpProgress)>,
+}
+
+impl ProgressTable {
+    /// To the call's channel (dropped when it is full), or kept for a route still to come.
+    fn deliver(&mut self, token: ProgressToken, progress: McpProgress) {
+        match self.routes.get(&token) {
+            Some(sender) => {
+                let _ = sender.try_send(progress);
+            }
+            None => {
+                if self.early.len() >= MAX_EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back((token, progress));
+            }
+        }
+    }
+}
+
+/// Bound of [`ProgressTable::early`].
+const MAX_EARLY_PROGRESS: usize = 32;
 
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +74,8 @@ pub(super) struct Connection {
     process: Option<ChildProcess>,
     /// Stops the rmcp service (closes the transport: stdin for stdio).
     service_stop: Option<RunningServiceCancellationToken>,
-    /// The rmcp service until it ends (transport closed or stopped).
-    service: AbortOnDropHandle<()>,
+    /// The rmcp service until it ends (transport closed or stopped); None once it ended.
+    service: Option<AbortOnDropHandle<()>>,
     /// The stderr recorder of a stdio server.
     stderr: Option<AbortOnDropHandle<()>>,
 }
@@ -57,6 +87,12 @@ pub(super) struct McpClient {
     progress: ProgressRoutes,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
     closed: CancellationToken,
+    /// Why it was lost, set before `closed` is cancelled.
+    lost_because: Mutex<Option<String>>,
+    /// Cancelled when a call could not reach the server (an HTTP server that went away shows
+    /// only so): the supervisor then treats the connection as lost.
+    broken: CancellationToken,
+    broken_because: Mutex<Option<String>>,
 }
 
 impl Connection {
@@ -104,7 +140,7 @@ impl Connection {
                 };
                 let mut process = ChildProcess::spawn(spec).await.map_err(|error| {
                     StartError(format!(
-                        "cannot start `{command}` in {}: {error}",
+                        "cannot start `{command}` in {}: {error} (check the server's command and cwd)",
                         cwd.display()
                     ))
                 })?;
@@ -194,11 +230,14 @@ impl Connection {
             peer: service.peer().clone(),
             progress,
             closed: CancellationToken::new(),
+            lost_because: Mutex::new(None),
+            broken: CancellationToken::new(),
+            broken_because: Mutex::new(None),
         });
         let service_stop = Some(service.cancellation_token());
-        let service = AbortOnDropHandle::new(tokio::spawn(async move {
+        let service = Some(AbortOnDropHandle::new(tokio::spawn(async move {
             let _ = service.waiting().await;
-        }));
+        })));
         Self {
             client,
             process,
@@ -221,26 +260,39 @@ impl Connection {
     /// why, in words; in-flight calls end as `Exited` from here.
     pub(super) async fn lost(&mut self) -> String {
         let reason = match self.process.as_mut() {
-            Some(process) => tokio::select! {
-                status = process.wait() => match status {
-                    Ok(status) => format!("it {}", describe_exit(status)),
-                    Err(error) => format!("waiting for it failed: {error}"),
-                },
-                _ = &mut self.service => "it closed the connection".to_owned(),
-            },
-            None => {
-                let _ = (&mut self.service).await;
-                "the connection closed".to_owned()
+            Some(process) => {
+                let exited = tokio::select! {
+                    status = process.wait() => Some(status),
+                    () = service_ended(&mut self.service) => None,
+                    () = self.client.broken.cancelled() => None,
+                };
+                // The pipe usually closes a moment before the exit is seen: wait for it briefly.
+                let exited = match exited {
+                    Some(status) => Some(status),
+                    None => tokio::time::timeout(EXIT_REASON_WAIT, process.wait())
+                        .await
+                        .ok(),
+                };
+                match exited {
+                    Some(Ok(status)) => format!("it {}", describe_exit(status)),
+                    Some(Err(error)) => format!("waiting for it failed: {error}"),
+                    None if self.client.broken.is_cancelled() => self.client.broken_reason(),
+                    None => "it closed the connection".to_owned(),
+                }
             }
+            None => tokio::select! {
+                () = service_ended(&mut self.service) => "the connection closed".to_owned(),
+                () = self.client.broken.cancelled() => self.client.broken_reason(),
+            },
         };
-        self.client.closed.cancel();
+        self.client.close(&reason);
         reason
     }
 
     /// Stops the server: the transport closed (stdin for stdio), then SIGTERM to the group
     /// after `grace`, then SIGKILL after another `grace`. In-flight calls end as `Exited`.
     pub(super) async fn stop(mut self, grace: Duration) {
-        self.client.closed.cancel();
+        self.client.close("the server was stopped");
         if let Some(stop) = self.service_stop.take() {
             stop.cancel();
         }
@@ -252,14 +304,19 @@ impl Connection {
                 let _ = process.kill().await;
             }
         }
-        // `lost` may have awaited the service to its end already: a JoinHandle polled again
-        // after completion panics.
-        if !self.service.is_finished() {
-            let _ = tokio::time::timeout(grace, &mut self.service).await;
-        }
+        let _ = tokio::time::timeout(grace, service_ended(&mut self.service)).await;
         if let Some(stderr) = self.stderr.take() {
             let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
         }
+    }
+}
+
+/// Waits for the rmcp service to end (at once if it already has); never polls a finished
+/// task again.
+async fn service_ended(service: &mut Option<AbortOnDropHandle<()>>) {
+    if let Some(running) = service.as_mut() {
+        let _ = running.await;
+        *service = None;
     }
 }
 
@@ -267,6 +324,44 @@ impl Connection {
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 impl McpClient {
+    /// A call could not reach the server: the supervisor learns of it through `lost`.
+    fn mark_broken(&self, error: &rmcp::ServiceError) -> String {
+        let reason = format!("cannot reach it: {}", innermost(error));
+        self.broken_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert_with(|| reason.clone());
+        self.broken.cancel();
+        reason
+    }
+
+    fn broken_reason(&self) -> String {
+        self.broken_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .unwrap_or_else(|| "the connection broke".to_owned())
+    }
+
+    fn close(&self, reason: &str) {
+        self.lost_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert_with(|| reason.to_owned());
+        self.closed.cancel();
+    }
+
+    /// Why the connection was lost: waits a moment for the supervisor to find out (the
+    /// transport closes about when the process exits).
+    async fn lost_reason(&self) -> String {
+        let _ = tokio::time::timeout(EXIT_REASON_WAIT, self.closed.cancelled()).await;
+        self.lost_because
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .unwrap_or_else(|| "the connection closed".to_owned())
+    }
+
     /// Every tool of the server (all pages).
     pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
         let tools = tokio::select! {
@@ -311,7 +406,10 @@ impl McpClient {
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|error| exited(error.to_string()))?;
+            .map_err(|error| match error {
+                rmcp::ServiceError::TransportSend(_) => exited(self.mark_broken(&error)),
+                other => exited(other.to_string()),
+            })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
         let _route = progress.map(|sender| ProgressRoute::new(&self.progress, token, sender));
@@ -323,21 +421,29 @@ impl McpClient {
                 return Err(McpCallError::Timeout {
                     server: self.server.clone(),
                     tool: tool.to_owned(),
-                    secs: timeout.as_secs(),
+                    // Rounded up: a 300 ms limit reads "after 1 s", not "after 0 s".
+                    secs: timeout.as_millis().div_ceil(1000).try_into().unwrap_or(u64::MAX),
                 });
             }
             () = cancel.cancelled() => {
                 self.send_cancelled(request_id, "cancelled by the user").await;
                 return Err(McpCallError::Cancelled);
             }
-            () = self.closed.cancelled() => return Err(exited("the connection was lost".to_owned())),
+            () = self.closed.cancelled() => return Err(exited(self.lost_reason().await)),
         };
+        // rmcp runs each notification's handler as a task of its own: let the progress
+        // handlers spawned before the answer arrived deliver before the route goes.
+        tokio::task::yield_now().await;
         match outcome {
-            Err(_) => Err(exited("the connection closed".to_owned())),
+            Err(_) => Err(exited(self.lost_reason().await)),
             Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
                 server: self.server.clone(),
                 message: error.message.into_owned(),
             }),
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
+            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => {
+                Err(exited(self.mark_broken(&error)))
+            }
             Ok(Err(error)) => Err(exited(error.to_string())),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
@@ -364,6 +470,9 @@ impl McpClient {
     }
 }
 
+/// How long a call that saw its transport close waits to learn why (the process's exit).
+const EXIT_REASON_WAIT: Duration = Duration::from_millis(500);
+
 /// How long sending `notifications/cancelled` may take.
 const CANCEL_SEND_DEADLINE: Duration = Duration::from_secs(2);
 
@@ -379,10 +488,19 @@ impl ProgressRoute {
         token: ProgressToken,
         sender: mpsc::Sender<McpProgress>,
     ) -> Self {
-        routes
+        let mut table = routes
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(token.clone(), sender);
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let early = std::mem::take(&mut table.early);
+        for (early_token, progress) in early {
+            if early_token == token {
+                let _ = sender.try_send(progress);
+            } else {
+                table.early.push_back((early_token, progress));
+            }
+        }
+        table.routes.insert(token.clone(), sender);
+        drop(table);
         Self {
             routes: routes.clone(),
             token,
@@ -392,10 +510,12 @@ impl ProgressRoute {
 
 impl Drop for ProgressRoute {
     fn drop(&mut self) {
-        self.routes
+        let mut table = self
+            .routes
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.token);
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        table.routes.remove(&self.token);
+        table.early.retain(|(token, _)| *token != self.token);
     }
 }
 
@@ -411,19 +531,15 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let sender = self
-            .progress
+        let progress = McpProgress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        self.progress
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(sender) = sender {
-            let _ = sender.try_send(McpProgress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
+            .deliver(params.progress_token, progress);
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -468,6 +584,16 @@ fn content(block: ContentBlock) -> McpContent {
     }
 }
 
+/// The innermost cause of `error` ("Connection refused (os error 111)"), without the
+/// transport's type names the outer layers add.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
 /// "exited with status 1", "was killed by signal 9".
 fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -475,5 +601,48 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => format!("ended ({status})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn step(progress: f64) -> McpProgress {
+        McpProgress {
+            progress,
+            total: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn progress_that_comes_before_its_route_is_delivered_when_the_route_comes() {
+        let routes = ProgressRoutes::default();
+        let token = ProgressToken(NumberOrString::Number(7));
+        let other = ProgressToken(NumberOrString::Number(8));
+        routes.lock().unwrap().deliver(token.clone(), step(1.0));
+        routes.lock().unwrap().deliver(other.clone(), step(9.0));
+        let (sender, mut receiver) = mpsc::channel(4);
+        let route = ProgressRoute::new(&routes, token.clone(), sender);
+        routes.lock().unwrap().deliver(token.clone(), step(2.0));
+        assert_eq!(receiver.try_recv().unwrap(), step(1.0));
+        assert_eq!(receiver.try_recv().unwrap(), step(2.0));
+        assert!(receiver.try_recv().is_err());
+        drop(route);
+        let table = routes.lock().unwrap();
+        assert!(table.routes.is_empty());
+        assert_eq!(table.early.len(), 1, "another call's early progress stays");
+    }
+
+    #[test]
+    fn early_progress_is_bounded() {
+        let mut table = ProgressTable::default();
+        for n in 0..(MAX_EARLY_PROGRESS + 10) {
+            let token = ProgressToken(NumberOrString::Number(n as i64));
+            table.deliver(token, step(1.0));
+        }
+        assert_eq!(table.early.len(), MAX_EARLY_PROGRESS);
     }
 }

@@ -120,7 +120,6 @@ impl McpManager {
         });
         if self.stop.is_cancelled() {
             server.status.send_replace(McpStatus::Stopped);
-            server.lock().removed = true;
             return McpHandle::new(server);
         }
         servers.insert(key, server.clone());
@@ -145,12 +144,43 @@ impl McpManager {
                 {
                     servers.remove(&server.key);
                 }
-                server.lock().removed = true;
                 true
             }),
         };
-        self.tasks
-            .spawn(super::server::run(server.clone(), context));
+        let supervised = server.clone();
+        let changes = self.changes.clone();
+        let listed = Arc::downgrade(&self.servers);
+        self.tasks.spawn(async move {
+            use futures::FutureExt;
+            let run = std::panic::AssertUnwindSafe(super::server::run(supervised.clone(), context));
+            if run.catch_unwind().await.is_err() {
+                // The panic hook logged it; the server must not look alive.
+                let status = McpStatus::Failed {
+                    error: "internal error: agentd's supervisor of this server panicked (see the daemon's log); the next session that uses it starts it again".to_owned(),
+                    stderr_tail: String::new(),
+                };
+                {
+                    let mut state = supervised.lock();
+                    state.client = None;
+                    state.pid = None;
+                }
+                // Out of the map: the next acquire starts a new supervisor.
+                if let Some(listed) = listed.upgrade() {
+                    let mut servers = listed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if servers
+                        .get(&supervised.key)
+                        .is_some_and(|current| Arc::ptr_eq(current, &supervised))
+                    {
+                        servers.remove(&supervised.key);
+                    }
+                }
+                supervised.status.send_replace(status.clone());
+                let _ = changes.send(McpStatusChange {
+                    key: supervised.key.clone(),
+                    status,
+                });
+            }
+        });
         McpHandle::new(server)
     }
 
@@ -383,4 +413,49 @@ fn file_safe(name: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::McpSource;
+
+    fn stdio(name: &str, command: &str) -> McpServerConfig {
+        McpServerConfig {
+            name: name.into(),
+            transport: McpTransport::Stdio {
+                command: command.into(),
+                args: vec!["--flag".into()],
+                env: BTreeMap::from([("K".to_owned(), "v".to_owned())]),
+                cwd: None,
+            },
+            enabled: true,
+            startup_timeout: Duration::from_secs(1),
+            tool_timeout: Duration::from_secs(1),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            source: McpSource::Session,
+        }
+    }
+
+    #[test]
+    fn the_key_is_the_name_the_root_and_the_transport() {
+        let root = Path::new("/p");
+        let key = server_key(&stdio("a", "srv"), root);
+        assert_eq!(key, server_key(&stdio("a", "srv"), root));
+        assert_eq!(key.config_digest.len(), 16);
+        assert_ne!(key, server_key(&stdio("b", "srv"), root));
+        assert_ne!(key, server_key(&stdio("a", "other"), root));
+        assert_ne!(key, server_key(&stdio("a", "srv"), Path::new("/q")));
+        // Timeouts and tool filters are not part of the process's identity.
+        let mut filtered = stdio("a", "srv");
+        filtered.disabled_tools = vec!["x".into()];
+        assert_eq!(key, server_key(&filtered, root));
+    }
+
+    #[test]
+    fn log_file_names_keep_only_safe_characters() {
+        assert_eq!(file_safe("my server/../x"), "my_server____x");
+        assert_eq!(file_safe(&"n".repeat(100)).len(), 64);
+    }
 }

@@ -42,6 +42,14 @@ impl Default for McpLimits {
     }
 }
 
+impl McpLimits {
+    /// The wait before restart `attempt` (from 1): `restart_backoff` × 2^(attempt − 1).
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        self.restart_backoff
+            .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)))
+    }
+}
+
 /// What the manager, its handles and the server's task share.
 pub(super) struct Server {
     pub(super) key: ServerKey,
@@ -66,8 +74,6 @@ pub(super) struct ServerState {
     pub(super) tools: Arc<[McpToolInfo]>,
     pub(super) restarts: u32,
     pub(super) last_error: Option<String>,
-    /// Out of the manager's map: the task ended or is ending; acquire makes a new server.
-    pub(super) removed: bool,
 }
 
 /// See [`RunContext::remove_if_unused`].
@@ -242,10 +248,7 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                 error: error.clone(),
             },
         );
-        let backoff = context
-            .limits
-            .restart_backoff
-            .saturating_mul(2u32.saturating_pow(attempt - 1));
+        let backoff = context.limits.backoff(attempt);
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = server.restart.notified() => {
@@ -256,7 +259,6 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
         }
     }
     server.set_live(None, None, Vec::new());
-    server.lock().removed = true;
     server.publish(&context, McpStatus::Stopped);
 }
 
@@ -273,7 +275,11 @@ async fn connected(
         tokio::select! {
             reason = connection.lost() => return Ended::Lost(reason),
             Some(()) = tools_changed.recv() => {
-                match client.list_tools().await {
+                let listed = tokio::select! {
+                    listed = tokio::time::timeout(server.config.startup_timeout, client.list_tools()) => listed,
+                    () = context.stop.cancelled() => return Ended::Stop,
+                };
+                match listed.unwrap_or_else(|_| Err("tools/list did not answer in time".to_owned())) {
                     Ok(tools) => {
                         server.set_live(Some(client.clone()), connection.pid(), tools);
                         let count = server.lock().tools.len();
@@ -326,4 +332,57 @@ pub(super) fn filter_tools(config: &McpServerConfig, tools: Vec<McpToolInfo>) ->
                 && !config.disabled_tools.contains(&tool.name)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::{McpSource, McpTransport};
+
+    fn tool(name: &str) -> McpToolInfo {
+        McpToolInfo {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only: false,
+        }
+    }
+
+    fn names(config: &McpServerConfig) -> Vec<String> {
+        filter_tools(config, vec![tool("a"), tool("b"), tool("c")])
+            .into_iter()
+            .map(|tool| tool.name)
+            .collect()
+    }
+
+    #[test]
+    fn enabled_tools_then_disabled_tools_choose_what_is_offered() {
+        let mut config = McpServerConfig {
+            name: "s".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: Default::default(),
+            },
+            enabled: true,
+            startup_timeout: Duration::from_secs(1),
+            tool_timeout: Duration::from_secs(1),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            source: McpSource::Session,
+        };
+        assert_eq!(names(&config), ["a", "b", "c"]);
+        config.disabled_tools = vec!["b".into()];
+        assert_eq!(names(&config), ["a", "c"]);
+        config.enabled_tools = Some(vec!["b".into(), "c".into(), "unknown".into()]);
+        assert_eq!(names(&config), ["c"]);
+    }
+
+    #[test]
+    fn the_backoff_doubles_per_attempt() {
+        let limits = McpLimits::default();
+        let backoff = |attempt: u32| limits.backoff(attempt);
+        assert_eq!(backoff(1), Duration::from_millis(200));
+        assert_eq!(backoff(5), Duration::from_millis(3200));
+        assert!(backoff(u32::MAX) > backoff(5), "saturates, never overflows");
+    }
 }
