@@ -1,6 +1,7 @@
 //! The agentd daemon library: everything but argument parsing lives here so tests can drive it.
 
 pub mod agent;
+pub mod agents;
 pub mod allocator;
 pub mod answerers;
 pub mod approval;
@@ -23,6 +24,7 @@ pub mod session;
 pub mod skills;
 pub mod state;
 pub mod store;
+pub mod task;
 pub mod test_seam;
 #[cfg(test)]
 mod test_support;

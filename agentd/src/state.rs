@@ -26,4 +26,6 @@ pub struct DaemonState {
     pub memory: Arc<crate::memory::MemoryStores>,
     /// The MCP servers sessions share (`mcp/list`, `mcp/restart`).
     pub mcp: Arc<crate::mcp::McpManager>,
+    /// Background tasks (`task/*`).
+    pub tasks: Arc<crate::task::TaskManager>,
 }

@@ -21,6 +21,7 @@ pub mod project;
 pub mod session;
 pub mod skills;
 pub mod socket;
+pub mod task;
 pub mod todo;
 
 pub use methods::Method;

@@ -101,6 +101,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         trust: sessions.trust(),
         memory: sessions.memory(),
         mcp: sessions.mcp(),
+        tasks: sessions.tasks(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -120,6 +121,9 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             shutdown.cancelled().await;
             notify_systemd(&[sd_notify::NotifyState::Stopping]);
             let mcp = sessions.mcp();
+            // Tasks first: subagents are cancelled and background shells killed, so their
+            // runs end with the others.
+            sessions.tasks().shutdown().await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
             // Runs have stopped: no call needs a server any more.
             mcp.shutdown().await;
@@ -231,6 +235,8 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         memory,
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
+        // Startup, before any client: reading the task records here blocks nobody.
+        tasks: crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default()),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

@@ -62,6 +62,8 @@ pub struct SessionDeps {
     pub memory: Arc<crate::memory::MemoryStores>,
     /// The MCP servers sessions share.
     pub mcp: Arc<crate::mcp::McpManager>,
+    /// Background tasks: subagents and background shell commands.
+    pub tasks: Arc<crate::task::TaskManager>,
     /// Which sessions use which MCP servers, for their `mcpServerStatus` events.
     pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
 }
@@ -147,6 +149,10 @@ impl SessionManager {
 
     pub fn mcp(&self) -> Arc<crate::mcp::McpManager> {
         self.deps.mcp.clone()
+    }
+
+    pub fn tasks(&self) -> Arc<crate::task::TaskManager> {
+        self.deps.tasks.clone()
     }
 
     /// The MCP servers of a session in `cwd` (canonical) given `session` entries (its
