@@ -221,6 +221,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             crate::trust::TrustStore::empty(&paths.state_dir)
         }
     };
+    let task_settings = config
+        .as_ref()
+        .map(|config| config.tasks)
+        .unwrap_or_default();
     let mcp_idle_stop = config
         .as_ref()
         .map(|config| config.mcp.idle_stop)
@@ -236,7 +240,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         // Startup, before any client: reading the task records here blocks nobody.
-        tasks: crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default()),
+        tasks: crate::task::TaskManager::load(&paths.state_dir, task_settings.limits),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
