@@ -242,6 +242,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         // Startup, before any client: reading the task records here blocks nobody.
         tasks: crate::task::TaskManager::load(&paths.state_dir, task_settings.limits),
+        manager: std::sync::OnceLock::new(),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
@@ -251,7 +252,8 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 }
 
 /// The tools every session offers: the built-ins, `load_skill` (which also looks in the
-/// user's skills directory) and `memory` (which writes the shared stores).
+/// user's skills directory), `memory` (which writes the shared stores) and `task` (subagents;
+/// never offered to a subagent).
 fn tool_registry(
     paths: &crate::paths::Paths,
     memory: &Arc<crate::memory::MemoryStores>,
@@ -261,6 +263,7 @@ fn tool_registry(
         paths.skills_dir.clone(),
     ))));
     tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
+    tools.register(Arc::new(crate::tools::TaskTool));
     tools
 }
 

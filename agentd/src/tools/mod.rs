@@ -15,6 +15,7 @@ mod path;
 mod read_filter;
 mod search;
 mod shell;
+mod task;
 mod text_file;
 mod todo;
 mod truncate;
@@ -44,6 +45,7 @@ pub use path::{
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
+pub use task::{SubagentLauncher, TaskParams, TaskTool};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
@@ -178,7 +180,7 @@ impl ToolOutput {
 }
 
 /// Everything a tool call may use besides its input.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// Canonical session cwd, which is the workspace root: file tools stay under it.
     pub workspace: PathBuf,
@@ -200,6 +202,8 @@ pub struct ToolContext {
     /// How run_shell confines its command (the daemon's `[sandbox]` and what the kernel
     /// offers).
     pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    /// Where the `task` tool starts subagents (None: not in this context).
+    pub subagents: Option<Arc<dyn SubagentLauncher>>,
     pub limits: ToolLimits,
 }
 
@@ -218,6 +222,7 @@ impl ToolContext {
             sandbox: Arc::new(crate::process::sandbox::ShellSandbox::none(
                 "not configured for this context",
             )),
+            subagents: None,
             limits: ToolLimits::default(),
         }
     }
