@@ -138,6 +138,8 @@ mod tests {
 
     fn approval(tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
         PendingApproval {
+            task_id: None,
+            agent_type: None,
             approval_id: "apr_1".to_owned(),
             session_id: "ses_1".to_owned(),
             run_id: "run_1".to_owned(),

@@ -311,6 +311,8 @@ mod tests {
 
     fn approval(id: &str, session: &str) -> PendingApproval {
         PendingApproval {
+            task_id: None,
+            agent_type: None,
             approval_id: id.into(),
             session_id: session.into(),
             run_id: "run".into(),

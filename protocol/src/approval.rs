@@ -104,6 +104,12 @@ pub struct PendingApproval {
     pub requested_at: String,
     /// When it resolves to `deny` by itself.
     pub expires_at: String,
+    /// Asked by a subagent: its task (the approval also reaches the parent session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Asked by a subagent: its agent type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

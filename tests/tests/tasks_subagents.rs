@@ -406,3 +406,61 @@ async fn a_restart_marks_running_tasks_interrupted() {
     assert_eq!(task.status, TaskStatus::Interrupted);
     assert!(task.error.unwrap().contains("not re-run"));
 }
+
+#[tokio::test]
+async fn a_childs_approval_reaches_the_parents_clients_labelled_and_another_client_answers() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        "[permissions]\ndefault_mode = \"default\"\n",
+    )
+    .await;
+    s.mock.push(Reply::tool_call(
+        "call_t",
+        "task",
+        json!({"prompt": "write the note"}),
+    ));
+    s.mock.push(Reply::tool_call(
+        "call_w",
+        "write_file",
+        json!({"path": "note.txt", "content": "from the child\n"}),
+    ));
+    s.mock.push(Reply::text("wrote it"));
+    s.mock.push(Reply::text("the child wrote it"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "delegate a write").await;
+    // The parent's subscriber sees the child's approval, labelled.
+    let events = client
+        .persisted_events_until(|event| matches!(event, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { approval, .. }) = events.last().map(|e| &e.event) else {
+        unreachable!()
+    };
+    assert_eq!(approval.tool, "write_file");
+    assert_eq!(approval.agent_type.as_deref(), Some("general-purpose"));
+    let task_id = approval.task_id.clone().expect("labelled with its task");
+    assert_ne!(approval.session_id, session, "asked by the child session");
+
+    // Another client lists it and answers.
+    let mut other = s.client().await;
+    let list = other
+        .request("approval/list", json!({}))
+        .await
+        .expect("approval/list");
+    let listed = &list["approvals"][0];
+    assert_eq!(listed["taskId"], json!(task_id), "{list}");
+    assert_eq!(listed["agentType"], json!("general-purpose"));
+    other
+        .request(
+            "approval/respond",
+            json!({"approvalId": approval.approval_id, "decision": "allowOnce"}),
+        )
+        .await
+        .expect("approval/respond");
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    assert_eq!(tool_output(&events), ("wrote it".to_owned(), false));
+    assert_eq!(
+        std::fs::read_to_string(s.workspace().join("note.txt")).unwrap(),
+        "from the child\n"
+    );
+}

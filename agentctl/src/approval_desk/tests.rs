@@ -8,6 +8,8 @@ use super::*;
 
 fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
     PendingApproval {
+        task_id: None,
+        agent_type: None,
         approval_id: id.to_owned(),
         session_id: "ses_1".to_owned(),
         run_id: "run_1".to_owned(),

@@ -237,6 +237,8 @@ mod tests {
     #[test]
     fn table_lists_id_session_tool_summary_reason_age() {
         let approval = PendingApproval {
+            task_id: None,
+            agent_type: None,
             approval_id: "apr_1".to_owned(),
             session_id: "ses_1".to_owned(),
             run_id: "run_1".to_owned(),

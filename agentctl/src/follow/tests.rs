@@ -405,6 +405,8 @@ async fn attach_to_an_idle_session_replays_and_stops_at_its_last_seq() {
 
 fn pending(id: &str, tool: &str) -> PendingApproval {
     PendingApproval {
+        task_id: None,
+        agent_type: None,
         approval_id: id.to_owned(),
         session_id: "ses_1".to_owned(),
         run_id: "run_1".to_owned(),

@@ -29,6 +29,8 @@ pub struct RunPermissions {
     pub home: Option<std::path::PathBuf>,
     pub approval_timeout: Duration,
     pub broker: Arc<ApprovalBroker>,
+    /// A subagent's task id and agent type, which label its approvals.
+    pub task_label: Option<(String, String)>,
 }
 
 /// The gate's verdict on one call.
@@ -194,6 +196,16 @@ impl Run {
             options,
             requested_at: humantime::format_rfc3339_seconds(now).to_string(),
             expires_at: expires_at(now, self.permissions.approval_timeout),
+            task_id: self
+                .permissions
+                .task_label
+                .as_ref()
+                .map(|(id, _)| id.clone()),
+            agent_type: self
+                .permissions
+                .task_label
+                .as_ref()
+                .map(|(_, agent)| agent.clone()),
         };
         let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
         let session_rule = (resolution.decision == ApprovalDecision::AllowSession

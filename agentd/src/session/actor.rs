@@ -680,6 +680,23 @@ impl Actor {
         if let Ok(mut slot) = self.active.lock() {
             *slot = Some(active.clone());
         }
+        // A subagent's approvals also reach its parent's subscribers.
+        let run_log: Arc<dyn crate::agent::sink::RunLog> =
+            match (&self.header.parent_session_id, self.deps.manager.get()) {
+                (Some(parent_id), Some(manager)) => match manager.upgrade() {
+                    Some(manager) => {
+                        match super::child_log::load_parent(manager, parent_id).await {
+                            Ok(parent) => Arc::new(super::child_log::ChildRunLog {
+                                own: self.log.clone(),
+                                parent: parent.log.clone(),
+                            }),
+                            Err(_) => self.log.clone(),
+                        }
+                    }
+                    None => self.log.clone(),
+                },
+                _ => self.log.clone(),
+            };
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),
@@ -689,7 +706,7 @@ impl Actor {
             tool_context,
             max_steps: self.header.max_steps.unwrap_or(config.max_steps),
             shared: self.shared.clone(),
-            log: self.log.clone(),
+            log: run_log,
             cancel: active.cancel.clone(),
             stop_reason: active.stop_reason.clone(),
             permissions,

@@ -3,6 +3,7 @@
 //! in `agent::sink`, and re-exported here.
 
 pub mod actor;
+mod child_log;
 pub mod events;
 mod evict;
 mod index;

@@ -87,6 +87,7 @@ pub(super) async fn run_permissions(
                 .min(crate::config::MAX_APPROVAL_TIMEOUT_SECS),
         ),
         broker: deps.approvals.clone(),
+        task_label: header.task_id.clone().zip(header.agent_type.clone()),
     };
     Ok((permissions, warnings))
 }
