@@ -305,6 +305,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         run_id,
                         text,
                         client_request_id,
+                        ..
                     } => {
                         if loaded.unfinished_run.as_deref() == Some(run_id.as_str()) {
                             loaded.queued_follow_ups.push(text.clone());

@@ -66,6 +66,14 @@ pub enum RunStatus {
     Interrupted,
 }
 
+/// Who queued a follow-up other than a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FollowUpOrigin {
+    /// The end of a background task, delivered to the session that started it.
+    TaskNotification,
+}
+
 /// Where a user message came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -167,6 +175,10 @@ pub enum Event {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client_request_id: Option<String>,
+        /// Who queued it when it is not the user's words: `taskNotification` (a background
+        /// task ended; the text is a `<task-notification>` block). Absent: a client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<FollowUpOrigin>,
     },
     /// A steering message was queued for the active run. It is delivered as a
     /// `steerDelivered` (after the current tool batch), or reported by a `warning` when the run

@@ -5,7 +5,7 @@
 use agentd_tests::mock_llm::{Format, RecordedRequest, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
-use protocol::event::{Event, RunStatus};
+use protocol::event::{Event, FollowUpOrigin, RunStatus};
 use protocol::task::{TaskInfo, TaskStatus};
 use serde_json::{Value, json};
 
@@ -273,6 +273,12 @@ async fn a_background_task_delivers_its_result_to_the_idle_parent_as_a_notificat
     assert!(user.contains(&finished[0].task_id), "{user}");
     assert!(user.contains("there are 3 files"), "{user}");
     assert_eq!(run_status(&events), RunStatus::Completed);
+    // Queued into a run or starting one, it is never taken for the user's words.
+    for envelope in &events {
+        if let Event::FollowUpQueued { origin, .. } = &envelope.event {
+            assert_eq!(*origin, Some(FollowUpOrigin::TaskNotification));
+        }
+    }
 }
 
 #[tokio::test]

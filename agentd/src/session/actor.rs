@@ -118,6 +118,8 @@ enum Command {
     },
     FollowUp {
         text: String,
+        /// None: a client's.
+        origin: Option<protocol::event::FollowUpOrigin>,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
     Compact {
@@ -264,8 +266,22 @@ impl Session {
     }
 
     pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
+        self.follow_up_from(text, None).await
+    }
+
+    /// A follow-up queued by the daemon (`origin`), e.g. a background task's notification.
+    pub async fn follow_up_from(
+        &self,
+        text: String,
+        origin: Option<protocol::event::FollowUpOrigin>,
+    ) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
-        self.send(Command::FollowUp { text, reply }).await?;
+        self.send(Command::FollowUp {
+            text,
+            origin,
+            reply,
+        })
+        .await?;
         answer.await.map_err(|_| self.no_answer())?
     }
 
@@ -438,9 +454,13 @@ impl Actor {
                 let result = self.steer(text).await;
                 let _ = reply.send(result);
             }
-            Command::FollowUp { text, reply } => {
+            Command::FollowUp {
+                text,
+                origin,
+                reply,
+            } => {
                 let result = self
-                    .follow_up(text, None)
+                    .follow_up(text, None, origin)
                     .await
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
@@ -479,7 +499,9 @@ impl Actor {
         }
         let result = match self.active_run_id() {
             Some(_) if queue_if_busy => {
-                let (run_id, queued) = self.follow_up(text, client_request_id.clone()).await?;
+                let (run_id, queued) = self
+                    .follow_up(text, client_request_id.clone(), None)
+                    .await?;
                 SessionPromptResult { run_id, queued }
             }
             Some(run_id) => {
@@ -537,6 +559,7 @@ impl Actor {
         &mut self,
         text: String,
         client_request_id: Option<String>,
+        origin: Option<protocol::event::FollowUpOrigin>,
     ) -> Result<(String, bool), SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         if let Some(run_id) = self.active_run_id() {
@@ -545,6 +568,7 @@ impl Actor {
                     run_id: run_id.clone(),
                     text: text.clone(),
                     client_request_id: client_request_id.clone(),
+                    origin,
                 })
                 .await
                 .map_err(internal)?;

@@ -418,7 +418,8 @@ async fn deliver(
     if !notify_idle_parent && parent.is_idle() {
         return;
     }
-    if let Err(err) = parent.follow_up(text).await {
+    let origin = Some(protocol::event::FollowUpOrigin::TaskNotification);
+    if let Err(err) = parent.follow_up_from(text, origin).await {
         tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
     }
 }
