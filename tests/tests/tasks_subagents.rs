@@ -470,3 +470,42 @@ async fn a_childs_approval_reaches_the_parents_clients_labelled_and_another_clie
         "from the child\n"
     );
 }
+
+#[tokio::test]
+async fn a_daemon_shutdown_cancels_running_tasks() {
+    let mut s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::tool_call(
+        "call_bg",
+        "task",
+        json!({"prompt": "stalls until stopped", "runInBackground": true}),
+    ));
+    s.mock.push(Reply::text("started"));
+    s.mock.push_for(
+        CHILD_MARK.to_owned() + "stalls until stopped",
+        Reply::stall(),
+    );
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    let events = client.events_until_run_finished().await;
+    let task_id = events
+        .iter()
+        .find_map(|envelope| match &envelope.event {
+            Event::TaskStarted { task } => Some(task.task_id.clone()),
+            _ => None,
+        })
+        .expect("taskStarted");
+    s.mock.wait_for_requests(3).await;
+    drop(client);
+    s.daemon.signal(libc::SIGTERM);
+    assert!(s.daemon.wait_exit().await.success());
+    let record = s
+        .daemon
+        .env
+        .path("state")
+        .join("agentd/tasks")
+        .join(format!("{task_id}.json"));
+    let task: TaskInfo = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled, "{task:#?}");
+    // No run was started in the stopping parent for the notification.
+    assert_eq!(s.mock.requests().len(), 3);
+}

@@ -150,7 +150,10 @@ async fn launch(
         let weak = Arc::downgrade(&sessions);
         sessions.tasks.spawn(async move {
             let outcome = run.run(None).await;
-            if let Some(sessions) = weak.upgrade() {
+            // At shutdown the parent's record (`taskFinished`) is enough: no new run starts.
+            if let Some(sessions) = weak.upgrade()
+                && !sessions.deps.tasks.is_stopping()
+            {
                 deliver(
                     &sessions,
                     &parent_id,

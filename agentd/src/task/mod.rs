@@ -375,6 +375,11 @@ impl TaskManager {
         }
     }
 
+    /// Whether the daemon is stopping (`shutdown` began): results are no longer delivered.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_cancelled()
+    }
+
     /// How many run slots are held now.
     pub fn running_slots(&self) -> usize {
         self.slots.running()
