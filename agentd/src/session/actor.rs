@@ -615,15 +615,7 @@ impl Actor {
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
         warnings.extend(servers.warnings);
-        // A child session (or one run as an agent) keeps the tools its definition allows,
-        // never `task`, `task_*`, `memory` or `todo_write` (`agents::ToolFilter`).
-        let registry = match (&self.header.tool_filter, &self.header.parent_session_id) {
-            (Some(filter), _) => Arc::new(filter.apply(&self.deps.tools)),
-            (None, Some(_)) => {
-                Arc::new(crate::agents::ToolFilter::default().apply(&self.deps.tools))
-            }
-            (None, None) => self.deps.tools.clone(),
-        };
+        let registry = super::subagent::run_registry(&self.header, &self.deps.tools);
         let tools = crate::agent::tool_set::RunTools::new(
             registry,
             servers.handles,
@@ -634,15 +626,7 @@ impl Actor {
             self.deps.fetch.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
-        // Only a top-level session starts subagents: a child never delegates further.
-        if self.header.parent_session_id.is_none()
-            && let Some(manager) = self.deps.manager.get()
-        {
-            tool_context.subagents = Some(Arc::new(super::subagent::SubagentRunner::new(
-                manager.clone(),
-                self.header.clone(),
-            )));
-        }
+        tool_context.subagents = super::subagent::launcher_for(&self.header, &self.deps);
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         // Listings and searches apply the run's Read deny rules to every path they find.
         tool_context.read_filter =
@@ -705,22 +689,7 @@ impl Actor {
             *slot = Some(active.clone());
         }
         // A subagent's approvals also reach its parent's subscribers.
-        let run_log: Arc<dyn crate::agent::sink::RunLog> =
-            match (&self.header.parent_session_id, self.deps.manager.get()) {
-                (Some(parent_id), Some(manager)) => match manager.upgrade() {
-                    Some(manager) => {
-                        match super::child_log::load_parent(manager, parent_id).await {
-                            Ok(parent) => Arc::new(super::child_log::ChildRunLog {
-                                own: self.log.clone(),
-                                parent: parent.log.clone(),
-                            }),
-                            Err(_) => self.log.clone(),
-                        }
-                    }
-                    None => self.log.clone(),
-                },
-                _ => self.log.clone(),
-            };
+        let run_log = super::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),

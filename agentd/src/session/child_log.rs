@@ -12,6 +12,28 @@ use super::events::EventLog;
 use crate::agent::sink::RunLog;
 use crate::conversation::{ContextChange, Message};
 
+/// The log a run of the session `header` writes through: a child's `ChildRunLog` (its
+/// parent loaded), else the session's own log.
+pub async fn run_log_for(
+    header: &crate::store::SessionHeader,
+    deps: &super::SessionDeps,
+    own: &Arc<EventLog>,
+) -> Arc<dyn RunLog> {
+    let manager = deps.manager.get().and_then(std::sync::Weak::upgrade);
+    if let (Some(parent_id), Some(manager)) = (&header.parent_session_id, manager) {
+        match load_parent(manager, parent_id).await {
+            Ok(parent) => {
+                return Arc::new(ChildRunLog {
+                    own: own.clone(),
+                    parent: parent.log.clone(),
+                });
+            }
+            Err(err) => tracing::debug!("the parent {parent_id} of a subagent is gone: {err}"),
+        }
+    }
+    own.clone()
+}
+
 /// The parent session of a child, loaded. Boxed: loading a session starts its actor, whose
 /// runs call this (the future type would otherwise contain itself).
 pub fn load_parent(

@@ -193,6 +193,33 @@ async fn launch(
     }
 }
 
+/// The built-in tools a run of the session `header` offers: a child session (or one run as
+/// an agent) keeps those its definition allows, never `task`, `task_*`, `memory` or
+/// `todo_write` (`agents::ToolFilter`).
+pub fn run_registry(
+    header: &SessionHeader,
+    tools: &Arc<crate::tools::ToolRegistry>,
+) -> Arc<crate::tools::ToolRegistry> {
+    match (&header.tool_filter, &header.parent_session_id) {
+        (Some(filter), _) => Arc::new(filter.apply(tools)),
+        (None, Some(_)) => Arc::new(ToolFilter::default().apply(tools)),
+        (None, None) => tools.clone(),
+    }
+}
+
+/// Where the `task` tool of a run of `header` starts subagents: only a top-level session
+/// delegates (a child never gets a launcher, whatever its tools).
+pub fn launcher_for(
+    header: &SessionHeader,
+    deps: &super::SessionDeps,
+) -> Option<Arc<dyn SubagentLauncher>> {
+    if header.parent_session_id.is_some() {
+        return None;
+    }
+    let manager = deps.manager.get()?.clone();
+    Some(Arc::new(SubagentRunner::new(manager, header.clone())))
+}
+
 impl SessionManager {
     /// A new child session of `parent` run as `definition` for task `task_id`: the parent's
     /// workspace, provider, permission mode and rules, the definition's prompt and tools.
