@@ -41,6 +41,8 @@ pub struct RunTools {
     startup_grace: Duration,
     /// The set of the current step.
     current: Mutex<Arc<ToolSet>>,
+    /// A subagent's filter, applied to the MCP tools of each refresh too.
+    filter: Option<crate::agents::ToolFilter>,
 }
 
 impl RunTools {
@@ -55,7 +57,18 @@ impl RunTools {
             mcp_servers,
             startup_grace,
             current,
+            filter: None,
         }
+    }
+
+    /// Only the tools `filter` keeps (a subagent's), built-in and MCP alike.
+    pub fn with_filter(mut self, filter: Option<crate::agents::ToolFilter>) -> Self {
+        if let Some(filter) = &filter {
+            self.builtins = Arc::new(filter.apply(&self.builtins));
+            self.current = Mutex::new(Arc::new(ToolSet::new((*self.builtins).clone())));
+        }
+        self.filter = filter;
+        self
     }
 
     /// Only the built-ins (tests, runs of sessions without MCP servers).
@@ -73,7 +86,10 @@ impl RunTools {
 
     /// Builds the set from what the servers offer now and makes it the current one.
     fn refresh(&self) -> Arc<ToolSet> {
-        let registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        let mut registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        if let Some(filter) = &self.filter {
+            registry = filter.apply(&registry);
+        }
         let set = Arc::new(ToolSet::new(registry));
         match self.current.lock() {
             Ok(mut current) => *current = Arc::clone(&set),

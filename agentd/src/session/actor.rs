@@ -615,12 +615,12 @@ impl Actor {
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
         warnings.extend(servers.warnings);
-        let registry = super::subagent::run_registry(&self.header, &self.deps.tools);
         let tools = crate::agent::tool_set::RunTools::new(
-            registry,
+            self.deps.tools.clone(),
             servers.handles,
             config.mcp.startup_grace,
-        );
+        )
+        .with_filter(super::subagent::run_filter(&self.header));
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
             self.deps.fetch.clone(),

@@ -193,17 +193,14 @@ async fn launch(
     }
 }
 
-/// The built-in tools a run of the session `header` offers: a child session (or one run as
-/// an agent) keeps those its definition allows, never `task`, `task_*`, `memory` or
-/// `todo_write` (`agents::ToolFilter`).
-pub fn run_registry(
-    header: &SessionHeader,
-    tools: &Arc<crate::tools::ToolRegistry>,
-) -> Arc<crate::tools::ToolRegistry> {
+/// The tool filter of a run of the session `header`: a child session (or one run as an
+/// agent) keeps the tools its definition allows, never `task`, `task_*`, `memory` or
+/// `todo_write` (`agents::ToolFilter`), built-in and MCP alike.
+pub fn run_filter(header: &SessionHeader) -> Option<ToolFilter> {
     match (&header.tool_filter, &header.parent_session_id) {
-        (Some(filter), _) => Arc::new(filter.apply(tools)),
-        (None, Some(_)) => Arc::new(ToolFilter::default().apply(tools)),
-        (None, None) => tools.clone(),
+        (Some(filter), _) => Some(filter.clone()),
+        (None, Some(_)) => Some(ToolFilter::default()),
+        (None, None) => None,
     }
 }
 
