@@ -143,6 +143,11 @@ async fn the_child_gets_the_definition_body_one_message_and_no_task_or_memory_to
         Some("Two findings: none serious.")
     );
     assert!(finished[0].child_session_id.is_some());
+    assert!(
+        finished[0].usage.output_tokens > 0,
+        "{:?}",
+        finished[0].usage
+    );
 
     // The child is a session of its own, its header naming parent, agent type and task.
     let child_id = finished[0].child_session_id.clone().unwrap();

@@ -35,6 +35,8 @@ struct ChildOutcome {
     status: TaskStatus,
     result: Option<String>,
     error: Option<String>,
+    /// The child run's tokens (recorded in the task).
+    usage: Option<protocol::event::Usage>,
 }
 
 impl SubagentRunner {
@@ -180,6 +182,7 @@ async fn launch(
             status: TaskStatus::Failed,
             result: None,
             error: Some(format!("the subagent stopped unexpectedly: {err}")),
+            usage: None,
         },
     };
     match outcome.status {
@@ -291,6 +294,7 @@ impl ChildRun {
                 status: TaskStatus::Cancelled,
                 result: None,
                 error: Some("stopped before it started".to_owned()),
+                usage: None,
             },
         };
         tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
@@ -300,6 +304,9 @@ impl ChildRun {
                 task.status = outcome.status;
                 task.result = outcome.result.clone();
                 task.error = outcome.error.clone();
+                if let Some(usage) = &outcome.usage {
+                    task.usage = *usage;
+                }
             })
             .await;
         if let Err(err) = recorded {
@@ -317,6 +324,7 @@ impl ChildRun {
             status: TaskStatus::Failed,
             result: None,
             error: Some(error),
+            usage: None,
         };
         let _ = self
             .tasks
@@ -333,7 +341,7 @@ impl ChildRun {
         tracing::debug!(task = %self.task_id, %run_id, "subagent run started");
         let mut stop_requested = std::pin::pin!(stopped());
         let mut cancel_sent = false;
-        let (status, error) = loop {
+        let (status, error, usage) = loop {
             tokio::select! {
                 () = &mut stop_requested, if !cancel_sent => {
                     cancel_sent = true;
@@ -342,20 +350,24 @@ impl ChildRun {
                 }
                 event = events.recv() => match event {
                     Ok(published) => {
-                        if let Event::RunFinished { run_id: ended, status, error, .. } =
+                        if let Event::RunFinished { run_id: ended, status, error, usage } =
                             &published.event
                             && *ended == run_id
                         {
-                            break (*status, error.clone());
+                            break (*status, error.clone(), Some(*usage));
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
                         if self.child.shared.lock().run_id.as_deref() != Some(run_id.as_str()) {
-                            break (RunStatus::Completed, None);
+                            break (RunStatus::Completed, None, None);
                         }
                     }
                     Err(RecvError::Closed) => {
-                        break (RunStatus::Failed, Some("the child session closed".to_owned()));
+                        break (
+                            RunStatus::Failed,
+                            Some("the child session closed".to_owned()),
+                            None,
+                        );
                     }
                 },
             }
@@ -367,16 +379,19 @@ impl ChildRun {
                 status: TaskStatus::Completed,
                 result: Some(final_message.unwrap_or_else(|| NO_SUMMARY.to_owned())),
                 error: None,
+                usage,
             },
             RunStatus::Cancelled | RunStatus::Interrupted => ChildOutcome {
                 status: TaskStatus::Cancelled,
                 result: final_message,
                 error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
+                usage,
             },
             RunStatus::Failed | RunStatus::MaxSteps => ChildOutcome {
                 status: TaskStatus::Failed,
                 result: final_message,
                 error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),
+                usage,
             },
         }
     }
