@@ -81,6 +81,7 @@ pub async fn respond(
 }
 
 /// The `approvals list` table: id, session, tool, summary, reason, age (at `now`, unix seconds).
+/// A subagent's approval names its agent type and task beside its session.
 pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
     let header = ["ID", "SESSION", "TOOL", "SUMMARY", "REASON", "AGE"];
     let rows: Vec<[String; 6]> = approvals
@@ -91,7 +92,12 @@ pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
                 .unwrap_or_else(|| "?".to_owned());
             [
                 approval.approval_id.clone(),
-                approval.session_id.clone(),
+                match (&approval.agent_type, &approval.task_id) {
+                    (Some(agent), Some(task)) => {
+                        format!("{} ({agent} {task})", approval.session_id)
+                    }
+                    _ => approval.session_id.clone(),
+                },
                 approval.tool.clone(),
                 truncate(&one_line(&approval.summary), CELL_MAX_CHARS),
                 truncate(&one_line(&approval.reason), CELL_MAX_CHARS),
@@ -256,5 +262,26 @@ mod tests {
             "ID     SESSION  TOOL       SUMMARY       REASON              AGE\n\
              apr_1  ses_1    run_shell  cargo test …  shell commands ask  1m\n"
         );
+    }
+
+    #[test]
+    fn a_subagents_approval_names_its_agent_and_task() {
+        let approval = PendingApproval {
+            task_id: Some("task_9".to_owned()),
+            agent_type: Some("explore".to_owned()),
+            approval_id: "apr_1".to_owned(),
+            session_id: "ses_c".to_owned(),
+            run_id: "run_1".to_owned(),
+            tool_call_id: "call_1".to_owned(),
+            tool: "grep".to_owned(),
+            summary: "x".to_owned(),
+            input: serde_json::json!({}),
+            reason: "asks".to_owned(),
+            options: vec![ApprovalDecision::AllowOnce],
+            requested_at: "1970-01-01T00:00:00Z".to_owned(),
+            expires_at: "1970-01-01T00:10:00Z".to_owned(),
+        };
+        let table = format_table(&[approval], 90);
+        assert!(table.contains("ses_c (explore task_9)"), "{table}");
     }
 }
