@@ -514,3 +514,38 @@ async fn a_daemon_shutdown_cancels_running_tasks() {
     // No run was started in the stopping parent for the notification.
     assert_eq!(s.mock.requests().len(), 3);
 }
+
+#[tokio::test]
+async fn deleting_the_parent_cancels_its_background_tasks() {
+    let s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::tool_call(
+        "call_bg",
+        "task",
+        json!({"prompt": "stalls until deleted", "runInBackground": true}),
+    ));
+    s.mock.push(Reply::text("started"));
+    s.mock.push_for(
+        CHILD_MARK.to_owned() + "stalls until deleted",
+        Reply::stall(),
+    );
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    client.events_until_run_finished().await;
+    s.mock.wait_for_requests(3).await;
+    let mut watcher = s.client().await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
+    client
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .expect("session/delete");
+    loop {
+        let envelope = watcher.next_daemon_event().await;
+        if let Event::TaskFinished { task } = envelope.event {
+            assert_eq!(task.status, TaskStatus::Cancelled, "{task:#?}");
+            break;
+        }
+    }
+}

@@ -450,6 +450,8 @@ impl SessionManager {
         {
             return Err(SessionError::not_found(id));
         }
+        // Its tasks end with it (subagents cancelled, background shells killed).
+        self.deps.tasks.stop_for_parent(id);
         session
             .stop_and_wait(crate::agent::StopReason::Cancelled)
             .await;

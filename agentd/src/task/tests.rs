@@ -189,3 +189,16 @@ async fn listing_ten_thousand_finished_tasks_reads_memory_only() {
     assert_eq!(all.len(), 10_000);
     assert_eq!(all[0].task_id, "task_0000270f");
 }
+
+#[tokio::test]
+async fn stopping_a_parents_tasks_cancels_only_theirs() {
+    let state = tempfile::tempdir().unwrap();
+    let tasks = TaskManager::load(state.path(), TaskLimits::default());
+    let mine = tasks.create(new_task("mine")).await.unwrap();
+    let mut other = new_task("other");
+    other.parent_session_id = Some("ses_other".to_owned());
+    let other = tasks.create(other).await.unwrap();
+    assert_eq!(tasks.stop_for_parent("ses_parent"), 1);
+    assert!(tasks.stop_token(&mine.task_id).is_cancelled());
+    assert!(!tasks.stop_token(&other.task_id).is_cancelled());
+}
