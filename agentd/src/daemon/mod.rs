@@ -226,6 +226,13 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.tasks)
         .unwrap_or_default();
+    // Thousands of task records may be read: on the blocking pool, once, before any client.
+    let tasks_state_dir = paths.state_dir.clone();
+    let tasks = tokio::task::spawn_blocking(move || {
+        crate::task::TaskManager::load(&tasks_state_dir, task_settings.limits)
+    })
+    .await
+    .context("cannot read the task records")?;
     let mcp_idle_stop = config
         .as_ref()
         .map(|config| config.mcp.idle_stop)
@@ -240,8 +247,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         memory,
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
-        // Startup, before any client: reading the task records here blocks nobody.
-        tasks: crate::task::TaskManager::load(&paths.state_dir, task_settings.limits),
+        tasks,
         manager: std::sync::OnceLock::new(),
         tool_limits,
         sandbox: Arc::new(sandbox),
