@@ -57,9 +57,17 @@ impl SubagentLauncher for SubagentRunner {
         let sessions = self.sessions.clone();
         let parent = self.parent.clone();
         Box::pin(async move {
-            match sessions.upgrade() {
-                Some(sessions) => launch(sessions, parent, params, cancel).await,
-                None => ToolOutput::error("the daemon is stopping; no subagent can start"),
+            let Some(sessions) = sessions.upgrade() else {
+                return ToolOutput::error("the daemon is stopping; no subagent can start");
+            };
+            // In a task of the manager's tracker: a parent run cancelled mid-launch drops this
+            // call, and the task record must still be finished (the cancel reaches the child).
+            let launching = sessions
+                .tasks
+                .spawn(launch(sessions.clone(), parent, params, cancel));
+            match launching.await {
+                Ok(output) => output,
+                Err(err) => ToolOutput::error(format!("the subagent stopped unexpectedly: {err}")),
             }
         })
     }
