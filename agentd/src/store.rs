@@ -76,6 +76,10 @@ pub struct SessionHeader {
     pub parent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// The tools a session run as a subagent keeps, frozen at creation from its definition
+    /// (None: every tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_filter: Option<crate::agents::ToolFilter>,
 }
 
 impl SessionHeader {

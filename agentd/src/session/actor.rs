@@ -595,7 +595,8 @@ impl Actor {
             self.deps.tools.clone(),
             servers.handles,
             config.mcp.startup_grace,
-        );
+        )
+        .with_filter(self.header.tool_filter.clone());
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
             self.deps.fetch.clone(),

@@ -1,0 +1,63 @@
+//! The system prompt a new session freezes in its header: the normal one (instructions,
+//! environment, project notes, memory, skills and agents catalogues), or, for a session run as
+//! a subagent (`session/create {agentType}`), the definition's own prompt and tool filter.
+
+use std::path::{Path, PathBuf};
+
+use crate::agents::ToolFilter;
+
+/// What `session/create` freezes: the prompt, and the tool filter of a subagent session.
+pub struct FrozenPrompt {
+    pub system_prompt: String,
+    pub tool_filter: Option<ToolFilter>,
+}
+
+/// Where the user's own definitions are, and what the new session is run as.
+pub struct PromptSources {
+    pub memory: std::sync::Arc<crate::memory::MemoryStores>,
+    pub user_skills: PathBuf,
+    pub user_agents: PathBuf,
+    /// `session/create {agentType}` (None: a normal top-level session).
+    pub agent_type: Option<String>,
+}
+
+/// The frozen prompt of a session in `cwd` created on `date`; the error (an unknown agent
+/// type, listing the available ones) is for the client. Blocking: reads files.
+pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPrompt, String> {
+    let skills = crate::skills::discover(
+        cwd,
+        Some(&sources.user_skills),
+        &crate::skills::SkillLimits::default(),
+    );
+    for warning in &skills.warnings {
+        tracing::info!("{warning}");
+    }
+    let agents = crate::agents::discover(cwd, Some(&sources.user_agents));
+    for problem in &agents.problems {
+        tracing::info!(
+            "agent definition {} is not used: {}",
+            problem.path.display(),
+            problem.reason
+        );
+    }
+    if let Some(agent_type) = &sources.agent_type {
+        // A subagent's prompt is its definition's: no memory, no agents catalogue.
+        let definition = agents
+            .get(agent_type)
+            .ok_or_else(|| agents.unknown(agent_type))?;
+        return Ok(FrozenPrompt {
+            system_prompt: crate::agents::child_system_prompt(definition, &skills),
+            tool_filter: Some(ToolFilter::of(definition)),
+        });
+    }
+    let mut prompt = crate::agent::prompt::build(cwd, date);
+    // The memory snapshot is frozen with the rest: writes show in later sessions.
+    let snapshot = sources.memory.snapshot(cwd);
+    prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
+    prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
+    prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
+    Ok(FrozenPrompt {
+        system_prompt: prompt,
+        tool_filter: None,
+    })
+}
