@@ -11,7 +11,7 @@ use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
 use protocol::agents::{AgentSource, AgentsListResult};
-use protocol::event::RunStatus;
+use protocol::event::{Event, RunStatus};
 use serde_json::json;
 
 fn write(path: &Path, text: &str) {
@@ -271,4 +271,66 @@ async fn agentctl_agents_list_prints_a_table_the_problems_and_json() {
     assert_eq!(json["agents"][1]["readOnly"], true);
     assert_eq!(json["agents"][0]["source"], "builtIn");
     assert_eq!(json["problems"].as_array().unwrap().len(), 1);
+}
+
+/// Plants `.agents/agents/<name>.md` asking for permission mode `mode` (in the reference's or
+/// our spelling) in the scenario's workspace.
+fn plant_mode_agent(s: &Scenario, name: &str, mode: &str) {
+    write(
+        &s.workspace().join(format!(".agents/agents/{name}.md")),
+        &format!("---\ndescription: {name}\npermission_mode: {mode}\n---\nBody.\n"),
+    );
+}
+
+async fn create_as(
+    client: &mut agentd_tests::harness::Client,
+    cwd: &Path,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let mut params = params;
+    params["cwd"] = json!(cwd.display().to_string());
+    client.request("session/create", params).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_agents_permission_mode_may_tighten_the_session_never_loosen_it() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        "[permissions]\ndefault_mode = \"acceptEdits\"\n",
+    )
+    .await;
+    plant_mode_agent(&s, "planner", "plan");
+    plant_mode_agent(&s, "yolo", "neverConfirm");
+    let cwd = s.workspace();
+    let mut client = s.client().await;
+    let created = create_as(&mut client, &cwd, json!({"agentType": "planner"})).await;
+    assert_eq!(created["session"]["permissionMode"], "plan");
+    // The client's explicit choice wins over the definition's.
+    let created = create_as(
+        &mut client,
+        &cwd,
+        json!({"agentType": "planner", "permissionMode": "default"}),
+    )
+    .await;
+    assert_eq!(created["session"]["permissionMode"], "default");
+    // Looser than the session would be: not used, and the session's log says why.
+    let created = create_as(&mut client, &cwd, json!({"agentType": "yolo"})).await;
+    assert_eq!(created["session"]["permissionMode"], "acceptEdits");
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&session, Some(0)).await;
+    let events = client.events_through_seq(2).await;
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|envelope| match &envelope.event {
+            Event::Warning { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "agent `yolo` asks for permission mode bypass, looser than the session's (acceptEdits)"
+        ),
+        "{warnings:?}"
+    );
 }

@@ -260,6 +260,7 @@ impl SessionManager {
         // A project mode looser than the user's, not used because the project is untrusted:
         // said in the new session's log, so whoever watches it knows why.
         let mut ignored_mode = None;
+        let explicit_mode = params.permission_mode.is_some();
         let permission_mode = match params.permission_mode {
             Some(mode) => mode,
             None => {
@@ -305,6 +306,9 @@ impl SessionManager {
                 .await
                 .map_err(|err| SessionError::Internal(err.to_string()))?
                 .map_err(SessionError::InvalidParams)?;
+        let (permission_mode, agent_mode_note) =
+            frozen.mode_for(permission_mode, explicit_mode, params.agent_type.as_deref());
+        let notes = ignored_mode.into_iter().chain(agent_mode_note);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,
@@ -352,7 +356,7 @@ impl SessionManager {
                 })
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
-            if let Some(message) = ignored_mode {
+            for message in notes {
                 session
                     .log
                     .append(Event::Warning { message })

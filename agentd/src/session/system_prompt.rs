@@ -4,12 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
+use protocol::approval::PermissionMode;
+
 use crate::agents::ToolFilter;
 
 /// What `session/create` freezes: the prompt, and the tool filter of a subagent session.
 pub struct FrozenPrompt {
     pub system_prompt: String,
     pub tool_filter: Option<ToolFilter>,
+    /// The permission mode the agent's definition asks for (ours, already mapped).
+    pub agent_mode: Option<String>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -48,6 +52,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         return Ok(FrozenPrompt {
             system_prompt: crate::agents::child_system_prompt(definition, &skills),
             tool_filter: Some(ToolFilter::of(definition)),
+            agent_mode: definition.permission_mode.clone(),
         });
     }
     let mut prompt = crate::agent::prompt::build(cwd, date);
@@ -59,5 +64,38 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
     Ok(FrozenPrompt {
         system_prompt: prompt,
         tool_filter: None,
+        agent_mode: None,
     })
+}
+
+impl FrozenPrompt {
+    /// The session's mode once the agent's definition is heard: a mode the client gave wins;
+    /// otherwise the definition's applies when it is not looser than `mode` (a definition file,
+    /// maybe a project's, may tighten a session, never loosen it). The note says why a looser
+    /// one is not used, for the session's log.
+    pub fn mode_for(
+        &self,
+        mode: PermissionMode,
+        explicit: bool,
+        agent_type: Option<&str>,
+    ) -> (PermissionMode, Option<String>) {
+        let Some(wanted) = self.agent_mode.as_deref() else {
+            return (mode, None);
+        };
+        let Ok(wanted_mode) = wanted.parse::<crate::permission::PermissionMode>() else {
+            return (mode, None);
+        };
+        if explicit {
+            return (mode, None);
+        }
+        let current = crate::permission::PermissionMode::from(mode);
+        if wanted_mode.loosens(current) {
+            let note = format!(
+                "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({current}); it is not used: give the mode to session/create (agentctl run --mode) to choose it",
+                agent_type.unwrap_or_default()
+            );
+            return (mode, Some(note));
+        }
+        (wanted_mode.into(), None)
+    }
 }
