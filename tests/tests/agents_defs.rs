@@ -334,3 +334,47 @@ async fn an_agents_permission_mode_may_tighten_the_session_never_loosen_it() {
         "{warnings:?}"
     );
 }
+
+#[tokio::test]
+async fn an_agents_model_is_used_when_it_names_a_configured_provider() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let write_agent = |name: &str, model: &str| {
+        write(
+            &s.workspace().join(format!(".agents/agents/{name}.md")),
+            &format!("---\ndescription: {name}\nmodel: {model}\n---\nBody.\n"),
+        );
+    };
+    write_agent("pinned", "mock:pinned-model");
+    write_agent("alias", "sonnet");
+    write_agent("inherits", "inherit");
+    let cwd = s.workspace();
+    let mut client = s.client().await;
+    let created = create_as(&mut client, &cwd, json!({"agentType": "pinned"})).await;
+    assert_eq!(created["session"]["model"], "pinned-model");
+    // The client's model wins.
+    let created = create_as(
+        &mut client,
+        &cwd,
+        json!({"agentType": "pinned", "model": "mock:chosen"}),
+    )
+    .await;
+    assert_eq!(created["session"]["model"], "chosen");
+    let created = create_as(&mut client, &cwd, json!({"agentType": "inherits"})).await;
+    assert_eq!(created["session"]["model"], "mock-model");
+    // Claude Code's alias names no provider here: the session keeps the default, and says so.
+    let created = create_as(&mut client, &cwd, json!({"agentType": "alias"})).await;
+    assert_eq!(created["session"]["model"], "mock-model");
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&session, Some(0)).await;
+    let events = client.events_through_seq(2).await;
+    let warning = events.iter().find_map(|envelope| match &envelope.event {
+        Event::Warning { message } => Some(message.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        warning.as_deref(),
+        Some(
+            "agent `alias` asks for model `sonnet`, which names no configured provider (`provider` or `provider:model`); the session uses mock-model of mock"
+        )
+    );
+}

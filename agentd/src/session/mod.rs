@@ -308,7 +308,16 @@ impl SessionManager {
                 .map_err(SessionError::InvalidParams)?;
         let (permission_mode, agent_mode_note) =
             frozen.mode_for(permission_mode, explicit_mode, params.agent_type.as_deref());
-        let notes = ignored_mode.into_iter().chain(agent_mode_note);
+        let (provider, agent_model_note) = frozen.provider_for(
+            provider,
+            config,
+            params.model.is_some(),
+            params.agent_type.as_deref(),
+        );
+        let notes = ignored_mode
+            .into_iter()
+            .chain(agent_mode_note)
+            .chain(agent_model_note);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,

@@ -14,6 +14,8 @@ pub struct FrozenPrompt {
     pub tool_filter: Option<ToolFilter>,
     /// The permission mode the agent's definition asks for (ours, already mapped).
     pub agent_mode: Option<String>,
+    /// The model the agent's definition asks for (None: `inherit` or not said).
+    pub agent_model: Option<String>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -53,6 +55,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             system_prompt: crate::agents::child_system_prompt(definition, &skills),
             tool_filter: Some(ToolFilter::of(definition)),
             agent_mode: definition.permission_mode.clone(),
+            agent_model: definition.model.clone(),
         });
     }
     let mut prompt = crate::agent::prompt::build(cwd, date);
@@ -65,6 +68,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         system_prompt: prompt,
         tool_filter: None,
         agent_mode: None,
+        agent_model: None,
     })
 }
 
@@ -97,5 +101,34 @@ impl FrozenPrompt {
             return (mode, Some(note));
         }
         (wanted_mode.into(), None)
+    }
+
+    /// The provider of a session run as an agent: the definition's `model` when the client
+    /// gave none and it names a configured provider (`provider` or `provider:model`); a bare
+    /// name like Claude Code's `sonnet` is not sent to the default provider as a model id (it
+    /// would fail every request), the note says the session keeps `provider`.
+    pub fn provider_for(
+        &self,
+        provider: crate::config::ProviderConfig,
+        config: &crate::config::Config,
+        explicit: bool,
+        agent_type: Option<&str>,
+    ) -> (crate::config::ProviderConfig, Option<String>) {
+        let Some(wanted) = self.agent_model.as_deref().filter(|_| !explicit) else {
+            return (provider, None);
+        };
+        let provider_name = wanted.split_once(':').map_or(wanted, |(name, _)| name);
+        if config.providers.contains_key(provider_name)
+            && let Ok(chosen) = config.resolve_provider(Some(wanted))
+        {
+            return (chosen, None);
+        }
+        let note = format!(
+            "agent `{}` asks for model `{wanted}`, which names no configured provider (`provider` or `provider:model`); the session uses {} of {}",
+            agent_type.unwrap_or_default(),
+            provider.model,
+            provider.name
+        );
+        (provider, Some(note))
     }
 }
