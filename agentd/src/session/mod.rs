@@ -240,6 +240,7 @@ impl SessionManager {
                 cwd.display()
             )));
         }
+        let asked = system_prompt::Asked::of(&params);
         let mcp_servers = params.mcp_servers.unwrap_or_default();
         crate::mcp::config::check_session_param(&mcp_servers)
             .map_err(SessionError::InvalidParams)?;
@@ -260,7 +261,6 @@ impl SessionManager {
         // A project mode looser than the user's, not used because the project is untrusted:
         // said in the new session's log, so whoever watches it knows why.
         let mut ignored_mode = None;
-        let explicit_mode = params.permission_mode.is_some();
         let permission_mode = match params.permission_mode {
             Some(mode) => mode,
             None => {
@@ -306,18 +306,9 @@ impl SessionManager {
                 .await
                 .map_err(|err| SessionError::Internal(err.to_string()))?
                 .map_err(SessionError::InvalidParams)?;
-        let (permission_mode, agent_mode_note) =
-            frozen.mode_for(permission_mode, explicit_mode, params.agent_type.as_deref());
-        let (provider, agent_model_note) = frozen.provider_for(
-            provider,
-            config,
-            params.model.is_some(),
-            params.agent_type.as_deref(),
-        );
-        let notes = ignored_mode
-            .into_iter()
-            .chain(agent_mode_note)
-            .chain(agent_model_note);
+        let (permission_mode, provider, agent_notes) =
+            frozen.agent_settings(permission_mode, provider, config, &asked);
+        let notes = ignored_mode.into_iter().chain(agent_notes);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,

@@ -27,6 +27,25 @@ pub struct PromptSources {
     pub agent_type: Option<String>,
 }
 
+/// What the client of `session/create` chose itself (it wins over the agent's definition).
+pub struct Asked {
+    pub agent_type: Option<String>,
+    /// A permission mode was given.
+    pub mode: bool,
+    /// A model was given.
+    pub model: bool,
+}
+
+impl Asked {
+    pub fn of(params: &protocol::session::SessionCreateParams) -> Self {
+        Self {
+            agent_type: params.agent_type.clone(),
+            mode: params.permission_mode.is_some(),
+            model: params.model.is_some(),
+        }
+    }
+}
+
 /// The frozen prompt of a session in `cwd` created on `date`; the error (an unknown agent
 /// type, listing the available ones) is for the client. Blocking: reads files.
 pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPrompt, String> {
@@ -73,6 +92,25 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
 }
 
 impl FrozenPrompt {
+    /// The mode and provider of the new session once the agent's definition is heard
+    /// (`mode_for`, `provider_for`), with the notes for its log.
+    pub fn agent_settings(
+        &self,
+        mode: PermissionMode,
+        provider: crate::config::ProviderConfig,
+        config: &crate::config::Config,
+        asked: &Asked,
+    ) -> (PermissionMode, crate::config::ProviderConfig, Vec<String>) {
+        let agent_type = asked.agent_type.as_deref();
+        let (mode, mode_note) = self.mode_for(mode, asked.mode, agent_type);
+        let (provider, model_note) = self.provider_for(provider, config, asked.model, agent_type);
+        (
+            mode,
+            provider,
+            mode_note.into_iter().chain(model_note).collect(),
+        )
+    }
+
     /// The session's mode once the agent's definition is heard: a mode the client gave wins;
     /// otherwise the definition's applies when it is not looser than `mode` (a definition file,
     /// maybe a project's, may tighten a session, never loosen it). The note says why a looser
