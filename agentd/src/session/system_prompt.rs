@@ -133,7 +133,7 @@ impl FrozenPrompt {
         let current = crate::permission::PermissionMode::from(mode);
         if wanted_mode.loosens(current) {
             let note = format!(
-                "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({current}); it is not used: give the mode to session/create (agentctl run --mode) to choose it",
+                "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({current}); it is not used: choose it with the session's permissionMode",
                 agent_type.unwrap_or_default()
             );
             return (mode, Some(note));
