@@ -378,3 +378,28 @@ async fn an_agents_model_is_used_when_it_names_a_configured_provider() {
         )
     );
 }
+
+#[tokio::test]
+async fn explore_keeps_read_only_mcp_tools_and_drops_the_others() {
+    let config = agentd_tests::mcp_scenario::everything("");
+    let s = Scenario::start_with(Format::OpenAi, &config).await;
+    s.mock.push(Reply::text("explored"));
+    let mut client = s.client().await;
+    let cwd = s.workspace();
+    let created = create_as(&mut client, &cwd, json!({"agentType": "explore"})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&session, Some(0)).await;
+    client.prompt(&session, "look around").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let tools = request_tool_names(Format::OpenAi, &s.mock.requests()[0]);
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_owned()),
+        "a read-only MCP tool stays: {tools:?}"
+    );
+    assert!(
+        !tools.contains(&"mcp__everything__toggle-simulated-logging".to_owned()),
+        "a writing MCP tool goes: {tools:?}"
+    );
+    assert!(!tools.contains(&"run_shell".to_owned()), "{tools:?}");
+}
