@@ -80,6 +80,10 @@ pub struct SessionHeader {
     /// (None: every tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_filter: Option<crate::agents::ToolFilter>,
+    /// Model calls one run of a session run as an agent makes at most (its definition's
+    /// `maxTurns`; the config's `max_steps` still caps it). None: the config's only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
 }
 
 impl SessionHeader {

@@ -403,3 +403,24 @@ async fn explore_keeps_read_only_mcp_tools_and_drops_the_others() {
     );
     assert!(!tools.contains(&"run_shell".to_owned()), "{tools:?}");
 }
+
+#[tokio::test]
+async fn an_agents_max_turns_caps_its_runs_model_calls() {
+    let s = Scenario::start(Format::OpenAi).await;
+    write(
+        &s.workspace().join(".agents/agents/brief.md"),
+        "---\ndescription: brief\nmaxTurns: 1\n---\nBe brief.\n",
+    );
+    s.mock
+        .push(Reply::tool_call("c1", "list_dir", json!({"path": "."})));
+    s.mock.push(Reply::text("never asked for"));
+    let mut client = s.client().await;
+    let cwd = s.workspace();
+    let created = create_as(&mut client, &cwd, json!({"agentType": "brief"})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&session, Some(0)).await;
+    client.prompt(&session, "go").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::MaxSteps);
+    assert_eq!(s.mock.requests().len(), 1);
+}

@@ -326,6 +326,7 @@ impl SessionManager {
             parent_session_id: None,
             agent_type: params.agent_type,
             tool_filter: frozen.tool_filter,
+            max_turns: frozen.max_turns,
         };
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))

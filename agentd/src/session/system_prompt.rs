@@ -16,6 +16,8 @@ pub struct FrozenPrompt {
     pub agent_mode: Option<String>,
     /// The model the agent's definition asks for (None: `inherit` or not said).
     pub agent_model: Option<String>,
+    /// The definition's `maxTurns`.
+    pub max_turns: Option<u32>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -75,6 +77,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             tool_filter: Some(ToolFilter::of(definition)),
             agent_mode: definition.permission_mode.clone(),
             agent_model: definition.model.clone(),
+            max_turns: definition.max_turns,
         });
     }
     let mut prompt = crate::agent::prompt::build(cwd, date);
@@ -88,6 +91,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         tool_filter: None,
         agent_mode: None,
         agent_model: None,
+        max_turns: None,
     })
 }
 

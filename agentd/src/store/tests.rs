@@ -33,6 +33,7 @@ fn header() -> SessionHeader {
         parent_session_id: None,
         agent_type: None,
         tool_filter: None,
+        max_turns: None,
     }
 }
 
