@@ -79,12 +79,14 @@ pub struct SessionHeader {
     /// The task this session runs as a subagent (its `parentSessionId` started it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// The tools a session run as an agent keeps, frozen at creation (None: all).
+    /// The tools a session run as a subagent keeps, frozen at creation from its definition
+    /// (None: every tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_filter: Option<crate::agents::ToolFilter>,
-    /// The agent's `maxTurns`: model calls per run (None: the config's `max_steps`).
+    /// Model calls one run of a session run as an agent makes at most (its definition's
+    /// `maxTurns`; the config's `max_steps` still caps it). None: the config's only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_steps: Option<u32>,
+    pub max_turns: Option<u32>,
 }
 
 impl SessionHeader {

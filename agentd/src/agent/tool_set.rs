@@ -41,7 +41,8 @@ pub struct RunTools {
     startup_grace: Duration,
     /// The set of the current step.
     current: Mutex<Arc<ToolSet>>,
-    /// A subagent's filter, applied to the MCP tools of each refresh too.
+    /// A session run as a subagent keeps only the tools its definition allows (MCP tools
+    /// included, as they come and go).
     filter: Option<crate::agents::ToolFilter>,
 }
 
@@ -61,7 +62,7 @@ impl RunTools {
         }
     }
 
-    /// Only the tools `filter` keeps (a subagent's), built-in and MCP alike.
+    /// Only the tools `filter` allows, from the first step on (a session run as a subagent).
     pub fn with_filter(mut self, filter: Option<crate::agents::ToolFilter>) -> Self {
         if let Some(filter) = &filter {
             self.builtins = Arc::new(filter.apply(&self.builtins));

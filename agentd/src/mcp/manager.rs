@@ -378,9 +378,21 @@ impl Drop for McpHandle {
     }
 }
 
-/// The key of `config` for `project_root`: the name, the root and a digest of the transport.
+/// The key of `config` for `project_root`: the name, the root and a digest of the resolved
+/// settings (transport, filters, timeouts).
 pub fn server_key(config: &McpServerConfig, project_root: &Path) -> ServerKey {
-    let digest = crate::process::supervisor::fnv1a(format!("{:?}", config.transport).as_bytes());
+    // The whole resolved configuration but where it came from: a changed tool filter or
+    // timeout is another server, never a running one keeping the old settings.
+    let identity = format!(
+        "{:?}|{}|{:?}|{:?}|{:?}|{:?}",
+        config.transport,
+        config.enabled,
+        config.startup_timeout,
+        config.tool_timeout,
+        config.enabled_tools,
+        config.disabled_tools,
+    );
+    let digest = crate::process::supervisor::fnv1a(identity.as_bytes());
     ServerKey {
         name: config.name.clone(),
         project_root: project_root.to_path_buf(),
@@ -439,7 +451,7 @@ mod tests {
     }
 
     #[test]
-    fn the_key_is_the_name_the_root_and_the_transport() {
+    fn the_key_is_the_name_the_root_and_the_resolved_settings() {
         let root = Path::new("/p");
         let key = server_key(&stdio("a", "srv"), root);
         assert_eq!(key, server_key(&stdio("a", "srv"), root));
@@ -447,10 +459,19 @@ mod tests {
         assert_ne!(key, server_key(&stdio("b", "srv"), root));
         assert_ne!(key, server_key(&stdio("a", "other"), root));
         assert_ne!(key, server_key(&stdio("a", "srv"), Path::new("/q")));
-        // Timeouts and tool filters are not part of the process's identity.
+        // The resolved settings are part of it: a changed filter or timeout is another
+        // server; where the entry came from is not.
         let mut filtered = stdio("a", "srv");
         filtered.disabled_tools = vec!["x".into()];
-        assert_eq!(key, server_key(&filtered, root));
+        assert_ne!(key, server_key(&filtered, root));
+        let mut slower = stdio("a", "srv");
+        slower.tool_timeout = Duration::from_secs(2);
+        assert_ne!(key, server_key(&slower, root));
+        let mut from_user = stdio("a", "srv");
+        from_user.source = McpSource::User {
+            file: "/home/u/.config/agentd/config.toml".into(),
+        };
+        assert_eq!(key, server_key(&from_user, root));
     }
 
     #[test]

@@ -105,8 +105,9 @@ pub struct ServerKey {
     pub name: String,
     /// The project root the server runs for (its default cwd).
     pub project_root: PathBuf,
-    /// A digest of the resolved transport (command, args, env, cwd or url, headers), so a
-    /// changed configuration is a different server.
+    /// A digest of the resolved settings (the transport: command, args, env, cwd or url,
+    /// headers; the tool filters and timeouts), so a changed configuration is a different
+    /// server.
     pub config_digest: String,
 }
 

@@ -697,7 +697,10 @@ impl Actor {
             llm,
             tools,
             tool_context,
-            max_steps: self.header.max_steps.unwrap_or(config.max_steps),
+            max_steps: self
+                .header
+                .max_turns
+                .map_or(config.max_steps, |turns| turns.min(config.max_steps)),
             shared: self.shared.clone(),
             log: run_log,
             cancel: active.cancel.clone(),

@@ -270,9 +270,9 @@ impl SessionManager {
             agent_type: Some(definition.name.clone()),
             task_id: Some(task_id.to_owned()),
             tool_filter: Some(ToolFilter::of(definition)),
-            max_steps: definition.max_turns,
+            max_turns: definition.max_turns,
         };
-        self.add_session(header, None).await
+        self.add_session(header, Vec::new()).await
     }
 }
 

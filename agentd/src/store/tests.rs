@@ -34,7 +34,7 @@ fn header() -> SessionHeader {
         agent_type: None,
         task_id: None,
         tool_filter: None,
-        max_steps: None,
+        max_turns: None,
     }
 }
 
