@@ -94,6 +94,9 @@ pub struct Config {
     /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
     /// an entry that cannot be used is a problem the session reports, not a config error).
     pub mcp: crate::mcp::config::McpSettings,
+    /// `[tasks] shell_output_max_bytes`: the cap of a background shell's output file (head
+    /// and tail kept).
+    pub tasks_shell_output_max_bytes: usize,
 }
 
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
@@ -228,6 +231,7 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
+        tasks_shell_output_max_bytes: crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
         memory: crate::memory::MemoryLimits::default(),
         sandbox: crate::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
@@ -343,6 +347,7 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
+    tasks: Option<FileTasks>,
     memory: Option<FileMemory>,
     sandbox: Option<crate::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
@@ -367,6 +372,16 @@ struct FileContext {
     soft_limit_percent: Option<u8>,
     hard_limit_percent: Option<u8>,
 }
+
+/// `[tasks]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTasks {
+    shell_output_max_bytes: Option<u64>,
+}
+
+/// The largest `[tasks] shell_output_max_bytes`: one task's file stays a few hundred MiB.
+const MAX_SHELL_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// `[sessions]` as written.
 #[derive(Deserialize)]
@@ -462,6 +477,21 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
+    let shell_output_max_bytes = bounded(
+        path,
+        "tasks.shell_output_max_bytes",
+        file.tasks.and_then(|tasks| tasks.shell_output_max_bytes),
+        crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES as u64,
+        MAX_SHELL_OUTPUT_MAX_BYTES,
+        "bytes",
+    )?;
+    if shell_output_max_bytes < 1024 {
+        return Err(invalid(
+            "tasks.shell_output_max_bytes must be at least 1024".to_owned(),
+        ));
+    }
+    config.tasks_shell_output_max_bytes =
+        usize::try_from(shell_output_max_bytes).unwrap_or(usize::MAX);
     if let Some(memory) = &file.memory {
         config.memory = memory_limits(path, memory)?;
     }

@@ -124,6 +124,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             // Tasks first: subagents are cancelled and background shells killed, so their
             // runs end with the others.
             sessions.tasks().shutdown().await;
+            sessions.shell_tasks().shutdown(RUN_STOP_DEADLINE).await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
             // Runs have stopped: no call needs a server any more.
             mcp.shutdown().await;
@@ -193,6 +194,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             Err(err.to_string())
         }
     };
+    let shell_output_max_bytes = config.as_ref().map_or(
+        crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
+        |config| config.tasks_shell_output_max_bytes,
+    );
     let mut tool_limits = crate::tools::ToolLimits::default();
     if let Ok(config) = &config {
         tool_limits.output_max_chars = config.tool_output_max_chars;
@@ -237,6 +242,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         // Startup, before any client: reading the task records here blocks nobody.
         tasks: crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default()),
+        shell_tasks: crate::task::shell::ShellTasks::new(shell_output_max_bytes),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

@@ -7,6 +7,10 @@
 //!
 //! SKELETON: the API the rest of the daemon builds on; bodies are filled in by the task work.
 
+pub mod session_stop;
+pub mod shell;
+pub mod shell_output;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
