@@ -94,9 +94,8 @@ pub struct Config {
     /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
     /// an entry that cannot be used is a problem the session reports, not a config error).
     pub mcp: crate::mcp::config::McpSettings,
-    /// `[tasks] shell_output_max_bytes`: the cap of a background shell's output file (head
-    /// and tail kept).
-    pub tasks_shell_output_max_bytes: usize,
+    /// `[tasks]`: the cap on running subagents, parallel writers, idle parents notified.
+    pub tasks: crate::task::TaskSettings,
 }
 
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
@@ -231,11 +230,11 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
-        tasks_shell_output_max_bytes: crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
         memory: crate::memory::MemoryLimits::default(),
         sandbox: crate::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: crate::mcp::config::McpSettings::default(),
+        tasks: crate::task::TaskSettings::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -347,11 +346,11 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     permissions: Option<FilePermissions>,
     sessions: Option<FileSessions>,
-    tasks: Option<FileTasks>,
     memory: Option<FileMemory>,
     sandbox: Option<crate::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
     mcp: Option<crate::mcp::config::McpSection>,
+    tasks: Option<crate::task::TasksSection>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Value>,
@@ -372,16 +371,6 @@ struct FileContext {
     soft_limit_percent: Option<u8>,
     hard_limit_percent: Option<u8>,
 }
-
-/// `[tasks]` as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileTasks {
-    shell_output_max_bytes: Option<u64>,
-}
-
-/// The largest `[tasks] shell_output_max_bytes`: one task's file stays a few hundred MiB.
-const MAX_SHELL_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// `[sessions]` as written.
 #[derive(Deserialize)]
@@ -477,21 +466,6 @@ fn apply_file(
         ));
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
-    let shell_output_max_bytes = bounded(
-        path,
-        "tasks.shell_output_max_bytes",
-        file.tasks.and_then(|tasks| tasks.shell_output_max_bytes),
-        crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES as u64,
-        MAX_SHELL_OUTPUT_MAX_BYTES,
-        "bytes",
-    )?;
-    if shell_output_max_bytes < 1024 {
-        return Err(invalid(
-            "tasks.shell_output_max_bytes must be at least 1024".to_owned(),
-        ));
-    }
-    config.tasks_shell_output_max_bytes =
-        usize::try_from(shell_output_max_bytes).unwrap_or(usize::MAX);
     if let Some(memory) = &file.memory {
         config.memory = memory_limits(path, memory)?;
     }
@@ -521,6 +495,9 @@ fn apply_file(
         mcp_settings(path, mcp, &mut config.mcp)?;
     }
     config.mcp.servers = crate::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
+    if let Some(tasks) = &file.tasks {
+        config.tasks = tasks.resolve().map_err(invalid)?;
+    }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (

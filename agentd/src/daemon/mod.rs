@@ -194,10 +194,6 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             Err(err.to_string())
         }
     };
-    let shell_output_max_bytes = config.as_ref().map_or(
-        crate::task::shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
-        |config| config.tasks_shell_output_max_bytes,
-    );
     let mut tool_limits = crate::tools::ToolLimits::default();
     if let Ok(config) = &config {
         tool_limits.output_max_chars = config.tool_output_max_chars;
@@ -226,6 +222,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             crate::trust::TrustStore::empty(&paths.state_dir)
         }
     };
+    let task_settings = config
+        .as_ref()
+        .map(|config| config.tasks)
+        .unwrap_or_default();
     let mcp_idle_stop = config
         .as_ref()
         .map(|config| config.mcp.idle_stop)
@@ -241,8 +241,8 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         // Startup, before any client: reading the task records here blocks nobody.
-        tasks: crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default()),
-        shell_tasks: crate::task::shell::ShellTasks::new(shell_output_max_bytes),
+        tasks: crate::task::TaskManager::load(&paths.state_dir, task_settings.limits),
+        shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

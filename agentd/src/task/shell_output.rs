@@ -17,6 +17,10 @@ use crate::tools::HeadTailBuffer;
 /// enough for a long build log's start and end, small enough that a runaway `yes` cannot fill
 /// the disk.
 pub const DEFAULT_SHELL_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
+/// The smallest cap: room for a useful head and tail.
+pub const MIN_SHELL_OUTPUT_MAX_BYTES: u64 = 1024;
+/// The largest cap: one task's file stays a few hundred MiB.
+pub const MAX_SHELL_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What [`read`] returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
