@@ -1,0 +1,109 @@
+//! Background shell tasks seen from outside: `run_shell {runInBackground: true}` answers at
+//! once with the task id and how to read the output, and the command (with everything it
+//! started) dies with the session that started it, with the daemon's stop, and with a
+//! killed daemon once it restarts.
+
+use agentd_tests::harness::Client;
+use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::scenario::*;
+use protocol::event::RunStatus;
+use serde_json::json;
+
+/// A command that starts a long sleep in its group, writes the sleep's pid and waits.
+const SLEEPER: &str = "sleep 300 & echo $! > sleeper.tmp; mv sleeper.tmp sleeper.pid; wait";
+
+/// The pid the command wrote to `name` in the workspace (the outside world: polled, with the
+/// scenario's deadline).
+async fn pid_file(s: &Scenario, name: &str) -> i32 {
+    let path = s.workspace().join(name);
+    wait_until(&format!("the pid file {name}"), || path.exists()).await;
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Runs one turn in which the model starts `command` in the background; returns the client,
+/// the session and the tool result.
+async fn start_in_background(s: &Scenario, command: &str) -> (Client, String, String) {
+    s.mock.push(Reply::tool_call(
+        "c_bg",
+        "run_shell",
+        json!({"command": command, "runInBackground": true}),
+    ));
+    s.mock.push(Reply::text("started it"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "start it in the background").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    let results = tool_results(&events);
+    let (_, output, is_error) = results
+        .iter()
+        .find(|(call, _, _)| call == "c_bg")
+        .unwrap_or_else(|| panic!("no result for c_bg: {results:#?}"))
+        .clone();
+    assert!(!is_error, "{output}");
+    (client, session, output)
+}
+
+/// The call returns while the command still runs, with the task id and the tools that read
+/// its output and stop it.
+#[tokio::test]
+async fn the_tool_returns_at_once_with_the_task_id_and_how_to_read_the_output() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let (mut client, session, output) = start_in_background(&s, SLEEPER).await;
+    assert!(
+        output.starts_with("started background task task_"),
+        "{output}"
+    );
+    assert!(output.contains("task_output"), "{output}");
+    assert!(output.contains("task_stop"), "{output}");
+    let pid = pid_file(&s, "sleeper.pid").await;
+    assert!(!process_gone(pid), "the command ended with the call");
+    client
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .expect("session/delete");
+    wait_until("the background sleep to be killed", || process_gone(pid)).await;
+}
+
+/// Deleting the session kills its background command and what the command started.
+#[tokio::test]
+async fn deleting_the_session_kills_its_background_command() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let (mut client, session, _) = start_in_background(&s, SLEEPER).await;
+    let pid = pid_file(&s, "sleeper.pid").await;
+    assert!(!process_gone(pid));
+    client
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .expect("session/delete");
+    wait_until("the background sleep to be killed", || process_gone(pid)).await;
+}
+
+/// The daemon's stop (SIGTERM) kills every background command, and the daemon still exits 0.
+#[tokio::test]
+async fn daemon_shutdown_kills_background_commands() {
+    let mut s = Scenario::start(Format::OpenAi).await;
+    let (client, _session, _) = start_in_background(&s, SLEEPER).await;
+    let pid = pid_file(&s, "sleeper.pid").await;
+    s.daemon.signal(libc::SIGTERM);
+    let status = s.daemon.wait_exit().await;
+    assert!(status.success(), "{status}");
+    drop(client);
+    wait_until("the background sleep to be killed", || process_gone(pid)).await;
+}
+
+/// A daemon killed with SIGKILL leaves no background command running once it restarts (the
+/// death signal and the supervisor's records).
+#[tokio::test]
+async fn a_killed_daemon_leaves_no_background_command_after_restart() {
+    let mut s = Scenario::start(Format::OpenAi).await;
+    let (client, _session, _) = start_in_background(&s, SLEEPER).await;
+    let pid = pid_file(&s, "sleeper.pid").await;
+    s.daemon.kill().await;
+    drop(client);
+    s.daemon.restart().await;
+    wait_until("the background sleep to be killed", || process_gone(pid)).await;
+}
