@@ -107,3 +107,53 @@ async fn a_killed_daemon_leaves_no_background_command_after_restart() {
     s.daemon.restart().await;
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
 }
+
+/// A background command meets the same rules as a foreground one, before it starts: a denied
+/// command is refused (no task, nothing runs), an allowed one starts.
+#[tokio::test]
+async fn a_background_command_is_checked_like_a_foreground_one() {
+    let rules = "[permissions]\n\
+         default_mode = \"default\"\n\
+         allow = [\"Bash(echo:*)\"]\n\
+         deny = [\"Bash(touch:*)\"]\n";
+    let s = Scenario::start_with(Format::OpenAi, rules).await;
+    s.mock.push(Reply::tool_calls(vec![
+        (
+            "c_denied",
+            "run_shell",
+            json!({"command": "touch pwned", "runInBackground": true}).to_string(),
+        ),
+        (
+            "c_allowed",
+            "run_shell",
+            json!({"command": "echo ran > ran.txt", "runInBackground": true}).to_string(),
+        ),
+    ]));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    let results = tool_results(&events);
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|(call, _, _)| call == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {results:#?}"))
+            .clone()
+    };
+    let (_, denied, denied_is_error) = result("c_denied");
+    assert!(
+        denied_is_error && denied.contains("Bash(touch:*)"),
+        "{denied}"
+    );
+    let (_, allowed, allowed_is_error) = result("c_allowed");
+    assert!(!allowed_is_error, "{allowed}");
+    assert!(allowed.starts_with("started background task"), "{allowed}");
+    let ran = s.workspace().join("ran.txt");
+    wait_until("the allowed command to run", || {
+        std::fs::read_to_string(&ran).is_ok_and(|text| text == "ran\n")
+    })
+    .await;
+    assert!(!s.workspace().join("pwned").exists());
+}

@@ -61,3 +61,33 @@ fn a_task_without_output_reads_empty() {
     assert_eq!(read.next_offset, 0);
     assert!(!read.truncated);
 }
+
+#[test]
+fn the_cap_is_configured_in_tasks_and_bounded() {
+    let section = |bytes: Option<u64>| crate::task::TasksSection {
+        max_running: None,
+        parallel_writers: None,
+        notify_idle_parent: None,
+        shell_output_max_bytes: bytes,
+    };
+    assert_eq!(
+        section(None).resolve().unwrap().shell_output_max_bytes,
+        DEFAULT_SHELL_OUTPUT_MAX_BYTES
+    );
+    assert_eq!(
+        section(Some(4096))
+            .resolve()
+            .unwrap()
+            .shell_output_max_bytes,
+        4096
+    );
+    for wrong in [0, 1023, MAX_SHELL_OUTPUT_MAX_BYTES + 1] {
+        let error = section(Some(wrong)).resolve().unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "tasks.shell_output_max_bytes = {wrong} must be between"
+            )),
+            "{error}"
+        );
+    }
+}
