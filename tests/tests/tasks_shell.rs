@@ -6,7 +6,8 @@
 use agentd_tests::harness::Client;
 use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
-use protocol::event::RunStatus;
+use protocol::event::{Event, RunStatus, SessionEventEnvelope as Envelope};
+use protocol::task::{TaskInfo, TaskKind, TaskStatus};
 use serde_json::json;
 
 /// A command that starts a long sleep in its group, writes the sleep's pid and waits.
@@ -27,6 +28,15 @@ async fn pid_file(s: &Scenario, name: &str) -> i32 {
 /// Runs one turn in which the model starts `command` in the background; returns the client,
 /// the session and the tool result.
 async fn start_in_background(s: &Scenario, command: &str) -> (Client, String, String) {
+    let (client, session, output, _) = start_in_background_seen(s, command).await;
+    (client, session, output)
+}
+
+/// [`start_in_background`], with the events seen until the run finished.
+async fn start_in_background_seen(
+    s: &Scenario,
+    command: &str,
+) -> (Client, String, String, Vec<Envelope>) {
     s.mock.push(Reply::tool_call(
         "c_bg",
         "run_shell",
@@ -44,7 +54,74 @@ async fn start_in_background(s: &Scenario, command: &str) -> (Client, String, St
         .unwrap_or_else(|| panic!("no result for c_bg: {results:#?}"))
         .clone();
     assert!(!is_error, "{output}");
-    (client, session, output)
+    (client, session, output, events)
+}
+
+/// The task's `taskFinished` on the session's stream: among `seen`, else the next ones.
+async fn task_finished(client: &mut Client, seen: &[Envelope]) -> TaskInfo {
+    let finished = |event: &Event| match event {
+        Event::TaskFinished { task } => Some((**task).clone()),
+        _ => None,
+    };
+    if let Some(task) = seen.iter().find_map(|envelope| finished(&envelope.event)) {
+        return task;
+    }
+    let events = client
+        .persisted_events_until(|event| matches!(event, Event::TaskFinished { .. }))
+        .await;
+    events
+        .iter()
+        .find_map(|envelope| finished(&envelope.event))
+        .expect("a taskFinished event")
+}
+
+/// The task's output file in the daemon's state dir.
+fn output_file(s: &Scenario, task_id: &str) -> String {
+    let path = s
+        .daemon
+        .env
+        .path("state")
+        .join("agentd")
+        .join("tasks")
+        .join(format!("{task_id}.out"));
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// The output and the exit code land in the task, announced by `taskFinished`.
+#[tokio::test]
+async fn the_output_and_exit_code_land_in_the_task() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let (mut client, _session, output, seen) =
+        start_in_background_seen(&s, "echo to-out; echo to-err >&2; exit 3").await;
+    let task = task_finished(&mut client, &seen).await;
+    assert!(output.contains(&task.task_id), "{output}");
+    assert_eq!(task.kind, TaskKind::Shell);
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.exit_code, Some(3));
+    assert_eq!(task.result.as_deref(), Some("exited with code 3"));
+    let mut lines: Vec<String> = output_file(&s, &task.task_id)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["to-err", "to-out"]);
+}
+
+/// Past `[tasks] shell_output_max_bytes` the file keeps the head and the latest tail, with a
+/// marker of what was cut; exit 0 is `completed`.
+#[tokio::test]
+async fn the_output_cap_keeps_head_and_tail() {
+    let s = Scenario::start_with(Format::OpenAi, "[tasks]\nshell_output_max_bytes = 4096\n").await;
+    let (mut client, _session, _, seen) =
+        start_in_background_seen(&s, "echo BEGIN; seq 1 300000; echo END").await;
+    let task = task_finished(&mut client, &seen).await;
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.exit_code, Some(0));
+    let text = output_file(&s, &task.task_id);
+    assert!(text.starts_with("BEGIN\n1\n2\n"), "{text}");
+    assert!(text.ends_with("299999\n300000\nEND\n"), "{text}");
+    assert!(text.contains("bytes omitted …]"), "{text}");
+    assert!(text.len() < 4300, "{} bytes", text.len());
 }
 
 /// The call returns while the command still runs, with the task id and the tools that read
@@ -75,10 +152,23 @@ async fn deleting_the_session_kills_its_background_command() {
     let (mut client, session, _) = start_in_background(&s, SLEEPER).await;
     let pid = pid_file(&s, "sleeper.pid").await;
     assert!(!process_gone(pid));
+    let mut watcher = s.client().await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
     client
         .request("session/delete", json!({"sessionId": session}))
         .await
         .expect("session/delete");
+    let task = loop {
+        let envelope = watcher.next_daemon_event().await;
+        if let Event::TaskFinished { task } = envelope.event {
+            break task;
+        }
+    };
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    assert_eq!(task.parent_session_id.as_deref(), Some(session.as_str()));
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
 }
 
