@@ -75,6 +75,27 @@ async fn task_finished(client: &mut Client, seen: &[Envelope]) -> TaskInfo {
         .expect("a taskFinished event")
 }
 
+/// The task id the tool result names.
+fn task_id_in(output: &str) -> &str {
+    let start = output.find("task_").expect("a task id in the result");
+    let id = &output[start..];
+    &id[..id.find(':').expect("the id ends with a colon")]
+}
+
+/// The task's record in the daemon's state dir (read once the daemon has exited).
+fn record_of(s: &Scenario, task_id: &str) -> TaskInfo {
+    let path = s
+        .daemon
+        .env
+        .path("state")
+        .join("agentd")
+        .join("tasks")
+        .join(format!("{task_id}.json"));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
+}
+
 /// The task's output file in the daemon's state dir.
 fn output_file(s: &Scenario, task_id: &str) -> String {
     let path = s
@@ -172,17 +193,21 @@ async fn deleting_the_session_kills_its_background_command() {
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
 }
 
-/// The daemon's stop (SIGTERM) kills every background command, and the daemon still exits 0.
+/// The daemon's stop (SIGTERM) kills every background command, records it `cancelled`, and
+/// the daemon still exits 0.
 #[tokio::test]
 async fn daemon_shutdown_kills_background_commands() {
     let mut s = Scenario::start(Format::OpenAi).await;
-    let (client, _session, _) = start_in_background(&s, SLEEPER).await;
+    let (client, _session, output) = start_in_background(&s, SLEEPER).await;
     let pid = pid_file(&s, "sleeper.pid").await;
     s.daemon.signal(libc::SIGTERM);
     let status = s.daemon.wait_exit().await;
     assert!(status.success(), "{status}");
     drop(client);
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
+    // Stopped and recorded before the daemon exited, not left to be found `interrupted`.
+    let task = record_of(&s, task_id_in(&output));
+    assert_eq!(task.status, TaskStatus::Cancelled, "{task:#?}");
 }
 
 /// A daemon killed with SIGKILL leaves no background command running once it restarts (the
