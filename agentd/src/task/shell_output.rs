@@ -27,14 +27,15 @@ pub const MAX_SHELL_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub struct ShellOutput {
     /// The output from the offset asked for (invalid UTF-8 replaced).
     pub text: String,
-    /// Where the next read continues (the file's length now).
+    /// Where the next read continues: the bytes the command has written so far (kept or
+    /// not), as the file shows them now.
     pub next_offset: u64,
     /// Bytes are missing: the output passed the cap (the text holds the marker), or `tail`
     /// left earlier lines out.
     pub truncated: bool,
 }
 
-/// The marker text's end, as [`HeadTailBuffer::to_text`] writes it.
+/// The marker's end, as [`HeadTailBuffer::to_text`] writes it (`\n[… N bytes omitted …]\n`).
 const OMITTED_MARKER_END: &str = "bytes omitted …]";
 
 /// The output of task `task_id` from byte `after_offset` on; with `tail`, only its last `tail`
@@ -60,17 +61,37 @@ pub async fn read(
         })
 }
 
-/// [`read`] on a path (blocking).
+/// [`read`] on a path (blocking). Offsets count the bytes the command wrote, so they stay
+/// valid when the file is rewritten past the cap: a reader past the head gets the marker of
+/// what it missed, then the tail.
 pub fn read_file(path: &Path, after_offset: u64, tail: Option<usize>) -> io::Result<ShellOutput> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(error),
     };
-    let length = bytes.len() as u64;
-    let start = usize::try_from(after_offset.min(length)).unwrap_or(bytes.len());
-    let mut text = String::from_utf8_lossy(&bytes[start..]).into_owned();
-    let mut truncated = text.contains(OMITTED_MARKER_END);
+    let (head, omitted, kept_tail) = match split_at_marker(&bytes) {
+        Some(parts) => parts,
+        None => (&bytes[..], 0, &bytes[..0]),
+    };
+    let head_end = head.len() as u64;
+    let tail_start = head_end + omitted;
+    let total = tail_start + kept_tail.len() as u64;
+    let start = after_offset.min(total);
+    let mut truncated = false;
+    let mut text = String::new();
+    if start < head_end {
+        text.push_str(&String::from_utf8_lossy(&head[start as usize..]));
+    }
+    if omitted > 0 && start < tail_start {
+        truncated = true;
+        let missed = tail_start - start.max(head_end);
+        text.push_str(&format!("\n[… {missed} {OMITTED_MARKER_END}\n"));
+    }
+    let from_tail = start.saturating_sub(tail_start) as usize;
+    text.push_str(&String::from_utf8_lossy(
+        &kept_tail[from_tail.min(kept_tail.len())..],
+    ));
     if let Some(lines) = tail {
         let kept = last_lines(&text, lines);
         if kept.len() < text.len() {
@@ -80,9 +101,44 @@ pub fn read_file(path: &Path, after_offset: u64, tail: Option<usize>) -> io::Res
     }
     Ok(ShellOutput {
         text,
-        next_offset: length,
+        next_offset: total,
         truncated,
     })
+}
+
+/// A cut file's head, the number of bytes cut, and its tail; None for a file not cut. The
+/// first well-formed marker is the writer's (the head cannot hold one the writer did not
+/// put: it is the command's first bytes, which would have to spell one exactly).
+fn split_at_marker(bytes: &[u8]) -> Option<(&[u8], u64, &[u8])> {
+    const OPEN: &[u8] = "\n[… ".as_bytes();
+    let close = format!(" {OMITTED_MARKER_END}\n");
+    let close = close.as_bytes();
+    let mut from = 0;
+    while let Some(found) = find(&bytes[from..], OPEN) {
+        let at = from + found;
+        let digits_start = at + OPEN.len();
+        let digits_len = bytes[digits_start..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
+        let after_digits = digits_start + digits_len;
+        if digits_len > 0
+            && bytes[after_digits..].starts_with(close)
+            && let Some(omitted) = std::str::from_utf8(&bytes[digits_start..after_digits])
+                .ok()
+                .and_then(|digits| digits.parse::<u64>().ok())
+        {
+            return Some((&bytes[..at], omitted, &bytes[after_digits + close.len()..]));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
 }
 
 /// The last `count` lines of `text` (a final newline does not start an empty line).

@@ -91,3 +91,37 @@ fn the_cap_is_configured_in_tasks_and_bounded() {
         );
     }
 }
+
+#[tokio::test]
+async fn offsets_count_what_the_command_wrote_across_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("task_3.out");
+    let mut file = OutputFile::create(path.clone(), 20).await.unwrap();
+    file.push(b"0123456789").await.unwrap();
+    file.finish().await.unwrap();
+    let first = read_file(&path, 0, None).unwrap();
+    assert_eq!((first.text.as_str(), first.next_offset), ("0123456789", 10));
+    for _ in 0..10 {
+        file.push(b"abcdefghij").await.unwrap();
+    }
+    file.push(b"KLMNOPQRST").await.unwrap();
+    file.finish().await.unwrap();
+    // 120 bytes written: the head 0..10, then 100 cut, then the last 10 kept.
+    let next = read_file(&path, first.next_offset, None).unwrap();
+    assert_eq!(next.next_offset, 120);
+    assert_eq!(next.text, "\n[… 100 bytes omitted …]\nKLMNOPQRST");
+    assert!(next.truncated);
+    let inside_the_tail = read_file(&path, 115, None).unwrap();
+    assert_eq!(inside_the_tail.text, "PQRST");
+    assert!(!inside_the_tail.truncated);
+    let at_the_end = read_file(&path, 120, None).unwrap();
+    assert_eq!(
+        (at_the_end.text.as_str(), at_the_end.next_offset),
+        ("", 120)
+    );
+    let inside_the_head = read_file(&path, 5, None).unwrap();
+    assert_eq!(
+        inside_the_head.text,
+        "56789\n[… 100 bytes omitted …]\nKLMNOPQRST"
+    );
+}
