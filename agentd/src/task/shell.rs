@@ -51,6 +51,9 @@ pub struct ShellTasks {
     running: Mutex<HashMap<String, Running>>,
     /// Cap of each output file (`[tasks] shell_output_max_bytes`).
     output_max_bytes: usize,
+    /// Background commands running at once at most: a model starting one per turn in a loop
+    /// cannot fill the machine with processes.
+    max_running: usize,
 }
 
 struct Running {
@@ -59,12 +62,25 @@ struct Running {
 }
 
 impl ShellTasks {
+    /// Default of [`ShellTasks::max_running`].
+    pub const DEFAULT_MAX_RUNNING: usize = 32;
+
     pub fn new(output_max_bytes: usize) -> Arc<Self> {
+        Self::with_max_running(output_max_bytes, Self::DEFAULT_MAX_RUNNING)
+    }
+
+    pub fn with_max_running(output_max_bytes: usize, max_running: usize) -> Arc<Self> {
         Arc::new(Self {
             tracker: TaskTracker::new(),
             running: Mutex::new(HashMap::new()),
             output_max_bytes,
+            max_running,
         })
+    }
+
+    /// How many background commands run now.
+    pub fn running(&self) -> usize {
+        self.running.lock().map_or(0, |running| running.len())
     }
 
     /// Records a shell task, starts its command and returns its `running` record. The
@@ -76,6 +92,15 @@ impl ShellTasks {
         sandbox: &Arc<ShellSandbox>,
         start: ShellStart,
     ) -> Result<TaskInfo, String> {
+        // Checked before the task is recorded; two calls racing may pass it together, which
+        // only bends the cap by the calls of one batch.
+        if self.running() >= self.max_running {
+            return Err(format!(
+                "{} background commands are running already, the most at once; stop one with \
+                 task_stop (see task_list), or run this one in the foreground",
+                self.max_running
+            ));
+        }
         let info = tasks
             .create(NewTask {
                 kind: TaskKind::Shell,

@@ -237,3 +237,33 @@ async fn shutdown_kills_every_shell_and_waits_for_their_records() {
     );
     wait_until_dead(pid).await;
 }
+
+#[tokio::test]
+async fn the_number_of_running_background_commands_is_capped() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (manager, _, sandbox) = daemon_parts(state.path());
+    let shells = ShellTasks::with_max_running(4096, 1);
+    let mut changes = manager.changes();
+    let first = shells
+        .start(&manager, &sandbox, shell(SLEEPER, work.path(), "ses_a"))
+        .await
+        .unwrap();
+    let refused = shells
+        .start(&manager, &sandbox, shell("true", work.path(), "ses_a"))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.starts_with("1 background commands are running already"),
+        "{refused}"
+    );
+    assert!(refused.contains("task_stop"), "{refused}");
+    assert_eq!(manager.list(&super::super::TaskFilter::default()).len(), 1);
+    manager.stop(&first.task_id).await.unwrap();
+    finished(&mut changes, &first.task_id).await;
+    let second = shells
+        .start(&manager, &sandbox, shell("true", work.path(), "ses_a"))
+        .await
+        .unwrap();
+    finished(&mut changes, &second.task_id).await;
+}
