@@ -152,6 +152,12 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// List the subagents a session can delegate to (and, on stderr, the definition files not
+    /// used with why).
+    Agents {
+        #[command(subcommand)]
+        action: AgentsAction,
+    },
     /// The MCP servers the daemon runs: list them, restart one, read one's log.
     Mcp {
         #[command(subcommand)]
@@ -211,6 +217,19 @@ pub enum SkillsAction {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum AgentsAction {
+    /// Agents of a workspace: the built-ins, the project's (`.agents/agents/`,
+    /// `.claude/agents/`, from DIR up to the git root) and yours
+    /// (`$XDG_CONFIG_HOME/agentd/agents/`).
+    #[command(visible_alias = "ls")]
+    List {
+        /// The workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ApprovalsAction {
     /// Pending approvals, oldest first: id, session, tool, summary, reason, age.
     #[command(visible_alias = "ls")]
@@ -248,6 +267,10 @@ pub struct RunArgs {
     /// Permission mode of the new session.
     #[arg(long, value_name = "MODE", conflicts_with = "session", value_parser = mode_parser())]
     pub mode: Option<PermissionMode>,
+    /// Run the new session as this subagent (`agentctl agents list` names them): its system
+    /// prompt is the agent's, its tools filtered by the agent's definition.
+    #[arg(long, value_name = "NAME", conflicts_with = "session")]
+    pub agent: Option<String>,
     /// The prompt (`-` reads it from stdin).
     pub prompt: String,
 }

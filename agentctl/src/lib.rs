@@ -17,7 +17,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cli::{ApprovalsAction, Cli, Command, DaemonAction, SessionsAction, SkillsAction};
+use cli::{
+    AgentsAction, ApprovalsAction, Cli, Command, DaemonAction, SessionsAction, SkillsAction,
+};
 use client::Connection;
 use output::{CommandError, EXIT_OK};
 use protocol::daemon::ClientCapabilities;
@@ -139,6 +141,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Skills {
             action: SkillsAction::List { cwd },
         } => done(commands::skills::list(&ctx, cwd).await),
+        Command::Agents {
+            action: AgentsAction::List { cwd },
+        } => done(commands::agents::list(&ctx, cwd).await),
         Command::Mcp { action } => done(match action {
             cli::McpAction::List { cwd } => commands::mcp::list(&ctx, cwd).await,
             cli::McpAction::Restart { name, cwd } => commands::mcp::restart(&ctx, name, cwd).await,

@@ -1,4 +1,4 @@
-//! Frontmatter of Markdown definition files (`SKILL.md`, later subagent definitions): the
+//! Frontmatter of Markdown definition files (`SKILL.md`, subagent definitions): the
 //! `key: value` lines between two `---` fences at the top of the file, and the body after them.
 //!
 //! This is a small strict subset of YAML, not a YAML parser: plain, single- and double-quoted

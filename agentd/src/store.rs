@@ -76,6 +76,14 @@ pub struct SessionHeader {
     pub parent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// The tools a session run as a subagent keeps, frozen at creation from its definition
+    /// (None: every tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_filter: Option<crate::agents::ToolFilter>,
+    /// Model calls one run of a session run as an agent makes at most (its definition's
+    /// `maxTurns`; the config's `max_steps` still caps it). None: the config's only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
 }
 
 impl SessionHeader {

@@ -48,6 +48,26 @@ pub fn skill_info(skill: &crate::skills::Skill) -> protocol::skills::SkillInfo {
     }
 }
 
+/// A subagent definition as `agents/list` shows it.
+pub fn agent_info(agent: &crate::agents::AgentDefinition) -> protocol::agents::AgentInfo {
+    use crate::agents::AgentSource;
+    use protocol::agents::AgentSource as Wire;
+    protocol::agents::AgentInfo {
+        name: agent.name.clone(),
+        description: agent.description.clone(),
+        source: match agent.source {
+            AgentSource::BuiltIn => Wire::BuiltIn,
+            AgentSource::Project(_) => Wire::Project,
+            AgentSource::User(_) => Wire::User,
+        },
+        path: agent.source.path().map(|path| path.display().to_string()),
+        tools: agent.tools.clone(),
+        model: agent.model.clone(),
+        read_only: agent.read_only,
+        background: agent.background,
+    }
+}
+
 /// A todo list as `todoUpdated` carries it.
 pub fn todo_items(items: &[crate::tools::TodoItem]) -> Vec<protocol::todo::TodoItem> {
     use crate::tools::TodoStatus;

@@ -9,6 +9,7 @@
 //! older daemon; new behaviour is gated on capabilities) and results may gain fields, so no
 //! type here uses `deny_unknown_fields`; clients ignore fields and event types they do not know.
 
+pub mod agents;
 pub mod approval;
 pub mod daemon;
 pub mod error;

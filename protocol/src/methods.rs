@@ -2,6 +2,7 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
+use crate::agents::*;
 use crate::approval::*;
 use crate::daemon::*;
 use crate::mcp::*;
@@ -83,6 +84,8 @@ methods! {
     MemoryGet = "memory/get": MemoryGetParams => MemoryGetResult;
     /// The skills a session in a directory is offered, and the ones skipped with why.
     SkillsList = "skills/list": SkillsListParams => SkillsListResult;
+    /// The subagents a session in a directory can delegate to, and the files not used.
+    AgentsList = "agents/list": AgentsListParams => AgentsListResult;
     /// The MCP servers the daemon runs, and with `cwd` those configured there, with problems.
     McpList = "mcp/list": McpListParams => McpListResult;
     /// Restart an MCP server now (also a failed one), resetting its restart count.

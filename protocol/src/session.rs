@@ -64,6 +64,11 @@ pub struct SessionCreateParams {
     /// session as given; an entry that cannot be used is reported, not refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<serde_json::Value>,
+    /// Run the session as this subagent (`agents/list` names them): its system prompt is the
+    /// definition's body (+ its skills' catalogue) and its tools are filtered by the definition
+    /// (never `task`, `task_*`, `memory`, `todo_write`). Unknown: -32602 listing the agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -18,6 +18,7 @@ macro_rules! both_formats {
     };
 }
 
+mod agents_defs;
 mod approvals;
 mod approvals_cli;
 mod cli;

@@ -1,5 +1,6 @@
 //! One module per group of subcommands.
 
+pub mod agents;
 pub mod approvals;
 pub mod attach;
 pub mod control;

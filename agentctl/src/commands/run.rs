@@ -64,6 +64,7 @@ pub async fn run(
                 permission_mode: args.mode,
                 permission_rules: None,
                 mcp_servers: None,
+                agent_type: args.agent,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)

@@ -232,6 +232,7 @@ fn run_args(cwd: Option<PathBuf>, session: Option<&str>) -> RunArgs {
         background: false,
         approve: None,
         mode: None,
+        agent: None,
         prompt: "say hello".to_owned(),
     }
 }

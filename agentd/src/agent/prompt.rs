@@ -65,6 +65,26 @@ skill's description, call load_skill with its name before starting, then follow 
     section
 }
 
+/// The agents catalogue: name and description of each subagent (built-ins first), with the
+/// instruction to delegate with the `task` tool. Part of the frozen prompt of a top-level
+/// session only: a subagent's own prompt never has it (no recursion).
+pub fn agents_section(agents: &[crate::agents::AgentDefinition]) -> String {
+    if agents.is_empty() {
+        return String::new();
+    }
+    let mut section = String::from(
+        "\n\n<available_agents>\nSubagents work on a task in their own fresh context and report back \
+with one final message. Delegate with the task tool (prompt, agentType) when a task is \
+self-contained or needs much searching or reading; give the subagent everything it needs in the \
+prompt, since it sees nothing of this conversation. The default agentType is general-purpose.\n",
+    );
+    for agent in agents {
+        section.push_str(&format!("- {}: {}\n", agent.name, agent.description));
+    }
+    section.push_str("</available_agents>");
+    section
+}
+
 /// Notes files from the git root (or as far up as the walk goes outside a repository) down to
 /// `cwd`, outermost first. The directories are those of `permission::project_dirs` (no
 /// parent of another user); a notes file of another user is skipped, never read (a warning in

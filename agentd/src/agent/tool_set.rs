@@ -41,6 +41,9 @@ pub struct RunTools {
     startup_grace: Duration,
     /// The set of the current step.
     current: Mutex<Arc<ToolSet>>,
+    /// A session run as a subagent keeps only the tools its definition allows (MCP tools
+    /// included, as they come and go).
+    filter: Option<crate::agents::ToolFilter>,
 }
 
 impl RunTools {
@@ -55,7 +58,18 @@ impl RunTools {
             mcp_servers,
             startup_grace,
             current,
+            filter: None,
         }
+    }
+
+    /// Only the tools `filter` allows, from the first step on (a session run as a subagent).
+    pub fn with_filter(mut self, filter: Option<crate::agents::ToolFilter>) -> Self {
+        if let Some(filter) = &filter {
+            self.builtins = Arc::new(filter.apply(&self.builtins));
+            self.current = Mutex::new(Arc::new(ToolSet::new((*self.builtins).clone())));
+        }
+        self.filter = filter;
+        self
     }
 
     /// Only the built-ins (tests, runs of sessions without MCP servers).
@@ -73,7 +87,10 @@ impl RunTools {
 
     /// Builds the set from what the servers offer now and makes it the current one.
     fn refresh(&self) -> Arc<ToolSet> {
-        let registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        let mut registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        if let Some(filter) = &self.filter {
+            registry = filter.apply(&registry);
+        }
         let set = Arc::new(ToolSet::new(registry));
         match self.current.lock() {
             Ok(mut current) => *current = Arc::clone(&set),

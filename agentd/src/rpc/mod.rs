@@ -9,6 +9,7 @@ use protocol::Method;
 use protocol::daemon::*;
 use protocol::methods;
 
+mod agents;
 mod approval;
 mod mcp;
 mod memory;
@@ -51,6 +52,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register_subscribe::<DaemonSubscribe, _, _>(&mut module, subscription::daemon_subscribe)?;
     register::<DaemonUnsubscribe, _, _>(&mut module, subscription::daemon_unsubscribe)?;
     register::<SkillsList, _, _>(&mut module, skills::list)?;
+    register::<AgentsList, _, _>(&mut module, agents::list)?;
     register::<McpList, _, _>(&mut module, mcp::list)?;
     register::<McpRestart, _, _>(&mut module, mcp::restart)?;
     Ok(module)

@@ -595,7 +595,8 @@ impl Actor {
             self.deps.tools.clone(),
             servers.handles,
             config.mcp.startup_grace,
-        );
+        )
+        .with_filter(self.header.tool_filter.clone());
         let mut tool_context = crate::tools::ToolContext::new(
             std::path::PathBuf::from(&self.header.cwd),
             self.deps.fetch.clone(),
@@ -674,7 +675,10 @@ impl Actor {
             llm,
             tools,
             tool_context,
-            max_steps: config.max_steps,
+            max_steps: self
+                .header
+                .max_turns
+                .map_or(config.max_steps, |turns| turns.min(config.max_steps)),
             shared: self.shared.clone(),
             log: self.log.clone(),
             cancel: active.cancel.clone(),

@@ -11,6 +11,7 @@ pub mod mcp_status;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+mod system_prompt;
 pub mod task_events;
 
 use std::collections::HashMap;
@@ -247,6 +248,7 @@ impl SessionManager {
                 cwd.display()
             )));
         }
+        let asked = system_prompt::Asked::of(&params);
         let mcp_servers = params.mcp_servers.unwrap_or_default();
         crate::mcp::config::check_session_param(&mcp_servers)
             .map_err(SessionError::InvalidParams)?;
@@ -301,26 +303,20 @@ impl SessionManager {
         let created_at = humantime::format_rfc3339_seconds(now).to_string();
         let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
         let prompt_cwd = cwd.clone();
-        let memory = self.deps.memory.clone();
-        let user_skills = self.deps.paths.skills_dir.clone();
-        let system_prompt = tokio::task::spawn_blocking(move || {
-            let mut prompt = crate::agent::prompt::build(&prompt_cwd, &date);
-            // The memory snapshot is frozen with the rest: writes show in later sessions.
-            let snapshot = memory.snapshot(&prompt_cwd);
-            prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
-            let skills = crate::skills::discover(
-                &prompt_cwd,
-                Some(&user_skills),
-                &crate::skills::SkillLimits::default(),
-            );
-            for warning in &skills.warnings {
-                tracing::info!("{warning}");
-            }
-            prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
-            prompt
-        })
-        .await
-        .map_err(|err| SessionError::Internal(err.to_string()))?;
+        let sources = system_prompt::PromptSources {
+            memory: self.deps.memory.clone(),
+            user_skills: self.deps.paths.skills_dir.clone(),
+            user_agents: self.deps.paths.agents_dir.clone(),
+            agent_type: params.agent_type.clone(),
+        };
+        let frozen =
+            tokio::task::spawn_blocking(move || system_prompt::build(&prompt_cwd, &date, &sources))
+                .await
+                .map_err(|err| SessionError::Internal(err.to_string()))?
+                .map_err(SessionError::InvalidParams)?;
+        let (permission_mode, provider, agent_notes) =
+            frozen.agent_settings(permission_mode, provider, config, &asked);
+        let notes = ignored_mode.into_iter().chain(agent_notes);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
             version: store::FORMAT_VERSION,
@@ -333,10 +329,12 @@ impl SessionManager {
             permission_mode,
             permission_rules: session_rules,
             mcp_servers,
-            system_prompt,
+            system_prompt: frozen.system_prompt,
             agent: None,
             parent_session_id: None,
-            agent_type: None,
+            agent_type: params.agent_type,
+            tool_filter: frozen.tool_filter,
+            max_turns: frozen.max_turns,
         };
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))
@@ -367,7 +365,7 @@ impl SessionManager {
                 })
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
-            if let Some(message) = ignored_mode {
+            for message in notes {
                 session
                     .log
                     .append(Event::Warning { message })

@@ -32,6 +32,8 @@ fn header() -> SessionHeader {
         agent: None,
         parent_session_id: None,
         agent_type: None,
+        tool_filter: None,
+        max_turns: None,
     }
 }
 

@@ -1,0 +1,176 @@
+//! The system prompt a new session freezes in its header: the normal one (instructions,
+//! environment, project notes, memory, skills and agents catalogues), or, for a session run as
+//! a subagent (`session/create {agentType}`), the definition's own prompt and tool filter.
+
+use std::path::{Path, PathBuf};
+
+use protocol::approval::PermissionMode;
+
+use crate::agents::ToolFilter;
+
+/// What `session/create` freezes: the prompt, and the tool filter of a subagent session.
+pub struct FrozenPrompt {
+    pub system_prompt: String,
+    pub tool_filter: Option<ToolFilter>,
+    /// The permission mode the agent's definition asks for (ours, already mapped).
+    pub agent_mode: Option<String>,
+    /// The model the agent's definition asks for (None: `inherit` or not said).
+    pub agent_model: Option<String>,
+    /// The definition's `maxTurns`.
+    pub max_turns: Option<u32>,
+}
+
+/// Where the user's own definitions are, and what the new session is run as.
+pub struct PromptSources {
+    pub memory: std::sync::Arc<crate::memory::MemoryStores>,
+    pub user_skills: PathBuf,
+    pub user_agents: PathBuf,
+    /// `session/create {agentType}` (None: a normal top-level session).
+    pub agent_type: Option<String>,
+}
+
+/// What the client of `session/create` chose itself (it wins over the agent's definition).
+pub struct Asked {
+    pub agent_type: Option<String>,
+    /// A permission mode was given.
+    pub mode: bool,
+    /// A model was given.
+    pub model: bool,
+}
+
+impl Asked {
+    pub fn of(params: &protocol::session::SessionCreateParams) -> Self {
+        Self {
+            agent_type: params.agent_type.clone(),
+            mode: params.permission_mode.is_some(),
+            model: params.model.is_some(),
+        }
+    }
+}
+
+/// The frozen prompt of a session in `cwd` created on `date`; the error (an unknown agent
+/// type, listing the available ones) is for the client. Blocking: reads files.
+pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPrompt, String> {
+    let skills = crate::skills::discover(
+        cwd,
+        Some(&sources.user_skills),
+        &crate::skills::SkillLimits::default(),
+    );
+    for warning in &skills.warnings {
+        tracing::info!("{warning}");
+    }
+    let agents = crate::agents::discover(cwd, Some(&sources.user_agents));
+    for problem in &agents.problems {
+        tracing::info!(
+            "agent definition {} is not used: {}",
+            problem.path.display(),
+            problem.reason
+        );
+    }
+    if let Some(agent_type) = &sources.agent_type {
+        // A subagent's prompt is its definition's: no memory, no agents catalogue.
+        let definition = agents
+            .get(agent_type)
+            .ok_or_else(|| agents.unknown(agent_type))?;
+        return Ok(FrozenPrompt {
+            system_prompt: crate::agents::child_system_prompt(definition, &skills),
+            tool_filter: Some(ToolFilter::of(definition)),
+            agent_mode: definition.permission_mode.clone(),
+            agent_model: definition.model.clone(),
+            max_turns: definition.max_turns,
+        });
+    }
+    let mut prompt = crate::agent::prompt::build(cwd, date);
+    // The memory snapshot is frozen with the rest: writes show in later sessions.
+    let snapshot = sources.memory.snapshot(cwd);
+    prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
+    prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
+    prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
+    Ok(FrozenPrompt {
+        system_prompt: prompt,
+        tool_filter: None,
+        agent_mode: None,
+        agent_model: None,
+        max_turns: None,
+    })
+}
+
+impl FrozenPrompt {
+    /// The mode and provider of the new session once the agent's definition is heard
+    /// (`mode_for`, `provider_for`), with the notes for its log.
+    pub fn agent_settings(
+        &self,
+        mode: PermissionMode,
+        provider: crate::config::ProviderConfig,
+        config: &crate::config::Config,
+        asked: &Asked,
+    ) -> (PermissionMode, crate::config::ProviderConfig, Vec<String>) {
+        let agent_type = asked.agent_type.as_deref();
+        let (mode, mode_note) = self.mode_for(mode, asked.mode, agent_type);
+        let (provider, model_note) = self.provider_for(provider, config, asked.model, agent_type);
+        (
+            mode,
+            provider,
+            mode_note.into_iter().chain(model_note).collect(),
+        )
+    }
+
+    /// The session's mode once the agent's definition is heard: a mode the client gave wins;
+    /// otherwise the definition's applies when it is not looser than `mode` (a definition file,
+    /// maybe a project's, may tighten a session, never loosen it). The note says why a looser
+    /// one is not used, for the session's log.
+    pub fn mode_for(
+        &self,
+        mode: PermissionMode,
+        explicit: bool,
+        agent_type: Option<&str>,
+    ) -> (PermissionMode, Option<String>) {
+        let Some(wanted) = self.agent_mode.as_deref() else {
+            return (mode, None);
+        };
+        let Ok(wanted_mode) = wanted.parse::<crate::permission::PermissionMode>() else {
+            return (mode, None);
+        };
+        if explicit {
+            return (mode, None);
+        }
+        let current = crate::permission::PermissionMode::from(mode);
+        if wanted_mode.loosens(current) {
+            let note = format!(
+                "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({current}); it is not used: choose it with the session's permissionMode",
+                agent_type.unwrap_or_default()
+            );
+            return (mode, Some(note));
+        }
+        (wanted_mode.into(), None)
+    }
+
+    /// The provider of a session run as an agent: the definition's `model` when the client
+    /// gave none and it names a configured provider (`provider` or `provider:model`); a bare
+    /// name like Claude Code's `sonnet` is not sent to the default provider as a model id (it
+    /// would fail every request), the note says the session keeps `provider`.
+    pub fn provider_for(
+        &self,
+        provider: crate::config::ProviderConfig,
+        config: &crate::config::Config,
+        explicit: bool,
+        agent_type: Option<&str>,
+    ) -> (crate::config::ProviderConfig, Option<String>) {
+        let Some(wanted) = self.agent_model.as_deref().filter(|_| !explicit) else {
+            return (provider, None);
+        };
+        let provider_name = wanted.split_once(':').map_or(wanted, |(name, _)| name);
+        if config.providers.contains_key(provider_name)
+            && let Ok(chosen) = config.resolve_provider(Some(wanted))
+        {
+            return (chosen, None);
+        }
+        let note = format!(
+            "agent `{}` asks for model `{wanted}`, which names no configured provider (`provider` or `provider:model`); the session uses {} of {}",
+            agent_type.unwrap_or_default(),
+            provider.model,
+            provider.name
+        );
+        (provider, Some(note))
+    }
+}
