@@ -171,8 +171,20 @@ impl ShellTasks {
         let tasks = Arc::clone(tasks);
         self.tracker.spawn(async move {
             // `task/stop` cancels the manager's token; session delete and shutdown cancel ours.
+            // A panic in the runner is an ending like any other (the child, dropped, takes its
+            // group along), never a task left `running`.
             let either = CancellationToken::new();
-            let run = run_to_file(child, output, either.clone());
+            let run = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run_to_file(
+                child,
+                output,
+                either.clone(),
+            )));
+            let run = async move {
+                run.await.unwrap_or_else(|_| {
+                    tracing::error!("the runner of a background shell task panicked");
+                    ShellEnding::Failed("internal error: its runner failed (a bug)".to_owned())
+                })
+            };
             tokio::pin!(run);
             let ending = tokio::select! {
                 ending = &mut run => ending,
