@@ -204,7 +204,28 @@ pub struct ToolContext {
     pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
     /// Where the `task` tool starts subagents (None: not in this context).
     pub subagents: Option<Arc<dyn SubagentLauncher>>,
+    /// Where `run_shell {runInBackground: true}` starts its task; None where background
+    /// commands are not offered (the call says so).
+    pub background: Option<BackgroundShells>,
     pub limits: ToolLimits,
+}
+
+/// What a background run_shell needs: the daemon's tasks and shells, and the session that
+/// starts it (deleting the session kills its shells).
+#[derive(Clone)]
+pub struct BackgroundShells {
+    pub tasks: Arc<crate::task::TaskManager>,
+    pub shells: Arc<crate::task::shell::ShellTasks>,
+    pub session_id: String,
+}
+
+impl std::fmt::Debug for BackgroundShells {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BackgroundShells")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
@@ -223,6 +244,7 @@ impl ToolContext {
                 "not configured for this context",
             )),
             subagents: None,
+            background: None,
             limits: ToolLimits::default(),
         }
     }

@@ -150,7 +150,7 @@ async fn progress_reports_lines_and_bytes() {
 }
 
 #[tokio::test]
-async fn background_and_bad_input_are_errors() {
+async fn background_without_tasks_and_bad_input_are_errors() {
     let (_dir, ctx) = workspace();
     let output = call(
         &RunShell,
@@ -158,7 +158,13 @@ async fn background_and_bad_input_are_errors() {
         &ctx,
     )
     .await;
-    assert!(output.is_error && output.content.contains("not supported yet"));
+    assert!(
+        output.is_error
+            && output
+                .content
+                .starts_with("background commands are not available here"),
+        "{output:?}"
+    );
     let output = call(&RunShell, json!({"command": "  "}), &ctx).await;
     assert_eq!(output, ToolOutput::error("command is empty"));
     let output = call(&RunShell, json!({"command": 3}), &ctx).await;
