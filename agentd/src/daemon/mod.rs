@@ -205,7 +205,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         &paths.data_dir,
         memory_limits,
     ));
-    let tools = tool_registry(paths, &memory);
+    // Startup, before any client: reading the task records here blocks nobody.
+    let tasks =
+        crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default());
+    let tools = tool_registry(paths, &memory, &tasks);
     let sandbox_config = config
         .as_ref()
         .map(|config| config.sandbox.clone())
@@ -235,8 +238,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         memory,
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
-        // Startup, before any client: reading the task records here blocks nobody.
-        tasks: crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default()),
+        tasks,
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
@@ -246,16 +248,22 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 }
 
 /// The tools every session offers: the built-ins, `load_skill` (which also looks in the
-/// user's skills directory) and `memory` (which writes the shared stores).
+/// user's skills directory), `memory` (which writes the shared stores) and the `task_*` tools
+/// (which read and stop the session's own tasks).
 fn tool_registry(
     paths: &crate::paths::Paths,
     memory: &Arc<crate::memory::MemoryStores>,
+    tasks: &Arc<crate::task::TaskManager>,
 ) -> crate::tools::ToolRegistry {
     let mut tools = crate::tools::ToolRegistry::builtin();
     tools.register(Arc::new(crate::tools::LoadSkill::new(Some(
         paths.skills_dir.clone(),
     ))));
     tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
+    tools.register(Arc::new(crate::tools::TaskList(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskGet(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskOutputTool(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskStop(tasks.clone())));
     tools
 }
 

@@ -601,6 +601,7 @@ impl Actor {
             self.deps.fetch.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
+        tool_context.session_id = Some(self.header.id.clone());
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         // Listings and searches apply the run's Read deny rules to every path they find.
         tool_context.read_filter =

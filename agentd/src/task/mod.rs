@@ -7,6 +7,8 @@
 //!
 //! SKELETON: the API the rest of the daemon builds on; bodies are filled in by the task work.
 
+pub mod view;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -15,6 +15,7 @@ mod path;
 mod read_filter;
 mod search;
 mod shell;
+mod task_tools;
 mod text_file;
 mod todo;
 mod truncate;
@@ -44,6 +45,7 @@ pub use path::{
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
+pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
@@ -201,6 +203,9 @@ pub struct ToolContext {
     /// offers).
     pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
     pub limits: ToolLimits,
+    /// The session whose run makes the call (None outside a session): the `task_*` tools
+    /// show and stop only its tasks.
+    pub session_id: Option<String>,
 }
 
 impl ToolContext {
@@ -219,6 +224,7 @@ impl ToolContext {
                 "not configured for this context",
             )),
             limits: ToolLimits::default(),
+            session_id: None,
         }
     }
 }
