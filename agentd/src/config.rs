@@ -94,6 +94,8 @@ pub struct Config {
     /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
     /// an entry that cannot be used is a problem the session reports, not a config error).
     pub mcp: crate::mcp::config::McpSettings,
+    /// `[tasks]`: the cap on running subagents, parallel writers, idle parents notified.
+    pub tasks: crate::task::TaskSettings,
 }
 
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
@@ -232,6 +234,7 @@ pub fn load(
         sandbox: crate::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: crate::mcp::config::McpSettings::default(),
+        tasks: crate::task::TaskSettings::default(),
     };
     if let Some(path) = path {
         match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
@@ -347,6 +350,7 @@ struct FileConfig {
     sandbox: Option<crate::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
     mcp: Option<crate::mcp::config::McpSection>,
+    tasks: Option<crate::task::TasksSection>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Value>,
@@ -491,6 +495,9 @@ fn apply_file(
         mcp_settings(path, mcp, &mut config.mcp)?;
     }
     config.mcp.servers = crate::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
+    if let Some(tasks) = &file.tasks {
+        config.tasks = tasks.resolve().map_err(invalid)?;
+    }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (

@@ -519,3 +519,24 @@ command = "x"
     // So does a section of the wrong shape.
     assert!(load_with(Some("mcp_servers = 3\n"), &[]).is_err());
 }
+
+#[test]
+fn tasks_section_sets_the_cap_and_refuses_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[tasks]\nmax_running = 2\nparallel_writers = true\nnotify_idle_parent = false\n",
+    )
+    .unwrap();
+    let config = load(Some(&path), &|_| None).unwrap();
+    assert_eq!(config.tasks.limits.max_running, 2);
+    assert!(config.tasks.limits.parallel_writers);
+    assert!(!config.tasks.notify_idle_parent);
+    std::fs::write(&path, "[tasks]\nmax_running = 0\n").unwrap();
+    let err = load(Some(&path), &|_| None).unwrap_err().to_string();
+    assert!(
+        err.contains("tasks.max_running = 0 must be between 1 and 64"),
+        "{err}"
+    );
+}

@@ -205,9 +205,12 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         &paths.data_dir,
         memory_limits,
     ));
+    let task_settings = config
+        .as_ref()
+        .map(|config| config.tasks)
+        .unwrap_or_default();
     // Startup, before any client: reading the task records here blocks nobody.
-    let tasks =
-        crate::task::TaskManager::load(&paths.state_dir, crate::task::TaskLimits::default());
+    let tasks = crate::task::TaskManager::load(&paths.state_dir, task_settings.limits);
     let tools = tool_registry(paths, &memory, &tasks);
     let sandbox_config = config
         .as_ref()

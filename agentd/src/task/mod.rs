@@ -4,13 +4,15 @@
 //! daemon stopped is `interrupted` at the next start, never re-run), announces changes, holds
 //! each running task's stop token, and hands out run slots (a cap on running subagents with a
 //! queue; at most one writing agent per workspace unless configured).
-//!
-//! SKELETON: the API the rest of the daemon builds on; bodies are filled in by the task work.
+//! `store` keeps the records on disk, `slots` the run slots.
 
+mod slots;
+pub mod store;
 pub mod view;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use protocol::task::{TaskInfo, TaskKind, TaskStatus};
 use tokio::sync::broadcast;
@@ -80,9 +82,66 @@ impl Default for TaskLimits {
     }
 }
 
+/// The most `[tasks] max_running` may be: each running subagent holds a model stream and a
+/// session in memory.
+pub const MAX_MAX_RUNNING: u64 = 64;
+
+/// `[tasks]` of config.toml, resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskSettings {
+    pub limits: TaskLimits,
+    /// A background task's result starts a run of its idle parent (`notify_idle_parent`);
+    /// when false it waits as a follow-up for the parent's next run.
+    pub notify_idle_parent: bool,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            limits: TaskLimits::default(),
+            notify_idle_parent: true,
+        }
+    }
+}
+
+/// `[tasks]` as written.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSection {
+    pub max_running: Option<u64>,
+    pub parallel_writers: Option<bool>,
+    pub notify_idle_parent: Option<bool>,
+}
+
+impl TasksSection {
+    /// The settings, or why not (`max_running` between 1 and [`MAX_MAX_RUNNING`]).
+    pub fn resolve(&self) -> Result<TaskSettings, String> {
+        let defaults = TaskSettings::default();
+        let max_running = self
+            .max_running
+            .unwrap_or(defaults.limits.max_running as u64);
+        if !(1..=MAX_MAX_RUNNING).contains(&max_running) {
+            return Err(format!(
+                "tasks.max_running = {max_running} must be between 1 and {MAX_MAX_RUNNING}; set one in that range, or remove it for the default ({DEFAULT_MAX_RUNNING})"
+            ));
+        }
+        Ok(TaskSettings {
+            limits: TaskLimits {
+                max_running: max_running as usize,
+                parallel_writers: self
+                    .parallel_writers
+                    .unwrap_or(defaults.limits.parallel_writers),
+            },
+            notify_idle_parent: self
+                .notify_idle_parent
+                .unwrap_or(defaults.notify_idle_parent),
+        })
+    }
+}
+
 /// A run slot: held while a subagent runs; dropping it lets the next pending task start.
 pub struct TaskSlot {
-    _private: (),
+    _grant: slots::Grant,
 }
 
 /// Every task of the daemon.
@@ -90,6 +149,21 @@ pub struct TaskManager {
     dir: PathBuf,
     limits: TaskLimits,
     changes: broadcast::Sender<TaskChange>,
+    /// Every record, in creation order (loaded once at start; `list` never reads the disk).
+    records: Mutex<Records>,
+    /// Serialises record writes, so the file always ends with the latest record.
+    writes: tokio::sync::Mutex<()>,
+    slots: Arc<slots::Slots>,
+    /// Set at shutdown: every stop token handed out afterwards is already cancelled.
+    stopping: CancellationToken,
+}
+
+#[derive(Default)]
+struct Records {
+    order: Vec<String>,
+    by_id: HashMap<String, TaskInfo>,
+    /// Stop tokens of tasks that have not finished.
+    tokens: HashMap<String, CancellationToken>,
 }
 
 impl TaskManager {
@@ -98,44 +172,158 @@ impl TaskManager {
 
     /// The manager of the tasks recorded under `<state_dir>/tasks/`: records of tasks that
     /// were pending or running are marked `interrupted`. Blocking (reads the records).
+    /// Unreadable records are logged and left on disk; a tasks dir that cannot be made is
+    /// logged, and records are then kept in memory only (each write reports its failure).
     pub fn load(state_dir: &Path, limits: TaskLimits) -> Arc<Self> {
         let (changes, _) = broadcast::channel(Self::CHANGES_CAPACITY);
+        let dir = state_dir.join("tasks");
+        let loaded = store::load_records(&dir).unwrap_or_else(|err| {
+            tracing::warn!("cannot read the task records: {err:#}");
+            store::Loaded::default()
+        });
+        for (path, reason) in &loaded.unreadable {
+            tracing::warn!(path = %path.display(), "skipping a task record: {reason}");
+        }
+        let now = now_rfc3339();
+        let mut records = Records::default();
+        for mut record in loaded.records {
+            if !record.status.is_finished() {
+                record.status = TaskStatus::Interrupted;
+                record.finished_at = Some(now.clone());
+                record.error = Some(INTERRUPTED_ERROR.to_owned());
+                if let Err(err) = store::write_record(&dir, &record) {
+                    tracing::warn!("cannot mark task {} interrupted: {err:#}", record.task_id);
+                }
+            }
+            records.order.push(record.task_id.clone());
+            records.by_id.insert(record.task_id.clone(), record);
+        }
         Arc::new(Self {
-            dir: state_dir.join("tasks"),
+            dir,
             limits,
             changes,
+            records: Mutex::new(records),
+            writes: tokio::sync::Mutex::new(()),
+            slots: slots::Slots::new(limits),
+            stopping: CancellationToken::new(),
         })
+    }
+
+    /// The limits it was made with.
+    pub fn limits(&self) -> TaskLimits {
+        self.limits
     }
 
     /// Records a new `pending` task and announces it; returns its record.
     pub async fn create(&self, new: NewTask) -> Result<TaskInfo, TaskError> {
-        let _ = (&self.dir, self.limits, new);
-        Err(TaskError::Persist {
-            task_id: String::new(),
-            reason: "tasks are not supported yet".to_owned(),
-        })
+        let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
+        let description = new
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|description| !description.is_empty())
+            .map(|description| cut_chars(first_line(description), MAX_DESCRIPTION_CHARS))
+            .unwrap_or_else(|| cut_chars(first_line(&new.prompt), MAX_DESCRIPTION_CHARS));
+        let record = TaskInfo {
+            task_id: task_id.clone(),
+            kind: new.kind,
+            status: TaskStatus::Pending,
+            parent_session_id: new.parent_session_id,
+            child_session_id: None,
+            agent_type: new.agent_type,
+            description,
+            cwd: new.cwd.to_string_lossy().into_owned(),
+            created_at: now_rfc3339(),
+            started_at: None,
+            finished_at: None,
+            result: None,
+            error: None,
+            exit_code: None,
+            usage: Default::default(),
+        };
+        {
+            let mut records = self.lock();
+            records.order.push(task_id.clone());
+            records.by_id.insert(task_id.clone(), record.clone());
+            records
+                .tokens
+                .insert(task_id.clone(), self.stopping.child_token());
+        }
+        if let Err(reason) = self.persist(&task_id).await {
+            let mut records = self.lock();
+            records.order.retain(|id| id != &task_id);
+            records.by_id.remove(&task_id);
+            records.tokens.remove(&task_id);
+            return Err(TaskError::Persist { task_id, reason });
+        }
+        let _ = self.changes.send(TaskChange::Started(record.clone()));
+        Ok(record)
     }
 
     /// Changes a task's record with `change`, persists it and announces it (`Finished` when
-    /// its status became a finished one). Err: unknown task.
+    /// its status became a finished one). Err: unknown task. A finished record does not change
+    /// any more: the change is ignored and the record returned as it is.
     pub async fn update(
         &self,
         task_id: &str,
         change: impl FnOnce(&mut TaskInfo) + Send,
     ) -> Result<TaskInfo, TaskError> {
-        let _ = change;
-        Err(TaskError::NotFound(task_id.to_owned()))
+        let (record, finished_now) = {
+            let mut records = self.lock();
+            let Some(record) = records.by_id.get_mut(task_id) else {
+                return Err(TaskError::NotFound(task_id.to_owned()));
+            };
+            if record.status.is_finished() {
+                return Ok(record.clone());
+            }
+            change(record);
+            if record.status == TaskStatus::Running && record.started_at.is_none() {
+                record.started_at = Some(now_rfc3339());
+            }
+            let finished_now = record.status.is_finished();
+            if finished_now && record.finished_at.is_none() {
+                record.finished_at = Some(now_rfc3339());
+            }
+            let record = record.clone();
+            if finished_now {
+                records.tokens.remove(task_id);
+            }
+            (record, finished_now)
+        };
+        if let Err(reason) = self.persist(task_id).await {
+            tracing::warn!("cannot record task {task_id}: {reason}");
+        }
+        let change = if finished_now {
+            TaskChange::Finished(record.clone())
+        } else {
+            TaskChange::Updated(record.clone())
+        };
+        let _ = self.changes.send(change);
+        Ok(record)
     }
 
     pub fn get(&self, task_id: &str) -> Option<TaskInfo> {
-        let _ = task_id;
-        None
+        self.lock().by_id.get(task_id).cloned()
     }
 
     /// Tasks matching `filter`, newest first.
     pub fn list(&self, filter: &TaskFilter) -> Vec<TaskInfo> {
-        let _ = filter;
-        Vec::new()
+        let records = self.lock();
+        records
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| records.by_id.get(id))
+            .filter(|task| filter.all || filter.status.is_some() || !task.status.is_finished())
+            .filter(|task| filter.status.is_none_or(|status| task.status == status))
+            .filter(|task| {
+                filter
+                    .parent_session_id
+                    .as_deref()
+                    .is_none_or(|parent| task.parent_session_id.as_deref() == Some(parent))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Changes of every task.
@@ -144,15 +332,35 @@ impl TaskManager {
     }
 
     /// The token `stop` cancels for a running task (a subagent's run, a shell's process).
+    /// A finished or unknown task's token is already cancelled.
     pub fn stop_token(&self, task_id: &str) -> CancellationToken {
-        let _ = task_id;
-        CancellationToken::new()
+        match self.lock().tokens.get(task_id) {
+            Some(token) => token.clone(),
+            None => {
+                let token = CancellationToken::new();
+                token.cancel();
+                token
+            }
+        }
     }
 
     /// Stops a task: cancels its token; the task's runner records `cancelled` when it has
     /// stopped. Err: unknown or already finished.
     pub async fn stop(&self, task_id: &str) -> Result<TaskInfo, TaskError> {
-        Err(TaskError::NotFound(task_id.to_owned()))
+        let records = self.lock();
+        let Some(record) = records.by_id.get(task_id) else {
+            return Err(TaskError::NotFound(task_id.to_owned()));
+        };
+        if record.status.is_finished() {
+            return Err(TaskError::Finished {
+                task_id: task_id.to_owned(),
+                status: status_name(record.status).to_owned(),
+            });
+        }
+        if let Some(token) = records.tokens.get(task_id) {
+            token.cancel();
+        }
+        Ok(record.clone())
     }
 
     /// Where a task's output is kept (a shell's capped output; a subagent's final message).
@@ -163,10 +371,89 @@ impl TaskManager {
     /// Waits for a run slot for a subagent in `workspace` (read-only agents never wait for a
     /// writer); the task stays `pending` meanwhile.
     pub async fn slot(&self, workspace: &Path, read_only: bool) -> TaskSlot {
-        let _ = (workspace, read_only);
-        TaskSlot { _private: () }
+        TaskSlot {
+            _grant: self.slots.acquire(workspace, read_only).await,
+        }
+    }
+
+    /// How many run slots are held now.
+    pub fn running_slots(&self) -> usize {
+        self.slots.running()
     }
 
     /// Stops every running task (daemon shutdown): subagents cancelled, shell groups killed.
-    pub async fn shutdown(&self) {}
+    /// Tasks created afterwards start cancelled. Waits at most [`SHUTDOWN_WAIT`] for their
+    /// runners to record how they ended; those that did not are `interrupted` at next start.
+    pub async fn shutdown(&self) {
+        let mut changes = self.changes.subscribe();
+        self.stopping.cancel();
+        let wait = async {
+            while !self.lock().tokens.is_empty() {
+                match changes.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        };
+        if tokio::time::timeout(SHUTDOWN_WAIT, wait).await.is_err() {
+            tracing::warn!("some tasks did not stop in time; they will be marked interrupted");
+        }
+    }
+
+    /// Writes the current record of `task_id` (the latest one wins whatever the order of
+    /// concurrent updates: the record is read under the write lock).
+    async fn persist(&self, task_id: &str) -> Result<(), String> {
+        let _writing = self.writes.lock().await;
+        let Some(record) = self.get(task_id) else {
+            return Ok(());
+        };
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || store::write_record(&dir, &record))
+            .await
+            .map_err(|err| format!("the writer stopped: {err}"))?
+            .map_err(|err| format!("{err:#}"))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Records> {
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
+
+/// How long `shutdown` waits for running tasks to record their end.
+pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The error of a task found pending or running at startup.
+pub const INTERRUPTED_ERROR: &str = "the daemon stopped while this task was running; it was not \
+                                     re-run: start it again if it is still needed";
+
+/// The wire name of a status (`running`, `completed`, …).
+pub fn status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Pending => "pending",
+        TaskStatus::Running => "running",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        TaskStatus::Interrupted => "interrupted",
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+}
+
+fn cut_chars(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests;
