@@ -52,5 +52,6 @@ mod security_symlink;
 mod security_trust;
 mod security_uid;
 mod sessions;
+mod tasks_clients;
 mod tidy;
 mod tools_runs;

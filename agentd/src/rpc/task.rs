@@ -175,10 +175,7 @@ fn running_child(state: &DaemonState, task_id: &str, what: &str) -> RpcResult<St
 
 /// A task that has ended takes no more messages and cannot be stopped.
 fn finished(task: &TaskInfo, what: &str) -> ErrorObjectOwned {
-    let status = serde_json::to_value(task.status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let status = crate::task::status_name(task.status);
     rpc_error(
         codes::CONFLICT,
         format!(

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use protocol::task::{TaskInfo, TaskStatus};
+use protocol::task::TaskInfo;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolOutput, TypedTool};
-use crate::task::{TaskFilter, TaskManager, view};
+use crate::task::{TaskFilter, TaskManager, status_name, view};
 
 /// Characters of output `task_output` returns at most by default (its tail): enough to judge
 /// a build or a test run, small next to the context.
@@ -216,18 +216,6 @@ fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<Tas
     match (&task.parent_session_id, &ctx.session_id) {
         (Some(parent), Some(session)) if parent == session => Ok(task),
         _ => Err(unknown()),
-    }
-}
-
-/// The wire name of a status (`running`, `completed`, …).
-pub fn status_name(status: TaskStatus) -> &'static str {
-    match status {
-        TaskStatus::Pending => "pending",
-        TaskStatus::Running => "running",
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-        TaskStatus::Interrupted => "interrupted",
     }
 }
 

@@ -1,0 +1,385 @@
+//! The clients of background tasks: the `task/*` methods, `agentctl task …` in text and
+//! `--json`, and the model's `task_*` tools, over task records the daemon loaded from disk.
+
+use agentd_tests::harness::{Daemon, TestEnv, text};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
+use agentd_tests::scenario::{config_toml, create_session, request_tool_results};
+use agentd_tests::task_records::{record, seed};
+use protocol::error::{CONFLICT, NOT_FOUND};
+use protocol::task::{
+    TaskGetResult, TaskInfo, TaskKind, TaskListResult, TaskOutputResult, TaskStatus,
+};
+use serde_json::{Value, json};
+
+const DONE_AGENT: &str = "task_00000000000000000000000000000001";
+const CUT_SHELL: &str = "task_00000000000000000000000000000002";
+const STOPPED_SHELL: &str = "task_00000000000000000000000000000003";
+const MISSING: &str = "task_ffffffffffffffffffffffffffffffff";
+
+/// A daemon (talking to `mock`) started over three recorded tasks: a completed subagent with
+/// its final message, a shell task that was running when the daemon stopped (with output), and
+/// a cancelled shell task.
+async fn daemon_with_tasks(mock: &MockLlm) -> Daemon {
+    let env = TestEnv::new().config(&config_toml(mock, Format::OpenAi, ""));
+    let mut done = record(
+        &env,
+        DONE_AGENT,
+        TaskKind::Subagent,
+        TaskStatus::Completed,
+        "2026-11-30T10:00:00Z",
+    );
+    done.result = Some("the summary of the work".to_owned());
+    done.child_session_id = Some("ses_0123456789abcdef0123456789abcdef".to_owned());
+    seed(&env, &done, None);
+    let cut = record(
+        &env,
+        CUT_SHELL,
+        TaskKind::Shell,
+        TaskStatus::Running,
+        "2026-11-30T11:00:00Z",
+    );
+    seed(&env, &cut, Some("line one\nline two\n"));
+    let stopped = record(
+        &env,
+        STOPPED_SHELL,
+        TaskKind::Shell,
+        TaskStatus::Cancelled,
+        "2026-11-30T09:00:00Z",
+    );
+    seed(&env, &stopped, None);
+    Daemon::start_in(env).await
+}
+
+fn ids(tasks: &[TaskInfo]) -> Vec<&str> {
+    tasks.iter().map(|task| task.task_id.as_str()).collect()
+}
+
+#[tokio::test]
+async fn task_methods_list_get_and_read_recorded_tasks() {
+    let mock = MockLlm::start().await;
+    let daemon = daemon_with_tasks(&mock).await;
+    let mut client = daemon.client().await;
+
+    let init = client.initialize().await;
+    let methods = init["capabilities"]["methods"].to_string();
+    for method in [
+        "task/list",
+        "task/get",
+        "task/output",
+        "task/steer",
+        "task/followUp",
+        "task/stop",
+        "task/start",
+    ] {
+        assert!(
+            methods.contains(&format!("\"{method}\"")),
+            "{method}: {methods}"
+        );
+    }
+
+    // Nothing is active: the running one became interrupted at startup.
+    let active: TaskListResult =
+        serde_json::from_value(client.request("task/list", json!({})).await.unwrap()).unwrap();
+    assert_eq!(ids(&active.tasks), Vec::<&str>::new());
+    let all: TaskListResult = serde_json::from_value(
+        client
+            .request("task/list", json!({"all": true}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ids(&all.tasks), [CUT_SHELL, DONE_AGENT, STOPPED_SHELL]);
+    let interrupted: TaskListResult = serde_json::from_value(
+        client
+            .request("task/list", json!({"status": "interrupted"}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ids(&interrupted.tasks), [CUT_SHELL]);
+
+    // An interrupted task says what to do next; a completed one needs no hint.
+    let cut: TaskGetResult = serde_json::from_value(
+        client
+            .request("task/get", json!({"taskId": CUT_SHELL}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cut.task.status, TaskStatus::Interrupted);
+    let hint = cut.hint.expect("an interrupted task has a hint");
+    assert!(hint.contains("run the command again"), "{hint}");
+    let done: TaskGetResult = serde_json::from_value(
+        client
+            .request("task/get", json!({"taskId": DONE_AGENT}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(done.hint, None);
+
+    // Output: a subagent's final message; a shell's output file from an offset.
+    let output: TaskOutputResult = serde_json::from_value(
+        client
+            .request("task/output", json!({"taskId": DONE_AGENT}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(output.text, "the summary of the work");
+    assert!(!output.truncated);
+    assert_eq!(output.status, TaskStatus::Completed);
+    let rest: TaskOutputResult = serde_json::from_value(
+        client
+            .request(
+                "task/output",
+                json!({"taskId": CUT_SHELL, "afterOffset": 9}),
+            )
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rest.text, "line two\n");
+    assert_eq!(rest.next_offset, 18);
+    assert!(!rest.truncated);
+}
+
+#[tokio::test]
+async fn unknown_and_finished_tasks_are_refused_with_what_to_do() {
+    let mock = MockLlm::start().await;
+    let daemon = daemon_with_tasks(&mock).await;
+    let mut client = daemon.client().await;
+    for (method, params) in [
+        ("task/get", json!({"taskId": MISSING})),
+        ("task/output", json!({"taskId": MISSING})),
+        ("task/stop", json!({"taskId": MISSING})),
+        ("task/steer", json!({"taskId": MISSING, "text": "hi"})),
+        ("task/followUp", json!({"taskId": MISSING, "text": "hi"})),
+    ] {
+        let id = client.send_request(method, &params).await;
+        let response = client.response_for(&json!(id)).await;
+        let error = &response["error"];
+        assert_eq!(error["code"], json!(NOT_FOUND), "{method}: {response}");
+        assert_eq!(
+            error["data"]["suggest"]["method"],
+            json!("task/list"),
+            "{method}: {response}"
+        );
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains(MISSING) && !message.contains("agentctl"),
+            "{message}"
+        );
+    }
+    for (method, params, says) in [
+        (
+            "task/stop",
+            json!({"taskId": DONE_AGENT}),
+            "cannot stop task",
+        ),
+        ("task/stop", json!({"taskId": CUT_SHELL}), "(interrupted)"),
+        (
+            "task/steer",
+            json!({"taskId": DONE_AGENT, "text": "hi"}),
+            "already ended (completed)",
+        ),
+        (
+            "task/followUp",
+            json!({"taskId": DONE_AGENT, "text": "hi"}),
+            "cannot follow up",
+        ),
+        (
+            "task/steer",
+            json!({"taskId": STOPPED_SHELL, "text": "hi"}),
+            "is a shell command",
+        ),
+    ] {
+        let err = client.request(method, params).await.unwrap_err();
+        assert!(err.message.contains(says), "{method}: {}", err.message);
+        if method == "task/stop" || says.contains("already") {
+            assert_eq!(err.code, i64::from(CONFLICT), "{method}: {}", err.message);
+        }
+    }
+}
+
+/// `agentctl ARGS` against `daemon`: (exit code, stdout, stderr).
+async fn agentctl(daemon: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = daemon.env.run_agentctl(args).await;
+    (
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
+}
+
+#[tokio::test]
+async fn agentctl_task_commands_in_text_and_json() {
+    let mock = MockLlm::start().await;
+    let daemon = daemon_with_tasks(&mock).await;
+
+    let (code, out, err) = agentctl(&daemon, &["task", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("no pending or running tasks"), "{out}");
+    let (code, out, err) = agentctl(&daemon, &["task", "list", "--all"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("STATUS"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with(CUT_SHELL) && lines[1].contains("interrupted"),
+        "{out}"
+    );
+    assert!(
+        lines[2].contains("general-purpose") && lines[2].contains("completed"),
+        "{out}"
+    );
+    assert_eq!(lines.len(), 4, "{out}");
+    let (code, out, err) = agentctl(&daemon, &["--json", "task", "list", "--all"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["tasks"][1]["taskId"], json!(DONE_AGENT), "{out}");
+    assert_eq!(listed["tasks"][1]["status"], json!("completed"), "{out}");
+
+    let (code, out, err) = agentctl(&daemon, &["task", "show", CUT_SHELL]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("status:      interrupted"), "{out}");
+    assert!(out.contains("hint: "), "{out}");
+    let (code, out, _) = agentctl(&daemon, &["--json", "task", "show", CUT_SHELL]).await;
+    assert_eq!(code, Some(0));
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["task"]["taskId"], json!(CUT_SHELL), "{out}");
+    assert!(shown["hint"].is_string(), "{out}");
+
+    let (code, out, err) = agentctl(&daemon, &["task", "output", CUT_SHELL]).await;
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "line one\nline two\n"),
+        "{err}"
+    );
+    let (code, out, _) = agentctl(&daemon, &["--json", "task", "output", DONE_AGENT]).await;
+    assert_eq!(code, Some(0));
+    let read: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(read["text"], json!("the summary of the work"), "{out}");
+    assert_eq!(read["nextOffset"], json!(23), "{out}");
+    // Following a task that has ended prints its output and returns: 0 when it completed.
+    let (code, out, err) = agentctl(&daemon, &["task", "output", "-f", DONE_AGENT]).await;
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "the summary of the work"),
+        "{err}"
+    );
+    let (code, _, err) = agentctl(&daemon, &["task", "output", "-f", CUT_SHELL]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("ended interrupted"), "{err}");
+
+    // Refusals: exit 1 with the daemon's message and agentctl's own command to recover.
+    for args in [
+        &["task", "show", MISSING][..],
+        &["task", "output", MISSING],
+        &["task", "stop", MISSING],
+        &["task", "steer", MISSING, "go on"],
+        &["task", "followup", MISSING, "go on"],
+    ] {
+        let (code, _, err) = agentctl(&daemon, args).await;
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains("agentctl task list"), "{args:?}: {err}");
+    }
+    let (code, _, err) = agentctl(&daemon, &["task", "stop", DONE_AGENT]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("already ended (completed)"), "{err}");
+    let (code, out, _) = agentctl(&daemon, &["--json", "task", "steer", DONE_AGENT, "more"]).await;
+    assert_eq!(code, Some(1));
+    let refused: Value = serde_json::from_str(&out).unwrap_or_else(|_| json!({"raw": out}));
+    assert_eq!(refused["error"]["exitCode"], json!(1), "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already ended (completed)"), "{refused}");
+}
+
+#[tokio::test]
+async fn the_model_reads_only_its_own_sessions_tasks() {
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let mut daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    drop(client);
+    daemon.kill().await;
+    let mut own = record(
+        &daemon.env,
+        DONE_AGENT,
+        TaskKind::Subagent,
+        TaskStatus::Completed,
+        "2026-11-30T10:00:00Z",
+    );
+    own.parent_session_id = Some(session_id.clone());
+    own.result = Some("found three bugs".to_owned());
+    seed(&daemon.env, &own, None);
+    let mut other = record(
+        &daemon.env,
+        STOPPED_SHELL,
+        TaskKind::Shell,
+        TaskStatus::Cancelled,
+        "2026-11-30T09:00:00Z",
+    );
+    other.parent_session_id = Some("ses_ffffffffffffffffffffffffffffffff".to_owned());
+    seed(&daemon.env, &other, Some("not yours"));
+    daemon.restart().await;
+
+    mock.push(Reply::tool_calls(vec![
+        ("c1", "task_list", json!({"all": true}).to_string()),
+        (
+            "c2",
+            "task_output",
+            json!({"taskId": DONE_AGENT}).to_string(),
+        ),
+        (
+            "c3",
+            "task_get",
+            json!({"taskId": STOPPED_SHELL}).to_string(),
+        ),
+        ("c4", "task_stop", json!({"taskId": DONE_AGENT}).to_string()),
+    ]));
+    mock.push(Reply::text("done"));
+    let mut client = daemon.client().await;
+    client.subscribe(&session_id, None).await;
+    client.prompt(&session_id, "check the tasks").await;
+    client.events_until_run_finished().await;
+
+    let requests = mock.requests();
+    let tools = requests[0].body.clone();
+    for tool in ["task_list", "task_get", "task_output", "task_stop"] {
+        assert!(
+            tools.contains(&format!("\"{tool}\"")),
+            "{tool} offered: {tools}"
+        );
+    }
+    let results = request_tool_results(Format::OpenAi, &requests[1]);
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, content)| content.clone())
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    let listed = result("c1");
+    assert!(
+        listed.contains(DONE_AGENT) && !listed.contains(STOPPED_SHELL),
+        "{listed}"
+    );
+    assert_eq!(
+        result("c2"),
+        format!("task {DONE_AGENT} is completed; its output:\nfound three bugs")
+    );
+    assert!(
+        result("c3").contains("call task_list to see your tasks"),
+        "{}",
+        result("c3")
+    );
+    assert!(
+        result("c4").contains("already ended (completed)"),
+        "{}",
+        result("c4")
+    );
+}
