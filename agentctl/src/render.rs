@@ -388,8 +388,23 @@ impl Renderer {
                     self.stderr_line(&line, out);
                 }
             }
+            Event::TaskStarted { task } | Event::TaskFinished { task } => {
+                let agent = task.agent_type.as_deref().unwrap_or("task");
+                let status = serde_json::to_value(task.status)
+                    .ok()
+                    .and_then(|status| status.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                self.stderr_line(
+                    &format!(
+                        "task {} ({agent}) {status}: {}",
+                        task.task_id, task.description
+                    ),
+                    out,
+                );
+            }
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
+            | Event::TaskUpdated { .. }
             | Event::RunStarted { .. }
             | Event::FollowUpQueued { .. }
             | Event::SteerQueued { .. }

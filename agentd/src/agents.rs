@@ -1,22 +1,59 @@
 //! Subagent definitions: Markdown with a frontmatter (`crate::frontmatter`), from
 //! `.agents/agents/*.md` and `.claude/agents/*.md` (the project, from the cwd up to the git
-//! root) and `$XDG_CONFIG_HOME/agentd/agents/*.md` (the user's); the project wins. Built-ins:
-//! `general-purpose` (the default) and `explore` (read-only tools). A file that cannot be used
-//! is a problem `agents/list` shows, never fatal.
-//!
-//! SKELETON: the API the task work builds on; bodies are filled in by the definitions work.
+//! root) and `$XDG_CONFIG_HOME/agentd/agents/*.md` (the user's); the nearer project file wins,
+//! the project wins over the user. Built-ins: `general-purpose` (the default) and `explore`
+//! (read-only tools); a file with a built-in's name replaces it. A file that cannot be used is a
+//! problem `agents/list` shows, never fatal. Everything here that reads files blocks: call it on
+//! the blocking pool.
 
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::ToolRegistry;
 
 /// The default agent type.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
 /// The read-only built-in.
 pub const EXPLORE: &str = "explore";
+/// The agent directories looked for in each project directory, in this order.
+pub const PROJECT_AGENT_DIRS: &[&str] = &[".agents/agents", ".claude/agents"];
 
 /// Tools a subagent never gets, whatever its definition lists (no recursion, no writes to
 /// shared state): `task`, every `task_*` tool, `memory`, `todo_write`.
 pub fn never_for_subagents(tool: &str) -> bool {
     tool == "task" || tool.starts_with("task_") || tool == "memory" || tool == "todo_write"
+}
+
+/// Caps on discovery. Limits are data: each says why it exists.
+#[derive(Clone, Debug)]
+pub struct AgentLimits {
+    /// Bytes of one definition read at most; a bigger file is a problem (its body is a whole
+    /// system prompt, sent with every request of the child).
+    pub max_file_bytes: usize,
+    /// Agents in one catalogue; more are problems, so a repository cannot fill the parent's
+    /// system prompt.
+    pub max_agents: usize,
+    /// Definition files read by one discovery (usable or not), so a directory full of broken
+    /// files cannot make every session start slow.
+    pub max_files_read: usize,
+    /// Entries of one agents directory looked at, so a huge directory cannot stall discovery.
+    pub max_dir_entries: usize,
+    /// Characters of a description kept; longer ones are cut (the catalogue is in every
+    /// request of the parent).
+    pub max_description_chars: usize,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 256 * 1024,
+            max_agents: 100,
+            max_files_read: 300,
+            max_dir_entries: 1000,
+            max_description_chars: 1024,
+        }
+    }
 }
 
 /// Where a definition came from.
@@ -27,6 +64,16 @@ pub enum AgentSource {
     User(PathBuf),
 }
 
+impl AgentSource {
+    /// The definition file (None for a built-in).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            AgentSource::BuiltIn => None,
+            AgentSource::Project(path) | AgentSource::User(path) => Some(path),
+        }
+    }
+}
+
 /// One subagent definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentDefinition {
@@ -34,17 +81,23 @@ pub struct AgentDefinition {
     pub description: String,
     /// The whole system prompt of the child.
     pub body: String,
-    /// Only these tools (None: the parent's, minus the excluded ones).
+    /// Only these tools (None: the parent's, minus the excluded ones). Claude Code's names
+    /// (`Read`, `Bash`, …) are mapped to ours.
     pub tools: Option<Vec<String>>,
     pub disallowed_tools: Vec<String>,
     /// Skills whose catalogue the child's prompt carries.
     pub skills: Vec<String>,
-    /// None or `inherit`: the parent's model.
+    /// None or `inherit`: the parent's model. Otherwise kept as written (a profile or an alias
+    /// like `sonnet`), resolved by whoever starts the child.
     pub model: Option<String>,
     pub max_turns: Option<u32>,
     pub max_budget_usd: Option<f64>,
-    /// A permission mode name (None: the parent's).
+    /// A permission mode name of ours (None: the parent's); the reference's names are mapped
+    /// (`alwaysConfirm` → `default`, `confirmRisky` → `acceptEdits`, `neverConfirm` → `bypass`).
     pub permission_mode: Option<String>,
+    /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
+    /// parent's servers.
+    pub mcp_servers: Option<crate::frontmatter::Value>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
@@ -78,11 +131,272 @@ impl AgentCatalogue {
             .map(|agent| agent.name.as_str())
             .collect()
     }
+
+    /// The error for an unknown agent type: lowercase, listing the available ones.
+    pub fn unknown(&self, name: &str) -> String {
+        format!(
+            "no agent named `{name}`; available agents: {}",
+            self.names().join(", ")
+        )
+    }
+}
+
+/// Which tools a session run as an agent keeps: frozen in the session header at creation, so
+/// the child's tools do not change when its definition file does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFilter {
+    /// Only these names (None: every tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    /// Only tools that declare themselves read-only (built-in or MCP).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+impl ToolFilter {
+    pub fn of(definition: &AgentDefinition) -> Self {
+        Self {
+            allow: definition.tools.clone(),
+            deny: definition.disallowed_tools.clone(),
+            read_only: definition.read_only,
+        }
+    }
+
+    /// Whether tool `name` (read-only or not) is kept; `never_for_subagents` always applies.
+    pub fn allows(&self, name: &str, read_only: bool) -> bool {
+        !never_for_subagents(name)
+            && !self.deny.iter().any(|denied| denied == name)
+            && (!self.read_only || read_only)
+            && self
+                .allow
+                .as_ref()
+                .is_none_or(|allow| allow.iter().any(|allowed| allowed == name))
+    }
+
+    /// The tools of `registry` this filter keeps.
+    pub fn apply(&self, registry: &ToolRegistry) -> ToolRegistry {
+        registry.filtered_tools(|tool| self.allows(tool.name(), tool.read_only()))
+    }
+}
+
+/// The tools of `registry` a child run as `definition` gets: its allow and deny lists, only
+/// read-only ones for a read-only agent, never `task`, `task_*`, `memory`, `todo_write`.
+pub fn filter_tools(definition: &AgentDefinition, registry: &ToolRegistry) -> ToolRegistry {
+    ToolFilter::of(definition).apply(registry)
+}
+
+/// The system prompt of a session run as `definition`: its body, then the catalogue of the
+/// skills it declares (those `skills` holds; an unknown name is left out). Never the parent's
+/// prompt, memory or agents catalogue.
+pub fn child_system_prompt(
+    definition: &AgentDefinition,
+    skills: &crate::skills::Catalogue,
+) -> String {
+    let declared: Vec<crate::skills::Skill> = skills
+        .skills
+        .iter()
+        .filter(|skill| definition.skills.contains(&skill.name))
+        .cloned()
+        .collect();
+    let mut prompt = definition.body.clone();
+    prompt.push_str(&crate::agent::prompt::skills_section(&declared));
+    prompt
 }
 
 /// The agents for a session in `cwd` (`user_dir`: `$XDG_CONFIG_HOME/agentd/agents`).
 /// Blocking: reads files.
 pub fn discover(cwd: &Path, user_dir: Option<&Path>) -> AgentCatalogue {
-    let _ = (cwd, user_dir);
-    AgentCatalogue::default()
+    discover_with(cwd, user_dir, &AgentLimits::default())
 }
+
+/// [`discover`] with explicit limits.
+pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) -> AgentCatalogue {
+    let mut roots: Vec<(PathBuf, bool)> = Vec::new();
+    for dir in crate::permission::project_dirs(cwd).dirs {
+        for sub in PROJECT_AGENT_DIRS {
+            roots.push((dir.join(sub), true));
+        }
+    }
+    if let Some(user_dir) = user_dir {
+        roots.push((user_dir.to_path_buf(), false));
+    }
+    let mut found: Vec<AgentDefinition> = Vec::new();
+    let mut problems = Vec::new();
+    let mut files_read = 0usize;
+    for (root, project) in roots {
+        for file in definition_files(&root, limits, &mut problems) {
+            if files_read >= limits.max_files_read || found.len() >= limits.max_agents {
+                problems.push(AgentProblem {
+                    path: file,
+                    reason: format!(
+                        "not used: at most {} agents from {} files are read; remove the ones you do not need",
+                        limits.max_agents, limits.max_files_read
+                    ),
+                });
+                continue;
+            }
+            files_read += 1;
+            let source = if project {
+                AgentSource::Project(file.clone())
+            } else {
+                AgentSource::User(file.clone())
+            };
+            match read_definition(&file, source, limits) {
+                Ok(definition) => {
+                    if let Some(nearer) = found.iter().find(|agent| agent.name == definition.name) {
+                        let nearer = nearer.source.path().map(Path::display);
+                        problems.push(AgentProblem {
+                            path: file,
+                            reason: format!(
+                                "not used: the nearer {} has the same name `{}`; rename one of them to use both",
+                                nearer.map(|path| path.to_string()).unwrap_or_default(),
+                                definition.name
+                            ),
+                        });
+                    } else {
+                        found.push(definition);
+                    }
+                }
+                Err(reason) => problems.push(AgentProblem { path: file, reason }),
+            }
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    // Built-ins first, each replaced by a file of its name (the file is the user's choice).
+    let mut agents = Vec::new();
+    for builtin in built_ins() {
+        match found.iter().position(|agent| agent.name == builtin.name) {
+            Some(at) => agents.push(found.remove(at)),
+            None => agents.push(builtin),
+        }
+    }
+    agents.extend(found);
+    AgentCatalogue { agents, problems }
+}
+
+/// `general-purpose` and `explore`.
+pub fn built_ins() -> Vec<AgentDefinition> {
+    let base = |name: &str, description: &str, body: &str| AgentDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        body: body.to_owned(),
+        tools: None,
+        disallowed_tools: Vec::new(),
+        skills: Vec::new(),
+        model: None,
+        max_turns: None,
+        max_budget_usd: None,
+        permission_mode: None,
+        mcp_servers: None,
+        background: false,
+        read_only: false,
+        source: AgentSource::BuiltIn,
+    };
+    let general = base(
+        GENERAL_PURPOSE,
+        "General-purpose agent for multi-step tasks: researching, searching code, making changes. Use it when a task needs its own context.",
+        GENERAL_PURPOSE_PROMPT,
+    );
+    let mut explore = base(
+        EXPLORE,
+        "Read-only agent that explores a codebase fast: finds files, searches code, reads and answers questions about it. It cannot change anything.",
+        EXPLORE_PROMPT,
+    );
+    explore.read_only = true;
+    vec![general, explore]
+}
+
+const GENERAL_PURPOSE_PROMPT: &str = "\
+You are a subagent of agentd, given one task by another agent. Work on it with your tools until \
+it is done: inspect before you change, prefer small precise edits, check what your commands \
+return. You cannot ask the user anything. When you are done, answer with a concise report of \
+what you found or did: it is all the other agent sees of your work.";
+
+const EXPLORE_PROMPT: &str = "\
+You are a read-only subagent of agentd that explores a codebase for another agent. Find files \
+with glob and list_dir, search with grep, read with read_file; call independent lookups together. \
+You cannot change files or run commands. When you are done, answer with a concise report that \
+names the files and lines that matter: it is all the other agent sees of your work.";
+
+/// `root/*.md` in name order; a missing root gives none, another user's gives a problem.
+fn definition_files(
+    root: &Path,
+    limits: &AgentLimits,
+    problems: &mut Vec<AgentProblem>,
+) -> Vec<PathBuf> {
+    if !root.is_dir() {
+        return Vec::new();
+    }
+    if !crate::regular_file::is_own_dir(root) {
+        problems.push(AgentProblem {
+            path: root.to_path_buf(),
+            reason: "not used: the directory belongs to another user".to_owned(),
+        });
+        return Vec::new();
+    }
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(err) => {
+            problems.push(AgentProblem {
+                path: root.to_path_buf(),
+                reason: format!("cannot list the directory: {err}"),
+            });
+            return Vec::new();
+        }
+    };
+    let mut files = Vec::new();
+    for (index, entry) in entries.enumerate() {
+        if index >= limits.max_dir_entries {
+            problems.push(AgentProblem {
+                path: root.to_path_buf(),
+                reason: format!(
+                    "more than {} entries; only the first were looked at",
+                    limits.max_dir_entries
+                ),
+            });
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "md") && !path.is_dir() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// One definition from its file, or the reason it cannot be used.
+fn read_definition(
+    path: &Path,
+    source: AgentSource,
+    limits: &AgentLimits,
+) -> Result<AgentDefinition, String> {
+    let text = match crate::regular_file::read_own_text(path, limits.max_file_bytes) {
+        Ok(read) if read.truncated => {
+            return Err(format!(
+                "larger than {} KiB; shorten its prompt",
+                limits.max_file_bytes / 1024
+            ));
+        }
+        Ok(read) => read.text,
+        Err(err) => {
+            return Err(match crate::regular_file::OtherUsersFile::of(&err) {
+                Some(refusal) => refusal.to_string(),
+                None => format!("cannot read it: {err}"),
+            });
+        }
+    };
+    let document =
+        crate::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
+    parse_definition(&document, path, source, limits)
+}
+
+mod parse;
+use parse::parse_definition;
+
+#[cfg(test)]
+mod tests;

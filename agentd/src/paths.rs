@@ -23,6 +23,9 @@ pub struct Paths {
     /// The user's skills (`$XDG_CONFIG_HOME/agentd/skills/*/SKILL.md`), offered to every
     /// session after the project's own.
     pub skills_dir: PathBuf,
+    /// The user's subagent definitions (`$XDG_CONFIG_HOME/agentd/agents/*.md`), offered to
+    /// every session after the project's own.
+    pub agents_dir: PathBuf,
 }
 
 impl Paths {
@@ -49,6 +52,7 @@ impl Paths {
             state_dir,
             data_dir: dirs.data_dir().to_path_buf(),
             skills_dir: dirs.config_dir().join("skills"),
+            agents_dir: dirs.config_dir().join("agents"),
         })
     }
 }

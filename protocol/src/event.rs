@@ -266,6 +266,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
     },
+    /// A task started by this session (or, on `daemon/subscribe`, any task) was created:
+    /// status `pending`, or `running` at once. On the parent session's stream (persisted) and
+    /// on the daemon stream (not persisted there).
+    #[serde(rename_all = "camelCase")]
+    TaskStarted { task: Box<crate::task::TaskInfo> },
+    /// A task's record changed (it started running, its usage grew), same streams.
+    #[serde(rename_all = "camelCase")]
+    TaskUpdated { task: Box<crate::task::TaskInfo> },
+    /// A task ended: `completed`, `failed` or `cancelled`, same streams.
+    #[serde(rename_all = "camelCase")]
+    TaskFinished { task: Box<crate::task::TaskInfo> },
     /// This subscriber fell behind and missed events; the daemon replays persisted events
     /// after `seq` next (deltas are lost).
     Lagged {},
@@ -316,6 +327,9 @@ impl Event {
             | Event::SessionDeleted {}
             | Event::Warning { .. }
             | Event::McpServerStatus { .. }
+            | Event::TaskStarted { .. }
+            | Event::TaskUpdated { .. }
+            | Event::TaskFinished { .. }
             | Event::Lagged {}
             | Event::SessionUnloaded {} => None,
         }

@@ -90,6 +90,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let sessions = Arc::new(SessionManager::open(session_deps(&paths).await?).await?);
     sessions.start_evictor();
     sessions.start_mcp_status_events();
+    sessions.start_task_events();
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),

@@ -156,7 +156,7 @@ async fn forward_status_changes(
 }
 
 /// An event of no session for the daemon stream: `sessionId` `""`, `seq` 0, not persisted.
-fn daemon_event(event: protocol::event::Event) -> anyhow::Result<Published> {
+pub(super) fn daemon_event(event: protocol::event::Event) -> anyhow::Result<Published> {
     let envelope = protocol::event::SessionEventEnvelope {
         session_id: String::new(),
         seq: 0,

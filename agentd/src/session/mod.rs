@@ -11,6 +11,7 @@ pub mod mcp_status;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+pub mod task_events;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -403,6 +403,19 @@ impl ToolRegistry {
         }
     }
 
+    /// The tools `keep` accepts, looking at the tool itself (read-only agents keep only the
+    /// tools that declare themselves read-only).
+    pub fn filtered_tools(&self, keep: impl Fn(&dyn Tool) -> bool) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(_, tool)| keep(tool.as_ref()))
+                .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
+                .collect(),
+        }
+    }
+
     /// Tool names in order.
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()

@@ -1,0 +1,95 @@
+//! `taskStarted`, `taskUpdated` and `taskFinished` events: every change of a task goes to the
+//! daemon stream (`daemon/subscribe`, not persisted there) and to the log of the task's parent
+//! session (persisted), in the order the task manager announced them.
+
+use std::sync::{Arc, Weak};
+
+use protocol::event::Event;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio_util::sync::CancellationToken;
+
+use super::SessionManager;
+use super::events::DaemonStream;
+use super::mcp_status::{SESSION_APPEND_DEADLINE, daemon_event};
+use crate::task::TaskChange;
+
+impl SessionManager {
+    /// Start forwarding the task manager's changes (stopped with the evictor, at shutdown).
+    /// The task belongs to the sessions' task tracker; it holds the manager weakly.
+    pub fn start_task_events(self: &Arc<Self>) {
+        let changes = self.deps.tasks.changes();
+        let daemon = self.daemon.clone();
+        let stop = self.evictor_stop.clone();
+        self.tasks.spawn(forward_task_changes(
+            changes,
+            Arc::downgrade(self),
+            daemon,
+            stop,
+        ));
+    }
+}
+
+/// The event of a change.
+pub fn task_event(change: &TaskChange) -> Event {
+    match change {
+        TaskChange::Started(task) => Event::TaskStarted {
+            task: Box::new(task.clone()),
+        },
+        TaskChange::Updated(task) => Event::TaskUpdated {
+            task: Box::new(task.clone()),
+        },
+        TaskChange::Finished(task) => Event::TaskFinished {
+            task: Box::new(task.clone()),
+        },
+    }
+}
+
+/// Forward each change to the daemon stream, then to the parent session's log. A forwarder
+/// that falls behind loses changes (said in the daemon log); tasks never wait on it.
+async fn forward_task_changes(
+    mut changes: broadcast::Receiver<TaskChange>,
+    sessions: Weak<SessionManager>,
+    daemon: DaemonStream,
+    stop: CancellationToken,
+) {
+    loop {
+        let change = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            change = changes.recv() => change,
+        };
+        let change = match change {
+            Ok(change) => change,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "task events were missed");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let event = task_event(&change);
+        match daemon_event(event.clone()) {
+            Ok(published) => {
+                let _ = daemon.events.send(Arc::new(published));
+            }
+            Err(err) => tracing::warn!("cannot encode a task event: {err:#}"),
+        }
+        let (TaskChange::Started(task) | TaskChange::Updated(task) | TaskChange::Finished(task)) =
+            &change;
+        let Some(parent) = task.parent_session_id.as_deref() else {
+            continue;
+        };
+        let Some(sessions) = sessions.upgrade() else {
+            return;
+        };
+        let append = async {
+            let session = sessions.get(parent).await?;
+            session.log.append(event).await?;
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(SESSION_APPEND_DEADLINE, append).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::debug!("a task event not logged in {parent}: {err:#}"),
+            Err(_) => tracing::warn!("the log of {parent} took too long to take a task event"),
+        }
+    }
+}
