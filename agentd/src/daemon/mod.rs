@@ -125,6 +125,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             // Tasks first: subagents are cancelled and background shells killed, so their
             // runs end with the others.
             sessions.tasks().shutdown().await;
+            sessions.shell_tasks().shutdown(RUN_STOP_DEADLINE).await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;
             // Runs have stopped: no call needs a server any more.
             mcp.shutdown().await;
@@ -243,6 +244,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         tasks,
+        shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(

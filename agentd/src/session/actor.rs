@@ -603,6 +603,11 @@ impl Actor {
         tool_context.limits = self.deps.tool_limits.clone();
         tool_context.session_id = Some(self.header.id.clone());
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
+        tool_context.background = Some(crate::tools::BackgroundShells {
+            tasks: Arc::clone(&self.deps.tasks),
+            shells: Arc::clone(&self.deps.shell_tasks),
+            session_id: self.header.id.clone(),
+        });
         // Listings and searches apply the run's Read deny rules to every path they find.
         tool_context.read_filter =
             crate::tools::ReadFilter::new(Arc::new(crate::permission::ReadWithholdRules::new(

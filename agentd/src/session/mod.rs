@@ -65,6 +65,8 @@ pub struct SessionDeps {
     pub mcp: Arc<crate::mcp::McpManager>,
     /// Background tasks: subagents and background shell commands.
     pub tasks: Arc<crate::task::TaskManager>,
+    /// Background run_shell commands: their runners and stop tokens.
+    pub shell_tasks: Arc<crate::task::shell::ShellTasks>,
     /// Which sessions use which MCP servers, for their `mcpServerStatus` events.
     pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
 }
@@ -154,6 +156,11 @@ impl SessionManager {
 
     pub fn tasks(&self) -> Arc<crate::task::TaskManager> {
         self.deps.tasks.clone()
+    }
+
+    /// The daemon's background shell commands.
+    pub fn shell_tasks(&self) -> Arc<crate::task::shell::ShellTasks> {
+        self.deps.shell_tasks.clone()
     }
 
     /// The MCP servers of a session in `cwd` (canonical) given `session` entries (its
@@ -433,6 +440,9 @@ impl SessionManager {
         session
             .stop_and_wait(crate::agent::StopReason::Cancelled)
             .await;
+        // What the session started in the background dies with it.
+        self.deps.shell_tasks.stop_for_session(id);
+        self.deps.tasks.stop_for_session(id).await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
         self.listing.invalidate();

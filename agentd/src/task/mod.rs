@@ -6,6 +6,9 @@
 //! queue; at most one writing agent per workspace unless configured).
 //! `store` keeps the records on disk, `slots` the run slots.
 
+pub mod session_stop;
+pub mod shell;
+pub mod shell_output;
 mod slots;
 pub mod store;
 pub mod view;
@@ -93,6 +96,9 @@ pub struct TaskSettings {
     /// A background task's result starts a run of its idle parent (`notify_idle_parent`);
     /// when false it waits as a follow-up for the parent's next run.
     pub notify_idle_parent: bool,
+    /// The cap of a background shell's output file (`shell_output_max_bytes`; head and tail
+    /// kept).
+    pub shell_output_max_bytes: usize,
 }
 
 impl Default for TaskSettings {
@@ -100,6 +106,7 @@ impl Default for TaskSettings {
         Self {
             limits: TaskLimits::default(),
             notify_idle_parent: true,
+            shell_output_max_bytes: shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
         }
     }
 }
@@ -111,6 +118,7 @@ pub struct TasksSection {
     pub max_running: Option<u64>,
     pub parallel_writers: Option<bool>,
     pub notify_idle_parent: Option<bool>,
+    pub shell_output_max_bytes: Option<u64>,
 }
 
 impl TasksSection {
@@ -125,6 +133,19 @@ impl TasksSection {
                 "tasks.max_running = {max_running} must be between 1 and {MAX_MAX_RUNNING}; set one in that range, or remove it for the default ({DEFAULT_MAX_RUNNING})"
             ));
         }
+        let shell_output_max_bytes = self
+            .shell_output_max_bytes
+            .unwrap_or(defaults.shell_output_max_bytes as u64);
+        if !(shell_output::MIN_SHELL_OUTPUT_MAX_BYTES..=shell_output::MAX_SHELL_OUTPUT_MAX_BYTES)
+            .contains(&shell_output_max_bytes)
+        {
+            return Err(format!(
+                "tasks.shell_output_max_bytes = {shell_output_max_bytes} must be between {} and {}; set one in that range, or remove it for the default ({})",
+                shell_output::MIN_SHELL_OUTPUT_MAX_BYTES,
+                shell_output::MAX_SHELL_OUTPUT_MAX_BYTES,
+                shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES
+            ));
+        }
         Ok(TaskSettings {
             limits: TaskLimits {
                 max_running: max_running as usize,
@@ -135,6 +156,8 @@ impl TasksSection {
             notify_idle_parent: self
                 .notify_idle_parent
                 .unwrap_or(defaults.notify_idle_parent),
+            shell_output_max_bytes: usize::try_from(shell_output_max_bytes)
+                .unwrap_or(defaults.shell_output_max_bytes),
         })
     }
 }

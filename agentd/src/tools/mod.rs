@@ -202,10 +202,31 @@ pub struct ToolContext {
     /// How run_shell confines its command (the daemon's `[sandbox]` and what the kernel
     /// offers).
     pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    /// Where `run_shell {runInBackground: true}` starts its task; None where background
+    /// commands are not offered (the call says so).
+    pub background: Option<BackgroundShells>,
     pub limits: ToolLimits,
     /// The session whose run makes the call (None outside a session): the `task_*` tools
     /// show and stop only its tasks.
     pub session_id: Option<String>,
+}
+
+/// What a background run_shell needs: the daemon's tasks and shells, and the session that
+/// starts it (deleting the session kills its shells).
+#[derive(Clone)]
+pub struct BackgroundShells {
+    pub tasks: Arc<crate::task::TaskManager>,
+    pub shells: Arc<crate::task::shell::ShellTasks>,
+    pub session_id: String,
+}
+
+impl std::fmt::Debug for BackgroundShells {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BackgroundShells")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
@@ -223,6 +244,7 @@ impl ToolContext {
             sandbox: Arc::new(crate::process::sandbox::ShellSandbox::none(
                 "not configured for this context",
             )),
+            background: None,
             limits: ToolLimits::default(),
             session_id: None,
         }

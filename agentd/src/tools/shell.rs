@@ -27,7 +27,8 @@ pub(crate) struct RunShellParams {
     command: String,
     /// Timeout in milliseconds (default 120000, at most 600000).
     timeout_ms: Option<u64>,
-    /// Run the command as a background task (not supported yet).
+    /// Run the command as a background task: returns its task id at once; read its output
+    /// with task_output, stop it with task_stop.
     run_in_background: Option<bool>,
 }
 
@@ -41,8 +42,9 @@ impl TypedTool for RunShell {
          (elsewhere: Permission denied; .agents/, .claude/ and skills/ are read-only). Returns \
          stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
          command and everything it started are killed after `timeoutMs` (default 2 minutes, \
-         at most 10 minutes) and when the command exits, so do not leave servers running in the \
-         background. Prefer read_file, grep, glob and edit_file for reading, searching and \
+         at most 10 minutes) and when the command exits. For a server or a long job, pass \
+         `runInBackground: true`: it returns a task id at once and the command runs on as a \
+         background task (read its output with task_output, stop it with task_stop). Prefer read_file, grep, glob and edit_file for reading, searching and \
          editing files.";
     const READ_ONLY: bool = false;
 
@@ -67,14 +69,11 @@ enum Ending {
 }
 
 async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
-    if params.run_in_background == Some(true) {
-        return ToolOutput::error(
-            "runInBackground is not supported yet; run the command in the foreground (with a \
-             timeoutMs if it takes long)",
-        );
-    }
     if params.command.trim().is_empty() {
         return ToolOutput::error("command is empty");
+    }
+    if params.run_in_background == Some(true) {
+        return run_in_background(params.command, ctx).await;
     }
     let limits = &ctx.limits;
     let timeout = params
@@ -177,6 +176,36 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         content: text,
         is_error,
         images: Vec::new(),
+    }
+}
+
+/// Starts the command as a background shell task; the result names the task and how to
+/// read its output. Its permission was decided like a foreground call's, before this.
+async fn run_in_background(command: String, ctx: &ToolContext) -> ToolOutput {
+    let Some(background) = &ctx.background else {
+        return ToolOutput::error(
+            "background commands are not available here; run the command in the foreground \
+             (with a timeoutMs if it takes long)",
+        );
+    };
+    let start = crate::task::shell::ShellStart {
+        command,
+        cwd: ctx.workspace.clone(),
+        session_id: Some(background.session_id.clone()),
+    };
+    match background
+        .shells
+        .start(&background.tasks, &ctx.sandbox, start)
+        .await
+    {
+        Ok(task) => ToolOutput::ok(format!(
+            "started background task {id}: the command runs on its own (no timeout) and is \
+             killed with everything it started when stopped or when this session is deleted. \
+             Read its output with task_output {{\"taskId\": \"{id}\"}}; see whether it ended \
+             (and its exit code) with task_get; stop it with task_stop.",
+            id = task.task_id
+        )),
+        Err(message) => ToolOutput::error(message),
     }
 }
 
