@@ -383,3 +383,70 @@ async fn the_model_reads_only_its_own_sessions_tasks() {
         result("c4")
     );
 }
+
+#[tokio::test]
+async fn agentctl_follows_a_running_shell_task_until_task_stop_ends_it() {
+    use agentd_tests::scenario::wait_until;
+    use agentd_tests::task_records::tasks_dir;
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let daemon = Daemon::start_in(env).await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "echo started; exec sleep 60", "runInBackground": true}),
+    ));
+    mock.push(Reply::text("it runs"));
+    let mut client = daemon.client().await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    client.subscribe(&session_id, None).await;
+    client.prompt(&session_id, "start it").await;
+    client.events_until_run_finished().await;
+
+    let active: TaskListResult = serde_json::from_value(
+        client
+            .request("task/list", json!({"sessionId": session_id}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(active.tasks.len(), 1, "{active:?}");
+    let task_id = active.tasks[0].task_id.clone();
+    assert_eq!(active.tasks[0].status, TaskStatus::Running);
+    let (code, out, err) = agentctl(&daemon, &["task", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&task_id) && out.contains("running"), "{out}");
+
+    // The command's output file is the outside world here: wait for its first line.
+    let output_file = tasks_dir(&daemon.env).join(format!("{task_id}.out"));
+    wait_until("the background command's output", || {
+        std::fs::read_to_string(&output_file).is_ok_and(|text| text.contains("started"))
+    })
+    .await;
+    let follower = daemon
+        .env
+        .agentctl()
+        .args(["task", "output", "-f", &task_id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentctl task output -f");
+
+    let (code, out, err) = agentctl(&daemon, &["task", "stop", &task_id]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("stopping task"), "{out}");
+    let followed = tokio::time::timeout(agentd_tests::harness::WAIT, follower.wait_with_output())
+        .await
+        .expect("agentctl task output -f ends with the task")
+        .expect("agentctl output");
+    let (out, err) = (text(&followed.stdout), text(&followed.stderr));
+    assert_eq!(followed.status.code(), Some(1), "{out}{err}");
+    assert!(out.starts_with("started\n"), "{out}");
+    assert!(err.contains("ended cancelled"), "{err}");
+
+    let (code, out, _) = agentctl(&daemon, &["--json", "task", "show", &task_id]).await;
+    assert_eq!(code, Some(0));
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["task"]["status"], json!("cancelled"), "{out}");
+    assert_eq!(shown["task"]["parentSessionId"], json!(session_id), "{out}");
+}

@@ -14,9 +14,9 @@ use serde::Deserialize;
 use super::{ToolContext, ToolOutput, TypedTool};
 use crate::task::{TaskFilter, TaskManager, status_name, view};
 
-/// Characters of output `task_output` returns at most by default (its tail): enough to judge
-/// a build or a test run, small next to the context.
-pub const TASK_OUTPUT_DEFAULT_TAIL_CHARS: usize = 8_000;
+/// Lines of output `task_output` returns by default (its tail): enough to judge a build or a
+/// test run, small next to the context (the executor's output cap applies on top).
+pub const TASK_OUTPUT_DEFAULT_TAIL_LINES: usize = 100;
 /// Bytes of a task's output `task_output` reads at most, from the end.
 const TASK_OUTPUT_READ_BYTES: usize = 256 * 1024;
 
@@ -53,7 +53,7 @@ pub(crate) struct TaskIdParams {
 pub(crate) struct TaskOutputParams {
     /// The task's id, `task_…`.
     task_id: String,
-    /// Characters from the end of the output to return (default 8000).
+    /// Lines from the end of the output to return (default 100).
     #[serde(default)]
     tail: Option<usize>,
 }
@@ -118,8 +118,8 @@ impl TypedTool for TaskOutputTool {
     type Params = TaskOutputParams;
     const NAME: &'static str = "task_output";
     const DESCRIPTION: &'static str = "Read one of your background tasks' output: a shell \
-command's output so far, or a subagent's final message. Returns the last `tail` characters \
-(default 8000) and the task's status; call again later for more while it runs.";
+command's output so far, or a subagent's final message. Returns its last `tail` lines \
+(default 100) and the task's status; call again later for more while it runs.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -136,10 +136,7 @@ command's output so far, or a subagent's final message. Returns the last `tail` 
                 Ok(task) => task,
                 Err(message) => return ToolOutput::error(message),
             };
-            let tail = params
-                .tail
-                .unwrap_or(TASK_OUTPUT_DEFAULT_TAIL_CHARS)
-                .clamp(1, TASK_OUTPUT_READ_BYTES);
+            let tail = params.tail.unwrap_or(TASK_OUTPUT_DEFAULT_TAIL_LINES).max(1);
             // Read the end of the output: find its length first, then read the last part.
             let path = self.0.output_path(&task.task_id);
             let length = tokio::fs::metadata(&path)
@@ -150,15 +147,10 @@ command's output so far, or a subagent's final message. Returns the last `tail` 
             match view::read_output(path, &task, from, TASK_OUTPUT_READ_BYTES).await {
                 Err(message) => ToolOutput::error(message),
                 Ok(chunk) => {
-                    let chars = chunk.text.chars().count();
-                    let shown: String = chunk
-                        .text
-                        .chars()
-                        .skip(chars.saturating_sub(tail))
-                        .collect();
+                    let shown = last_lines(&chunk.text, tail);
                     let mut text = format!("task {} is {}", task.task_id, status_name(task.status));
-                    if chars > tail || from > 0 {
-                        let _ = write!(text, "; the last {tail} characters of its output:");
+                    if shown.len() < chunk.text.len() || from > 0 {
+                        let _ = write!(text, "; the last {tail} lines of its output:");
                     } else if shown.is_empty() {
                         text.push_str("; no output yet");
                     } else {
@@ -206,6 +198,15 @@ cancelled, a shell command is killed with its whole process group. It ends `canc
                 Err(err) => ToolOutput::error(format!("cannot stop task {}: {err}", task.task_id)),
             }
         })
+    }
+}
+
+/// The last `count` lines of `text` (a final newline ends a line, it does not start one).
+fn last_lines(text: &str, count: usize) -> &str {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(count.saturating_sub(1)) {
+        Some((index, _)) => &text[index + 1..],
+        None => text,
     }
 }
 
@@ -324,6 +325,14 @@ mod tests {
             "{}",
             listed.content
         );
+    }
+
+    #[test]
+    fn the_tail_is_counted_in_lines() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc\n");
+        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
+        assert_eq!(last_lines("", 1), "");
     }
 
     #[test]
