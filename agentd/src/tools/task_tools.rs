@@ -158,7 +158,7 @@ command's output so far, or a subagent's final message. Returns its last `tail` 
                     }
                     if !shown.is_empty() {
                         text.push('\n');
-                        text.push_str(&shown);
+                        text.push_str(shown);
                     }
                     ToolOutput::ok(text)
                 }
