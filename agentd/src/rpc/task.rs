@@ -130,9 +130,20 @@ pub async fn stop(
     if task.status.is_finished() {
         return Err(finished(&task, "stop"));
     }
-    Ok(TaskStopResult {
-        task: state.tasks.stop(&params.task_id).await?,
-    })
+    let stopping = state.tasks.stop(&params.task_id).await?;
+    // The runner sees the stop token; the child's run is cancelled here too, so a stop
+    // reaches a running child even between the runner's checks (cancel is idempotent).
+    if let Some(child) = &stopping.child_session_id {
+        match state.sessions.get(child).await {
+            Ok(session) => {
+                session.cancel();
+            }
+            Err(err) => {
+                tracing::debug!(task = %stopping.task_id, "child session not cancelled: {err}")
+            }
+        }
+    }
+    Ok(TaskStopResult { task: stopping })
 }
 
 pub async fn start(
