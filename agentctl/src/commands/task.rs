@@ -15,7 +15,7 @@ use protocol::task::{
 
 use crate::Context;
 use crate::cli::TaskAction;
-use crate::client::Connection;
+use crate::client::{Connection, EventStream};
 use crate::commands::message_text;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
@@ -77,16 +77,7 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
     let connection = ctx.connect().await?;
     // Listen before the first read: a change after it is never missed.
     let mut changes = if follow {
-        Some(
-            connection
-                .subscribe(
-                    <DaemonSubscribe as protocol::Method>::NAME,
-                    &serde_json::json!({}),
-                    protocol::event::DAEMON_EVENT,
-                    protocol::methods::DAEMON_UNSUBSCRIBE,
-                )
-                .await?,
-        )
+        Some(subscribe_daemon(&connection).await?)
     } else {
         None
     };
@@ -109,6 +100,14 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
         match stream.next().await {
             Some(Ok(_)) => {}
             Some(Err(err)) => return Err(err.into()),
+            // Fell behind: listen again, then read on (nothing is lost, reads go by offset).
+            None if matches!(
+                stream.close_reason(),
+                Some(jsonrpsee::core::client::SubscriptionCloseReason::Lagged)
+            ) =>
+            {
+                *stream = subscribe_daemon(&connection).await?;
+            }
             None => {
                 return Err(CommandError::connection_lost(
                     "the daemon ended the event stream before the task finished",
@@ -116,6 +115,18 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
             }
         }
     }
+}
+
+/// Listens to the daemon stream (task events among them).
+async fn subscribe_daemon(connection: &Connection) -> Result<EventStream, CommandError> {
+    Ok(connection
+        .subscribe(
+            <DaemonSubscribe as protocol::Method>::NAME,
+            &serde_json::json!({}),
+            protocol::event::DAEMON_EVENT,
+            protocol::methods::DAEMON_UNSUBSCRIBE,
+        )
+        .await?)
 }
 
 /// Prints the output from `offset` to its current end; the last answer.
