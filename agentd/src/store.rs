@@ -76,6 +76,15 @@ pub struct SessionHeader {
     pub parent_session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// The task this session runs as a subagent (its `parentSessionId` started it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The tools a session run as an agent keeps, frozen at creation (None: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_filter: Option<crate::agents::ToolFilter>,
+    /// The agent's `maxTurns`: model calls per run (None: the config's `max_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
 }
 
 impl SessionHeader {

@@ -53,5 +53,6 @@ mod security_trust;
 mod security_uid;
 mod sessions;
 mod tasks_clients;
+mod tasks_subagents;
 mod tidy;
 mod tools_runs;

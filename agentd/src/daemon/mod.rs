@@ -245,6 +245,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         tasks,
         shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
+        manager: std::sync::OnceLock::new(),
         tool_limits,
         sandbox: Arc::new(sandbox),
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
@@ -254,8 +255,9 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 }
 
 /// The tools every session offers: the built-ins, `load_skill` (which also looks in the
-/// user's skills directory), `memory` (which writes the shared stores) and the `task_*` tools
-/// (which read and stop the session's own tasks).
+/// user's skills directory), `memory` (which writes the shared stores), `task` (subagents;
+/// never offered to a subagent) and the `task_*` tools (which read and stop the session's own
+/// tasks).
 fn tool_registry(
     paths: &crate::paths::Paths,
     memory: &Arc<crate::memory::MemoryStores>,
@@ -266,6 +268,7 @@ fn tool_registry(
         paths.skills_dir.clone(),
     ))));
     tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
+    tools.register(Arc::new(crate::tools::TaskTool));
     tools.register(Arc::new(crate::tools::TaskList(tasks.clone())));
     tools.register(Arc::new(crate::tools::TaskGet(tasks.clone())));
     tools.register(Arc::new(crate::tools::TaskOutputTool(tasks.clone())));

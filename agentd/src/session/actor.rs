@@ -591,8 +591,17 @@ impl Actor {
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
         warnings.extend(servers.warnings);
+        // A child session (or one run as an agent) keeps the tools its definition allows,
+        // never `task`, `task_*`, `memory` or `todo_write` (`agents::ToolFilter`).
+        let registry = match (&self.header.tool_filter, &self.header.parent_session_id) {
+            (Some(filter), _) => Arc::new(filter.apply(&self.deps.tools)),
+            (None, Some(_)) => {
+                Arc::new(crate::agents::ToolFilter::default().apply(&self.deps.tools))
+            }
+            (None, None) => self.deps.tools.clone(),
+        };
         let tools = crate::agent::tool_set::RunTools::new(
-            self.deps.tools.clone(),
+            registry,
             servers.handles,
             config.mcp.startup_grace,
         );
@@ -602,6 +611,15 @@ impl Actor {
         );
         tool_context.limits = self.deps.tool_limits.clone();
         tool_context.session_id = Some(self.header.id.clone());
+        // Only a top-level session starts subagents: a child never delegates further.
+        if self.header.parent_session_id.is_none()
+            && let Some(manager) = self.deps.manager.get()
+        {
+            tool_context.subagents = Some(Arc::new(super::subagent::SubagentRunner::new(
+                manager.clone(),
+                self.header.clone(),
+            )));
+        }
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         tool_context.background = Some(crate::tools::BackgroundShells {
             tasks: Arc::clone(&self.deps.tasks),
@@ -675,7 +693,7 @@ impl Actor {
             llm,
             tools,
             tool_context,
-            max_steps: config.max_steps,
+            max_steps: self.header.max_steps.unwrap_or(config.max_steps),
             shared: self.shared.clone(),
             log: self.log.clone(),
             cancel: active.cancel.clone(),

@@ -11,6 +11,7 @@ pub mod mcp_status;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+pub mod subagent;
 pub mod task_events;
 
 use std::collections::HashMap;
@@ -69,6 +70,9 @@ pub struct SessionDeps {
     pub shell_tasks: Arc<crate::task::shell::ShellTasks>,
     /// Which sessions use which MCP servers, for their `mcpServerStatus` events.
     pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
+    /// The manager itself, for the `task` tool's child sessions: set once it exists
+    /// (`SessionManager::start_task_events`); weak, so the deps never keep it alive.
+    pub manager: std::sync::OnceLock<std::sync::Weak<SessionManager>>,
 }
 
 /// One known session: its header (always) and its loaded actor (on first use, until idle).
@@ -337,7 +341,22 @@ impl SessionManager {
             agent: None,
             parent_session_id: None,
             agent_type: None,
+            task_id: None,
+            tool_filter: None,
+            max_steps: None,
         };
+        self.add_session(header, ignored_mode).await
+    }
+
+    /// Write a new session's file (its header) and load it; `warning` goes into its log
+    /// after `sessionCreated`. Not half-created on failure: no slot, no file.
+    pub(super) async fn add_session(
+        &self,
+        header: SessionHeader,
+        warning: Option<String>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let now = SystemTime::now();
+        let id = header.id.clone();
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))
             .map_err(|err| SessionError::Internal(err.to_string()))?;
@@ -367,7 +386,7 @@ impl SessionManager {
                 })
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
-            if let Some(message) = ignored_mode {
+            if let Some(message) = warning {
                 session
                     .log
                     .append(Event::Warning { message })

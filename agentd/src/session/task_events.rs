@@ -14,9 +14,11 @@ use super::mcp_status::{SESSION_APPEND_DEADLINE, daemon_event};
 use crate::task::TaskChange;
 
 impl SessionManager {
-    /// Start forwarding the task manager's changes (stopped with the evictor, at shutdown).
-    /// The task belongs to the sessions' task tracker; it holds the manager weakly.
+    /// Start forwarding the task manager's changes (stopped with the evictor, at shutdown),
+    /// and let runs start subagents (the deps learn of the manager). The task belongs to the
+    /// sessions' task tracker; it holds the manager weakly.
     pub fn start_task_events(self: &Arc<Self>) {
+        let _ = self.deps.manager.set(Arc::downgrade(self));
         let changes = self.deps.tasks.changes();
         let daemon = self.daemon.clone();
         let stop = self.evictor_stop.clone();

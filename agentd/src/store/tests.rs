@@ -32,6 +32,9 @@ fn header() -> SessionHeader {
         agent: None,
         parent_session_id: None,
         agent_type: None,
+        task_id: None,
+        tool_filter: None,
+        max_steps: None,
     }
 }
 

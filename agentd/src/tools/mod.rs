@@ -16,6 +16,7 @@ mod read_filter;
 mod search;
 mod shell;
 mod task_tools;
+mod task;
 mod text_file;
 mod todo;
 mod truncate;
@@ -46,6 +47,7 @@ pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
 pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
+pub use task::{SubagentLauncher, TaskParams, TaskTool};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
@@ -180,7 +182,7 @@ impl ToolOutput {
 }
 
 /// Everything a tool call may use besides its input.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// Canonical session cwd, which is the workspace root: file tools stay under it.
     pub workspace: PathBuf,
@@ -205,6 +207,8 @@ pub struct ToolContext {
     /// Where `run_shell {runInBackground: true}` starts its task; None where background
     /// commands are not offered (the call says so).
     pub background: Option<BackgroundShells>,
+    /// Where the `task` tool starts subagents (None: not in this context).
+    pub subagents: Option<Arc<dyn SubagentLauncher>>,
     pub limits: ToolLimits,
     /// The session whose run makes the call (None outside a session): the `task_*` tools
     /// show and stop only its tasks.
@@ -245,6 +249,7 @@ impl ToolContext {
                 "not configured for this context",
             )),
             background: None,
+            subagents: None,
             limits: ToolLimits::default(),
             session_id: None,
         }

@@ -74,6 +74,8 @@ impl Drop for Handle {
 
 struct State {
     script: Mutex<VecDeque<Reply>>,
+    /// Replies for requests whose body contains a marker (`push_for`), taken before `script`.
+    routed: Mutex<Vec<(String, Reply)>>,
     requests: Mutex<Vec<RecordedRequest>>,
     /// Woken on every recorded request.
     recorded: Notify,
@@ -105,6 +107,7 @@ impl MockLlm {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             script: Mutex::new(VecDeque::new()),
+            routed: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
             recorded: Notify::new(),
             echo,
@@ -128,6 +131,12 @@ impl MockLlm {
     /// `http://127.0.0.1:PORT/v1`: the OpenAI base URL.
     pub fn openai_base_url(&self) -> String {
         format!("{}/v1", self.base_url())
+    }
+
+    /// Queues a reply for the first request whose body contains `marker` (e.g. a subagent's
+    /// prompt), whenever it comes; such replies are taken before the ordered ones.
+    pub fn push_for(&self, marker: impl Into<String>, reply: Reply) {
+        lock(&self.handle.state.routed).push((marker.into(), reply));
     }
 
     /// Queues a reply; replies are consumed in order, one per model request, whatever endpoint.
@@ -255,7 +264,23 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
     });
     state.recorded.notify_waiters();
 
-    let reply = lock(&state.script).pop_front();
+    let body_text = String::from_utf8_lossy(&body);
+    let routed = {
+        let mut routed = lock(&state.routed);
+        routed
+            .iter()
+            .position(|(marker, _)| body_text.contains(marker.as_str()))
+            .map(|index| routed.remove(index).1)
+    };
+    let reply = routed.or_else(|| lock(&state.script).pop_front());
+    if let Some(count) = reply.as_ref().and_then(|reply| reply.after_requests)
+        && !wait_for_count(&state, count).await
+    {
+        return json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!(r#"{{"error":{{"message":"mock-llm: {count} requests never arrived"}}}}"#),
+        );
+    }
     let reply = match reply {
         Some(reply) => reply,
         None if state.echo => Reply::text(format!("You said: {}", render::last_user_text(&json))),
@@ -359,6 +384,21 @@ fn add_headers(response: &mut Response<Body>, reply: &Reply) {
             panic!("mock-llm: cannot send the header {name}: {value}");
         };
         response.headers_mut().append(name, value);
+    }
+}
+
+/// Waits until `count` requests were recorded (a reply's `after_requests` gate); false after
+/// [`WAIT_FOR_REQUESTS_TIMEOUT`].
+async fn wait_for_count(state: &State, count: usize) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT_FOR_REQUESTS_TIMEOUT;
+    loop {
+        let recorded = state.recorded.notified();
+        if lock(&state.requests).len() >= count {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, recorded).await.is_err() {
+            return false;
+        }
     }
 }
 

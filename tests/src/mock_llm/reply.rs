@@ -34,6 +34,9 @@ pub struct Reply {
     pub stall: bool,
     /// Send this many SSE events, then nothing until the client goes away (mid-stream).
     pub stall_after_events: Option<usize>,
+    /// Answer only once the mock has recorded this many requests in all (a gate: e.g. two
+    /// subagents' requests must both be in flight before either is answered).
+    pub after_requests: Option<usize>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -149,6 +152,11 @@ impl Reply {
 
     pub fn stall_after_events(mut self, events: usize) -> Self {
         self.stall_after_events = Some(events);
+        self
+    }
+
+    pub fn after_requests(mut self, count: usize) -> Self {
+        self.after_requests = Some(count);
         self
     }
 

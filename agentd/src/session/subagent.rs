@@ -1,0 +1,424 @@
+//! Subagents: the `task` tool's child sessions. A child is a new session whose header names
+//! its parent, agent type and task; its system prompt is the definition's (never the
+//! parent's), its one user message the prompt, its tools the parent's filtered by the
+//! definition and never `task`, `task_*`, `memory`, `todo_write`. A foreground child's final
+//! message is the tool result; a background one's result reaches the parent as a
+//! `<task-notification>` follow-up. The task record (`crate::task`) follows it all.
+
+use std::sync::{Arc, Weak};
+
+use futures::future::BoxFuture;
+use protocol::event::{Event, RunStatus};
+use protocol::task::{TaskKind, TaskStatus};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::{Session, SessionError, SessionManager};
+use crate::agents::{AgentDefinition, ToolFilter};
+use crate::conversation::Message;
+use crate::store::SessionHeader;
+use crate::task::{NewTask, TaskManager};
+use crate::tools::{SubagentLauncher, TaskParams, ToolOutput};
+
+/// The tool result of a foreground child that said nothing at the end.
+pub const NO_SUMMARY: &str = "(no summary)";
+
+/// Starts subagents for the runs of one parent session.
+pub struct SubagentRunner {
+    sessions: Weak<SessionManager>,
+    parent: Arc<SessionHeader>,
+}
+
+/// How a child's run ended, as its task records it.
+#[derive(Debug)]
+struct ChildOutcome {
+    status: TaskStatus,
+    result: Option<String>,
+    error: Option<String>,
+}
+
+impl SubagentRunner {
+    pub fn new(sessions: Weak<SessionManager>, parent: SessionHeader) -> Self {
+        Self {
+            sessions,
+            parent: Arc::new(parent),
+        }
+    }
+}
+
+impl SubagentLauncher for SubagentRunner {
+    fn launch(
+        &self,
+        params: TaskParams,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let sessions = self.sessions.clone();
+        let parent = self.parent.clone();
+        Box::pin(async move {
+            match sessions.upgrade() {
+                Some(sessions) => launch(sessions, parent, params, cancel).await,
+                None => ToolOutput::error("the daemon is stopping; no subagent can start"),
+            }
+        })
+    }
+}
+
+async fn launch(
+    sessions: Arc<SessionManager>,
+    parent: Arc<SessionHeader>,
+    params: TaskParams,
+    cancel: CancellationToken,
+) -> ToolOutput {
+    let agent_type = params
+        .agent_type
+        .clone()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| crate::agents::GENERAL_PURPOSE.to_owned());
+    let cwd = std::path::PathBuf::from(&parent.cwd);
+    let agents_dir = sessions.deps.paths.agents_dir.clone();
+    let skills_dir = sessions.deps.paths.skills_dir.clone();
+    let discover_cwd = cwd.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let catalogue = crate::agents::discover(&discover_cwd, Some(&agents_dir));
+        let skills = crate::skills::discover(
+            &discover_cwd,
+            Some(&skills_dir),
+            &crate::skills::SkillLimits::default(),
+        );
+        (catalogue, skills)
+    })
+    .await;
+    let Ok((catalogue, skills)) = found else {
+        return ToolOutput::error("cannot read the agent definitions; try again");
+    };
+    let Some(definition) = catalogue.get(&agent_type).cloned() else {
+        return ToolOutput::error(catalogue.unknown(&agent_type));
+    };
+    let tasks = sessions.deps.tasks.clone();
+    let task = match tasks
+        .create(NewTask {
+            kind: TaskKind::Subagent,
+            parent_session_id: Some(parent.id.clone()),
+            agent_type: Some(definition.name.clone()),
+            description: params.description.clone(),
+            prompt: params.prompt.clone(),
+            cwd: cwd.clone(),
+        })
+        .await
+    {
+        Ok(task) => task,
+        Err(err) => return ToolOutput::error(format!("the subagent did not start: {err}")),
+    };
+    let system_prompt = crate::agents::child_system_prompt(&definition, &skills);
+    let child = match sessions
+        .create_child(&parent, &definition, system_prompt, &task.task_id)
+        .await
+    {
+        Ok(child) => child,
+        Err(err) => {
+            let message = format!("the subagent's session could not be created: {err}");
+            let _ = tasks
+                .update(&task.task_id, |task| {
+                    task.status = TaskStatus::Failed;
+                    task.error = Some(message.clone());
+                })
+                .await;
+            return ToolOutput::error(message);
+        }
+    };
+    let child_id = child.id().to_owned();
+    let _ = tasks
+        .update(&task.task_id, |task| task.child_session_id = Some(child_id))
+        .await;
+    let run = ChildRun {
+        tasks: tasks.clone(),
+        task_id: task.task_id.clone(),
+        child,
+        prompt: params.prompt,
+        workspace: cwd,
+        read_only: definition.read_only,
+    };
+    if params.run_in_background {
+        let task_id = task.task_id.clone();
+        let notify_idle_parent = sessions
+            .deps
+            .config
+            .as_ref()
+            .map(|config| config.tasks.notify_idle_parent)
+            .unwrap_or(true);
+        let parent_id = parent.id.clone();
+        let weak = Arc::downgrade(&sessions);
+        sessions.tasks.spawn(async move {
+            let outcome = run.run(None).await;
+            if let Some(sessions) = weak.upgrade() {
+                deliver(
+                    &sessions,
+                    &parent_id,
+                    &task_id,
+                    &definition,
+                    &outcome,
+                    notify_idle_parent,
+                )
+                .await;
+            }
+        });
+        return ToolOutput::ok(format!(
+            "started task {} ({}) in the background; its result will arrive as a \
+             <task-notification> message",
+            task.task_id, agent_type
+        ));
+    }
+    // The child runs in a task of its own: the parent's tool call may be dropped (the parent
+    // run cancelled) and the child must still hear of it and record its end.
+    let running = sessions.tasks.spawn(run.run(Some(cancel)));
+    let outcome = match running.await {
+        Ok(outcome) => outcome,
+        Err(err) => ChildOutcome {
+            status: TaskStatus::Failed,
+            result: None,
+            error: Some(format!("the subagent stopped unexpectedly: {err}")),
+        },
+    };
+    match outcome.status {
+        TaskStatus::Completed => ToolOutput::ok(outcome.result.unwrap_or_default()),
+        _ => ToolOutput::error(format!(
+            "the subagent ({agent_type}, task {}) ended {}: {}",
+            task.task_id,
+            crate::task::status_name(outcome.status),
+            outcome.error.unwrap_or_default()
+        )),
+    }
+}
+
+impl SessionManager {
+    /// A new child session of `parent` run as `definition` for task `task_id`: the parent's
+    /// workspace, provider, permission mode and rules, the definition's prompt and tools.
+    pub async fn create_child(
+        &self,
+        parent: &SessionHeader,
+        definition: &AgentDefinition,
+        system_prompt: String,
+        task_id: &str,
+    ) -> Result<Arc<Session>, SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        // `inherit` (or a model this daemon has no provider for): the parent's.
+        let (provider, model) = match definition
+            .model
+            .as_deref()
+            .filter(|model| *model != "inherit")
+            .and_then(|model| config.resolve_provider(Some(model)).ok())
+        {
+            Some(provider) => (provider.name.clone(), provider.model.clone()),
+            None => (parent.provider.clone(), parent.model.clone()),
+        };
+        let header = SessionHeader {
+            version: crate::store::FORMAT_VERSION,
+            id: format!("ses_{}", uuid::Uuid::new_v4().simple()),
+            created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            cwd: parent.cwd.clone(),
+            provider,
+            model,
+            title: None,
+            permission_mode: parent.permission_mode,
+            permission_rules: parent.permission_rules.clone(),
+            mcp_servers: parent.mcp_servers.clone(),
+            system_prompt,
+            agent: None,
+            parent_session_id: Some(parent.id.clone()),
+            agent_type: Some(definition.name.clone()),
+            task_id: Some(task_id.to_owned()),
+            tool_filter: Some(ToolFilter::of(definition)),
+            max_steps: definition.max_turns,
+        };
+        self.add_session(header, None).await
+    }
+}
+
+/// One child run and its task record.
+struct ChildRun {
+    tasks: Arc<TaskManager>,
+    task_id: String,
+    child: Arc<Session>,
+    prompt: String,
+    workspace: std::path::PathBuf,
+    read_only: bool,
+}
+
+impl ChildRun {
+    /// Waits for a slot, runs the child's one prompt to its end and records the outcome.
+    /// `parent_cancel`: a foreground child stops with its parent's run.
+    async fn run(self, parent_cancel: Option<CancellationToken>) -> ChildOutcome {
+        let stop = self.tasks.stop_token(&self.task_id);
+        let stopped = || stopped(stop.clone(), parent_cancel.clone());
+        let outcome = tokio::select! {
+            slot = self.tasks.slot(&self.workspace, self.read_only) => {
+                let outcome = self.run_in_slot(stopped).await;
+                drop(slot);
+                outcome
+            }
+            () = stopped() => ChildOutcome {
+                status: TaskStatus::Cancelled,
+                result: None,
+                error: Some("stopped before it started".to_owned()),
+            },
+        };
+        tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
+        let recorded = self
+            .tasks
+            .update(&self.task_id, |task| {
+                task.status = outcome.status;
+                task.result = outcome.result.clone();
+                task.error = outcome.error.clone();
+            })
+            .await;
+        if let Err(err) = recorded {
+            tracing::warn!("cannot record the end of task {}: {err}", self.task_id);
+        }
+        outcome
+    }
+
+    async fn run_in_slot<F, Fut>(&self, stopped: F) -> ChildOutcome
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let failed = |error: String| ChildOutcome {
+            status: TaskStatus::Failed,
+            result: None,
+            error: Some(error),
+        };
+        let _ = self
+            .tasks
+            .update(&self.task_id, |task| task.status = TaskStatus::Running)
+            .await;
+        let mut events = match self.child.log.subscribe(None).await {
+            Ok(subscription) => subscription.live,
+            Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
+        };
+        let run_id = match self.child.prompt(self.prompt.clone(), None, false).await {
+            Ok(started) => started.run_id,
+            Err(err) => return failed(err.to_string()),
+        };
+        tracing::debug!(task = %self.task_id, %run_id, "subagent run started");
+        let mut stop_requested = std::pin::pin!(stopped());
+        let mut cancel_sent = false;
+        let (status, error) = loop {
+            tokio::select! {
+                () = &mut stop_requested, if !cancel_sent => {
+                    cancel_sent = true;
+                    let cancelled = self.child.cancel();
+                    tracing::debug!(task = %self.task_id, ?cancelled, "subagent cancelled");
+                }
+                event = events.recv() => match event {
+                    Ok(published) => {
+                        if let Event::RunFinished { run_id: ended, status, error, .. } =
+                            &published.event
+                            && *ended == run_id
+                        {
+                            break (*status, error.clone());
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        if self.child.shared.lock().run_id.as_deref() != Some(run_id.as_str()) {
+                            break (RunStatus::Completed, None);
+                        }
+                    }
+                    Err(RecvError::Closed) => {
+                        break (RunStatus::Failed, Some("the child session closed".to_owned()));
+                    }
+                },
+            }
+        };
+        tracing::debug!(task = %self.task_id, ?status, "subagent run ended");
+        let final_message = last_assistant_text(&self.child.shared.lock().history);
+        match status {
+            RunStatus::Completed => ChildOutcome {
+                status: TaskStatus::Completed,
+                result: Some(final_message.unwrap_or_else(|| NO_SUMMARY.to_owned())),
+                error: None,
+            },
+            RunStatus::Cancelled | RunStatus::Interrupted => ChildOutcome {
+                status: TaskStatus::Cancelled,
+                result: final_message,
+                error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
+            },
+            RunStatus::Failed | RunStatus::MaxSteps => ChildOutcome {
+                status: TaskStatus::Failed,
+                result: final_message,
+                error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),
+            },
+        }
+    }
+}
+
+/// Resolves when the task is stopped or the parent run (if any) is cancelled.
+async fn stopped(stop: CancellationToken, parent: Option<CancellationToken>) {
+    match parent {
+        Some(parent) => tokio::select! {
+            () = stop.cancelled() => {}
+            () = parent.cancelled() => {}
+        },
+        None => stop.cancelled().await,
+    }
+}
+
+/// The last non-empty assistant text of a history.
+fn last_assistant_text(history: &[Message]) -> Option<String> {
+    history.iter().rev().find_map(|message| match message {
+        Message::Assistant { content, .. } if !content.trim().is_empty() => Some(content.clone()),
+        _ => None,
+    })
+}
+
+/// The follow-up a background task's end becomes in its parent: marked as a notification,
+/// not the user's words.
+pub fn task_notification(
+    task_id: &str,
+    agent_type: &str,
+    outcome_status: TaskStatus,
+    body: &str,
+) -> String {
+    format!(
+        "<task-notification>\n<task-id>{task_id}</task-id>\n<agent-type>{agent_type}</agent-type>\n<status>{}</status>\n<result>\n{body}\n</result>\n</task-notification>",
+        crate::task::status_name(outcome_status)
+    )
+}
+
+/// Hands a background task's outcome to its parent: a follow-up of the active run, or a new
+/// run when the parent is idle (unless `notify_idle_parent` is off: then the parent's
+/// `taskFinished` event is the record).
+async fn deliver(
+    sessions: &SessionManager,
+    parent_id: &str,
+    task_id: &str,
+    definition: &AgentDefinition,
+    outcome: &ChildOutcome,
+    notify_idle_parent: bool,
+) {
+    let body = match (&outcome.result, &outcome.error) {
+        (Some(result), None) => result.clone(),
+        (result, Some(error)) => match result {
+            Some(result) => format!("error: {error}\n{result}"),
+            None => format!("error: {error}"),
+        },
+        (None, None) => NO_SUMMARY.to_owned(),
+    };
+    let text = task_notification(task_id, &definition.name, outcome.status, &body);
+    let parent = match sessions.get(parent_id).await {
+        Ok(parent) => parent,
+        Err(err) => {
+            tracing::debug!("task {task_id} not delivered to {parent_id}: {err}");
+            return;
+        }
+    };
+    if !notify_idle_parent && parent.is_idle() {
+        return;
+    }
+    if let Err(err) = parent.follow_up(text).await {
+        tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
+    }
+}

@@ -1,0 +1,79 @@
+//! `task`: the model delegates work to a subagent, a child session with its own context
+//! (DESIGN §6). The tool only parses and hands the request to the session's
+//! [`SubagentLauncher`] (the session layer implements it), so tools never name sessions.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{ToolContext, ToolOutput, TypedTool};
+
+/// What the model asks of a subagent.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskParams {
+    /// The whole task for the subagent: it sees nothing of this conversation.
+    pub prompt: String,
+    /// Which agent runs it (see the available agents); default `general-purpose`.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// A short description (default: the prompt's first line).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Return the task id at once; its result arrives later as a task notification.
+    #[serde(default)]
+    pub run_in_background: bool,
+}
+
+/// Starts subagents for one run of one session.
+pub trait SubagentLauncher: Send + Sync {
+    /// Runs (foreground) or starts (background) a subagent; every failure is an error output
+    /// the model reads, never a failure of the run. `cancel` is the parent run's token.
+    fn launch(
+        &self,
+        params: TaskParams,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'static, ToolOutput>;
+}
+
+/// The `task` tool.
+pub struct TaskTool;
+
+impl TypedTool for TaskTool {
+    type Params = TaskParams;
+    const NAME: &'static str = "task";
+    const DESCRIPTION: &'static str = "Delegate a self-contained task to a subagent: a fresh \
+        agent with its own context and tools that sees only your prompt, so say everything it \
+        needs. Returns the subagent's final message. With runInBackground the task id comes \
+        back at once and the result arrives later as a <task-notification> message. Several \
+        task calls in one turn run in parallel.";
+    // Daemon bookkeeping: the child's own tool calls go through its own permission gate.
+    const READ_ONLY: bool = true;
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        let agent = input
+            .get("agentType")
+            .and_then(|value| value.as_str())
+            .unwrap_or(crate::agents::GENERAL_PURPOSE);
+        let what = input
+            .get("description")
+            .or_else(|| input.get("prompt"))
+            .and_then(|value| value.as_str())
+            .and_then(|text| text.lines().next())
+            .unwrap_or("");
+        format!("{agent}: {}", what.chars().take(80).collect::<String>())
+    }
+
+    fn run<'a>(&'a self, params: TaskParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        let launcher: Option<Arc<dyn SubagentLauncher>> = ctx.subagents.clone();
+        let cancel = ctx.cancel.clone();
+        Box::pin(async move {
+            match launcher {
+                Some(launcher) => launcher.launch(params, cancel).await,
+                None => ToolOutput::error("subagents are not available in this session"),
+            }
+        })
+    }
+}
