@@ -10,6 +10,7 @@ use protocol::task::{
     TaskGetResult, TaskInfo, TaskKind, TaskListResult, TaskOutputResult, TaskStatus,
 };
 use serde_json::{Value, json};
+use std::os::unix::fs::OpenOptionsExt;
 
 const DONE_AGENT: &str = "task_00000000000000000000000000000001";
 const CUT_SHELL: &str = "task_00000000000000000000000000000002";
@@ -449,4 +450,135 @@ async fn agentctl_follows_a_running_shell_task_until_task_stop_ends_it() {
     let shown: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["task"]["status"], json!("cancelled"), "{out}");
     assert_eq!(shown["task"]["parentSessionId"], json!(session_id), "{out}");
+}
+
+/// A session whose model (replies routed by `PARENT-SIDE` in its prompt) starts a background
+/// subagent; the child's first reply runs `cat` on the FIFO `gate` in the workspace. Returns
+/// the scenario, a client subscribed to the parent, the task id and the child session id,
+/// once the child's `cat` has started (seen on a second client subscribed to the child).
+async fn child_blocked_on_a_fifo(
+    child_replies: Vec<Reply>,
+) -> (
+    agentd_tests::scenario::Scenario,
+    agentd_tests::harness::Client,
+    agentd_tests::harness::Client,
+    String,
+    String,
+) {
+    use agentd_tests::scenario::{Scenario, mkfifo};
+    let s = Scenario::start(Format::OpenAi).await;
+    mkfifo(&s.workspace().join("gate"));
+    s.mock.push_for(
+        "PARENT-SIDE",
+        Reply::tool_call(
+            "p1",
+            "task",
+            json!({"prompt": "look into it", "runInBackground": true}),
+        ),
+    );
+    s.mock.push_for("PARENT-SIDE", Reply::text("delegated"));
+    s.mock.push_for("PARENT-SIDE", Reply::text("noted"));
+    s.mock.push(Reply::tool_call(
+        "k1",
+        "run_shell",
+        json!({"command": "cat gate"}),
+    ));
+    for reply in child_replies {
+        s.mock.push(reply);
+    }
+    let (mut client, session_id) = s.session().await;
+    client.prompt(&session_id, "PARENT-SIDE delegate").await;
+    client.events_until_run_finished().await;
+    let listed: TaskListResult = serde_json::from_value(
+        client
+            .request("task/list", json!({"sessionId": session_id}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(listed.tasks.len(), 1, "{listed:?}");
+    let task_id = listed.tasks[0].task_id.clone();
+    let child = listed.tasks[0]
+        .child_session_id
+        .clone()
+        .expect("a running subagent has its session");
+    let mut watcher = s.client().await;
+    watcher.subscribe(&child, Some(0)).await;
+    loop {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "toolStarted" {
+            break;
+        }
+    }
+    (s, client, watcher, task_id, child)
+}
+
+#[tokio::test]
+async fn a_steer_reaches_a_running_child_before_its_next_model_call() {
+    use agentd_tests::scenario::write_fifo;
+    let (s, mut client, mut watcher, task_id, child) =
+        child_blocked_on_a_fifo(vec![Reply::text("child done")]).await;
+    let steered = client
+        .request(
+            "task/steer",
+            json!({"taskId": task_id, "text": "STEER-TEXT: also check the tests"}),
+        )
+        .await
+        .expect("task/steer");
+    assert_eq!(steered["childSessionId"], json!(child), "{steered}");
+    assert_eq!(steered["queued"], json!(true), "{steered}");
+    write_fifo(&s.workspace().join("gate"), "gate output\n").await;
+    loop {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "runFinished" {
+            break;
+        }
+    }
+    // The child's request after its tool batch carries the batch's result and the steer.
+    let requests = s.mock.requests();
+    let after_batch = requests
+        .iter()
+        .find(|request| request.body.contains("gate output"))
+        .expect("the child's request after its tool batch");
+    assert!(
+        after_batch
+            .body
+            .contains("STEER-TEXT: also check the tests"),
+        "{}",
+        after_batch.body
+    );
+    assert!(!after_batch.body.contains("PARENT-SIDE"), "a child request");
+}
+
+#[tokio::test]
+async fn agentctl_task_stop_cancels_a_running_child_and_its_command() {
+    let (s, mut client, _watcher, task_id, _child) = child_blocked_on_a_fifo(Vec::new()).await;
+    let (code, out, err) = agentctl(&s.daemon, &["task", "stop", &task_id]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("stopping task"), "{out}");
+    // The parent's stream says when the task has ended.
+    loop {
+        let event = client.next_notification_result().await;
+        if event["event"]["type"] == "taskFinished" {
+            assert_eq!(
+                event["event"]["task"]["status"],
+                json!("cancelled"),
+                "{event}"
+            );
+            break;
+        }
+    }
+    let (code, out, _) = agentctl(&s.daemon, &["--json", "task", "show", &task_id]).await;
+    assert_eq!(code, Some(0));
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["task"]["status"], json!("cancelled"), "{out}");
+    // Nobody reads the FIFO any more: the child's `cat` was killed with its run.
+    agentd_tests::scenario::wait_until("the child's cat to be gone", || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(s.workspace().join("gate"))
+            .is_err_and(|err| err.raw_os_error() == Some(libc::ENXIO))
+    })
+    .await;
 }

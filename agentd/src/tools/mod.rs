@@ -15,8 +15,8 @@ mod path;
 mod read_filter;
 mod search;
 mod shell;
-mod task_tools;
 mod task;
+mod task_tools;
 mod text_file;
 mod todo;
 mod truncate;
@@ -46,8 +46,8 @@ pub use path::{
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
-pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use task::{SubagentLauncher, TaskParams, TaskTool};
+pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
