@@ -1,5 +1,5 @@
 //! Task figures of `bench` (`BENCH_ONLY=tasks` runs only these): 500 background subagents
-//! started at once with `task/start` against the echoing mock model (all complete, errors,
+//! started at once by one batch of the model's `task` calls against the echoing mock model (all complete, errors,
 //! the daemon's peak memory, the most running at once against the cap, and whether any
 //! waited `pending`), task start → the child's first model request, and `task/list` over
 //! 10,000 finished task records on disk.
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use agentd_tests::harness::{Client, Daemon, TestEnv};
-use agentd_tests::mock_llm::MockLlm;
+use agentd_tests::mock_llm::{MockLlm, Reply};
 use agentd_tests::task_records::{record, tasks_dir};
 use protocol::task::{TaskKind, TaskStatus};
 use serde_json::{Value, json};
@@ -44,64 +44,65 @@ async fn daemon_on_echo() -> (MockLlm, Daemon, Client) {
 
 async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
     let (mock, daemon, mut client) = daemon_on_echo().await;
-    let cwd = daemon.env.workspace().display().to_string();
 
-    // Start → first model request, one task at a time on an idle daemon.
+    // Start → the child's first model request, one background task at a time.
     let mut to_first_request = Duration::ZERO;
-    let mut timed = 0;
     for i in 0..TIMED_STARTS {
-        let seen = mock.requests().len();
-        let sent = Instant::now();
-        let started = client
-            .request(
-                "task/start",
-                json!({"cwd": cwd, "prompt": format!("timed {i}")}),
-            )
-            .await;
-        if let Err(err) = started {
-            rows.push((
-                "task/start refused (no task figures)".to_owned(),
-                err.message,
-            ));
-            return;
+        let marker = format!("timed child {i}");
+        mock.push(Reply::tool_call(
+            format!("t{i}"),
+            "task",
+            json!({"prompt": marker, "runInBackground": true}),
+        ));
+        // A fresh parent each time: the last one may still be answering its notification.
+        let parent = super::create(&mut client, &daemon).await;
+        super::prompt(&mut client, &parent, &format!("start {i}")).await;
+        let started = loop {
+            let envelope = client.next_notification_result().await;
+            if envelope["event"]["type"] == "taskStarted" {
+                break Instant::now();
+            }
+        };
+        let mut seen = mock.requests().len();
+        'found: loop {
+            for request in mock.wait_for_requests(seen + 1).await.iter().skip(seen) {
+                seen += 1;
+                if request.body.contains(&marker) && !request.body.contains("\"task\"") {
+                    break 'found;
+                }
+            }
         }
-        mock.wait_for_requests(seen + 1).await;
-        to_first_request += sent.elapsed();
-        timed += 1;
+        to_first_request += started.elapsed();
         wait_all_finished(&mut client, 1).await;
     }
     rows.push((
         "task start → the child's first model request (goal ≤ 2 ms)".to_owned(),
-        super::per(to_first_request, timed),
+        super::per(to_first_request, TIMED_STARTS),
     ));
 
+    // `count` background subagents from one batch of tool calls.
+    let calls: Vec<(String, String, String)> = (0..count)
+        .map(|i| {
+            (
+                format!("b{i}"),
+                "task".to_owned(),
+                json!({"prompt": format!("child {i}"), "runInBackground": true}).to_string(),
+            )
+        })
+        .collect();
+    mock.push(Reply::tool_calls(calls));
     let started = Instant::now();
-    let mut ids = Vec::with_capacity(count);
-    for i in 0..count {
-        ids.push(
-            client
-                .send_request(
-                    "task/start",
-                    &json!({"cwd": cwd, "prompt": format!("task {i}")}),
-                )
-                .await,
-        );
-    }
-    let mut errors = 0;
-    for id in ids {
-        if client.response_for(&json!(id)).await.get("error").is_some() {
-            errors += 1;
-        }
-    }
-    let watched = wait_all_finished(&mut client, count - errors).await;
+    let parent = super::create(&mut client, &daemon).await;
+    super::prompt(&mut client, &parent, "start them all").await;
+    let watched = wait_all_finished(&mut client, count).await;
     let elapsed = started.elapsed();
     rows.push((
         format!("{count} background subagents at once: all finished"),
         format!(
-            "{:.2} s, {} completed, {} errors",
+            "{:.2} s, {} completed, {} failed",
             elapsed.as_secs_f64(),
             watched.completed,
-            errors + watched.failed
+            watched.failed
         ),
     ));
     rows.push((
