@@ -163,6 +163,66 @@ pub enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// Background tasks (subagents, background shell commands): list, show, read, steer, stop,
+    /// start.
+    Task {
+        #[command(subcommand)]
+        action: TaskAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskAction {
+    /// Pending and running tasks, newest first (`--all` adds finished ones).
+    List {
+        /// Finished tasks too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One task's details (and, for an interrupted one, how to resume it).
+    Show {
+        /// The task id (`task_…`).
+        task: String,
+    },
+    /// A task's output: a shell's output, a subagent's final message.
+    Output {
+        /// The task id (`task_…`).
+        task: String,
+        /// Keep printing new output until the task ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Steer a running subagent: the message reaches it before its next model call.
+    Steer {
+        /// The task id (`task_…`).
+        task: String,
+        /// The message (`-` reads it from stdin).
+        text: String,
+    },
+    /// Queue a follow-up for a subagent: delivered when its run would end.
+    #[command(name = "followup", visible_alias = "follow-up")]
+    FollowUp {
+        /// The task id (`task_…`).
+        task: String,
+        /// The message (`-` reads it from stdin).
+        text: String,
+    },
+    /// Stop a task: cancels a subagent, kills a shell command's process group.
+    Stop {
+        /// The task id (`task_…`).
+        task: String,
+    },
+    /// Start a background subagent; prints its task id.
+    Start {
+        /// The subagent definition (default: general-purpose).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// The workspace (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// The prompt (`-` reads it from stdin).
+        prompt: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

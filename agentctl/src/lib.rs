@@ -149,6 +149,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             cli::McpAction::Restart { name, cwd } => commands::mcp::restart(&ctx, name, cwd).await,
             cli::McpAction::Logs { name, follow } => commands::mcp::logs(&ctx, name, follow).await,
         }),
+        Command::Task { action } => done(commands::task::run(&ctx, action).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

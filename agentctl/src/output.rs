@@ -95,11 +95,13 @@ impl From<ClientError> for CommandError {
 /// method itself when agentctl has no command for it.
 pub fn suggestion_hint(method: &str) -> String {
     use protocol::Method;
-    use protocol::methods::{ApprovalList, McpList, SessionList};
+    use protocol::methods::{ApprovalList, McpList, SessionList, TaskList};
     if method == SessionList::NAME {
         "list sessions with `agentctl sessions list`".to_owned()
     } else if method == McpList::NAME {
         "list MCP servers with `agentctl mcp list`".to_owned()
+    } else if method == TaskList::NAME {
+        "list tasks with `agentctl task list --all`".to_owned()
     } else if method == ApprovalList::NAME {
         "list pending approvals with `agentctl approvals list`".to_owned()
     } else {

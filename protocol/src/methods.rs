@@ -10,6 +10,7 @@ use crate::memory::*;
 use crate::project::*;
 use crate::session::*;
 use crate::skills::*;
+use crate::task::*;
 
 /// A JSON-RPC method of the agentd protocol.
 pub trait Method {
@@ -90,6 +91,20 @@ methods! {
     McpList = "mcp/list": McpListParams => McpListResult;
     /// Restart an MCP server now (also a failed one), resetting its restart count.
     McpRestart = "mcp/restart": McpRestartParams => McpRestartResult;
+    /// Tasks (of one session, or all), newest first; by default only pending and running ones.
+    TaskList = "task/list": TaskListParams => TaskListResult;
+    /// One task, with a hint of what to do next (e.g. how to resume an interrupted one).
+    TaskGet = "task/get": TaskGetParams => TaskGetResult;
+    /// A task's output from a byte offset: a shell's output, a subagent's final message.
+    TaskOutput = "task/output": TaskOutputParams => TaskOutputResult;
+    /// Deliver a message to a running subagent before its next model call.
+    TaskSteer = "task/steer": TaskSteerParams => TaskSteerResult;
+    /// Deliver a message to a subagent when its run would otherwise end.
+    TaskFollowUp = "task/followUp": TaskFollowUpParams => TaskFollowUpResult;
+    /// Stop a task: cancels a subagent's run, kills a shell's process group; it ends `cancelled`.
+    TaskStop = "task/stop": TaskStopParams => TaskStopResult;
+    /// Start a background subagent with no parent session.
+    TaskStart = "task/start": TaskStartParams => TaskStartResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

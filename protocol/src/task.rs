@@ -75,3 +75,134 @@ pub struct TaskInfo {
     #[serde(default)]
     pub usage: Usage,
 }
+
+/// Params of `task/list`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskListParams {
+    /// Only the tasks this session started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Only tasks in this status (a finished status implies `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatus>,
+    /// Finished tasks too; by default only pending and running ones.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Result of `task/list`: newest first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskListResult {
+    pub tasks: Vec<TaskInfo>,
+}
+
+/// Params naming one task (`task/get`, `task/stop`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRef {
+    pub task_id: String,
+}
+
+/// Params of `task/get`.
+pub type TaskGetParams = TaskRef;
+
+/// Result of `task/get`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskGetResult {
+    pub task: TaskInfo,
+    /// What the user can do next, e.g. how to resume an `interrupted` task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// Params of `task/output`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOutputParams {
+    pub task_id: String,
+    /// Byte offset to read from (a previous answer's `nextOffset`); 0 by default.
+    #[serde(default)]
+    pub after_offset: u64,
+}
+
+/// Result of `task/output`: a shell task's output, or a subagent's final message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOutputResult {
+    pub text: String,
+    /// Where the next call continues (`afterOffset`).
+    pub next_offset: u64,
+    /// True when more is there than one answer carries (call again from `nextOffset`), or
+    /// when the task's output was cut at its cap.
+    pub truncated: bool,
+    /// The task's status when read: a finished task's output does not grow any more.
+    pub status: TaskStatus,
+}
+
+/// Params of `task/steer` and `task/followUp`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskMessageParams {
+    pub task_id: String,
+    pub text: String,
+}
+
+/// Result of `task/steer` and `task/followUp`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskMessageResult {
+    /// The child session the message went to.
+    pub child_session_id: String,
+    /// The child's run it goes to.
+    pub run_id: String,
+    /// True when queued into the active run; false when it started a new run.
+    pub queued: bool,
+}
+
+/// Params of `task/steer`.
+pub type TaskSteerParams = TaskMessageParams;
+/// Result of `task/steer`.
+pub type TaskSteerResult = TaskMessageResult;
+/// Params of `task/followUp`.
+pub type TaskFollowUpParams = TaskMessageParams;
+/// Result of `task/followUp`.
+pub type TaskFollowUpResult = TaskMessageResult;
+
+/// Params of `task/stop`.
+pub type TaskStopParams = TaskRef;
+
+/// Result of `task/stop`: the record when the stop was asked (the task becomes `cancelled`
+/// when it has stopped; `taskFinished` says so).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStopResult {
+    pub task: TaskInfo,
+}
+
+/// Params of `task/start`: a background subagent with no parent session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStartParams {
+    /// The workspace (absolute).
+    pub cwd: String,
+    pub prompt: String,
+    /// A subagent definition's name; `general-purpose` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// As in `session/create`; the user's default mode when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::approval::PermissionMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Result of `task/start`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStartResult {
+    pub task_id: String,
+    pub task: TaskInfo,
+}

@@ -9,3 +9,4 @@ pub mod mcp_setup;
 pub mod mock_llm;
 pub mod scenario;
 pub mod subscription;
+pub mod task_records;

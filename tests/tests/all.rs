@@ -53,6 +53,7 @@ mod security_symlink;
 mod security_trust;
 mod security_uid;
 mod sessions;
+mod tasks_clients;
 mod tasks_shell;
 mod tasks_subagents;
 mod tidy;

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod run;
 pub mod sessions;
 pub mod skills;
+pub mod task;
 pub mod trust;
 
 use std::io::{IsTerminal, Read};

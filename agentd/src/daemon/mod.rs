@@ -207,7 +207,18 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         &paths.data_dir,
         memory_limits,
     ));
-    let tools = tool_registry(paths, &memory);
+    let task_settings = config
+        .as_ref()
+        .map(|config| config.tasks)
+        .unwrap_or_default();
+    // Thousands of task records may be read: on the blocking pool, once, before any client.
+    let tasks_state_dir = paths.state_dir.clone();
+    let tasks = tokio::task::spawn_blocking(move || {
+        crate::task::TaskManager::load(&tasks_state_dir, task_settings.limits)
+    })
+    .await
+    .context("cannot read the task records")?;
+    let tools = tool_registry(paths, &memory, &tasks);
     let sandbox_config = config
         .as_ref()
         .map(|config| config.sandbox.clone())
@@ -223,17 +234,6 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             crate::trust::TrustStore::empty(&paths.state_dir)
         }
     };
-    let task_settings = config
-        .as_ref()
-        .map(|config| config.tasks)
-        .unwrap_or_default();
-    // Thousands of task records may be read: on the blocking pool, once, before any client.
-    let tasks_state_dir = paths.state_dir.clone();
-    let tasks = tokio::task::spawn_blocking(move || {
-        crate::task::TaskManager::load(&tasks_state_dir, task_settings.limits)
-    })
-    .await
-    .context("cannot read the task records")?;
     let mcp_idle_stop = config
         .as_ref()
         .map(|config| config.mcp.idle_stop)
@@ -260,11 +260,13 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 }
 
 /// The tools every session offers: the built-ins, `load_skill` (which also looks in the
-/// user's skills directory), `memory` (which writes the shared stores) and `task` (subagents;
-/// never offered to a subagent).
+/// user's skills directory), `memory` (which writes the shared stores), `task` (subagents;
+/// never offered to a subagent) and the `task_*` tools (which read and stop the session's own
+/// tasks).
 fn tool_registry(
     paths: &crate::paths::Paths,
     memory: &Arc<crate::memory::MemoryStores>,
+    tasks: &Arc<crate::task::TaskManager>,
 ) -> crate::tools::ToolRegistry {
     let mut tools = crate::tools::ToolRegistry::builtin();
     tools.register(Arc::new(crate::tools::LoadSkill::new(Some(
@@ -272,6 +274,10 @@ fn tool_registry(
     ))));
     tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
     tools.register(Arc::new(crate::tools::TaskTool));
+    tools.register(Arc::new(crate::tools::TaskList(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskGet(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskOutputTool(tasks.clone())));
+    tools.register(Arc::new(crate::tools::TaskStop(tasks.clone())));
     tools
 }
 

@@ -17,6 +17,7 @@ mod project;
 mod session;
 mod skills;
 mod subscription;
+mod task;
 
 use crate::server::ConnectionContext;
 use crate::server::params;
@@ -55,6 +56,13 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<AgentsList, _, _>(&mut module, agents::list)?;
     register::<McpList, _, _>(&mut module, mcp::list)?;
     register::<McpRestart, _, _>(&mut module, mcp::restart)?;
+    register::<TaskList, _, _>(&mut module, task::list)?;
+    register::<TaskGet, _, _>(&mut module, task::get)?;
+    register::<TaskOutput, _, _>(&mut module, task::output)?;
+    register::<TaskSteer, _, _>(&mut module, task::steer)?; // via the child session's actor
+    register::<TaskFollowUp, _, _>(&mut module, task::follow_up)?; // via the child's actor
+    register::<TaskStop, _, _>(&mut module, task::stop)?;
+    register::<TaskStart, _, _>(&mut module, task::start)?;
     Ok(module)
 }
 

@@ -626,6 +626,7 @@ impl Actor {
             self.deps.fetch.clone(),
         );
         tool_context.limits = self.deps.tool_limits.clone();
+        tool_context.session_id = Some(self.header.id.clone());
         tool_context.subagents = super::subagent::launcher_for(&self.header, &self.deps);
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         tool_context.background = Some(crate::tools::BackgroundShells {

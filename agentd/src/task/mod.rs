@@ -11,6 +11,7 @@ pub mod shell;
 pub mod shell_output;
 mod slots;
 pub mod store;
+pub mod view;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@ mod read_filter;
 mod search;
 mod shell;
 mod task;
+mod task_tools;
 mod text_file;
 mod todo;
 mod truncate;
@@ -46,6 +47,7 @@ pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
 pub use task::{SubagentLauncher, TaskParams, TaskTool};
+pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
 
@@ -208,6 +210,9 @@ pub struct ToolContext {
     /// commands are not offered (the call says so).
     pub background: Option<BackgroundShells>,
     pub limits: ToolLimits,
+    /// The session whose run makes the call (None outside a session): the `task_*` tools
+    /// show and stop only its tasks.
+    pub session_id: Option<String>,
 }
 
 /// What a background run_shell needs: the daemon's tasks and shells, and the session that
@@ -246,6 +251,7 @@ impl ToolContext {
             subagents: None,
             background: None,
             limits: ToolLimits::default(),
+            session_id: None,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
-//! figures, `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 
 use std::time::{Duration, Instant};
@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 #[path = "bench/mcp.rs"]
 mod mcp;
+#[path = "bench/tasks.rs"]
+mod tasks;
 
 #[tokio::main]
 async fn main() {
@@ -29,6 +31,12 @@ async fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "list") {
         let mut rows = Vec::new();
         list_many_sessions(10_000 * scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "tasks") {
+        let mut rows = Vec::new();
+        tasks::figures(scale, &mut rows).await;
         print_rows(scale, rows);
         return;
     }
@@ -215,7 +223,10 @@ async fn main() {
     // 7. Listing many sessions that are not loaded (persisted by an earlier daemon).
     list_many_sessions(10_000 * scale, &mut rows).await;
 
-    // 8. MCP servers.
+    // 8. Background tasks.
+    tasks::figures(scale, &mut rows).await;
+
+    // 9. MCP servers.
     mcp::figures(scale, &mut rows).await;
 
     print_rows(scale, rows);

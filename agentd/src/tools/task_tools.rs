@@ -1,0 +1,348 @@
+//! `task_list`, `task_get`, `task_output`, `task_stop`: the model watches and stops the
+//! background tasks its session started (subagents, background shell commands). A session
+//! sees and stops only its own tasks; subagents never get these tools
+//! (`agents::never_for_subagents`).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use protocol::task::TaskInfo;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::task::{TaskFilter, TaskManager, status_name, view};
+
+/// Lines of output `task_output` returns by default (its tail): enough to judge a build or a
+/// test run, small next to the context (the executor's output cap applies on top).
+pub const TASK_OUTPUT_DEFAULT_TAIL_LINES: usize = 100;
+/// Bytes of a task's output `task_output` reads at most, from the end.
+const TASK_OUTPUT_READ_BYTES: usize = 256 * 1024;
+
+/// `task_list`.
+#[derive(Clone)]
+pub struct TaskList(pub Arc<TaskManager>);
+/// `task_get`.
+#[derive(Clone)]
+pub struct TaskGet(pub Arc<TaskManager>);
+/// `task_output`.
+#[derive(Clone)]
+pub struct TaskOutputTool(pub Arc<TaskManager>);
+/// `task_stop`.
+#[derive(Clone)]
+pub struct TaskStop(pub Arc<TaskManager>);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TaskListParams {
+    /// Finished tasks too (by default only pending and running ones).
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TaskIdParams {
+    /// The task's id, `task_…`, as `task` or `task_list` gave it.
+    task_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TaskOutputParams {
+    /// The task's id, `task_…`.
+    task_id: String,
+    /// Lines from the end of the output to return (default 100).
+    #[serde(default)]
+    tail: Option<usize>,
+}
+
+impl TypedTool for TaskList {
+    type Params = TaskListParams;
+    const NAME: &'static str = "task_list";
+    const DESCRIPTION: &'static str = "List the background tasks you started (subagents and \
+background shell commands): id, status, kind and description, newest first. Only pending and \
+running ones unless `all` is true.";
+    const READ_ONLY: bool = true;
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        if input.get("all").and_then(serde_json::Value::as_bool) == Some(true) {
+            "all".to_owned()
+        } else {
+            String::new()
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        params: TaskListParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let output = match ctx.session_id.as_deref() {
+            None => ToolOutput::error("task_list works only in a session"),
+            Some(session_id) => {
+                let tasks = self.0.list(&TaskFilter {
+                    parent_session_id: Some(session_id.to_owned()),
+                    status: None,
+                    all: params.all,
+                });
+                ToolOutput::ok(render_list(&tasks, params.all))
+            }
+        };
+        Box::pin(std::future::ready(output))
+    }
+}
+
+impl TypedTool for TaskGet {
+    type Params = TaskIdParams;
+    const NAME: &'static str = "task_get";
+    const DESCRIPTION: &'static str = "Show one of your background tasks: status, kind, \
+description, times, result or error, exit code. Use task_output for its output.";
+    const READ_ONLY: bool = true;
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        super::str_field(input, "taskId").to_owned()
+    }
+
+    fn run<'a>(&'a self, params: TaskIdParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        let output = match own_task(&self.0, &params.task_id, ctx) {
+            Err(message) => ToolOutput::error(message),
+            Ok(task) => ToolOutput::ok(render_task(&task)),
+        };
+        Box::pin(std::future::ready(output))
+    }
+}
+
+impl TypedTool for TaskOutputTool {
+    type Params = TaskOutputParams;
+    const NAME: &'static str = "task_output";
+    const DESCRIPTION: &'static str = "Read one of your background tasks' output: a shell \
+command's output so far, or a subagent's final message. Returns its last `tail` lines \
+(default 100) and the task's status; call again later for more while it runs.";
+    const READ_ONLY: bool = true;
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        super::str_field(input, "taskId").to_owned()
+    }
+
+    fn run<'a>(
+        &'a self,
+        params: TaskOutputParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let task = match own_task(&self.0, &params.task_id, ctx) {
+                Ok(task) => task,
+                Err(message) => return ToolOutput::error(message),
+            };
+            let tail = params.tail.unwrap_or(TASK_OUTPUT_DEFAULT_TAIL_LINES).max(1);
+            // Read the end of the output: find its length first, then read the last part.
+            let path = self.0.output_path(&task.task_id);
+            let length = tokio::fs::metadata(&path)
+                .await
+                .map(|meta| meta.len())
+                .unwrap_or(0);
+            let from = length.saturating_sub(TASK_OUTPUT_READ_BYTES as u64);
+            match view::read_output(path, &task, from, TASK_OUTPUT_READ_BYTES).await {
+                Err(message) => ToolOutput::error(message),
+                Ok(chunk) => {
+                    let shown = last_lines(&chunk.text, tail);
+                    let mut text = format!("task {} is {}", task.task_id, status_name(task.status));
+                    if shown.len() < chunk.text.len() || from > 0 {
+                        let _ = write!(text, "; the last {tail} lines of its output:");
+                    } else if shown.is_empty() {
+                        text.push_str("; no output yet");
+                    } else {
+                        text.push_str("; its output:");
+                    }
+                    if !shown.is_empty() {
+                        text.push('\n');
+                        text.push_str(shown);
+                    }
+                    ToolOutput::ok(text)
+                }
+            }
+        })
+    }
+}
+
+impl TypedTool for TaskStop {
+    type Params = TaskIdParams;
+    const NAME: &'static str = "task_stop";
+    const DESCRIPTION: &'static str = "Stop one of your background tasks: a subagent's run is \
+cancelled, a shell command is killed with its whole process group. It ends `cancelled`.";
+    const READ_ONLY: bool = false;
+
+    fn summary(&self, input: &serde_json::Value) -> String {
+        super::str_field(input, "taskId").to_owned()
+    }
+
+    fn run<'a>(&'a self, params: TaskIdParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let task = match own_task(&self.0, &params.task_id, ctx) {
+                Ok(task) => task,
+                Err(message) => return ToolOutput::error(message),
+            };
+            if task.status.is_finished() {
+                return ToolOutput::error(format!(
+                    "task {} has already ended ({}); nothing to stop",
+                    task.task_id,
+                    status_name(task.status)
+                ));
+            }
+            match self.0.stop(&task.task_id).await {
+                Ok(_) => {
+                    ToolOutput::ok(format!("stopping task {}; it ends cancelled", task.task_id))
+                }
+                Err(err) => ToolOutput::error(format!("cannot stop task {}: {err}", task.task_id)),
+            }
+        })
+    }
+}
+
+/// The last `count` lines of `text` (a final newline ends a line, it does not start one).
+fn last_lines(text: &str, count: usize) -> &str {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(count.saturating_sub(1)) {
+        Some((index, _)) => &text[index + 1..],
+        None => text,
+    }
+}
+
+/// The task, when this session started it; otherwise a message for the model.
+fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<TaskInfo, String> {
+    let unknown = || format!("no task {task_id} of yours; call task_list to see your tasks");
+    let task = tasks.get(task_id).ok_or_else(unknown)?;
+    match (&task.parent_session_id, &ctx.session_id) {
+        (Some(parent), Some(session)) if parent == session => Ok(task),
+        _ => Err(unknown()),
+    }
+}
+
+fn kind_name(task: &TaskInfo) -> String {
+    match task.kind {
+        protocol::task::TaskKind::Shell => "shell".to_owned(),
+        protocol::task::TaskKind::Subagent => match &task.agent_type {
+            Some(agent) => format!("subagent {agent}"),
+            None => "subagent".to_owned(),
+        },
+    }
+}
+
+fn render_list(tasks: &[TaskInfo], all: bool) -> String {
+    if tasks.is_empty() {
+        return if all {
+            "you have started no background tasks".to_owned()
+        } else {
+            "no background task of yours is pending or running (all: true lists finished ones)"
+                .to_owned()
+        };
+    }
+    let mut text = String::new();
+    for task in tasks {
+        let _ = writeln!(
+            text,
+            "{} {} {}: {}",
+            task.task_id,
+            status_name(task.status),
+            kind_name(task),
+            task.description
+        );
+    }
+    text.truncate(text.trim_end().len());
+    text
+}
+
+fn render_task(task: &TaskInfo) -> String {
+    let mut text = format!(
+        "task {}\nstatus: {}\nkind: {}\ndescription: {}\ncwd: {}\ncreated: {}",
+        task.task_id,
+        status_name(task.status),
+        kind_name(task),
+        task.description,
+        task.cwd,
+        task.created_at
+    );
+    if let Some(started) = &task.started_at {
+        let _ = write!(text, "\nstarted: {started}");
+    }
+    if let Some(finished) = &task.finished_at {
+        let _ = write!(text, "\nfinished: {finished}");
+    }
+    if let Some(code) = task.exit_code {
+        let _ = write!(text, "\nexit code: {code}");
+    }
+    if let Some(error) = &task.error {
+        let _ = write!(text, "\nerror: {error}");
+    }
+    if let Some(result) = &task.result {
+        let _ = write!(text, "\nresult:\n{result}");
+    }
+    if let Some(hint) = view::hint(task) {
+        let _ = write!(text, "\n{hint}");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support::{call, workspace};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn unknown_tasks_and_other_sessions_tasks_are_refused_with_what_to_do() {
+        let state = tempfile::tempdir().unwrap();
+        let tasks = TaskManager::load(state.path(), crate::task::TaskLimits::default());
+        let (_dir, mut ctx) = workspace();
+        ctx.session_id = Some("ses_0123456789abcdef0123456789abcdef".to_owned());
+        for (tool, input) in [
+            (
+                Arc::new(TaskGet(tasks.clone())) as Arc<dyn crate::tools::Tool>,
+                json!({"taskId": "task_nope"}),
+            ),
+            (
+                Arc::new(TaskOutputTool(tasks.clone())),
+                json!({"taskId": "task_nope"}),
+            ),
+            (
+                Arc::new(TaskStop(tasks.clone())),
+                json!({"taskId": "task_nope"}),
+            ),
+        ] {
+            let output = call(tool.as_ref(), input, &ctx).await;
+            assert!(output.is_error, "{}", output.content);
+            assert_eq!(
+                output.content,
+                "no task task_nope of yours; call task_list to see your tasks"
+            );
+        }
+        let listed = call(&TaskList(tasks.clone()), json!({}), &ctx).await;
+        assert!(!listed.is_error);
+        assert!(
+            listed.content.starts_with("no background task of yours"),
+            "{}",
+            listed.content
+        );
+    }
+
+    #[test]
+    fn the_tail_is_counted_in_lines() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc\n");
+        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
+        assert_eq!(last_lines("", 1), "");
+    }
+
+    #[test]
+    fn the_read_only_tools_say_so_and_stop_does_not() {
+        use crate::tools::Tool;
+        let state = tempfile::tempdir().unwrap();
+        let tasks = TaskManager::load(state.path(), crate::task::TaskLimits::default());
+        assert!(TaskList(tasks.clone()).read_only());
+        assert!(TaskGet(tasks.clone()).read_only());
+        assert!(TaskOutputTool(tasks.clone()).read_only());
+        assert!(!TaskStop(tasks).read_only());
+    }
+}

@@ -1,0 +1,259 @@
+//! Task figures of `bench` (`BENCH_ONLY=tasks` runs only these): 500 background subagents
+//! started at once by one batch of the model's `task` calls against the echoing mock model (all complete, errors,
+//! the daemon's peak memory, the most running at once against the cap, and whether any
+//! waited `pending`), task start → the child's first model request, and `task/list` over
+//! 10,000 finished task records on disk.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use agentd_tests::harness::{Client, Daemon, TestEnv};
+use agentd_tests::mock_llm::{MockLlm, Reply};
+use agentd_tests::task_records::{record, tasks_dir};
+use protocol::task::{TaskKind, TaskStatus};
+use serde_json::{Value, json};
+
+/// Background subagents started at once.
+const AT_ONCE: usize = 500;
+/// Task starts timed one by one (start → first model request).
+const TIMED_STARTS: usize = 20;
+/// How long the 500 may take to finish in the bench.
+const ALL_DONE_WAIT: Duration = Duration::from_secs(300);
+
+pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+    many_at_once(AT_ONCE * scale, rows).await;
+    list_finished(10_000 * scale, rows).await;
+}
+
+/// A daemon on the echoing mock, and a client subscribed to the daemon stream.
+async fn daemon_on_echo() -> (MockLlm, Daemon, Client) {
+    let mock = MockLlm::start_echo().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "bench")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .var("AGENTD_LOG", "warn")
+        .config("[permissions]\ndefault_mode = \"bypass\"\n");
+    let daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    client
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
+    (mock, daemon, client)
+}
+
+async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
+    let (mock, daemon, mut client) = daemon_on_echo().await;
+
+    // Start → the child's first model request, one background task at a time.
+    let mut to_first_request = Duration::ZERO;
+    for i in 0..TIMED_STARTS {
+        let marker = format!("timed child {i}");
+        mock.push(Reply::tool_call(
+            format!("t{i}"),
+            "task",
+            json!({"prompt": marker, "runInBackground": true}),
+        ));
+        // A fresh parent each time: the last one may still be answering its notification.
+        let parent = super::create(&mut client, &daemon).await;
+        super::prompt(&mut client, &parent, &format!("start {i}")).await;
+        let started = loop {
+            let envelope = client.next_notification_result().await;
+            if envelope["event"]["type"] == "taskStarted" {
+                break Instant::now();
+            }
+        };
+        let mut seen = mock.requests().len();
+        'found: loop {
+            for request in mock.wait_for_requests(seen + 1).await.iter().skip(seen) {
+                seen += 1;
+                if request.body.contains(&marker) && !request.body.contains("\"task\"") {
+                    break 'found;
+                }
+            }
+        }
+        to_first_request += started.elapsed();
+        wait_all_finished(&mut client, 1).await;
+    }
+    rows.push((
+        "task start → the child's first model request (goal ≤ 2 ms)".to_owned(),
+        super::per(to_first_request, TIMED_STARTS),
+    ));
+
+    // `count` background subagents from one batch of tool calls.
+    let calls: Vec<(String, String, String)> = (0..count)
+        .map(|i| {
+            (
+                format!("b{i}"),
+                "task".to_owned(),
+                json!({"prompt": format!("child {i}"), "runInBackground": true}).to_string(),
+            )
+        })
+        .collect();
+    mock.push(Reply::tool_calls(calls));
+    let started = Instant::now();
+    let parent = super::create(&mut client, &daemon).await;
+    super::prompt(&mut client, &parent, "start them all").await;
+    let watched = wait_all_finished(&mut client, count).await;
+    let elapsed = started.elapsed();
+    rows.push((
+        format!("{count} background subagents at once: all finished"),
+        format!(
+            "{:.2} s, {} completed, {} failed",
+            elapsed.as_secs_f64(),
+            watched.completed,
+            watched.failed
+        ),
+    ));
+    rows.push((
+        "  most running at once (the cap, default 4) / any waited pending".to_owned(),
+        format!("{} / {}", watched.most_running, watched.saw_pending),
+    ));
+    rows.push((
+        "  daemon peak memory (goal ≤ 100 MiB)".to_owned(),
+        peak_kib(daemon.pid())
+            .map(|kib| format!("{:.1} MiB", kib as f64 / 1024.0))
+            .unwrap_or_else(|| "unknown".to_owned()),
+    ));
+}
+
+/// What the daemon stream showed of a batch of tasks.
+#[derive(Default)]
+struct Watched {
+    completed: usize,
+    failed: usize,
+    most_running: usize,
+    saw_pending: bool,
+}
+
+/// Follows task events on the daemon stream until `count` tasks have finished.
+async fn wait_all_finished(client: &mut Client, count: usize) -> Watched {
+    let mut watched = Watched::default();
+    let mut status: HashMap<String, String> = HashMap::new();
+    let deadline = Instant::now() + ALL_DONE_WAIT;
+    while watched.completed + watched.failed < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(envelope) = tokio::time::timeout(left, client.next_notification_result()).await
+        else {
+            eprintln!(
+                "bench: {} of {count} tasks finished in {ALL_DONE_WAIT:?}",
+                watched.completed + watched.failed
+            );
+            return watched;
+        };
+        let event: &Value = &envelope["event"];
+        let kind = event["type"].as_str().unwrap_or_default();
+        if !kind.starts_with("task") {
+            continue;
+        }
+        let task_id = event["task"]["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let now = event["task"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        watched.saw_pending |= now == "pending";
+        if kind == "taskFinished" {
+            if now == "completed" {
+                watched.completed += 1;
+            } else {
+                watched.failed += 1;
+            }
+        }
+        status.insert(task_id, now);
+        let running = status.values().filter(|s| *s == "running").count();
+        watched.most_running = watched.most_running.max(running);
+    }
+    watched
+}
+
+/// `task/list {all}` over `count` finished records an earlier daemon left.
+async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "bench")
+        .var("AGENTD_LOG", "warn");
+    let dir = tasks_dir(&env);
+    agentd::paths::prepare_private_dir(&dir).expect("tasks dir");
+    for i in 0..count {
+        let task_id = format!("task_{i:032x}");
+        let created = format!(
+            "2026-11-{:02}T{:02}:{:02}:00Z",
+            1 + i / 1440 % 28,
+            i / 60 % 24,
+            i % 60
+        );
+        let mut task = record(
+            &env,
+            &task_id,
+            TaskKind::Subagent,
+            TaskStatus::Completed,
+            &created,
+        );
+        task.result = Some(format!("result of {task_id}"));
+        // Written plainly (no fsync per file): the bench times reading them, not writing.
+        let bytes = serde_json::to_vec(&task).expect("encode record");
+        std::fs::write(agentd::task::store::record_path(&dir, &task_id), bytes)
+            .expect("write record");
+    }
+    let started = Instant::now();
+    let daemon = Daemon::start_in(env).await;
+    let start = started.elapsed();
+    let mut client = daemon.client().await;
+    let mut first = Duration::ZERO;
+    let mut listed = 0;
+    let rounds = 10;
+    for round in 0..rounds {
+        let sent = Instant::now();
+        let result = client
+            .request("task/list", json!({"all": true}))
+            .await
+            .expect("task/list");
+        let took = sent.elapsed();
+        if round == 0 {
+            first = took;
+        }
+        listed = result["tasks"].as_array().map_or(0, Vec::len);
+    }
+    let sent = Instant::now();
+    for _ in 0..rounds {
+        client
+            .request("task/list", json!({"all": true}))
+            .await
+            .expect("task/list");
+    }
+    rows.push((
+        format!("task/list all over {count} finished tasks on disk (every record sent)"),
+        format!(
+            "{:.2} ms first, {} per call after ({listed} listed)",
+            first.as_secs_f64() * 1000.0,
+            super::per(sent.elapsed(), rounds)
+        ),
+    ));
+    let sent = Instant::now();
+    for _ in 0..rounds {
+        client
+            .request("task/list", json!({}))
+            .await
+            .expect("task/list");
+    }
+    rows.push((
+        format!("task/list (active ones) with {count} finished tasks on disk (goal ≤ 20 ms)"),
+        super::per(sent.elapsed(), rounds),
+    ));
+    rows.push((
+        format!("  daemon start with {count} task records"),
+        format!("{:.1} ms", start.as_secs_f64() * 1000.0),
+    ));
+}
+
+/// The daemon's peak resident memory (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+}
