@@ -201,6 +201,41 @@ async fn a_setsid_child_cannot_hold_run_shell_past_its_timeout() {
     .await;
 }
 
+/// A command that leaves a child running in its process group and exits (`(sleep 60 &)`,
+/// or a tool that daemonizes, like git's detached auto-maintenance) ends when the command
+/// does: the orphan, re-parented to the daemon, is killed with the group instead of being
+/// waited for.
+#[tokio::test]
+async fn an_orphan_left_in_the_group_does_not_hold_run_shell() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let command = "(sh -c 'echo $$ > orphan.tmp && mv orphan.tmp orphan.pid; exec sleep 60' &); \
+                   while [ ! -s orphan.pid ]; do sleep 0.01; done; echo started";
+    s.mock.push(Reply::tool_call(
+        "c_sh",
+        "run_shell",
+        json!({"command": command, "timeoutMs": 120000}),
+    ));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    let started = std::time::Instant::now();
+    client.prompt(&session, "leave an orphan").await;
+    let events = client.events_until_run_finished().await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < std::time::Duration::from_secs(10),
+        "run_shell waited {elapsed:?} for an orphan of its command"
+    );
+    let results = tool_results(&events);
+    let (output, is_error) = result_of(&results, "c_sh");
+    assert!(!is_error && output.starts_with("started"), "{output}");
+    let orphan = pid_file(&s, "orphan.pid").await;
+    let proc_entry = std::path::PathBuf::from(format!("/proc/{orphan}"));
+    wait_until("the orphan to be killed and reaped", || {
+        !proc_entry.exists()
+    })
+    .await;
+}
+
 /// SIGTERM while a run is busy and a client has stopped reading (its socket full of big
 /// answers): the daemon still exits 0, within its stop deadline, far under systemd's
 /// `TimeoutStopSec=30`.

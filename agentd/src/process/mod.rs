@@ -156,6 +156,7 @@ impl ChildProcess {
             });
         }
         let mut wrapped = CommandWrap::from(command);
+        // The wait in `ChildProcess::wait` reaches the leader through these two wrappers.
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn()?;
         let pid = child
@@ -210,7 +211,12 @@ impl ChildProcess {
 
     /// Waits for the leader to exit, then kills what is left of its group and what escaped it.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.child.wait().await?;
+        // The leader only (the tokio child inside the `KillOnDrop` and `ProcessGroup`
+        // wrappers). process-wrap's group wait blocks on `waitpid(-pgid)` until every member
+        // is gone, and the daemon is a child subreaper: a member the command left running
+        // (`(sleep 60 &)`, a daemonizing tool) is re-parented to the daemon, so that wait
+        // would last as long as the orphan. The group is killed right below instead.
+        let status = self.child.inner_mut().inner_mut().wait().await?;
         if !self.group_finished {
             self.finish_group();
             let marker = self.marker.clone();
