@@ -341,20 +341,41 @@ pub fn assert_seqs_increase(events: &[Envelope]) {
     }
 }
 
-/// `(toolCallId, output, isError)` of every `toolCompleted` in `events`.
+/// `(toolCallId, output, isError)` of every `toolCompleted` in `events`, in the order the
+/// calls started (the model's order), whatever order parallel calls completed in.
 pub fn tool_results(events: &[Envelope]) -> Vec<(String, String, bool)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
+    // Calls of a batch that run in parallel complete in any order; they start in call order,
+    // so each result is placed where its call started (ids may repeat across steps).
+    let mut unfinished: std::collections::HashMap<&str, std::collections::VecDeque<usize>> =
+        std::collections::HashMap::new();
+    let mut started = 0;
+    let mut results: Vec<(usize, (String, String, bool))> = Vec::new();
+    for envelope in events {
+        match &envelope.event {
+            Event::ToolStarted { tool_call_id, .. } => {
+                unfinished
+                    .entry(tool_call_id.as_str())
+                    .or_default()
+                    .push_back(started);
+                started += 1;
+            }
             Event::ToolCompleted {
                 tool_call_id,
                 output,
                 is_error,
                 ..
-            } => Some((tool_call_id.clone(), output.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
+            } => {
+                let at = unfinished
+                    .get_mut(tool_call_id.as_str())
+                    .and_then(std::collections::VecDeque::pop_front)
+                    .unwrap_or(usize::MAX);
+                results.push((at, (tool_call_id.clone(), output.clone(), *is_error)));
+            }
+            _ => {}
+        }
+    }
+    results.sort_by_key(|(at, _)| *at);
+    results.into_iter().map(|(_, result)| result).collect()
 }
 
 /// A tool result as the model saw it in a recorded request: `(toolCallId, content, isError)`,

@@ -144,7 +144,13 @@ async fn a_read_only_batch_runs_in_parallel_and_keeps_the_models_order(format: F
     events.extend(client.events_until_run_finished().await);
 
     assert_eq!(run_status(&events), RunStatus::Completed);
-    let completed: Vec<String> = tool_results(&events).into_iter().map(|r| r.0).collect();
+    let completed: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ToolCompleted { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(completed, ["c_b", "c_a"], "completion order");
     let requests = s.mock.requests();
     assert_eq!(requests.len(), 2);
