@@ -1,7 +1,7 @@
 //! Handlers of `mcp/list` (the servers the manager knows, and with a `cwd` what is configured
 //! there and its problems) and `mcp/restart`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use protocol::Method;
@@ -24,7 +24,7 @@ pub async fn list(
         known.iter().map(crate::wire::mcp_running_server).collect();
     let mut problems = Vec::new();
     if let Some(cwd) = &params.cwd {
-        let cwd = workspace(cwd).await?;
+        let cwd = super::workspace_dir(cwd).await?;
         let resolved = state
             .sessions
             .mcp_servers(cwd, McpEntries::default())
@@ -64,7 +64,7 @@ pub async fn restart(
     refuse_if_stopping(&state)?;
     let root = match &params.cwd {
         Some(cwd) => {
-            let cwd = workspace(cwd).await?;
+            let cwd = super::workspace_dir(cwd).await?;
             tokio::task::spawn_blocking(move || crate::trust::project_root(&cwd))
                 .await
                 .map_err(|err| internal(err.to_string()))?
@@ -108,33 +108,6 @@ fn only_root_of(state: &DaemonState, name: &str) -> RpcResult<PathBuf> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        )),
-    }
-}
-
-/// An absolute, existing directory, canonical; else `-32602`.
-async fn workspace(cwd: &str) -> RpcResult<PathBuf> {
-    let path = Path::new(cwd);
-    if !path.is_absolute() {
-        return Err(rpc_error(
-            codes::INVALID_PARAMS,
-            format!(
-                "cwd must be an absolute path, got {cwd:?}; send the workspace directory's absolute path"
-            ),
-        ));
-    }
-    let canonical = tokio::fs::canonicalize(path).await.ok();
-    let is_dir = match &canonical {
-        Some(dir) => tokio::fs::metadata(dir)
-            .await
-            .is_ok_and(|meta| meta.is_dir()),
-        None => false,
-    };
-    match canonical {
-        Some(dir) if is_dir => Ok(dir),
-        _ => Err(rpc_error(
-            codes::INVALID_PARAMS,
-            format!("cwd {cwd} is not a directory; send the workspace directory of the session"),
         )),
     }
 }

@@ -1,6 +1,7 @@
 //! The dispatch table: every method the daemon serves, mapped to its handler. Handlers run
 //! concurrently (one task per request); per-session ordering is the session actor's job.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use jsonrpsee::types::ErrorObjectOwned;
@@ -256,4 +257,32 @@ async fn daemon_shutdown(
     Ok(DaemonShutdownResult {
         shutting_down: true,
     })
+}
+
+/// The directory a `cwd` param names: absolute, existing, canonical; else `-32602` saying
+/// what to send. (`agents/list`, `skills/list`, `memory/get`, `mcp/list`.)
+pub(super) async fn workspace_dir(cwd: &str) -> RpcResult<PathBuf> {
+    let path = Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(rpc_error(
+            protocol::error::INVALID_PARAMS,
+            format!(
+                "cwd must be an absolute path, got {cwd:?}; send the workspace directory's absolute path"
+            ),
+        ));
+    }
+    let canonical = tokio::fs::canonicalize(path).await.ok();
+    let is_dir = match &canonical {
+        Some(dir) => tokio::fs::metadata(dir)
+            .await
+            .is_ok_and(|meta| meta.is_dir()),
+        None => false,
+    };
+    match canonical {
+        Some(dir) if is_dir => Ok(dir),
+        _ => Err(rpc_error(
+            protocol::error::INVALID_PARAMS,
+            format!("cwd {cwd} is not a directory; send the workspace directory of the session"),
+        )),
+    }
 }
