@@ -55,6 +55,7 @@ mod security_uid;
 mod sessions;
 mod tasks_clients;
 mod tasks_shell;
+mod tasks_start;
 mod tasks_subagents;
 mod tidy;
 mod tools_runs;

@@ -117,7 +117,14 @@ impl Run {
 
     /// The user's message and the preparation warnings; returns the history the model sees.
     async fn begin(&self, start: RunStart) -> Result<Vec<Message>> {
-        let mut history = self.shared.lock().history.clone();
+        let (mut history, held) = {
+            let mut state = self.shared.lock();
+            (state.history.clone(), std::mem::take(&mut state.held))
+        };
+        for text in held {
+            self.push_user(&mut history, text, UserMessageKind::FollowUp)
+                .await?;
+        }
         self.push_user(&mut history, start.text, start.kind).await?;
         for message in start.warnings {
             self.log.append(Event::Warning { message }).await?;

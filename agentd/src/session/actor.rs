@@ -120,6 +120,8 @@ enum Command {
         text: String,
         /// None: a client's.
         origin: Option<protocol::event::FollowUpOrigin>,
+        /// With no active run: start one (else the text is held for the next run).
+        start_if_idle: bool,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
     Compact {
@@ -266,19 +268,23 @@ impl Session {
     }
 
     pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
-        self.follow_up_from(text, None).await
+        self.follow_up_from(text, None, true).await
     }
 
     /// A follow-up queued by the daemon (`origin`), e.g. a background task's notification.
+    /// With no active run, `start_if_idle` starts one; otherwise the text is held and opens
+    /// the session's next run, before that run's own message.
     pub async fn follow_up_from(
         &self,
         text: String,
         origin: Option<protocol::event::FollowUpOrigin>,
+        start_if_idle: bool,
     ) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::FollowUp {
             text,
             origin,
+            start_if_idle,
             reply,
         })
         .await?;
@@ -372,6 +378,7 @@ impl Session {
             && state.run_id.is_none()
             && state.steers.is_empty()
             && state.follow_ups.is_empty()
+            && state.held.is_empty()
             && self.unhandled_commands.load(Ordering::Acquire) == 0
             && self.log.subscriber_count() == 0
     }
@@ -457,10 +464,11 @@ impl Actor {
             Command::FollowUp {
                 text,
                 origin,
+                start_if_idle,
                 reply,
             } => {
                 let result = self
-                    .follow_up(text, None, origin)
+                    .follow_up(text, None, origin, start_if_idle)
                     .await
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
@@ -500,7 +508,7 @@ impl Actor {
         let result = match self.active_run_id() {
             Some(_) if queue_if_busy => {
                 let (run_id, queued) = self
-                    .follow_up(text, client_request_id.clone(), None)
+                    .follow_up(text, client_request_id.clone(), None, true)
                     .await?;
                 SessionPromptResult { run_id, queued }
             }
@@ -560,6 +568,7 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         origin: Option<protocol::event::FollowUpOrigin>,
+        start_if_idle: bool,
     ) -> Result<(String, bool), SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         if let Some(run_id) = self.active_run_id() {
@@ -579,6 +588,15 @@ impl Actor {
                 state.follow_ups.push_back(text);
                 return Ok((run_id, true));
             }
+        }
+        if !start_if_idle {
+            let mut state = self.shared.lock();
+            if state.held.len() >= crate::agent::sink::MAX_HELD_MESSAGES {
+                state.held.pop_front();
+                tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
+            }
+            state.held.push_back(text);
+            return Ok((String::new(), true));
         }
         let run_id = self
             .start_run(text, UserMessageKind::FollowUp, client_request_id)

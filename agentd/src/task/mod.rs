@@ -386,24 +386,6 @@ impl TaskManager {
         Ok(record.clone())
     }
 
-    /// Stops every unfinished task `parent_session_id` started (the session is deleted);
-    /// returns how many.
-    pub fn stop_for_parent(&self, parent_session_id: &str) -> usize {
-        let records = self.lock();
-        let mut stopped = 0;
-        for (task_id, token) in &records.tokens {
-            let is_child = records
-                .by_id
-                .get(task_id)
-                .is_some_and(|task| task.parent_session_id.as_deref() == Some(parent_session_id));
-            if is_child {
-                token.cancel();
-                stopped += 1;
-            }
-        }
-        stopped
-    }
-
     /// Where a task's output is kept (a shell's capped output; a subagent's final message).
     pub fn output_path(&self, task_id: &str) -> PathBuf {
         self.dir.join(format!("{task_id}.out"))

@@ -198,7 +198,7 @@ async fn stopping_a_parents_tasks_cancels_only_theirs() {
     let mut other = new_task("other");
     other.parent_session_id = Some("ses_other".to_owned());
     let other = tasks.create(other).await.unwrap();
-    assert_eq!(tasks.stop_for_parent("ses_parent"), 1);
+    assert_eq!(tasks.stop_for_session("ses_parent").await, 1);
     assert!(tasks.stop_token(&mine.task_id).is_cancelled());
     assert!(!tasks.stop_token(&other.task_id).is_cancelled());
 }
