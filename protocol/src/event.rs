@@ -252,6 +252,9 @@ pub enum Event {
         error: Option<String>,
         /// Tokens used by this run.
         usage: Usage,
+        /// What those tokens cost in US dollars, when prices are configured for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// An MCP server's status changed. Sent on `daemon/subscribe` (not persisted there: its
     /// `sessionId` is `""` and its `seq` 0) and on every session that uses the server

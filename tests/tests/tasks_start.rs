@@ -254,3 +254,87 @@ async fn with_notify_idle_parent_off_the_notification_opens_the_parents_next_run
     assert!(users[n - 2].contains("there are 3 files"), "{users:#?}");
     assert_eq!(users[n - 1], "what did the task find?");
 }
+
+/// Model prices for the mock: $1000 per million tokens, so one token costs $0.001.
+const PRICES: &str = "[providers.mock.prices]\ninput = 1000.0\noutput = 1000.0\n";
+
+#[tokio::test]
+async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
+    let s = Scenario::start_with(Format::OpenAi, PRICES).await;
+    write_agent(
+        &s,
+        "spender.md",
+        "---\nname: spender\ndescription: Spends\nmaxBudgetUsd: 0.05\n---\nSpend carefully.",
+    );
+    // A plain run: 10 in + 5 out at $0.001 a token.
+    s.mock.push(Reply::text("hello"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "hi").await;
+    let events = client.events_until_run_finished().await;
+    let Some(Event::RunFinished { cost_usd, .. }) = events.last().map(|e| &e.event) else {
+        panic!("{events:#?}")
+    };
+    let cost = cost_usd.expect("costUsd with prices configured");
+    assert!((cost - 0.015).abs() < 1e-9, "{cost}");
+
+    // The agent's first call costs $0.05, its whole budget: no second call is made.
+    s.mock
+        .push(Reply::tool_call("call_1", "list_dir", json!({"path": "."})).usage(30, 20, 0));
+    s.mock.push(Reply::text("never asked for"));
+    client.request("daemon/subscribe", json!({})).await.unwrap();
+    client
+        .request(
+            "task/start",
+            json!({"cwd": s.workspace().display().to_string(), "prompt": "spend", "agentType": "spender"}),
+        )
+        .await
+        .unwrap();
+    let events = client
+        .daemon_events_until(|event| matches!(event, Event::TaskFinished { .. }))
+        .await;
+    let task = finished(&events).unwrap();
+    assert_eq!(task.status, TaskStatus::Failed, "{task:#?}");
+    let error = task.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("maxBudgetUsd") && error.contains("$0.05"),
+        "{error}"
+    );
+    assert_eq!(
+        s.mock.requests().len(),
+        2,
+        "one request for the run, one for the agent"
+    );
+}
+
+#[tokio::test]
+async fn without_prices_a_budget_is_not_enforced_and_the_run_says_so() {
+    let s = Scenario::start(Format::OpenAi).await;
+    write_agent(
+        &s,
+        "spender.md",
+        "---\nname: spender\ndescription: Spends\nmaxBudgetUsd: 0.05\n---\nSpend carefully.",
+    );
+    s.mock
+        .push(Reply::text("done").usage(1_000_000, 1_000_000, 0));
+    let mut client = s.client().await;
+    let created = client
+        .request(
+            "session/create",
+            json!({"cwd": s.workspace().display().to_string(), "agentType": "spender"}),
+        )
+        .await
+        .unwrap();
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&session, Some(0)).await;
+    client.prompt(&session, "go").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let warned = events.iter().any(|e| {
+        matches!(&e.event, Event::Warning { message } if message.contains("maxBudgetUsd") && message.contains("[providers.mock.prices]"))
+    });
+    assert!(warned, "{events:#?}");
+    let Some(Event::RunFinished { cost_usd, .. }) = events.last().map(|e| &e.event) else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(*cost_usd, None);
+}

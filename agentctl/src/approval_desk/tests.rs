@@ -214,6 +214,7 @@ fn run_end_interrupt_and_terminal_failure_close_the_prompt() {
         status: RunStatus::Cancelled,
         error: None,
         usage: Usage::default(),
+        cost_usd: None,
     };
     assert_eq!(desk.on_event(&finished), vec![DeskAction::ClosePrompt]);
 

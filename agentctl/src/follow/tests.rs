@@ -220,6 +220,7 @@ fn finished(run: &str, status: RunStatus) -> Event {
         status,
         error: Some("it broke".to_owned()),
         usage: Usage::default(),
+        cost_usd: None,
     }
 }
 

@@ -131,6 +131,7 @@ fn finished(run: &str, status: RunStatus, error: Option<&str>) -> Event {
         status,
         error: error.map(str::to_owned),
         usage: Usage::default(),
+        cost_usd: None,
     }
 }
 

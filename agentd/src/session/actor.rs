@@ -714,6 +714,9 @@ impl Actor {
         }
         // A subagent's approvals also reach its parent's subscribers.
         let run_log = super::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
+        let (budget, budget_warning) =
+            crate::agent::budget::RunBudget::for_run(&self.header, llm.provider());
+        warnings.extend(budget_warning);
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),
@@ -725,6 +728,7 @@ impl Actor {
                 .header
                 .max_turns
                 .map_or(config.max_steps, |turns| turns.min(config.max_steps)),
+            budget,
             shared: self.shared.clone(),
             log: run_log,
             cancel: active.cancel.clone(),

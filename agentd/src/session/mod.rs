@@ -315,6 +315,7 @@ impl SessionManager {
             task_id: None,
             tool_filter: frozen.tool_filter,
             max_turns: frozen.max_turns,
+            max_budget_usd: frozen.max_budget_usd,
         };
         self.add_session(header, notes.collect()).await
     }

@@ -291,6 +291,7 @@ impl SessionManager {
             task_id: None,
             tool_filter: None,
             max_turns: None,
+            max_budget_usd: None,
         };
         let Prepared { task, run, .. } =
             prepare(self, &base, None, &params)
@@ -378,6 +379,7 @@ impl SessionManager {
             task_id: Some(task_id.to_owned()),
             tool_filter: Some(ToolFilter::of(definition)),
             max_turns: definition.max_turns,
+            max_budget_usd: definition.max_budget_usd,
         };
         self.add_session(header, Vec::new()).await
     }
@@ -481,7 +483,7 @@ impl ChildRun {
                 }
                 event = events.recv() => match event {
                     Ok(published) => {
-                        if let Event::RunFinished { run_id: ended, status, error, usage } =
+                        if let Event::RunFinished { run_id: ended, status, error, usage, .. } =
                             &published.event
                             && *ended == run_id
                         {
