@@ -96,8 +96,13 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
                 ))),
             };
         }
-        // Wait for the next change in the daemon (a task event), then read on.
-        match stream.next().await {
+        // Wait for the next change in the daemon (a task event), then read on. A shell's
+        // output grows without events: it is read again after `OUTPUT_POLL` at the latest.
+        let next = tokio::time::timeout(OUTPUT_POLL, stream.next()).await;
+        let Ok(next) = next else {
+            continue;
+        };
+        match next {
             Some(Ok(_)) => {}
             Some(Err(err)) => return Err(err.into()),
             // Fell behind: listen again, then read on (nothing is lost, reads go by offset).
@@ -116,6 +121,10 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
         }
     }
 }
+
+/// How long `task output -f` waits for a task event before reading the output again: a
+/// running command writes its output file without any event.
+const OUTPUT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Listens to the daemon stream (task events among them).
 async fn subscribe_daemon(connection: &Connection) -> Result<EventStream, CommandError> {
