@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod memory;
 pub mod methods;
 pub mod project;
+pub mod schema;
 pub mod session;
 pub mod skills;
 pub mod socket;

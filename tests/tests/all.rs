@@ -35,6 +35,7 @@ mod mcp_sessions_supervision;
 mod mcp_supervision;
 mod protocol_contract;
 mod protocol_errors;
+mod protocol_schema;
 mod protocol_subscriptions;
 mod reliability_conn;
 mod reliability_evict;
