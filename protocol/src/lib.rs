@@ -25,12 +25,15 @@ pub mod skills;
 pub mod socket;
 pub mod task;
 pub mod todo;
+pub mod version;
 
 pub use methods::Method;
 
-/// Version of the protocol described by this crate. A client sends the version it speaks in
-/// `initialize`; the daemon answers with its own and refuses a different major version.
-pub const PROTOCOL_VERSION: &str = "1.0";
+/// Version of the protocol described by this crate, `MAJOR.MINOR`. A client sends the version
+/// it speaks in `initialize`; the daemon answers with the lower of the two and refuses a
+/// different major version (`version::negotiate`). A minor version only adds; each one has its
+/// line in the changelog of `docs/protocol.md`.
+pub const PROTOCOL_VERSION: &str = "1.1";
 
 /// The major part of [`PROTOCOL_VERSION`]: versions with the same major are compatible.
 pub fn protocol_major(version: &str) -> &str {

@@ -37,6 +37,7 @@ mod protocol_contract;
 mod protocol_errors;
 mod protocol_schema;
 mod protocol_subscriptions;
+mod protocol_versions;
 mod reliability_conn;
 mod reliability_evict;
 mod reliability_files;
