@@ -26,6 +26,7 @@ mod context_compact;
 mod context_memory;
 mod context_skills;
 mod daemon;
+mod editors_plugin;
 mod llm;
 mod mcp_clients;
 mod mcp_config;
