@@ -157,3 +157,29 @@ fn the_plugin_example_is_short_and_needs_only_the_standard_library() {
         .collect();
     assert_eq!(imports, ["import json, os, socket, sys, tempfile"]);
 }
+
+/// Every JSON block of `docs/editors.md` is valid JSON, and every agent it configures runs
+/// `agentctl acp`.
+#[test]
+fn the_editor_settings_in_the_docs_are_valid_and_run_agentctl_acp() {
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/editors.md");
+    let doc = std::fs::read_to_string(doc_path).unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```json\n")
+        .skip(1)
+        .map(|rest| rest.split("\n```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2, "Zed and JetBrains");
+    for block in blocks {
+        let settings: serde_json::Value =
+            serde_json::from_str(block).unwrap_or_else(|err| panic!("not JSON ({err}):\n{block}"));
+        let agent = &settings["agent_servers"]["agentd"];
+        assert!(
+            agent["command"].as_str().unwrap().ends_with("agentctl"),
+            "{agent}"
+        );
+        assert_eq!(agent["args"], serde_json::json!(["acp"]));
+    }
+    assert!(doc.contains(r#"commands = { default = { "agentctl", "acp" } }"#));
+    assert!(doc.contains("examples/watch_session.py"));
+}
