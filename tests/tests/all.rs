@@ -37,6 +37,7 @@ mod mcp_supervision;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_schema;
+mod protocol_schema_live;
 mod protocol_subscriptions;
 mod protocol_versions;
 mod reliability_conn;
