@@ -83,3 +83,32 @@ async fn the_first_initialize_of_a_connection_decides_its_version() {
         .unwrap();
     assert_eq!(again["protocolVersion"], "1.0");
 }
+
+/// The version this crate speaks has its changelog entry, and every entry is a version.
+#[test]
+fn the_changelog_has_an_entry_for_the_current_version() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol.md"),
+    )
+    .unwrap();
+    let changelog = doc
+        .split("\n## Changelog\n")
+        .nth(1)
+        .expect("a `## Changelog` section in docs/protocol.md");
+    let changelog = changelog.split("\n## ").next().unwrap();
+    let entries: Vec<&str> = changelog
+        .lines()
+        .filter_map(|line| line.strip_prefix("### "))
+        .collect();
+    assert_eq!(
+        entries.first(),
+        Some(&protocol::PROTOCOL_VERSION),
+        "the newest changelog entry of docs/protocol.md is the current version"
+    );
+    for entry in entries {
+        assert!(
+            protocol::version::ProtocolVersion::parse(entry).is_some(),
+            "{entry:?} is not a version"
+        );
+    }
+}
