@@ -5,18 +5,25 @@
 //!
 //! Params are described as the daemon reads them (fields with a default are optional), results,
 //! events and notifications as the daemon writes them (fields it may leave out are optional).
+//! `index.json` lists them with the protocol version; `compat` says whether a new schema only
+//! adds to an old one.
+
+pub mod compat;
 
 use std::collections::BTreeSet;
 
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, Schema};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::Method;
 use crate::error::ErrorData;
 use crate::event::{DAEMON_EVENT, Event, EventNotificationParams, SESSION_EVENT};
 
-/// One JSON Schema document of the protocol.
+/// Where the index of the documents lives under `docs/schema/`.
+pub const INDEX_PATH: &str = "index.json";
+
+/// One JSON Schema document of the protocol (or the index of them all, [`INDEX_PATH`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchemaDocument {
     /// Where it lives under `docs/schema/`, `/`-separated: `methods/session.create.params.json`,
@@ -38,7 +45,7 @@ impl SchemaDocument {
 
 /// Every schema document of the protocol: the methods' params and results in the order of
 /// [`crate::methods::ALL`], then the events (the `Event` union and one document per event type),
-/// the notifications and `error.data`.
+/// the notifications, `error.data` and last the index.
 pub fn all() -> Vec<SchemaDocument> {
     let mut documents: Vec<SchemaDocument> = crate::methods::SCHEMAS
         .iter()
@@ -59,7 +66,56 @@ pub fn all() -> Vec<SchemaDocument> {
         "error data of an agentd error",
         root::<ErrorData>(Contract::Serialize),
     ));
+    let index = index(&documents);
+    documents.push(index);
     documents
+}
+
+/// The protocol version the index of `documents` names (`protocolVersion`), if it has one.
+pub fn indexed_version(documents: &[SchemaDocument]) -> Option<crate::version::ProtocolVersion> {
+    let index = documents.iter().find(|doc| doc.path == INDEX_PATH)?;
+    crate::version::ProtocolVersion::parse(index.schema.get("protocolVersion")?.as_str()?)
+}
+
+/// What a client looks up first: the protocol version, and for each method, notification and
+/// event type the path of its document.
+fn index(documents: &[SchemaDocument]) -> SchemaDocument {
+    let methods: Map<String, Value> = crate::methods::ALL
+        .iter()
+        .map(|name| {
+            let stem = file_stem(name);
+            let paths = json!({
+                "params": format!("methods/{stem}.params.json"),
+                "result": format!("methods/{stem}.result.json"),
+            });
+            ((*name).to_owned(), paths)
+        })
+        .collect();
+    let notifications: Map<String, Value> = [SESSION_EVENT, DAEMON_EVENT]
+        .iter()
+        .map(|name| {
+            let path = format!("notifications/{}.json", file_stem(name));
+            ((*name).to_owned(), Value::String(path))
+        })
+        .collect();
+    let events: Map<String, Value> = documents
+        .iter()
+        .filter_map(|doc| {
+            let event_type = doc.path.strip_prefix("events/")?.strip_suffix(".json")?;
+            (event_type != "event").then(|| (event_type.to_owned(), doc.path.clone().into()))
+        })
+        .collect();
+    SchemaDocument {
+        path: INDEX_PATH.to_owned(),
+        schema: json!({
+            "title": "agentd protocol: where the schema of each method, notification and event is",
+            "protocolVersion": crate::PROTOCOL_VERSION,
+            "methods": methods,
+            "notifications": notifications,
+            "events": events,
+            "errorData": "error.data.json",
+        }),
+    }
 }
 
 /// The params and result documents of one method.

@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use protocol::schema::SchemaDocument;
+use protocol::schema::compat::breaking_changes;
+use protocol::version::ProtocolVersion;
 
 /// How to bring `docs/schema/` up to date, printed with every drift.
 const REGENERATE: &str = "UPDATE_SCHEMA=1 cargo test -p agentd-tests --test all -- protocol_schema";
@@ -32,6 +34,45 @@ fn json_files(dir: &Path) -> BTreeSet<String> {
         }
     }
     found
+}
+
+/// The documents checked in under `dir`.
+fn checked_in(dir: &Path) -> Vec<SchemaDocument> {
+    json_files(dir)
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(dir.join(&path)).unwrap();
+            let schema = serde_json::from_str(&text)
+                .unwrap_or_else(|err| panic!("docs/schema/{path} is not JSON: {err}"));
+            SchemaDocument { path, schema }
+        })
+        .collect()
+}
+
+/// What in `documents` breaks clients of the schema checked in under `dir`, unless the major
+/// version changed since (then anything goes).
+fn breaks(dir: &Path, documents: &[SchemaDocument]) -> Vec<String> {
+    let old = checked_in(dir);
+    let current = ProtocolVersion::current();
+    match protocol::schema::indexed_version(&old) {
+        Some(version) if version.major != current.major => Vec::new(),
+        _ => breaking_changes(&old, documents),
+    }
+}
+
+/// Rewrites `dir` from `documents`, refusing what would break clients of the same major
+/// version.
+fn regenerate(dir: &Path, documents: &[SchemaDocument]) -> Result<(), String> {
+    let breaking = breaks(dir, documents);
+    if !breaking.is_empty() {
+        return Err(format!(
+            "refusing to regenerate docs/schema/: within protocol {}.x a change only adds, and these break its clients:\n  {}\nmake them additive (an optional param with a default, a new result field, a new method) or, when the break is meant, make it the next major version (protocol::PROTOCOL_VERSION)",
+            ProtocolVersion::current().major,
+            breaking.join("\n  ")
+        ));
+    }
+    update(dir, documents);
+    Ok(())
 }
 
 /// Writes every document and removes the `.json` files no document names any more.
@@ -74,14 +115,69 @@ fn the_checked_in_schema_is_generated_from_the_protocol_types() {
     let documents = protocol::schema::all();
     let dir = schema_dir();
     if std::env::var_os("UPDATE_SCHEMA").is_some_and(|value| value == "1") {
-        update(&dir, &documents);
+        regenerate(&dir, &documents).unwrap_or_else(|refusal| panic!("{refusal}"));
     }
     let problems = drift(&dir, &documents);
+    let breaking = breaks(&dir, &documents);
+    let warning = if breaking.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nthese changes break clients of the checked-in version (regenerating refuses them):\n  {}",
+            breaking.join("\n  ")
+        )
+    };
     assert!(
         problems.is_empty(),
-        "docs/schema/ is out of date with the types in protocol/:\n  {}\nregenerate it with:\n  {REGENERATE}\nand commit the result (and a docs/protocol.md changelog line for a change clients see)",
+        "docs/schema/ is out of date with the types in protocol/:\n  {}{warning}\nregenerate it with:\n  {REGENERATE}\nand commit the result (and a docs/protocol.md changelog line for a change clients see)",
         problems.join("\n  ")
     );
+}
+
+#[test]
+fn regenerating_refuses_a_breaking_change_within_a_major_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let documents = protocol::schema::all();
+    regenerate(dir.path(), &documents).unwrap();
+
+    // A new method and a new optional result field only add.
+    let mut added = documents.clone();
+    added[1].schema["properties"]["later"] = serde_json::json!({"type": "string"});
+    added.push(SchemaDocument {
+        path: "methods/thing.new.params.json".into(),
+        schema: serde_json::json!({"type": "object"}),
+    });
+    regenerate(dir.path(), &added).unwrap();
+
+    // `initialize` answering without `serverInfo` breaks 1.x clients.
+    let mut broken = added.clone();
+    let result = broken
+        .iter_mut()
+        .find(|doc| doc.path == "methods/initialize.result.json")
+        .unwrap();
+    let required = result.schema["required"].as_array_mut().unwrap();
+    required.retain(|name| name != "serverInfo");
+    let refusal = regenerate(dir.path(), &broken).unwrap_err();
+    assert!(
+        refusal.contains(
+            "methods/initialize.result.json: `serverInfo` may be missing now; a client of the old version relies on it"
+        ),
+        "{refusal}"
+    );
+    assert!(refusal.contains("next major version"), "{refusal}");
+    assert_eq!(
+        drift(dir.path(), &added),
+        Vec::<String>::new(),
+        "nothing was written"
+    );
+
+    // Once the checked-in index names another major version, the break is allowed.
+    let index = dir.path().join(protocol::schema::INDEX_PATH);
+    let text = std::fs::read_to_string(&index).unwrap();
+    let old_major = text.replace(&format!("\"{}\"", protocol::PROTOCOL_VERSION), "\"0.9\"");
+    assert_ne!(text, old_major);
+    std::fs::write(&index, old_major).unwrap();
+    regenerate(dir.path(), &broken).unwrap();
 }
 
 #[test]
