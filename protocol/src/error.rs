@@ -73,7 +73,7 @@ pub struct ErrorData {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Suggestion {
-    /// A method of [`crate::methods::ALL`].
+    /// A method this daemon serves (one of `initialize`'s `capabilities.methods`).
     pub method: String,
 }
 
