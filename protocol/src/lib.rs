@@ -1,6 +1,7 @@
 //! Wire types of the agentd JSON-RPC 2.0 protocol: method names with their params and result
-//! types, event payloads and error codes. Serde only: no tokio, no I/O. The daemon and the
-//! clients convert their own types into these; nothing else derives `Serialize` for the wire.
+//! types, event payloads and error codes. Serde (and schemars: every type derives `JsonSchema`,
+//! `schema` turns them into the checked-in JSON Schema) only: no tokio, no I/O. The daemon and
+//! the clients convert their own types into these; nothing else derives `Serialize` for the wire.
 //!
 //! Framing (newline-delimited JSON) and the envelope (`jsonrpc`, `id`, `error`) are handled by
 //! the transports on top of jsonrpsee; this crate describes what goes inside.

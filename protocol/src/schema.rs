@@ -237,11 +237,12 @@ fn collect_references(value: &Value, found: &mut Vec<String>) {
 fn sorted(value: &Value) -> Value {
     match value {
         Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().collect();
-            keys.sort();
+            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+            entries.sort_by_key(|(key, _)| *key);
             Value::Object(
-                keys.into_iter()
-                    .map(|key| (key.clone(), sorted(&object[key])))
+                entries
+                    .into_iter()
+                    .map(|(key, inner)| (key.clone(), sorted(inner)))
                     .collect(),
             )
         }
