@@ -246,3 +246,31 @@ fn every_method_and_every_event_type_has_a_schema_document() {
         "one document per event type and the union"
     );
 }
+
+/// Every wire type of `protocol/` derives `JsonSchema` beside serde, also one that no method or
+/// event reaches yet (the trait bound of `Method` only reaches params and results).
+#[test]
+fn every_serde_type_of_the_protocol_crate_derives_json_schema() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../protocol/src");
+    let mut missing = Vec::new();
+    for file in agentd_tests::scenario::rust_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let derive = line.trim_start().starts_with("#[derive(");
+            let serde = line.contains("Serialize") || line.contains("Deserialize");
+            if derive && serde && !line.contains("JsonSchema") {
+                missing.push(format!(
+                    "{}:{}: {}",
+                    file.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "add `JsonSchema` (schemars) to these derives, then regenerate the schema:\n  {}",
+        missing.join("\n  ")
+    );
+}
