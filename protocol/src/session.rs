@@ -1,12 +1,13 @@
 //! Params and results of the session methods (`session/*`, `daemon/subscribe`,
 //! `daemon/unsubscribe`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{ToolCallInfo, Usage};
 
 /// A session as listed and shown.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     pub session_id: String,
@@ -31,7 +32,7 @@ pub struct SessionInfo {
     pub usage: Usage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {
     /// No run is active.
@@ -40,7 +41,7 @@ pub enum SessionStatus {
     Running,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateParams {
     /// Workspace directory (absolute, must exist).
@@ -71,14 +72,14 @@ pub struct SessionCreateParams {
     pub agent_type: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateResult {
     pub session_id: String,
     pub session: SessionInfo,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionListParams {
     /// Return sessions after this cursor (from a previous `nextCursor`).
@@ -89,7 +90,7 @@ pub struct SessionListParams {
     pub limit: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionListResult {
     /// Newest first.
@@ -99,7 +100,7 @@ pub struct SessionListResult {
 }
 
 /// Params naming one session.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     pub session_id: String,
@@ -112,7 +113,7 @@ pub type SessionCancelParams = SessionRef;
 /// Params of `session/compact`.
 pub type SessionCompactParams = SessionRef;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionGetParams {
     pub session_id: String,
@@ -121,7 +122,7 @@ pub struct SessionGetParams {
     pub include_history: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionGetResult {
     pub session: SessionInfo,
@@ -138,7 +139,7 @@ pub struct SessionGetResult {
 }
 
 /// One message of the conversation history.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum HistoryMessage {
     User {
@@ -159,13 +160,13 @@ pub enum HistoryMessage {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDeleteResult {
     pub deleted: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPromptParams {
     pub session_id: String,
@@ -178,7 +179,7 @@ pub struct SessionPromptParams {
     pub queue_if_busy: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPromptResult {
     pub run_id: String,
@@ -188,14 +189,14 @@ pub struct SessionPromptResult {
 }
 
 /// Params of `session/steer` and `session/followUp`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessageParams {
     pub session_id: String,
     pub text: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessageResult {
     /// The run the message goes to.
@@ -214,7 +215,7 @@ pub type SessionFollowUpParams = QueueMessageParams;
 /// Result of `session/followUp`.
 pub type SessionFollowUpResult = QueueMessageResult;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCancelResult {
     /// False when no run was active.
@@ -223,7 +224,7 @@ pub struct SessionCancelResult {
     pub run_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSubscribeParams {
     pub session_id: String,
@@ -233,7 +234,7 @@ pub struct SessionSubscribeParams {
 }
 
 /// The answer of `session/subscribe`: notifications of this subscription carry its id.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSubscribeResult {
     /// `sub_` and hex digits, unique in the daemon; the key of `session/unsubscribe`.
@@ -242,14 +243,14 @@ pub struct SessionSubscribeResult {
 
 /// Params of `session/unsubscribe`. The object form is the documented one; a bare
 /// `["sub_…"]` (the array form of older clients) is read too.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
 pub struct SessionUnsubscribeParams {
     pub subscription_id: String,
 }
 
 /// The answer of `session/unsubscribe`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUnsubscribeResult {
     /// True when a live subscription of this connection ended; false for an unknown id (or
@@ -257,12 +258,12 @@ pub struct SessionUnsubscribeResult {
     pub unsubscribed: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeParams {}
 
 /// The answer of `daemon/subscribe`: notifications of this subscription carry its id.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeResult {
     /// `sub_` and hex digits, unique in the daemon; the key of `daemon/unsubscribe`.
@@ -270,28 +271,30 @@ pub struct DaemonSubscribeResult {
 }
 
 /// Params of `daemon/unsubscribe` (a bare `["sub_…"]` is read too).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
 pub struct DaemonUnsubscribeParams {
     pub subscription_id: String,
 }
 
 /// The answer of `daemon/unsubscribe`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonUnsubscribeResult {
     /// True when a live `daemon/subscribe` subscription of this connection ended.
     pub unsubscribed: bool,
 }
 
-/// What an unsubscribe call's params may be: `{"subscriptionId": …}` or just the id.
-#[derive(Deserialize)]
+/// Params of an unsubscribe call: `{"subscriptionId": …}` (a bare id, the array form of older
+/// clients, is read too but is not part of the schema).
+#[derive(Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum UnsubscribeWire {
     Object {
         #[serde(rename = "subscriptionId")]
         subscription_id: String,
     },
+    #[schemars(skip)]
     Bare(String),
 }
 
@@ -321,7 +324,7 @@ impl From<UnsubscribeWire> for DaemonUnsubscribeParams {
 }
 
 /// Result of `session/compact`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCompactResult {
     /// False when there was nothing older than the last two user turns to summarise.
