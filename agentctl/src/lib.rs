@@ -10,6 +10,7 @@ pub mod commands;
 pub mod follow;
 pub mod output;
 pub mod render;
+pub mod safe_text;
 pub mod terminal;
 pub mod transport;
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope, UserMessageKind};
 
 use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK};
+use crate::safe_text::neutralise;
 
 /// What the renderer is following, which decides what it shows and when it is done.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -575,7 +576,7 @@ impl Renderer {
         }
         self.clear_spinner(out);
         self.stdout_line_open = !text.ends_with('\n');
-        out.push(Output::Stdout(text.to_owned()));
+        out.push(Output::Stdout(neutralise(text).into_owned()));
     }
 
     fn end_stdout_line(&mut self, out: &mut Vec<Output>) {
@@ -590,7 +591,7 @@ impl Renderer {
     fn stderr_line(&mut self, line: &str, out: &mut Vec<Output>) {
         self.clear_spinner(out);
         let lead = if self.stdout_line_open { "\n" } else { "" };
-        out.push(Output::Stderr(format!("{lead}{line}\n")));
+        out.push(Output::Stderr(format!("{lead}{}\n", neutralise(line))));
     }
 
     fn draw_spinner(&mut self, out: &mut Vec<Output>) {
@@ -601,7 +602,7 @@ impl Renderer {
             } else {
                 CLEAR_LINE
             };
-            out.push(Output::Stderr(format!("{lead}{question}")));
+            out.push(Output::Stderr(format!("{lead}{}", neutralise(question))));
             self.spinner_drawn = true;
             return;
         }
@@ -621,7 +622,7 @@ impl Renderer {
         if self.active_tools.len() > 1 {
             line.push_str(&format!(" (+{} more)", self.active_tools.len() - 1));
         }
-        out.push(Output::Stderr(format!("{CLEAR_LINE}{line}")));
+        out.push(Output::Stderr(format!("{CLEAR_LINE}{}", neutralise(&line))));
         self.spinner_drawn = true;
     }
 

@@ -25,9 +25,9 @@ pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), Comma
     if ctx.json {
         print_json(&result);
     } else if result.approvals.is_empty() {
-        println!("no pending approvals");
+        crate::say!("no pending approvals");
     } else {
-        print!("{}", format_table(&result.approvals, now_unix()));
+        crate::say_raw!("{}", format_table(&result.approvals, now_unix()));
     }
     Ok(())
 }
@@ -68,13 +68,13 @@ pub async fn respond(
     if ctx.json {
         print_json(&result);
     } else {
-        println!(
+        crate::say!(
             "approval {}: {}",
             result.approval_id,
             decision_words(result.decision)
         );
         if let Some(rule) = &result.rule_added {
-            println!("added the rule {rule} to the user config");
+            crate::say!("added the rule {rule} to the user config");
         }
     }
     Ok(())

@@ -32,10 +32,10 @@ pub async fn attach(
     };
     if !ctx.json {
         let title = info.title.as_deref().unwrap_or(&info.cwd);
-        emit(vec![Output::Stderr(format!(
-            "session {} · {} · {title}\n",
-            info.session_id, info.model
-        ))]);
+        let header = format!("session {} · {} · {title}\n", info.session_id, info.model);
+        emit(vec![Output::Stderr(
+            crate::safe_text::neutralise(&header).into_owned(),
+        )]);
     }
     // Everything from the start: deltas are not replayed, completed messages are.
     let subscription = follow::subscribe(&connection, &info.session_id, 0).await?;

@@ -83,8 +83,8 @@ pub async fn run(
         if ctx.json {
             print_json(&serde_json::json!({ "sessionId": session_id, "runId": started.run_id }));
         } else {
-            println!("session {session_id}");
-            println!("run {}", started.run_id);
+            crate::say!("session {session_id}");
+            crate::say!("run {}", started.run_id);
         }
         return Ok(EXIT_OK);
     }
