@@ -22,8 +22,20 @@ pub struct Cli {
     /// one event per line (NDJSON) instead.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Colours on stderr: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]

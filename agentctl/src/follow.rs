@@ -208,7 +208,10 @@ pub async fn follow(
                     emit(renderer.note(&message));
                 }
             }
-            Wake::Tick => emit(renderer.tick()),
+            Wake::Tick => {
+                renderer.set_width(crate::terminal::stderr_width());
+                emit(renderer.tick());
+            }
             Wake::GiveUp => {
                 emit(renderer.finish());
                 emit(renderer.note(&format!(

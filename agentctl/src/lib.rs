@@ -33,6 +33,8 @@ pub struct Context {
     /// A person is at the terminal: stdin and stderr are terminals, so `run` may prompt for
     /// approvals (tests set it false).
     pub interactive: bool,
+    /// `--color`: whether stderr gets colours (`auto` also reads `NO_COLOR`).
+    pub color: cli::ColorChoice,
 }
 
 impl Context {
@@ -78,6 +80,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         socket: socket_path(cli.socket.as_deref()),
         no_start: cli.no_start,
         json: cli.json,
+        color: cli.color,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.

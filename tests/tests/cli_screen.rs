@@ -4,6 +4,7 @@
 
 use agentd_tests::harness::{TestEnv, text};
 use agentd_tests::mock_llm::{MockLlm, Reply};
+use agentd_tests::terminal::without_colors;
 use serde_json::{Value, json};
 
 /// An environment whose daemon talks to `mock` (OpenAI format), running tools without asking.
@@ -55,4 +56,128 @@ async fn control_sequences_never_reach_the_terminal_raw_but_json_keeps_them() {
         .collect();
     assert_eq!(completed.len(), 1, "{stdout}");
     assert_eq!(completed[0]["event"]["content"], format!("again {HOSTILE}"));
+}
+
+#[tokio::test]
+async fn after_a_run_one_line_says_tokens_steps_and_duration() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call("c1", "run_shell", json!({"command": "true"})).usage(100, 7, 40));
+    mock.push(Reply::text("done").usage(120, 9, 60));
+    let env = bypass_env(&mock);
+    let output = env.run_agentctl(&["run", "go"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("tokens "))
+        .unwrap_or_else(|| panic!("no after-run line: {stderr}"));
+    assert!(
+        line.starts_with("tokens 220 in (100 cached) · 16 out · 2 steps · "),
+        "{line}"
+    );
+    assert!(line.ends_with(" ms") || line.ends_with(" s"), "{line}");
+    // It comes before the session line, the last one.
+    assert!(stderr.ends_with(&format!("{line}\nsession: {}\n", session_of(&stderr))));
+}
+
+fn session_of(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("session: "))
+        .unwrap_or_else(|| panic!("no session line: {stderr}"))
+        .to_owned()
+}
+
+/// What a terminal of `columns` shows: every piece between line ends, carriage returns and
+/// line erasures, colours removed.
+fn screen_pieces(screen: &str) -> Vec<String> {
+    without_colors(screen)
+        .replace("\x1b[2K", "\r")
+        .split(['\n', '\r'])
+        .filter(|piece| !piece.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_50_column_terminal_gets_lines_that_fit_and_a_thinking_line() {
+    let mock = MockLlm::start().await;
+    let long = format!("echo {}", "word ".repeat(40));
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": long.trim_end()}),
+    ));
+    mock.push(Reply::text("short answer"));
+    let env = bypass_env(&mock);
+    let (screen, code) = env
+        .run_agentctl_in_terminal(50, &[], &["--color", "never", "run", "go"])
+        .await;
+    assert_eq!(code, Some(0), "{screen:?}");
+    let pieces = screen_pieces(&screen);
+    let too_wide: Vec<&String> = pieces
+        .iter()
+        .filter(|piece| agentctl::render::display_width(piece) >= 50)
+        .collect();
+    assert!(too_wide.is_empty(), "wider than 49 columns: {too_wide:#?}");
+    assert!(
+        pieces
+            .iter()
+            .any(|piece| piece.contains(" run_shell: echo word") && piece.ends_with('…')),
+        "{pieces:#?}"
+    );
+    assert!(
+        pieces
+            .iter()
+            .any(|piece| piece.contains("thinking… 0s · Ctrl-C to cancel")),
+        "{pieces:#?}"
+    );
+    assert!(
+        pieces.iter().any(|piece| piece == "short answer"),
+        "{pieces:#?}"
+    );
+    assert!(!screen.contains("\x1b[3"), "--color never: {screen:?}");
+}
+
+#[tokio::test]
+async fn colours_follow_color_and_no_color() {
+    let mock = MockLlm::start().await;
+    let env = bypass_env(&mock);
+    let sgr = |screen: &str| screen.contains("\x1b[32m") || screen.contains("\x1b[2m");
+    for (args, extra, coloured) in [
+        (&["run", "a"][..], &[][..], true),
+        (&["run", "b"][..], &[("NO_COLOR", "1")][..], false),
+        (&["--color", "never", "run", "c"][..], &[][..], false),
+        (
+            &["--color", "always", "run", "d"][..],
+            &[("NO_COLOR", "1")][..],
+            true,
+        ),
+    ] {
+        mock.push(Reply::tool_call(
+            "c1",
+            "run_shell",
+            json!({"command": "true"}),
+        ));
+        mock.push(Reply::text("ok"));
+        let (screen, code) = env.run_agentctl_in_terminal(80, extra, args).await;
+        assert_eq!(code, Some(0), "{screen:?}");
+        assert_eq!(sgr(&screen), coloured, "{args:?} {extra:?}: {screen:?}");
+    }
+    // Without a terminal, `always` still colours stderr; `auto` does not.
+    mock.push(Reply::text("ok"));
+    let plain = env.run_agentctl(&["run", "e"]).await;
+    assert!(!text(&plain.stderr).contains('\x1b'));
+    mock.push(Reply::text("ok"));
+    let forced = env.run_agentctl(&["--color", "always", "run", "f"]).await;
+    assert!(
+        text(&forced.stderr).contains("\x1b[2m"),
+        "{}",
+        text(&forced.stderr)
+    );
+    assert_eq!(
+        text(&forced.stdout),
+        "ok\n",
+        "stdout is the model's text, never coloured"
+    );
 }

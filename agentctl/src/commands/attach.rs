@@ -39,7 +39,7 @@ pub async fn attach(
     }
     // Everything from the start: deltas are not replayed, completed messages are.
     let subscription = follow::subscribe(&connection, &info.session_id, 0).await?;
-    let options = render_options(ctx.json);
+    let options = render_options(ctx);
     let renderer = Renderer::new(Mode::Attach { until }, options, 0);
     let animate = options.stderr_is_tty && !options.json;
     follow::follow(

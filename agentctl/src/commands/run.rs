@@ -92,7 +92,7 @@ pub async fn run(
     // Subscribe before prompting so no event of the run can be missed.
     let subscription = follow::subscribe(&connection, &session_id, last_seq).await?;
     let started = connection.request::<SessionPrompt>(&prompt).await?;
-    let options = render_options(ctx.json);
+    let options = render_options(ctx);
     let renderer = Renderer::new(
         Mode::Run {
             run_id: started.run_id.clone(),

@@ -65,6 +65,7 @@ impl FakeDaemon {
             no_start: true,
             json: false,
             interactive: false,
+            color: crate::cli::ColorChoice::Never,
         }
     }
 
@@ -282,7 +283,7 @@ async fn run_creates_subscribes_first_then_prompts_and_streams() {
         run(&daemon, run_args(Some(workspace.path().into()), None)).await;
     assert_eq!(result.unwrap(), 0);
     assert_eq!(stdout, "Hello world\n");
-    assert_eq!(stderr, "session: ses_1\n");
+    assert_eq!(without_after_run_line(&stderr), "session: ses_1\n");
     assert_eq!(
         daemon.methods()[..4],
         [
@@ -328,7 +329,10 @@ async fn run_in_an_existing_session_subscribes_after_its_last_seq_and_fails_with
     args.model = None;
     let (result, _, stderr) = run(&daemon, args).await;
     assert_eq!(result.unwrap(), 1);
-    assert_eq!(stderr, "run failed: it broke\nsession: ses_1\n");
+    assert_eq!(
+        without_after_run_line(&stderr),
+        "run failed: it broke\nsession: ses_1\n"
+    );
     assert_eq!(daemon.methods()[1], "session/get");
     assert_eq!(daemon.params("session/subscribe")["afterSeq"], 5);
 }
@@ -539,7 +543,7 @@ async fn run_approve_wait_leaves_it_to_another_client() {
     );
     assert!(!daemon.methods().contains(&"approval/respond".to_owned()));
     assert_eq!(
-        stderr,
+        without_after_run_line(&stderr),
         "approval apr_1 waits: run_shell ls -la (default mode asks); answer with \
          `agentctl approve apr_1` or `agentctl deny apr_1`\n\
          approval apr_1: allowed once by client:zed\n\
@@ -688,4 +692,20 @@ async fn approve_fails_with_the_daemons_message_when_already_decided_or_unknown(
         assert_eq!(err.code, 1);
         assert_eq!(err.message, text);
     }
+}
+
+/// `stderr` without its after-run line (`tokens … · N steps · duration`: the duration is the
+/// wall clock's), which must be there once.
+fn without_after_run_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let count = lines
+        .iter()
+        .filter(|line| line.starts_with("tokens "))
+        .count();
+    assert_eq!(count, 1, "one after-run line: {stderr}");
+    lines
+        .into_iter()
+        .filter(|line| !line.starts_with("tokens "))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
