@@ -258,6 +258,7 @@ async fn perform(
                     actions.extend(desk.prompt_failed(&err.to_string()));
                 }
             },
+            DeskAction::Reprompt(question) => emit(renderer.reprompt(&question)),
             DeskAction::ClosePrompt => {
                 *prompt_input = None;
                 emit(renderer.close_prompt());
@@ -266,11 +267,13 @@ async fn perform(
                 approval_id,
                 decision,
                 reason,
+                policy,
             } => {
                 let params = ApprovalRespondParams {
                     approval_id: approval_id.clone(),
                     decision,
                     reason,
+                    policy,
                 };
                 let request = connection.request::<ApprovalRespond>(&params);
                 let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {

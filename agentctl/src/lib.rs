@@ -2,6 +2,7 @@
 //! and other tools can reuse the client.
 
 pub mod approval_desk;
+pub mod approval_view;
 pub mod approve_policy;
 pub mod autostart;
 pub mod cli;

@@ -135,6 +135,15 @@ impl Renderer {
         out
     }
 
+    /// Change the prompt's line (the reason typed so far), keeping its header.
+    pub fn reprompt(&mut self, question: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.clear_spinner(&mut out);
+        self.prompt = Some(question.to_owned());
+        self.draw_spinner(&mut out);
+        out
+    }
+
     /// Erase the prompt (answered, decided elsewhere, or given up).
     pub fn close_prompt(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
@@ -698,6 +707,8 @@ impl Renderer {
         if let Some(question) = &self.prompt {
             // The prompt must show even after unfinished stdout text: start a line for it.
             let lead = if self.stdout_line_open {
+                // The prompt's own line: stdout's text goes on below it afterwards.
+                self.stdout_line_open = false;
                 "\n"
             } else {
                 CLEAR_LINE

@@ -3,7 +3,8 @@
 //! bounded lines in a narrow terminal, colours on request only.
 
 use agentd_tests::harness::{TestEnv, text};
-use agentd_tests::mock_llm::{MockLlm, Reply};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
+use agentd_tests::scenario::request_tool_results;
 use agentd_tests::terminal::without_colors;
 use serde_json::{Value, json};
 
@@ -179,5 +180,101 @@ async fn colours_follow_color_and_no_color() {
         text(&forced.stdout),
         "ok\n",
         "stdout is the model's text, never coloured"
+    );
+}
+
+/// An environment whose daemon asks before shell commands and edits.
+fn asking_env(mock: &MockLlm) -> TestEnv {
+    TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"default\"\n")
+}
+
+/// The tool result the model read for call `id` in the last request.
+fn last_tool_result(mock: &MockLlm, id: &str) -> String {
+    let requests = mock.requests();
+    let last = requests.last().expect("a request");
+    request_tool_results(Format::OpenAi, last)
+        .into_iter()
+        .find(|(call, _)| call == id)
+        .unwrap_or_else(|| panic!("no result for {id}: {}", last.body))
+        .1
+}
+
+#[tokio::test]
+async fn an_edit_approval_shows_the_diff_and_the_rules_and_n_tells_the_model_why() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "edit_file",
+        json!({"path": "style.txt", "oldText": "indent = spaces", "newText": "indent = four spaces"}),
+    ));
+    mock.push(Reply::text("ok, tabs then"));
+    let env = asking_env(&mock);
+    std::fs::write(env.workspace().join("style.txt"), "indent = spaces\n").unwrap();
+    let mut terminal = env.spawn_agentctl_in_terminal(120, &["--color", "never", "run", "fix it"]);
+    let shown = terminal.wait_for("allow?", 0).await;
+    let screen = terminal.screen.clone();
+    assert!(
+        screen.contains("approval needed: edit_file style.txt"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("  - indent = spaces\r\n  + indent = four spaces"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("[s] allows `Edit(/style.txt)` for this session"),
+        "{screen:?}"
+    );
+    assert!(
+        !screen.contains("why: approval needed to"),
+        "the reason repeats: {screen:?}"
+    );
+    terminal.type_keys("n").await;
+    terminal.wait_for("why not?", shown).await;
+    terminal.type_keys("no, use tabs\r").await;
+    let (screen, code) = terminal.finish().await;
+    assert_eq!(code, Some(0), "{screen:?}");
+    assert!(screen.contains("ok, tabs then"), "{screen:?}");
+    let seen = last_tool_result(&mock, "c1");
+    assert!(
+        seen.contains("by the user") && seen.contains("no, use tabs"),
+        "{seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("style.txt")).unwrap(),
+        "indent = spaces\n"
+    );
+}
+
+#[tokio::test]
+async fn a_denial_by_the_approve_policy_is_reported_as_policy_not_as_the_user() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch x"}),
+    ));
+    mock.push(Reply::text("fine"));
+    let env = asking_env(&mock);
+    let output = env
+        .run_agentctl(&["--json", "run", "--approve", "never", "go"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let resolved: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("ndjson"))
+        .filter(|line| line["event"]["type"] == "approvalResolved")
+        .collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["event"]["decidedBy"], "policy:agentctl");
+    let seen = last_tool_result(&mock, "c1");
+    assert!(
+        seen.starts_with(
+            "denied by the client's approval policy (policy:agentctl), not by the user"
+        ),
+        "{seen}"
     );
 }

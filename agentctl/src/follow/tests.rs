@@ -410,6 +410,8 @@ async fn attach_to_an_idle_session_replays_and_stops_at_its_last_seq() {
 
 fn pending(id: &str, tool: &str) -> PendingApproval {
     PendingApproval {
+        session_rule: None,
+        always_rule: None,
         task_id: None,
         agent_type: None,
         approval_id: id.to_owned(),
@@ -475,6 +477,7 @@ async fn run_without_a_terminal_denies_by_default_and_says_so() {
             "approvalId": "apr_1",
             "decision": "deny",
             "reason": crate::approve_policy::NOT_INTERACTIVE_REASON,
+            "policy": "--approve never",
         })
     );
     assert!(
@@ -501,7 +504,7 @@ async fn run_approve_edits_allows_edits_and_denies_the_shell() {
     let answers = daemon.all_params("approval/respond");
     assert_eq!(
         answers[0],
-        json!({"approvalId": "apr_1", "decision": "allowOnce"})
+        json!({"approvalId": "apr_1", "decision": "allowOnce", "policy": "--approve edits"})
     );
     assert_eq!(answers[1]["approvalId"], "apr_2");
     assert_eq!(answers[1]["decision"], "deny");

@@ -206,6 +206,8 @@ impl Run {
                 .task_label
                 .as_ref()
                 .map(|(_, agent)| agent.clone()),
+            session_rule: Some(key.to_string()),
+            always_rule: always_rule.clone(),
         };
         let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
         let session_rule = (resolution.decision == ApprovalDecision::AllowSession
@@ -331,6 +333,11 @@ impl Run {
                 // The model must know a person said no (and why), not only which client did.
                 let by = if resolution.decided_by.starts_with("client:") {
                     format!("by the user ({})", resolution.decided_by)
+                } else if resolution.decided_by.starts_with("policy:") {
+                    format!(
+                        "by the client's approval policy ({}), not by the user",
+                        resolution.decided_by
+                    )
                 } else {
                     format!("({})", resolution.decided_by)
                 };
