@@ -44,11 +44,15 @@ pub enum DeskAction {
     ClosePrompt,
 }
 
-/// The approvals of one run.
+/// The approvals of one run (`run`), or of every run of a session (`attach`).
 #[derive(Debug)]
 pub struct ApprovalDesk {
-    run_id: String,
+    /// The run whose approvals are ours; `None`: every run of the session.
+    run_id: Option<String>,
     handling: Handling,
+    /// `attach` replays the session first: requests are only queued (and resolutions take
+    /// them back) until the replay reaches this seq, then what is still pending is prompted.
+    held_until: Option<u64>,
     /// The approval the prompt shows.
     prompting: Option<PendingApproval>,
     /// `n` was pressed for the prompted approval: the reason typed so far (bytes, so a
@@ -66,9 +70,24 @@ pub struct ApprovalDesk {
 
 impl ApprovalDesk {
     pub fn new(run_id: String, handling: Handling) -> ApprovalDesk {
+        ApprovalDesk::with_scope(Some(run_id), handling, None)
+    }
+
+    /// The desk of `attach`: every run of the session, prompting once the replay has reached
+    /// `replay_end` (the session's last seq when attaching).
+    pub fn for_session(handling: Handling, replay_end: u64) -> ApprovalDesk {
+        ApprovalDesk::with_scope(None, handling, Some(replay_end))
+    }
+
+    fn with_scope(
+        run_id: Option<String>,
+        handling: Handling,
+        held_until: Option<u64>,
+    ) -> ApprovalDesk {
         ApprovalDesk {
             run_id,
             handling,
+            held_until,
             prompting: None,
             typing_reason: None,
             queued: VecDeque::new(),
@@ -85,7 +104,7 @@ impl ApprovalDesk {
     /// One event of the session (each once, in order).
     pub fn on_event(&mut self, event: &Event) -> Vec<DeskAction> {
         match event {
-            Event::ApprovalRequested { run_id, approval } if *run_id == self.run_id => {
+            Event::ApprovalRequested { run_id, approval } if self.is_ours(run_id) => {
                 if !self.seen.insert(approval.approval_id.clone()) {
                     return Vec::new();
                 }
@@ -97,17 +116,40 @@ impl ApprovalDesk {
                 decision,
                 decided_by,
                 ..
-            } if *run_id == self.run_id => self.resolved(approval_id, *decision, decided_by),
-            Event::RunFinished { run_id, .. } if *run_id == self.run_id => {
-                self.queued.clear();
-                self.typing_reason = None;
-                match self.prompting.take() {
-                    Some(_) => vec![DeskAction::ClosePrompt],
-                    None => Vec::new(),
+            } if self.is_ours(run_id) => self.resolved(approval_id, *decision, decided_by),
+            Event::RunFinished { run_id, .. } if self.is_ours(run_id) => {
+                self.queued.retain(|approval| approval.run_id != *run_id);
+                let prompted_here = self
+                    .prompting
+                    .as_ref()
+                    .is_some_and(|approval| approval.run_id == *run_id);
+                if !prompted_here {
+                    return Vec::new();
                 }
+                self.typing_reason = None;
+                self.prompting = None;
+                let mut actions = vec![DeskAction::ClosePrompt];
+                actions.extend(self.prompt_next());
+                actions
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The event at `seq` was handled: once `attach`'s replay is through, prompt for what is
+    /// still pending.
+    pub fn caught_up(&mut self, seq: u64) -> Vec<DeskAction> {
+        match self.held_until {
+            Some(until) if seq >= until => {
+                self.held_until = None;
+                self.prompt_next()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn is_ours(&self, run_id: &str) -> bool {
+        self.run_id.as_deref().is_none_or(|ours| ours == run_id)
     }
 
     /// A key pressed while prompting.
@@ -226,8 +268,12 @@ impl ApprovalDesk {
     fn requested(&mut self, approval: PendingApproval) -> Vec<DeskAction> {
         let policy = match self.handling {
             Handling::Prompt => {
+                let line = (self.held_until.is_some())
+                    .then(|| DeskAction::Note(format!("approval needed: {}", what(&approval))));
                 self.queued.push_back(approval);
-                return self.prompt_next();
+                let mut actions: Vec<DeskAction> = line.into_iter().collect();
+                actions.extend(self.prompt_next());
+                return actions;
             }
             Handling::Policy(policy) => policy,
         };
@@ -305,7 +351,7 @@ impl ApprovalDesk {
 
     /// Prompt for the oldest queued approval when none is prompted.
     fn prompt_next(&mut self) -> Vec<DeskAction> {
-        if self.prompting.is_some() {
+        if self.prompting.is_some() || self.held_until.is_some() {
             return Vec::new();
         }
         let Some(approval) = self.queued.pop_front() else {

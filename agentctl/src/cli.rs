@@ -66,9 +66,10 @@ pub enum Command {
     /// the replay catches up (idle session) or when the active run finishes (exit code as for
     /// `run`). Ctrl-C detaches; the run goes on.
     ///
-    /// Attach shows approvals but does not answer them, so it does not make a run wait: a run
-    /// nobody answers for is denied by its mode. Use `run --approve wait` to keep approvals
-    /// pending for `agentctl approve`.
+    /// On a terminal, attach answers the session's approvals inline like `run` (y/s/a/n/c), so
+    /// runs wait for it. Without a terminal (or with --json) it only shows them and does not
+    /// make a run wait: a run nobody answers for is denied by its mode. Use
+    /// `run --approve wait` to keep approvals pending for `agentctl approve`.
     ///
     /// With --json, every event envelope is printed as one JSON line (NDJSON) on stdout.
     Attach {

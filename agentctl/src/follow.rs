@@ -126,7 +126,8 @@ pub async fn follow(
                     && fresh
                     && let Ok(event) = serde_json::from_value::<Event>(envelope.event.clone())
                 {
-                    let actions = desk.on_event(&event);
+                    let mut actions = desk.on_event(&event);
+                    actions.extend(desk.caught_up(envelope.seq));
                     perform(
                         connection,
                         desk,

@@ -2,10 +2,11 @@
 //! from the model and tools neutralised, the after-run line, approvals with what they approve,
 //! bounded lines in a narrow terminal, colours on request only.
 
-use agentd_tests::harness::{TestEnv, text};
+use agentd_tests::harness::{Client, TestEnv, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
-use agentd_tests::scenario::request_tool_results;
+use agentd_tests::scenario::{create_session, request_tool_results};
 use agentd_tests::terminal::without_colors;
+use protocol::event::Event;
 use serde_json::{Value, json};
 
 /// An environment whose daemon talks to `mock` (OpenAI format), running tools without asking.
@@ -277,4 +278,52 @@ async fn a_denial_by_the_approve_policy_is_reported_as_policy_not_as_the_user() 
         ),
         "{seen}"
     );
+}
+
+#[tokio::test]
+async fn attach_on_a_terminal_answers_a_pending_approval_inline() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch attached.txt"}),
+    ));
+    mock.push(Reply::text("done"));
+    let env = asking_env(&mock);
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    // This client counts as an answerer (so the approval waits) but never answers.
+    let mut watcher = Client::connect_raw(&env.socket).await.expect("connect");
+    watcher.initialize_as("watcher", true).await;
+    let session_id = create_session(&mut watcher, &env.workspace()).await;
+    watcher.subscribe(&session_id, Some(0)).await;
+    watcher.prompt(&session_id, "touch it").await;
+    loop {
+        let envelope = watcher.next_event().await;
+        if matches!(envelope.event, Event::ApprovalRequested { .. }) {
+            break;
+        }
+    }
+    let mut terminal =
+        env.spawn_agentctl_in_terminal(100, &["--color", "never", "attach", &session_id]);
+    terminal.wait_for("allow?", 0).await;
+    assert!(
+        terminal
+            .screen
+            .contains("approval needed: run_shell touch attached.txt"),
+        "{:?}",
+        terminal.screen
+    );
+    terminal.type_keys("y").await;
+    let (screen, code) = terminal.finish().await;
+    assert_eq!(code, Some(0), "{screen:?}");
+    assert!(screen.contains("done"), "{screen:?}");
+    assert!(env.workspace().join("attached.txt").exists());
+    loop {
+        let envelope = watcher.next_event().await;
+        if let Event::ApprovalResolved { decided_by, .. } = envelope.event {
+            assert_eq!(decided_by, "client:agentctl");
+            break;
+        }
+    }
 }

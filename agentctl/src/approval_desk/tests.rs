@@ -280,3 +280,48 @@ fn n_asks_for_a_reason_that_reaches_the_model() {
         ]
     );
 }
+
+#[test]
+fn attach_prompts_for_what_is_still_pending_once_the_replay_is_through() {
+    let options = vec![AllowOnce, AllowSession, Deny, DenyAndCancel];
+    let mut desk = ApprovalDesk::for_session(Handling::Prompt, 5);
+    let mut old = approval("apr_old", "run_shell", options.clone());
+    old.run_id = "run_0".to_owned();
+    // Replayed: an old request and its resolution, then a request still pending.
+    let actions = desk.on_event(&requested(old));
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert!(matches!(&actions[0], DeskAction::Note(text) if text.starts_with("approval needed")));
+    assert_eq!(desk.caught_up(2), []);
+    let mut resolution = resolved("apr_old", Deny, "mode");
+    if let Event::ApprovalResolved { run_id, .. } = &mut resolution {
+        *run_id = "run_0".to_owned();
+    }
+    assert_eq!(
+        desk.on_event(&resolution),
+        vec![DeskAction::Note(
+            "approval apr_old: denied by mode".to_owned()
+        )]
+    );
+    desk.on_event(&requested(approval("apr_1", "run_shell", options)));
+    assert!(!desk.is_prompting(), "held during the replay");
+    assert_eq!(desk.caught_up(5), vec![prompt()]);
+    // Another run's end leaves the prompt alone; its own run's end closes it.
+    assert_eq!(
+        desk.on_event(&Event::RunFinished {
+            run_id: "run_0".to_owned(),
+            status: RunStatus::Completed,
+            error: None,
+            usage: Usage::default(),
+        }),
+        []
+    );
+    assert_eq!(
+        desk.on_event(&Event::RunFinished {
+            run_id: "run_1".to_owned(),
+            status: RunStatus::Cancelled,
+            error: None,
+            usage: Usage::default(),
+        }),
+        vec![DeskAction::ClosePrompt]
+    );
+}

@@ -4,6 +4,8 @@ use protocol::methods::SessionGet;
 use protocol::session::{SessionGetParams, SessionStatus};
 
 use crate::Context;
+use crate::approval_desk::ApprovalDesk;
+use crate::approve_policy::Handling;
 use crate::commands::render_options;
 use crate::follow::{self, OnInterrupt};
 use crate::output::CommandError;
@@ -16,7 +18,14 @@ pub async fn attach(
     follow: bool,
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
-    let connection = ctx.connect().await?;
+    // On a terminal, attach answers the session's approvals inline like `run` (so runs wait
+    // for it); otherwise it only watches and never makes a run wait.
+    let answers = ctx.interactive && !ctx.json;
+    let connection = if answers {
+        ctx.connect_answering_approvals().await?
+    } else {
+        ctx.connect().await?
+    };
     let params = SessionGetParams {
         session_id,
         include_history: false,
@@ -42,6 +51,7 @@ pub async fn attach(
     let options = render_options(ctx);
     let renderer = Renderer::new(Mode::Attach { until }, options, 0);
     let animate = options.stderr_is_tty && !options.json;
+    let desk = answers.then(|| ApprovalDesk::for_session(Handling::Prompt, info.last_seq));
     follow::follow(
         &connection,
         &info.session_id,
@@ -49,7 +59,7 @@ pub async fn attach(
         renderer,
         OnInterrupt::Detach,
         animate,
-        None,
+        desk,
         emit,
     )
     .await
