@@ -334,7 +334,8 @@ pub struct RunArgs {
     /// How to answer the run's approvals instead of prompting: `never` denies them (the
     /// default without a terminal or with --json), `wait` leaves them to another client
     /// (`agentctl approve`), `edits` allows write_file/edit_file and denies the rest, `all`
-    /// allows everything asked. On a terminal the default is to prompt.
+    /// allows everything asked. On a terminal the default is to prompt. With --background only
+    /// `wait` applies: the approvals stay pending for `agentctl attach` or `agentctl approve`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approve: Option<ApprovePolicy>,
     /// Permission mode of the new session.

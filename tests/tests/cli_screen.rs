@@ -327,3 +327,72 @@ async fn attach_on_a_terminal_answers_a_pending_approval_inline() {
         }
     }
 }
+
+#[tokio::test]
+async fn run_background_approve_wait_keeps_approvals_pending_for_approve() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch later.txt"}),
+    ));
+    mock.push(Reply::text("done later"));
+    let env = asking_env(&mock);
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    // A watcher that does not answer approvals: nobody who answers follows the run.
+    let mut watcher = Client::connect_raw(&env.socket).await.expect("connect");
+    watcher.initialize_as("watcher", false).await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
+    let output = env
+        .run_agentctl(&["run", "--background", "--approve", "wait", "touch it later"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("its approvals wait for an answer"),
+        "{}",
+        text(&output.stderr)
+    );
+    let approval_id = loop {
+        let event = watcher.next_notification_result().await;
+        assert_ne!(
+            event["event"]["type"], "approvalResolved",
+            "decided before anyone could answer: {event}"
+        );
+        if event["event"]["type"] == "approvalRequested" {
+            break event["event"]["approval"]["approvalId"]
+                .as_str()
+                .expect("approvalId")
+                .to_owned();
+        }
+    };
+    let approved = env.run_agentctl(&["approve", &approval_id]).await;
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    loop {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "runFinished" {
+            assert_eq!(event["event"]["status"], "completed", "{event}");
+            break;
+        }
+    }
+    assert!(env.workspace().join("later.txt").exists());
+
+    // edits|all cannot answer for a run nobody follows.
+    let refused = env
+        .run_agentctl(&["run", "--background", "--approve", "all", "x"])
+        .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("--approve wait"),
+        "{}",
+        text(&refused.stderr)
+    );
+}

@@ -31,6 +31,9 @@ pub struct RunPermissions {
     pub broker: Arc<ApprovalBroker>,
     /// A subagent's task id and agent type, which label its approvals.
     pub task_label: Option<(String, String)>,
+    /// Approvals wait for an answer even while nobody who answers follows the session
+    /// (`session/prompt {holdApprovals}`): the client that started the run answers later.
+    pub hold_approvals: bool,
 }
 
 /// The gate's verdict on one call.
@@ -235,7 +238,7 @@ impl Run {
     ) -> Result<Resolution> {
         let approval_id = approval.approval_id.clone();
         let broker = &self.permissions.broker;
-        if !self.log.has_answerers() {
+        if !self.log.has_answerers() && !self.permissions.hold_approvals {
             // Nobody could answer: decide by mode (it asked, so: deny), never hang.
             self.log
                 .append(Event::ApprovalRequested {
