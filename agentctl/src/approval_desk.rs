@@ -8,11 +8,11 @@ use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::error::ALREADY_DECIDED;
 use protocol::event::Event;
 
-use crate::approval_view::{prompt_lines, what};
+use crate::approval_view::{prompt_lines, what, why};
 use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action, question,
 };
-use crate::render::{one_line, truncate};
+use crate::render::truncate;
 
 /// Longest summary or reason shown in one approval line.
 const TEXT_MAX_CHARS: usize = 120;
@@ -368,10 +368,17 @@ impl ApprovalDesk {
 fn wait_line(approval: &PendingApproval) -> String {
     let id = &approval.approval_id;
     format!(
-        "approval {id} waits: {} ({}); answer with `agentctl approve {id}` or `agentctl deny {id}`",
+        "approval {id} waits: {}{}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
         what(approval),
-        truncate(&one_line(&approval.reason), TEXT_MAX_CHARS)
+        because(approval)
     )
+}
+
+/// ` (why)` when the reason says more than the summary, else nothing.
+fn because(approval: &PendingApproval) -> String {
+    why(approval)
+        .map(|why| format!(" ({})", truncate(&why, TEXT_MAX_CHARS)))
+        .unwrap_or_default()
 }
 
 fn policy_name(policy: ApprovePolicy) -> &'static str {

@@ -439,12 +439,13 @@ impl Renderer {
             Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
                 if self.approvals_handled => {}
             Event::ApprovalRequested { approval, .. } => {
+                let because = crate::approval_view::why(approval)
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default();
                 self.stderr_line(
                     &format!(
-                        "approval needed: {} {} ({}); answer with `agentctl approve {}` or `agentctl deny {}`",
-                        approval.tool,
-                        one_line(&approval.summary),
-                        one_line(&approval.reason),
+                        "approval needed: {}{because}; answer with `agentctl approve {}` or `agentctl deny {}`",
+                        crate::approval_view::what(approval),
                         approval.approval_id,
                         approval.approval_id
                     ),

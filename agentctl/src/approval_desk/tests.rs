@@ -325,3 +325,18 @@ fn attach_prompts_for_what_is_still_pending_once_the_replay_is_through() {
         vec![DeskAction::ClosePrompt]
     );
 }
+
+#[test]
+fn the_wait_line_does_not_repeat_the_summary_as_its_reason() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::Wait));
+    let mut asked = approval("apr_1", "run_shell", vec![]);
+    asked.reason = "approval needed to run `ls -la`".to_owned();
+    assert_eq!(
+        desk.on_event(&requested(asked)),
+        vec![DeskAction::Note(
+            "approval apr_1 waits: run_shell ls -la; answer with `agentctl approve apr_1` or \
+             `agentctl deny apr_1`"
+                .to_owned()
+        )]
+    );
+}
