@@ -91,6 +91,9 @@ pub struct Renderer {
     /// The approval prompt's question, drawn like the spinner (in its place) while it waits
     /// for a key, and redrawn after anything else is written.
     prompt: Option<String>,
+    /// The prompt shows text being typed (a denial's reason): when it is wider than the
+    /// terminal, its end is shown, so the line never wraps while it is redrawn key by key.
+    prompt_keeps_tail: bool,
 }
 
 /// Longest one-line summary shown for a tool (the activity line is also cut to the width).
@@ -116,6 +119,7 @@ impl Renderer {
             exit: None,
             approvals_handled: false,
             prompt: None,
+            prompt_keeps_tail: false,
         }
     }
 
@@ -138,6 +142,7 @@ impl Renderer {
         let mut out = Vec::new();
         self.clear_spinner(&mut out);
         self.prompt = Some(question.to_owned());
+        self.prompt_keeps_tail = true;
         self.draw_spinner(&mut out);
         out
     }
@@ -145,6 +150,7 @@ impl Renderer {
     /// Erase the prompt (answered, decided elsewhere, or given up).
     pub fn close_prompt(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
+        self.prompt_keeps_tail = false;
         if self.prompt.take().is_some() {
             self.clear_spinner(&mut out);
             self.draw_spinner(&mut out);
@@ -545,7 +551,11 @@ impl Renderer {
             } else {
                 CLEAR_LINE
             };
-            out.push(Output::Stderr(format!("{lead}{}", neutralise(question))));
+            let mut text = neutralise(question).into_owned();
+            if let Some(width) = self.options.width.filter(|_| self.prompt_keeps_tail) {
+                text = width::tail_to_width(&text, width.saturating_sub(1));
+            }
+            out.push(Output::Stderr(format!("{lead}{text}")));
             self.spinner_drawn = true;
             return;
         }

@@ -29,6 +29,30 @@ pub fn truncate_to_width(text: &str, columns: usize) -> String {
     cut
 }
 
+/// At most `columns` columns of the end of `text`, starting with `…` when cut (a line being
+/// typed shows where the cursor is).
+pub fn tail_to_width(text: &str, columns: usize) -> String {
+    if display_width(text) <= columns || columns == 0 {
+        return if columns == 0 {
+            String::new()
+        } else {
+            text.to_owned()
+        };
+    }
+    let budget = columns - 1;
+    let mut used = 0;
+    let mut kept = Vec::new();
+    for c in text.chars().rev() {
+        let width = char_width(c);
+        if used + width > budget {
+            break;
+        }
+        used += width;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
 fn char_width(c: char) -> usize {
     match c as u32 {
         0x0300..=0x036f | 0x200b..=0x200f | 0xfe00..=0xfe0f => 0,
@@ -59,5 +83,7 @@ mod tests {
         assert_eq!(truncate_to_width("abc", 4), "abc");
         assert_eq!(truncate_to_width("日本語です", 5), "日本…");
         assert_eq!(truncate_to_width("abc", 0), "");
+        assert_eq!(tail_to_width("why not? no, use tabs", 10), "… use tabs");
+        assert_eq!(tail_to_width("short", 10), "short");
     }
 }
