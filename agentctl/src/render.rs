@@ -566,7 +566,12 @@ impl Renderer {
         if self.stdout_line_open {
             return;
         }
-        let Some(line) = self.activity.line(self.now, width) else {
+        let interrupt = if self.is_transcript() {
+            "Ctrl-C to detach"
+        } else {
+            "Ctrl-C to cancel"
+        };
+        let Some(line) = self.activity.line(self.now, width, interrupt) else {
             self.clear_spinner(out);
             return;
         };

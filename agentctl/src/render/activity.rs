@@ -98,8 +98,9 @@ impl Activity {
     }
 
     /// The line to draw at `now`, at most `width - 1` columns (the last column is left free:
-    /// some terminals wrap when it is written); `None` when idle.
-    pub fn line(&self, now: Instant, width: usize) -> Option<String> {
+    /// some terminals wrap when it is written); `None` when idle. `interrupt` says what Ctrl-C
+    /// does ("Ctrl-C to cancel").
+    pub fn line(&self, now: Instant, width: usize, interrupt: &str) -> Option<String> {
         let frame = SPINNER_FRAMES[self.frame];
         let line = if let Some(latest) = self.tools.last() {
             let mut line = format!("{frame} {}", latest.tool);
@@ -122,7 +123,7 @@ impl Activity {
         } else {
             let since = self.thinking_since?;
             let elapsed = now.saturating_duration_since(since).as_secs();
-            format!("{frame} thinking… {elapsed}s · Ctrl-C to cancel")
+            format!("{frame} thinking… {elapsed}s · {interrupt}")
         };
         Some(truncate_to_width(&line, width.saturating_sub(1)))
     }
@@ -143,15 +144,17 @@ fn last_line(message: &str) -> String {
 mod tests {
     use super::*;
 
+    const HINT: &str = "Ctrl-C to cancel";
+
     #[test]
     fn thinking_shows_the_seconds_since_the_model_was_asked() {
         let start = Instant::now();
         let mut activity = Activity::default();
-        assert_eq!(activity.line(start, 80), None);
+        assert_eq!(activity.line(start, 80, HINT), None);
         activity.start_thinking(start);
         assert_eq!(
             activity
-                .line(start + Duration::from_millis(4200), 80)
+                .line(start + Duration::from_millis(4200), 80, HINT)
                 .as_deref(),
             Some("⠋ thinking… 4s · Ctrl-C to cancel")
         );
@@ -166,7 +169,7 @@ mod tests {
         activity.start_thinking(start);
         activity.tool_started("c1", "run_shell", "make".to_owned(), start);
         assert_eq!(
-            activity.line(start, 80).as_deref(),
+            activity.line(start, 80, HINT).as_deref(),
             Some("⠋ run_shell: make")
         );
         assert!(activity.progress("c1", "12 lines, 300 bytes of output: CC foo.o"));
@@ -174,7 +177,9 @@ mod tests {
         activity.tool_started("c2", "read_file", "a".to_owned(), start);
         activity.tool_completed("c2");
         assert_eq!(
-            activity.line(start + Duration::from_secs(3), 80).as_deref(),
+            activity
+                .line(start + Duration::from_secs(3), 80, HINT)
+                .as_deref(),
             Some("⠋ run_shell: make · 3s · 12 lines, 300 bytes of output: CC foo.o")
         );
     }
@@ -187,7 +192,7 @@ mod tests {
         activity.progress("c1", &"y".repeat(300));
         for width in [10, 50, 120] {
             let line = activity
-                .line(start + Duration::from_secs(70), width)
+                .line(start + Duration::from_secs(70), width, HINT)
                 .unwrap();
             assert!(
                 super::super::display_width(&line) < width,
