@@ -133,6 +133,7 @@ impl Renderer {
         let mut out = Vec::new();
         self.stderr_line(header, &mut out);
         self.prompt = Some(question.to_owned());
+        self.prompt_keeps_tail = false;
         self.draw_spinner(&mut out);
         out
     }

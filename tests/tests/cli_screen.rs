@@ -396,3 +396,32 @@ async fn run_background_approve_wait_keeps_approvals_pending_for_approve() {
         text(&refused.stderr)
     );
 }
+
+#[tokio::test]
+async fn session_text_in_listings_is_neutralised_too() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("ok"));
+    let env = bypass_env(&mock);
+    let title = format!("title {HOSTILE}");
+    let output = env.run_agentctl(&["run", "--title", &title, "go"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let session_id = session_of(&text(&output.stderr));
+    for args in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", &session_id],
+    ] {
+        let listed = env.run_agentctl(&args).await;
+        let stdout = text(&listed.stdout);
+        assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07'),
+            "{args:?}: {stdout:?}"
+        );
+    }
+    let shown = env.run_agentctl(&["sessions", "show", &session_id]).await;
+    assert!(
+        text(&shown.stdout).contains("title ^[]52;c;"),
+        "{}",
+        text(&shown.stdout)
+    );
+}
