@@ -131,7 +131,12 @@ impl Renderer {
     /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
     pub fn show_prompt(&mut self, header: &str, question: &str) -> Vec<Output> {
         let mut out = Vec::new();
-        self.stderr_line(header, &mut out);
+        // The first line (what is asked) stands out; the details below it do not.
+        let (first, details) = header.split_once('\n').unwrap_or((header, ""));
+        self.stderr_styled(Style::Attention, first, &mut out);
+        if !details.is_empty() {
+            self.stderr_line(details, &mut out);
+        }
         self.prompt = Some(question.to_owned());
         self.prompt_keeps_tail = false;
         self.draw_spinner(&mut out);
