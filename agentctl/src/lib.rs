@@ -2,6 +2,7 @@
 //! and other tools can reuse the client.
 
 pub mod approval_desk;
+pub mod approval_view;
 pub mod approve_policy;
 pub mod autostart;
 pub mod cli;
@@ -10,6 +11,7 @@ pub mod commands;
 pub mod follow;
 pub mod output;
 pub mod render;
+pub mod safe_text;
 pub mod terminal;
 pub mod transport;
 
@@ -32,6 +34,8 @@ pub struct Context {
     /// A person is at the terminal: stdin and stderr are terminals, so `run` may prompt for
     /// approvals (tests set it false).
     pub interactive: bool,
+    /// `--color`: whether stderr gets colours (`auto` also reads `NO_COLOR`).
+    pub color: cli::ColorChoice,
 }
 
 impl Context {
@@ -77,6 +81,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         socket: socket_path(cli.socket.as_deref()),
         no_start: cli.no_start,
         json: cli.json,
+        color: cli.color,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.

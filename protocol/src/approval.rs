@@ -111,6 +111,13 @@ pub struct PendingApproval {
     /// Asked by a subagent: its agent type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// What `allowSession` would allow for the rest of the session (tool + specifier, as
+    /// `approvalResolved.sessionRule` says it afterwards), so a client can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_rule: Option<String>,
+    /// The rule `allowAlways` would add to the user config; absent when it is not offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_rule: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -136,6 +143,11 @@ pub struct ApprovalRespondParams {
     /// Shown to the model with a denial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when a standing policy of the client answered, not a person (agentctl's
+    /// `--approve never|edits|all`): its name, e.g. `--approve never`. The decision is then
+    /// recorded as `decidedBy: "policy:<client>"` and the model is told a policy decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -88,6 +88,10 @@ pub enum UserMessageKind {
 /// session log before it is published.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "approvalRequested carries the whole pending approval; boxing it would change every match of every client"
+)]
 pub enum Event {
     /// A session was created: the first event of its log (also sent on the daemon stream).
     #[serde(rename_all = "camelCase")]

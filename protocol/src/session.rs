@@ -177,6 +177,12 @@ pub struct SessionPromptParams {
     /// When a run is active, queue the text as a follow-up instead of failing.
     #[serde(default)]
     pub queue_if_busy: bool,
+    /// The run this prompt starts keeps its approvals pending (until the approval timeout) even
+    /// while no client that answers approvals follows the session: for a client that starts a
+    /// run and leaves (`agentctl run --background --approve wait`); answered later with
+    /// `approval/respond`. Without it, such an approval is denied by the mode at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_approvals: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -10,3 +10,4 @@ pub mod mock_llm;
 pub mod scenario;
 pub mod subscription;
 pub mod task_records;
+pub mod terminal;

@@ -22,6 +22,7 @@ mod agents_defs;
 mod approvals;
 mod approvals_cli;
 mod cli;
+mod cli_screen;
 mod context_compact;
 mod context_memory;
 mod context_skills;

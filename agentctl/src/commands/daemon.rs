@@ -44,14 +44,16 @@ pub async fn start(ctx: &Context) -> Result<(), CommandError> {
             "socketPath": status.socket_path,
         }));
     } else if already_running {
-        println!(
+        crate::say!(
             "agentd is already running (pid {}) on {}",
-            status.pid, status.socket_path
+            status.pid,
+            status.socket_path
         );
     } else {
-        println!(
+        crate::say!(
             "agentd started (pid {}) on {}",
-            status.pid, status.socket_path
+            status.pid,
+            status.socket_path
         );
     }
     Ok(())
@@ -65,7 +67,7 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
             if ctx.json {
                 print_json(&serde_json::json!({ "running": false, "stopped": false }));
             } else {
-                println!("agentd is not running on {}", ctx.socket.display());
+                crate::say!("agentd is not running on {}", ctx.socket.display());
             }
             return Ok(());
         }
@@ -92,7 +94,7 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
     if ctx.json {
         print_json(&serde_json::json!({ "running": false, "stopped": true, "pid": status.pid }));
     } else {
-        println!("agentd (pid {}) stopped", status.pid);
+        crate::say!("agentd (pid {}) stopped", status.pid);
     }
     Ok(())
 }
@@ -120,35 +122,40 @@ async fn wait_until_gone(socket: &std::path::Path) {
 }
 
 fn print_status(status: &DaemonStatusResult) {
-    println!(
+    crate::say!(
         "agentd {} (protocol {})",
-        status.version, status.protocol_version
+        status.version,
+        status.protocol_version
     );
-    println!("  pid          {}", status.pid);
-    println!(
+    crate::say!("  pid          {}", status.pid);
+    crate::say!(
         "  uptime       {}s (since {})",
-        status.uptime_secs, status.started_at
+        status.uptime_secs,
+        status.started_at
     );
-    println!("  socket       {}", status.socket_path);
-    println!("  state        {}", status.state_dir);
-    println!("  config       {}", status.config_path);
+    crate::say!("  socket       {}", status.socket_path);
+    crate::say!("  state        {}", status.state_dir);
+    crate::say!("  config       {}", status.config_path);
     if let Some(err) = &status.config_error {
-        println!("  config error {err}");
+        crate::say!("  config error {err}");
     }
-    println!(
+    crate::say!(
         "  sessions     {} ({} loaded, {} running)",
-        status.counts.sessions, status.counts.loaded_sessions, status.counts.active_runs
+        status.counts.sessions,
+        status.counts.loaded_sessions,
+        status.counts.active_runs
     );
-    println!("  tasks        {}", status.counts.tasks);
-    println!("  mcp servers  {}", status.counts.mcp_servers);
-    println!("  clients      {}", status.connected_clients);
+    crate::say!("  tasks        {}", status.counts.tasks);
+    crate::say!("  mcp servers  {}", status.counts.mcp_servers);
+    crate::say!("  clients      {}", status.connected_clients);
     if !status.sandbox.is_empty() {
-        println!("  sandbox      {}", status.sandbox);
+        crate::say!("  sandbox      {}", status.sandbox);
     }
     if status.panics > 0 {
-        println!(
+        crate::say!(
             "  panics       {} (bugs: see the daemon log in {} and please report them)",
-            status.panics, status.state_dir
+            status.panics,
+            status.state_dir
         );
     }
 }

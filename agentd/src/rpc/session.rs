@@ -96,7 +96,12 @@ pub async fn prompt(
     check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
-        .prompt(params.text, params.client_request_id, params.queue_if_busy)
+        .prompt(
+            params.text,
+            params.client_request_id,
+            params.queue_if_busy,
+            params.hold_approvals,
+        )
         .await?)
 }
 

@@ -110,6 +110,8 @@ enum Command {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
+        /// The run it starts keeps approvals pending without answerers (`holdApprovals`).
+        hold_approvals: bool,
         reply: oneshot::Sender<Result<SessionPromptResult, SessionError>>,
     },
     Steer {
@@ -249,12 +251,14 @@ impl Session {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
+        hold_approvals: bool,
     ) -> Result<SessionPromptResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Prompt {
             text,
             client_request_id,
             queue_if_busy,
+            hold_approvals,
             reply,
         })
         .await?;
@@ -452,9 +456,12 @@ impl Actor {
                 text,
                 client_request_id,
                 queue_if_busy,
+                hold_approvals,
                 reply,
             } => {
-                let result = self.prompt(text, client_request_id, queue_if_busy).await;
+                let result = self
+                    .prompt(text, client_request_id, queue_if_busy, hold_approvals)
+                    .await;
                 let _ = reply.send(result);
             }
             Command::Steer { text, reply } => {
@@ -491,6 +498,7 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
+        hold_approvals: bool,
     ) -> Result<SessionPromptResult, SessionError> {
         if let Some(request_id) = &client_request_id
             && let Some((_, run_id)) = self.recent_requests.iter().find(|(id, _)| id == request_id)
@@ -519,7 +527,12 @@ impl Actor {
             }
             None => SessionPromptResult {
                 run_id: self
-                    .start_run(text, UserMessageKind::Prompt, client_request_id.clone())
+                    .start_run(
+                        text,
+                        UserMessageKind::Prompt,
+                        client_request_id.clone(),
+                        hold_approvals,
+                    )
                     .await?,
                 queued: false,
             },
@@ -599,7 +612,7 @@ impl Actor {
             return Ok((String::new(), true));
         }
         let run_id = self
-            .start_run(text, UserMessageKind::FollowUp, client_request_id)
+            .start_run(text, UserMessageKind::FollowUp, client_request_id, false)
             .await?;
         Ok((run_id, false))
     }
@@ -613,6 +626,7 @@ impl Actor {
         text: String,
         kind: UserMessageKind,
         client_request_id: Option<String>,
+        hold_approvals: bool,
     ) -> Result<String, SessionError> {
         let (llm, context_limits) = self.model()?;
         let config = self
@@ -621,10 +635,11 @@ impl Actor {
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
-        let (permissions, mut warnings) =
+        let (mut permissions, mut warnings) =
             super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
                 .await
                 .map_err(internal)?;
+        permissions.hold_approvals = hold_approvals;
         let servers = self
             .mcp
             .for_run(&self.header, &self.deps, config)

@@ -467,7 +467,11 @@ impl ChildRun {
             Ok(subscription) => subscription.live,
             Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
         };
-        let run_id = match self.child.prompt(self.prompt.clone(), None, false).await {
+        let run_id = match self
+            .child
+            .prompt(self.prompt.clone(), None, false, false)
+            .await
+        {
             Ok(started) => started.run_id,
             Err(err) => return failed(err.to_string()),
         };
