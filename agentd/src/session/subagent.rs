@@ -162,8 +162,7 @@ async fn prepare(
     };
     let child_id = child.id().to_owned();
     let task = tasks
-        .update(&task.task_id, |task| task.child_session_id = Some(child_id))
-        .await
+        .update_deferred(&task.task_id, |task| task.child_session_id = Some(child_id))
         .unwrap_or(task);
     let run = ChildRun {
         tasks,
@@ -461,8 +460,7 @@ impl ChildRun {
         };
         let _ = self
             .tasks
-            .update(&self.task_id, |task| task.status = TaskStatus::Running)
-            .await;
+            .update_deferred(&self.task_id, |task| task.status = TaskStatus::Running);
         let mut events = match self.child.log.subscribe(None).await {
             Ok(subscription) => subscription.live,
             Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
