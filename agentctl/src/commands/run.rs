@@ -65,6 +65,7 @@ pub async fn run(
                 permission_rules: None,
                 mcp_servers: None,
                 agent_type: args.agent,
+                append_system_prompt: None,
             };
             let created = connection.request::<SessionCreate>(&params).await?;
             (created.session_id, created.session.last_seq)
@@ -76,6 +77,7 @@ pub async fn run(
         // A fresh id per invocation: a retried request never starts a second run.
         client_request_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
         queue_if_busy: false,
+        max_steps: None,
     };
 
     if args.background {

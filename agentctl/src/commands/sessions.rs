@@ -242,6 +242,7 @@ mod tests {
             run_id: None,
             last_seq: 7,
             usage: Usage::default(),
+            preview: None,
         }
     }
 

@@ -116,6 +116,7 @@ fn session_info(script: &Script) -> SessionInfo {
         run_id: script.running_run.clone(),
         last_seq: script.last_seq,
         usage: Usage::default(),
+        preview: None,
     }
 }
 
