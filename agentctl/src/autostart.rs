@@ -75,7 +75,7 @@ pub async fn start_daemon(socket: &Path) -> Result<(), ClientError> {
         .spawn()
         .map_err(|err| {
             unreachable(format!(
-                "cannot start {}: {err}; install agentd next to agentctl or on PATH",
+                "cannot start {}: {err}; install agentd next to agentctl or on PATH, or set AGENTD_BIN to its path",
                 binary.display()
             ))
         })?;

@@ -28,8 +28,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the daemon's status (starts the daemon if needed).
+    /// Show the daemon's status (starts the daemon if needed): its default provider, model and
+    /// base URL (never keys), the config file and whether it loaded, and a warning when the
+    /// daemon runs with other OPENAI_*/ANTHROPIC_*/AGENTD_* variables than this shell.
     Status,
+    /// List the configured providers and their models (the default one marked `*`).
+    Models,
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -411,6 +415,9 @@ pub enum DaemonAction {
     Start,
     /// Stop the daemon gracefully (does nothing if it is not running).
     Stop,
-    /// Say whether the daemon is running, without starting it.
+    /// Say whether the daemon is running, without starting it (exit 3 when it is not).
     Status,
+    /// Stop the daemon (its runs are interrupted and recorded), then start it again: it reads
+    /// this shell's environment and the config file anew.
+    Restart,
 }

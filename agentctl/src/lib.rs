@@ -7,6 +7,7 @@ pub mod autostart;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod env_check;
 pub mod follow;
 pub mod ids;
 pub mod output;
@@ -84,10 +85,12 @@ pub async fn run(cli: Cli) -> ExitCode {
     let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);
     let result = match cli.command {
         Command::Status => done(commands::daemon::status(&ctx).await),
+        Command::Models => done(commands::daemon::models(&ctx).await),
         Command::Daemon { action } => done(match action {
             DaemonAction::Start => commands::daemon::start(&ctx).await,
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
+            DaemonAction::Restart => commands::daemon::restart(&ctx).await,
         }),
         Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
         Command::Attach {

@@ -58,6 +58,7 @@ pub async fn run(
     } else {
         ctx.connect_answering_approvals().await?
     };
+    crate::env_check::warn_if_differs(&connection).await;
     // The seq to subscribe after: only this run's events are wanted.
     let (session_id, last_seq) = if continuing {
         let session_id = match &args.session {
