@@ -283,3 +283,29 @@ async fn a_prompt_may_lower_the_step_limit_of_its_run() {
     assert_eq!(status, RunStatus::MaxSteps);
     assert_eq!(scenario.mock.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_local_http_provider_works_without_any_ca_certificates() {
+    let mock = MockLlm::start().await;
+    let empty = tempfile::tempdir().unwrap();
+    // rustls-native-certs reads these instead of the system's stores: no roots anywhere.
+    let env = TestEnv::new()
+        .config(&config_toml(&mock, Format::OpenAi, ""))
+        .var(
+            "SSL_CERT_FILE",
+            empty.path().join("none.pem").display().to_string(),
+        )
+        .var("SSL_CERT_DIR", empty.path().display().to_string());
+    let daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    client.subscribe(&session_id, Some(0)).await;
+    mock.push(Reply::text("served over plain http"));
+    client.prompt(&session_id, "hi").await;
+    let events = client.events_until_run_finished().await;
+    let Some(Event::RunFinished { status, error, .. }) = events.last().map(|e| e.event.clone())
+    else {
+        panic!("no runFinished");
+    };
+    assert_eq!(status, RunStatus::Completed, "{error:?}");
+}

@@ -52,7 +52,7 @@ pub struct SessionDeps {
     /// The configuration, or why it is unusable (file, line, reason).
     pub config: Result<Config, String>,
     /// The LLM providers' HTTP client.
-    pub http: reqwest::Client,
+    pub http: crate::llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
     pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
