@@ -402,3 +402,78 @@ async fn errors_name_agentctl_commands_not_wire_methods() {
     );
     assert!(!stderr.contains("session/"), "{stderr}");
 }
+
+#[tokio::test]
+async fn with_stdin_piped_the_approval_keys_come_from_the_terminal() {
+    use tokio::io::AsyncReadExt;
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"default\"\n");
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch made-by-tty"}),
+    ));
+    mock.push(Reply::text("made it"));
+    let agentctl = agentd_tests::harness::binary("agentctl");
+    let pipeline = format!(
+        "printf 'piped notes' | {} run 'act on this'",
+        agentctl.display()
+    );
+    // `script` gives the pipeline a terminal: agentctl's stdin is the pipe, /dev/tty the pty,
+    // whose input is what this test writes to `script`'s stdin.
+    let mut command = tokio::process::Command::new("script");
+    env.apply(&mut command);
+    let mut child = command
+        .args(["-qfec", &pipeline, "/dev/null"])
+        .current_dir(env.workspace())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn script");
+    let mut screen = child.stdout.take().unwrap();
+    let mut keys = child.stdin.take().unwrap();
+    let mut seen = Vec::new();
+    let asked = tokio::time::timeout(WAIT, async {
+        let mut chunk = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("allow?") {
+            let read = screen.read(&mut chunk).await.unwrap();
+            assert!(
+                read > 0,
+                "the screen ended: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&chunk[..read]);
+        }
+    })
+    .await;
+    assert!(
+        asked.is_ok(),
+        "no prompt: {}",
+        String::from_utf8_lossy(&seen)
+    );
+    keys.write_all(b"y").await.unwrap();
+    keys.flush().await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, screen.read_to_end(&mut rest))
+        .await
+        .expect("agentctl finished")
+        .unwrap();
+    let status = child.wait().await.unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&seen),
+        String::from_utf8_lossy(&rest)
+    );
+    assert_eq!(status.code(), Some(0), "{all}");
+    assert!(env.workspace().join("made-by-tty").exists(), "{all}");
+    assert!(
+        last_user_text(&mock.requests()[0].json).contains("```stdin\npiped notes\n```"),
+        "the pipe was still attached"
+    );
+    drop(keys);
+}
