@@ -80,6 +80,35 @@ async fn continue_and_id_prefixes_reach_the_right_session() {
 }
 
 #[tokio::test]
+async fn continue_skips_the_sessions_of_subagents() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    mock.push(Reply::tool_call(
+        "c1",
+        "task",
+        json!({"prompt": "look around"}),
+    ));
+    mock.push(Reply::text("the child's report"));
+    mock.push(Reply::text("parent done"));
+    let first = env.run_agentctl(&["run", "delegate this"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let parent = session_id_from(&text(&first.stderr));
+    let listed = env.run_agentctl(&["--json", "sessions", "list"]).await;
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let children: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["parentSessionId"] == parent.as_str())
+        .collect();
+    assert_eq!(children.len(), 1, "{listed}");
+    mock.push(Reply::text("continued"));
+    let second = env.run_agentctl(&["run", "-c", "go on"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert_eq!(session_id_from(&text(&second.stderr)), parent);
+}
+
+#[tokio::test]
 async fn an_ambiguous_prefix_lists_the_candidates() {
     let mock = MockLlm::start().await;
     let env = env_for(&mock);

@@ -549,6 +549,7 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         last_seq: 0,
         usage: Default::default(),
         preview: None,
+        parent_session_id: header.parent_session_id.clone(),
     }
 }
 
