@@ -58,7 +58,6 @@ pub async fn run(
     } else {
         ctx.connect_answering_approvals().await?
     };
-    crate::env_check::warn_if_differs(&connection).await;
     // The seq to subscribe after: only this run's events are wanted.
     let (session_id, last_seq) = if continuing {
         let session_id = match &args.session {
@@ -107,6 +106,7 @@ pub async fn run(
             println!("session {session_id}");
             println!("run {}", started.run_id);
         }
+        crate::env_check::warn_if_differs(&connection).await;
         return Ok(EXIT_OK);
     }
 
@@ -150,6 +150,9 @@ pub async fn run(
         shown,
     )
     .await?;
+    // After the run, off its path: a warning to restart the daemon when it runs with other
+    // settings than this shell (which may be why the run failed).
+    crate::env_check::warn_if_differs(&connection).await;
     if ctx.json || only_final {
         // A connection of its own: the followed one still holds its event stream.
         let reader = ctx.connect().await?;
