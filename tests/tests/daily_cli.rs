@@ -506,3 +506,62 @@ async fn with_stdin_piped_the_approval_keys_come_from_the_terminal() {
     );
     drop(keys);
 }
+
+#[tokio::test]
+async fn approve_takes_a_unique_prefix_of_an_approval_id() {
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"default\"\n");
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch ok.txt"}),
+    ));
+    mock.push(Reply::text("touched"));
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let mut watcher = agentd_tests::harness::Client::connect_raw(&env.socket)
+        .await
+        .unwrap();
+    watcher.initialize_as("watcher", false).await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .unwrap();
+    let run = env
+        .agentctl()
+        .args(["run", "--approve", "wait", "touch it"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let approval_id = loop {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "approvalRequested" {
+            break event["event"]["approval"]["approvalId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+    };
+    let prefix = &approval_id[..10];
+    let approved = env.run_agentctl(&["approve", prefix]).await;
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert_eq!(
+        text(&approved.stdout),
+        format!("approval {approval_id}: allowed once\n")
+    );
+    let output = tokio::time::timeout(WAIT, run.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(env.workspace().join("ok.txt").exists());
+}
