@@ -27,7 +27,8 @@ pub async fn run(
     if continuing {
         refuse_creation_flags(&args)?;
     }
-    let piped = args.prompt != "-" && run_input::stdin_is_piped();
+    // Piped into (the prompt with `-`, or attached to it): stdin is then used up.
+    let piped = run_input::stdin_is_piped();
     let text = run_input::prompt_text(&args.prompt).await?;
     // Keys for the approval prompt come from the terminal once stdin was a pipe.
     let interactive = if piped && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())
