@@ -160,7 +160,7 @@ pub async fn run(
         let result = run_result::read_back(&reader, &session_id, &started.run_id, last_seq).await?;
         if ctx.json {
             print_json(&result);
-        } else {
+        } else if !result.final_text.is_empty() {
             emit(vec![Output::Stdout(format!("{}\n", result.final_text))]);
         }
     }
