@@ -8,7 +8,9 @@ pub mod autostart;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod env_check;
 pub mod follow;
+pub mod ids;
 pub mod output;
 pub mod render;
 pub mod safe_text;
@@ -88,10 +90,12 @@ pub async fn run(cli: Cli) -> ExitCode {
     let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);
     let result = match cli.command {
         Command::Status => done(commands::daemon::status(&ctx).await),
+        Command::Models => done(commands::daemon::models(&ctx).await),
         Command::Daemon { action } => done(match action {
             DaemonAction::Start => commands::daemon::start(&ctx).await,
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
+            DaemonAction::Restart => commands::daemon::restart(&ctx).await,
         }),
         Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
         Command::Attach {
@@ -107,7 +111,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .await
         }
         Command::Sessions { action } => done(match action {
-            SessionsAction::List => commands::sessions::list(&ctx).await,
+            SessionsAction::List { cwd, limit } => commands::sessions::list(&ctx, cwd, limit).await,
             SessionsAction::Show { session } => commands::sessions::show(&ctx, session).await,
             SessionsAction::Rm { session } => commands::sessions::remove(&ctx, session).await,
         }),

@@ -26,6 +26,7 @@ pub async fn attach(
     } else {
         ctx.connect().await?
     };
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionGetParams {
         session_id,
         include_history: false,

@@ -12,8 +12,21 @@ use crate::output::{CommandError, print_json};
 pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "steering message")?;
     let connection = ctx.connect().await?;
-    let params = QueueMessageParams { session_id, text };
-    let result = connection.request::<SessionSteer>(&params).await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
+    let params = QueueMessageParams {
+        session_id: session_id.clone(),
+        text,
+    };
+    let result = match connection.request::<SessionSteer>(&params).await {
+        Ok(result) => result,
+        // The daemon words it as methods; say it as agentctl commands.
+        Err(crate::client::ClientError::Rpc { code, .. }) if code == protocol::error::CONFLICT => {
+            return Err(CommandError::failed(format!(
+                "no run is active in session {session_id} to steer; start one with `agentctl run --session {session_id} TEXT`, or queue it with `agentctl followup {session_id} TEXT`"
+            )));
+        }
+        Err(err) => return Err(err.into()),
+    };
     if ctx.json {
         print_json(&result);
     } else {
@@ -29,6 +42,7 @@ pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), 
 pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "follow-up message")?;
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = QueueMessageParams {
         session_id: session_id.clone(),
         text,
@@ -53,6 +67,7 @@ pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<
 /// `agentctl cancel SESSION`: idempotent; succeeds when no run is active.
 pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionRef {
         session_id: session_id.clone(),
     };
@@ -72,6 +87,7 @@ pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandErro
 /// `agentctl compact SESSION`: the older history is summarised; refused while a run is active.
 pub async fn compact(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionRef {
         session_id: session_id.clone(),
     };

@@ -100,7 +100,10 @@ pub async fn prompt(
             params.text,
             params.client_request_id,
             params.queue_if_busy,
-            params.hold_approvals,
+            crate::session::RunOptions {
+                hold_approvals: params.hold_approvals,
+                max_steps: params.max_steps,
+            },
         )
         .await?)
 }
@@ -147,6 +150,16 @@ pub async fn compact(
     super::refuse_if_stopping(&state)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.compact().await?)
+}
+
+pub async fn update(
+    state: Arc<DaemonState>,
+    params: SessionUpdateParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<SessionUpdateResult> {
+    super::refuse_if_stopping(&state)?;
+    let session = state.sessions.update(params).await?;
+    Ok(SessionUpdateResult { session })
 }
 
 /// User text longer than one message may be is refused (a model reply is cut instead): the

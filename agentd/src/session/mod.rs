@@ -13,6 +13,7 @@ mod new_session;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+mod status;
 pub mod subagent;
 mod system_prompt;
 pub mod task_events;
@@ -37,7 +38,7 @@ use protocol::event::Event;
 use protocol::session::{SessionCreateParams, SessionInfo, SessionStatus};
 
 pub use crate::agent::sink::SessionShared;
-pub use actor::SessionError;
+pub use actor::{RunOptions, SessionError};
 
 /// Lifecycle events of all sessions buffered for `daemon/subscribe` before a subscriber lags.
 const DAEMON_EVENT_BUFFER: usize = 1024;
@@ -52,7 +53,7 @@ pub struct SessionDeps {
     /// The configuration, or why it is unusable (file, line, reason).
     pub config: Result<Config, String>,
     /// The LLM providers' HTTP client.
-    pub http: reqwest::Client,
+    pub http: crate::llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
     pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
@@ -287,6 +288,8 @@ impl SessionManager {
             user_skills: self.deps.paths.skills_dir.clone(),
             user_agents: self.deps.paths.agents_dir.clone(),
             agent_type: params.agent_type.clone(),
+            user_notes: self.deps.paths.user_notes.clone(),
+            append: params.append_system_prompt.clone(),
         };
         let frozen =
             tokio::task::spawn_blocking(move || system_prompt::build(&prompt_cwd, &date, &sources))
@@ -295,6 +298,9 @@ impl SessionManager {
                 .map_err(SessionError::InvalidParams)?;
         let (permission_mode, provider, agent_notes) =
             frozen.agent_settings(permission_mode, provider, config, &asked);
+        provider
+            .require_key()
+            .map_err(|err| SessionError::Config(err.to_string()))?;
         let notes = ignored_mode.into_iter().chain(agent_notes);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
@@ -357,6 +363,17 @@ impl SessionManager {
             Some(mode) => (mode.into(), None),
             None => (user_mode.into(), None),
         })
+    }
+
+    /// Change a session's mode, model or title from its next run on; the session as it now
+    /// reads.
+    pub async fn update(
+        &self,
+        params: protocol::session::SessionUpdateParams,
+    ) -> Result<SessionInfo, SessionError> {
+        let session = self.get(&params.session_id).await?;
+        session.update(params).await?;
+        Ok(session.info())
     }
 
     /// The session `id`, loaded.
@@ -520,6 +537,8 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         run_id: None,
         last_seq: 0,
         usage: Default::default(),
+        preview: None,
+        parent_session_id: header.parent_session_id.clone(),
     }
 }
 

@@ -465,9 +465,15 @@ impl ChildRun {
             Ok(subscription) => subscription.live,
             Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
         };
+        // A subagent's approvals wait for an answer (or the approval timeout) even while no
+        // client that answers follows: it is never silently denied.
+        let options = super::RunOptions {
+            hold_approvals: true,
+            max_steps: None,
+        };
         let run_id = match self
             .child
-            .prompt(self.prompt.clone(), None, false, false)
+            .prompt(self.prompt.clone(), None, false, options)
             .await
         {
             Ok(started) => started.run_id,
