@@ -338,3 +338,59 @@ async fn without_prices_a_budget_is_not_enforced_and_the_run_says_so() {
     };
     assert_eq!(*cost_usd, None);
 }
+
+#[tokio::test]
+async fn a_client_tasks_approval_waits_for_an_answer_with_nobody_attached() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        "[permissions]\ndefault_mode = \"default\"\n",
+    )
+    .await;
+    s.mock.push(Reply::tool_call(
+        "call_1",
+        "run_shell",
+        json!({"command": "touch approved-file"}),
+    ));
+    s.mock.push(Reply::text("made it"));
+    // A viewer: it follows the child but cannot answer, so nobody who answers is attached.
+    let mut viewer = agentd_tests::harness::Client::connect_raw(s.daemon.socket())
+        .await
+        .unwrap();
+    viewer.initialize_as("viewer", false).await;
+    let started = viewer
+        .request(
+            "task/start",
+            json!({"cwd": s.workspace().display().to_string(), "prompt": "make the file"}),
+        )
+        .await
+        .unwrap();
+    let child = started["task"]["childSessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    viewer.subscribe(&child, Some(0)).await;
+    let events = viewer
+        .persisted_events_until(|event| matches!(event, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { approval, .. }) = events.last().map(|e| &e.event) else {
+        panic!("{events:#?}")
+    };
+    // Not denied by the mode: it is pending, listed, and answered later by another client.
+    let listed = viewer.request("approval/list", json!({})).await.unwrap();
+    assert_eq!(
+        listed["approvals"][0]["approvalId"],
+        json!(approval.approval_id),
+        "{listed}"
+    );
+    let mut answerer = s.client().await;
+    answerer
+        .request(
+            "approval/respond",
+            json!({"approvalId": approval.approval_id, "decision": "allowOnce"}),
+        )
+        .await
+        .unwrap();
+    let events = viewer.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    assert!(s.workspace().join("approved-file").exists());
+}
