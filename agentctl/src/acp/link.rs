@@ -1,0 +1,266 @@
+//! One daemon session as the editor follows it: a subscription of its own connection (which
+//! declares that it answers approvals) whose events become `session/update`s, whose
+//! approvals become `session/request_permission` requests (cancelled when another client
+//! answers first), and whose `runFinished` ends the prompt turn waiting for it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{RequestPermissionRequest, SessionNotification};
+use agent_client_protocol::{Client, RequestCancellationHandle};
+use protocol::approval::{ApprovalRespondParams, PendingApproval};
+use protocol::event::{Event, RunStatus};
+use protocol::methods::ApprovalRespond;
+use tokio::sync::oneshot;
+
+use super::permission;
+use super::translate::{Moment, Translator};
+use crate::client::{Connection, EventStream};
+
+/// Runs that ended before their prompt turn asked (a run can end before `session/prompt`'s
+/// answer reaches the bridge), kept per session so the turn still finds its end. Older ones
+/// are dropped: nobody waits for a run that many prompts ago.
+pub const FINISHED_RUNS_KEPT: usize = 32;
+
+/// How a run ended, as its prompt turn learns it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    Finished {
+        status: RunStatus,
+        error: Option<String>,
+    },
+    /// The subscription ended (the daemon stopped, or the session was closed).
+    Lost(String),
+}
+
+/// The bridge's side of one session: who waits for which run, which permission requests
+/// are open.
+pub struct Link {
+    pub session_id: String,
+    runs: Mutex<Runs>,
+    /// Open permission requests by approval id, to cancel when the approval is decided
+    /// elsewhere. At most one per pending approval, which the daemon bounds.
+    open_requests: Mutex<HashMap<String, RequestCancellationHandle>>,
+}
+
+#[derive(Default)]
+struct Runs {
+    waiting: HashMap<String, oneshot::Sender<RunEnd>>,
+    finished: VecDeque<(String, RunEnd)>,
+    lost: Option<String>,
+}
+
+/// Replay before live events (`session/load`): events through `through_seq` are history;
+/// `caught_up` is told when they are all sent.
+pub struct Replay {
+    pub through_seq: u64,
+    pub caught_up: oneshot::Sender<()>,
+}
+
+impl Link {
+    pub fn new(session_id: String) -> Link {
+        Link {
+            session_id,
+            runs: Mutex::new(Runs::default()),
+            open_requests: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Wait for run `run_id` to end.
+    pub async fn run_end(&self, run_id: &str) -> RunEnd {
+        let receiver = {
+            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(position) = runs.finished.iter().position(|(id, _)| id == run_id)
+                && let Some((_, end)) = runs.finished.remove(position)
+            {
+                return end;
+            }
+            if let Some(reason) = &runs.lost {
+                return RunEnd::Lost(reason.clone());
+            }
+            let (sender, receiver) = oneshot::channel();
+            runs.waiting.insert(run_id.to_owned(), sender);
+            receiver
+        };
+        receiver
+            .await
+            .unwrap_or_else(|_| RunEnd::Lost("the session is no longer followed".to_owned()))
+    }
+
+    fn finish_run(&self, run_id: &str, end: RunEnd) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        match runs.waiting.remove(run_id) {
+            Some(waiter) => {
+                let _ = waiter.send(end);
+            }
+            None => {
+                if runs.finished.len() >= FINISHED_RUNS_KEPT {
+                    runs.finished.pop_front();
+                }
+                runs.finished.push_back((run_id.to_owned(), end));
+            }
+        }
+    }
+
+    /// The subscription ended: every waiting turn ends with `reason`.
+    pub fn lose(&self, reason: &str) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.lost = Some(reason.to_owned());
+        for (_, waiter) in runs.waiting.drain() {
+            let _ = waiter.send(RunEnd::Lost(reason.to_owned()));
+        }
+        drop(runs);
+        self.cancel_open_requests();
+    }
+
+    /// Withdraw every open permission request (the session is closed or lost).
+    pub fn cancel_open_requests(&self) {
+        let open: Vec<_> = self
+            .open_requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .collect();
+        for (_, handle) in open {
+            let _ = handle.cancel();
+        }
+    }
+
+    fn open_request(&self, approval_id: &str, handle: RequestCancellationHandle) {
+        self.open_requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(approval_id.to_owned(), handle);
+    }
+
+    /// The approval was decided: withdraw the editor's request for it, if still open.
+    fn close_request(&self, approval_id: &str) {
+        let handle = self
+            .open_requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(approval_id);
+        if let Some(handle) = handle {
+            let _ = handle.cancel();
+        }
+    }
+}
+
+/// Forward the session's events to the editor until the subscription ends.
+pub async fn pump(
+    link: Arc<Link>,
+    editor: ConnectionTo<Client>,
+    daemon: Arc<Connection>,
+    mut stream: EventStream,
+    mut translator: Translator,
+    mut replay: Option<Replay>,
+) {
+    // Approvals seen in the replay and not yet decided: asked once the replay is done.
+    let mut replayed_pending: Vec<PendingApproval> = Vec::new();
+    if let Some(done) = replay.take_if(|replay| replay.through_seq == 0) {
+        let _ = done.caught_up.send(());
+    }
+    let reason = loop {
+        let envelope = match stream.next().await {
+            Some(Ok(envelope)) => envelope,
+            Some(Err(err)) => break format!("reading the session's events failed: {err}"),
+            None => break lost_reason(&stream),
+        };
+        // Event types this agentctl does not know yet are skipped, not fatal.
+        let Ok(event) = serde_json::from_value::<Event>(envelope.event) else {
+            continue;
+        };
+        let moment = match &replay {
+            Some(replay) if envelope.seq <= replay.through_seq => Moment::Replay,
+            _ => Moment::Live,
+        };
+        for update in translator.updates(&event, moment) {
+            let notification = SessionNotification::new(link.session_id.clone(), update);
+            if editor.send_notification(notification).is_err() {
+                return;
+            }
+        }
+        match event {
+            Event::ApprovalRequested { approval, .. } => match moment {
+                Moment::Replay => replayed_pending.push(approval),
+                Moment::Live => ask(&link, &editor, &daemon, &translator, approval),
+            },
+            Event::ApprovalResolved { approval_id, .. } => {
+                replayed_pending.retain(|pending| pending.approval_id != approval_id);
+                link.close_request(&approval_id);
+            }
+            Event::RunFinished {
+                run_id,
+                status,
+                error,
+                ..
+            } => link.finish_run(&run_id, RunEnd::Finished { status, error }),
+            _ => {}
+        }
+        if let Some(done) = replay.take_if(|replay| envelope.seq >= replay.through_seq) {
+            let _ = done.caught_up.send(());
+            for approval in replayed_pending.drain(..) {
+                ask(&link, &editor, &daemon, &translator, approval);
+            }
+        }
+    };
+    link.lose(&reason);
+}
+
+fn lost_reason(stream: &EventStream) -> String {
+    match stream.close_reason() {
+        Some(jsonrpsee::core::client::SubscriptionCloseReason::Lagged) => {
+            "the bridge fell behind the session's events; load the session again".to_owned()
+        }
+        _ => "the connection to agentd was lost; load the session again once it runs".to_owned(),
+    }
+}
+
+/// Ask the editor about `approval` and send its answer to the daemon. The request stays
+/// open until the editor answers or the approval is decided elsewhere (then it is cancelled);
+/// a cancelled or failed request decides nothing.
+fn ask(
+    link: &Arc<Link>,
+    editor: &ConnectionTo<Client>,
+    daemon: &Arc<Connection>,
+    translator: &Translator,
+    approval: PendingApproval,
+) {
+    let tool_call =
+        translator.tool_call_update(&approval.tool_call_id, &approval.tool, &approval.input);
+    let request = RequestPermissionRequest::new(
+        link.session_id.clone(),
+        tool_call,
+        permission::options(&approval.options),
+    );
+    let sent = editor.send_request(request);
+    link.open_request(&approval.approval_id, sent.cancellation_handle());
+    let link = link.clone();
+    let daemon = daemon.clone();
+    let spawned = editor.spawn(async move {
+        let answer = sent.block_task().await;
+        link.open_requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&approval.approval_id);
+        let Some(decision) = answer
+            .ok()
+            .and_then(|answer| permission::decision(&answer, &approval.options))
+        else {
+            return Ok(());
+        };
+        let params = ApprovalRespondParams {
+            approval_id: approval.approval_id,
+            decision,
+            reason: None,
+        };
+        // An error answer means it was decided elsewhere in the meantime (the other answer
+        // stands) or the daemon is gone (the pump reports that); either way nothing to do, and
+        // a task of the editor connection must not fail (that would end the bridge).
+        let _ = daemon.request::<ApprovalRespond>(&params).await;
+        Ok(())
+    });
+    // The connection is closing: nothing is left to answer.
+    let _ = spawned;
+}

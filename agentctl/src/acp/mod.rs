@@ -1,0 +1,143 @@
+//! `agentctl acp`: an Agent Client Protocol agent on stdio (JSON-RPC 2.0, one message per
+//! line) that projects ACP onto the daemon. The one place that knows ACP: its crate stays
+//! out of the daemon and the rest of agentctl.
+//!
+//! Every request is answered from a task of the editor connection, so a long prompt turn
+//! never holds the others (cancel, permission answers). The editor closing stdin ends the
+//! bridge; the daemon's sessions and runs go on.
+
+mod bridge;
+mod link;
+mod permission;
+mod prompt;
+mod translate;
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
+    SetSessionModeRequest,
+};
+use agent_client_protocol::{Agent, Stdio};
+
+use crate::Context;
+use crate::output::CommandError;
+use bridge::Bridge;
+
+/// Serve ACP on stdin/stdout until the editor closes stdin.
+pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
+    let bridge = Arc::new(Bridge::new(ctx.socket.clone(), !ctx.no_start));
+    let (b1, b2, b3, b4, b5, b6, b7, b8, b9) = (
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge,
+    );
+    Agent
+        .v1()
+        .name("agentd")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _editor| {
+                responder.respond(b1.initialize(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, editor| {
+                let bridge = b2.clone();
+                let answering = editor.clone();
+                editor.spawn(async move {
+                    let _ = responder
+                        .respond_with_result(bridge.new_session(&answering, request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, editor| {
+                let bridge = b3.clone();
+                let answering = editor.clone();
+                editor.spawn(async move {
+                    let _ = responder
+                        .respond_with_result(bridge.load_session(&answering, request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest, responder, editor| {
+                let bridge = b4.clone();
+                let answering = editor.clone();
+                editor.spawn(async move {
+                    let _ = responder
+                        .respond_with_result(bridge.resume_session(&answering, request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, editor| {
+                let bridge = b5.clone();
+                editor.spawn(async move {
+                    let _ = responder.respond_with_result(bridge.list_sessions(request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, editor| {
+                let bridge = b6.clone();
+                editor.spawn(async move {
+                    let _ = responder.respond_with_result(bridge.close_session(request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, editor| {
+                let bridge = b7.clone();
+                editor.spawn(async move {
+                    let _ = responder.respond_with_result(bridge.prompt(request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, editor| {
+                let bridge = b8.clone();
+                let answering = editor.clone();
+                editor.spawn(async move {
+                    let _ =
+                        responder.respond_with_result(bridge.set_mode(&answering, request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, editor| {
+                let bridge = b9.clone();
+                editor.spawn(async move {
+                    // A notification has no answer: a failed cancel shows as the run going on.
+                    let _ = bridge.cancel(notification).await;
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(|err| CommandError::failed(format!("the ACP connection failed: {err}")))
+}
