@@ -1,0 +1,348 @@
+//! `agentctl acp` driven by the official ACP TypeScript SDK (`tests/acp/client.mjs`) against
+//! the real daemon and the mock LLM: initialize, new session (with an editor MCP server),
+//! a prompt whose tools show as tool calls with kinds, locations and diffs, a permission
+//! answered, cancel, load (history replayed), the editor going away, and one session shared
+//! with a raw socket client (either answers an approval, the other sees it resolved).
+
+use agentd_tests::acp_client::{AcpClient, initialize, updates};
+use agentd_tests::harness::Client;
+use agentd_tests::mcp_servers::{everything_script, node};
+use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::scenario::*;
+use protocol::event::{Event, RunStatus};
+use serde_json::{Value, json};
+
+use crate::approvals::{ASK, named_client, until_approval};
+
+/// `session/new` in the workspace; the session's mode is the config's default (`bypass` in
+/// scenarios, `default` with `ASK`).
+async fn new_session(client: &mut AcpClient, s: &Scenario, mcp_servers: Value) -> String {
+    let answer = client
+        .request(
+            "session/new",
+            json!({"cwd": s.workspace().display().to_string(), "mcpServers": mcp_servers}),
+        )
+        .await
+        .expect("session/new");
+    let config_mode = s.daemon.env.path("config/agentd/config.toml");
+    let asks = std::fs::read_to_string(config_mode)
+        .unwrap()
+        .contains("default_mode = \"default\"");
+    let expected = if asks { "default" } else { "bypass" };
+    assert_eq!(answer["modes"]["currentModeId"], expected, "{answer}");
+    let modes: Vec<_> = answer["modes"]["availableModes"]
+        .as_array()
+        .expect("modes")
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(modes, ["default", "acceptEdits", "plan", "bypass"]);
+    answer["sessionId"].as_str().expect("sessionId").to_owned()
+}
+
+fn prompt_params(session_id: &str, text: &str) -> Value {
+    json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+}
+
+/// The first update of `kind` about tool call `id`.
+fn tool_update<'a>(updates: &'a [Value], kind: &str, id: &str) -> &'a Value {
+    updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == kind && u["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no {kind} for {id} in {updates:#?}"))
+}
+
+#[tokio::test]
+async fn acp_prompt_shows_tool_calls_and_asks_permission() {
+    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+    std::fs::write(s.workspace().join("a.txt"), "alpha\n").unwrap();
+    s.mock.push(Reply::tool_call(
+        "call_read",
+        "read_file",
+        json!({"path": "a.txt", "offset": 1}),
+    ));
+    s.mock.push(Reply::tool_call(
+        "call_write",
+        "write_file",
+        json!({"path": "b.txt", "content": "beta\n"}),
+    ));
+    s.mock.push(Reply::text("all done"));
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+
+    let init = initialize(&mut editor).await;
+    assert_eq!(init["protocolVersion"], 1);
+    let capabilities = &init["agentCapabilities"];
+    assert_eq!(capabilities["loadSession"], true, "{init}");
+    assert_eq!(capabilities["promptCapabilities"]["embeddedContext"], true);
+    for capability in ["list", "resume", "close"] {
+        assert!(
+            capabilities["sessionCapabilities"][capability].is_object(),
+            "{capability} in {init}"
+        );
+    }
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+    assert!(session_id.starts_with("ses_"), "{session_id}");
+
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "copy it"))
+        .await;
+    let (seen, key, permission) = editor.until_permission().await;
+    let seen = updates(&seen);
+    let read = tool_update(&seen, "tool_call", "call_read");
+    assert_eq!(read["kind"], "read");
+    let a_txt = s.workspace().join("a.txt").display().to_string();
+    assert_eq!(read["locations"][0]["path"], a_txt.as_str());
+    assert_eq!(read["locations"][0]["line"], 1);
+    assert_eq!(
+        tool_update(&seen, "tool_call_update", "call_read")["status"],
+        "in_progress"
+    );
+    let write = tool_update(&seen, "tool_call", "call_write");
+    assert_eq!(write["kind"], "edit");
+    let b_txt = s.workspace().join("b.txt").display().to_string();
+    assert_eq!(write["content"][0]["type"], "diff");
+    assert_eq!(write["content"][0]["path"], b_txt.as_str());
+    assert_eq!(write["content"][0]["newText"], "beta\n");
+
+    assert_eq!(permission["sessionId"], session_id.as_str());
+    assert_eq!(permission["toolCall"]["toolCallId"], "call_write");
+    assert_eq!(permission["toolCall"]["kind"], "edit");
+    let options: Vec<(String, String)> = permission["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .map(|o| {
+            (
+                o["optionId"].as_str().unwrap().to_owned(),
+                o["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        options.contains(&("allowOnce".to_owned(), "allow_once".to_owned())),
+        "{options:?}"
+    );
+    assert!(
+        options.contains(&("allowSession".to_owned(), "allow_always".to_owned())),
+        "{options:?}"
+    );
+    assert!(
+        options.contains(&("deny".to_owned(), "reject_once".to_owned())),
+        "{options:?}"
+    );
+    editor.choose(key, "allowOnce").await;
+
+    let rest = editor
+        .until(|m| m["type"] == "response" && m["id"] == prompt)
+        .await;
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "end_turn");
+    let rest = updates(&rest);
+    assert_eq!(
+        tool_update(&rest, "tool_call_update", "call_write")["status"],
+        "in_progress"
+    );
+    let text: String = rest
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(text, "all done");
+    assert!(
+        rest.iter()
+            .any(|u| u["toolCallId"] == "call_write" && u["status"] == "completed"),
+        "{rest:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.workspace().join("b.txt")).unwrap(),
+        "beta\n"
+    );
+}
+
+#[tokio::test]
+async fn acp_cancel_ends_the_turn_and_closing_stdin_leaves_runs_alone() {
+    let s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::stall());
+    s.mock.push(Reply::stall());
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "wait"))
+        .await;
+    s.mock.wait_for_requests(1).await;
+    editor
+        .notify("session/cancel", json!({"sessionId": session_id}))
+        .await;
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "cancelled");
+
+    // A second turn is left running when the editor goes away.
+    editor
+        .send_request("session/prompt", prompt_params(&session_id, "wait again"))
+        .await;
+    s.mock.wait_for_requests(2).await;
+    let exit = editor.close().await;
+    assert_eq!(exit["code"], 0, "{exit}");
+    let mut raw = s.client().await;
+    let got = raw
+        .request("session/get", json!({"sessionId": session_id}))
+        .await
+        .expect("session/get");
+    assert_eq!(got["session"]["status"], "running", "{got}");
+    raw.cancel(&session_id).await;
+}
+
+#[tokio::test]
+async fn acp_load_replays_the_history_before_answering() {
+    let s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::text("general kenobi"));
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+    let answer = editor
+        .request("session/prompt", prompt_params(&session_id, "hello there"))
+        .await
+        .expect("session/prompt");
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert_eq!(editor.close().await["code"], 0);
+
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let listed = editor
+        .request(
+            "session/list",
+            json!({"cwd": s.workspace().display().to_string()}),
+        )
+        .await
+        .expect("session/list");
+    assert_eq!(listed["sessions"][0]["sessionId"], session_id.as_str());
+    let load = editor
+        .send_request(
+            "session/load",
+            json!({
+                "sessionId": session_id,
+                "cwd": s.workspace().display().to_string(),
+                "mcpServers": [],
+            }),
+        )
+        .await;
+    let replayed = editor
+        .until(|m| m["type"] == "response" && m["id"] == load)
+        .await;
+    let answer = editor.answer(load).await.expect("session/load");
+    assert_eq!(answer["modes"]["currentModeId"], "bypass");
+    let replayed: Vec<(String, String)> = updates(&replayed)
+        .iter()
+        .map(|u| {
+            (
+                u["sessionUpdate"].as_str().unwrap_or_default().to_owned(),
+                u["content"]["text"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("user_message_chunk".to_owned(), "hello there".to_owned()),
+            (
+                "agent_message_chunk".to_owned(),
+                "general kenobi".to_owned()
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn acp_new_session_attaches_the_editors_mcp_servers() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let servers = json!([{
+        "name": "everything",
+        "command": node(),
+        "args": [everything_script(), "stdio"],
+        "env": [],
+    }]);
+    let session_id = new_session(&mut editor, &s, servers).await;
+    let mut raw = s.client().await;
+    let got = raw
+        .request("session/get", json!({"sessionId": session_id}))
+        .await
+        .expect("session/get");
+    assert_eq!(got["mcpServers"], json!(["everything"]), "{got}");
+}
+
+/// Two approvals of one run: the raw socket client answers the first (the editor's request
+/// is withdrawn), the editor answers the second (the raw client sees who decided).
+#[tokio::test]
+async fn acp_and_a_socket_client_share_one_sessions_approvals() {
+    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+    s.mock.push(Reply::tool_call(
+        "call_one",
+        "run_shell",
+        json!({"command": "echo one"}),
+    ));
+    s.mock.push(Reply::tool_call(
+        "call_two",
+        "run_shell",
+        json!({"command": "echo two"}),
+    ));
+    s.mock.push(Reply::text("both ran"));
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+    let mut raw: Client = named_client(&s, "terminal").await;
+    raw.subscribe(&session_id, Some(0)).await;
+
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "run both"))
+        .await;
+    let (_, first) = until_approval(&mut raw).await;
+    assert_eq!(first.tool_call_id, "call_one");
+    let (_, key, permission) = editor.until_permission().await;
+    assert_eq!(permission["toolCall"]["toolCallId"], "call_one");
+    assert_eq!(permission["toolCall"]["kind"], "execute");
+    crate::approvals::respond(&mut raw, &first.approval_id, "allowOnce", None)
+        .await
+        .expect("the raw client answers first");
+    let withdrawn = editor
+        .until(|m| m["type"] == "permissionAborted" || m["type"] == "permission")
+        .await;
+    assert_eq!(
+        withdrawn.last().unwrap(),
+        &json!({"type": "permissionAborted", "key": key})
+    );
+
+    let (_, key, permission) = editor.until_permission().await;
+    assert_eq!(permission["toolCall"]["toolCallId"], "call_two");
+    editor.choose(key, "allowOnce").await;
+    let events = raw
+        .persisted_events_until(|event| matches!(event, Event::RunFinished { .. }))
+        .await;
+    let decided: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ApprovalResolved {
+                tool_call_id,
+                decided_by,
+                ..
+            } => Some((tool_call_id.clone(), decided_by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            ("call_one".to_owned(), "client:terminal".to_owned()),
+            (
+                "call_two".to_owned(),
+                "client:acp:acp-test-client".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "end_turn");
+}
