@@ -46,7 +46,8 @@ pub struct Link {
 
 #[derive(Default)]
 struct Runs {
-    waiting: HashMap<String, oneshot::Sender<RunEnd>>,
+    /// Turns waiting for each run: several when a prompt joined an active run as a follow-up.
+    waiting: HashMap<String, Vec<oneshot::Sender<RunEnd>>>,
     finished: VecDeque<(String, RunEnd)>,
     lost: Option<String>,
 }
@@ -80,7 +81,10 @@ impl Link {
                 return RunEnd::Lost(reason.clone());
             }
             let (sender, receiver) = oneshot::channel();
-            runs.waiting.insert(run_id.to_owned(), sender);
+            runs.waiting
+                .entry(run_id.to_owned())
+                .or_default()
+                .push(sender);
             receiver
         };
         receiver
@@ -91,8 +95,10 @@ impl Link {
     fn finish_run(&self, run_id: &str, end: RunEnd) {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         match runs.waiting.remove(run_id) {
-            Some(waiter) => {
-                let _ = waiter.send(end);
+            Some(waiters) => {
+                for waiter in waiters {
+                    let _ = waiter.send(end.clone());
+                }
             }
             None => {
                 if runs.finished.len() >= FINISHED_RUNS_KEPT {
@@ -107,7 +113,7 @@ impl Link {
     pub fn lose(&self, reason: &str) {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         runs.lost = Some(reason.to_owned());
-        for (_, waiter) in runs.waiting.drain() {
+        for waiter in runs.waiting.drain().flat_map(|(_, waiters)| waiters) {
             let _ = waiter.send(RunEnd::Lost(reason.to_owned()));
         }
         drop(runs);
@@ -263,4 +269,67 @@ fn ask(
     });
     // The connection is closing: nothing is left to answer.
     let _ = spawned;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn completed() -> RunEnd {
+        RunEnd::Finished {
+            status: RunStatus::Completed,
+            error: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_that_ended_before_its_turn_waited_is_still_found() {
+        let link = Link::new("ses_1".into());
+        link.finish_run("run_1", completed());
+        assert_eq!(link.run_end("run_1").await, completed());
+    }
+
+    #[tokio::test]
+    async fn every_turn_waiting_for_a_run_learns_its_end() {
+        let link = Arc::new(Link::new("ses_1".into()));
+        let first = tokio::spawn({
+            let link = link.clone();
+            async move { link.run_end("run_1").await }
+        });
+        let second = tokio::spawn({
+            let link = link.clone();
+            async move { link.run_end("run_1").await }
+        });
+        // Both are registered once the map holds two waiters (no sleeping).
+        while link
+            .runs
+            .lock()
+            .unwrap()
+            .waiting
+            .get("run_1")
+            .map_or(0, Vec::len)
+            < 2
+        {
+            tokio::task::yield_now().await;
+        }
+        link.finish_run("run_1", completed());
+        assert_eq!(first.await.unwrap(), completed());
+        assert_eq!(second.await.unwrap(), completed());
+    }
+
+    #[tokio::test]
+    async fn a_lost_subscription_ends_waiting_and_later_turns() {
+        let link = Link::new("ses_1".into());
+        link.lose("gone");
+        assert_eq!(link.run_end("run_9").await, RunEnd::Lost("gone".into()));
+    }
+
+    #[test]
+    fn finished_runs_kept_are_bounded() {
+        let link = Link::new("ses_1".into());
+        for n in 0..FINISHED_RUNS_KEPT + 5 {
+            link.finish_run(&format!("run_{n}"), completed());
+        }
+        assert_eq!(link.runs.lock().unwrap().finished.len(), FINISHED_RUNS_KEPT);
+    }
 }
