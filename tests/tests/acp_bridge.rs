@@ -346,3 +346,59 @@ async fn acp_and_a_socket_client_share_one_sessions_approvals() {
     let answer = editor.answer(prompt).await.expect("session/prompt");
     assert_eq!(answer["stopReason"], "end_turn");
 }
+
+/// A background task's end reaches the editor after the prompt turn that started it ended:
+/// the task's own tool call completes with its output.
+#[tokio::test]
+async fn acp_background_task_events_flow_outside_the_prompt_turn() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let gate = s.workspace().join("gate");
+    mkfifo(&gate);
+    s.mock.push(Reply::tool_call(
+        "call_bg",
+        "run_shell",
+        json!({"command": "read line < gate; echo \"got $line\"", "runInBackground": true}),
+    ));
+    s.mock.push(Reply::text("started it"));
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "start it"))
+        .await;
+    let in_turn = editor
+        .until(|m| m["type"] == "response" && m["id"] == prompt)
+        .await;
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "end_turn");
+    let in_turn = updates(&in_turn);
+    let task = in_turn
+        .iter()
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call"
+                && u["toolCallId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("task_"))
+        })
+        .unwrap_or_else(|| panic!("no task tool call in {in_turn:#?}"))
+        .clone();
+    assert_eq!(task["kind"], "execute");
+
+    write_fifo(&gate, "go\n").await;
+    let after = updates(
+        &editor
+            .until(|m| {
+                m["params"]["update"]["toolCallId"] == task["toolCallId"]
+                    && m["params"]["update"]["status"] == "completed"
+            })
+            .await,
+    );
+    let finished = after.last().unwrap();
+    assert_eq!(finished["sessionUpdate"], "tool_call_update");
+    assert!(
+        finished["content"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("exited with code 0")),
+        "{finished:#}"
+    );
+}

@@ -15,7 +15,7 @@ use protocol::methods::ApprovalRespond;
 use tokio::sync::oneshot;
 
 use super::permission;
-use super::translate::{Moment, Translator};
+use super::translate::{self, Moment, Translator};
 use crate::client::{Connection, EventStream};
 
 /// Runs that ended before their prompt turn asked (a run can end before `session/prompt`'s
@@ -173,38 +173,46 @@ pub async fn pump(
             Some(Err(err)) => break format!("reading the session's events failed: {err}"),
             None => break lost_reason(&stream),
         };
-        // Event types this agentctl does not know yet are skipped, not fatal.
-        let Ok(event) = serde_json::from_value::<Event>(envelope.event) else {
-            continue;
-        };
         let moment = match &replay {
             Some(replay) if envelope.seq <= replay.through_seq => Moment::Replay,
             _ => Moment::Live,
         };
-        for update in translator.updates(&event, moment) {
+        let seq = envelope.seq;
+        let (updates, event) = if envelope.event["type"] == "sessionUpdated" {
+            (translate::session_updated(&envelope.event), None)
+        } else {
+            // Event types this agentctl does not know yet are skipped, not fatal.
+            match serde_json::from_value::<Event>(envelope.event) {
+                Ok(event) => (translator.updates(&event, moment), Some(event)),
+                Err(_) => (Vec::new(), None),
+            }
+        };
+        for update in updates {
             let notification = SessionNotification::new(link.session_id.clone(), update);
             if editor.send_notification(notification).is_err() {
                 return;
             }
         }
         match event {
-            Event::ApprovalRequested { approval, .. } => match moment {
+            Some(Event::ApprovalRequested { approval, .. }) => match moment {
                 Moment::Replay => replayed_pending.push(approval),
                 Moment::Live => ask(&link, &editor, &daemon, &translator, approval),
             },
-            Event::ApprovalResolved { approval_id, .. } => {
+            Some(Event::ApprovalResolved { approval_id, .. }) => {
                 replayed_pending.retain(|pending| pending.approval_id != approval_id);
                 link.close_request(&approval_id);
             }
-            Event::RunFinished {
+            Some(Event::RunFinished {
                 run_id,
                 status,
                 error,
                 ..
-            } => link.finish_run(&run_id, RunEnd::Finished { status, error }),
+            }) => link.finish_run(&run_id, RunEnd::Finished { status, error }),
             _ => {}
         }
-        if let Some(done) = replay.take_if(|replay| envelope.seq >= replay.through_seq) {
+        // Whatever the last replayed event was (one this agentctl skips included), the
+        // history is complete once its seq is reached.
+        if let Some(done) = replay.take_if(|replay| seq >= replay.through_seq) {
             let _ = done.caught_up.send(());
             for approval in replayed_pending.drain(..) {
                 ask(&link, &editor, &daemon, &translator, approval);

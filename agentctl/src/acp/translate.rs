@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use protocol::event::{Event, MessageRole};
 use protocol::task::{TaskInfo, TaskKind, TaskStatus};
@@ -234,6 +234,24 @@ impl Translator {
         };
         Some(ToolCallContent::Diff(diff))
     }
+}
+
+/// The updates of a `sessionUpdated` event (`session/update` by any client: a newer daemon's
+/// event, read from its JSON): the current mode and the title.
+pub fn session_updated(event: &serde_json::Value) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    if let Some(mode) = event.get("permissionMode").and_then(|m| m.as_str()) {
+        updates.push(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+            mode.to_owned(),
+        )));
+    }
+    if let Some(title) = event.get("title").and_then(|t| t.as_str()) {
+        let title = (!title.is_empty()).then(|| title.to_owned());
+        updates.push(SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().title(title),
+        ));
+    }
+    updates
 }
 
 /// ACP's kind of a daemon tool, from its name.

@@ -147,3 +147,14 @@ fn open_calls_are_bounded() {
     }
     assert_eq!(translator.calls.len(), MAX_OPEN_TOOL_CALLS);
 }
+
+#[test]
+fn a_session_update_by_any_client_shows_its_mode_and_title() {
+    let event = json!({"type": "sessionUpdated", "permissionMode": "plan", "title": "t"});
+    let updates = to_json(&session_updated(&event));
+    assert_eq!(updates[0]["sessionUpdate"], "current_mode_update");
+    assert_eq!(updates[0]["currentModeId"], "plan");
+    assert_eq!(updates[1]["sessionUpdate"], "session_info_update");
+    assert_eq!(updates[1]["title"], "t");
+    assert!(session_updated(&json!({"type": "sessionUpdated", "model": "m"})).is_empty());
+}
