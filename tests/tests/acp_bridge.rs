@@ -210,6 +210,16 @@ async fn acp_load_replays_the_history_before_answering() {
 
     let mut editor = AcpClient::start(&s.daemon.env).await;
     initialize(&mut editor).await;
+    let refused = editor
+        .request("session/prompt", prompt_params(&session_id, "again"))
+        .await
+        .expect_err("a session must be opened before prompting");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("open it with session/new, session/load or session/resume")),
+        "{refused}"
+    );
     let listed = editor
         .request(
             "session/list",
