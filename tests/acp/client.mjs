@@ -4,6 +4,7 @@
 // one JSON object per line:
 //   in:  {"op":"request","id":N,"method":M,"params":P}   -> {"type":"response","id":N,"result":R}
 //                                                            or {"type":"error","id":N,"error":E}
+//        {"op":"abort","id":N}                               aborts request N ($/cancel_request)
 //        {"op":"notify","method":M,"params":P}
 //        {"op":"permission","key":K,"optionId":O}         answers open permission request K
 //        {"op":"close"}                                   closes the agent's stdin, reports its exit
@@ -32,6 +33,7 @@ const exited = new Promise((resolve) =>
 );
 
 const open = new Map();
+const aborts = new Map();
 let nextKey = 1;
 const connection = acp
   .client({ name: "acp-test-client" })
@@ -54,7 +56,9 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
   const command = JSON.parse(line);
   if (command.op === "request") {
-    connection.agent.request(command.method, command.params).then(
+    const controller = new AbortController();
+    aborts.set(command.id, controller);
+    connection.agent.request(command.method, command.params, { cancellationSignal: controller.signal }).then(
       (result) => report({ type: "response", id: command.id, result: result ?? null }),
       (error) =>
         report({
@@ -63,6 +67,8 @@ for await (const line of createInterface({ input: process.stdin })) {
           error: { code: error.code, message: error.message, data: error.data },
         }),
     );
+  } else if (command.op === "abort") {
+    aborts.get(command.id)?.abort();
   } else if (command.op === "notify") {
     await connection.agent.notify(command.method, command.params);
   } else if (command.op === "permission") {

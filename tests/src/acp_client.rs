@@ -84,6 +84,11 @@ impl AcpClient {
         self.answer(id).await
     }
 
+    /// Abort request `id`: the SDK sends `$/cancel_request` for it.
+    pub async fn abort(&mut self, id: u64) {
+        self.send(json!({"op": "abort", "id": id})).await;
+    }
+
     pub async fn notify(&mut self, method: &str, params: Value) {
         self.send(json!({"op": "notify", "method": method, "params": params}))
             .await;

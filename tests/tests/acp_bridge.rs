@@ -162,8 +162,9 @@ async fn acp_prompt_shows_tool_calls_and_asks_permission() {
 #[tokio::test]
 async fn acp_cancel_ends_the_turn_and_closing_stdin_leaves_runs_alone() {
     let s = Scenario::start(Format::OpenAi).await;
-    s.mock.push(Reply::stall());
-    s.mock.push(Reply::stall());
+    for _ in 0..3 {
+        s.mock.push(Reply::stall());
+    }
     let mut editor = AcpClient::start(&s.daemon.env).await;
     initialize(&mut editor).await;
     let session_id = new_session(&mut editor, &s, json!([])).await;
@@ -178,11 +179,20 @@ async fn acp_cancel_ends_the_turn_and_closing_stdin_leaves_runs_alone() {
     let answer = editor.answer(prompt).await.expect("session/prompt");
     assert_eq!(answer["stopReason"], "cancelled");
 
-    // A second turn is left running when the editor goes away.
+    // `$/cancel_request` for the turn cancels its run too.
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "wait"))
+        .await;
+    s.mock.wait_for_requests(2).await;
+    editor.abort(prompt).await;
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "cancelled");
+
+    // A third turn is left running when the editor goes away.
     editor
         .send_request("session/prompt", prompt_params(&session_id, "wait again"))
         .await;
-    s.mock.wait_for_requests(2).await;
+    s.mock.wait_for_requests(3).await;
     let exit = editor.close().await;
     assert_eq!(exit["code"], 0, "{exit}");
     let mut raw = s.client().await;

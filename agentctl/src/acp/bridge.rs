@@ -253,7 +253,7 @@ impl Bridge {
         self.cancel_run(&notification.session_id.0).await
     }
 
-    async fn cancel_run(&self, session_id: &str) -> Result<(), Error> {
+    pub async fn cancel_run(&self, session_id: &str) -> Result<(), Error> {
         let daemon = self.daemon().await?;
         let params = SessionRef {
             session_id: session_id.to_owned(),

@@ -107,8 +107,21 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
         .on_receive_request(
             async move |request: PromptRequest, responder, editor| {
                 let bridge = b7.clone();
+                let cancellation = responder.cancellation();
                 editor.spawn(async move {
-                    let _ = responder.respond_with_result(bridge.prompt(request).await);
+                    // `$/cancel_request` for the turn cancels its run; the turn still ends
+                    // with the run (`cancelled`), as after `session/cancel`.
+                    let session_id = request.session_id.0.to_string();
+                    let cancel_on_request = async {
+                        cancellation.cancelled().await;
+                        let _ = bridge.cancel_run(&session_id).await;
+                        std::future::pending::<()>().await
+                    };
+                    let answer = tokio::select! {
+                        answer = bridge.prompt(request) => answer,
+                        () = cancel_on_request => return Ok(()),
+                    };
+                    let _ = responder.respond_with_result(answer);
                     Ok(())
                 })
             },
