@@ -37,6 +37,10 @@ async fn new_session(client: &mut AcpClient, s: &Scenario, mcp_servers: Value) -
         .map(|mode| mode["id"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(modes, ["default", "acceptEdits", "plan", "bypass"]);
+    let model = &answer["configOptions"][0];
+    assert_eq!(model["id"], "model", "{answer}");
+    assert_eq!(model["category"], "model");
+    assert_eq!(model["currentValue"], "mock:mock-model");
     answer["sessionId"].as_str().expect("sessionId").to_owned()
 }
 
@@ -420,5 +424,37 @@ async fn acp_background_task_events_flow_outside_the_prompt_turn() {
             .as_str()
             .is_some_and(|text| text.contains("exited with code 0")),
         "{finished:#}"
+    );
+}
+
+/// What the editor may choose and how a wrong choice is answered (the choices themselves go to
+/// `session/update`).
+#[tokio::test]
+async fn acp_unknown_modes_and_options_are_refused_with_the_choices() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let session_id = new_session(&mut editor, &s, json!([])).await;
+    let refused = editor
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session_id, "modeId": "yolo"}),
+        )
+        .await
+        .expect_err("an unknown mode");
+    assert_eq!(
+        refused["message"],
+        "unknown mode yolo; the modes are default, acceptEdits, plan and bypass"
+    );
+    let refused = editor
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session_id, "configId": "temperature", "value": "hot"}),
+        )
+        .await
+        .expect_err("an unknown option");
+    assert_eq!(
+        refused["message"],
+        "unknown config option temperature; agentd offers `model`"
     );
 }

@@ -12,9 +12,9 @@ use agent_client_protocol::v1::schema::{
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionInfo, SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason,
+    SessionConfigOption, SessionInfo, SessionListCapabilities, SessionMode, SessionModeState,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Client, Error};
 use futures::future::{AbortHandle, Abortable};
@@ -31,6 +31,7 @@ use protocol::session::{
 };
 
 use super::link::{self, Link, Replay, RunEnd};
+use super::model;
 use super::prompt::prompt_text;
 use super::translate::Translator;
 use crate::autostart;
@@ -138,7 +139,10 @@ impl Bridge {
             None,
         )
         .await?;
-        Ok(NewSessionResponse::new(session.session_id).modes(modes(session.permission_mode)))
+        let options = self.config_options(&session).await;
+        Ok(NewSessionResponse::new(session.session_id)
+            .modes(modes(session.permission_mode))
+            .config_options(options))
     }
 
     pub async fn load_session(
@@ -158,7 +162,10 @@ impl Bridge {
         replayed.await.map_err(|_| {
             internal("the session's history could not be replayed; agentd closed the connection")
         })?;
-        Ok(LoadSessionResponse::new().modes(modes(session.permission_mode)))
+        let options = self.config_options(&session).await;
+        Ok(LoadSessionResponse::new()
+            .modes(modes(session.permission_mode))
+            .config_options(options))
     }
 
     pub async fn resume_session(
@@ -175,7 +182,10 @@ impl Bridge {
             None,
         )
         .await?;
-        Ok(ResumeSessionResponse::new().modes(modes(session.permission_mode)))
+        let options = self.config_options(&session).await;
+        Ok(ResumeSessionResponse::new()
+            .modes(modes(session.permission_mode))
+            .config_options(options))
     }
 
     pub async fn list_sessions(
@@ -279,26 +289,76 @@ impl Bridge {
                     request.mode_id
                 ))
             })?;
-        let daemon = self.daemon().await?;
         let params = serde_json::json!({
             "sessionId": request.session_id.0.as_ref(),
             "permissionMode": mode.as_str(),
         });
+        self.update_session(params).await?;
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str()));
+        editor.send_notification(SessionNotification::new(request.session_id, update))?;
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// Choose the session's model (the `model` config option) for its next run.
+    pub async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        if request.config_id.0.as_ref() != model::MODEL_OPTION {
+            return Err(invalid(&format!(
+                "unknown config option {}; agentd offers `model`",
+                request.config_id
+            )));
+        }
+        let chosen = model::chosen(&request.value)
+            .ok_or_else(|| invalid("the model option takes a model id such as provider:model"))?;
+        let params = serde_json::json!({
+            "sessionId": request.session_id.0.as_ref(),
+            "model": chosen,
+        });
+        self.update_session(params).await?;
+        let session = self.session(&request.session_id.0).await?;
+        Ok(SetSessionConfigOptionResponse::new(
+            self.config_options(&session).await,
+        ))
+    }
+
+    /// `session/update` with `params` (a newer daemon's method: an older one is told apart).
+    async fn update_session(&self, params: serde_json::Value) -> Result<(), Error> {
+        let daemon = self.daemon().await?;
         daemon
             .request_raw(SESSION_UPDATE, params)
             .await
             .map_err(|err| match err {
                 ClientError::Rpc { code, .. } if code == protocol::error::METHOD_NOT_FOUND => {
                     internal(
-                        "this agentd cannot change a session's mode yet; update agentd \
+                        "this agentd cannot change a session's mode or model yet; update agentd \
                          (agentctl daemon stop, then use the new binary)",
                     )
                 }
                 other => daemon_error(other),
             })?;
-        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str()));
-        editor.send_notification(SessionNotification::new(request.session_id, update))?;
-        Ok(SetSessionModeResponse::new())
+        Ok(())
+    }
+
+    /// The session's config options: its model among the configured ones.
+    async fn config_options(
+        &self,
+        session: &protocol::session::SessionInfo,
+    ) -> Vec<SessionConfigOption> {
+        let current = model::model_id(&session.provider, &session.model);
+        // Without the daemon's list (an older daemon, a failed call) only the current model.
+        let status = match self.daemon().await {
+            Ok(daemon) => daemon
+                .request_raw(protocol::methods::DaemonStatus::NAME, serde_json::json!({}))
+                .await
+                .unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        };
+        vec![model::option(
+            &current,
+            &model::available(&status, &current),
+        )]
     }
 
     async fn session(&self, session_id: &str) -> Result<protocol::session::SessionInfo, Error> {

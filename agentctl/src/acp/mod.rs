@@ -8,6 +8,7 @@
 
 mod bridge;
 mod link;
+mod model;
 mod permission;
 mod prompt;
 mod translate;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
-    SetSessionModeRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Stdio};
 
@@ -28,7 +29,8 @@ use bridge::Bridge;
 /// Serve ACP on stdin/stdout until the editor closes stdin.
 pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
     let bridge = Arc::new(Bridge::new(ctx.socket.clone(), !ctx.no_start));
-    let (b1, b2, b3, b4, b5, b6, b7, b8, b9) = (
+    let (b1, b2, b3, b4, b5, b6, b7, b8, b9, b10) = (
+        bridge.clone(),
         bridge.clone(),
         bridge.clone(),
         bridge.clone(),
@@ -134,6 +136,16 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                 editor.spawn(async move {
                     let _ =
                         responder.respond_with_result(bridge.set_mode(&answering, request).await);
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, editor| {
+                let bridge = b10.clone();
+                editor.spawn(async move {
+                    let _ = responder.respond_with_result(bridge.set_config_option(request).await);
                     Ok(())
                 })
             },
