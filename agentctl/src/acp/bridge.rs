@@ -240,12 +240,16 @@ impl Bridge {
         let link = self.link(&session_id)?;
         let text = prompt_text(&request.prompt).map_err(|message| invalid(&message))?;
         let daemon = self.daemon().await?;
+        // The struct update keeps the fields later protocol versions add (such as a prompt's
+        // step limit) at their defaults, so this compiles against them unchanged.
+        #[allow(clippy::needless_update)]
         let params = SessionPromptParams {
             session_id,
             text,
             client_request_id: None,
             // A prompt while a run is active joins it as a follow-up; the turn ends with it.
             queue_if_busy: true,
+            ..SessionPromptParams::default()
         };
         let started = daemon
             .request::<SessionPrompt>(&params)
