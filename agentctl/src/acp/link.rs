@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{RequestPermissionRequest, SessionNotification};
 use agent_client_protocol::{Client, RequestCancellationHandle};
-use protocol::approval::{ApprovalRespondParams, PendingApproval};
+use protocol::Method;
+use protocol::approval::PendingApproval;
 use protocol::event::{Event, RunStatus};
 use protocol::methods::ApprovalRespond;
 use tokio::sync::oneshot;
@@ -264,15 +265,15 @@ fn ask(
         else {
             return Ok(());
         };
-        let params = ApprovalRespondParams {
-            approval_id: approval.approval_id,
-            decision,
-            reason: None,
-        };
+        // By name and as JSON: fields later protocol versions add stay absent.
+        let params = serde_json::json!({
+            "approvalId": approval.approval_id,
+            "decision": decision,
+        });
         // An error answer means it was decided elsewhere in the meantime (the other answer
         // stands) or the daemon is gone (the pump reports that); either way nothing to do, and
         // a task of the editor connection must not fail (that would end the bridge).
-        let _ = daemon.request::<ApprovalRespond>(&params).await;
+        let _ = daemon.request_raw(ApprovalRespond::NAME, params).await;
         Ok(())
     });
     // The connection is closing: nothing is left to answer.
