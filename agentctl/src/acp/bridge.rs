@@ -33,6 +33,7 @@ use protocol::session::{
 use super::link::{self, Link, Replay, RunEnd};
 use super::model;
 use super::prompt::prompt_text;
+use super::stdio::UpdateWindow;
 use super::translate::Translator;
 use crate::autostart;
 use crate::client::{ClientError, Connection};
@@ -50,16 +51,19 @@ pub struct Bridge {
     requests: tokio::sync::Mutex<Option<Arc<Connection>>>,
     /// The sessions the editor opened, by id, with the handle that stops following each.
     links: Mutex<HashMap<String, (Arc<Link>, AbortHandle)>>,
+    /// Room for `session/update`s on their way to the editor.
+    window: Arc<UpdateWindow>,
 }
 
 impl Bridge {
-    pub fn new(socket: PathBuf, start_daemon: bool) -> Bridge {
+    pub fn new(socket: PathBuf, start_daemon: bool, window: Arc<UpdateWindow>) -> Bridge {
         Bridge {
             socket,
             start_daemon,
             client_name: Mutex::new("acp".to_owned()),
             requests: tokio::sync::Mutex::new(None),
             links: Mutex::new(HashMap::new()),
+            window,
         }
     }
 
@@ -299,7 +303,9 @@ impl Bridge {
         });
         self.update_session(params).await?;
         let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str()));
-        editor.send_notification(SessionNotification::new(request.session_id, update))?;
+        self.window
+            .send(editor, SessionNotification::new(request.session_id, update))
+            .await?;
         Ok(SetSessionModeResponse::new())
     }
 
@@ -431,6 +437,7 @@ impl Bridge {
         let pump = link::pump(
             link,
             editor.clone(),
+            self.window.clone(),
             Arc::new(connection),
             stream,
             Translator::new(cwd),

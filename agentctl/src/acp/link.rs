@@ -16,6 +16,7 @@ use protocol::methods::ApprovalRespond;
 use tokio::sync::oneshot;
 
 use super::permission;
+use super::stdio::UpdateWindow;
 use super::translate::{self, Moment, Translator};
 use crate::client::{Connection, EventStream};
 
@@ -158,6 +159,7 @@ impl Link {
 pub async fn pump(
     link: Arc<Link>,
     editor: ConnectionTo<Client>,
+    window: Arc<UpdateWindow>,
     daemon: Arc<Connection>,
     mut stream: EventStream,
     mut translator: Translator,
@@ -190,7 +192,7 @@ pub async fn pump(
         };
         for update in updates {
             let notification = SessionNotification::new(link.session_id.clone(), update);
-            if editor.send_notification(notification).is_err() {
+            if window.send(&editor, notification).await.is_err() {
                 return;
             }
         }

@@ -11,16 +11,17 @@ mod link;
 mod model;
 mod permission;
 mod prompt;
+mod stdio;
 mod translate;
 
 use std::sync::Arc;
 
+use agent_client_protocol::Agent;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
     SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, Stdio};
 
 use crate::Context;
 use crate::output::CommandError;
@@ -28,7 +29,12 @@ use bridge::Bridge;
 
 /// Serve ACP on stdin/stdout until the editor closes stdin.
 pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
-    let bridge = Arc::new(Bridge::new(ctx.socket.clone(), !ctx.no_start));
+    let window = Arc::new(stdio::UpdateWindow::default());
+    let bridge = Arc::new(Bridge::new(
+        ctx.socket.clone(),
+        !ctx.no_start,
+        window.clone(),
+    ));
     let (b1, b2, b3, b4, b5, b6, b7, b8, b9, b10) = (
         bridge.clone(),
         bridge.clone(),
@@ -162,7 +168,7 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(stdio::transport(window))
         .await
         .map_err(|err| CommandError::failed(format!("the ACP connection failed: {err}")))
 }
