@@ -458,3 +458,90 @@ async fn acp_unknown_modes_and_options_are_refused_with_the_choices() {
         "unknown config option temperature; agentd offers `model`"
     );
 }
+
+/// `session/resume` follows a session from now (no replay), a todo list shows as a plan, the
+/// step limit ends the turn with `max_turn_requests`, and `session/close` stops following.
+#[tokio::test]
+async fn acp_resume_plan_step_limit_and_close() {
+    let s = Scenario::start_with(Format::OpenAi, "max_steps = 1").await;
+    s.mock.push(Reply::text("first answer"));
+    s.mock.push(Reply::tool_call(
+        "call_todo",
+        "todo_write",
+        json!({"items": [
+            {"content": "read the code", "status": "completed"},
+            {"content": "fix the bug", "status": "in_progress"},
+        ]}),
+    ));
+    let mut raw = s.client().await;
+    let session_id = create_session(&mut raw, &s.workspace()).await;
+    raw.subscribe(&session_id, Some(0)).await;
+    raw.prompt(&session_id, "before the editor").await;
+    raw.events_until_run_finished().await;
+
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let resume = editor
+        .send_request(
+            "session/resume",
+            json!({"sessionId": session_id, "cwd": s.workspace().display().to_string(), "mcpServers": []}),
+        )
+        .await;
+    let before = editor
+        .until(|m| m["type"] == "response" && m["id"] == resume)
+        .await;
+    editor.answer(resume).await.expect("session/resume");
+    assert!(updates(&before).is_empty(), "no replay: {before:#?}");
+
+    let prompt = editor
+        .send_request("session/prompt", prompt_params(&session_id, "plan it"))
+        .await;
+    let turn = editor
+        .until(|m| m["type"] == "response" && m["id"] == prompt)
+        .await;
+    let answer = editor.answer(prompt).await.expect("session/prompt");
+    assert_eq!(answer["stopReason"], "max_turn_requests");
+    let turn = updates(&turn);
+    let plan = turn
+        .iter()
+        .find(|u| u["sessionUpdate"] == "plan")
+        .unwrap_or_else(|| panic!("no plan in {turn:#?}"));
+    let entries: Vec<(&str, &str)> = plan["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["content"].as_str().unwrap(),
+                e["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("read the code", "completed"),
+            ("fix the bug", "in_progress")
+        ]
+    );
+    assert_eq!(
+        tool_update(&turn, "tool_call", "call_todo")["kind"],
+        "think"
+    );
+
+    editor
+        .request("session/close", json!({"sessionId": session_id}))
+        .await
+        .expect("session/close");
+    let refused = editor
+        .request("session/prompt", prompt_params(&session_id, "again"))
+        .await
+        .expect_err("a closed session is not followed");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("not open in this bridge"),
+        "{refused}"
+    );
+}
