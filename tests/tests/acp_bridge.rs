@@ -545,3 +545,31 @@ async fn acp_resume_plan_step_limit_and_close() {
         "{refused}"
     );
 }
+
+/// An editor configured with `agentctl acp` needs no daemon running: the bridge starts it, as
+/// every agentctl command does, and the daemon outlives the bridge.
+#[tokio::test]
+async fn acp_starts_the_daemon_when_none_runs() {
+    let mock = agentd_tests::mock_llm::MockLlm::start().await;
+    let env = agentd_tests::harness::TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let mut editor = AcpClient::start(&env).await;
+    initialize(&mut editor).await;
+    let answer = editor
+        .request(
+            "session/new",
+            json!({"cwd": env.workspace().display().to_string(), "mcpServers": []}),
+        )
+        .await
+        .expect("session/new starts the daemon");
+    assert!(answer["sessionId"].as_str().unwrap().starts_with("ses_"));
+    assert_eq!(editor.close().await["code"], 0);
+    // `daemon status` never starts one: it answers only while the bridge's daemon runs.
+    let status = env.run_agentctl(&["daemon", "status"]).await;
+    assert!(
+        status.status.success(),
+        "the daemon the bridge started should still run: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let stopped = env.run_agentctl(&["daemon", "stop"]).await;
+    assert!(stopped.status.success());
+}

@@ -222,6 +222,8 @@ pub async fn pump(
             }
         }
     };
+    // Editors keep an agent's stderr as its log: say why the session stopped updating.
+    eprintln!("agentctl acp: session {}: {reason}", link.session_id);
     link.lose(&reason);
 }
 
