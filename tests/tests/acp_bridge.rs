@@ -573,3 +573,78 @@ async fn acp_starts_the_daemon_when_none_runs() {
     let stopped = env.run_agentctl(&["daemon", "stop"]).await;
     assert!(stopped.status.success());
 }
+
+/// An approval still pending when the editor loads the session is asked once the history is
+/// replayed; one decided before is not. A rejection reaches the model and the run goes on.
+#[tokio::test]
+async fn acp_load_asks_the_approvals_still_pending_and_a_rejection_goes_to_the_model() {
+    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+    s.mock.push(Reply::tool_call(
+        "call_early",
+        "run_shell",
+        json!({"command": "echo early"}),
+    ));
+    s.mock.push(Reply::tool_call(
+        "call_late",
+        "run_shell",
+        json!({"command": "echo late"}),
+    ));
+    s.mock.push(Reply::text("fine, skipped it"));
+    let mut raw: Client = named_client(&s, "terminal").await;
+    let session_id = create_session(&mut raw, &s.workspace()).await;
+    raw.subscribe(&session_id, Some(0)).await;
+    raw.prompt(&session_id, "run them").await;
+    let (_, early) = until_approval(&mut raw).await;
+    crate::approvals::respond(&mut raw, &early.approval_id, "allowOnce", None)
+        .await
+        .unwrap();
+    let (_, late) = until_approval(&mut raw).await;
+    assert_eq!(late.tool_call_id, "call_late");
+
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let load = editor
+        .send_request(
+            "session/load",
+            json!({"sessionId": session_id, "cwd": s.workspace().display().to_string(), "mcpServers": []}),
+        )
+        .await;
+    let (seen, key, permission) = editor.until_permission().await;
+    assert!(
+        seen.iter()
+            .any(|m| m["type"] == "response" && m["id"] == load),
+        "the load is answered before the pending approval is asked: {seen:#?}"
+    );
+    assert_eq!(permission["toolCall"]["toolCallId"], "call_late");
+    editor.choose(key, "deny").await;
+
+    let events = raw
+        .persisted_events_until(|event| matches!(event, Event::RunFinished { .. }))
+        .await;
+    let decided: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ApprovalResolved {
+                tool_call_id,
+                decided_by,
+                ..
+            } => Some((tool_call_id.clone(), decided_by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [(
+            "call_late".to_owned(),
+            "client:acp:acp-test-client".to_owned()
+        )]
+    );
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let failed = editor
+        .until(|m| {
+            m["params"]["update"]["toolCallId"] == "call_late"
+                && m["params"]["update"]["status"] == "failed"
+        })
+        .await;
+    assert!(!failed.is_empty());
+}

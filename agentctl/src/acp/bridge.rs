@@ -149,16 +149,20 @@ impl Bridge {
             .config_options(options))
     }
 
+    /// Replay the session, then answer. The caller sends the answer, then tells the returned
+    /// sender, after which approvals still pending are asked.
     pub async fn load_session(
         &self,
         editor: &ConnectionTo<Client>,
         request: LoadSessionRequest,
-    ) -> Result<LoadSessionResponse, Error> {
+    ) -> Result<(LoadSessionResponse, tokio::sync::oneshot::Sender<()>), Error> {
         let session = self.session(&request.session_id.0).await?;
         let (caught_up, replayed) = tokio::sync::oneshot::channel();
+        let (answered, answer_sent) = tokio::sync::oneshot::channel();
         let replay = Replay {
             through_seq: session.last_seq,
             caught_up,
+            answered: answer_sent,
         };
         self.follow(editor, &session.session_id, &session.cwd, 0, Some(replay))
             .await?;
@@ -167,9 +171,10 @@ impl Bridge {
             internal("the session's history could not be replayed; agentd closed the connection")
         })?;
         let options = self.config_options(&session).await;
-        Ok(LoadSessionResponse::new()
+        let response = LoadSessionResponse::new()
             .modes(modes(session.permission_mode))
-            .config_options(options))
+            .config_options(options);
+        Ok((response, answered))
     }
 
     pub async fn resume_session(

@@ -55,10 +55,13 @@ struct Runs {
 }
 
 /// Replay before live events (`session/load`): events through `through_seq` are history;
-/// `caught_up` is told when they are all sent.
+/// `caught_up` is told when they are all sent. Approvals still pending then are asked once
+/// `answered` says the load's answer is out (or will never be), so the editor knows the
+/// session before it is asked about it.
 pub struct Replay {
     pub through_seq: u64,
     pub caught_up: oneshot::Sender<()>,
+    pub answered: oneshot::Receiver<()>,
 }
 
 impl Link {
@@ -169,6 +172,7 @@ pub async fn pump(
     let mut replayed_pending: Vec<PendingApproval> = Vec::new();
     if let Some(done) = replay.take_if(|replay| replay.through_seq == 0) {
         let _ = done.caught_up.send(());
+        let _ = done.answered.await;
     }
     let reason = loop {
         let envelope = match stream.next().await {
@@ -217,6 +221,9 @@ pub async fn pump(
         // history is complete once its seq is reached.
         if let Some(done) = replay.take_if(|replay| seq >= replay.through_seq) {
             let _ = done.caught_up.send(());
+            if !replayed_pending.is_empty() {
+                let _ = done.answered.await;
+            }
             for approval in replayed_pending.drain(..) {
                 ask(&link, &editor, &daemon, &translator, approval);
             }

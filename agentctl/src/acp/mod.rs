@@ -73,8 +73,15 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                 let bridge = b3.clone();
                 let answering = editor.clone();
                 editor.spawn(async move {
-                    let _ = responder
-                        .respond_with_result(bridge.load_session(&answering, request).await);
+                    match bridge.load_session(&answering, request).await {
+                        Ok((response, answered)) => {
+                            let _ = responder.respond(response);
+                            let _ = answered.send(());
+                        }
+                        Err(err) => {
+                            let _ = responder.respond_with_error(err);
+                        }
+                    }
                     Ok(())
                 })
             },
