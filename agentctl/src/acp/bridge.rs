@@ -202,9 +202,11 @@ impl Bridge {
         request: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, Error> {
         let daemon = self.daemon().await?;
+        #[allow(clippy::needless_update)] // Fields later versions add keep their defaults.
         let params = SessionListParams {
             cursor: request.cursor.clone(),
             limit: None,
+            ..SessionListParams::default()
         };
         let listed = daemon
             .request::<SessionList>(&params)
@@ -278,8 +280,10 @@ impl Bridge {
 
     pub async fn cancel_run(&self, session_id: &str) -> Result<(), Error> {
         let daemon = self.daemon().await?;
+        #[allow(clippy::needless_update)] // Fields later versions add keep their defaults.
         let params = SessionRef {
             session_id: session_id.to_owned(),
+            ..SessionRef::default()
         };
         daemon
             .request::<SessionCancel>(&params)
@@ -378,9 +382,11 @@ impl Bridge {
 
     async fn session(&self, session_id: &str) -> Result<protocol::session::SessionInfo, Error> {
         let daemon = self.daemon().await?;
+        #[allow(clippy::needless_update)] // Fields later versions add keep their defaults.
         let params = SessionGetParams {
             session_id: session_id.to_owned(),
             include_history: false,
+            ..SessionGetParams::default()
         };
         let found = daemon
             .request::<SessionGet>(&params)
@@ -415,9 +421,11 @@ impl Bridge {
         replay: Option<Replay>,
     ) -> Result<(), Error> {
         let connection = self.connect(ClientCapabilities { approvals: true }).await?;
+        #[allow(clippy::needless_update)] // Fields later versions add keep their defaults.
         let params = SessionSubscribeParams {
             session_id: session_id.to_owned(),
             after_seq: Some(after_seq),
+            ..SessionSubscribeParams::default()
         };
         let stream = connection
             .subscribe(
