@@ -188,6 +188,11 @@ pub enum Command {
         #[command(subcommand)]
         action: TaskAction,
     },
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim…).
+    ///
+    /// Configure the editor's agent command as `agentctl acp`. Sessions are the daemon's
+    /// (any client can attach to one by its id); closing stdin ends the bridge, not the runs.
+    Acp,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,6 +1,7 @@
 //! agentctl: the thin command-line client of agentd. Everything but `main` lives here so tests
 //! and other tools can reuse the client.
 
+pub mod acp;
 pub mod approval_desk;
 pub mod approval_view;
 pub mod approve_policy;
@@ -159,6 +160,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             cli::McpAction::Logs { name, follow } => commands::mcp::logs(&ctx, name, follow).await,
         }),
         Command::Task { action } => done(commands::task::run(&ctx, action).await),
+        Command::Acp => done(acp::serve(&ctx).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,6 +1,7 @@
 //! Test support: the daemon harness, the scripted mock LLM server, an HTTP gate and the real
 //! MCP servers (`mcp_servers`).
 
+pub mod acp_client;
 pub mod gate;
 pub mod harness;
 pub mod mcp_scenario;

@@ -18,6 +18,7 @@ macro_rules! both_formats {
     };
 }
 
+mod acp_bridge;
 mod agents_defs;
 mod approvals;
 mod approvals_cli;
