@@ -345,6 +345,9 @@ impl Renderer {
                     self.stderr_line(&format!("[tool] … {}", one_line(message)), out);
                 }
             }
+            // The activity line already says the model is thinking; the text is for
+            // clients that show it (`--json` keeps it).
+            Event::ThinkingDelta { .. } => {}
             Event::MessageDelta { run_id, text } => {
                 self.activity.stop_thinking();
                 self.streamed

@@ -127,6 +127,10 @@ pub enum Event {
     /// Streamed assistant text; best-effort, never persisted.
     #[serde(rename_all = "camelCase")]
     MessageDelta { run_id: String, text: String },
+    /// A piece of the model's reasoning as it streams (providers that send it: `thinking`
+    /// blocks, `reasoning_content`); never persisted nor sent back to the model. Added in 1.1.
+    #[serde(rename_all = "camelCase")]
+    ThinkingDelta { run_id: String, text: String },
     /// A complete message: the user's (prompt, steer, follow-up) or the assistant's.
     #[serde(rename_all = "camelCase")]
     MessageCompleted {
@@ -331,7 +335,10 @@ impl Event {
     pub fn is_persisted(&self) -> bool {
         !matches!(
             self,
-            Event::MessageDelta { .. } | Event::Lagged {} | Event::SessionUnloaded {}
+            Event::MessageDelta { .. }
+                | Event::ThinkingDelta { .. }
+                | Event::Lagged {}
+                | Event::SessionUnloaded {}
         )
     }
 
@@ -341,6 +348,7 @@ impl Event {
             Event::RunStarted { run_id, .. }
             | Event::TurnStarted { run_id, .. }
             | Event::MessageDelta { run_id, .. }
+            | Event::ThinkingDelta { run_id, .. }
             | Event::MessageCompleted { run_id, .. }
             | Event::ToolStarted { run_id, .. }
             | Event::ToolProgress { run_id, .. }

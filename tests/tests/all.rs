@@ -51,6 +51,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod runs_thinking;
 mod security_approvals;
 mod security_fetch;
 mod security_filter;

@@ -91,7 +91,7 @@ fn retries(events: &[LlmEvent]) -> Vec<(u32, Duration, String)> {
                 delay,
                 message,
             } => Some((*attempt, *delay, message.clone())),
-            LlmEvent::TextDelta(_) => None,
+            LlmEvent::TextDelta(_) | LlmEvent::ThinkingDelta(_) => None,
         })
         .collect()
 }
@@ -101,9 +101,44 @@ fn deltas(events: &[LlmEvent]) -> Vec<String> {
         .iter()
         .filter_map(|event| match event {
             LlmEvent::TextDelta(text) => Some(text.clone()),
-            LlmEvent::Retrying { .. } => None,
+            LlmEvent::Retrying { .. } | LlmEvent::ThinkingDelta(_) => None,
         })
         .collect()
+}
+
+#[tokio::test]
+async fn streams_reasoning_as_thinking_deltas_apart_from_the_reply() {
+    for format in FORMATS {
+        let mock = MockLlm::start().await;
+        mock.push(
+            Reply::text("the answer is 4")
+                .with_thinking("two plus two, carry nothing")
+                .fragmented(),
+        );
+        let (result, events) = complete(&client(&mock, format), &[user("add them")]).await;
+        let completion = result.unwrap();
+        let thinking: String = events
+            .iter()
+            .filter_map(|event| match event {
+                LlmEvent::ThinkingDelta(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thinking, "two plus two, carry nothing", "{format:?}");
+        assert_eq!(completion.content, "the answer is 4", "{format:?}");
+        assert_eq!(deltas(&events).concat(), "the answer is 4", "{format:?}");
+        // All of the reasoning comes before the first piece of the reply.
+        let first_text = events
+            .iter()
+            .position(|event| matches!(event, LlmEvent::TextDelta(_)))
+            .unwrap();
+        assert!(
+            events[first_text..]
+                .iter()
+                .all(|event| !matches!(event, LlmEvent::ThinkingDelta(_))),
+            "{format:?}: {events:?}"
+        );
+    }
 }
 
 #[tokio::test]

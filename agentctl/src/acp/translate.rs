@@ -54,6 +54,9 @@ impl Translator {
                 self.streamed = true;
                 vec![agent_text(text)]
             }
+            Event::ThinkingDelta { text, .. } => vec![SessionUpdate::AgentThoughtChunk(
+                ContentChunk::new(text.as_str().into()),
+            )],
             Event::MessageCompleted {
                 role: MessageRole::User,
                 content,

@@ -158,3 +158,24 @@ fn a_session_update_by_any_client_shows_its_mode_and_title() {
     assert_eq!(updates[1]["title"], "t");
     assert!(session_updated(&json!({"type": "sessionUpdated", "model": "m"})).is_empty());
 }
+
+#[test]
+fn reasoning_is_a_thought_chunk_never_the_reply() {
+    let mut translator = Translator::new("/w");
+    let thinking = Event::ThinkingDelta {
+        run_id: "run_1".into(),
+        text: "weighing options".into(),
+    };
+    let updates = to_json(&translator.updates(&thinking, Moment::Live));
+    assert_eq!(
+        updates[0]["sessionUpdate"],
+        json!("agent_thought_chunk"),
+        "{updates}"
+    );
+    assert_eq!(
+        updates[0]["content"]["text"],
+        json!("weighing options"),
+        "{updates}"
+    );
+    assert_eq!(updates.as_array().map(Vec::len), Some(1));
+}

@@ -343,6 +343,12 @@ impl Run {
                     text,
                 });
             }
+            LlmEvent::ThinkingDelta(text) => {
+                log.publish_transient(Event::ThinkingDelta {
+                    run_id: run_id.clone(),
+                    text,
+                });
+            }
             LlmEvent::Retrying {
                 attempt,
                 delay,

@@ -241,9 +241,17 @@ pub(crate) struct Assembler {
     output_tokens: u64,
     cache_read_input_tokens: u64,
     cache_creation_input_tokens: u64,
+    /// Thinking text received since `take_thinking` (`thinking_delta`): shown, never part of
+    /// the conversation.
+    thinking: String,
 }
 
 impl Assembler {
+    /// The thinking text received since the last call, if any.
+    pub(crate) fn take_thinking(&mut self) -> Option<String> {
+        (!self.thinking.is_empty()).then(|| std::mem::take(&mut self.thinking))
+    }
+
     /// Handles one SSE `data` payload; returns true on `message_stop`.
     pub(crate) fn on_data(
         &mut self,
@@ -278,6 +286,7 @@ impl Assembler {
                         call.arguments.push_str(&partial_json);
                     }
                 }
+                BlockDelta::ThinkingDelta { thinking } => self.thinking.push_str(&thinking),
                 BlockDelta::Other => {}
             },
             StreamEvent::MessageDelta { delta, usage } => {
@@ -430,6 +439,9 @@ enum BlockDelta {
     },
     InputJsonDelta {
         partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
     },
     #[serde(other)]
     Other,

@@ -38,6 +38,8 @@ pub struct ChatRequest<'a> {
 pub enum LlmEvent {
     /// A piece of the reply text, in order.
     TextDelta(String),
+    /// A piece of the model's reasoning (thinking), in order: shown, not kept.
+    ThinkingDelta(String),
     /// The previous attempt failed before any output; the next starts after `delay`.
     Retrying {
         attempt: u32,
@@ -286,7 +288,6 @@ impl LlmClient {
 
         let mut assembler = Assembler::new(&provider.kind);
         let mut events = SseStream::from_bytes_stream(response.bytes_stream());
-        let mut emit_text = |text: String| on_event(LlmEvent::TextDelta(text));
         loop {
             let cut = |reason: String, output_started: bool| {
                 (
@@ -321,7 +322,11 @@ impl LlmClient {
                 }
             };
             let Some(data) = event.data else { continue };
-            match assembler.on_data(&data, &mut emit_text) {
+            let handled = assembler.on_data(&data, &mut |text| on_event(LlmEvent::TextDelta(text)));
+            if let Some(thinking) = assembler.take_thinking() {
+                on_event(LlmEvent::ThinkingDelta(thinking));
+            }
+            match handled {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(StreamError::Provider(message)) => {
@@ -410,6 +415,13 @@ impl Assembler {
         match self {
             Assembler::OpenAi(assembler) => assembler.on_data(data, emit_text),
             Assembler::Anthropic(assembler) => assembler.on_data(data, emit_text),
+        }
+    }
+
+    fn take_thinking(&mut self) -> Option<String> {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.take_thinking(),
+            Assembler::Anthropic(assembler) => assembler.take_thinking(),
         }
     }
 

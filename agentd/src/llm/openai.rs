@@ -235,6 +235,9 @@ pub(crate) struct Assembler {
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
     usage: Usage,
+    /// Reasoning text received since `take_thinking` (`reasoning_content` or `reasoning`
+    /// deltas of OpenAI-compatible servers): shown, never part of the conversation.
+    thinking: String,
 }
 
 #[derive(Default)]
@@ -260,6 +263,12 @@ impl Assembler {
             return Err(StreamError::Provider(error_text(&error)));
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            for reasoning in [choice.delta.reasoning_content, choice.delta.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                self.thinking.push_str(&reasoning);
+            }
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                 self.content.push_str(&text);
                 emit_text(text);
@@ -302,6 +311,11 @@ impl Assembler {
     }
 
     /// Text or a tool call reached the caller: the call can no longer be retried.
+    /// The reasoning text received since the last call, if any.
+    pub(crate) fn take_thinking(&mut self) -> Option<String> {
+        (!self.thinking.is_empty()).then(|| std::mem::take(&mut self.thinking))
+    }
+
     pub(crate) fn output_started(&self) -> bool {
         !self.content.is_empty() || !self.calls.is_empty()
     }
@@ -370,6 +384,10 @@ struct Choice {
 #[derive(Default, Deserialize)]
 struct Delta {
     content: Option<String>,
+    /// DeepSeek, vLLM, llama.cpp.
+    reasoning_content: Option<String>,
+    /// Ollama, OpenRouter.
+    reasoning: Option<String>,
     #[serde(default, deserialize_with = "null_as_empty")]
     tool_calls: Vec<ToolCallFragment>,
 }

@@ -122,6 +122,9 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
+    for piece in pieces(&reply.thinking, reply.fragmented) {
+        events.push(chunk(json!({"reasoning_content": piece}), Value::Null));
+    }
     for piece in pieces(&reply.text, reply.fragmented) {
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
@@ -189,6 +192,30 @@ fn anthropic_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
         }}),
     )];
     let mut index = 0;
+    if !reply.thinking.is_empty() {
+        events.push(SseEvent::named(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "thinking", "thinking": ""}}),
+        ));
+        for piece in pieces(&reply.thinking, reply.fragmented) {
+            events.push(SseEvent::named(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "thinking_delta", "thinking": piece}}),
+            ));
+        }
+        events.push(SseEvent::named(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+                   "delta": {"type": "signature_delta", "signature": "mock-signature"}}),
+        ));
+        events.push(SseEvent::named(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
     if !reply.text.is_empty() {
         events.push(SseEvent::named(
             "content_block_start",

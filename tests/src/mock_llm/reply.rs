@@ -10,6 +10,9 @@ pub struct Reply {
     /// Text of the reply (may be empty when there are tool calls).
     #[serde(default)]
     pub text: String,
+    /// Reasoning streamed before the text (`reasoning_content` deltas; a `thinking` block).
+    #[serde(default)]
+    pub thinking: String,
     #[serde(default)]
     pub tool_calls: Vec<MockToolCall>,
     /// Answer with this HTTP error instead of a stream.
@@ -124,6 +127,12 @@ impl Reply {
     }
 
     /// Adds text before the tool calls of this reply.
+    /// Stream `thinking` as reasoning before the reply.
+    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.thinking = thinking.into();
+        self
+    }
+
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = text.into();
         self
