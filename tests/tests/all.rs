@@ -21,6 +21,7 @@ macro_rules! both_formats {
 mod agents_defs;
 mod approvals;
 mod approvals_cli;
+mod chat;
 mod cli;
 mod context_compact;
 mod context_memory;

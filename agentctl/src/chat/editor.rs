@@ -1,0 +1,232 @@
+//! The line editor of `agentctl chat`: rustyline on a thread of its own, so the chat loop keeps
+//! following events while a line is typed, and a printer thread that writes the chat's output
+//! above the line being edited (rustyline's external printer). Keys that mean something of
+//! their own (Alt+Enter, an approval key on an empty line) are told apart here.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, mpsc as std_mpsc};
+use std::thread::JoinHandle;
+
+use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
+    ExternalPrinter, KeyCode, KeyEvent, Modifiers, RepeatCount,
+};
+use tokio::sync::mpsc;
+
+/// Lines typed and not yet taken by the chat loop: the editor reads only when asked, so at
+/// most one is ever waiting.
+const INPUT_BUFFER: usize = 4;
+
+/// Output waiting for the printer thread: a fast stream waits here (the chat loop awaits room)
+/// instead of growing without bound.
+const PRINT_BUFFER: usize = 256;
+
+/// Lines kept in the editor's history (Up/Down) for this chat.
+const HISTORY_LINES: usize = 1000;
+
+/// The keys that answer an approval prompt at once when typed on an empty line.
+const APPROVAL_KEYS: [char; 5] = ['y', 's', 'a', 'n', 'c'];
+
+/// What the person typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A line, and whether it was sent with Alt+Enter (a follow-up).
+    Line { text: String, follow_up: bool },
+    /// An approval key pressed on an empty line while an approval prompt is shown.
+    Key(u8),
+    /// Ctrl-C.
+    Interrupt,
+    /// Ctrl-D on an empty line.
+    Eof,
+    /// The terminal could not be read.
+    Failed(String),
+}
+
+/// The editor thread, the printer thread and the channels to them.
+pub struct LineEditor {
+    /// A prompt to show asks the editor thread for one line.
+    requests: Option<std_mpsc::SyncSender<String>>,
+    inputs: mpsc::Receiver<Input>,
+    printer: Option<mpsc::Sender<String>>,
+    /// Set while an approval prompt waits: `y`/`s`/`a`/`n`/`c` on an empty line answer it.
+    approval_pending: Arc<AtomicBool>,
+    /// A line was asked for and has not come back yet.
+    reading: bool,
+    editor_thread: Option<JoinHandle<()>>,
+    printer_thread: Option<JoinHandle<()>>,
+}
+
+impl LineEditor {
+    /// Take the terminal: fails when stdin or stdout is not one.
+    pub fn start() -> io::Result<LineEditor> {
+        let config = Config::builder()
+            .max_history_size(HISTORY_LINES)
+            .map_err(io::Error::other)?
+            .auto_add_history(true)
+            .build();
+        let mut editor: Editor<(), DefaultHistory> =
+            Editor::with_config(config).map_err(io::Error::other)?;
+        let approval_pending = Arc::new(AtomicBool::new(false));
+        let follow_up = Arc::new(AtomicBool::new(false));
+        let approval_key = Arc::new(AtomicU8::new(0));
+        editor.bind_sequence(
+            KeyEvent(KeyCode::Enter, Modifiers::ALT),
+            EventHandler::Conditional(Box::new(FollowUpEnter {
+                follow_up: follow_up.clone(),
+            })),
+        );
+        for key in APPROVAL_KEYS {
+            editor.bind_sequence(
+                KeyEvent(KeyCode::Char(key), Modifiers::NONE),
+                EventHandler::Conditional(Box::new(ApprovalKey {
+                    pending: approval_pending.clone(),
+                    pressed: approval_key.clone(),
+                })),
+            );
+        }
+        let mut printer = editor
+            .create_external_printer()
+            .map_err(|err| io::Error::other(format!("the terminal cannot be shared: {err}")))?;
+
+        let (request_sender, requests) = std_mpsc::sync_channel::<String>(1);
+        let (input_sender, inputs) = mpsc::channel(INPUT_BUFFER);
+        let editor_thread = std::thread::Builder::new()
+            .name("agentctl-editor".to_owned())
+            .spawn(move || {
+                // One line per request; ends when the chat drops its request sender.
+                while let Ok(prompt) = requests.recv() {
+                    let input = read_one(&mut editor, &prompt, &follow_up, &approval_key);
+                    if input_sender.blocking_send(input).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        let (print_sender, mut to_print) = mpsc::channel::<String>(PRINT_BUFFER);
+        let printer_thread = std::thread::Builder::new()
+            .name("agentctl-printer".to_owned())
+            .spawn(move || {
+                while let Some(text) = to_print.blocking_recv() {
+                    // A terminal that went away leaves nothing to print to.
+                    if printer.print(text).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(LineEditor {
+            requests: Some(request_sender),
+            inputs,
+            printer: Some(print_sender),
+            approval_pending,
+            reading: false,
+            editor_thread: Some(editor_thread),
+            printer_thread: Some(printer_thread),
+        })
+    }
+
+    /// Show `prompt` and read a line, unless a line is being read already.
+    pub fn read(&mut self, prompt: &str) {
+        if self.reading {
+            return;
+        }
+        if let Some(requests) = &self.requests
+            && requests.try_send(prompt.to_owned()).is_ok()
+        {
+            self.reading = true;
+        }
+    }
+
+    /// The next input; `Failed` when the editor thread is gone.
+    pub async fn next(&mut self) -> Input {
+        let input = self.inputs.recv().await;
+        self.reading = false;
+        input.unwrap_or_else(|| Input::Failed("the line editor stopped".to_owned()))
+    }
+
+    /// Approval keys answer at once while `pending`.
+    pub fn set_approval_pending(&self, pending: bool) {
+        self.approval_pending.store(pending, Ordering::Relaxed);
+    }
+
+    /// Print complete lines above the line being edited (a trailing newline is added when
+    /// missing).
+    pub async fn print(&self, text: String) {
+        if let Some(printer) = &self.printer {
+            // The printer thread only stops with the terminal; nothing is left to print to.
+            let _ = printer.send(text).await;
+        }
+    }
+
+    /// Stop both threads: the printer after writing what it has; the editor at once when it
+    /// is not reading a line (when it is, it stops after that line, and the process exit
+    /// ends it).
+    pub fn stop(mut self) {
+        self.requests = None;
+        self.printer = None;
+        if let Some(thread) = self.printer_thread.take() {
+            let _ = thread.join();
+        }
+        if let Some(thread) = self.editor_thread.take()
+            && !self.reading
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Read one line with `prompt` and say what it was.
+fn read_one(
+    editor: &mut Editor<(), DefaultHistory>,
+    prompt: &str,
+    follow_up: &AtomicBool,
+    approval_key: &AtomicU8,
+) -> Input {
+    follow_up.store(false, Ordering::Relaxed);
+    approval_key.store(0, Ordering::Relaxed);
+    match editor.readline(prompt) {
+        Ok(text) => match approval_key.swap(0, Ordering::Relaxed) {
+            0 => Input::Line {
+                text,
+                follow_up: follow_up.swap(false, Ordering::Relaxed),
+            },
+            key => Input::Key(key),
+        },
+        Err(ReadlineError::Interrupted) => Input::Interrupt,
+        Err(ReadlineError::Eof) => Input::Eof,
+        Err(err) => Input::Failed(err.to_string()),
+    }
+}
+
+/// Alt+Enter: accept the line as a follow-up.
+struct FollowUpEnter {
+    follow_up: Arc<AtomicBool>,
+}
+
+impl ConditionalEventHandler for FollowUpEnter {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        self.follow_up.store(true, Ordering::Relaxed);
+        Some(Cmd::AcceptLine)
+    }
+}
+
+/// An approval key on an empty line while a prompt waits: accept at once, remembering the key.
+struct ApprovalKey {
+    pending: Arc<AtomicBool>,
+    pressed: Arc<AtomicU8>,
+}
+
+impl ConditionalEventHandler for ApprovalKey {
+    fn handle(&self, event: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if !self.pending.load(Ordering::Relaxed) || !ctx.line().is_empty() {
+            return None;
+        }
+        let KeyEvent(KeyCode::Char(key), _) = event.get(0)? else {
+            return None;
+        };
+        let key = u8::try_from(u32::from(*key)).ok()?;
+        self.pressed.store(key, Ordering::Relaxed);
+        Some(Cmd::AcceptLine)
+    }
+}

@@ -1,0 +1,243 @@
+//! Interactive chat (`agentctl chat`, and `agentctl` alone on a terminal) driven through a
+//! pseudo-terminal: a prompt streams its answer, a line typed during a run is a steer or a
+//! follow-up, an approval is answered with one key, Ctrl-C cancels then quits, `/mode` and the
+//! other local commands answer without a model call. Assertions are on the screen's text.
+
+use agentd_tests::harness::{TestEnv, text};
+use agentd_tests::mock_llm::{Format, MockLlm, Reply};
+use agentd_tests::pty::Pty;
+use agentd_tests::scenario::{config_toml, mkfifo, request_user_texts, write_fifo};
+use serde_json::json;
+
+/// The terminal the chat gets.
+const COLS: u16 = 100;
+const ROWS: u16 = 30;
+
+/// Permissions that ask before shell commands and writes.
+const ASK: &str = "[permissions]\ndefault_mode = \"default\"\n";
+
+/// An agentctl environment whose daemon talks to `mock`; `extra` goes into config.toml.
+fn chat_env(mock: &MockLlm, extra: &str) -> TestEnv {
+    TestEnv::new().config(&config_toml(mock, Format::OpenAi, extra))
+}
+
+/// `agentctl ARGS` on a terminal of its own, once its first prompt is up.
+async fn start_chat(env: &TestEnv, args: &[&str]) -> Pty {
+    let mut command = env.agentctl();
+    command.args(args);
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("/help for commands").await;
+    pty.expect("› ").await;
+    pty
+}
+
+/// The session id the screen named last (`session ses_…`).
+fn session_on_screen(screen: &str) -> String {
+    let at = screen.rfind("session ses_").expect("a session line") + "session ".len();
+    screen[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+#[tokio::test]
+async fn agentctl_alone_on_a_terminal_chats_and_ctrl_d_quits() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("Hello from the model."));
+    mock.push(Reply::text("Still here."));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &[]).await;
+
+    pty.send("say hello\r");
+    pty.expect("Hello from the model.").await;
+    // The run ended: the next line is a new prompt in the same session.
+    pty.expect("session: ses_").await;
+    pty.send("again\r");
+    pty.expect("Still here.").await;
+    pty.expect("session: ses_").await;
+
+    pty.send("\x04");
+    pty.expect("stays").await;
+    let status = pty.wait().await;
+    assert_eq!(status.code(), Some(0), "{}", pty.screen());
+    let session = session_on_screen(&pty.screen());
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let users = request_user_texts(Format::OpenAi, &requests[1]);
+    assert_eq!(
+        users,
+        ["say hello", "again"],
+        "one session holds both turns"
+    );
+    let listed = env.run_agentctl(&["--json", "sessions", "list"]).await;
+    assert!(
+        text(&listed.stdout).contains(&session),
+        "{}",
+        text(&listed.stdout)
+    );
+}
+
+#[tokio::test]
+async fn a_line_typed_during_a_run_is_a_steer_and_alt_enter_a_follow_up() {
+    let mock = MockLlm::start().await;
+    let env = chat_env(&mock, "");
+    let gate = env.workspace().join("gate");
+    mkfifo(&gate);
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "cat gate"}),
+    ));
+    mock.push(Reply::text("Steered."));
+    mock.push(Reply::text("Followed up."));
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("read the gate\r");
+    // The tool holds the run until the gate opens.
+    pty.expect("[tool] run_shell: cat gate").await;
+    pty.send("use tabs\r");
+    pty.expect("queued steer: use tabs").await;
+    pty.send("then stop\x1b\r");
+    pty.expect("queued follow-up: then stop").await;
+    write_fifo(&gate, "open\n").await;
+
+    pty.expect("steer delivered: use tabs").await;
+    pty.expect("Steered.").await;
+    pty.expect("follow-up delivered: then stop").await;
+    pty.expect("Followed up.").await;
+    pty.expect("session: ses_").await;
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let second = request_user_texts(Format::OpenAi, &requests[1]);
+    assert_eq!(
+        second.last().map(String::as_str),
+        Some("use tabs"),
+        "{second:?}"
+    );
+    let third = request_user_texts(Format::OpenAi, &requests[2]);
+    assert_eq!(
+        third.last().map(String::as_str),
+        Some("then stop"),
+        "{third:?}"
+    );
+
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn an_approval_is_answered_with_one_key() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch approved.txt"}),
+    ));
+    mock.push(Reply::text("Touched it."));
+    let env = chat_env(&mock, ASK);
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("touch it\r");
+    pty.expect("approval needed: run_shell touch approved.txt")
+        .await;
+    pty.expect("allow?").await;
+    pty.send("y");
+    pty.expect("allowed once").await;
+    pty.expect("Touched it.").await;
+    assert!(env.workspace().join("approved.txt").exists());
+
+    pty.send("\x04");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_run_and_twice_when_idle_quits_keeping_the_session() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::stall());
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("think forever\r");
+    mock.wait_for_requests(1).await;
+    pty.send("\x03");
+    pty.expect("cancelling").await;
+    pty.expect("run cancelled").await;
+    pty.expect("session: ses_").await;
+
+    // Idle now: one Ctrl-C warns, the second quits.
+    pty.send("\x03");
+    pty.expect("Ctrl-C again").await;
+    pty.send("\x03");
+    pty.expect("stays").await;
+    assert_eq!(pty.wait().await.code(), Some(0));
+
+    let session = session_on_screen(&pty.screen());
+    let listed = env.run_agentctl(&["--json", "sessions", "list"]).await;
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let sessions = listed["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], session.as_str());
+    assert_eq!(sessions[0]["status"], "idle");
+}
+
+#[tokio::test]
+async fn mode_plan_before_the_first_prompt_starts_the_session_in_plan_mode() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "write_file",
+        json!({"path": "planned.txt", "content": "x"}),
+    ));
+    mock.push(Reply::text("Plan: write planned.txt."));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("/mode plan\r");
+    pty.expect("mode plan for the session the next prompt starts")
+        .await;
+    pty.send("/status\r");
+    pty.expect("no session yet").await;
+    pty.send("write it\r");
+    pty.expect("Plan: write planned.txt.").await;
+    pty.expect("session: ses_").await;
+    assert!(!env.workspace().join("planned.txt").exists());
+    pty.send("/status\r");
+    pty.expect("mode plan").await;
+    // Local commands never reach the model.
+    assert_eq!(mock.requests().len(), 2);
+
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn local_commands_answer_without_the_model() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("Hi.").usage(120, 7, 100));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("/help\r");
+    pty.expect("/mode MODE").await;
+    pty.send("/frobnicate\r");
+    pty.expect("unknown command /frobnicate").await;
+    pty.send("/mode sideways\r");
+    pty.expect("unknown mode sideways").await;
+    pty.send("hello\r");
+    pty.expect("Hi.").await;
+    pty.expect("session: ses_").await;
+    pty.send("/cost\r");
+    pty.expect("tokens: 120 in (100 cached), 7 out").await;
+    pty.send("/sessions\r");
+    pty.expect("* ses_").await;
+    pty.send("/new\r");
+    pty.expect("the next prompt starts a new session").await;
+    pty.send("/status\r");
+    pty.expect("no session yet").await;
+    assert_eq!(mock.requests().len(), 1);
+
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}
