@@ -146,6 +146,7 @@ async fn an_approval_is_answered_with_one_key() {
     pty.send("y");
     pty.expect("allowed once").await;
     pty.expect("Touched it.").await;
+    pty.expect("session: ses_").await;
     assert!(env.workspace().join("approved.txt").exists());
 
     pty.send("\x04");
@@ -240,4 +241,71 @@ async fn local_commands_answer_without_the_model() {
 
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn chat_continues_the_newest_session_of_the_directory_or_a_given_one() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("First answer."));
+    mock.push(Reply::text("Second answer."));
+    mock.push(Reply::text("Third answer."));
+    let env = chat_env(&mock, "");
+    let mut first = start_chat(&env, &["chat"]).await;
+    first.send("first\r");
+    first.expect("First answer.").await;
+    first.expect("session: ses_").await;
+    first.send("/quit\r");
+    assert_eq!(first.wait().await.code(), Some(0));
+    let session = session_on_screen(&first.screen());
+
+    let mut again = start_chat(&env, &["chat", "-c"]).await;
+    again.send("second\r");
+    again.expect("Second answer.").await;
+    assert!(
+        again
+            .screen()
+            .contains(&format!("session {session} · mock-model"))
+    );
+    again.send("/quit\r");
+    assert_eq!(again.wait().await.code(), Some(0));
+
+    let mut given = start_chat(&env, &["chat", "--session", &session]).await;
+    given.send("third\r");
+    given.expect("Third answer.").await;
+    given.send("/quit\r");
+    assert_eq!(given.wait().await.code(), Some(0));
+
+    let requests = mock.requests();
+    let users = request_user_texts(Format::OpenAi, &requests[2]);
+    assert_eq!(users, ["first", "second", "third"]);
+}
+
+#[tokio::test]
+async fn chat_without_a_terminal_or_a_session_to_continue_says_what_to_do() {
+    let mock = MockLlm::start().await;
+    let env = chat_env(&mock, "");
+    // No terminal: `agentctl` alone is a usage error, and so is `agentctl chat`.
+    let alone = env.run_agentctl(&[]).await;
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(
+        text(&alone.stderr).contains("`agentctl help`"),
+        "{}",
+        text(&alone.stderr)
+    );
+    let chat = env.run_agentctl(&["chat"]).await;
+    assert_eq!(chat.status.code(), Some(2));
+    assert!(
+        text(&chat.stderr).contains("use `agentctl run PROMPT` in scripts"),
+        "{}",
+        text(&chat.stderr)
+    );
+    // Refused before starting a daemon.
+    assert!(!env.socket.exists());
+    // A terminal, but nothing to continue here.
+    let mut command = env.agentctl();
+    command.args(["chat", "-c"]);
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("no session in").await;
+    assert_eq!(pty.wait().await.code(), Some(2));
+    assert!(mock.requests().is_empty());
 }

@@ -3,9 +3,9 @@
 //! above the line being edited (rustyline's external printer). Keys that mean something of
 //! their own (Alt+Enter, an approval key on an empty line) are told apart here.
 
-use std::io;
+use std::io::{self, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, mpsc as std_mpsc};
 use std::thread::JoinHandle;
 
 use rustyline::error::ReadlineError;
@@ -16,9 +16,14 @@ use rustyline::{
 };
 use tokio::sync::mpsc;
 
-/// Lines typed and not yet taken by the chat loop: the editor reads only when asked, so at
-/// most one is ever waiting.
-const INPUT_BUFFER: usize = 4;
+/// Inputs typed and not yet taken by the chat loop. The editor reads again as soon as a line is
+/// handed over (a key typed between two reads would meet the terminal in its cooked mode, echoed
+/// and with Enter turned into a line feed), so it waits here only while the loop is busy.
+const INPUT_BUFFER: usize = 16;
+
+/// Undoes what the editor's raw mode leaves on the screen when the chat ends while a line is
+/// being read: the prompt line is erased and bracketed paste turned off.
+const RESET_SCREEN: &str = "\r\x1b[K\x1b[?2004l";
 
 /// Output waiting for the printer thread: a fast stream waits here (the chat loop awaits room)
 /// instead of growing without bound.
@@ -47,21 +52,19 @@ pub enum Input {
 
 /// The editor thread, the printer thread and the channels to them.
 pub struct LineEditor {
-    /// A prompt to show asks the editor thread for one line.
-    requests: Option<std_mpsc::SyncSender<String>>,
     inputs: mpsc::Receiver<Input>,
     printer: Option<mpsc::Sender<String>>,
     /// Set while an approval prompt waits: `y`/`s`/`a`/`n`/`c` on an empty line answer it.
     approval_pending: Arc<AtomicBool>,
-    /// A line was asked for and has not come back yet.
-    reading: bool,
-    editor_thread: Option<JoinHandle<()>>,
+    /// Tells the editor thread to stop after the line it reads.
+    stop: Arc<AtomicBool>,
     printer_thread: Option<JoinHandle<()>>,
 }
 
 impl LineEditor {
-    /// Take the terminal: fails when stdin or stdout is not one.
-    pub fn start() -> io::Result<LineEditor> {
+    /// Take the terminal and read lines with `prompt` until stopped: fails when stdin or
+    /// stdout is not a terminal.
+    pub fn start(prompt: &'static str) -> io::Result<LineEditor> {
         let config = Config::builder()
             .max_history_size(HISTORY_LINES)
             .map_err(io::Error::other)?
@@ -91,15 +94,18 @@ impl LineEditor {
             .create_external_printer()
             .map_err(|err| io::Error::other(format!("the terminal cannot be shared: {err}")))?;
 
-        let (request_sender, requests) = std_mpsc::sync_channel::<String>(1);
         let (input_sender, inputs) = mpsc::channel(INPUT_BUFFER);
-        let editor_thread = std::thread::Builder::new()
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_reading = stop.clone();
+        // Not joined: it is inside `readline` whenever the chat ends, which nothing can
+        // interrupt; it stops after that line, or with the process (`stop`).
+        std::thread::Builder::new()
             .name("agentctl-editor".to_owned())
             .spawn(move || {
-                // One line per request; ends when the chat drops its request sender.
-                while let Ok(prompt) = requests.recv() {
-                    let input = read_one(&mut editor, &prompt, &follow_up, &approval_key);
-                    if input_sender.blocking_send(input).is_err() {
+                while !stop_reading.load(Ordering::Relaxed) {
+                    let input = read_one(&mut editor, prompt, &follow_up, &approval_key);
+                    let failed = matches!(input, Input::Failed(_));
+                    if input_sender.blocking_send(input).is_err() || failed {
                         return;
                     }
                 }
@@ -116,32 +122,17 @@ impl LineEditor {
                 }
             })?;
         Ok(LineEditor {
-            requests: Some(request_sender),
             inputs,
             printer: Some(print_sender),
             approval_pending,
-            reading: false,
-            editor_thread: Some(editor_thread),
+            stop,
             printer_thread: Some(printer_thread),
         })
-    }
-
-    /// Show `prompt` and read a line, unless a line is being read already.
-    pub fn read(&mut self, prompt: &str) {
-        if self.reading {
-            return;
-        }
-        if let Some(requests) = &self.requests
-            && requests.try_send(prompt.to_owned()).is_ok()
-        {
-            self.reading = true;
-        }
     }
 
     /// The next input; `Failed` when the editor thread is gone.
     pub async fn next(&mut self) -> Input {
         let input = self.inputs.recv().await;
-        self.reading = false;
         input.unwrap_or_else(|| Input::Failed("the line editor stopped".to_owned()))
     }
 
@@ -159,20 +150,23 @@ impl LineEditor {
         }
     }
 
-    /// Stop both threads: the printer after writing what it has; the editor at once when it
-    /// is not reading a line (when it is, it stops after that line, and the process exit
-    /// ends it).
-    pub fn stop(mut self) {
-        self.requests = None;
+    /// Stop: the printer after writing what it has, then the prompt line is erased and
+    /// `last_words` written in its place (straight to the terminal: the editor may never
+    /// read the printer's next message); the editor thread stops after the line it is
+    /// reading, or with the process.
+    pub fn stop(mut self, last_words: &str) {
+        self.stop.store(true, Ordering::Relaxed);
         self.printer = None;
         if let Some(thread) = self.printer_thread.take() {
             let _ = thread.join();
         }
-        if let Some(thread) = self.editor_thread.take()
-            && !self.reading
-        {
-            let _ = thread.join();
+        let mut stdout = io::stdout().lock();
+        // A terminal that went away needs no tidying.
+        let _ = stdout.write_all(RESET_SCREEN.as_bytes());
+        if !last_words.is_empty() {
+            let _ = stdout.write_all(format!("{last_words}\n").as_bytes());
         }
+        let _ = stdout.flush();
     }
 }
 

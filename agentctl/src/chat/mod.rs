@@ -9,6 +9,7 @@ mod lines;
 mod local;
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use jsonrpsee::core::client::SubscriptionCloseReason;
@@ -63,6 +64,10 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
             "agentctl chat is interactive and has no --json output; use `agentctl run --json`",
         ));
     }
+    // Before anything starts a daemon: a script gets its answer at once.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(not_a_terminal("stdin or stdout is not a terminal"));
+    }
     let cwd = std::env::current_dir()
         .map_err(|err| CommandError::failed(format!("cannot read the current directory: {err}")))?;
     let connection = ctx.connect_answering_approvals().await?;
@@ -78,11 +83,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     };
     let interrupts = signal(SignalKind::interrupt())
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
-    let editor = LineEditor::start().map_err(|err| {
-        CommandError::usage(format!(
-            "agentctl chat needs a terminal ({err}); use `agentctl run PROMPT` in scripts"
-        ))
-    })?;
+    let editor = LineEditor::start(PROMPT).map_err(|err| not_a_terminal(&err.to_string()))?;
     let saved_terminal = SavedTerminal::save();
     let mut chat = Chat {
         connection,
@@ -96,11 +97,19 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         next_runs: VecDeque::new(),
         idle_interrupts: 0,
         interrupts,
+        last_words: String::new(),
     };
     let result = chat.run(session).await;
-    chat.editor.stop();
+    chat.editor.stop(&chat.last_words);
     drop(saved_terminal);
     result
+}
+
+/// The refusal to chat without a terminal.
+fn not_a_terminal(why: &str) -> CommandError {
+    CommandError::usage(format!(
+        "agentctl chat needs a terminal ({why}); use `agentctl run PROMPT` in scripts"
+    ))
 }
 
 /// The chat's state.
@@ -123,6 +132,8 @@ struct Chat {
     /// Ctrl-C presses in a row while idle: the second quits.
     idle_interrupts: u32,
     interrupts: Signal,
+    /// The line written once the editor has stopped.
+    last_words: String,
 }
 
 struct Attached {
@@ -171,7 +182,6 @@ impl Chat {
             self.attach(&info.session_id, info.last_seq).await?;
         }
         loop {
-            self.editor.read(PROMPT);
             let wake = {
                 let events = self.session.as_mut().map(|session| &mut session.events);
                 wait(&mut self.editor, events, &mut self.interrupts).await
@@ -194,7 +204,7 @@ impl Chat {
                 }
             };
             if let Next::Quit = next {
-                self.say_goodbye().await;
+                self.goodbye();
                 return Ok(EXIT_OK);
             }
         }
@@ -362,9 +372,10 @@ impl Chat {
             match action {
                 DeskAction::Note(text) => self.say(&text).await,
                 DeskAction::Prompt { header, question } => {
-                    self.say(&format!("{header}\n{}(type the key)", question))
-                        .await;
+                    // Keys answer from the moment the question can be seen.
                     self.editor.set_approval_pending(true);
+                    self.say(&format!("{header}\n{question}(type the key)"))
+                        .await;
                 }
                 DeskAction::ClosePrompt => self.editor.set_approval_pending(false),
                 DeskAction::Respond {
@@ -531,7 +542,8 @@ impl Chat {
         self.last_seq = 0;
     }
 
-    async fn say_goodbye(&mut self) {
+    /// What to say last: where the session (or its run) goes on.
+    fn goodbye(&mut self) {
         let line = match (&self.session, &self.run) {
             (Some(session), Some(_)) => format!(
                 "the run goes on in session {id}; `agentctl attach {id}` shows it",
@@ -544,7 +556,7 @@ impl Chat {
             ),
             (None, _) => "bye".to_owned(),
         };
-        self.say(&line).await;
+        self.last_words = self.lines.note(&line);
     }
 
     /// Print the renderer's output: whole lines above the line being typed.
