@@ -53,7 +53,9 @@ pub enum Command {
     /// `n` deny, `c` deny and cancel); otherwise the --approve policy (default `never`).
     ///
     /// With --json, every event envelope `{sessionId, seq, event}` is printed as one JSON line
-    /// (NDJSON) on stdout: the one exception, with `attach`, to "one JSON object per command".
+    /// (NDJSON) on stdout: the one exception, with `attach`, to "one JSON object per command";
+    /// the last line is the result object `{"type": "result", sessionId, runId, status,
+    /// finalText, usage, steps, denials, error?}`.
     Run(RunArgs),
     /// Show a session's transcript, then its live events.
     ///
@@ -329,17 +331,22 @@ pub struct ChatArgs {
 /// Arguments of `agentctl run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Workspace directory of a new session (default: the current directory).
+    /// Workspace directory of a new session, or whose newest session `-c` continues (default:
+    /// the current directory).
     #[arg(long, value_name = "DIR", conflicts_with = "session")]
     pub cwd: Option<PathBuf>,
-    /// Model of a new session: a model of the default provider, or `provider:model`.
-    #[arg(long, value_name = "MODEL", conflicts_with = "session")]
+    /// Model: a model of the default provider, or `provider:model`. With --session or -c it
+    /// changes the session's model from this run on.
+    #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// Continue this session instead of creating one.
+    /// Continue this session instead of creating one (a unique prefix of its id is enough).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Title of a new session.
-    #[arg(long, value_name = "TITLE", conflicts_with = "session")]
+    /// Continue the newest session of the workspace (the current directory, or --cwd).
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_session: bool,
+    /// Title of the session.
+    #[arg(long, value_name = "TITLE")]
     pub title: Option<String>,
     /// Start the run and exit at once, printing the session and run ids.
     #[arg(long)]
@@ -350,15 +357,43 @@ pub struct RunArgs {
     /// allows everything asked. On a terminal the default is to prompt.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approve: Option<ApprovePolicy>,
-    /// Permission mode of the new session.
-    #[arg(long, value_name = "MODE", conflicts_with = "session", value_parser = mode_parser())]
+    /// Permission mode. With --session or -c it changes the session's mode from this run on.
+    #[arg(long, value_name = "MODE", value_parser = mode_parser())]
     pub mode: Option<PermissionMode>,
     /// Run the new session as this subagent (`agentctl agents list` names them): its system
     /// prompt is the agent's, its tools filtered by the agent's definition.
     #[arg(long, value_name = "NAME", conflicts_with = "session")]
     pub agent: Option<String>,
-    /// The prompt (`-` reads it from stdin).
+    /// An allow rule of the new session, e.g. `Bash(git diff:*)` (repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// A deny rule of the new session, e.g. `Bash(rm:*)` (repeatable).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub deny: Vec<String>,
+    /// At most N model calls in this run (the config's `max_steps` still caps it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// Text appended to the new session's system prompt (frozen at creation, so only for a
+    /// new session).
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+    /// What goes to stdout: `text` streams the answer (the default), `final` prints only the
+    /// final assistant message once the run ends.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "text")]
+    pub output: RunOutput,
+    /// The prompt (`-` reads it from stdin). When stdin is piped and a prompt is given, what
+    /// is piped is attached to the prompt as a fenced block (capped).
     pub prompt: String,
+}
+
+/// What `run` prints on stdout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunOutput {
+    /// The answer as it streams (and tool activity on stderr).
+    #[default]
+    Text,
+    /// Only the final assistant message, once the run ends.
+    Final,
 }
 
 /// `--mode`: the wire names of the permission modes.
@@ -373,9 +408,16 @@ fn mode_parser() -> impl TypedValueParser<Value = PermissionMode> {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsAction {
-    /// Every session, newest first.
+    /// Sessions newest first: id, status, age, tokens (in/out), model, title or first prompt.
     #[command(visible_alias = "ls")]
-    List,
+    List {
+        /// Only sessions of this workspace (`--cwd .` for the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// At most N sessions.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
     /// One session with its history.
     Show {
         /// The session id (`ses_…`).

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod follow;
+pub mod ids;
 pub mod output;
 pub mod render;
 pub mod terminal;
@@ -134,7 +135,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .await
         }
         Command::Sessions { action } => done(match action {
-            SessionsAction::List => commands::sessions::list(&ctx).await,
+            SessionsAction::List { cwd, limit } => commands::sessions::list(&ctx, cwd, limit).await,
             SessionsAction::Show { session } => commands::sessions::show(&ctx, session).await,
             SessionsAction::Rm { session } => commands::sessions::remove(&ctx, session).await,
         }),

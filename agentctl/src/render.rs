@@ -402,6 +402,24 @@ impl Renderer {
                     out,
                 );
             }
+            Event::SessionUpdated {
+                permission_mode,
+                provider,
+                model,
+                title,
+            } => {
+                let mut changes = Vec::new();
+                if let Some(mode) = permission_mode {
+                    changes.push(format!("mode {}", mode.as_str()));
+                }
+                if let (Some(provider), Some(model)) = (provider, model) {
+                    changes.push(format!("model {provider}:{model}"));
+                }
+                if let Some(title) = title {
+                    changes.push(format!("title {title:?}"));
+                }
+                self.stderr_line(&format!("[session] now: {}", changes.join(", ")), out);
+            }
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::TaskUpdated { .. }

@@ -46,6 +46,20 @@ pub struct ProviderConfig {
     pub stream_idle_timeout_secs: u64,
 }
 
+impl ProviderConfig {
+    /// Refuse a provider whose `api_key_env` names a variable the daemon does not have: every
+    /// request would fail, so a session is refused at creation instead.
+    pub fn require_key(&self) -> Result<(), ConfigError> {
+        match (&self.api_key, &self.api_key_env) {
+            (None, Some(var)) => Err(ConfigError::MissingApiKey {
+                provider: self.name.clone(),
+                var: var.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl std::fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderConfig")
@@ -172,6 +186,18 @@ pub enum ConfigError {
         origin: &'static str,
         names: String,
     },
+    #[error(
+        "unknown provider {name:?} in model {model:?}; configured providers: {names}; name a model whose name contains ':' with its provider first (PROVIDER:MODEL)"
+    )]
+    UnknownModelProvider {
+        name: String,
+        model: String,
+        names: String,
+    },
+    #[error(
+        "provider {provider:?} reads its API key from the variable {var}, which is not set in the daemon's environment; set it where the daemon starts (a systemd unit: EnvironmentFile= or `systemctl --user import-environment {var}`) and restart the daemon"
+    )]
+    MissingApiKey { provider: String, var: String },
 }
 
 /// Defaults (data, not magic numbers inside functions).
@@ -286,10 +312,28 @@ impl Config {
                 ..provider.clone()
             });
         }
+        if let Some((name, _)) = model.split_once(':') {
+            return Err(ConfigError::UnknownModelProvider {
+                name: name.to_owned(),
+                model: model.to_owned(),
+                names: self.provider_names(),
+            });
+        }
         Ok(ProviderConfig {
             model: model.to_owned(),
             ..self.default_provider_config()?.clone()
         })
+    }
+
+    /// The configured providers, by name.
+    pub fn providers(&self) -> impl Iterator<Item = &ProviderConfig> {
+        self.providers.values()
+    }
+
+    /// The provider sessions get when they name none (`None`: none is configured, or several
+    /// without a default).
+    pub fn default_provider(&self) -> Option<&ProviderConfig> {
+        self.default_provider_config().ok()
     }
 
     fn default_provider_config(&self) -> Result<&ProviderConfig, ConfigError> {

@@ -158,11 +158,19 @@ fn resolve_provider_table() {
             Some("local:qwen3:8b"),
             "local OpenAi http://localhost:11434/v1 qwen3:8b key=-",
         ),
+        // An unknown `provider:` prefix is refused (a typo would otherwise reach the default
+        // provider as a model name); a model with ':' is named with its provider first.
         (
             Some(TWO_PROVIDERS),
             &[("AGENTD_PROVIDER", "local")],
             Some("qwen3:8b"),
-            "local OpenAi http://localhost:11434/v1 qwen3:8b key=-",
+            "error: unknown provider \"qwen3\" in model \"qwen3:8b\"; configured providers: claude, local; name a model whose name contains ':' with its provider first (PROVIDER:MODEL)",
+        ),
+        (
+            None,
+            &[("OPENAI_API_KEY", "o")],
+            Some("opnai:gpt-5"),
+            "error: unknown provider \"opnai\" in model \"opnai:gpt-5\"; configured providers: openai; name a model whose name contains ':' with its provider first (PROVIDER:MODEL)",
         ),
         // File providers win over env quick start with the same name; other env providers add.
         (
@@ -184,6 +192,30 @@ fn resolve_provider_table() {
         let config = load_with(*file, vars).unwrap_or_else(|e| panic!("case {index}: {e}"));
         assert_eq!(resolved(&config, *model), *expected, "case {index}");
     }
+}
+
+#[test]
+fn a_provider_whose_key_variable_is_unset_is_refused_with_the_variable_named() {
+    let config = load_with(Some(TWO_PROVIDERS), &[]).unwrap();
+    let claude = config.resolve_provider(Some("claude")).unwrap();
+    let error = claude.require_key().unwrap_err().to_string();
+    assert!(
+        error.contains("\"claude\"") && error.contains("MY_CLAUDE_KEY"),
+        "{error}"
+    );
+    assert!(error.contains("restart the daemon"), "{error}");
+    // A custom endpoint needs no key; a set variable is fine.
+    config
+        .resolve_provider(Some("local"))
+        .unwrap()
+        .require_key()
+        .unwrap();
+    let with_key = load_with(Some(TWO_PROVIDERS), &[("MY_CLAUDE_KEY", "ck")]).unwrap();
+    with_key
+        .resolve_provider(Some("claude"))
+        .unwrap()
+        .require_key()
+        .unwrap();
 }
 
 #[test]

@@ -5,8 +5,10 @@
 //! leaves a fragment for the next line to be glued to.
 
 mod log_file;
+mod settings;
 
 pub use log_file::{LogFile, WRITE_FAULT_ENV, create as create_file};
+pub use settings::SessionSettings;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -156,6 +158,8 @@ pub struct LoadedSession {
     pub queued_follow_ups: Vec<String>,
     /// The clearings and compactions recorded, applied in order.
     pub context: crate::agent::context::ContextState,
+    /// The first prompt's preview (`protocol::session::preview_of`), for listings.
+    pub preview: Option<String>,
 }
 
 /// `clientRequestId`s remembered per session for idempotent prompts (also across restarts).
@@ -266,7 +270,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         queued_steers: Vec::new(),
         queued_follow_ups: Vec::new(),
         context: Default::default(),
+        preview: None,
     };
+    let mut settings = SessionSettings::of(&loaded.header);
     let mut line_number = 1;
     while let Some(line) = lines.next() {
         line_number += 1;
@@ -296,8 +302,11 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     Event::RunStarted {
                         run_id,
                         client_request_id,
-                        ..
+                        prompt,
                     } => {
+                        if loaded.preview.is_none() {
+                            loaded.preview = Some(protocol::session::preview_of(prompt));
+                        }
                         loaded.unfinished_run = Some(run_id.clone());
                         loaded.queued_steers.clear();
                         loaded.queued_follow_ups.clear();
@@ -368,6 +377,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     Event::UsageUpdated { total, .. } => {
                         loaded.usage = crate::wire::usage_from(total);
                     }
+                    Event::SessionUpdated { .. } => {
+                        settings.apply(&event);
+                    }
                     _ => {}
                 }
             }
@@ -384,6 +396,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
             )),
         }
     }
+    settings.write_into(&mut loaded.header);
     Ok(loaded)
 }
 
@@ -456,6 +469,44 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         }),
         (None, false) => None,
     })
+}
+
+/// What a listing shows of a session beyond its [`Summary`]: the first prompt's preview and
+/// the settings as `sessionUpdated` events left them. Reads the file line by line, parsing only
+/// the lines of those two event types. Blocking.
+pub fn read_listing_facts(path: &Path) -> Result<(Option<String>, SessionSettings)> {
+    let file = crate::regular_file::open(path)?;
+    let mut lines = std::io::BufReader::new(file).split(b'\n');
+    let first = lines
+        .next()
+        .transpose()?
+        .with_context(|| format!("{} is empty", path.display()))?;
+    let header = match serde_json::from_slice::<Entry>(&first) {
+        Ok(Entry::Header(header)) => known_format(header)?,
+        _ => bail!("{}: the first line is not a session header", path.display()),
+    };
+    let mut settings = SessionSettings::of(&header);
+    let mut preview = None;
+    let contains = |line: &[u8], needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+    for line in lines {
+        let line = line?;
+        let wanted = (preview.is_none() && contains(&line, br#""type":"runStarted""#))
+            || contains(&line, br#""type":"sessionUpdated""#);
+        if !wanted {
+            continue;
+        }
+        match serde_json::from_slice::<Entry>(&line) {
+            Ok(Entry::Event {
+                event: Event::RunStarted { prompt, .. },
+                ..
+            }) => preview = preview.or_else(|| Some(protocol::session::preview_of(&prompt))),
+            Ok(Entry::Event { event, .. }) => {
+                settings.apply(&event);
+            }
+            _ => {}
+        }
+    }
+    Ok((preview, settings))
 }
 
 #[cfg(test)]

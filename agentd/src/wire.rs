@@ -35,6 +35,23 @@ pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
 
 /// A tool call as events and history show it.
 /// A discovered skill as `skills/list` shows it.
+/// A configured provider as `daemon/status` shows it: name, kind, model, base URL, where its
+/// key comes from and whether it is there; never the key.
+pub fn provider_info(provider: &crate::config::ProviderConfig) -> protocol::daemon::ProviderInfo {
+    protocol::daemon::ProviderInfo {
+        name: provider.name.clone(),
+        kind: match provider.kind {
+            crate::config::ProviderKind::OpenAi => "openai",
+            crate::config::ProviderKind::Anthropic => "anthropic",
+        }
+        .to_owned(),
+        model: provider.model.clone(),
+        base_url: provider.base_url.clone(),
+        api_key_env: provider.api_key_env.clone(),
+        has_key: provider.api_key.is_some(),
+    }
+}
+
 pub fn skill_info(skill: &crate::skills::Skill) -> protocol::skills::SkillInfo {
     use protocol::skills::SkillSource as Wire;
     protocol::skills::SkillInfo {

@@ -86,6 +86,72 @@ pub struct DaemonStatusResult {
     /// .agents/.claude/skills`, `, network denied`), or `none: <why>`.
     #[serde(default)]
     pub sandbox: String,
+    /// Whether `configPath` existed and was read (false: the environment alone configures the
+    /// daemon, or `configError` says why the file is unusable).
+    #[serde(default)]
+    pub config_loaded: bool,
+    /// Every configured provider with its model and base URL (never a key), by name.
+    #[serde(default)]
+    pub providers: Vec<ProviderInfo>,
+    /// The provider sessions get when they name none (absent: none, or several without a
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_provider: Option<String>,
+    /// `env_hash` of the daemon's environment: a client compares it with the hash of its own to
+    /// tell the user the daemon runs with other `OPENAI_*`/`ANTHROPIC_*`/`AGENTD_*` values
+    /// (the values never leave the daemon).
+    #[serde(default)]
+    pub env_hash: String,
+}
+
+/// A configured LLM provider as `daemon/status` shows it: never its key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInfo {
+    pub name: String,
+    /// `openai` (chat completions, OpenAI-compatible) or `anthropic` (messages).
+    pub kind: String,
+    /// The model sessions of this provider use unless they name another.
+    pub model: String,
+    pub base_url: String,
+    /// The variable the key is read from, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Whether a key is there (false with `apiKeyEnv`: sessions of it are refused).
+    pub has_key: bool,
+}
+
+/// Whether an environment variable shapes what the daemon does, so that a daemon started with
+/// another value behaves differently: `OPENAI_*`, `ANTHROPIC_*` and `AGENTD_*`, except the ones
+/// only clients or tests read (`AGENTD_BIN`, `AGENTD_SOCKET`, the tool-process marker
+/// `AGENTD_PROCESS`, `AGENTD_TEST_*`).
+pub fn is_daemon_env_var(name: &str) -> bool {
+    let relevant = ["OPENAI_", "ANTHROPIC_", "AGENTD_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix));
+    let client_only = matches!(name, "AGENTD_BIN" | "AGENTD_SOCKET" | "AGENTD_PROCESS")
+        || name.starts_with("AGENTD_TEST_");
+    relevant && !client_only
+}
+
+/// A hash of the variables of `vars` that `is_daemon_env_var` keeps (order does not matter):
+/// 16 hex digits of FNV-1a over the sorted `name=value` pairs. Only this hash is sent, never a
+/// value; empty values count as unset.
+pub fn env_hash<N: AsRef<str>, V: AsRef<str>>(vars: impl IntoIterator<Item = (N, V)>) -> String {
+    let mut pairs: Vec<(String, String)> = vars
+        .into_iter()
+        .filter(|(name, value)| is_daemon_env_var(name.as_ref()) && !value.as_ref().is_empty())
+        .map(|(name, value)| (name.as_ref().to_owned(), value.as_ref().to_owned()))
+        .collect();
+    pairs.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, value) in &pairs {
+        for byte in name.bytes().chain([b'=']).chain(value.bytes()).chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +187,42 @@ mod tests {
 
     fn initialize(json: &str) -> InitializeParams {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn the_env_hash_sees_only_daemon_variables_in_any_order() {
+        let base = [
+            ("OPENAI_API_KEY", "sk-1"),
+            ("AGENTD_MODEL", "m"),
+            ("HOME", "/h"),
+        ];
+        let hash = env_hash(base);
+        assert_eq!(hash.len(), 16);
+        let reordered = [
+            ("HOME", "/other"),
+            ("AGENTD_MODEL", "m"),
+            ("OPENAI_API_KEY", "sk-1"),
+        ];
+        assert_eq!(
+            env_hash(reordered),
+            hash,
+            "order and other variables do not count"
+        );
+        let with_client_only = [
+            ("OPENAI_API_KEY", "sk-1"),
+            ("AGENTD_MODEL", "m"),
+            ("AGENTD_BIN", "/x/agentd"),
+            ("AGENTD_SOCKET", "/s"),
+            ("AGENTD_TEST_PANIC_TOOL", "t"),
+            ("AGENTD_LOG", ""),
+        ];
+        assert_eq!(env_hash(with_client_only), hash);
+        assert_ne!(
+            env_hash([("OPENAI_API_KEY", "sk-2"), ("AGENTD_MODEL", "m")]),
+            hash
+        );
+        assert_ne!(env_hash([("OPENAI_API_KEY", "sk-1")]), hash);
+        assert!(!hash.contains("sk-1"));
     }
 
     #[test]

@@ -93,6 +93,20 @@ pub enum Event {
     SessionCreated { cwd: String, model: String },
     /// A session was deleted: the last event of its log (also sent on the daemon stream).
     SessionDeleted {},
+    /// `session/update` changed the session (from its next run on); only the changed fields.
+    #[serde(rename_all = "camelCase")]
+    SessionUpdated {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permission_mode: Option<crate::approval::PermissionMode>,
+        /// The configured provider of `model`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The new title; `""` removed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
     #[serde(rename_all = "camelCase")]
     RunStarted {
         run_id: String,
@@ -337,6 +351,7 @@ impl Event {
             | Event::CompactionCompleted { run_id, .. } => run_id.as_deref(),
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
+            | Event::SessionUpdated { .. }
             | Event::Warning { .. }
             | Event::McpServerStatus { .. }
             | Event::TaskStarted { .. }

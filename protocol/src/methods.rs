@@ -105,6 +105,8 @@ methods! {
     TaskStop = "task/stop": TaskStopParams => TaskStopResult;
     /// Start a background subagent with no parent session.
     TaskStart = "task/start": TaskStartParams => TaskStartResult;
+    /// Change a session's permission mode, model or title from its next run on.
+    SessionUpdate = "session/update": SessionUpdateParams => SessionUpdateResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

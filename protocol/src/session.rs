@@ -29,6 +29,23 @@ pub struct SessionInfo {
     /// Tokens used by the session so far.
     #[serde(default)]
     pub usage: Usage,
+    /// The start of the session's first prompt (at most `PREVIEW_CHARS` characters, one
+    /// line), for listings; absent before the first prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+}
+
+/// Longest `SessionInfo::preview`, in characters.
+pub const PREVIEW_CHARS: usize = 120;
+
+/// `text` as a one-line preview: whitespace runs folded to one space, cut at `PREVIEW_CHARS`
+/// characters (with `…` when cut).
+pub fn preview_of(text: &str) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match folded.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &folded[..cut]),
+        None => folded,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +86,10 @@ pub struct SessionCreateParams {
     /// (never `task`, `task_*`, `memory`, `todo_write`). Unknown: -32602 listing the agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// Text appended to the session's system prompt, which is frozen at creation (so it can
+    /// only be given here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_system_prompt: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -176,6 +197,9 @@ pub struct SessionPromptParams {
     /// When a run is active, queue the text as a follow-up instead of failing.
     #[serde(default)]
     pub queue_if_busy: bool,
+    /// Model calls this run makes at most (never more than the config's `max_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -332,4 +356,29 @@ pub struct SessionCompactResult {
     /// Estimated prompt tokens of the compacted context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_after: Option<u64>,
+}
+
+/// Params of `session/update`: each field given changes the session from its next run on (a
+/// run already going keeps what it started with); absent fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUpdateParams {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::approval::PermissionMode>,
+    /// As `session/create`'s `model`: a configured provider name, `provider:model`, or a model
+    /// of the default provider. Recorded in the log (`sessionUpdated`); the system prompt
+    /// stays, the model's cached prefix starts again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The new title; an empty one removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Result of `session/update`: the session as it now reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUpdateResult {
+    pub session: SessionInfo,
 }

@@ -124,7 +124,11 @@ impl TestEnv {
     pub fn agentctl(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(binary("agentctl"));
         self.apply(&mut command);
-        command.current_dir(self.workspace()).kill_on_drop(true);
+        // Nothing piped unless a test pipes it: `run` attaches piped stdin to its prompt.
+        command
+            .current_dir(self.workspace())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
         command
     }
 

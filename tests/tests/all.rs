@@ -27,6 +27,8 @@ mod context_compact;
 mod context_memory;
 mod context_skills;
 mod daemon;
+mod daily_cli;
+mod daily_daemon;
 mod llm;
 mod mcp_clients;
 mod mcp_config;

@@ -93,10 +93,13 @@ async fn run_json_prints_the_event_stream_as_ndjson() {
     let env = env_for(&mock);
     let output = env.run_agentctl(&["run", "--json", "say hi"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let events: Vec<Value> = text(&output.stdout)
+    let mut events: Vec<Value> = text(&output.stdout)
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is JSON"))
         .collect();
+    // The last line is the run's result object (`daily_cli` checks it).
+    let result = events.pop().expect("a result line");
+    assert_eq!(result["type"], "result", "{result}");
     let types: Vec<&str> = events
         .iter()
         .map(|e| e["event"]["type"].as_str().unwrap())

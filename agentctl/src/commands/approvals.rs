@@ -11,6 +11,7 @@ use protocol::methods::{ApprovalList, ApprovalRespond};
 
 use crate::Context;
 use crate::approve_policy::decision_words;
+use crate::client::ClientError;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
 
@@ -20,6 +21,10 @@ const CELL_MAX_CHARS: usize = 50;
 /// `agentctl approvals list [--session ID]`: pending approvals, oldest first.
 pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = match session_id {
+        Some(given) => Some(crate::ids::session(&connection, &given).await?),
+        None => None,
+    };
     let params = ApprovalListParams { session_id };
     let result = connection.request::<ApprovalList>(&params).await?;
     if ctx.json {
@@ -59,12 +64,26 @@ pub async fn respond(
     reason: Option<String>,
 ) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let params = ApprovalRespondParams {
+    let mut params = ApprovalRespondParams {
         approval_id,
         decision,
         reason,
     };
-    let result = connection.request::<ApprovalRespond>(&params).await?;
+    let result = match connection.request::<ApprovalRespond>(&params).await {
+        Ok(result) => result,
+        // Not a whole id of a pending approval: maybe a unique prefix of one.
+        Err(ClientError::Rpc { code, .. }) if crate::ids::is_unknown_id(code) => {
+            let resolved = crate::ids::approval(&connection, &params.approval_id).await?;
+            if resolved == params.approval_id {
+                // Still unknown: the daemon's own answer says so.
+                connection.request::<ApprovalRespond>(&params).await?
+            } else {
+                params.approval_id = resolved;
+                connection.request::<ApprovalRespond>(&params).await?
+            }
+        }
+        Err(err) => return Err(err.into()),
+    };
     if ctx.json {
         print_json(&result);
     } else {
@@ -190,7 +209,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
-fn now_unix() -> i64 {
+pub fn now_unix() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))

@@ -17,6 +17,7 @@ pub async fn attach(
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionGetParams {
         session_id,
         include_history: false,

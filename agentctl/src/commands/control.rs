@@ -12,6 +12,7 @@ use crate::output::{CommandError, print_json};
 pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "steering message")?;
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = QueueMessageParams { session_id, text };
     let result = connection.request::<SessionSteer>(&params).await?;
     if ctx.json {
@@ -29,6 +30,7 @@ pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), 
 pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "follow-up message")?;
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = QueueMessageParams {
         session_id: session_id.clone(),
         text,
@@ -53,6 +55,7 @@ pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<
 /// `agentctl cancel SESSION`: idempotent; succeeds when no run is active.
 pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionRef {
         session_id: session_id.clone(),
     };
@@ -72,6 +75,7 @@ pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandErro
 /// `agentctl compact SESSION`: the older history is summarised; refused while a run is active.
 pub async fn compact(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionRef {
         session_id: session_id.clone(),
     };

@@ -8,6 +8,8 @@ pub mod daemon;
 pub mod mcp;
 pub mod memory;
 pub mod run;
+pub mod run_input;
+pub mod run_result;
 pub mod sessions;
 pub mod skills;
 pub mod task;

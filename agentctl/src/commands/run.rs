@@ -1,13 +1,18 @@
-//! `agentctl run`: create (or reuse) a session, subscribe, prompt, and stream the run.
+//! `agentctl run`: create (or reuse, or continue) a session, subscribe, prompt, and stream the
+//! run; scripts get a result object (`--json`) or only the final message (`--output final`).
 
-use protocol::methods::{SessionCreate, SessionGet, SessionPrompt};
-use protocol::session::{SessionCreateParams, SessionGetParams, SessionPromptParams};
+use protocol::approval::PermissionRules;
+use protocol::methods::{SessionCreate, SessionGet, SessionPrompt, SessionUpdate};
+use protocol::session::{
+    SessionCreateParams, SessionGetParams, SessionPromptParams, SessionUpdateParams,
+};
 
 use crate::Context;
 use crate::approval_desk::ApprovalDesk;
 use crate::approve_policy::choose_handling;
-use crate::cli::RunArgs;
-use crate::commands::{message_text, render_options};
+use crate::cli::{RunArgs, RunOutput};
+use crate::client::{ClientError, Connection};
+use crate::commands::{render_options, run_input, run_result};
 use crate::follow::{self, OnInterrupt};
 use crate::output::{CommandError, EXIT_OK, print_json};
 use crate::render::{Mode, Output, Renderer};
@@ -18,12 +23,19 @@ pub async fn run(
     args: RunArgs,
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
-    if args.session.is_some() && args.mode.is_some() {
-        return Err(CommandError::usage(
-            "--mode applies to a new session; it cannot be combined with --session yet",
-        ));
+    let continuing = args.session.is_some() || args.continue_session;
+    if continuing {
+        refuse_creation_flags(&args)?;
     }
-    let text = message_text(&args.prompt, "prompt")?;
+    let piped = args.prompt != "-" && run_input::stdin_is_piped();
+    let text = run_input::prompt_text(&args.prompt).await?;
+    // Keys for the approval prompt come from the terminal once stdin was a pipe.
+    let interactive = if piped && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())
+    {
+        run_input::reattach_terminal_to_stdin()
+    } else {
+        ctx.interactive
+    };
     let cwd = match &args.cwd {
         Some(dir) => std::path::absolute(dir)
             .map_err(|err| CommandError::usage(format!("bad --cwd {}: {err}", dir.display())))?,
@@ -47,28 +59,35 @@ pub async fn run(
         ctx.connect_answering_approvals().await?
     };
     // The seq to subscribe after: only this run's events are wanted.
-    let (session_id, last_seq) = match args.session {
-        Some(session_id) => {
-            let params = SessionGetParams {
-                session_id,
-                include_history: false,
-            };
-            let found = connection.request::<SessionGet>(&params).await?;
-            (found.session.session_id, found.session.last_seq)
-        }
-        None => {
-            let params = SessionCreateParams {
-                cwd: cwd.to_string_lossy().into_owned(),
-                model: args.model,
-                title: args.title,
-                permission_mode: args.mode,
-                permission_rules: None,
-                mcp_servers: None,
-                agent_type: args.agent,
-            };
-            let created = connection.request::<SessionCreate>(&params).await?;
-            (created.session_id, created.session.last_seq)
-        }
+    let (session_id, last_seq) = if continuing {
+        let session_id = match &args.session {
+            Some(given) => crate::ids::session(&connection, given).await?,
+            None => {
+                run_input::newest_session_in(&connection, &cwd)
+                    .await?
+                    .session_id
+            }
+        };
+        update_session(&connection, &session_id, &args).await?;
+        let params = SessionGetParams {
+            session_id,
+            include_history: false,
+        };
+        let found = connection.request::<SessionGet>(&params).await?;
+        (found.session.session_id, found.session.last_seq)
+    } else {
+        let params = SessionCreateParams {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: args.model.clone(),
+            title: args.title.clone(),
+            permission_mode: args.mode,
+            permission_rules: session_rules(&args),
+            mcp_servers: None,
+            agent_type: args.agent.clone(),
+            append_system_prompt: args.append_system_prompt.clone(),
+        };
+        let created = connection.request::<SessionCreate>(&params).await?;
+        (created.session_id, created.session.last_seq)
     };
     let prompt = SessionPromptParams {
         session_id: session_id.clone(),
@@ -76,10 +95,11 @@ pub async fn run(
         // A fresh id per invocation: a retried request never starts a second run.
         client_request_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
         queue_if_busy: false,
+        max_steps: args.max_steps,
     };
 
     if args.background {
-        let started = connection.request::<SessionPrompt>(&prompt).await?;
+        let started = send_prompt(&connection, &prompt).await?;
         if ctx.json {
             print_json(&serde_json::json!({ "sessionId": session_id, "runId": started.run_id }));
         } else {
@@ -91,7 +111,7 @@ pub async fn run(
 
     // Subscribe before prompting so no event of the run can be missed.
     let subscription = follow::subscribe(&connection, &session_id, last_seq).await?;
-    let started = connection.request::<SessionPrompt>(&prompt).await?;
+    let started = send_prompt(&connection, &prompt).await?;
     let options = render_options(ctx.json);
     let renderer = Renderer::new(
         Mode::Run {
@@ -102,9 +122,23 @@ pub async fn run(
     );
     let animate = options.stderr_is_tty && !options.json;
     // --json output is for programs: it never prompts.
-    let interactive = ctx.interactive && !ctx.json;
-    let desk = ApprovalDesk::new(started.run_id, choose_handling(args.approve, interactive));
-    follow::follow(
+    let interactive = interactive && !ctx.json;
+    let desk = ApprovalDesk::new(
+        started.run_id.clone(),
+        choose_handling(args.approve, interactive),
+    );
+    let only_final = args.output == RunOutput::Final && !ctx.json;
+    // `--output final`: the streamed answer stays off stdout; notes still go to stderr.
+    let mut keep_stderr = |outputs: Vec<Output>| {
+        emit(
+            outputs
+                .into_iter()
+                .filter(|output| matches!(output, Output::Stderr(_)))
+                .collect(),
+        );
+    };
+    let shown: &mut dyn FnMut(Vec<Output>) = if only_final { &mut keep_stderr } else { emit };
+    let code = follow::follow(
         &connection,
         &session_id,
         subscription,
@@ -112,7 +146,85 @@ pub async fn run(
         OnInterrupt::CancelRun,
         animate,
         Some(desk),
-        emit,
+        shown,
     )
-    .await
+    .await?;
+    if ctx.json || only_final {
+        // A connection of its own: the followed one still holds its event stream.
+        let reader = ctx.connect().await?;
+        let result = run_result::read_back(&reader, &session_id, &started.run_id, last_seq).await?;
+        if ctx.json {
+            print_json(&result);
+        } else {
+            emit(vec![Output::Stdout(format!("{}\n", result.final_text))]);
+        }
+    }
+    Ok(code)
+}
+
+/// The flags that only shape a new session, refused when continuing one.
+fn refuse_creation_flags(args: &RunArgs) -> Result<(), CommandError> {
+    let given = [
+        ("--allow", !args.allow.is_empty()),
+        ("--deny", !args.deny.is_empty()),
+        (
+            "--append-system-prompt",
+            args.append_system_prompt.is_some(),
+        ),
+        ("--agent", args.agent.is_some()),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(CommandError::usage(format!(
+            "{flag} applies to a new session; drop --session/-c to start one"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `--allow` / `--deny` as the new session's own rules.
+fn session_rules(args: &RunArgs) -> Option<PermissionRules> {
+    (!args.allow.is_empty() || !args.deny.is_empty()).then(|| PermissionRules {
+        allow: args.allow.clone(),
+        ask: Vec::new(),
+        deny: args.deny.clone(),
+    })
+}
+
+/// `--mode`, `--model` and `--title` on a session that exists: `session/update`, from this run
+/// on.
+async fn update_session(
+    connection: &Connection,
+    session_id: &str,
+    args: &RunArgs,
+) -> Result<(), CommandError> {
+    if args.mode.is_none() && args.model.is_none() && args.title.is_none() {
+        return Ok(());
+    }
+    let params = SessionUpdateParams {
+        session_id: session_id.to_owned(),
+        permission_mode: args.mode,
+        model: args.model.clone(),
+        title: args.title.clone(),
+    };
+    connection.request::<SessionUpdate>(&params).await?;
+    Ok(())
+}
+
+/// `session/prompt`, a busy session's refusal worded as agentctl commands.
+async fn send_prompt(
+    connection: &Connection,
+    prompt: &SessionPromptParams,
+) -> Result<protocol::session::SessionPromptResult, CommandError> {
+    match connection.request::<SessionPrompt>(prompt).await {
+        Ok(started) => Ok(started),
+        Err(ClientError::Rpc { code, message, .. })
+            if code == protocol::error::CONFLICT && message.contains("already active") =>
+        {
+            let id = &prompt.session_id;
+            Err(CommandError::failed(format!(
+                "session {id} is busy with a run; steer it with `agentctl steer {id} TEXT`, queue a follow-up with `agentctl followup {id} TEXT`, or cancel it with `agentctl cancel {id}`"
+            )))
+        }
+        Err(err) => Err(err.into()),
+    }
 }

@@ -22,8 +22,23 @@ const TITLE_MAX_CHARS: usize = 60;
 /// Longest tool call arguments / result shown per line in `sessions show`.
 const TOOL_TEXT_MAX_CHARS: usize = 100;
 
-/// `agentctl sessions list`: every session, newest first (all pages).
-pub async fn list(ctx: &Context) -> Result<(), CommandError> {
+/// `agentctl sessions list [--cwd DIR] [--limit N]`: sessions newest first (all pages), only
+/// those of DIR with `--cwd`, at most N.
+pub async fn list(
+    ctx: &Context,
+    cwd: Option<std::path::PathBuf>,
+    limit: Option<usize>,
+) -> Result<(), CommandError> {
+    let wanted_cwd = match cwd {
+        Some(dir) => {
+            let absolute = std::path::absolute(&dir).map_err(|err| {
+                CommandError::usage(format!("bad --cwd {}: {err}", dir.display()))
+            })?;
+            let canonical = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+            Some(canonical.to_string_lossy().into_owned())
+        }
+        None => None,
+    };
     let connection = ctx.connect().await?;
     let mut sessions = Vec::new();
     let mut cursor = None;
@@ -39,12 +54,21 @@ pub async fn list(ctx: &Context) -> Result<(), CommandError> {
             None => break,
         }
     }
+    if let Some(cwd) = &wanted_cwd {
+        sessions.retain(|session| &session.cwd == cwd);
+    }
+    if let Some(limit) = limit {
+        sessions.truncate(limit);
+    }
     if ctx.json {
         print_json(&serde_json::json!({ "sessions": sessions }));
     } else if sessions.is_empty() {
         println!("no sessions; start one with `agentctl run \"…\"`");
     } else {
-        print!("{}", format_table(&sessions));
+        print!(
+            "{}",
+            format_table(&sessions, crate::commands::approvals::now_unix())
+        );
     }
     Ok(())
 }
@@ -52,6 +76,7 @@ pub async fn list(ctx: &Context) -> Result<(), CommandError> {
 /// `agentctl sessions show ID`: the session's details and its history.
 pub async fn show(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionGetParams {
         session_id,
         include_history: true,
@@ -68,6 +93,7 @@ pub async fn show(ctx: &Context, session_id: String) -> Result<(), CommandError>
 /// `agentctl sessions rm ID`.
 pub async fn remove(ctx: &Context, session_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionRef {
         session_id: session_id.clone(),
     };
@@ -84,21 +110,40 @@ pub async fn remove(ctx: &Context, session_id: String) -> Result<(), CommandErro
     Ok(())
 }
 
-/// The `sessions list` table: id, status, model, updated, title (or cwd).
-pub fn format_table(sessions: &[SessionInfo]) -> String {
-    let header = ["ID", "STATUS", "MODEL", "UPDATED", "TITLE / CWD"];
-    let rows: Vec<[String; 5]> = sessions
+/// The `sessions list` table: id, status, age (since the last update), tokens (in/out),
+/// model, and the title, else the first prompt's preview, else the cwd. `now` in seconds since
+/// the epoch.
+pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
+    let header = [
+        "ID",
+        "STATUS",
+        "AGE",
+        "TOKENS",
+        "MODEL",
+        "TITLE / FIRST PROMPT",
+    ];
+    let rows: Vec<[String; 6]> = sessions
         .iter()
         .map(|session| {
+            let age = crate::commands::approvals::unix_seconds(&session.updated_at)
+                .map(|updated| crate::commands::approvals::format_age(now - updated))
+                .unwrap_or_else(|| short_time(&session.updated_at));
+            let label = session
+                .title
+                .as_deref()
+                .or(session.preview.as_deref())
+                .unwrap_or(&session.cwd);
             [
                 session.session_id.clone(),
                 status_name(session.status).to_owned(),
-                session.model.clone(),
-                short_time(&session.updated_at),
-                truncate(
-                    &one_line(session.title.as_deref().unwrap_or(&session.cwd)),
-                    TITLE_MAX_CHARS,
+                age,
+                format!(
+                    "{}/{}",
+                    tokens(session.usage.input_tokens),
+                    tokens(session.usage.output_tokens)
                 ),
+                session.model.clone(),
+                truncate(&one_line(label), TITLE_MAX_CHARS),
             ]
         })
         .collect();
@@ -213,6 +258,15 @@ fn status_name(status: SessionStatus) -> &'static str {
 }
 
 /// `2026-11-30T09:21:37Z` → `2026-11-30 09:21`; anything else as given.
+/// A token count in few characters: `950`, `12.3k`, `4.1M`.
+fn tokens(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
+
 fn short_time(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
         (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
@@ -242,20 +296,31 @@ mod tests {
             run_id: None,
             last_seq: 7,
             usage: Usage::default(),
+            preview: None,
         }
     }
 
     #[test]
     fn table_aligns_columns_and_falls_back_to_cwd() {
-        let table = format_table(&[
-            info("ses_a", Some("fix the build"), SessionStatus::Running),
-            info("ses_bbbb", None, SessionStatus::Idle),
-        ]);
+        let mut previewed = info("ses_cc", None, SessionStatus::Idle);
+        previewed.preview = Some("review the diff".to_owned());
+        previewed.usage.input_tokens = 12_345;
+        previewed.usage.output_tokens = 678;
+        let now = crate::commands::approvals::unix_seconds("2026-11-30T11:21:37Z").unwrap();
+        let table = format_table(
+            &[
+                info("ses_a", Some("fix the build"), SessionStatus::Running),
+                info("ses_bbbb", None, SessionStatus::Idle),
+                previewed,
+            ],
+            now,
+        );
         assert_eq!(
             table,
-            "ID        STATUS   MODEL        UPDATED           TITLE / CWD\n\
-             ses_a     running  gpt-4o-mini  2026-11-30 09:21  fix the build\n\
-             ses_bbbb  idle     gpt-4o-mini  2026-11-30 09:21  /home/me/project\n"
+            "ID        STATUS   AGE  TOKENS     MODEL        TITLE / FIRST PROMPT\n\
+             ses_a     running  2h   0/0        gpt-4o-mini  fix the build\n\
+             ses_bbbb  idle     2h   0/0        gpt-4o-mini  /home/me/project\n\
+             ses_cc    idle     2h   12.3k/678  gpt-4o-mini  review the diff\n"
         );
     }
 

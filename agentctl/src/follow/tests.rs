@@ -116,6 +116,7 @@ fn session_info(script: &Script) -> SessionInfo {
         run_id: script.running_run.clone(),
         last_seq: script.last_seq,
         usage: Usage::default(),
+        preview: None,
     }
 }
 
@@ -142,6 +143,7 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
             })
             .unwrap(),
             "session/create" => json!({"sessionId": "ses_1", "session": session_info(&script)}),
+            "session/update" => json!({"session": session_info(&script)}),
             "session/get" => json!({
                 "session": session_info(&script), "queuedSteers": [], "queuedFollowUps": []
             }),
@@ -226,13 +228,20 @@ fn finished(run: &str, status: RunStatus) -> Event {
 fn run_args(cwd: Option<PathBuf>, session: Option<&str>) -> RunArgs {
     RunArgs {
         cwd,
-        model: Some("m".to_owned()),
+        // A model with --session would be a `session/update` first.
+        model: session.is_none().then(|| "m".to_owned()),
         session: session.map(str::to_owned),
+        continue_session: false,
         title: None,
         background: false,
         approve: None,
         mode: None,
         agent: None,
+        allow: Vec::new(),
+        deny: Vec::new(),
+        max_steps: None,
+        append_system_prompt: None,
+        output: crate::cli::RunOutput::Text,
         prompt: "say hello".to_owned(),
     }
 }
@@ -580,7 +589,7 @@ async fn run_says_calmly_when_someone_else_decided_first() {
 }
 
 #[tokio::test]
-async fn run_mode_sets_the_new_sessions_permission_mode_and_refuses_an_existing_session() {
+async fn run_mode_sets_the_new_sessions_permission_mode_and_updates_an_existing_session() {
     let daemon = FakeDaemon::start(Script {
         events_after: HashMap::from([(
             "session/prompt",
@@ -597,9 +606,25 @@ async fn run_mode_sets_the_new_sessions_permission_mode_and_refuses_an_existing_
         "acceptEdits"
     );
 
+    let daemon = FakeDaemon::start(Script {
+        events_after: HashMap::from([(
+            "session/prompt",
+            vec![finished("run_1", RunStatus::Completed)],
+        )]),
+        ..Script::default()
+    });
     let mut args = run_args(None, Some("ses_1"));
     args.model = None;
     args.mode = Some(PermissionMode::Plan);
+    let (result, _, _) = run(&daemon, args).await;
+    assert_eq!(result.unwrap(), 0);
+    assert_eq!(
+        daemon.params("session/update"),
+        json!({"sessionId": "ses_1", "permissionMode": "plan"})
+    );
+    // What shapes only a new session is refused on an existing one.
+    let mut args = run_args(None, Some("ses_1"));
+    args.allow = vec!["Bash(ls:*)".to_owned()];
     let (result, _, _) = run(&daemon, args).await;
     assert_eq!(result.unwrap_err().code, 2);
 }

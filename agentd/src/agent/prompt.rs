@@ -21,9 +21,10 @@ over rewriting whole files.
 - A tool error is information: read it and correct the call rather than repeating it.
 - When the task is done, answer concisely with what you did and what the user should know.";
 
-/// Build the system prompt for a session in `cwd`. Blocking (reads notes files): call from
-/// `spawn_blocking` or before serving.
-pub fn build(cwd: &Path, date: &str) -> String {
+/// Build the system prompt for a session in `cwd`, with the user's own notes file
+/// (`user_notes`, e.g. `$XDG_CONFIG_HOME/agentd/AGENTS.md`) before the project's notes. Blocking
+/// (reads notes files): call from `spawn_blocking` or before serving.
+pub fn build(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
     let mut prompt = String::from(BASE_INSTRUCTIONS);
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     prompt.push_str("\n\n<environment>\n");
@@ -36,6 +37,13 @@ pub fn build(cwd: &Path, date: &str) -> String {
     prompt.push_str(&format!("workspace: {}\n", cwd.display()));
     prompt.push_str(&format!("date: {date}\n"));
     prompt.push_str("</environment>");
+    if let Some((path, notes)) = user_notes.and_then(user_notes_file) {
+        prompt.push_str(&format!(
+            "\n\n<user_notes source=\"{}\">\n{}\n</user_notes>",
+            path.display(),
+            notes.trim()
+        ));
+    }
     for (path, notes) in project_notes(cwd) {
         prompt.push_str(&format!(
             "\n\n<project_notes source=\"{}\">\n{}\n</project_notes>",
@@ -83,6 +91,34 @@ prompt, since it sees nothing of this conversation. The default agentType is gen
     }
     section.push_str("</available_agents>");
     section
+}
+
+/// The user's notes file, when it exists, is theirs and is not empty (cut at
+/// `MAX_NOTES_CHARS`, read like project notes: regular file only, bounded).
+fn user_notes_file(path: &Path) -> Option<(std::path::PathBuf, String)> {
+    match crate::regular_file::read_own_text(path, MAX_NOTES_CHARS.saturating_mul(4)) {
+        Ok(read) => {
+            let text: String = read.text.chars().take(MAX_NOTES_CHARS).collect();
+            (!text.trim().is_empty()).then(|| (path.to_path_buf(), text))
+        }
+        Err(error) => {
+            if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&error) {
+                tracing::warn!("user notes not used: {refusal}");
+            }
+            None
+        }
+    }
+}
+
+/// Text a client appends to a new session's system prompt (`appendSystemPrompt`).
+pub fn appended_section(text: &str) -> String {
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\n<appended_instructions>\n{}\n</appended_instructions>",
+        text.trim()
+    )
 }
 
 /// Notes files from the git root (or as far up as the walk goes outside a repository) down to
@@ -174,12 +210,19 @@ mod tests {
         let sub = root.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         std::fs::write(sub.join("CLAUDE.md"), "sub notes").unwrap();
-        let prompt = build(&sub, "2026-11-30");
+        let user = tempfile::tempdir().unwrap();
+        let user_notes = user.path().join("AGENTS.md");
+        std::fs::write(&user_notes, "the user's own notes").unwrap();
+        let prompt = build(&sub, "2026-11-30", Some(&user_notes));
         assert!(prompt.contains("date: 2026-11-30"));
         assert!(prompt.contains(&format!("workspace: {}", sub.display())));
+        let user_at = prompt.find("the user's own notes").unwrap();
         let root_at = prompt.find("root notes").unwrap();
         let sub_at = prompt.find("sub notes").unwrap();
-        assert!(root_at < sub_at);
+        assert!(user_at < root_at && root_at < sub_at, "{prompt}");
+        // No user notes file: no section.
+        let without = build(&sub, "2026-11-30", Some(&user.path().join("missing.md")));
+        assert!(!without.contains("<user_notes"), "{without}");
     }
 
     #[test]
@@ -245,6 +288,6 @@ mod tests {
     #[test]
     fn the_prompt_is_deterministic() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(build(dir.path(), "d"), build(dir.path(), "d"));
+        assert_eq!(build(dir.path(), "d", None), build(dir.path(), "d", None));
     }
 }

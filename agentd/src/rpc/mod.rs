@@ -64,6 +64,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<TaskFollowUp, _, _>(&mut module, task::follow_up)?; // via the child's actor
     register::<TaskStop, _, _>(&mut module, task::stop)?;
     register::<TaskStart, _, _>(&mut module, task::start)?;
+    register::<SessionUpdate, _, _>(&mut module, session::update)?; // via the session actor
     Ok(module)
 }
 
@@ -241,6 +242,16 @@ async fn daemon_status(
         connected_clients: state.connections.open_connections(),
         panics: crate::logging::panic_count(),
         sandbox: state.sessions.sandbox_status(),
+        config_loaded: state.sessions.config_loaded(),
+        providers: state.sessions.providers(),
+        default_provider: state.sessions.default_provider(),
+        // The environment does not change while the daemon runs: this is the start's.
+        env_hash: protocol::daemon::env_hash(std::env::vars_os().map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })),
     })
 }
 

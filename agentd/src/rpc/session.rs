@@ -96,7 +96,12 @@ pub async fn prompt(
     check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
-        .prompt(params.text, params.client_request_id, params.queue_if_busy)
+        .prompt_limited(
+            params.text,
+            params.client_request_id,
+            params.queue_if_busy,
+            params.max_steps,
+        )
         .await?)
 }
 
@@ -142,6 +147,16 @@ pub async fn compact(
     super::refuse_if_stopping(&state)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session.compact().await?)
+}
+
+pub async fn update(
+    state: Arc<DaemonState>,
+    params: SessionUpdateParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<SessionUpdateResult> {
+    super::refuse_if_stopping(&state)?;
+    let session = state.sessions.update(params).await?;
+    Ok(SessionUpdateResult { session })
 }
 
 /// User text longer than one message may be is refused (a model reply is cut instead): the

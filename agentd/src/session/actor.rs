@@ -14,14 +14,17 @@ use tokio_util::task::TaskTracker;
 use super::events::{DaemonStream, EventLog, LogPosition};
 use super::{SessionDeps, SessionShared};
 use crate::agent::{Run, RunStart, StopReason};
-use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader};
+use crate::store::{self, REMEMBERED_REQUEST_IDS, SessionHeader, SessionSettings};
 use protocol::event::{Event, UserMessageKind};
 use protocol::session::{
     QueueMessageResult, SessionCompactResult, SessionInfo, SessionPromptResult, SessionStatus,
+    SessionUpdateParams,
 };
 
 #[path = "actor_compact.rs"]
 mod compact;
+#[path = "actor_update.rs"]
+mod update;
 
 /// Commands queued per session before senders wait.
 const COMMAND_QUEUE: usize = 64;
@@ -74,7 +77,11 @@ impl SessionError {
 
 /// A loaded session: its header, log, shared state and the actor's mailbox.
 pub struct Session {
+    /// As created (`settings` holds what `session/update` changed since).
     pub header: SessionHeader,
+    /// Provider, model, mode and title as they now are; the actor changes them
+    /// (`session/update`), runs start with them.
+    settings: Arc<Mutex<SessionSettings>>,
     pub log: Arc<EventLog>,
     pub shared: Arc<SessionShared>,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
@@ -110,6 +117,8 @@ enum Command {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
+        /// The run's own step limit (`session/prompt {maxSteps}`), under the config's.
+        max_steps: Option<u32>,
         reply: oneshot::Sender<Result<SessionPromptResult, SessionError>>,
     },
     Steer {
@@ -124,6 +133,10 @@ enum Command {
     },
     Compact {
         reply: oneshot::Sender<Result<SessionCompactResult, SessionError>>,
+    },
+    Update {
+        params: SessionUpdateParams,
+        reply: oneshot::Sender<Result<(), SessionError>>,
     },
 }
 
@@ -153,6 +166,11 @@ impl Session {
             .await
             .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         let log = Arc::new(log);
+        // The header as `sessionUpdated` events left it: runs start with these settings.
+        let mut header = header;
+        let settings = SessionSettings::of(&loaded.header);
+        settings.write_into(&mut header);
+        let settings = Arc::new(Mutex::new(settings));
         let shared = Arc::new(SessionShared::default());
         {
             let mut state = shared.lock();
@@ -185,6 +203,7 @@ impl Session {
         let closing = CancellationToken::new();
         let actor = Actor {
             header: header.clone(),
+            settings: settings.clone(),
             deps,
             log: log.clone(),
             shared: shared.clone(),
@@ -201,6 +220,7 @@ impl Session {
         tasks.spawn(actor.run(commands_rx));
         Ok(Session {
             header,
+            settings,
             log,
             shared,
             commands: Mutex::new(Some(commands_tx)),
@@ -216,16 +236,37 @@ impl Session {
         &self.header.id
     }
 
+    /// Provider, model, mode and title as they now are.
+    pub fn settings(&self) -> SessionSettings {
+        self.settings
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The preview of the session's first prompt (`protocol::session::preview_of`).
+    pub fn preview(&self) -> Option<String> {
+        let state = self.shared.lock();
+        state.history.iter().find_map(|message| match message {
+            crate::conversation::Message::User { content } => {
+                Some(protocol::session::preview_of(content))
+            }
+            _ => None,
+        })
+    }
+
     /// The session as listed.
     pub fn info(&self) -> SessionInfo {
+        let settings = self.settings();
+        let preview = self.preview();
         let state = self.shared.lock();
         SessionInfo {
             session_id: self.header.id.clone(),
-            title: self.header.title.clone(),
+            title: settings.title,
             cwd: self.header.cwd.clone(),
-            provider: self.header.provider.clone(),
-            model: self.header.model.clone(),
-            permission_mode: self.header.permission_mode,
+            provider: settings.provider,
+            model: settings.model,
+            permission_mode: settings.permission_mode,
             created_at: self.header.created_at.clone(),
             updated_at: state
                 .updated_at
@@ -239,7 +280,16 @@ impl Session {
             run_id: state.run_id.clone(),
             last_seq: self.log.last_seq(),
             usage: crate::wire::usage(&state.usage),
+            preview,
         }
+    }
+
+    /// Change the mode, model or title from the next run on (`session/update`); handled by
+    /// the actor, between runs' starts.
+    pub async fn update(&self, params: SessionUpdateParams) -> Result<(), SessionError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Update { params, reply }).await?;
+        answer.await.map_err(|_| self.no_answer())?
     }
 
     pub async fn prompt(
@@ -248,11 +298,25 @@ impl Session {
         client_request_id: Option<String>,
         queue_if_busy: bool,
     ) -> Result<SessionPromptResult, SessionError> {
+        self.prompt_limited(text, client_request_id, queue_if_busy, None)
+            .await
+    }
+
+    /// As `prompt`, the run making at most `max_steps` model calls (never more than the
+    /// config's `max_steps`); a prompt queued as a follow-up keeps the active run's limit.
+    pub async fn prompt_limited(
+        &self,
+        text: String,
+        client_request_id: Option<String>,
+        queue_if_busy: bool,
+        max_steps: Option<u32>,
+    ) -> Result<SessionPromptResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Prompt {
             text,
             client_request_id,
             queue_if_busy,
+            max_steps,
             reply,
         })
         .await?;
@@ -398,7 +462,10 @@ fn closed() -> SessionError {
 
 /// The actor's own state.
 struct Actor {
+    /// With the current settings written in: what the next run starts with.
     header: SessionHeader,
+    /// Shared with `Session` (what it lists); changed only here.
+    settings: Arc<Mutex<SessionSettings>>,
     deps: Arc<SessionDeps>,
     log: Arc<EventLog>,
     shared: Arc<SessionShared>,
@@ -445,9 +512,12 @@ impl Actor {
                 text,
                 client_request_id,
                 queue_if_busy,
+                max_steps,
                 reply,
             } => {
-                let result = self.prompt(text, client_request_id, queue_if_busy).await;
+                let result = self
+                    .prompt(text, client_request_id, queue_if_busy, max_steps)
+                    .await;
                 let _ = reply.send(result);
             }
             Command::Steer { text, reply } => {
@@ -469,6 +539,10 @@ impl Actor {
                 let result = self.compact().await;
                 let _ = reply.send(result);
             }
+            Command::Update { params, reply } => {
+                let result = self.update(params).await;
+                let _ = reply.send(result);
+            }
         }
     }
 
@@ -483,6 +557,7 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
+        max_steps: Option<u32>,
     ) -> Result<SessionPromptResult, SessionError> {
         if let Some(request_id) = &client_request_id
             && let Some((_, run_id)) = self.recent_requests.iter().find(|(id, _)| id == request_id)
@@ -511,7 +586,12 @@ impl Actor {
             }
             None => SessionPromptResult {
                 run_id: self
-                    .start_run(text, UserMessageKind::Prompt, client_request_id.clone())
+                    .start_run(
+                        text,
+                        UserMessageKind::Prompt,
+                        client_request_id.clone(),
+                        max_steps,
+                    )
                     .await?,
                 queued: false,
             },
@@ -581,7 +661,7 @@ impl Actor {
             }
         }
         let run_id = self
-            .start_run(text, UserMessageKind::FollowUp, client_request_id)
+            .start_run(text, UserMessageKind::FollowUp, client_request_id, None)
             .await?;
         Ok((run_id, false))
     }
@@ -595,6 +675,7 @@ impl Actor {
         text: String,
         kind: UserMessageKind,
         client_request_id: Option<String>,
+        max_steps: Option<u32>,
     ) -> Result<String, SessionError> {
         let (llm, context_limits) = self.model()?;
         let config = self
@@ -703,10 +784,11 @@ impl Actor {
             llm,
             tools,
             tool_context,
-            max_steps: self
-                .header
-                .max_turns
-                .map_or(config.max_steps, |turns| turns.min(config.max_steps)),
+            max_steps: [self.header.max_turns, max_steps]
+                .into_iter()
+                .flatten()
+                .fold(config.max_steps, u32::min)
+                .max(1),
             shared: self.shared.clone(),
             log: run_log,
             cancel: active.cancel.clone(),

@@ -191,6 +191,7 @@ impl SessionManager {
     pub(super) async fn remember_summary(&self, session: &Session) {
         let id = session.id();
         let (last_seq, usage) = (session.log.last_seq(), session.shared.lock().usage);
+        let (preview, settings) = (session.preview(), Some(session.settings()));
         let path = crate::store::session_path(&self.deps.paths.sessions_dir, id);
         match tokio::task::spawn_blocking(move || FileStamp::of_path(&path)).await {
             Ok(Ok(stamp)) => self.summaries.insert(
@@ -199,6 +200,8 @@ impl SessionManager {
                     stamp,
                     last_seq,
                     usage,
+                    preview,
+                    settings,
                 },
             ),
             Ok(Err(err)) => tracing::debug!(session = id, "no summary kept: {err:#}"),

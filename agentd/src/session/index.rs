@@ -19,8 +19,9 @@ use protocol::session::SessionInfo;
 
 /// The index file's name in the sessions dir (not `*.jsonl`, so never taken for a session).
 pub const INDEX_FILE: &str = "index.json";
-/// Format version of the index file; another version is ignored and rebuilt.
-const INDEX_VERSION: u32 = 1;
+/// Format version of the index file; another version is ignored and rebuilt (2: entries carry
+/// the first prompt's preview and the settings `session/update` left).
+const INDEX_VERSION: u32 = 2;
 /// A larger index file is not read (it cannot be ours): rebuilt from the session files.
 const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -34,12 +35,18 @@ pub struct FileStamp {
 }
 
 /// What the listing shows of a session that is not loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryEntry {
     pub stamp: FileStamp,
     pub last_seq: u64,
     pub usage: Usage,
+    /// The first prompt's preview.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// The settings `session/update` left (absent in entries of older daemons: the header's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::store::SessionSettings>,
 }
 
 /// Summaries of sessions, by id.
@@ -113,7 +120,7 @@ impl SummaryIndex {
         let mut entries = HashMap::with_capacity(files.len());
         for (id, stamp) in files {
             if let Some(entry) = stored.get(id).filter(|entry| entry.stamp == *stamp) {
-                entries.insert(id.clone(), *entry);
+                entries.insert(id.clone(), entry.clone());
             }
         }
         let dirty = entries.len() != stored.len() || entries.len() != files.len();
@@ -126,7 +133,7 @@ impl SummaryIndex {
     }
 
     pub fn get(&self, id: &str) -> Option<SummaryEntry> {
-        self.lock_entries().get(id).copied()
+        self.lock_entries().get(id).cloned()
     }
 
     pub fn insert(&self, id: &str, entry: SummaryEntry) {
@@ -271,6 +278,13 @@ fn listed(slot: &Slot, entry: &SummaryEntry) -> SessionInfo {
     let mut info = header_info(&slot.header, Some(entry.stamp.modified()));
     info.last_seq = entry.last_seq;
     info.usage = crate::wire::usage(&entry.usage);
+    info.preview.clone_from(&entry.preview);
+    if let Some(settings) = &entry.settings {
+        info.provider.clone_from(&settings.provider);
+        info.model.clone_from(&settings.model);
+        info.permission_mode = settings.permission_mode;
+        info.title.clone_from(&settings.title);
+    }
     info
 }
 
@@ -284,10 +298,13 @@ fn summarise(path: &Path) -> Result<SummaryEntry> {
             (loaded.last_seq, loaded.usage)
         }
     };
+    let (preview, settings) = crate::store::read_listing_facts(path)?;
     Ok(SummaryEntry {
         stamp,
         last_seq,
         usage,
+        preview,
+        settings: Some(settings),
     })
 }
 
@@ -375,6 +392,8 @@ mod tests {
             },
             last_seq,
             usage: Usage::default(),
+            preview: None,
+            settings: None,
         }
     }
 

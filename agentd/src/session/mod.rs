@@ -193,6 +193,30 @@ impl SessionManager {
         .map_err(|err| SessionError::Internal(err.to_string()))
     }
 
+    /// Whether the config file existed and was read.
+    pub fn config_loaded(&self) -> bool {
+        self.deps
+            .config
+            .as_ref()
+            .is_ok_and(|config| config.source.is_some())
+    }
+
+    /// The configured providers as `daemon/status` shows them (never a key).
+    pub fn providers(&self) -> Vec<protocol::daemon::ProviderInfo> {
+        let Ok(config) = &self.deps.config else {
+            return Vec::new();
+        };
+        config.providers().map(crate::wire::provider_info).collect()
+    }
+
+    /// The default provider's name, when there is one.
+    pub fn default_provider(&self) -> Option<String> {
+        let config = self.deps.config.as_ref().ok()?;
+        config
+            .default_provider()
+            .map(|provider| provider.name.clone())
+    }
+
     pub fn config_error(&self) -> Option<String> {
         self.deps.config.as_ref().err().cloned()
     }
@@ -314,6 +338,8 @@ impl SessionManager {
             user_skills: self.deps.paths.skills_dir.clone(),
             user_agents: self.deps.paths.agents_dir.clone(),
             agent_type: params.agent_type.clone(),
+            user_notes: self.deps.paths.user_notes.clone(),
+            append: params.append_system_prompt.clone(),
         };
         let frozen =
             tokio::task::spawn_blocking(move || system_prompt::build(&prompt_cwd, &date, &sources))
@@ -322,6 +348,9 @@ impl SessionManager {
                 .map_err(SessionError::InvalidParams)?;
         let (permission_mode, provider, agent_notes) =
             frozen.agent_settings(permission_mode, provider, config, &asked);
+        provider
+            .require_key()
+            .map_err(|err| SessionError::Config(err.to_string()))?;
         let notes = ignored_mode.into_iter().chain(agent_notes);
         let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
         let header = SessionHeader {
@@ -344,6 +373,17 @@ impl SessionManager {
             max_turns: frozen.max_turns,
         };
         self.add_session(header, notes.collect()).await
+    }
+
+    /// Change a session's mode, model or title from its next run on; the session as it now
+    /// reads.
+    pub async fn update(
+        &self,
+        params: protocol::session::SessionUpdateParams,
+    ) -> Result<SessionInfo, SessionError> {
+        let session = self.get(&params.session_id).await?;
+        session.update(params).await?;
+        Ok(session.info())
     }
 
     /// The session `id`, loaded.
@@ -508,6 +548,7 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         run_id: None,
         last_seq: 0,
         usage: Default::default(),
+        preview: None,
     }
 }
 

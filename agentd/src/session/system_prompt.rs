@@ -27,6 +27,10 @@ pub struct PromptSources {
     pub user_agents: PathBuf,
     /// `session/create {agentType}` (None: a normal top-level session).
     pub agent_type: Option<String>,
+    /// The user's own notes file (`Paths::user_notes`).
+    pub user_notes: PathBuf,
+    /// `session/create {appendSystemPrompt}`: appended last, to either kind of prompt.
+    pub append: Option<String>,
 }
 
 /// What the client of `session/create` chose itself (it wins over the agent's definition).
@@ -72,20 +76,27 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         let definition = agents
             .get(agent_type)
             .ok_or_else(|| agents.unknown(agent_type))?;
+        let mut system_prompt = crate::agents::child_system_prompt(definition, &skills);
+        if let Some(append) = &sources.append {
+            system_prompt.push_str(&crate::agent::prompt::appended_section(append));
+        }
         return Ok(FrozenPrompt {
-            system_prompt: crate::agents::child_system_prompt(definition, &skills),
+            system_prompt,
             tool_filter: Some(ToolFilter::of(definition)),
             agent_mode: definition.permission_mode.clone(),
             agent_model: definition.model.clone(),
             max_turns: definition.max_turns,
         });
     }
-    let mut prompt = crate::agent::prompt::build(cwd, date);
+    let mut prompt = crate::agent::prompt::build(cwd, date, Some(&sources.user_notes));
     // The memory snapshot is frozen with the rest: writes show in later sessions.
     let snapshot = sources.memory.snapshot(cwd);
     prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
     prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
     prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
+    if let Some(append) = &sources.append {
+        prompt.push_str(&crate::agent::prompt::appended_section(append));
+    }
     Ok(FrozenPrompt {
         system_prompt: prompt,
         tool_filter: None,

@@ -1,0 +1,149 @@
+//! What `run` sends and where: the prompt with piped stdin attached, the session to continue
+//! (`-c`), and the controlling terminal for approval keys once stdin was a pipe.
+
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use protocol::methods::SessionList;
+use protocol::session::{SessionInfo, SessionListParams};
+
+use crate::client::Connection;
+use crate::output::CommandError;
+
+/// Piped input attached to a prompt is cut here: it goes into the session's history and every
+/// later request.
+pub const MAX_PIPED_BYTES: usize = 200 * 1024;
+/// Sessions asked for per `session/list` page while looking for the newest of a directory.
+const LIST_PAGE: u32 = 1000;
+
+/// The prompt to send: `arg` itself (`-`: all of stdin), with what is piped into stdin
+/// attached as a fenced block when a prompt is given and stdin is a pipe or a file.
+pub async fn prompt_text(arg: &str) -> Result<String, CommandError> {
+    if arg == "-" {
+        return super::message_text(arg, "prompt");
+    }
+    if arg.trim().is_empty() {
+        return Err(CommandError::usage("the prompt is empty"));
+    }
+    if !stdin_is_piped() {
+        return Ok(arg.to_owned());
+    }
+    let piped = tokio::task::spawn_blocking(read_piped)
+        .await
+        .map_err(|err| CommandError::failed(format!("cannot read stdin: {err}")))??;
+    Ok(attach(arg, &piped.0, piped.1))
+}
+
+/// Whether stdin is a pipe or a regular file (not a terminal, not `/dev/null`).
+pub fn stdin_is_piped() -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = std::io::stdin();
+    let Ok(owned) = stdin.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(owned)
+        .metadata()
+        .is_ok_and(|meta| meta.file_type().is_fifo() || meta.file_type().is_file())
+}
+
+/// Up to `MAX_PIPED_BYTES` of stdin (lossy UTF-8), and whether there was more. Blocking.
+fn read_piped() -> Result<(String, bool), CommandError> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_PIPED_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| CommandError::failed(format!("cannot read stdin: {err}")))?;
+    let cut = bytes.len() > MAX_PIPED_BYTES;
+    bytes.truncate(MAX_PIPED_BYTES);
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), cut))
+}
+
+/// `prompt` with `piped` after it in a fence longer than any backtick run inside.
+pub fn attach(prompt: &str, piped: &str, cut: bool) -> String {
+    if piped.trim().is_empty() {
+        return prompt.to_owned();
+    }
+    let longest_run = piped.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    let body = piped.strip_suffix('\n').unwrap_or(piped);
+    let note = if cut {
+        format!("\n(stdin was cut at {} KiB)", MAX_PIPED_BYTES / 1024)
+    } else {
+        String::new()
+    };
+    format!("{prompt}\n\n{fence}stdin\n{body}\n{fence}{note}")
+}
+
+/// Make the controlling terminal stdin again, so the approval prompt reads keys from it after
+/// stdin was a pipe. False when there is none (then approvals follow `--approve`).
+pub fn reattach_terminal_to_stdin() -> bool {
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return false;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: both descriptors are open; dup2 replaces fd 0 atomically.
+    unsafe { libc::dup2(tty.as_raw_fd(), libc::STDIN_FILENO) >= 0 }
+}
+
+/// The newest session (last updated) whose workspace is `cwd`.
+pub async fn newest_session_in(
+    connection: &Connection,
+    cwd: &Path,
+) -> Result<SessionInfo, CommandError> {
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let wanted = cwd.to_string_lossy();
+    let mut newest: Option<SessionInfo> = None;
+    let mut cursor = None;
+    loop {
+        let params = SessionListParams {
+            cursor: cursor.take(),
+            limit: Some(LIST_PAGE),
+        };
+        let page = connection.request::<SessionList>(&params).await?;
+        for session in page.sessions {
+            let newer = newest
+                .as_ref()
+                .is_none_or(|best| session.updated_at > best.updated_at);
+            if session.cwd == wanted && newer {
+                newest = Some(session);
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    newest.ok_or_else(|| {
+        CommandError::failed(format!(
+            "no session in {wanted} to continue; start one with `agentctl run \"…\"`"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn piped_text_is_fenced_after_the_prompt_longer_than_its_backticks() {
+        assert_eq!(
+            attach("review this", "diff --git a b\n+x\n", false),
+            "review this\n\n```stdin\ndiff --git a b\n+x\n```"
+        );
+        assert_eq!(
+            attach("p", "has ```` inside", true),
+            "p\n\n`````stdin\nhas ```` inside\n`````\n(stdin was cut at 200 KiB)"
+        );
+        assert_eq!(
+            attach("p", " \n", false),
+            "p",
+            "nothing piped: the prompt alone"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! Unique-prefix ids: `ses_8244` (or just `8244`) names the one session whose id starts so,
+//! and `apr_…` prefixes name pending approvals; an ambiguous prefix lists the candidates. An id
+//! the daemon knows as given costs nothing more; only one it does not know is looked up among
+//! the listed ids, and one that matches nothing is passed on as given, so the daemon's own
+//! error (with its hint) answers it.
+
+use protocol::approval::ApprovalListParams;
+use protocol::methods::{ApprovalList, SessionGet, SessionList};
+use protocol::session::{SessionGetParams, SessionListParams};
+
+use crate::client::{ClientError, Connection};
+use crate::output::CommandError;
+
+/// Length of a full id: the prefix and 32 hex digits (`ses_`, `apr_`).
+const FULL_ID_LEN: usize = 36;
+/// Sessions asked for per `session/list` page while resolving a prefix.
+const LIST_PAGE: u32 = 1000;
+/// Candidates named when a prefix is ambiguous.
+const SHOWN_CANDIDATES: usize = 8;
+
+/// The session id `given` names: itself when whole, else the one session whose id starts with
+/// it (`ses_` may be left out).
+pub async fn session(connection: &Connection, given: &str) -> Result<String, CommandError> {
+    let prefix = with_kind(given, "ses_");
+    if prefix.len() >= FULL_ID_LEN {
+        return Ok(prefix);
+    }
+    let params = SessionGetParams {
+        session_id: prefix.clone(),
+        include_history: false,
+    };
+    match connection.request::<SessionGet>(&params).await {
+        Ok(_) => return Ok(prefix),
+        Err(ClientError::Rpc { code, .. }) if is_unknown_id(code) => {}
+        Err(err) => return Err(err.into()),
+    }
+    let mut ids = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = SessionListParams {
+            cursor: cursor.take(),
+            limit: Some(LIST_PAGE),
+        };
+        let page = connection.request::<SessionList>(&params).await?;
+        ids.extend(page.sessions.into_iter().map(|session| session.session_id));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    pick(&prefix, ids, "session", "agentctl sessions list")
+}
+
+/// The pending approval id `given` names (`apr_` may be left out).
+pub async fn approval(connection: &Connection, given: &str) -> Result<String, CommandError> {
+    let prefix = with_kind(given, "apr_");
+    if prefix.len() >= FULL_ID_LEN {
+        return Ok(prefix);
+    }
+    let pending = connection
+        .request::<ApprovalList>(&ApprovalListParams { session_id: None })
+        .await?;
+    let ids = pending
+        .approvals
+        .into_iter()
+        .map(|a| a.approval_id)
+        .collect();
+    pick(&prefix, ids, "approval", "agentctl approvals list")
+}
+
+/// Whether an error code says the id names nothing (unknown, or not a whole id).
+pub fn is_unknown_id(code: i32) -> bool {
+    code == protocol::error::NOT_FOUND || code == protocol::error::INVALID_PARAMS
+}
+
+/// `given` with its kind's prefix (`ses_`), unless it has one.
+fn with_kind(given: &str, kind: &str) -> String {
+    let given = given.trim();
+    if given.starts_with(kind) || given.contains('_') {
+        given.to_owned()
+    } else {
+        format!("{kind}{given}")
+    }
+}
+
+/// The one id of `ids` that is `prefix` or starts with it; `prefix` itself when none does.
+fn pick(prefix: &str, ids: Vec<String>, what: &str, list: &str) -> Result<String, CommandError> {
+    if ids.iter().any(|id| id == prefix) {
+        return Ok(prefix.to_owned());
+    }
+    let mut matching: Vec<String> = ids
+        .into_iter()
+        .filter(|id| id.starts_with(prefix))
+        .collect();
+    match matching.len() {
+        0 => Ok(prefix.to_owned()),
+        1 => Ok(matching.remove(0)),
+        count => {
+            matching.sort();
+            let shown = matching
+                .iter()
+                .take(SHOWN_CANDIDATES)
+                .map(|id| format!("  {id}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let more = if count > SHOWN_CANDIDATES {
+                format!("\n  … and {} more", count - SHOWN_CANDIDATES)
+            } else {
+                String::new()
+            };
+            Err(CommandError::usage(format!(
+                "{what} id prefix {prefix} is ambiguous: {count} {what}s match; give more characters\n{shown}{more}\n(see `{list}`)"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_unique_prefix_names_its_id_and_an_ambiguous_one_lists_the_candidates() {
+        let known = ids(&["ses_8244aa", "ses_8244bb", "ses_9100cc"]);
+        let pick = |prefix: &str| pick(prefix, known.clone(), "session", "agentctl sessions list");
+        assert_eq!(pick("ses_91").unwrap(), "ses_9100cc");
+        assert_eq!(pick("ses_8244a").unwrap(), "ses_8244aa");
+        assert_eq!(
+            pick("ses_77").unwrap(),
+            "ses_77",
+            "no match: the daemon answers"
+        );
+        let error = pick("ses_8244").unwrap_err();
+        assert_eq!(error.code, crate::output::EXIT_USAGE);
+        assert!(
+            error.message.contains("ambiguous: 2 sessions match")
+                && error.message.contains("  ses_8244aa\n  ses_8244bb"),
+            "{}",
+            error.message
+        );
+        assert_eq!(with_kind("8244", "ses_"), "ses_8244");
+        assert_eq!(with_kind("ses_8244", "ses_"), "ses_8244");
+    }
+}
