@@ -269,7 +269,8 @@ async fn chat_continues_the_newest_session_of_the_directory_or_a_given_one() {
     again.send("/quit\r");
     assert_eq!(again.wait().await.code(), Some(0));
 
-    let mut given = start_chat(&env, &["chat", "--session", &session]).await;
+    // A unique prefix names the session as well as its whole id.
+    let mut given = start_chat(&env, &["chat", "--session", &session[..12]]).await;
     given.send("third\r");
     given.expect("Third answer.").await;
     given.send("/quit\r");
@@ -306,6 +307,47 @@ async fn chat_without_a_terminal_or_a_session_to_continue_says_what_to_do() {
     command.args(["chat", "-c"]);
     let mut pty = Pty::spawn(command, COLS, ROWS);
     pty.expect("no session in").await;
-    assert_eq!(pty.wait().await.code(), Some(2));
+    assert_eq!(pty.wait().await.code(), Some(1));
     assert!(mock.requests().is_empty());
+}
+
+#[tokio::test]
+async fn mode_and_model_change_the_session_from_its_next_run() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("First."));
+    mock.push(Reply::tool_call(
+        "c1",
+        "write_file",
+        json!({"path": "planned.txt", "content": "x"}),
+    ));
+    mock.push(Reply::text("Planned only."));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("hello\r");
+    pty.expect("First.").await;
+    pty.expect("session: ses_").await;
+    pty.send("/mode plan\r");
+    pty.expect("mode plan from the next run").await;
+    pty.send("/model mock:other-model\r");
+    pty.expect("model mock:other-model from the next run").await;
+    pty.send("write it\r");
+    pty.expect("Planned only.").await;
+    pty.expect("session: ses_").await;
+    // Plan mode refused the write; the new model answered.
+    assert!(!env.workspace().join("planned.txt").exists());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let model = |index: usize| {
+        let body: serde_json::Value = serde_json::from_str(&requests[index].body).expect("json");
+        body["model"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(model(0), "mock-model");
+    assert_eq!(model(1), "other-model");
+    pty.send("/status\r");
+    pty.expect("model mock:other-model · mode plan · idle")
+        .await;
+
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
 }

@@ -1,20 +1,18 @@
 //! The chat's local commands (`/help`, `/status`, `/mode`, `/model`, `/cost`, `/sessions`,
 //! `/new`, `/quit`): answered from the daemon's state, never by a model call. `/mode` and
-//! `/model` change the session with `session/update` (from its next run on).
+//! `/model` change the session with `session/update` (from its next run on), or the session
+//! the next prompt creates.
 
 use protocol::approval::PermissionMode;
 use protocol::error::METHOD_NOT_FOUND;
-use protocol::methods::SessionList;
-use protocol::session::{SessionInfo, SessionListParams};
+use protocol::methods::{SessionList, SessionUpdate};
+use protocol::session::{SessionInfo, SessionListParams, SessionUpdateParams};
 
 use super::line::{HELP, LocalCommand};
 use super::{Chat, Next, session_info};
 use crate::client::ClientError;
 use crate::output::CommandError;
 use crate::render::{one_line, truncate};
-
-/// The wire name of the method that changes a session's mode, model or title.
-const SESSION_UPDATE: &str = "session/update";
 
 /// Sessions `/sessions` shows.
 const SESSIONS_SHOWN: usize = 10;
@@ -118,17 +116,16 @@ impl Chat {
             self.say(&text).await;
             return;
         };
-        let params = serde_json::json!({
-            "sessionId": session.session_id,
-            "permissionMode": mode.as_str(),
-        });
-        match self.update(params).await {
-            Ok(()) => {
-                let text = format!("mode {} from the next run", mode.as_str());
-                self.say(&text).await;
-            }
-            Err(message) => self.say(&message).await,
-        }
+        let params = SessionUpdateParams {
+            session_id: session.session_id.clone(),
+            permission_mode: Some(mode),
+            ..SessionUpdateParams::default()
+        };
+        let text = match self.update(&params).await {
+            Ok(info) => format!("mode {} from the next run", info.permission_mode.as_str()),
+            Err(message) => message,
+        };
+        self.say(&text).await;
     }
 
     async fn set_model(&mut self, model: String) {
@@ -138,23 +135,26 @@ impl Chat {
             self.say(&text).await;
             return;
         };
-        let params = serde_json::json!({
-            "sessionId": session.session_id,
-            "model": model,
-        });
-        match self.update(params).await {
-            Ok(()) => self.say(&format!("model {model} from the next run")).await,
-            Err(message) => self.say(&message).await,
-        }
+        let params = SessionUpdateParams {
+            session_id: session.session_id.clone(),
+            model: Some(model),
+            ..SessionUpdateParams::default()
+        };
+        let text = match self.update(&params).await {
+            Ok(info) => format!("model {}:{} from the next run", info.provider, info.model),
+            Err(message) => message,
+        };
+        self.say(&text).await;
     }
 
-    /// `session/update`; the failure as the person should read it.
-    async fn update(&self, params: serde_json::Value) -> Result<(), String> {
-        match self.connection.request_raw(SESSION_UPDATE, params).await {
-            Ok(_) => Ok(()),
+    /// `session/update`: the session as it now reads, or the failure as the person should
+    /// read it.
+    async fn update(&self, params: &SessionUpdateParams) -> Result<SessionInfo, String> {
+        match self.connection.request::<SessionUpdate>(params).await {
+            Ok(result) => Ok(result.session),
             Err(ClientError::Rpc { code, .. }) if code == METHOD_NOT_FOUND => Err(
                 "this agentd cannot change a session's mode or model; after updating agentd, \
-                 run `agentctl daemon stop` and chat again"
+                 stop it with `agentctl daemon stop` and chat again"
                     .to_owned(),
             ),
             Err(err) => Err(format!("agentctl: {err}")),

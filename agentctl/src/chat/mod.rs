@@ -16,12 +16,9 @@ use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::approval::PermissionMode;
 use protocol::error::CONFLICT;
 use protocol::event::Event;
-use protocol::methods::{
-    SessionCreate, SessionFollowUp, SessionGet, SessionList, SessionPrompt, SessionSteer,
-};
+use protocol::methods::{SessionCreate, SessionFollowUp, SessionGet, SessionPrompt, SessionSteer};
 use protocol::session::{
-    QueueMessageParams, SessionCreateParams, SessionGetParams, SessionInfo, SessionListParams,
-    SessionPromptParams,
+    QueueMessageParams, SessionCreateParams, SessionGetParams, SessionInfo, SessionPromptParams,
 };
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -29,6 +26,7 @@ use crate::Context;
 use crate::approval_desk::{ApprovalDesk, DeskAction};
 use crate::approve_policy::Handling;
 use crate::client::{ClientError, Connection, EventStream};
+use crate::commands::run_input::newest_session_in;
 use crate::follow::{self, RawEnvelope};
 use crate::output::{CommandError, EXIT_OK};
 use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
@@ -40,9 +38,6 @@ use lines::LineAssembler;
 /// starts or ends, so what a line becomes (a prompt when idle, a steer while a run streams) is
 /// said when it is sent ("queued steer: …").
 const PROMPT: &str = "› ";
-
-/// Sessions `session/list` is asked for per page when looking for this directory's newest.
-const LIST_PAGE: u32 = 500;
 
 /// Which session the chat starts in.
 #[derive(Clone, Debug, Default)]
@@ -72,13 +67,11 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         .map_err(|err| CommandError::failed(format!("cannot read the current directory: {err}")))?;
     let connection = ctx.connect_answering_approvals().await?;
     let session = match (&start.session, start.continue_latest) {
-        (Some(id), _) => Some(session_info(&connection, id).await?),
-        (None, true) => Some(latest_session_of(&connection, &cwd).await?.ok_or_else(|| {
-            CommandError::usage(format!(
-                "no session in {} to continue; `agentctl chat` starts one",
-                cwd.display()
-            ))
-        })?),
+        (Some(given), _) => {
+            let session_id = crate::ids::session(&connection, given).await?;
+            Some(session_info(&connection, &session_id).await?)
+        }
+        (None, true) => Some(newest_session_in(&connection, &cwd).await?),
         (None, false) => None,
     };
     let interrupts = signal(SignalKind::interrupt())
@@ -418,6 +411,7 @@ impl Chat {
             text,
             client_request_id: Some(format!("chat_{}", uuid::Uuid::new_v4().simple())),
             queue_if_busy: false,
+            max_steps: None,
         };
         match self.connection.request::<SessionPrompt>(&params).await {
             Ok(started) => self.show_run(started.run_id),
@@ -498,6 +492,7 @@ impl Chat {
             permission_rules: None,
             mcp_servers: None,
             agent_type: None,
+            append_system_prompt: None,
         };
         let created = self.connection.request::<SessionCreate>(&params).await?;
         let session_id = created.session_id;
@@ -603,36 +598,6 @@ async fn session_info(
         include_history: false,
     };
     Ok(connection.request::<SessionGet>(&params).await?.session)
-}
-
-/// The most recently updated session whose workspace is `cwd`.
-async fn latest_session_of(
-    connection: &Connection,
-    cwd: &std::path::Path,
-) -> Result<Option<SessionInfo>, ClientError> {
-    let cwd = cwd.to_string_lossy();
-    let mut newest: Option<SessionInfo> = None;
-    let mut cursor = None;
-    loop {
-        let params = SessionListParams {
-            cursor,
-            limit: Some(LIST_PAGE),
-        };
-        let page = connection.request::<SessionList>(&params).await?;
-        for session in page.sessions {
-            if session.cwd == cwd
-                && newest
-                    .as_ref()
-                    .is_none_or(|best| session.updated_at > best.updated_at)
-            {
-                newest = Some(session);
-            }
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(newest),
-        }
-    }
 }
 
 /// The terminal's settings when the chat started, put back at the end even if the editor was
