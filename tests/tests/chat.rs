@@ -6,7 +6,9 @@
 use agentd_tests::harness::{TestEnv, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::pty::Pty;
-use agentd_tests::scenario::{config_toml, mkfifo, request_user_texts, write_fifo};
+use agentd_tests::scenario::{
+    config_toml, mkfifo, request_tool_results, request_user_texts, write_fifo,
+};
 use serde_json::json;
 
 /// The terminal the chat gets.
@@ -135,19 +137,40 @@ async fn an_approval_is_answered_with_one_key() {
         "run_shell",
         json!({"command": "touch approved.txt"}),
     ));
-    mock.push(Reply::text("Touched it."));
+    mock.push(Reply::tool_call(
+        "c2",
+        "run_shell",
+        json!({"command": "touch denied.txt"}),
+    ));
+    mock.push(Reply::text("Touched one."));
     let env = chat_env(&mock, ASK);
     let mut pty = start_chat(&env, &["chat"]).await;
 
-    pty.send("touch it\r");
+    pty.send("touch them\r");
     pty.expect("approval needed: run_shell touch approved.txt")
         .await;
     pty.expect("allow?").await;
+    // One key on an empty line answers at once.
     pty.send("y");
     pty.expect("allowed once").await;
-    pty.expect("Touched it.").await;
+    pty.expect("approval needed: run_shell touch denied.txt")
+        .await;
+    pty.expect("allow?").await;
+    // A typed line answers with its key when sent.
+    pty.send(" n\r");
+    pty.expect("denied").await;
+    pty.expect("Touched one.").await;
     pty.expect("session: ses_").await;
     assert!(env.workspace().join("approved.txt").exists());
+    assert!(!env.workspace().join("denied.txt").exists());
+    let requests = mock.requests();
+    let results = request_tool_results(Format::OpenAi, &requests[2]);
+    let denied = &results
+        .iter()
+        .find(|(id, _)| id == "c2")
+        .expect("c2's result")
+        .1;
+    assert!(denied.contains("denied"), "{denied}");
 
     pty.send("\x04");
     assert_eq!(pty.wait().await.code(), Some(0));

@@ -247,15 +247,27 @@ impl Chat {
         }
     }
 
-    /// A line typed while an approval prompt waits: its one key answers.
+    /// A line typed while an approval prompt waits: its keys, then Enter, go to the desk as
+    /// if pressed at `run`'s prompt (a key answers; a reason the desk asks for is typed out).
     async fn on_approval_line(&mut self, text: &str) {
-        match text.trim().as_bytes() {
-            [key] => self.on_key(*key).await,
-            _ => {
-                self.say("an approval is waiting: answer with one of the keys shown")
-                    .await
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        let keys = text.trim().bytes().chain(std::iter::once(b'\r'));
+        let mut actions = Vec::new();
+        for key in keys {
+            actions.extend(run.desk.on_key(key));
+            // The prompt was answered: the rest of the line must not answer the next one.
+            if actions.contains(&DeskAction::ClosePrompt) {
+                break;
             }
         }
+        if actions.is_empty() {
+            self.say("an approval is waiting: answer with one of the keys shown")
+                .await;
+            return;
+        }
+        self.perform(actions).await;
     }
 
     async fn on_key(&mut self, key: u8) {
