@@ -255,7 +255,8 @@ async fn local_commands_answer_without_the_model() {
     pty.send("/cost\r");
     pty.expect("tokens: 120 in (100 cached), 7 out").await;
     pty.send("/sessions\r");
-    pty.expect("* ses_").await;
+    pty.expect("TITLE / FIRST PROMPT").await;
+    pty.expect("this chat: ses_").await;
     pty.send("/new\r");
     pty.expect("the next prompt starts a new session").await;
     pty.send("/status\r");

@@ -9,19 +9,18 @@ use protocol::methods::{SessionList, SessionUpdate};
 use protocol::session::{SessionInfo, SessionListParams, SessionUpdateParams};
 
 use super::line::{HELP, LocalCommand};
-use super::{Chat, Next, session_info};
+use super::session::session_info;
+use super::{Chat, Next};
 use crate::client::ClientError;
+use crate::commands::approvals::now_unix;
+use crate::commands::sessions::format_table;
 use crate::output::CommandError;
-use crate::render::{one_line, truncate};
 
 /// Sessions `/sessions` shows.
 const SESSIONS_SHOWN: usize = 10;
 
 /// Sessions `/sessions` asks the daemon for before keeping this directory's.
 const SESSIONS_ASKED: u32 = 200;
-
-/// Longest title `/sessions` shows.
-const TITLE_MAX_CHARS: usize = 50;
 
 impl Chat {
     pub(super) async fn on_command(&mut self, command: LocalCommand) -> Result<Next, CommandError> {
@@ -174,43 +173,21 @@ impl Chat {
             }
         };
         let cwd = self.cwd.to_string_lossy().into_owned();
-        let current = self
-            .session
-            .as_ref()
-            .map(|session| session.session_id.clone());
         let mut mine: Vec<SessionInfo> = listed
             .sessions
             .into_iter()
             .filter(|session| session.cwd == cwd)
             .collect();
         mine.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        mine.truncate(SESSIONS_SHOWN);
         if mine.is_empty() {
             self.say("no sessions in this directory yet").await;
             return;
         }
-        let lines: Vec<String> = mine
-            .iter()
-            .take(SESSIONS_SHOWN)
-            .map(|session| {
-                let mark = if current.as_deref() == Some(session.session_id.as_str()) {
-                    "*"
-                } else {
-                    " "
-                };
-                let title = session.title.as_deref().unwrap_or("");
-                format!(
-                    "{mark} {}  {}  {}  {}",
-                    session.session_id,
-                    session.updated_at,
-                    serde_json::to_value(session.status)
-                        .ok()
-                        .and_then(|status| status.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    truncate(&one_line(title), TITLE_MAX_CHARS)
-                )
-            })
-            .collect();
-        let mut text = lines.join("\n");
+        let mut text = format_table(&mine, now_unix());
+        if let Some(session) = &self.session {
+            text.push_str(&format!("\nthis chat: {}", session.session_id));
+        }
         text.push_str("\n`agentctl chat --session ID` continues one");
         self.say(&text).await;
     }

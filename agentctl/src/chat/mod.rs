@@ -7,6 +7,7 @@ mod editor;
 mod line;
 mod lines;
 mod local;
+mod session;
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -16,10 +17,8 @@ use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::approval::PermissionMode;
 use protocol::error::CONFLICT;
 use protocol::event::Event;
-use protocol::methods::{SessionCreate, SessionFollowUp, SessionGet, SessionPrompt, SessionSteer};
-use protocol::session::{
-    QueueMessageParams, SessionCreateParams, SessionGetParams, SessionInfo, SessionPromptParams,
-};
+use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
+use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::Context;
@@ -33,6 +32,7 @@ use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
 use editor::{Input, LineEditor};
 use line::Typed;
 use lines::LineAssembler;
+use session::{SavedTerminal, session_info};
 
 /// The editor's prompt. One for every state: a line being typed keeps its prompt while a run
 /// starts or ends, so what a line becomes (a prompt when idle, a steer while a run streams) is
@@ -495,60 +495,6 @@ impl Chat {
         });
     }
 
-    async fn create_session(&mut self) -> Result<String, ClientError> {
-        let params = SessionCreateParams {
-            cwd: self.cwd.to_string_lossy().into_owned(),
-            model: self.new_session.model.clone(),
-            title: None,
-            permission_mode: self.new_session.mode,
-            permission_rules: None,
-            mcp_servers: None,
-            agent_type: None,
-            append_system_prompt: None,
-        };
-        let created = self.connection.request::<SessionCreate>(&params).await?;
-        let session_id = created.session_id;
-        self.say(&format!(
-            "session {session_id} · {} · {}",
-            created.session.model,
-            created.session.permission_mode.as_str()
-        ))
-        .await;
-        let events =
-            follow::subscribe(&self.connection, &session_id, created.session.last_seq).await;
-        match events {
-            Ok(events) => {
-                self.last_seq = created.session.last_seq;
-                self.session = Some(Attached {
-                    session_id: session_id.clone(),
-                    events,
-                });
-                Ok(session_id)
-            }
-            Err(err) => Err(ClientError::Transport(err.message)),
-        }
-    }
-
-    /// Follow `session_id`'s events after `after_seq`.
-    async fn attach(&mut self, session_id: &str, after_seq: u64) -> Result<(), CommandError> {
-        let events = follow::subscribe(&self.connection, session_id, after_seq).await?;
-        self.last_seq = after_seq;
-        self.session = Some(Attached {
-            session_id: session_id.to_owned(),
-            events,
-        });
-        Ok(())
-    }
-
-    /// Stop following the session; the next prompt creates a new one.
-    async fn detach(&mut self) {
-        if let Some(session) = self.session.take() {
-            // A subscription the daemon no longer has is just as gone.
-            let _ = self.connection.unsubscribe(session.events).await;
-        }
-        self.last_seq = 0;
-    }
-
     /// What to say last: where the session (or its run) goes on.
     fn goodbye(&mut self) {
         let line = match (&self.session, &self.run) {
@@ -581,7 +527,7 @@ impl Chat {
 }
 
 /// Wait for the next thing to handle: a typed line, an event of the session, or Ctrl-C
-/// (SIGINT arrives only while the editor is not reading; it reads Ctrl-C as a key).
+/// (the editor reads Ctrl-C as a key; SIGINT comes only in the instant between two reads).
 async fn wait(
     editor: &mut LineEditor,
     events: Option<&mut EventStream>,
@@ -597,44 +543,5 @@ async fn wait(
         input = editor.next() => Wake::Input(input),
         event = event => Wake::Event(event),
         _ = interrupts.recv() => Wake::Interrupt,
-    }
-}
-
-/// `session/get` without history.
-async fn session_info(
-    connection: &Connection,
-    session_id: &str,
-) -> Result<SessionInfo, ClientError> {
-    let params = SessionGetParams {
-        session_id: session_id.to_owned(),
-        include_history: false,
-    };
-    Ok(connection.request::<SessionGet>(&params).await?.session)
-}
-
-/// The terminal's settings when the chat started, put back at the end even if the editor was
-/// still reading a line (its raw mode would otherwise outlive the process).
-struct SavedTerminal {
-    saved: Option<libc::termios>,
-}
-
-impl SavedTerminal {
-    fn save() -> SavedTerminal {
-        // SAFETY: an all-zero termios is a valid value for tcgetattr to overwrite.
-        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: `saved` is a valid, writable termios; fd is stdin.
-        let ok = unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut saved) } == 0;
-        SavedTerminal {
-            saved: ok.then_some(saved),
-        }
-    }
-}
-
-impl Drop for SavedTerminal {
-    fn drop(&mut self) {
-        if let Some(saved) = &self.saved {
-            // SAFETY: `saved` came from tcgetattr on the same fd.
-            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, saved) };
-        }
     }
 }
