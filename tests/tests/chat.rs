@@ -375,3 +375,34 @@ async fn mode_and_model_change_the_session_from_its_next_run() {
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn lines_typed_in_an_earlier_chat_come_back_with_up() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("Noted."));
+    mock.push(Reply::text("Again."));
+    let env = chat_env(&mock, "");
+    let mut first = start_chat(&env, &["chat"]).await;
+    first.send("remember this line\r");
+    first.expect("Noted.").await;
+    first.expect("session: ses_").await;
+    first.send("/quit\r");
+    assert_eq!(first.wait().await.code(), Some(0));
+    let history = env.path("state").join("agentd").join("chat_history");
+    let mode = std::fs::metadata(&history)
+        .expect("history file")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+
+    // Up twice: `/quit`, then the prompt before it.
+    let mut second = start_chat(&env, &["chat"]).await;
+    second.send("\x1b[A\x1b[A\r");
+    second.expect("Again.").await;
+    second.send("/quit\r");
+    assert_eq!(second.wait().await.code(), Some(0));
+    let users = request_user_texts(Format::OpenAi, &mock.requests()[1]);
+    assert_eq!(users, ["remember this line"]);
+}

@@ -4,12 +4,13 @@
 //! their own (Alt+Enter, an approval key on an empty line) are told apart here.
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::thread::JoinHandle;
 
 use rustyline::error::ReadlineError;
-use rustyline::history::DefaultHistory;
+use rustyline::history::FileHistory;
 use rustyline::{
     Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
     ExternalPrinter, KeyCode, KeyEvent, Modifiers, RepeatCount,
@@ -29,8 +30,11 @@ const RESET_SCREEN: &str = "\r\x1b[K\x1b[?2004l";
 /// instead of growing without bound.
 const PRINT_BUFFER: usize = 256;
 
-/// Lines kept in the editor's history (Up/Down) for this chat.
+/// Lines kept in the editor's history (Up/Down) and its file.
 const HISTORY_LINES: usize = 1000;
+
+/// The history file's name in agentd's state directory.
+const HISTORY_FILE: &str = "chat_history";
 
 /// The keys that answer an approval prompt at once when typed on an empty line.
 const APPROVAL_KEYS: [char; 5] = ['y', 's', 'a', 'n', 'c'];
@@ -62,15 +66,16 @@ pub struct LineEditor {
 }
 
 impl LineEditor {
-    /// Take the terminal and read lines with `prompt` until stopped: fails when stdin or
-    /// stdout is not a terminal.
-    pub fn start(prompt: &'static str) -> io::Result<LineEditor> {
+    /// Take the terminal and read lines with `prompt` until stopped, the lines typed in
+    /// earlier chats (`history`) under Up and Down: fails when stdin or stdout is not a
+    /// terminal.
+    pub fn start(prompt: &'static str, history: Option<PathBuf>) -> io::Result<LineEditor> {
         let config = Config::builder()
             .max_history_size(HISTORY_LINES)
             .map_err(io::Error::other)?
             .auto_add_history(true)
             .build();
-        let mut editor: Editor<(), DefaultHistory> =
+        let mut editor: Editor<(), FileHistory> =
             Editor::with_config(config).map_err(io::Error::other)?;
         let approval_pending = Arc::new(AtomicBool::new(false));
         let follow_up = Arc::new(AtomicBool::new(false));
@@ -102,8 +107,16 @@ impl LineEditor {
         std::thread::Builder::new()
             .name("agentctl-editor".to_owned())
             .spawn(move || {
+                // The history file is read and written here, off the async runtime.
+                let history = history.filter(|path| open_history(&mut editor, path));
                 while !stop_reading.load(Ordering::Relaxed) {
                     let input = read_one(&mut editor, prompt, &follow_up, &approval_key);
+                    if let (Some(path), Input::Line { text, .. }) = (&history, &input)
+                        && !text.trim().is_empty()
+                    {
+                        // A history that cannot be written only costs the next chat its lines.
+                        let _ = editor.append_history(path);
+                    }
                     let failed = matches!(input, Input::Failed(_));
                     if input_sender.blocking_send(input).is_err() || failed {
                         return;
@@ -170,9 +183,41 @@ impl LineEditor {
     }
 }
 
+/// Where chats keep the lines typed: `$XDG_STATE_HOME/agentd/chat_history`.
+pub fn history_path() -> Option<PathBuf> {
+    let base = directories::BaseDirs::new()?;
+    Some(base.state_dir()?.join("agentd").join(HISTORY_FILE))
+}
+
+/// Load `path` into the editor, creating it private (prompts may hold anything) when missing;
+/// false when it cannot be used.
+fn open_history(editor: &mut Editor<(), FileHistory>, path: &Path) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent()
+        && std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .is_err()
+    {
+        return false;
+    }
+    let created = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path);
+    if created.is_err() {
+        return false;
+    }
+    // An unreadable or foreign file starts an empty history; appending still works.
+    let _ = editor.load_history(path);
+    true
+}
+
 /// Read one line with `prompt` and say what it was.
 fn read_one(
-    editor: &mut Editor<(), DefaultHistory>,
+    editor: &mut Editor<(), FileHistory>,
     prompt: &str,
     follow_up: &AtomicBool,
     approval_key: &AtomicU8,

@@ -76,7 +76,8 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     };
     let interrupts = signal(SignalKind::interrupt())
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
-    let editor = LineEditor::start(PROMPT).map_err(|err| not_a_terminal(&err.to_string()))?;
+    let editor = LineEditor::start(PROMPT, editor::history_path())
+        .map_err(|err| not_a_terminal(&err.to_string()))?;
     let saved_terminal = SavedTerminal::save();
     let mut chat = Chat {
         connection,
