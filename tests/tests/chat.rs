@@ -406,3 +406,22 @@ async fn lines_typed_in_an_earlier_chat_come_back_with_up() {
     let users = request_user_texts(Format::OpenAi, &mock.requests()[1]);
     assert_eq!(users, ["remember this line"]);
 }
+
+#[tokio::test]
+async fn a_daemon_that_goes_away_ends_the_chat_with_exit_3_and_how_to_go_on() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("Here."));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat"]).await;
+    pty.send("hello\r");
+    pty.expect("Here.").await;
+    pty.expect("session: ses_").await;
+    let session = session_on_screen(&pty.screen());
+
+    let stopped = env.run_agentctl(&["daemon", "stop"]).await;
+    assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped.stderr));
+    pty.expect("lost the connection to agentd").await;
+    pty.expect(&format!("`agentctl chat --session {session}` continues"))
+        .await;
+    assert_eq!(pty.wait().await.code(), Some(3));
+}

@@ -148,6 +148,8 @@ enum Wake {
     Input(Input),
     Event(Option<Result<RawEnvelope, ClientError>>),
     Interrupt,
+    /// The daemon closed the connection (stopped or crashed).
+    Disconnected,
 }
 
 /// How the loop ends.
@@ -178,7 +180,13 @@ impl Chat {
         loop {
             let wake = {
                 let events = self.session.as_mut().map(|session| &mut session.events);
-                wait(&mut self.editor, events, &mut self.interrupts).await
+                wait(
+                    &self.connection,
+                    &mut self.editor,
+                    events,
+                    &mut self.interrupts,
+                )
+                .await
             };
             let next = match wake {
                 Wake::Input(input) => self.on_input(input).await?,
@@ -196,6 +204,7 @@ impl Chat {
                     self.on_stream_end().await?;
                     Next::Continue
                 }
+                Wake::Disconnected => return Err(self.lost()),
             };
             if let Next::Quit = next {
                 self.goodbye();
@@ -365,10 +374,19 @@ impl Chat {
                 "agentd ended the event stream of session {session_id} (was it deleted?)"
             )));
         }
-        Err(CommandError::connection_lost(format!(
-            "lost the connection to agentd (did it stop or crash?); once it is back, \
-             `agentctl chat --session {session_id}` continues"
-        )))
+        self.session = Some(session);
+        Err(self.lost())
+    }
+
+    /// The daemon went away: say how to go on once it is back.
+    fn lost(&self) -> CommandError {
+        let next = match &self.session {
+            Some(session) => format!("`agentctl chat --session {}` continues", session.session_id),
+            None => "`agentctl chat` starts again".to_owned(),
+        };
+        CommandError::connection_lost(format!(
+            "lost the connection to agentd (did it stop or crash?); once it is back, {next}"
+        ))
     }
 
     /// Do what the approval desk asks, in order.
@@ -476,11 +494,9 @@ impl Chat {
 
     /// Show `run_id` from the events after the last seen.
     fn show_run(&mut self, run_id: String) {
-        let options = RenderOptions {
-            json: false,
-            // Plain lines: the printer writes them above the line being typed.
-            stderr_is_tty: false,
-        };
+        // The defaults: text, not JSON, and plain lines (no spinner or redrawing in place),
+        // which the printer writes above the line being typed.
+        let options = RenderOptions::default();
         let mut renderer = Renderer::new(
             Mode::Run {
                 run_id: run_id.clone(),
@@ -530,6 +546,7 @@ impl Chat {
 /// Wait for the next thing to handle: a typed line, an event of the session, or Ctrl-C
 /// (the editor reads Ctrl-C as a key; SIGINT comes only in the instant between two reads).
 async fn wait(
+    connection: &Connection,
     editor: &mut LineEditor,
     events: Option<&mut EventStream>,
     interrupts: &mut Signal,
@@ -544,5 +561,6 @@ async fn wait(
         input = editor.next() => Wake::Input(input),
         event = event => Wake::Event(event),
         _ = interrupts.recv() => Wake::Interrupt,
+        () = connection.closed() => Wake::Disconnected,
     }
 }
