@@ -156,7 +156,13 @@ async fn an_approval_is_answered_with_one_key() {
     pty.expect("approval needed: run_shell touch denied.txt")
         .await;
     pty.expect("allow?").await;
-    // A typed line answers with its key when sent.
+    // A longer line answers nothing (its `s` must not allow for the session); local
+    // commands still work.
+    pty.send(" sure\r");
+    pty.expect("an approval is waiting").await;
+    pty.send("/cost\r");
+    pty.expect("tokens:").await;
+    // A typed line of one key answers when sent.
     pty.send(" n\r");
     pty.expect("denied").await;
     pty.expect("Touched one.").await;

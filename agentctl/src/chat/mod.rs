@@ -233,11 +233,15 @@ impl Chat {
                 Ok(Next::Continue)
             }
             Input::Line { text, follow_up } => {
-                if self.run.as_ref().is_some_and(|run| run.desk.is_prompting()) {
+                let typed = line::parse(&text, follow_up);
+                // While an approval waits, a line answers it; local commands still work.
+                if self.run.as_ref().is_some_and(|run| run.desk.is_prompting())
+                    && !matches!(typed, Typed::Command(_))
+                {
                     self.on_approval_line(&text).await;
                     return Ok(Next::Continue);
                 }
-                match line::parse(&text, follow_up) {
+                match typed {
                     Typed::Empty => Ok(Next::Continue),
                     Typed::Command(command) => self.on_command(command).await,
                     Typed::Text(text) if self.run.is_some() => {
@@ -257,21 +261,22 @@ impl Chat {
         }
     }
 
-    /// A line typed while an approval prompt waits: its keys, then Enter, go to the desk as
-    /// if pressed at `run`'s prompt (a key answers; a reason the desk asks for is typed out).
+    /// A line typed while an approval prompt waits: one key, then Enter, as if pressed at
+    /// `run`'s prompt. A longer line answers nothing (its letters must not pick answers).
     async fn on_approval_line(&mut self, text: &str) {
         let Some(run) = self.run.as_mut() else {
             return;
         };
-        let keys = text.trim().bytes().chain(std::iter::once(b'\r'));
-        let mut actions = Vec::new();
-        for key in keys {
-            actions.extend(run.desk.on_key(key));
-            // The prompt was answered: the rest of the line must not answer the next one.
-            if actions.contains(&DeskAction::ClosePrompt) {
-                break;
+        let actions = match text.trim().as_bytes() {
+            [key] => {
+                let mut actions = run.desk.on_key(*key);
+                if !actions.contains(&DeskAction::ClosePrompt) {
+                    actions.extend(run.desk.on_key(b'\r'));
+                }
+                actions
             }
-        }
+            _ => Vec::new(),
+        };
         if actions.is_empty() {
             self.say("an approval is waiting: answer with one of the keys shown")
                 .await;
