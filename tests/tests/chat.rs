@@ -431,3 +431,28 @@ async fn a_daemon_that_goes_away_ends_the_chat_with_exit_3_and_how_to_go_on() {
         .await;
     assert_eq!(pty.wait().await.code(), Some(3));
 }
+
+#[tokio::test]
+async fn ctrl_c_at_an_approval_prompt_cancels_the_run_and_nothing_runs() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch never.txt"}),
+    ));
+    let env = chat_env(&mock, ASK);
+    let mut pty = start_chat(&env, &["chat"]).await;
+
+    pty.send("touch it\r");
+    pty.expect("allow?").await;
+    pty.send("\x03");
+    pty.expect("cancelling").await;
+    pty.expect("run cancelled").await;
+    pty.expect("session: ses_").await;
+    assert!(!env.workspace().join("never.txt").exists());
+    // Idle again: the approval keys are plain text once more.
+    pty.send("\x04");
+    pty.expect("stays").await;
+    assert_eq!(pty.wait().await.code(), Some(0));
+    assert_eq!(mock.requests().len(), 1);
+}
