@@ -456,3 +456,34 @@ async fn ctrl_c_at_an_approval_prompt_cancels_the_run_and_nothing_runs() {
     assert_eq!(pty.wait().await.code(), Some(0));
     assert_eq!(mock.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn chat_on_a_running_session_shows_the_run_and_steers_it() {
+    let mock = MockLlm::start().await;
+    let env = chat_env(&mock, "");
+    let gate = env.workspace().join("gate");
+    mkfifo(&gate);
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "cat gate"}),
+    ));
+    mock.push(Reply::text("Steered from the chat."));
+    let started = env
+        .run_agentctl(&["--json", "run", "--background", "wait at the gate"])
+        .await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let started: serde_json::Value = serde_json::from_slice(&started.stdout).expect("json");
+    let session = started["sessionId"].as_str().expect("sessionId").to_owned();
+    mock.wait_for_requests(1).await;
+
+    let mut pty = start_chat(&env, &["chat", "--session", &session]).await;
+    pty.send("use the side door\r");
+    pty.expect("queued steer: use the side door").await;
+    write_fifo(&gate, "open\n").await;
+    pty.expect("steer delivered: use the side door").await;
+    pty.expect("Steered from the chat.").await;
+    pty.expect("session: ses_").await;
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}

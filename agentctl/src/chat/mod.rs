@@ -18,7 +18,7 @@ use protocol::approval::PermissionMode;
 use protocol::error::CONFLICT;
 use protocol::event::Event;
 use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
-use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams};
+use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams, SessionStatus};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::Context;
@@ -76,9 +76,10 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     };
     let interrupts = signal(SignalKind::interrupt())
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
+    // Saved before the editor thread can put the terminal in raw mode.
+    let saved_terminal = SavedTerminal::save();
     let editor = LineEditor::start(PROMPT, editor::history_path())
         .map_err(|err| not_a_terminal(&err.to_string()))?;
-    let saved_terminal = SavedTerminal::save();
     let mut chat = Chat {
         connection,
         cwd,
@@ -88,7 +89,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         last_seq: 0,
         new_session: start,
         run: None,
-        next_runs: VecDeque::new(),
+        next_run: None,
         idle_interrupts: 0,
         interrupts,
         last_words: String::new(),
@@ -121,8 +122,10 @@ struct Chat {
     new_session: ChatStart,
     /// The run being shown.
     run: Option<ActiveRun>,
-    /// Runs started (by a follow-up that found the run ending) while another was shown.
-    next_runs: VecDeque<String>,
+    /// A run started (by a follow-up that found the run ending) while another was shown;
+    /// at most one, as runs of a session come one after another and words sent meanwhile
+    /// are queued into it.
+    next_run: Option<String>,
     /// Ctrl-C presses in a row while idle: the second quits.
     idle_interrupts: u32,
     interrupts: Signal,
@@ -176,6 +179,10 @@ impl Chat {
             ))
             .await;
             self.attach(&info.session_id, info.last_seq).await?;
+            // A run already going is shown from here on, and typed lines steer it.
+            if let (SessionStatus::Running, Some(run_id)) = (info.status, info.run_id) {
+                self.show_run(run_id);
+            }
         }
         loop {
             let wake = {
@@ -354,7 +361,7 @@ impl Chat {
             if let Some(text) = self.lines.flush() {
                 self.editor.print(text).await;
             }
-            if let Some(run_id) = self.next_runs.pop_front() {
+            if let Some(run_id) = self.next_run.take() {
                 self.show_run(run_id);
             }
         }
@@ -488,7 +495,7 @@ impl Chat {
                 self.say(&format!("queued follow-up: {}", one_line(&text)))
                     .await
             }
-            Ok(result) if self.run.is_some() => self.next_runs.push_back(result.run_id),
+            Ok(result) if self.run.is_some() => self.next_run = Some(result.run_id),
             Ok(result) => self.show_run(result.run_id),
             Err(err) => {
                 self.say(&format!("agentctl: follow-up failed: {err}"))
