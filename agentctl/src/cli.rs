@@ -29,7 +29,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the daemon's status (starts the daemon if needed).
+    /// Show the daemon's status (starts the daemon if needed): its default provider, model and
+    /// base URL (never keys), the config file and whether it loaded, and a warning when the
+    /// daemon runs with other OPENAI_*/ANTHROPIC_*/AGENTD_* variables than this shell.
     Status,
     /// Chat in the current directory: prompts, streaming answers, steers and approvals in one
     /// terminal (`agentctl` alone does the same). `/help` lists the local commands.
@@ -37,6 +39,8 @@ pub enum Command {
     /// While a run streams, Enter sends a steer and Alt+Enter (or a leading `>>`) a follow-up;
     /// Ctrl-C cancels the run. When idle, Ctrl-C twice or Ctrl-D quits; the session stays.
     Chat(ChatArgs),
+    /// List the configured providers and their models (the default one marked `*`).
+    Models,
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -437,6 +441,9 @@ pub enum DaemonAction {
     Start,
     /// Stop the daemon gracefully (does nothing if it is not running).
     Stop,
-    /// Say whether the daemon is running, without starting it.
+    /// Say whether the daemon is running, without starting it (exit 3 when it is not).
     Status,
+    /// Stop the daemon (its runs are interrupted and recorded), then start it again: it reads
+    /// this shell's environment and the config file anew.
+    Restart,
 }

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod env_check;
 pub mod follow;
 pub mod ids;
 pub mod output;
@@ -116,10 +117,12 @@ pub async fn run(cli: Cli) -> ExitCode {
     let result = match command {
         Command::Chat(args) => commands_chat(&ctx, args).await,
         Command::Status => done(commands::daemon::status(&ctx).await),
+        Command::Models => done(commands::daemon::models(&ctx).await),
         Command::Daemon { action } => done(match action {
             DaemonAction::Start => commands::daemon::start(&ctx).await,
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
+            DaemonAction::Restart => commands::daemon::restart(&ctx).await,
         }),
         Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
         Command::Attach {

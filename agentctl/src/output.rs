@@ -55,14 +55,14 @@ impl From<ClientError> for CommandError {
             ClientError::Unreachable { .. } => CommandError {
                 code: EXIT_UNREACHABLE,
                 message: format!(
-                    "{err}\nstart it with `agentctl daemon start` (or drop --no-start), or check AGENTD_SOCKET"
+                    "{err}\nstart it with `agentctl daemon start`, or check AGENTD_SOCKET"
                 ),
             },
             // The daemon read its environment and config file when it started: a key exported
             // since, or a config file fixed since, only counts after a restart.
             ClientError::Rpc { code, .. } if *code == protocol::error::CONFIG_ERROR => {
                 CommandError::failed(format!(
-                    "{err}\nnote: agentd reads its environment and config file when it starts; after changing them, restart it with `agentctl daemon stop`"
+                    "{err}\nnote: agentd reads its environment and config file when it starts; after changing them, restart it with `agentctl daemon restart`"
                 ))
             }
             ClientError::NotAnswering { .. } => CommandError {

@@ -33,6 +33,10 @@ pub struct SessionInfo {
     /// line), for listings; absent before the first prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
+    /// The session that started this one as a subagent (`task`); absent for a session a
+    /// client created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
 }
 
 /// Longest `SessionInfo::preview`, in characters.

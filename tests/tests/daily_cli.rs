@@ -80,6 +80,35 @@ async fn continue_and_id_prefixes_reach_the_right_session() {
 }
 
 #[tokio::test]
+async fn continue_skips_the_sessions_of_subagents() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    mock.push(Reply::tool_call(
+        "c1",
+        "task",
+        json!({"prompt": "look around"}),
+    ));
+    mock.push(Reply::text("the child's report"));
+    mock.push(Reply::text("parent done"));
+    let first = env.run_agentctl(&["run", "delegate this"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let parent = session_id_from(&text(&first.stderr));
+    let listed = env.run_agentctl(&["--json", "sessions", "list"]).await;
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let children: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["parentSessionId"] == parent.as_str())
+        .collect();
+    assert_eq!(children.len(), 1, "{listed}");
+    mock.push(Reply::text("continued"));
+    let second = env.run_agentctl(&["run", "-c", "go on"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert_eq!(session_id_from(&text(&second.stderr)), parent);
+}
+
+#[tokio::test]
 async fn an_ambiguous_prefix_lists_the_candidates() {
     let mock = MockLlm::start().await;
     let env = env_for(&mock);
@@ -198,13 +227,18 @@ async fn sessions_list_shows_previews_and_filters_by_cwd_and_limit() {
     assert!(table.contains("fix the flaky test") && table.contains("write the release notes"));
     assert!(!table.contains("elsewhere entirely"), "{table}");
     assert!(table.contains("1.2k/34"), "{table}");
+    // (Sessions created in the same second list in id order: which one comes first varies.)
     let limited = env
-        .run_agentctl(&["--json", "sessions", "list", "--limit", "1"])
+        .run_agentctl(&["--json", "sessions", "list", "--cwd", ".", "--limit", "1"])
         .await;
     let listed: Value = serde_json::from_slice(&limited.stdout).unwrap();
     let sessions = listed["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 1);
-    assert_eq!(sessions[0]["preview"], "elsewhere entirely");
+    assert_eq!(sessions.len(), 1, "{listed}");
+    let preview = sessions[0]["preview"].as_str().unwrap();
+    assert!(
+        ["fix the flaky test", "write the release notes"].contains(&preview),
+        "{listed}"
+    );
 }
 
 #[tokio::test]
@@ -269,4 +303,265 @@ async fn run_flags_shape_the_session_and_mode_and_model_update_an_existing_one()
         .await;
     assert_eq!(refused.status.code(), Some(2));
     assert!(text(&refused.stderr).contains("--allow applies to a new session"));
+}
+
+#[tokio::test]
+async fn status_and_models_show_the_provider_and_a_changed_environment_asks_for_a_restart() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    let output = env.run_agentctl(&["status"]).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "provider     openai (openai), model gpt-4o-mini, {}",
+            mock.openai_base_url().trim_end_matches('/')
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("config.toml (loaded)"), "{stdout}");
+    assert!(
+        !stdout.contains("sk-test") && !stderr.contains("restart"),
+        "{stdout}{stderr}"
+    );
+
+    let models = env.run_agentctl(&["models"]).await;
+    let table = text(&models.stdout);
+    assert!(
+        table.contains("*  openai    openai  gpt-4o-mini"),
+        "{table}"
+    );
+    assert!(
+        table.contains("$OPENAI_API_KEY") && !table.contains("sk-test"),
+        "{table}"
+    );
+
+    // This shell now has another model variable than the daemon started with.
+    let changed = env
+        .agentctl()
+        .env("AGENTD_MODEL", "gpt-5")
+        .args(["status"])
+        .output()
+        .await
+        .unwrap();
+    let stderr = text(&changed.stderr);
+    assert!(stderr.contains("run `agentctl daemon restart`"), "{stderr}");
+    assert!(
+        !stderr.contains("gpt-5"),
+        "values are never shown: {stderr}"
+    );
+    let pid_before = daemon_pid(&env).await;
+
+    // The restart picks up the shell's environment: no warning any more.
+    let restarted = env
+        .agentctl()
+        .env("AGENTD_MODEL", "gpt-5")
+        .args(["daemon", "restart"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        restarted.status.code(),
+        Some(0),
+        "{}",
+        text(&restarted.stderr)
+    );
+    assert!(text(&restarted.stdout).contains("agentd restarted"));
+    let after = env
+        .agentctl()
+        .env("AGENTD_MODEL", "gpt-5")
+        .args(["status"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        !text(&after.stderr).contains("restart"),
+        "{}",
+        text(&after.stderr)
+    );
+    assert!(text(&after.stdout).contains("model gpt-5"));
+    assert_ne!(daemon_pid(&env).await, pid_before);
+    let stopped = env.run_agentctl(&["daemon", "stop"]).await;
+    assert_eq!(stopped.status.code(), Some(0));
+}
+
+async fn daemon_pid(env: &TestEnv) -> u64 {
+    let output = env.run_agentctl(&["--json", "daemon", "status"]).await;
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    status["pid"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn daemon_status_without_a_daemon_says_not_running_and_exits_3() {
+    let env = TestEnv::new();
+    let output = env.run_agentctl(&["daemon", "status"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("agentd is not running"), "{stderr}");
+    assert!(!stderr.contains("--no-start"), "{stderr}");
+    // A missing daemon binary names AGENTD_BIN.
+    let missing = env
+        .agentctl()
+        .env("AGENTD_BIN", env.path("no-such-agentd"))
+        .args(["status"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(
+        text(&missing.stderr).contains("set AGENTD_BIN"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
+
+#[tokio::test]
+async fn errors_name_agentctl_commands_not_wire_methods() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    mock.push(Reply::text("ok"));
+    let output = env.run_agentctl(&["run", "hello"]).await;
+    let session_id = session_id_from(&text(&output.stderr));
+    let steer = env.run_agentctl(&["steer", &session_id, "faster"]).await;
+    let stderr = text(&steer.stderr);
+    assert_eq!(steer.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("`agentctl followup {session_id} TEXT`")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("session/"), "{stderr}");
+}
+
+#[tokio::test]
+async fn with_stdin_piped_the_approval_keys_come_from_the_terminal() {
+    use tokio::io::AsyncReadExt;
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"default\"\n");
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch made-by-tty"}),
+    ));
+    mock.push(Reply::text("made it"));
+    let agentctl = agentd_tests::harness::binary("agentctl");
+    let pipeline = format!(
+        "printf 'piped notes' | {} run 'act on this'",
+        agentctl.display()
+    );
+    // `script` gives the pipeline a terminal: agentctl's stdin is the pipe, /dev/tty the pty,
+    // whose input is what this test writes to `script`'s stdin.
+    let mut command = tokio::process::Command::new("script");
+    env.apply(&mut command);
+    let mut child = command
+        .args(["-qfec", &pipeline, "/dev/null"])
+        .current_dir(env.workspace())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn script");
+    let mut screen = child.stdout.take().unwrap();
+    let mut keys = child.stdin.take().unwrap();
+    let mut seen = Vec::new();
+    let asked = tokio::time::timeout(WAIT, async {
+        let mut chunk = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("allow?") {
+            let read = screen.read(&mut chunk).await.unwrap();
+            assert!(
+                read > 0,
+                "the screen ended: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&chunk[..read]);
+        }
+    })
+    .await;
+    assert!(
+        asked.is_ok(),
+        "no prompt: {}",
+        String::from_utf8_lossy(&seen)
+    );
+    keys.write_all(b"y").await.unwrap();
+    keys.flush().await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, screen.read_to_end(&mut rest))
+        .await
+        .expect("agentctl finished")
+        .unwrap();
+    let status = child.wait().await.unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&seen),
+        String::from_utf8_lossy(&rest)
+    );
+    assert_eq!(status.code(), Some(0), "{all}");
+    assert!(env.workspace().join("made-by-tty").exists(), "{all}");
+    assert!(
+        last_user_text(&mock.requests()[0].json).contains("```stdin\npiped notes\n```"),
+        "the pipe was still attached"
+    );
+    drop(keys);
+}
+
+#[tokio::test]
+async fn approve_takes_a_unique_prefix_of_an_approval_id() {
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new()
+        .var("OPENAI_API_KEY", "sk-test")
+        .var("OPENAI_BASE_URL", mock.openai_base_url())
+        .config("[permissions]\ndefault_mode = \"default\"\n");
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch ok.txt"}),
+    ));
+    mock.push(Reply::text("touched"));
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let mut watcher = agentd_tests::harness::Client::connect_raw(&env.socket)
+        .await
+        .unwrap();
+    watcher.initialize_as("watcher", false).await;
+    watcher
+        .request("daemon/subscribe", json!({}))
+        .await
+        .unwrap();
+    let run = env
+        .agentctl()
+        .args(["run", "--approve", "wait", "touch it"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let approval_id = loop {
+        let event = watcher.next_notification_result().await;
+        if event["event"]["type"] == "approvalRequested" {
+            break event["event"]["approval"]["approvalId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+    };
+    let prefix = &approval_id[..10];
+    let approved = env.run_agentctl(&["approve", prefix]).await;
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert_eq!(
+        text(&approved.stdout),
+        format!("approval {approval_id}: allowed once\n")
+    );
+    let output = tokio::time::timeout(WAIT, run.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(env.workspace().join("ok.txt").exists());
 }

@@ -283,3 +283,92 @@ async fn a_prompt_may_lower_the_step_limit_of_its_run() {
     assert_eq!(status, RunStatus::MaxSteps);
     assert_eq!(scenario.mock.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_local_http_provider_works_without_any_ca_certificates() {
+    let mock = MockLlm::start().await;
+    let empty = tempfile::tempdir().unwrap();
+    // rustls-native-certs reads these instead of the system's stores: no roots anywhere.
+    let env = TestEnv::new()
+        .config(&config_toml(&mock, Format::OpenAi, ""))
+        .var(
+            "SSL_CERT_FILE",
+            empty.path().join("none.pem").display().to_string(),
+        )
+        .var("SSL_CERT_DIR", empty.path().display().to_string());
+    let daemon = Daemon::start_in(env).await;
+    let mut client = daemon.client().await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    client.subscribe(&session_id, Some(0)).await;
+    mock.push(Reply::text("served over plain http"));
+    client.prompt(&session_id, "hi").await;
+    let events = client.events_until_run_finished().await;
+    let Some(Event::RunFinished { status, error, .. }) = events.last().map(|e| e.event.clone())
+    else {
+        panic!("no runFinished");
+    };
+    assert_eq!(status, RunStatus::Completed, "{error:?}");
+}
+
+#[tokio::test]
+async fn a_run_going_keeps_its_model_and_the_next_run_takes_the_update() {
+    let mock = MockLlm::start().await;
+    let extra = format!(
+        "{}[permissions]\ndefault_mode = \"default\"\n",
+        two_providers(&mock)
+    );
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, &extra));
+    let daemon = Daemon::start_in(env).await;
+    let mut client = agentd_tests::harness::Client::connect_raw(daemon.socket())
+        .await
+        .unwrap();
+    client.initialize_as("test", true).await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    client.subscribe(&session_id, Some(0)).await;
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "touch x"}),
+    ));
+    mock.push(Reply::text("done"));
+    client.prompt(&session_id, "make x").await;
+    // The run waits for a person: change the model meanwhile.
+    let asked = client
+        .persisted_events_until(|event| matches!(event, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { approval, .. }) = asked.last().map(|e| e.event.clone())
+    else {
+        panic!("no approval");
+    };
+    client
+        .request(
+            "session/update",
+            json!({"sessionId": session_id, "model": "other:next-model"}),
+        )
+        .await
+        .expect("update during a run");
+    client
+        .request(
+            "approval/respond",
+            json!({"approvalId": approval.approval_id, "decision": "allowOnce"}),
+        )
+        .await
+        .expect("respond");
+    client.events_until_run_finished().await;
+    mock.push(Reply::text("next"));
+    client.prompt(&session_id, "again").await;
+    client.events_until_run_finished().await;
+    let models: Vec<Value> = mock
+        .requests()
+        .iter()
+        .map(|r| r.json["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            json!("mock-model"),
+            json!("mock-model"),
+            json!("next-model")
+        ]
+    );
+}

@@ -45,7 +45,7 @@ fn client_with(
 ) -> LlmClient {
     let mut provider = provider(mock, format);
     tweak(&mut provider);
-    LlmClient::new(provider, LlmClient::http_client().unwrap())
+    LlmClient::new(provider, agentd::llm::HttpClients::new().unwrap())
 }
 
 fn user(text: &str) -> Message {
@@ -470,14 +470,15 @@ async fn mock_llm_binary_serves_script_then_echo_and_control_endpoints() {
     let base_url = line.strip_prefix("listening on ").unwrap().to_owned();
     assert!(base_url.starts_with("http://127.0.0.1:"), "{line}");
 
-    let http = LlmClient::http_client().unwrap();
+    let clients = agentd::llm::HttpClients::new().unwrap();
+    let http = clients.for_url(&base_url).await.unwrap();
     let mut provider = ProviderConfig {
         kind: ProviderKind::OpenAi,
         base_url: format!("{base_url}/v1"),
         ..provider(&MockLlm::start().await, Format::OpenAi)
     };
     provider.api_key = None;
-    let client = LlmClient::new(provider, http.clone());
+    let client = LlmClient::new(provider, clients.clone());
     let (result, _) = complete(&client, &[user("hi")]).await;
     assert_eq!(result.unwrap().content, "from the script");
     let (result, _) = complete(&client, &[user("hi")]).await;

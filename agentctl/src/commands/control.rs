@@ -13,8 +13,20 @@ pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), 
     let text = message_text(text, "steering message")?;
     let connection = ctx.connect().await?;
     let session_id = crate::ids::session(&connection, &session_id).await?;
-    let params = QueueMessageParams { session_id, text };
-    let result = connection.request::<SessionSteer>(&params).await?;
+    let params = QueueMessageParams {
+        session_id: session_id.clone(),
+        text,
+    };
+    let result = match connection.request::<SessionSteer>(&params).await {
+        Ok(result) => result,
+        // The daemon words it as methods; say it as agentctl commands.
+        Err(crate::client::ClientError::Rpc { code, .. }) if code == protocol::error::CONFLICT => {
+            return Err(CommandError::failed(format!(
+                "no run is active in session {session_id} to steer; start one with `agentctl run --session {session_id} TEXT`, or queue it with `agentctl followup {session_id} TEXT`"
+            )));
+        }
+        Err(err) => return Err(err.into()),
+    };
     if ctx.json {
         print_json(&result);
     } else {

@@ -1,4 +1,4 @@
-//! `agentctl status` and `agentctl daemon start|stop|status`.
+//! `agentctl status`, `agentctl models` and `agentctl daemon start|stop|restart|status`.
 
 use std::time::{Duration, Instant};
 
@@ -7,7 +7,7 @@ use protocol::methods::{DaemonShutdown, DaemonStatus};
 
 use crate::Context;
 use crate::client::{ClientError, Connection};
-use crate::output::{CommandError, print_json};
+use crate::output::{CommandError, EXIT_UNREACHABLE, print_json};
 
 /// How long `daemon stop` waits for the daemon to go away.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -18,11 +18,142 @@ pub async fn status(ctx: &Context) -> Result<(), CommandError> {
     let status = connection
         .request::<DaemonStatus>(&DaemonStatusParams {})
         .await?;
+    if let Some(warning) =
+        crate::env_check::mismatch_warning(&status, &crate::env_check::local_env_hash())
+    {
+        eprintln!("{warning}");
+    }
     if ctx.json {
         print_json(&status);
     } else {
         print_status(&status);
     }
+    Ok(())
+}
+
+/// `agentctl models`: the configured providers, the default marked.
+pub async fn models(ctx: &Context) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
+    if ctx.json {
+        print_json(&serde_json::json!({
+            "providers": status.providers,
+            "defaultProvider": status.default_provider,
+        }));
+        return Ok(());
+    }
+    if status.providers.is_empty() {
+        match &status.config_error {
+            Some(error) => println!("no providers: the config file is unusable: {error}"),
+            None => println!(
+                "no providers configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to {}",
+                status.config_path
+            ),
+        }
+        return Ok(());
+    }
+    print!("{}", format_models(&status));
+    println!("pick one with `agentctl run --model PROVIDER:MODEL` (any model the provider serves)");
+    Ok(())
+}
+
+/// The `models` table: default mark, name, kind, model, base URL, key.
+pub fn format_models(status: &DaemonStatusResult) -> String {
+    let header = ["", "PROVIDER", "KIND", "MODEL", "BASE URL", "KEY"];
+    let rows: Vec<[String; 6]> = status
+        .providers
+        .iter()
+        .map(|provider| {
+            let default = status.default_provider.as_deref() == Some(provider.name.as_str());
+            [
+                if default { "*" } else { "" }.to_owned(),
+                provider.name.clone(),
+                provider.kind.clone(),
+                provider.model.clone(),
+                provider.base_url.clone(),
+                key_words(provider),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut table = String::new();
+    for row in std::iter::once(&header.map(str::to_owned)).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        table.push_str(line.join("  ").trim_end());
+        table.push('\n');
+    }
+    table
+}
+
+/// Where a provider's key comes from, and whether it is there; never the key.
+fn key_words(provider: &protocol::daemon::ProviderInfo) -> String {
+    match (&provider.api_key_env, provider.has_key) {
+        (Some(var), true) => format!("${var}"),
+        (Some(var), false) => format!("${var} NOT SET"),
+        (None, true) => "in config".to_owned(),
+        (None, false) => "none".to_owned(),
+    }
+}
+
+/// `agentctl daemon restart`: stop (runs are interrupted and recorded), then start.
+pub async fn restart(ctx: &Context) -> Result<(), CommandError> {
+    let before = match Connection::connect(&ctx.socket, "agentctl").await {
+        Ok(connection) => {
+            let status = connection
+                .request::<DaemonStatus>(&DaemonStatusParams {})
+                .await?;
+            drop(connection);
+            stop_quietly(ctx, status.pid).await?;
+            Some(status.pid)
+        }
+        Err(ClientError::Unreachable { .. }) => None,
+        Err(err) => return Err(err.into()),
+    };
+    crate::autostart::start_daemon(&ctx.socket).await?;
+    let connection = Connection::connect(&ctx.socket, "agentctl").await?;
+    let status = connection
+        .request::<DaemonStatus>(&DaemonStatusParams {})
+        .await?;
+    if ctx.json {
+        print_json(&serde_json::json!({
+            "restarted": before.is_some(), "previousPid": before, "pid": status.pid,
+        }));
+    } else {
+        match before {
+            Some(pid) => println!("agentd restarted (pid {pid} → {})", status.pid),
+            None => println!("agentd was not running; started (pid {})", status.pid),
+        }
+    }
+    Ok(())
+}
+
+/// Ask the daemon to stop and wait until it is gone.
+async fn stop_quietly(ctx: &Context, pid: u32) -> Result<(), CommandError> {
+    let connection = Connection::connect(&ctx.socket, "agentctl").await?;
+    connection
+        .request::<DaemonShutdown>(&DaemonShutdownParams {})
+        .await?;
+    if tokio::time::timeout(STOP_TIMEOUT, connection.closed())
+        .await
+        .is_err()
+    {
+        return Err(CommandError::failed(format!(
+            "agentd (pid {pid}) did not stop within {}s; see its log",
+            STOP_TIMEOUT.as_secs()
+        )));
+    }
+    wait_until_gone(&ctx.socket).await;
     Ok(())
 }
 
@@ -99,7 +230,19 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
 
 /// `agentctl daemon status`: never starts the daemon; exit 3 when it is not running.
 pub async fn daemon_status(ctx: &Context) -> Result<(), CommandError> {
-    let connection = Connection::connect(&ctx.socket, "agentctl").await?;
+    let connection = match Connection::connect(&ctx.socket, "agentctl").await {
+        Ok(connection) => connection,
+        Err(ClientError::Unreachable { .. }) => {
+            return Err(CommandError {
+                code: EXIT_UNREACHABLE,
+                message: format!(
+                    "agentd is not running (nothing answers on {}); start it with `agentctl daemon start`",
+                    ctx.socket.display()
+                ),
+            });
+        }
+        Err(err) => return Err(err.into()),
+    };
     let status = connection
         .request::<DaemonStatus>(&DaemonStatusParams {})
         .await?;
@@ -131,9 +274,29 @@ fn print_status(status: &DaemonStatusResult) {
     );
     println!("  socket       {}", status.socket_path);
     println!("  state        {}", status.state_dir);
-    println!("  config       {}", status.config_path);
+    let loaded = match (&status.config_error, status.config_loaded) {
+        (Some(_), _) => "unusable",
+        (None, true) => "loaded",
+        (None, false) => "not found: the environment alone configures agentd",
+    };
+    println!("  config       {} ({loaded})", status.config_path);
     if let Some(err) = &status.config_error {
         println!("  config error {err}");
+    }
+    let default = status
+        .default_provider
+        .as_deref()
+        .and_then(|name| status.providers.iter().find(|p| p.name == name));
+    match default {
+        Some(provider) => println!(
+            "  provider     {} ({}), model {}, {}",
+            provider.name, provider.kind, provider.model, provider.base_url
+        ),
+        None if status.providers.is_empty() => println!("  provider     none configured"),
+        None => println!(
+            "  provider     no default among {} (see `agentctl models`)",
+            status.providers.len()
+        ),
     }
     println!(
         "  sessions     {} ({} loaded, {} running)",

@@ -27,7 +27,8 @@ pub async fn run(
     if continuing {
         refuse_creation_flags(&args)?;
     }
-    let piped = args.prompt != "-" && run_input::stdin_is_piped();
+    // Piped into (the prompt with `-`, or attached to it): stdin is then used up.
+    let piped = run_input::stdin_is_piped();
     let text = run_input::prompt_text(&args.prompt).await?;
     // Keys for the approval prompt come from the terminal once stdin was a pipe.
     let interactive = if piped && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())
@@ -106,6 +107,7 @@ pub async fn run(
             println!("session {session_id}");
             println!("run {}", started.run_id);
         }
+        crate::env_check::warn_if_differs(&connection).await;
         return Ok(EXIT_OK);
     }
 
@@ -149,13 +151,16 @@ pub async fn run(
         shown,
     )
     .await?;
+    // After the run, off its path: a warning to restart the daemon when it runs with other
+    // settings than this shell (which may be why the run failed).
+    crate::env_check::warn_if_differs(&connection).await;
     if ctx.json || only_final {
         // A connection of its own: the followed one still holds its event stream.
         let reader = ctx.connect().await?;
         let result = run_result::read_back(&reader, &session_id, &started.run_id, last_seq).await?;
         if ctx.json {
             print_json(&result);
-        } else {
+        } else if !result.final_text.is_empty() {
             emit(vec![Output::Stdout(format!("{}\n", result.final_text))]);
         }
     }

@@ -91,7 +91,7 @@ pub fn reattach_terminal_to_stdin() -> bool {
     unsafe { libc::dup2(tty.as_raw_fd(), libc::STDIN_FILENO) >= 0 }
 }
 
-/// The newest session (last updated) whose workspace is `cwd`.
+/// The newest session (last updated) whose workspace is `cwd`, subagents' sessions aside.
 pub async fn newest_session_in(
     connection: &Connection,
     cwd: &Path,
@@ -110,7 +110,7 @@ pub async fn newest_session_in(
             let newer = newest
                 .as_ref()
                 .is_none_or(|best| session.updated_at > best.updated_at);
-            if session.cwd == wanted && newer {
+            if session.cwd == wanted && session.parent_session_id.is_none() && newer {
                 newest = Some(session);
             }
         }

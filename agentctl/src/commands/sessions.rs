@@ -297,6 +297,7 @@ mod tests {
             last_seq: 7,
             usage: Usage::default(),
             preview: None,
+            parent_session_id: None,
         }
     }
 

@@ -117,6 +117,7 @@ fn session_info(script: &Script) -> SessionInfo {
         last_seq: script.last_seq,
         usage: Usage::default(),
         preview: None,
+        parent_session_id: None,
     }
 }
 

@@ -242,7 +242,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         paths: paths.clone(),
         trust: Arc::new(trust),
         config,
-        http: crate::llm::LlmClient::http_client()?,
+        http: crate::llm::HttpClients::new()?,
         fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,

@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod error;
+mod http;
 mod openai;
 mod retry;
 
@@ -18,6 +19,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
 use sse_stream::SseStream;
 
 pub use self::error::LlmError;
+pub use self::http::HttpClients;
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
 
@@ -64,7 +66,7 @@ pub struct LlmClient {
 #[derive(Debug)]
 struct Inner {
     provider: ProviderConfig,
-    http: reqwest::Client,
+    http: HttpClients,
     /// The full endpoint URL, named in errors.
     url: String,
 }
@@ -76,7 +78,7 @@ const MAX_ERROR_MESSAGE_CHARS: usize = 600;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 impl LlmClient {
-    pub fn new(provider: ProviderConfig, http: reqwest::Client) -> Self {
+    pub fn new(provider: ProviderConfig, http: HttpClients) -> Self {
         let base = provider.base_url.trim_end_matches('/');
         let url = match provider.kind {
             ProviderKind::OpenAi => format!("{base}/chat/completions"),
@@ -93,7 +95,9 @@ impl LlmClient {
         }
     }
 
-    /// Builds the HTTP client to share between providers: a connect timeout but no total
+    /// Builds an HTTP client with the system's TLS roots (MCP servers over HTTP; providers use
+    /// `HttpClients`, which reads the roots only for `https://`). Blocking: reads the
+    /// certificate stores. Builds the HTTP client to share between providers: a connect timeout but no total
     /// timeout (streams run long; idle streams are caught per event instead).
     pub fn http_client() -> anyhow::Result<reqwest::Client> {
         // reqwest is built without a crypto provider; an error here only means another part of
@@ -186,6 +190,15 @@ impl LlmClient {
             url,
         } = &*self.inner;
         let idle = Duration::from_secs(provider.stream_idle_timeout_secs.max(1));
+        let http = http.for_url(url).await.map_err(|message| {
+            (
+                LlmError::Connect {
+                    url: url.clone(),
+                    message,
+                },
+                None,
+            )
+        })?;
         let mut request = http
             .post(url)
             .header(CONTENT_TYPE, "application/json")
@@ -480,7 +493,7 @@ mod tests {
             .unwrap()
             .resolve_provider(None)
             .unwrap();
-        let client = LlmClient::new(provider, LlmClient::http_client().unwrap());
+        let client = LlmClient::new(provider, HttpClients::new().unwrap());
         let request = ChatRequest {
             session_id: "s",
             system: "",
@@ -502,7 +515,7 @@ mod tests {
                 .unwrap();
             provider.kind = kind;
             provider.base_url = base.to_owned();
-            LlmClient::new(provider, LlmClient::http_client().unwrap())
+            LlmClient::new(provider, HttpClients::new().unwrap())
                 .inner
                 .url
                 .clone()

@@ -281,6 +281,7 @@ impl Session {
             last_seq: self.log.last_seq(),
             usage: crate::wire::usage(&state.usage),
             preview,
+            parent_session_id: self.header.parent_session_id.clone(),
         }
     }
 

@@ -13,6 +13,7 @@ mod new_session;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+mod status;
 pub mod subagent;
 mod system_prompt;
 pub mod task_events;
@@ -52,7 +53,7 @@ pub struct SessionDeps {
     /// The configuration, or why it is unusable (file, line, reason).
     pub config: Result<Config, String>,
     /// The LLM providers' HTTP client.
-    pub http: reqwest::Client,
+    pub http: crate::llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
     pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
@@ -191,30 +192,6 @@ impl SessionManager {
         })
         .await
         .map_err(|err| SessionError::Internal(err.to_string()))
-    }
-
-    /// Whether the config file existed and was read.
-    pub fn config_loaded(&self) -> bool {
-        self.deps
-            .config
-            .as_ref()
-            .is_ok_and(|config| config.source.is_some())
-    }
-
-    /// The configured providers as `daemon/status` shows them (never a key).
-    pub fn providers(&self) -> Vec<protocol::daemon::ProviderInfo> {
-        let Ok(config) = &self.deps.config else {
-            return Vec::new();
-        };
-        config.providers().map(crate::wire::provider_info).collect()
-    }
-
-    /// The default provider's name, when there is one.
-    pub fn default_provider(&self) -> Option<String> {
-        let config = self.deps.config.as_ref().ok()?;
-        config
-            .default_provider()
-            .map(|provider| provider.name.clone())
     }
 
     pub fn config_error(&self) -> Option<String> {
@@ -549,6 +526,7 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         last_seq: 0,
         usage: Default::default(),
         preview: None,
+        parent_session_id: header.parent_session_id.clone(),
     }
 }
 

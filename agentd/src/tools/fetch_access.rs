@@ -111,6 +111,30 @@ impl FetchClients {
                 .build()
                 .map_err(|error| anyhow::anyhow!("cannot build the fetch_url HTTP client: {error}"))
         };
+        // Without any CA certificate on the machine the daemon still starts: fetch_url then
+        // reaches `http://` URLs only, and an `https://` one fails with a certificate error
+        // the model reads.
+        let build = |public_only: bool| match build(public_only) {
+            Ok(client) => Ok(client),
+            Err(error) => {
+                tracing::warn!(
+                    "{error:#}; fetch_url works for http:// only (install the system's CA certificates and restart the daemon)"
+                );
+                reqwest::Client::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .tls_certs_only(std::iter::empty())
+                    .dns_resolver(Arc::new(CheckingResolver {
+                        lookup: lookup.clone(),
+                        public_only,
+                    }))
+                    .build()
+                    .map_err(|error| {
+                        anyhow::anyhow!("cannot build the fetch_url HTTP client: {error}")
+                    })
+            }
+        };
         Ok(FetchClients {
             public_only: build(true)?,
             any_address: build(false)?,
