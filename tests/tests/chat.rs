@@ -487,3 +487,24 @@ async fn chat_on_a_running_session_shows_the_run_and_steers_it() {
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn chat_warns_when_the_daemon_runs_with_another_environment() {
+    let mock = MockLlm::start().await;
+    let env = chat_env(&mock, "");
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let mut command = env.agentctl();
+    command
+        .args(["chat"])
+        .env("ANTHROPIC_API_KEY", "another-key");
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("runs with other OPENAI_*, ANTHROPIC_* or AGENTD_* variables")
+        .await;
+    pty.expect("agentctl daemon restart").await;
+    pty.expect("/help for commands").await;
+    pty.expect("› ").await;
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+    assert!(!pty.screen().contains("another-key"), "never a value");
+}

@@ -153,7 +153,7 @@ impl Chat {
             Ok(result) => Ok(result.session),
             Err(ClientError::Rpc { code, .. }) if code == METHOD_NOT_FOUND => Err(
                 "this agentd cannot change a session's mode or model; after updating agentd, \
-                 stop it with `agentctl daemon stop` and chat again"
+                 run `agentctl daemon restart` and chat again"
                     .to_owned(),
             ),
             Err(err) => Err(format!("agentctl: {err}")),

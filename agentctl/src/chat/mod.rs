@@ -66,6 +66,8 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|err| CommandError::failed(format!("cannot read the current directory: {err}")))?;
     let connection = ctx.connect_answering_approvals().await?;
+    // Said before the editor takes the terminal, as `run` says it.
+    crate::env_check::warn_if_differs(&connection).await;
     let session = match (&start.session, start.continue_latest) {
         (Some(given), _) => {
             let session_id = crate::ids::session(&connection, given).await?;
