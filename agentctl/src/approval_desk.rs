@@ -8,13 +8,20 @@ use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::error::ALREADY_DECIDED;
 use protocol::event::Event;
 
+use crate::approval_view::{prompt_lines, what, why};
 use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action, question,
 };
-use crate::render::{one_line, truncate};
+use crate::render::truncate;
 
 /// Longest summary or reason shown in one approval line.
 const TEXT_MAX_CHARS: usize = 120;
+
+/// Longest reason a person may type after `n` (bytes): it goes to the model.
+const REASON_MAX_BYTES: usize = 1000;
+
+/// The question while a denial's reason is typed.
+const REASON_QUESTION: &str = "why not? (told to the model; Enter sends, empty for none): ";
 
 /// Something `follow` must do for the desk, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,20 +33,31 @@ pub enum DeskAction {
         approval_id: String,
         decision: ApprovalDecision,
         reason: Option<String>,
+        /// The `--approve` policy that answered (`--approve never`); `None` for a person.
+        policy: Option<String>,
     },
     /// Show `header` as a line and `question` as the prompt, and start reading keys.
     Prompt { header: String, question: String },
+    /// Keep reading keys; the prompt line now says `question` (the reason typed so far).
+    Reprompt(String),
     /// Stop reading keys and erase the prompt.
     ClosePrompt,
 }
 
-/// The approvals of one run.
+/// The approvals of one run (`run`), or of every run of a session (`attach`).
 #[derive(Debug)]
 pub struct ApprovalDesk {
-    run_id: String,
+    /// The run whose approvals are ours; `None`: every run of the session.
+    run_id: Option<String>,
     handling: Handling,
+    /// `attach` replays the session first: requests are only queued (and resolutions take
+    /// them back) until the replay reaches this seq, then what is still pending is prompted.
+    held_until: Option<u64>,
     /// The approval the prompt shows.
     prompting: Option<PendingApproval>,
+    /// `n` was pressed for the prompted approval: the reason typed so far (bytes, so a
+    /// character typed in several reads stays whole).
+    typing_reason: Option<Vec<u8>>,
     /// Approvals asked while another was prompted, oldest first (parallel tool calls).
     queued: VecDeque<PendingApproval>,
     /// What this client answered, by approval id, and whether that was already announced
@@ -52,10 +70,26 @@ pub struct ApprovalDesk {
 
 impl ApprovalDesk {
     pub fn new(run_id: String, handling: Handling) -> ApprovalDesk {
+        ApprovalDesk::with_scope(Some(run_id), handling, None)
+    }
+
+    /// The desk of `attach`: every run of the session, prompting once the replay has reached
+    /// `replay_end` (the session's last seq when attaching).
+    pub fn for_session(handling: Handling, replay_end: u64) -> ApprovalDesk {
+        ApprovalDesk::with_scope(None, handling, Some(replay_end))
+    }
+
+    fn with_scope(
+        run_id: Option<String>,
+        handling: Handling,
+        held_until: Option<u64>,
+    ) -> ApprovalDesk {
         ApprovalDesk {
             run_id,
             handling,
+            held_until,
             prompting: None,
+            typing_reason: None,
             queued: VecDeque::new(),
             answered: HashMap::new(),
             seen: HashSet::new(),
@@ -70,7 +104,7 @@ impl ApprovalDesk {
     /// One event of the session (each once, in order).
     pub fn on_event(&mut self, event: &Event) -> Vec<DeskAction> {
         match event {
-            Event::ApprovalRequested { run_id, approval } if *run_id == self.run_id => {
+            Event::ApprovalRequested { run_id, approval } if self.is_ours(run_id) => {
                 if !self.seen.insert(approval.approval_id.clone()) {
                     return Vec::new();
                 }
@@ -82,16 +116,40 @@ impl ApprovalDesk {
                 decision,
                 decided_by,
                 ..
-            } if *run_id == self.run_id => self.resolved(approval_id, *decision, decided_by),
-            Event::RunFinished { run_id, .. } if *run_id == self.run_id => {
-                self.queued.clear();
-                match self.prompting.take() {
-                    Some(_) => vec![DeskAction::ClosePrompt],
-                    None => Vec::new(),
+            } if self.is_ours(run_id) => self.resolved(approval_id, *decision, decided_by),
+            Event::RunFinished { run_id, .. } if self.is_ours(run_id) => {
+                self.queued.retain(|approval| approval.run_id != *run_id);
+                let prompted_here = self
+                    .prompting
+                    .as_ref()
+                    .is_some_and(|approval| approval.run_id == *run_id);
+                if !prompted_here {
+                    return Vec::new();
                 }
+                self.typing_reason = None;
+                self.prompting = None;
+                let mut actions = vec![DeskAction::ClosePrompt];
+                actions.extend(self.prompt_next());
+                actions
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The event at `seq` was handled: once `attach`'s replay is through, prompt for what is
+    /// still pending.
+    pub fn caught_up(&mut self, seq: u64) -> Vec<DeskAction> {
+        match self.held_until {
+            Some(until) if seq >= until => {
+                self.held_until = None;
+                self.prompt_next()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn is_ours(&self, run_id: &str) -> bool {
+        self.run_id.as_deref().is_none_or(|ours| ours == run_id)
     }
 
     /// A key pressed while prompting.
@@ -99,18 +157,62 @@ impl ApprovalDesk {
         let Some(approval) = &self.prompting else {
             return Vec::new();
         };
+        if self.typing_reason.is_some() {
+            return self.reason_key(key);
+        }
         let KeyAction::Decide(decision) = key_action(key, &approval.options) else {
             return Vec::new();
         };
-        let approval_id = approval.approval_id.clone();
-        self.prompting = None;
+        if decision == ApprovalDecision::Deny {
+            // `n` asks what to tell the model ("no, use tabs") before answering.
+            self.typing_reason = Some(Vec::new());
+            return vec![DeskAction::Reprompt(REASON_QUESTION.to_owned())];
+        }
+        self.answer(decision, None)
+    }
+
+    /// A key while the reason of a denial is typed: Enter sends, Backspace and Ctrl-U edit,
+    /// other control keys are ignored.
+    fn reason_key(&mut self, key: u8) -> Vec<DeskAction> {
+        let Some(typed) = self.typing_reason.as_mut() else {
+            return Vec::new();
+        };
+        match key {
+            b'\r' | b'\n' => {
+                let reason = String::from_utf8_lossy(typed).trim().to_owned();
+                self.typing_reason = None;
+                return self.answer(
+                    ApprovalDecision::Deny,
+                    (!reason.is_empty()).then_some(reason),
+                );
+            }
+            0x7f | 0x08 => {
+                // One character: its continuation bytes, then its first.
+                while typed.pop().is_some_and(|byte| byte & 0xc0 == 0x80) {}
+            }
+            0x15 => typed.clear(),
+            0x00..=0x1f => return Vec::new(),
+            _ if typed.len() < REASON_MAX_BYTES => typed.push(key),
+            _ => return Vec::new(),
+        }
+        let shown = String::from_utf8_lossy(typed).into_owned();
+        vec![DeskAction::Reprompt(format!("{REASON_QUESTION}{shown}"))]
+    }
+
+    /// Answer the prompted approval with `decision`, then prompt for the next one.
+    fn answer(&mut self, decision: ApprovalDecision, reason: Option<String>) -> Vec<DeskAction> {
+        let Some(approval) = self.prompting.take() else {
+            return Vec::new();
+        };
+        let approval_id = approval.approval_id;
         self.answered.insert(approval_id.clone(), (decision, false));
         let mut actions = vec![
             DeskAction::ClosePrompt,
             DeskAction::Respond {
                 approval_id,
                 decision,
-                reason: None,
+                reason,
+                policy: None,
             },
         ];
         actions.extend(self.prompt_next());
@@ -143,6 +245,7 @@ impl ApprovalDesk {
             "agentctl: cannot read keys from the terminal ({error}); approvals wait for \
              another client"
         ))];
+        self.typing_reason = None;
         let waiting = self
             .prompting
             .take()
@@ -155,6 +258,7 @@ impl ApprovalDesk {
     /// Ctrl-C: stop prompting (the run is being cancelled, which resolves the approvals).
     pub fn interrupt(&mut self) -> Vec<DeskAction> {
         self.queued.clear();
+        self.typing_reason = None;
         match self.prompting.take() {
             Some(_) => vec![DeskAction::ClosePrompt],
             None => Vec::new(),
@@ -164,8 +268,12 @@ impl ApprovalDesk {
     fn requested(&mut self, approval: PendingApproval) -> Vec<DeskAction> {
         let policy = match self.handling {
             Handling::Prompt => {
+                let line = (self.held_until.is_some())
+                    .then(|| DeskAction::Note(format!("approval needed: {}", what(&approval))));
                 self.queued.push_back(approval);
-                return self.prompt_next();
+                let mut actions: Vec<DeskAction> = line.into_iter().collect();
+                actions.extend(self.prompt_next());
+                return actions;
             }
             Handling::Policy(policy) => policy,
         };
@@ -199,6 +307,7 @@ impl ApprovalDesk {
                 approval_id: approval.approval_id,
                 decision,
                 reason,
+                policy: Some(format!("--approve {}", policy_name(policy))),
             },
         ]
     }
@@ -230,6 +339,7 @@ impl ApprovalDesk {
             .is_some_and(|approval| approval.approval_id == approval_id)
         {
             self.prompting = None;
+            self.typing_reason = None;
             let mut actions = vec![DeskAction::ClosePrompt, note];
             actions.extend(self.prompt_next());
             return actions;
@@ -241,30 +351,16 @@ impl ApprovalDesk {
 
     /// Prompt for the oldest queued approval when none is prompted.
     fn prompt_next(&mut self) -> Vec<DeskAction> {
-        if self.prompting.is_some() {
+        if self.prompting.is_some() || self.held_until.is_some() {
             return Vec::new();
         }
         let Some(approval) = self.queued.pop_front() else {
             return Vec::new();
         };
-        let header = format!(
-            "approval needed: {} — {}",
-            what(&approval),
-            truncate(&one_line(&approval.reason), TEXT_MAX_CHARS)
-        );
+        let header = prompt_lines(&approval).join("\n");
         let question = question(&approval.options);
         self.prompting = Some(approval);
         vec![DeskAction::Prompt { header, question }]
-    }
-}
-
-/// The tool and its one-line summary.
-fn what(approval: &PendingApproval) -> String {
-    let summary = truncate(&one_line(&approval.summary), TEXT_MAX_CHARS);
-    if summary.is_empty() {
-        approval.tool.clone()
-    } else {
-        format!("{} {summary}", approval.tool)
     }
 }
 
@@ -272,10 +368,17 @@ fn what(approval: &PendingApproval) -> String {
 fn wait_line(approval: &PendingApproval) -> String {
     let id = &approval.approval_id;
     format!(
-        "approval {id} waits: {} ({}); answer with `agentctl approve {id}` or `agentctl deny {id}`",
+        "approval {id} waits: {}{}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
         what(approval),
-        truncate(&one_line(&approval.reason), TEXT_MAX_CHARS)
+        because(approval)
     )
+}
+
+/// ` (why)` when the reason says more than the summary, else nothing.
+fn because(approval: &PendingApproval) -> String {
+    why(approval)
+        .map(|why| format!(" ({})", truncate(&why, TEXT_MAX_CHARS)))
+        .unwrap_or_default()
 }
 
 fn policy_name(policy: ApprovePolicy) -> &'static str {

@@ -138,6 +138,8 @@ mod tests {
 
     fn approval(tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
         PendingApproval {
+            session_rule: None,
+            always_rule: None,
             task_id: None,
             agent_type: None,
             approval_id: "apr_1".to_owned(),

@@ -22,9 +22,21 @@ pub struct Cli {
     /// one event per line (NDJSON) instead.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Colours on stderr: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// Without a command on a terminal: `chat`.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,9 +79,10 @@ pub enum Command {
     /// the replay catches up (idle session) or when the active run finishes (exit code as for
     /// `run`). Ctrl-C detaches; the run goes on.
     ///
-    /// Attach shows approvals but does not answer them, so it does not make a run wait: a run
-    /// nobody answers for is denied by its mode. Use `run --approve wait` to keep approvals
-    /// pending for `agentctl approve`.
+    /// On a terminal, attach answers the session's approvals inline like `run` (y/s/a/n/c), so
+    /// runs wait for it. Without a terminal (or with --json) it only shows them and does not
+    /// make a run wait: a run nobody answers for is denied by its mode. Use
+    /// `run --approve wait` to keep approvals pending for `agentctl approve`.
     ///
     /// With --json, every event envelope is printed as one JSON line (NDJSON) on stdout.
     Attach {
@@ -182,6 +195,11 @@ pub enum Command {
         #[command(subcommand)]
         action: TaskAction,
     },
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim…).
+    ///
+    /// Configure the editor's agent command as `agentctl acp`. Sessions are the daemon's
+    /// (any client can attach to one by its id); closing stdin ends the bridge, not the runs.
+    Acp,
 }
 
 #[derive(Debug, Subcommand)]
@@ -358,7 +376,8 @@ pub struct RunArgs {
     /// How to answer the run's approvals instead of prompting: `never` denies them (the
     /// default without a terminal or with --json), `wait` leaves them to another client
     /// (`agentctl approve`), `edits` allows write_file/edit_file and denies the rest, `all`
-    /// allows everything asked. On a terminal the default is to prompt.
+    /// allows everything asked. On a terminal the default is to prompt. With --background only
+    /// `wait` applies: the approvals stay pending for `agentctl attach` or `agentctl approve`.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approve: Option<ApprovePolicy>,
     /// Permission mode. With --session or -c it changes the session's mode from this run on.

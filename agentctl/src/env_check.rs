@@ -36,6 +36,6 @@ pub async fn warn_if_differs(connection: &crate::client::Connection) {
         .await
         && let Some(warning) = mismatch_warning(&status, &local_env_hash())
     {
-        eprintln!("{warning}");
+        crate::warn_line!("{warning}");
     }
 }

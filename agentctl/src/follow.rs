@@ -126,7 +126,8 @@ pub async fn follow(
                     && fresh
                     && let Ok(event) = serde_json::from_value::<Event>(envelope.event.clone())
                 {
-                    let actions = desk.on_event(&event);
+                    let mut actions = desk.on_event(&event);
+                    actions.extend(desk.caught_up(envelope.seq));
                     perform(
                         connection,
                         desk,
@@ -208,7 +209,10 @@ pub async fn follow(
                     emit(renderer.note(&message));
                 }
             }
-            Wake::Tick => emit(renderer.tick()),
+            Wake::Tick => {
+                renderer.set_width(crate::terminal::stderr_width());
+                emit(renderer.tick());
+            }
             Wake::GiveUp => {
                 emit(renderer.finish());
                 emit(renderer.note(&format!(
@@ -255,6 +259,7 @@ async fn perform(
                     actions.extend(desk.prompt_failed(&err.to_string()));
                 }
             },
+            DeskAction::Reprompt(question) => emit(renderer.reprompt(&question)),
             DeskAction::ClosePrompt => {
                 *prompt_input = None;
                 emit(renderer.close_prompt());
@@ -263,9 +268,11 @@ async fn perform(
                 approval_id,
                 decision,
                 reason,
+                policy,
             } => {
-                actions
-                    .extend(answer_approval(connection, desk, approval_id, decision, reason).await);
+                actions.extend(
+                    answer_approval(connection, desk, approval_id, decision, reason, policy).await,
+                );
             }
         }
     }
@@ -278,11 +285,13 @@ pub async fn answer_approval(
     approval_id: String,
     decision: protocol::approval::ApprovalDecision,
     reason: Option<String>,
+    policy: Option<String>,
 ) -> Vec<DeskAction> {
     let params = ApprovalRespondParams {
         approval_id: approval_id.clone(),
         decision,
         reason,
+        policy,
     };
     let request = connection.request::<ApprovalRespond>(&params);
     let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {

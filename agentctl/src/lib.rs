@@ -1,7 +1,9 @@
 //! agentctl: the thin command-line client of agentd. Everything but `main` lives here so tests
 //! and other tools can reuse the client.
 
+pub mod acp;
 pub mod approval_desk;
+pub mod approval_view;
 pub mod approve_policy;
 pub mod autostart;
 pub mod chat;
@@ -13,6 +15,7 @@ pub mod follow;
 pub mod ids;
 pub mod output;
 pub mod render;
+pub mod safe_text;
 pub mod terminal;
 pub mod transport;
 
@@ -35,6 +38,8 @@ pub struct Context {
     /// A person is at the terminal: stdin and stderr are terminals, so `run` may prompt for
     /// approvals (tests set it false).
     pub interactive: bool,
+    /// `--color`: whether stderr gets colours (`auto` also reads `NO_COLOR`).
+    pub color: cli::ColorChoice,
 }
 
 impl Context {
@@ -107,6 +112,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         socket: socket_path(cli.socket.as_deref()),
         no_start: cli.no_start,
         json: cli.json,
+        color: cli.color,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.
@@ -186,6 +192,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             cli::McpAction::Logs { name, follow } => commands::mcp::logs(&ctx, name, follow).await,
         }),
         Command::Task { action } => done(commands::task::run(&ctx, action).await),
+        Command::Acp => done(acp::serve(&ctx).await),
     };
     match result {
         Ok(code) => ExitCode::from(code),

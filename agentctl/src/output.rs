@@ -124,7 +124,7 @@ pub fn report(err: CommandError, json: bool) -> ExitCode {
             &serde_json::json!({ "error": { "message": err.message, "exitCode": err.code } }),
         );
     } else {
-        eprintln!("agentctl: {}", err.message);
+        crate::warn_line!("agentctl: {}", err.message);
     }
     ExitCode::from(err.code)
 }

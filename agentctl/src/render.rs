@@ -4,10 +4,12 @@
 //! unit-tested.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
-use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope, UserMessageKind};
+use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope};
 
 use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK};
+use crate::safe_text::neutralise;
 
 /// What the renderer is following, which decides what it shows and when it is done.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,9 +37,21 @@ pub enum AttachUntil {
 pub struct RenderOptions {
     /// `--json`: every envelope as one NDJSON line on stdout, nothing on stderr.
     pub json: bool,
-    /// Stderr is a terminal: tool activity as a spinner line redrawn in place (ANSI).
-    /// Otherwise terse `[tool] …` lines.
+    /// Stderr is a terminal: with a known `width`, the activity line (thinking, running tools)
+    /// is redrawn in place (ANSI). Otherwise terse `[tool] …` lines.
     pub stderr_is_tty: bool,
+    /// Stderr's terminal width in columns, when known: lines drawn in place are cut to it (a
+    /// wrapped line cannot be redrawn, each frame would add one). Unknown: plain lines.
+    pub width: Option<usize>,
+    /// Colour agentctl's own marks on stderr (`--color`, `NO_COLOR`).
+    pub color: bool,
+}
+
+impl RenderOptions {
+    /// Whether the activity line is drawn and redrawn in place.
+    pub fn redraws(&self) -> bool {
+        !self.json && self.stderr_is_tty && self.width.is_some()
+    }
 }
 
 /// One piece of output, in order.
@@ -60,13 +74,16 @@ pub struct Renderer {
     streamed: BTreeMap<String, String>,
     /// Stdout's last line is unfinished (text printed without a trailing newline yet).
     stdout_line_open: bool,
-    /// Tools started and not yet completed, by tool call id, in start order.
-    active_tools: Vec<ActiveTool>,
-    /// The spinner line is currently drawn on stderr (TTY only) and must be cleared before
+    /// Thinking and the tools started and not yet completed: the activity line.
+    activity: Activity,
+    /// The activity line is currently drawn on stderr (TTY only) and must be cleared before
     /// anything else is written.
     spinner_drawn: bool,
-    /// Spinner animation frame.
-    frame: usize,
+    /// The time of the event or tick being handled (the activity line's elapsed times).
+    now: Instant,
+    /// The goal run's numbers for the after-run line: when it started, its last step.
+    run_started: Option<Instant>,
+    steps: u32,
     /// Set when the stream has reached its end: the exit code.
     exit: Option<u8>,
     /// `run` answers its approvals itself (`approval_desk`): their events are not rendered.
@@ -74,20 +91,12 @@ pub struct Renderer {
     /// The approval prompt's question, drawn like the spinner (in its place) while it waits
     /// for a key, and redrawn after anything else is written.
     prompt: Option<String>,
+    /// The prompt shows text being typed (a denial's reason): when it is wider than the
+    /// terminal, its end is shown, so the line never wraps while it is redrawn key by key.
+    prompt_keeps_tail: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ActiveTool {
-    tool_call_id: String,
-    tool: String,
-    summary: String,
-}
-
-/// Spinner frames (braille dots).
-const SPINNER_FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-
-/// Longest one-line summary shown for a tool: a spinner line must not wrap, or redrawing it
-/// in place breaks.
+/// Longest one-line summary shown for a tool (the activity line is also cut to the width).
 const SUMMARY_MAX_CHARS: usize = 60;
 
 /// Moves to the start of the line and erases it.
@@ -102,12 +111,15 @@ impl Renderer {
             last_seq: after_seq,
             streamed: BTreeMap::new(),
             stdout_line_open: false,
-            active_tools: Vec::new(),
+            activity: Activity::default(),
             spinner_drawn: false,
-            frame: 0,
+            now: Instant::now(),
+            run_started: None,
+            steps: 0,
             exit: None,
             approvals_handled: false,
             prompt: None,
+            prompt_keeps_tail: false,
         }
     }
 
@@ -119,8 +131,24 @@ impl Renderer {
     /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
     pub fn show_prompt(&mut self, header: &str, question: &str) -> Vec<Output> {
         let mut out = Vec::new();
-        self.stderr_line(header, &mut out);
+        // The first line (what is asked) stands out; the details below it do not.
+        let (first, details) = header.split_once('\n').unwrap_or((header, ""));
+        self.stderr_styled(Style::Attention, first, &mut out);
+        if !details.is_empty() {
+            self.stderr_line(details, &mut out);
+        }
         self.prompt = Some(question.to_owned());
+        self.prompt_keeps_tail = false;
+        self.draw_spinner(&mut out);
+        out
+    }
+
+    /// Change the prompt's line (the reason typed so far), keeping its header.
+    pub fn reprompt(&mut self, question: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.clear_spinner(&mut out);
+        self.prompt = Some(question.to_owned());
+        self.prompt_keeps_tail = true;
         self.draw_spinner(&mut out);
         out
     }
@@ -128,11 +156,10 @@ impl Renderer {
     /// Erase the prompt (answered, decided elsewhere, or given up).
     pub fn close_prompt(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
+        self.prompt_keeps_tail = false;
         if self.prompt.take().is_some() {
             self.clear_spinner(&mut out);
-            if self.options.stderr_is_tty && !self.active_tools.is_empty() {
-                self.draw_spinner(&mut out);
-            }
+            self.draw_spinner(&mut out);
         }
         out
     }
@@ -158,6 +185,16 @@ impl Renderer {
     /// Handle one envelope. The event stays raw JSON so that event types this client does not
     /// know still reach `--json` output; in text mode they are skipped.
     pub fn handle(&mut self, envelope: &SessionEventEnvelope<serde_json::Value>) -> Vec<Output> {
+        self.handle_at(envelope, Instant::now())
+    }
+
+    /// `handle` with the time it happens (tests pass their own).
+    pub fn handle_at(
+        &mut self,
+        envelope: &SessionEventEnvelope<serde_json::Value>,
+        now: Instant,
+    ) -> Vec<Output> {
+        self.now = now;
         let event = serde_json::from_value::<Event>(envelope.event.clone()).ok();
         let persisted = event.as_ref().is_none_or(Event::is_persisted);
         if persisted {
@@ -180,25 +217,39 @@ impl Renderer {
             return out;
         }
         if let Some(event) = event {
-            self.render(&envelope.session_id, &event, &mut out);
+            // An optional field of `runFinished` (per-provider prices), read from the raw JSON.
+            let cost_usd = envelope
+                .event
+                .get("costUsd")
+                .and_then(serde_json::Value::as_f64);
+            self.render(&envelope.session_id, &event, cost_usd, &mut out);
         }
         self.redraw_prompt(&mut out);
         out
     }
 
-    /// Redraw the spinner with its next frame (call every ~100 ms on a TTY).
+    /// Redraw the activity line with its next frame (call every ~100 ms on a TTY).
     pub fn tick(&mut self) -> Vec<Output> {
+        self.tick_at(Instant::now())
+    }
+
+    /// `tick` at a given time.
+    pub fn tick_at(&mut self, now: Instant) -> Vec<Output> {
+        self.now = now;
         let mut out = Vec::new();
-        if self.options.json
-            || !self.options.stderr_is_tty
-            || self.active_tools.is_empty()
-            || self.prompt.is_some()
-        {
+        if !self.options.redraws() || self.activity.is_idle() || self.prompt.is_some() {
             return out;
         }
-        self.frame = (self.frame + 1) % SPINNER_FRAMES.len();
+        self.activity.advance();
         self.draw_spinner(&mut out);
         out
+    }
+
+    /// The terminal was resized: lines drawn from now on fit `width`.
+    pub fn set_width(&mut self, width: Option<usize>) {
+        if self.options.stderr_is_tty {
+            self.options.width = width;
+        }
     }
 
     /// Leave the terminal tidy before exiting early (Ctrl-C, lost connection): erase the
@@ -257,12 +308,45 @@ impl Renderer {
         matches!(self.mode, Mode::Attach { .. })
     }
 
-    fn render(&mut self, session_id: &str, event: &Event, out: &mut Vec<Output>) {
+    fn render(
+        &mut self,
+        session_id: &str,
+        event: &Event,
+        cost_usd: Option<f64>,
+        out: &mut Vec<Output>,
+    ) {
         if !self.shows_run(event.run_id()) {
             return;
         }
         match event {
+            Event::RunStarted { run_id, .. } => {
+                if self.is_goal_run(run_id) {
+                    self.run_started = Some(self.now);
+                }
+            }
+            Event::TurnStarted { run_id, step } => {
+                if self.is_goal_run(run_id) {
+                    self.steps = *step;
+                }
+                if self.options.redraws() {
+                    self.activity.start_thinking(self.now);
+                    self.draw_spinner(out);
+                }
+            }
+            Event::ToolProgress {
+                tool_call_id,
+                message,
+                ..
+            } => {
+                if self.activity.progress(tool_call_id, message) {
+                    self.draw_spinner(out);
+                } else if self.options.stderr_is_tty && !self.options.redraws() {
+                    // A person watches a terminal whose width is unknown: plain lines.
+                    self.stderr_line(&format!("[tool] … {}", one_line(message)), out);
+                }
+            }
             Event::MessageDelta { run_id, text } => {
+                self.activity.stop_thinking();
                 self.streamed
                     .entry(run_id.clone())
                     .or_default()
@@ -274,7 +358,10 @@ impl Renderer {
                 role: MessageRole::Assistant,
                 content,
                 ..
-            } => self.assistant_completed(run_id, content, out),
+            } => {
+                self.activity.stop_thinking();
+                self.assistant_completed(run_id, content, out);
+            }
             Event::MessageCompleted {
                 role: MessageRole::User,
                 content,
@@ -302,7 +389,8 @@ impl Renderer {
                 }
             }
             Event::Warning { message } => {
-                self.stderr_line(&format!("warning: {}", one_line(message)), out);
+                let line = format!("warning: {}", one_line(message));
+                self.stderr_styled(Style::Attention, &line, out);
             }
             Event::TodoUpdated { items, .. } => {
                 for line in todo::lines(items) {
@@ -339,24 +427,38 @@ impl Renderer {
                 will_retry,
                 ..
             } => {
-                let prefix = if *will_retry { "retrying" } else { "error" };
-                self.stderr_line(&format!("{prefix}: {}", one_line(message)), out);
+                let (prefix, style) = if *will_retry {
+                    ("retrying", Style::Attention)
+                } else {
+                    ("error", Style::Bad)
+                };
+                self.stderr_styled(style, &format!("{prefix}: {}", one_line(message)), out);
             }
             Event::RunFinished {
                 run_id,
                 status,
                 error,
+                usage,
                 ..
-            } => self.run_finished(session_id, run_id, *status, error.as_deref(), out),
+            } => {
+                let finished = Finished {
+                    status: *status,
+                    error: error.as_deref(),
+                    usage,
+                    cost_usd,
+                };
+                self.run_finished(session_id, run_id, finished, out);
+            }
             Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
                 if self.approvals_handled => {}
             Event::ApprovalRequested { approval, .. } => {
+                let because = crate::approval_view::why(approval)
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default();
                 self.stderr_line(
                     &format!(
-                        "approval needed: {} {} ({}); answer with `agentctl approve {}` or `agentctl deny {}`",
-                        approval.tool,
-                        one_line(&approval.summary),
-                        one_line(&approval.reason),
+                        "approval needed: {}{because}; answer with `agentctl approve {}` or `agentctl deny {}`",
+                        crate::approval_view::what(approval),
                         approval.approval_id,
                         approval.approval_id
                     ),
@@ -423,166 +525,11 @@ impl Renderer {
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::TaskUpdated { .. }
-            | Event::RunStarted { .. }
             | Event::FollowUpQueued { .. }
             | Event::SteerQueued { .. }
-            | Event::TurnStarted { .. }
-            | Event::ToolProgress { .. }
             | Event::UsageUpdated { .. }
             | Event::Lagged {}
             | Event::SessionUnloaded {} => {}
-        }
-    }
-
-    fn assistant_completed(&mut self, run_id: &str, content: &str, out: &mut Vec<Output>) {
-        let streamed = self.streamed.remove(run_id).unwrap_or_default();
-        if let Some(missing) = content.strip_prefix(streamed.as_str()) {
-            self.stdout(missing, out);
-        } else {
-            // Some deltas were lost (the client lagged): what was printed is not a prefix of
-            // the message. Print the whole message again on its own lines.
-            self.end_stdout_line(out);
-            self.stderr_line("(output was interrupted; the full message follows)", out);
-            self.stdout(content, out);
-        }
-        self.end_stdout_line(out);
-    }
-
-    fn user_message(
-        &mut self,
-        content: &str,
-        kind: Option<UserMessageKind>,
-        out: &mut Vec<Output>,
-    ) {
-        if self.is_transcript() {
-            let label = match kind {
-                Some(UserMessageKind::Steer) => "(steer) ",
-                Some(UserMessageKind::FollowUp) => "(follow-up) ",
-                Some(UserMessageKind::Prompt) | None => "",
-            };
-            self.end_stdout_line(out);
-            let quoted: String = content
-                .lines()
-                .enumerate()
-                .map(|(index, line)| {
-                    if index == 0 {
-                        format!("> {label}{line}\n")
-                    } else {
-                        format!("> {line}\n")
-                    }
-                })
-                .collect();
-            let quoted = if quoted.is_empty() {
-                format!("> {label}\n")
-            } else {
-                quoted
-            };
-            self.stdout(&quoted, out);
-        } else if kind == Some(UserMessageKind::FollowUp) {
-            // `run` typed the prompt itself and notes steers via `steerDelivered`.
-            self.stderr_line(&format!("follow-up delivered: {}", one_line(content)), out);
-        }
-    }
-
-    fn tool_started(&mut self, id: &str, tool: &str, summary: &str, out: &mut Vec<Output>) {
-        let summary = truncate(&one_line(summary), SUMMARY_MAX_CHARS);
-        if self.options.stderr_is_tty {
-            self.active_tools.push(ActiveTool {
-                tool_call_id: id.to_owned(),
-                tool: tool.to_owned(),
-                summary,
-            });
-            self.draw_spinner(out);
-        } else {
-            let line = if summary.is_empty() {
-                format!("[tool] {tool}")
-            } else {
-                format!("[tool] {tool}: {summary}")
-            };
-            self.stderr_line(&line, out);
-        }
-    }
-
-    fn tool_completed(
-        &mut self,
-        id: &str,
-        tool: &str,
-        output: &str,
-        is_error: bool,
-        duration_ms: u64,
-        out: &mut Vec<Output>,
-    ) {
-        let duration = format_duration(duration_ms);
-        let error = if is_error {
-            let first = truncate(&one_line(output), SUMMARY_MAX_CHARS);
-            if first.is_empty() {
-                String::new()
-            } else {
-                format!(": {first}")
-            }
-        } else {
-            String::new()
-        };
-        if self.options.stderr_is_tty {
-            let started = self
-                .active_tools
-                .iter()
-                .position(|active| active.tool_call_id == id)
-                .map(|index| self.active_tools.remove(index));
-            let label = match started {
-                Some(active) if !active.summary.is_empty() => {
-                    format!("{}: {}", active.tool, active.summary)
-                }
-                _ => tool.to_owned(),
-            };
-            let mark = if is_error { "✗" } else { "✓" };
-            self.stderr_line(&format!("{mark} {label} ({duration}){error}"), out);
-            self.draw_spinner(out);
-        } else {
-            let verb = if is_error { "failed" } else { "done" };
-            self.stderr_line(&format!("[tool] {tool} {verb} ({duration}){error}"), out);
-        }
-    }
-
-    fn run_finished(
-        &mut self,
-        session_id: &str,
-        run_id: &str,
-        status: RunStatus,
-        error: Option<&str>,
-        out: &mut Vec<Output>,
-    ) {
-        // Tools of a finished run cannot complete any more.
-        self.active_tools.clear();
-        self.clear_spinner(out);
-        self.streamed.remove(run_id);
-        self.end_stdout_line(out);
-        let message = match status {
-            RunStatus::Completed => None,
-            RunStatus::Cancelled => Some("run cancelled".to_owned()),
-            RunStatus::Failed => Some(format!(
-                "run failed: {}",
-                error.unwrap_or("no reason given")
-            )),
-            RunStatus::MaxSteps => Some(match error {
-                Some(error) => format!("run stopped at the step limit: {error}"),
-                None => "run stopped at the step limit (progress is kept; \
-                     send a follow-up to continue)"
-                    .to_owned(),
-            }),
-            RunStatus::Interrupted => Some(format!(
-                "run interrupted: {}",
-                error.unwrap_or("the daemon stopped while the run was active")
-            )),
-        };
-        if let Some(message) = message {
-            self.stderr_line(&message, out);
-        }
-        if self.is_goal_run(run_id) {
-            if !self.is_transcript() {
-                self.stderr_line(&format!("session: {session_id}"), out);
-            }
-            self.exit = Some(exit_code_for(status));
         }
     }
 
@@ -593,7 +540,7 @@ impl Renderer {
         }
         self.clear_spinner(out);
         self.stdout_line_open = !text.ends_with('\n');
-        out.push(Output::Stdout(text.to_owned()));
+        out.push(Output::Stdout(neutralise(text).into_owned()));
     }
 
     fn end_stdout_line(&mut self, out: &mut Vec<Output>) {
@@ -608,6 +555,14 @@ impl Renderer {
     fn stderr_line(&mut self, line: &str, out: &mut Vec<Output>) {
         self.clear_spinner(out);
         let lead = if self.stdout_line_open { "\n" } else { "" };
+        out.push(Output::Stderr(format!("{lead}{}\n", neutralise(line))));
+    }
+
+    /// `stderr_line` in a colour (when colours are on).
+    fn stderr_styled(&mut self, style: Style, line: &str, out: &mut Vec<Output>) {
+        self.clear_spinner(out);
+        let lead = if self.stdout_line_open { "\n" } else { "" };
+        let line = paint(self.options.color, style, &neutralise(line));
         out.push(Output::Stderr(format!("{lead}{line}\n")));
     }
 
@@ -615,30 +570,39 @@ impl Renderer {
         if let Some(question) = &self.prompt {
             // The prompt must show even after unfinished stdout text: start a line for it.
             let lead = if self.stdout_line_open {
+                // The prompt's own line: stdout's text goes on below it afterwards.
+                self.stdout_line_open = false;
                 "\n"
             } else {
                 CLEAR_LINE
             };
-            out.push(Output::Stderr(format!("{lead}{question}")));
+            let mut text = neutralise(question).into_owned();
+            if let Some(width) = self.options.width.filter(|_| self.prompt_keeps_tail) {
+                text = width::tail_to_width(&text, width.saturating_sub(1));
+            }
+            out.push(Output::Stderr(format!("{lead}{text}")));
             self.spinner_drawn = true;
             return;
         }
         // Redrawing erases the cursor's line; never do that to unfinished stdout text.
+        let Some(width) = self.options.width.filter(|_| self.options.redraws()) else {
+            return;
+        };
         if self.stdout_line_open {
             return;
         }
-        let Some(latest) = self.active_tools.last() else {
+        let interrupt = if self.is_transcript() {
+            "Ctrl-C to detach"
+        } else {
+            "Ctrl-C to cancel"
+        };
+        let Some(line) = self.activity.line(self.now, width, interrupt) else {
             self.clear_spinner(out);
             return;
         };
-        let mut line = format!("{} {}", SPINNER_FRAMES[self.frame], latest.tool);
-        if !latest.summary.is_empty() {
-            line.push_str(": ");
-            line.push_str(&latest.summary);
-        }
-        if self.active_tools.len() > 1 {
-            line.push_str(&format!(" (+{} more)", self.active_tools.len() - 1));
-        }
+        // Neutralised first: an escape shown as `^[` takes two columns.
+        let line = truncate_to_width(&neutralise(&line), width.saturating_sub(1));
+        let line = paint(self.options.color, Style::Dim, &line);
         out.push(Output::Stderr(format!("{CLEAR_LINE}{line}")));
         self.spinner_drawn = true;
     }
@@ -693,8 +657,19 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
     cut
 }
 
+mod activity;
+mod lines;
 mod mcp;
+mod style;
+mod summary;
 mod todo;
+mod width;
+
+pub use style::{Style, auto_color, paint};
+pub use width::{display_width, truncate_to_width};
+
+use activity::Activity;
+use lines::Finished;
 
 #[cfg(test)]
 mod tests;

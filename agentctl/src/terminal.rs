@@ -124,6 +124,23 @@ fn read_keys(sender: &mpsc::Sender<u8>, stop: &AtomicBool) {
     }
 }
 
+/// Stderr's terminal width in columns: the terminal's own size, else `$COLUMNS`; `None` when
+/// neither says (then nothing is redrawn in place).
+pub fn stderr_width() -> Option<usize> {
+    // SAFETY: an all-zero winsize is a valid value for the ioctl to overwrite.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into `size`, which is valid and writable.
+    let known = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0
+        && size.ws_col > 0;
+    if known {
+        return Some(usize::from(size.ws_col));
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.trim().parse::<usize>().ok())
+        .filter(|columns| *columns > 0)
+}
+
 /// A prompt's hold on the terminal: raw keys and their reader, both undone on drop.
 pub struct PromptInput {
     // Field order: stop reading before the terminal goes back to canonical mode.

@@ -311,6 +311,8 @@ mod tests {
 
     fn approval(id: &str, session: &str) -> PendingApproval {
         PendingApproval {
+            session_rule: None,
+            always_rule: None,
             task_id: None,
             agent_type: None,
             approval_id: id.into(),

@@ -12,6 +12,9 @@ use serde::Deserialize;
 use crate::permission::{PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource};
 use crate::text_position::line_and_column;
 
+mod prices;
+pub use prices::{MAX_PRICE_PER_MTOK, Prices};
+
 /// The wire format a provider speaks.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ProviderKind {
@@ -44,6 +47,8 @@ pub struct ProviderConfig {
     pub retry_max_delay_ms: u64,
     /// Seconds without any bytes from the provider before the stream counts as cut.
     pub stream_idle_timeout_secs: u64,
+    /// What `model` costs (`[providers.NAME.prices]`); None: unknown, no cost is reported.
+    pub prices: Option<Prices>,
 }
 
 impl ProviderConfig {
@@ -307,10 +312,7 @@ impl Config {
             && let Some(provider) = self.providers.get(name)
             && !model.is_empty()
         {
-            return Ok(ProviderConfig {
-                model: model.to_owned(),
-                ..provider.clone()
-            });
+            return Ok(with_model(provider, model));
         }
         if let Some((name, _)) = model.split_once(':') {
             return Err(ConfigError::UnknownModelProvider {
@@ -319,10 +321,7 @@ impl Config {
                 names: self.provider_names(),
             });
         }
-        Ok(ProviderConfig {
-            model: model.to_owned(),
-            ..self.default_provider_config()?.clone()
-        })
+        Ok(with_model(self.default_provider_config()?, model))
     }
 
     /// The configured providers, by name.
@@ -437,6 +436,18 @@ struct FilePermissions {
     approval_timeout_secs: Option<u64>,
 }
 
+/// `provider` asked for another model: its prices are its configured model's, so they go.
+fn with_model(provider: &ProviderConfig, model: &str) -> ProviderConfig {
+    let prices = (provider.model == model)
+        .then_some(provider.prices)
+        .flatten();
+    ProviderConfig {
+        model: model.to_owned(),
+        prices,
+        ..provider.clone()
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileProvider {
@@ -452,6 +463,7 @@ struct FileProvider {
     retry_base_delay_ms: Option<u64>,
     retry_max_delay_ms: Option<u64>,
     stream_idle_timeout_secs: Option<u64>,
+    prices: Option<prices::FilePrices>,
 }
 
 #[derive(Deserialize)]
@@ -582,6 +594,14 @@ fn apply_file(
             MAX_STREAM_IDLE_TIMEOUT_SECS,
             "seconds",
         )?;
+        let prices = match &provider.prices {
+            Some(prices) => Some(
+                prices
+                    .check(&format!("providers.{name}.prices"))
+                    .map_err(invalid)?,
+            ),
+            None => None,
+        };
         let base_url = provider
             .base_url
             .unwrap_or_else(|| default_url.to_owned())
@@ -612,6 +632,7 @@ fn apply_file(
                 retry_base_delay_ms,
                 retry_max_delay_ms,
                 stream_idle_timeout_secs,
+                prices,
             },
         );
     }
@@ -824,6 +845,7 @@ fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) 
                 retry_base_delay_ms: DEFAULT_RETRY_BASE_DELAY_MS,
                 retry_max_delay_ms: DEFAULT_RETRY_MAX_DELAY_MS,
                 stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+                prices: None,
             },
         );
     }

@@ -89,6 +89,10 @@ pub struct SessionHeader {
     /// `maxTurns`; the config's `max_steps` still caps it). None: the config's only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// US dollars one run of a session run as an agent may spend (its definition's
+    /// `maxBudgetUsd`; enforced when the model's prices are configured). None: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_budget_usd: Option<f64>,
 }
 
 impl SessionHeader {

@@ -1,17 +1,18 @@
 //! Params and result of `agents/list`: the subagents a session in a directory can delegate to,
 //! and the definition files that could not be used.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `agents/list`: the agents of a workspace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsListParams {
     /// The workspace directory, absolute (as for `session/create`).
     pub cwd: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsListResult {
     /// Built-ins first (a file of a built-in's name replaces it), then the others by name.
@@ -21,7 +22,7 @@ pub struct AgentsListResult {
     pub problems: Vec<AgentProblemInfo>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInfo {
     pub name: String,
@@ -43,7 +44,7 @@ pub struct AgentInfo {
 }
 
 /// Where an agent is defined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentSource {
     /// Part of the daemon (`general-purpose`, `explore`).
@@ -55,7 +56,7 @@ pub enum AgentSource {
 }
 
 /// A definition file that could not be used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentProblemInfo {
     pub path: String,

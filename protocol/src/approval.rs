@@ -1,10 +1,11 @@
 //! Params and results of the approval methods (`approval/list`, `approval/respond`) and the
 //! permission modes a session runs in.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a session decides tool calls that have side effects.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum PermissionMode {
     /// Read-only tools run; writes, shell, network and MCP tools ask.
@@ -39,7 +40,7 @@ impl PermissionMode {
 
 /// Permission rules in Claude Code's syntax (`Bash(npm run test:*)`, `Read(./secrets/**)`,
 /// `mcp__github__*`), for one session. Deny wins over ask over allow, across every layer.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionRules {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -57,7 +58,7 @@ impl PermissionRules {
 }
 
 /// An answer to an approval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ApprovalDecision {
     /// Run this call.
@@ -85,7 +86,7 @@ impl ApprovalDecision {
 }
 
 /// A tool call waiting for a person.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingApproval {
     pub approval_id: String,
@@ -110,9 +111,16 @@ pub struct PendingApproval {
     /// Asked by a subagent: its agent type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// What `allowSession` would allow for the rest of the session (tool + specifier, as
+    /// `approvalResolved.sessionRule` says it afterwards), so a client can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_rule: Option<String>,
+    /// The rule `allowAlways` would add to the user config; absent when it is not offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_rule: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalListParams {
     /// Only this session's approvals.
@@ -120,14 +128,14 @@ pub struct ApprovalListParams {
     pub session_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalListResult {
     /// Oldest first.
     pub approvals: Vec<PendingApproval>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRespondParams {
     pub approval_id: String,
@@ -135,9 +143,14 @@ pub struct ApprovalRespondParams {
     /// Shown to the model with a denial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when a standing policy of the client answered, not a person (agentctl's
+    /// `--approve never|edits|all`): its name, e.g. `--approve never`. The decision is then
+    /// recorded as `decidedBy: "policy:<client>"` and the model is told a policy decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRespondResult {
     pub approval_id: String,

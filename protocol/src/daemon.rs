@@ -1,17 +1,18 @@
 //! Params and results of the connection and daemon methods: `initialize`, `daemon/status`,
 //! `daemon/shutdown`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Who is talking: a client names itself in `initialize`, the daemon in its answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
     pub client_info: Implementation,
@@ -24,7 +25,7 @@ pub struct InitializeParams {
 
 /// What a client declares it does in `initialize`. Unknown fields are accepted (a newer client
 /// may declare more than this daemon knows).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientCapabilities {
     /// The client answers approvals (`approval/respond`) of what it subscribes to. Only
@@ -34,7 +35,7 @@ pub struct ClientCapabilities {
     pub approvals: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     pub server_info: Implementation,
@@ -43,7 +44,7 @@ pub struct InitializeResult {
 }
 
 /// What this daemon offers; clients check these instead of guessing from the version.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// Method names the daemon serves.
@@ -56,10 +57,10 @@ pub struct Capabilities {
 
 /// `daemon/status` takes no params; an empty object or array is accepted, and so are fields it
 /// does not know (like every params type).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DaemonStatusParams {}
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonStatusResult {
     pub version: String,
@@ -105,7 +106,7 @@ pub struct DaemonStatusResult {
 }
 
 /// A configured LLM provider as `daemon/status` shows it: never its key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderInfo {
     pub name: String,
@@ -154,7 +155,7 @@ pub fn env_hash<N: AsRef<str>, V: AsRef<str>>(vars: impl IntoIterator<Item = (N,
     format!("{hash:016x}")
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusCounts {
     /// Sessions known to the daemon (persisted ones included).
@@ -171,10 +172,10 @@ pub struct StatusCounts {
     pub mcp_servers: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DaemonShutdownParams {}
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonShutdownResult {
     /// Always true: the daemon stops accepting, drains in-flight requests and exits.

@@ -56,7 +56,9 @@ pub const ALL: &[(i32, &str)] = &[
 /// Messages never name a client's commands (editors read them too); a client words `suggest`
 /// in its own terms (agentctl prints its command for the method). Clients ignore fields they
 /// do not know, and `data` may be absent.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorData {
     /// What the client can do next to recover.
@@ -66,10 +68,12 @@ pub struct ErrorData {
 
 /// A method whose result helps the user recover, e.g. `session/list` to see the session ids
 /// that exist after `session not found`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Suggestion {
-    /// A method of [`crate::methods::ALL`].
+    /// A method this daemon serves (one of `initialize`'s `capabilities.methods`).
     pub method: String,
 }
 

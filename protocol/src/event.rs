@@ -1,5 +1,6 @@
 //! Session events and their notification envelope (`session/event`, `daemon/event`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Notification method carrying one session's events to its subscribers.
@@ -9,7 +10,7 @@ pub const DAEMON_EVENT: &str = "daemon/event";
 
 /// Params of a `session/event` / `daemon/event` notification: the subscription's id beside the
 /// envelope's fields, all directly in `params`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventNotificationParams<E = Event> {
     /// The id `session/subscribe` / `daemon/subscribe` answered.
@@ -20,7 +21,7 @@ pub struct EventNotificationParams<E = Event> {
 
 /// One event of a session with its seq: the part of a `session/event` / `daemon/event`
 /// notification's params besides `subscriptionId`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventEnvelope<E = Event> {
     pub session_id: String,
@@ -36,7 +37,7 @@ pub struct SessionEventEnvelope<E = Event> {
 }
 
 /// Token usage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u64,
@@ -46,7 +47,7 @@ pub struct Usage {
 }
 
 /// A tool call as the model made it; `arguments` is the raw JSON text.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallInfo {
     pub id: String,
@@ -55,7 +56,7 @@ pub struct ToolCallInfo {
 }
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum RunStatus {
     Completed,
@@ -67,7 +68,7 @@ pub enum RunStatus {
 }
 
 /// Who queued a follow-up other than a client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum FollowUpOrigin {
     /// The end of a background task, delivered to the session that started it.
@@ -75,7 +76,7 @@ pub enum FollowUpOrigin {
 }
 
 /// Where a user message came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum UserMessageKind {
     Prompt,
@@ -85,8 +86,12 @@ pub enum UserMessageKind {
 
 /// One event of a session. Everything but `messageDelta` and `lagged` is persisted to the
 /// session log before it is published.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "approvalRequested carries the whole pending approval; boxing it would change every match of every client"
+)]
 pub enum Event {
     /// A session was created: the first event of its log (also sent on the daemon stream).
     #[serde(rename_all = "camelCase")]
@@ -266,6 +271,9 @@ pub enum Event {
         error: Option<String>,
         /// Tokens used by this run.
         usage: Usage,
+        /// What those tokens cost in US dollars, when prices are configured for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// An MCP server's status changed. Sent on `daemon/subscribe` (not persisted there: its
     /// `sessionId` is `""` and its `seq` 0) and on every session that uses the server
@@ -311,7 +319,7 @@ pub enum Event {
     SessionUnloaded {},
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum MessageRole {
     User,

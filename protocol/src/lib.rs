@@ -1,6 +1,7 @@
 //! Wire types of the agentd JSON-RPC 2.0 protocol: method names with their params and result
-//! types, event payloads and error codes. Serde only: no tokio, no I/O. The daemon and the
-//! clients convert their own types into these; nothing else derives `Serialize` for the wire.
+//! types, event payloads and error codes. Serde (and schemars: every type derives `JsonSchema`,
+//! `schema` turns them into the checked-in JSON Schema) only: no tokio, no I/O. The daemon and
+//! the clients convert their own types into these; nothing else derives `Serialize` for the wire.
 //!
 //! Framing (newline-delimited JSON) and the envelope (`jsonrpc`, `id`, `error`) are handled by
 //! the transports on top of jsonrpsee; this crate describes what goes inside.
@@ -19,17 +20,21 @@ pub mod mcp;
 pub mod memory;
 pub mod methods;
 pub mod project;
+pub mod schema;
 pub mod session;
 pub mod skills;
 pub mod socket;
 pub mod task;
 pub mod todo;
+pub mod version;
 
 pub use methods::Method;
 
-/// Version of the protocol described by this crate. A client sends the version it speaks in
-/// `initialize`; the daemon answers with its own and refuses a different major version.
-pub const PROTOCOL_VERSION: &str = "1.0";
+/// Version of the protocol described by this crate, `MAJOR.MINOR`. A client sends the version
+/// it speaks in `initialize`; the daemon answers with the lower of the two and refuses a
+/// different major version (`version::negotiate`). A minor version only adds; each one has its
+/// line in the changelog of `docs/protocol.md`.
+pub const PROTOCOL_VERSION: &str = "1.1";
 
 /// The major part of [`PROTOCOL_VERSION`]: versions with the same major are compatible.
 pub fn protocol_major(version: &str) -> &str {

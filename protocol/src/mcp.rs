@@ -2,11 +2,12 @@
 //! with a `cwd` the ones configured there that do not run, with the configuration's problems)
 //! and `mcp/restart`; and the `mcpServerStatus` event's status words.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `mcp/list`: every server the daemon runs; with `cwd`, also what is configured for a session
 /// there (untrusted, disabled, not started yet) and the problems of that configuration.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpListParams {
     /// A workspace directory, absolute (as for `session/create`).
@@ -14,7 +15,7 @@ pub struct McpListParams {
     pub cwd: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpListResult {
     /// Sorted by name, then project root.
@@ -24,7 +25,7 @@ pub struct McpListResult {
 }
 
 /// One server of `mcp/list`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerListing {
     pub name: String,
@@ -55,7 +56,7 @@ pub struct McpServerListing {
 }
 
 /// Where a server entry came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum McpServerSource {
     /// `[mcp_servers.<name>]` in the user's config.toml.
@@ -67,7 +68,7 @@ pub enum McpServerSource {
 }
 
 /// How the daemon reaches a server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum McpTransportKind {
     Stdio,
@@ -76,7 +77,7 @@ pub enum McpTransportKind {
 
 /// Where a server is: the five states of a server the daemon runs (also the `status` of
 /// `mcpServerStatus` events), and two of configured servers that never start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum McpServerState {
     Starting,
@@ -95,7 +96,7 @@ pub enum McpServerState {
 }
 
 /// An entry of the configuration that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpConfigProblem {
     /// The file of the entry; absent for `session/create` params.
@@ -108,7 +109,7 @@ pub struct McpConfigProblem {
 }
 
 /// `mcp/restart`: restart a server now (also a `failed` one), resetting its restart count.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpRestartParams {
     pub name: String,
@@ -118,7 +119,7 @@ pub struct McpRestartParams {
     pub cwd: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpRestartResult {
     /// Always true: the server is starting again (`mcpServerStatus` events follow).

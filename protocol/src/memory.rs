@@ -3,18 +3,19 @@
 //! them with its `memory` tool; a session's system prompt holds the snapshot taken when it was
 //! created.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `memory/get`: the stores sessions in `cwd` use (the project's `.agents/memory/` when it has
 /// one, else the user's).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryGetParams {
     /// An absolute directory.
     pub cwd: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryGetResult {
     /// The directory holding both stores.
@@ -27,7 +28,7 @@ pub struct MemoryGetResult {
     pub user: MemoryStore,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum MemoryScope {
     User,
@@ -35,7 +36,7 @@ pub enum MemoryScope {
 }
 
 /// One store as it is now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStore {
     /// The file (it may not exist yet).

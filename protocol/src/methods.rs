@@ -1,5 +1,6 @@
 //! The one list of every method: its wire name, params type and result type.
 
+use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::agents::*;
@@ -16,8 +17,10 @@ use crate::task::*;
 pub trait Method {
     /// The wire name, `resource/verb`.
     const NAME: &'static str;
-    type Params: Serialize + DeserializeOwned;
-    type Result: Serialize + DeserializeOwned;
+    /// What the client sends; its JSON Schema describes what the daemon reads.
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+    /// What the daemon answers; its JSON Schema describes what the daemon writes.
+    type Result: Serialize + DeserializeOwned + JsonSchema;
 }
 
 macro_rules! methods {
@@ -33,6 +36,9 @@ macro_rules! methods {
         )*
         /// Every method name, in the order of this list.
         pub const ALL: &[&str] = &[$($name),*];
+        /// The schema documents of every method (params and result), in the order of `ALL`.
+        pub(crate) const SCHEMAS: &[fn() -> [crate::schema::SchemaDocument; 2]] =
+            &[$(crate::schema::method_documents::<$ty>),*];
     };
 }
 

@@ -1,12 +1,13 @@
 //! Params and results of the session methods (`session/*`, `daemon/subscribe`,
 //! `daemon/unsubscribe`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{ToolCallInfo, Usage};
 
 /// A session as listed and shown.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     pub session_id: String,
@@ -52,7 +53,7 @@ pub fn preview_of(text: &str) -> String {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {
     /// No run is active.
@@ -61,7 +62,7 @@ pub enum SessionStatus {
     Running,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateParams {
     /// Workspace directory (absolute, must exist).
@@ -96,14 +97,14 @@ pub struct SessionCreateParams {
     pub append_system_prompt: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateResult {
     pub session_id: String,
     pub session: SessionInfo,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionListParams {
     /// Return sessions after this cursor (from a previous `nextCursor`).
@@ -114,7 +115,7 @@ pub struct SessionListParams {
     pub limit: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionListResult {
     /// Newest first.
@@ -124,7 +125,7 @@ pub struct SessionListResult {
 }
 
 /// Params naming one session.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     pub session_id: String,
@@ -137,7 +138,7 @@ pub type SessionCancelParams = SessionRef;
 /// Params of `session/compact`.
 pub type SessionCompactParams = SessionRef;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionGetParams {
     pub session_id: String,
@@ -146,7 +147,7 @@ pub struct SessionGetParams {
     pub include_history: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionGetResult {
     pub session: SessionInfo,
@@ -163,7 +164,7 @@ pub struct SessionGetResult {
 }
 
 /// One message of the conversation history.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum HistoryMessage {
     User {
@@ -184,13 +185,13 @@ pub enum HistoryMessage {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDeleteResult {
     pub deleted: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPromptParams {
     pub session_id: String,
@@ -201,12 +202,18 @@ pub struct SessionPromptParams {
     /// When a run is active, queue the text as a follow-up instead of failing.
     #[serde(default)]
     pub queue_if_busy: bool,
+    /// The run this prompt starts keeps its approvals pending (until the approval timeout) even
+    /// while no client that answers approvals follows the session: for a client that starts a
+    /// run and leaves (`agentctl run --background --approve wait`); answered later with
+    /// `approval/respond`. Without it, such an approval is denied by the mode at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_approvals: bool,
     /// Model calls this run makes at most (never more than the config's `max_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPromptResult {
     pub run_id: String,
@@ -216,14 +223,14 @@ pub struct SessionPromptResult {
 }
 
 /// Params of `session/steer` and `session/followUp`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessageParams {
     pub session_id: String,
     pub text: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessageResult {
     /// The run the message goes to.
@@ -242,7 +249,7 @@ pub type SessionFollowUpParams = QueueMessageParams;
 /// Result of `session/followUp`.
 pub type SessionFollowUpResult = QueueMessageResult;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCancelResult {
     /// False when no run was active.
@@ -251,7 +258,7 @@ pub struct SessionCancelResult {
     pub run_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSubscribeParams {
     pub session_id: String,
@@ -261,7 +268,7 @@ pub struct SessionSubscribeParams {
 }
 
 /// The answer of `session/subscribe`: notifications of this subscription carry its id.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSubscribeResult {
     /// `sub_` and hex digits, unique in the daemon; the key of `session/unsubscribe`.
@@ -270,14 +277,14 @@ pub struct SessionSubscribeResult {
 
 /// Params of `session/unsubscribe`. The object form is the documented one; a bare
 /// `["sub_…"]` (the array form of older clients) is read too.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
 pub struct SessionUnsubscribeParams {
     pub subscription_id: String,
 }
 
 /// The answer of `session/unsubscribe`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUnsubscribeResult {
     /// True when a live subscription of this connection ended; false for an unknown id (or
@@ -285,12 +292,12 @@ pub struct SessionUnsubscribeResult {
     pub unsubscribed: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeParams {}
 
 /// The answer of `daemon/subscribe`: notifications of this subscription carry its id.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSubscribeResult {
     /// `sub_` and hex digits, unique in the daemon; the key of `daemon/unsubscribe`.
@@ -298,28 +305,30 @@ pub struct DaemonSubscribeResult {
 }
 
 /// Params of `daemon/unsubscribe` (a bare `["sub_…"]` is read too).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", from = "UnsubscribeWire")]
 pub struct DaemonUnsubscribeParams {
     pub subscription_id: String,
 }
 
 /// The answer of `daemon/unsubscribe`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonUnsubscribeResult {
     /// True when a live `daemon/subscribe` subscription of this connection ended.
     pub unsubscribed: bool,
 }
 
-/// What an unsubscribe call's params may be: `{"subscriptionId": …}` or just the id.
-#[derive(Deserialize)]
+/// Params of an unsubscribe call: `{"subscriptionId": …}` (a bare id, the array form of older
+/// clients, is read too but is not part of the schema).
+#[derive(Deserialize, JsonSchema)]
 #[serde(untagged)]
 enum UnsubscribeWire {
     Object {
         #[serde(rename = "subscriptionId")]
         subscription_id: String,
     },
+    #[schemars(skip)]
     Bare(String),
 }
 
@@ -349,7 +358,7 @@ impl From<UnsubscribeWire> for DaemonUnsubscribeParams {
 }
 
 /// Result of `session/compact`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCompactResult {
     /// False when there was nothing older than the last two user turns to summarise.
@@ -364,7 +373,7 @@ pub struct SessionCompactResult {
 
 /// Params of `session/update`: each field given changes the session from its next run on (a
 /// run already going keeps what it started with); absent fields stay as they are.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUpdateParams {
     pub session_id: String,
@@ -381,7 +390,7 @@ pub struct SessionUpdateParams {
 }
 
 /// Result of `session/update`: the session as it now reads.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUpdateResult {
     pub session: SessionInfo,

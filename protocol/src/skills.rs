@@ -1,17 +1,18 @@
 //! Params and result of `skills/list`: the skills a session in a directory is offered, and what
 //! discovery skipped.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `skills/list`: the skills of a workspace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillsListParams {
     /// The workspace directory, absolute (as for `session/create`).
     pub cwd: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillsListResult {
     /// The skills a new session there lists in its system prompt, sorted by name.
@@ -21,7 +22,7 @@ pub struct SkillsListResult {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillInfo {
     pub name: String,
@@ -32,7 +33,7 @@ pub struct SkillInfo {
 }
 
 /// Where a skill was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SkillSource {
     /// The workspace or a parent up to the git root (`skills/`, `.agents/skills/`,

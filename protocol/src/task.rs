@@ -1,12 +1,13 @@
 //! Tasks: the daemon's background work (subagents the model or a client started, background
 //! shell commands), as clients see them in `task/*` results and `task*` events.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::Usage;
 
 /// What a task runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TaskKind {
     /// A subagent: a child session with its own context.
@@ -16,7 +17,7 @@ pub enum TaskKind {
 }
 
 /// Where a task is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TaskStatus {
     /// Waiting for a slot (the concurrency cap, or another writing agent in its workspace).
@@ -37,7 +38,7 @@ impl TaskStatus {
 }
 
 /// One task, as `task/get`, `task/list` and the task events carry it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInfo {
     /// `task_` and hex digits.
@@ -77,7 +78,7 @@ pub struct TaskInfo {
 }
 
 /// Params of `task/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskListParams {
     /// Only the tasks this session started.
@@ -92,14 +93,14 @@ pub struct TaskListParams {
 }
 
 /// Result of `task/list`: newest first.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskListResult {
     pub tasks: Vec<TaskInfo>,
 }
 
 /// Params naming one task (`task/get`, `task/stop`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskRef {
     pub task_id: String,
@@ -109,7 +110,7 @@ pub struct TaskRef {
 pub type TaskGetParams = TaskRef;
 
 /// Result of `task/get`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskGetResult {
     pub task: TaskInfo,
@@ -119,7 +120,7 @@ pub struct TaskGetResult {
 }
 
 /// Params of `task/output`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskOutputParams {
     pub task_id: String,
@@ -129,7 +130,7 @@ pub struct TaskOutputParams {
 }
 
 /// Result of `task/output`: a shell task's output, or a subagent's final message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskOutputResult {
     pub text: String,
@@ -143,7 +144,7 @@ pub struct TaskOutputResult {
 }
 
 /// Params of `task/steer` and `task/followUp`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskMessageParams {
     pub task_id: String,
@@ -151,7 +152,7 @@ pub struct TaskMessageParams {
 }
 
 /// Result of `task/steer` and `task/followUp`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskMessageResult {
     /// The child session the message went to.
@@ -176,14 +177,14 @@ pub type TaskStopParams = TaskRef;
 
 /// Result of `task/stop`: the record when the stop was asked (the task becomes `cancelled`
 /// when it has stopped; `taskFinished` says so).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStopResult {
     pub task: TaskInfo,
 }
 
 /// Params of `task/start`: a background subagent with no parent session.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStartParams {
     /// The workspace (absolute).
@@ -200,7 +201,7 @@ pub struct TaskStartParams {
 }
 
 /// Result of `task/start`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStartResult {
     pub task_id: String,

@@ -1,6 +1,7 @@
 //! Test support: the daemon harness, the scripted mock LLM server, an HTTP gate and the real
 //! MCP servers (`mcp_servers`).
 
+pub mod acp_client;
 pub mod gate;
 pub mod harness;
 pub mod mcp_scenario;
@@ -11,3 +12,4 @@ pub mod pty;
 pub mod scenario;
 pub mod subscription;
 pub mod task_records;
+pub mod terminal;

@@ -150,7 +150,7 @@ impl Drop for EverythingHttp {
     }
 }
 
-fn everything_script() -> String {
+pub fn everything_script() -> String {
     let script =
         install_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     require(&script, "@modelcontextprotocol/server-everything");
@@ -158,7 +158,7 @@ fn everything_script() -> String {
 }
 
 /// `node` as an absolute path, found on the test's `PATH`.
-fn node() -> String {
+pub fn node() -> String {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("node"))
@@ -169,7 +169,7 @@ fn node() -> String {
         })
 }
 
-fn require(path: &Path, what: &str) {
+pub fn require(path: &Path, what: &str) {
     assert!(
         path.exists(),
         "{what} is not installed at {}: run tests/mcp-servers/install.sh (needs node + npm and python3)",

@@ -162,8 +162,10 @@ async fn an_approval_is_answered_with_one_key() {
     pty.expect("an approval is waiting").await;
     pty.send("/cost\r");
     pty.expect("tokens:").await;
-    // A typed line of one key answers when sent.
-    pty.send(" n\r");
+    // `n` asks why; the reason typed goes to the model.
+    pty.send("n");
+    pty.expect("why not?").await;
+    pty.send("no, use tabs\r");
     pty.expect("denied").await;
     pty.expect("Touched one.").await;
     pty.expect("session: ses_").await;
@@ -176,7 +178,10 @@ async fn an_approval_is_answered_with_one_key() {
         .find(|(id, _)| id == "c2")
         .expect("c2's result")
         .1;
-    assert!(denied.contains("denied"), "{denied}");
+    assert!(
+        denied.contains("denied") && denied.contains("no, use tabs"),
+        "{denied}"
+    );
 
     pty.send("\x04");
     assert_eq!(pty.wait().await.code(), Some(0));
@@ -507,4 +512,19 @@ async fn chat_warns_when_the_daemon_runs_with_another_environment() {
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
     assert!(!pty.screen().contains("another-key"), "never a value");
+}
+
+#[tokio::test]
+async fn control_sequences_from_the_model_never_reach_the_terminal_raw() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("before \u{1b}]52;c;ZXZpbA==\u{7} after"));
+    let env = chat_env(&mock, "");
+    let mut pty = start_chat(&env, &["chat", "--model", "mock:\u{1b}[2Jmodel"]).await;
+    pty.send("hello\r");
+    pty.expect("before ^[]52;c;ZXZpbA==^G after").await;
+    pty.send("/quit\r");
+    pty.wait().await;
+    let screen = pty.screen();
+    assert!(!screen.contains("\u{1b}]52"), "{screen:?}");
+    assert!(!screen.contains("\u{1b}[2J"), "{screen:?}");
 }

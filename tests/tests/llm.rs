@@ -31,6 +31,7 @@ fn provider(mock: &MockLlm, format: Format) -> ProviderConfig {
         retry_base_delay_ms: 1,
         retry_max_delay_ms: 5_000,
         stream_idle_timeout_secs: 30,
+        prices: None,
     }
 }
 

@@ -582,3 +582,67 @@ async fn agentctl_task_stop_cancels_a_running_child_and_its_command() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn agentctl_task_output_follow_shows_a_commands_output_as_it_is_written() {
+    use agentd_tests::scenario::{mkfifo, write_fifo};
+    use tokio::io::AsyncReadExt;
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let daemon = Daemon::start_in(env).await;
+    let gate = daemon.env.workspace().join("gate");
+    mkfifo(&gate);
+    mock.push(Reply::tool_call(
+        "c1",
+        "run_shell",
+        json!({"command": "echo first; cat gate; echo second; exec sleep 60", "runInBackground": true}),
+    ));
+    mock.push(Reply::text("it runs"));
+    let mut client = daemon.client().await;
+    let session_id = create_session(&mut client, &daemon.env.workspace()).await;
+    client.subscribe(&session_id, None).await;
+    client.prompt(&session_id, "start it").await;
+    client.events_until_run_finished().await;
+    let active: TaskListResult = serde_json::from_value(
+        client
+            .request("task/list", json!({"sessionId": session_id}))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let task_id = active.tasks[0].task_id.clone();
+    let mut follower = daemon
+        .env
+        .agentctl()
+        .args(["task", "output", "-f", &task_id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn agentctl task output -f");
+    let mut stdout = follower.stdout.take().unwrap();
+    let mut seen = String::new();
+    // Reads the follower's output until it holds `want` (no task event happens meanwhile).
+    let mut read_until = async |want: &str, seen: &mut String| {
+        let mut buf = [0u8; 256];
+        while !seen.contains(want) {
+            let n = tokio::time::timeout(agentd_tests::harness::WAIT, stdout.read(&mut buf))
+                .await
+                .unwrap_or_else(|_| panic!("{want:?} not shown while the task runs; got {seen:?}"))
+                .unwrap();
+            assert!(n > 0, "agentctl ended early: {seen:?}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    read_until("first\n", &mut seen).await;
+    write_fifo(&gate, "in the middle\n").await;
+    read_until("second\n", &mut seen).await;
+    assert_eq!(seen, "first\nin the middle\nsecond\n");
+    let (code, _, err) = agentctl(&daemon, &["task", "stop", &task_id]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let status = tokio::time::timeout(agentd_tests::harness::WAIT, follower.wait())
+        .await
+        .expect("the follower ends with the task")
+        .unwrap();
+    assert_eq!(status.code(), Some(1));
+}

@@ -8,6 +8,8 @@ use super::*;
 
 fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
     PendingApproval {
+        session_rule: None,
+        always_rule: None,
         task_id: None,
         agent_type: None,
         approval_id: id.to_owned(),
@@ -49,7 +51,7 @@ fn desk(handling: Handling) -> ApprovalDesk {
 
 fn prompt() -> DeskAction {
     DeskAction::Prompt {
-        header: "approval needed: run_shell ls -la — shell commands ask".to_owned(),
+        header: "approval needed: run_shell ls -la\n  why: shell commands ask".to_owned(),
         question: "allow? [y]es once · [s]ession · [n]o · [c]ancel run ".to_owned(),
     }
 }
@@ -71,6 +73,7 @@ fn never_denies_with_one_line_and_a_reason_for_the_model() {
                 approval_id: "apr_1".to_owned(),
                 decision: Deny,
                 reason: Some(crate::approve_policy::NOT_INTERACTIVE_REASON.to_owned()),
+                policy: Some("--approve never".to_owned()),
             },
         ]
     );
@@ -137,6 +140,7 @@ fn prompt_answers_by_key_and_queues_parallel_requests() {
                 approval_id: "apr_1".to_owned(),
                 decision: AllowOnce,
                 reason: None,
+                policy: None,
             },
             prompt(),
         ]
@@ -149,6 +153,7 @@ fn prompt_answers_by_key_and_queues_parallel_requests() {
                 approval_id: "apr_2".to_owned(),
                 decision: DenyAndCancel,
                 reason: None,
+                policy: None,
             },
         ]
     );
@@ -214,6 +219,7 @@ fn run_end_interrupt_and_terminal_failure_close_the_prompt() {
         status: RunStatus::Cancelled,
         error: None,
         usage: Usage::default(),
+        cost_usd: None,
     };
     assert_eq!(desk.on_event(&finished), vec![DeskAction::ClosePrompt]);
 
@@ -229,4 +235,111 @@ fn run_end_interrupt_and_terminal_failure_close_the_prompt() {
         &desk.on_event(&requested(approval("apr_4", "run_shell", vec![])))[..],
         [DeskAction::Note(line)] if line.starts_with("approval apr_4 waits")
     ));
+}
+
+#[test]
+fn n_asks_for_a_reason_that_reaches_the_model() {
+    let options = vec![AllowOnce, AllowSession, Deny, DenyAndCancel];
+    let mut desk = desk(Handling::Prompt);
+    desk.on_event(&requested(approval("apr_1", "run_shell", options.clone())));
+    let reprompt = |typed: &str| vec![DeskAction::Reprompt(format!("{REASON_QUESTION}{typed}"))];
+    assert_eq!(desk.on_key(b'n'), reprompt(""));
+    // Keys are the reason now, `y` included; Backspace takes a whole character back.
+    for key in "no, usé".bytes() {
+        desk.on_key(key);
+    }
+    assert_eq!(desk.on_key(0x7f), reprompt("no, us"));
+    for key in "e tabsy".bytes() {
+        desk.on_key(key);
+    }
+    assert_eq!(desk.on_key(0x1b), [], "control keys are ignored");
+    assert_eq!(
+        desk.on_key(b'\r'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Respond {
+                approval_id: "apr_1".to_owned(),
+                decision: Deny,
+                reason: Some("no, use tabsy".to_owned()),
+                policy: None,
+            },
+        ]
+    );
+    // An empty reason denies without one.
+    desk.on_event(&requested(approval("apr_2", "run_shell", options)));
+    desk.on_key(b'n');
+    assert_eq!(
+        desk.on_key(b'\n'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Respond {
+                approval_id: "apr_2".to_owned(),
+                decision: Deny,
+                reason: None,
+                policy: None,
+            },
+        ]
+    );
+}
+
+#[test]
+fn attach_prompts_for_what_is_still_pending_once_the_replay_is_through() {
+    let options = vec![AllowOnce, AllowSession, Deny, DenyAndCancel];
+    let mut desk = ApprovalDesk::for_session(Handling::Prompt, 5);
+    let mut old = approval("apr_old", "run_shell", options.clone());
+    old.run_id = "run_0".to_owned();
+    // Replayed: an old request and its resolution, then a request still pending.
+    let actions = desk.on_event(&requested(old));
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert!(matches!(&actions[0], DeskAction::Note(text) if text.starts_with("approval needed")));
+    assert_eq!(desk.caught_up(2), []);
+    let mut resolution = resolved("apr_old", Deny, "mode");
+    if let Event::ApprovalResolved { run_id, .. } = &mut resolution {
+        *run_id = "run_0".to_owned();
+    }
+    assert_eq!(
+        desk.on_event(&resolution),
+        vec![DeskAction::Note(
+            "approval apr_old: denied by mode".to_owned()
+        )]
+    );
+    desk.on_event(&requested(approval("apr_1", "run_shell", options)));
+    assert!(!desk.is_prompting(), "held during the replay");
+    assert_eq!(desk.caught_up(5), vec![prompt()]);
+    // Another run's end leaves the prompt alone; its own run's end closes it.
+    assert_eq!(
+        desk.on_event(&Event::RunFinished {
+            run_id: "run_0".to_owned(),
+            status: RunStatus::Completed,
+            error: None,
+            usage: Usage::default(),
+            cost_usd: None,
+        }),
+        []
+    );
+    assert_eq!(
+        desk.on_event(&Event::RunFinished {
+            run_id: "run_1".to_owned(),
+            status: RunStatus::Cancelled,
+            error: None,
+            usage: Usage::default(),
+            cost_usd: None,
+        }),
+        vec![DeskAction::ClosePrompt]
+    );
+}
+
+#[test]
+fn the_wait_line_does_not_repeat_the_summary_as_its_reason() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::Wait));
+    let mut asked = approval("apr_1", "run_shell", vec![]);
+    asked.reason = "approval needed to run `ls -la`".to_owned();
+    assert_eq!(
+        desk.on_event(&requested(asked)),
+        vec![DeskAction::Note(
+            "approval apr_1 waits: run_shell ls -la; answer with `agentctl approve apr_1` or \
+             `agentctl deny apr_1`"
+                .to_owned()
+        )]
+    );
 }

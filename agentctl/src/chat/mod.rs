@@ -29,6 +29,7 @@ use crate::commands::run_input::newest_session_in;
 use crate::follow::{self, RawEnvelope};
 use crate::output::{CommandError, EXIT_OK};
 use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
+use crate::safe_text::neutralise;
 use editor::{Input, LineEditor};
 use line::Typed;
 use lines::LineAssembler;
@@ -146,6 +147,8 @@ struct ActiveRun {
     desk: ApprovalDesk,
     /// Ctrl-C asked the daemon to cancel it; another Ctrl-C quits.
     cancelling: bool,
+    /// `n` was pressed and the desk asks for a reason: the next line is that reason.
+    typing_reason: bool,
 }
 
 /// Why the loop woke.
@@ -270,22 +273,28 @@ impl Chat {
         }
     }
 
-    /// A line typed while an approval prompt waits: one key, then Enter, as if pressed at
-    /// `run`'s prompt. A longer line answers nothing (its letters must not pick answers).
+    /// A line typed while an approval prompt waits, as if typed at `run`'s prompt: one key,
+    /// then Enter; or, once `n` asked for a reason, the reason, then Enter. Any other line
+    /// answers nothing (its letters must not pick answers).
     async fn on_approval_line(&mut self, text: &str) {
         let Some(run) = self.run.as_mut() else {
             return;
         };
-        let actions = match text.trim().as_bytes() {
-            [key] => {
-                let mut actions = run.desk.on_key(*key);
-                if !actions.contains(&DeskAction::ClosePrompt) {
-                    actions.extend(run.desk.on_key(b'\r'));
-                }
-                actions
-            }
-            _ => Vec::new(),
+        let keys: Vec<u8> = match (run.typing_reason, text.trim().as_bytes()) {
+            (true, typed) => typed.to_vec(),
+            (false, [key]) => vec![*key],
+            (false, _) => Vec::new(),
         };
+        let mut actions = Vec::new();
+        if !keys.is_empty() || run.typing_reason {
+            for key in keys.into_iter().chain(std::iter::once(b'\r')) {
+                actions.extend(run.desk.on_key(key));
+                // Answered: the rest must not answer the next approval.
+                if actions.contains(&DeskAction::ClosePrompt) {
+                    break;
+                }
+            }
+        }
         if actions.is_empty() {
             self.say("an approval is waiting: answer with one of the keys shown")
                 .await;
@@ -410,16 +419,37 @@ impl Chat {
             match action {
                 DeskAction::Note(text) => self.say(&text).await,
                 DeskAction::Prompt { header, question } => {
+                    if let Some(run) = self.run.as_mut() {
+                        run.typing_reason = false;
+                    }
                     // Keys answer from the moment the question can be seen.
                     self.editor.set_approval_pending(true);
                     self.say(&format!("{header}\n{question}(type the key)"))
                         .await;
                 }
-                DeskAction::ClosePrompt => self.editor.set_approval_pending(false),
+                DeskAction::Reprompt(question) => {
+                    // `n` asked for a reason: from now on a typed line is that reason, so its
+                    // letters are text again. Asked once; the desk's redraws per key are not.
+                    let Some(run) = self.run.as_mut() else {
+                        continue;
+                    };
+                    if !run.typing_reason {
+                        run.typing_reason = true;
+                        self.editor.set_approval_pending(false);
+                        self.say(&question).await;
+                    }
+                }
+                DeskAction::ClosePrompt => {
+                    if let Some(run) = self.run.as_mut() {
+                        run.typing_reason = false;
+                    }
+                    self.editor.set_approval_pending(false);
+                }
                 DeskAction::Respond {
                     approval_id,
                     decision,
                     reason,
+                    policy,
                 } => {
                     let Some(run) = self.run.as_mut() else {
                         continue;
@@ -431,6 +461,7 @@ impl Chat {
                             approval_id,
                             decision,
                             reason,
+                            policy,
                         )
                         .await,
                     );
@@ -456,6 +487,8 @@ impl Chat {
             text,
             client_request_id: Some(format!("chat_{}", uuid::Uuid::new_v4().simple())),
             queue_if_busy: false,
+            // The chat answers its approvals itself.
+            hold_approvals: false,
             max_steps: None,
         };
         match self.connection.request::<SessionPrompt>(&params).await {
@@ -523,6 +556,7 @@ impl Chat {
             renderer,
             desk: ApprovalDesk::new(run_id, Handling::Prompt),
             cancelling: false,
+            typing_reason: false,
         });
     }
 
@@ -550,9 +584,10 @@ impl Chat {
         }
     }
 
-    /// Print a line of our own.
+    /// Print a line of our own. It may quote the session, the model or the daemon (a title,
+    /// a command to approve, an error), so it is neutralised like the renderer's text.
     async fn say(&mut self, line: &str) {
-        let text = self.lines.note(line);
+        let text = self.lines.note(&neutralise(line));
         self.editor.print(text).await;
     }
 }

@@ -31,9 +31,9 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         print_json(&result);
         return Ok(());
     }
-    print!("{}", format_table(&result.agents));
+    crate::say_raw!("{}", format_table(&result.agents));
     for problem in &result.problems {
-        eprintln!("warning: {}: {}", problem.path, one_line(&problem.reason));
+        crate::warn_line!("warning: {}: {}", problem.path, one_line(&problem.reason));
     }
     Ok(())
 }

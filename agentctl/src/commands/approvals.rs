@@ -30,9 +30,9 @@ pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), Comma
     if ctx.json {
         print_json(&result);
     } else if result.approvals.is_empty() {
-        println!("no pending approvals");
+        crate::say!("no pending approvals");
     } else {
-        print!("{}", format_table(&result.approvals, now_unix()));
+        crate::say_raw!("{}", format_table(&result.approvals, now_unix()));
     }
     Ok(())
 }
@@ -65,6 +65,7 @@ pub async fn respond(
 ) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
     let mut params = ApprovalRespondParams {
+        policy: None,
         approval_id,
         decision,
         reason,
@@ -87,13 +88,13 @@ pub async fn respond(
     if ctx.json {
         print_json(&result);
     } else {
-        println!(
+        crate::say!(
             "approval {}: {}",
             result.approval_id,
             decision_words(result.decision)
         );
         if let Some(rule) = &result.rule_added {
-            println!("added the rule {rule} to the user config");
+            crate::say!("added the rule {rule} to the user config");
         }
     }
     Ok(())
@@ -262,6 +263,8 @@ mod tests {
     #[test]
     fn table_lists_id_session_tool_summary_reason_age() {
         let approval = PendingApproval {
+            session_rule: None,
+            always_rule: None,
             task_id: None,
             agent_type: None,
             approval_id: "apr_1".to_owned(),
@@ -286,6 +289,8 @@ mod tests {
     #[test]
     fn a_subagents_approval_names_its_agent_and_task() {
         let approval = PendingApproval {
+            session_rule: None,
+            always_rule: None,
             task_id: Some("task_9".to_owned()),
             agent_type: Some("explore".to_owned()),
             approval_id: "apr_1".to_owned(),

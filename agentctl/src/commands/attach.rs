@@ -4,6 +4,8 @@ use protocol::methods::SessionGet;
 use protocol::session::{SessionGetParams, SessionStatus};
 
 use crate::Context;
+use crate::approval_desk::ApprovalDesk;
+use crate::approve_policy::Handling;
 use crate::commands::render_options;
 use crate::follow::{self, OnInterrupt};
 use crate::output::CommandError;
@@ -16,7 +18,14 @@ pub async fn attach(
     follow: bool,
     emit: &mut dyn FnMut(Vec<Output>),
 ) -> Result<u8, CommandError> {
-    let connection = ctx.connect().await?;
+    // On a terminal, attach answers the session's approvals inline like `run` (so runs wait
+    // for it); otherwise it only watches and never makes a run wait.
+    let answers = ctx.interactive && !ctx.json;
+    let connection = if answers {
+        ctx.connect_answering_approvals().await?
+    } else {
+        ctx.connect().await?
+    };
     let session_id = crate::ids::session(&connection, &session_id).await?;
     let params = SessionGetParams {
         session_id,
@@ -33,16 +42,17 @@ pub async fn attach(
     };
     if !ctx.json {
         let title = info.title.as_deref().unwrap_or(&info.cwd);
-        emit(vec![Output::Stderr(format!(
-            "session {} · {} · {title}\n",
-            info.session_id, info.model
-        ))]);
+        let header = format!("session {} · {} · {title}\n", info.session_id, info.model);
+        emit(vec![Output::Stderr(
+            crate::safe_text::neutralise(&header).into_owned(),
+        )]);
     }
     // Everything from the start: deltas are not replayed, completed messages are.
     let subscription = follow::subscribe(&connection, &info.session_id, 0).await?;
-    let options = render_options(ctx.json);
+    let options = render_options(ctx);
     let renderer = Renderer::new(Mode::Attach { until }, options, 0);
     let animate = options.stderr_is_tty && !options.json;
+    let desk = answers.then(|| ApprovalDesk::for_session(Handling::Prompt, info.last_seq));
     follow::follow(
         &connection,
         &info.session_id,
@@ -50,7 +60,7 @@ pub async fn attach(
         renderer,
         OnInterrupt::Detach,
         animate,
-        None,
+        desk,
         emit,
     )
     .await

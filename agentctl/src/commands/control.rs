@@ -30,7 +30,7 @@ pub async fn steer(ctx: &Context, session_id: String, text: &str) -> Result<(), 
     if ctx.json {
         print_json(&result);
     } else {
-        println!(
+        crate::say!(
             "steer queued for run {}; it reaches the model after the current tool batch",
             result.run_id
         );
@@ -51,12 +51,12 @@ pub async fn follow_up(ctx: &Context, session_id: String, text: &str) -> Result<
     if ctx.json {
         print_json(&result);
     } else if result.queued {
-        println!(
+        crate::say!(
             "follow-up queued for run {}; it is delivered when the run would end",
             result.run_id
         );
     } else {
-        println!(
+        crate::say!(
             "follow-up started run {} (watch it with `agentctl attach {session_id}`)",
             result.run_id
         );
@@ -76,9 +76,9 @@ pub async fn cancel(ctx: &Context, session_id: String) -> Result<(), CommandErro
         print_json(&result);
     } else {
         match (result.cancelled, &result.run_id) {
-            (true, Some(run_id)) => println!("cancelling run {run_id}"),
-            (true, None) => println!("cancelling the active run of {session_id}"),
-            (false, _) => println!("no active run in session {session_id}"),
+            (true, Some(run_id)) => crate::say!("cancelling run {run_id}"),
+            (true, None) => crate::say!("cancelling the active run of {session_id}"),
+            (false, _) => crate::say!("no active run in session {session_id}"),
         }
     }
     Ok(())
@@ -97,10 +97,10 @@ pub async fn compact(ctx: &Context, session_id: String) -> Result<(), CommandErr
     } else {
         match (result.compacted, result.tokens_before, result.tokens_after) {
             (true, Some(before), Some(after)) => {
-                println!("compacted {session_id}: {before} → about {after} prompt tokens")
+                crate::say!("compacted {session_id}: {before} → about {after} prompt tokens")
             }
-            (true, _, _) => println!("compacted {session_id}"),
-            (false, _, _) => println!(
+            (true, _, _) => crate::say!("compacted {session_id}"),
+            (false, _, _) => crate::say!(
                 "nothing to compact in {session_id}: the history is no longer than the last two user turns"
             ),
         }

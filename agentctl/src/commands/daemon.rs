@@ -21,7 +21,7 @@ pub async fn status(ctx: &Context) -> Result<(), CommandError> {
     if let Some(warning) =
         crate::env_check::mismatch_warning(&status, &crate::env_check::local_env_hash())
     {
-        eprintln!("{warning}");
+        crate::warn_line!("{warning}");
     }
     if ctx.json {
         print_json(&status);
@@ -46,16 +46,18 @@ pub async fn models(ctx: &Context) -> Result<(), CommandError> {
     }
     if status.providers.is_empty() {
         match &status.config_error {
-            Some(error) => println!("no providers: the config file is unusable: {error}"),
-            None => println!(
+            Some(error) => crate::say!("no providers: the config file is unusable: {error}"),
+            None => crate::say!(
                 "no providers configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or add [providers.NAME] to {}",
                 status.config_path
             ),
         }
         return Ok(());
     }
-    print!("{}", format_models(&status));
-    println!("pick one with `agentctl run --model PROVIDER:MODEL` (any model the provider serves)");
+    crate::say_raw!("{}", format_models(&status));
+    crate::say!(
+        "pick one with `agentctl run --model PROVIDER:MODEL` (any model the provider serves)"
+    );
     Ok(())
 }
 
@@ -131,8 +133,8 @@ pub async fn restart(ctx: &Context) -> Result<(), CommandError> {
         }));
     } else {
         match before {
-            Some(pid) => println!("agentd restarted (pid {pid} → {})", status.pid),
-            None => println!("agentd was not running; started (pid {})", status.pid),
+            Some(pid) => crate::say!("agentd restarted (pid {pid} → {})", status.pid),
+            None => crate::say!("agentd was not running; started (pid {})", status.pid),
         }
     }
     Ok(())
@@ -175,14 +177,16 @@ pub async fn start(ctx: &Context) -> Result<(), CommandError> {
             "socketPath": status.socket_path,
         }));
     } else if already_running {
-        println!(
+        crate::say!(
             "agentd is already running (pid {}) on {}",
-            status.pid, status.socket_path
+            status.pid,
+            status.socket_path
         );
     } else {
-        println!(
+        crate::say!(
             "agentd started (pid {}) on {}",
-            status.pid, status.socket_path
+            status.pid,
+            status.socket_path
         );
     }
     Ok(())
@@ -196,7 +200,7 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
             if ctx.json {
                 print_json(&serde_json::json!({ "running": false, "stopped": false }));
             } else {
-                println!("agentd is not running on {}", ctx.socket.display());
+                crate::say!("agentd is not running on {}", ctx.socket.display());
             }
             return Ok(());
         }
@@ -223,7 +227,7 @@ pub async fn stop(ctx: &Context) -> Result<(), CommandError> {
     if ctx.json {
         print_json(&serde_json::json!({ "running": false, "stopped": true, "pid": status.pid }));
     } else {
-        println!("agentd (pid {}) stopped", status.pid);
+        crate::say!("agentd (pid {}) stopped", status.pid);
     }
     Ok(())
 }
@@ -263,55 +267,63 @@ async fn wait_until_gone(socket: &std::path::Path) {
 }
 
 fn print_status(status: &DaemonStatusResult) {
-    println!(
+    crate::say!(
         "agentd {} (protocol {})",
-        status.version, status.protocol_version
+        status.version,
+        status.protocol_version
     );
-    println!("  pid          {}", status.pid);
-    println!(
+    crate::say!("  pid          {}", status.pid);
+    crate::say!(
         "  uptime       {}s (since {})",
-        status.uptime_secs, status.started_at
+        status.uptime_secs,
+        status.started_at
     );
-    println!("  socket       {}", status.socket_path);
-    println!("  state        {}", status.state_dir);
+    crate::say!("  socket       {}", status.socket_path);
+    crate::say!("  state        {}", status.state_dir);
     let loaded = match (&status.config_error, status.config_loaded) {
         (Some(_), _) => "unusable",
         (None, true) => "loaded",
         (None, false) => "not found: the environment alone configures agentd",
     };
-    println!("  config       {} ({loaded})", status.config_path);
+    crate::say!("  config       {} ({loaded})", status.config_path);
     if let Some(err) = &status.config_error {
-        println!("  config error {err}");
+        crate::say!("  config error {err}");
     }
     let default = status
         .default_provider
         .as_deref()
         .and_then(|name| status.providers.iter().find(|p| p.name == name));
     match default {
-        Some(provider) => println!(
+        Some(provider) => crate::say!(
             "  provider     {} ({}), model {}, {}",
-            provider.name, provider.kind, provider.model, provider.base_url
+            provider.name,
+            provider.kind,
+            provider.model,
+            provider.base_url
         ),
-        None if status.providers.is_empty() => println!("  provider     none configured"),
-        None => println!(
+        None if status.providers.is_empty() => crate::say!("  provider     none configured"),
+        None => crate::say!(
             "  provider     no default among {} (see `agentctl models`)",
             status.providers.len()
         ),
     }
-    println!(
+    crate::say!(
         "  sessions     {} ({} loaded, {} running)",
-        status.counts.sessions, status.counts.loaded_sessions, status.counts.active_runs
+        status.counts.sessions,
+        status.counts.loaded_sessions,
+        status.counts.active_runs
     );
-    println!("  tasks        {}", status.counts.tasks);
-    println!("  mcp servers  {}", status.counts.mcp_servers);
-    println!("  clients      {}", status.connected_clients);
+    crate::say!("  tasks        {}", status.counts.tasks);
+    crate::say!("  mcp servers  {}", status.counts.mcp_servers);
+    crate::say!("  clients      {}", status.connected_clients);
     if !status.sandbox.is_empty() {
-        println!("  sandbox      {}", status.sandbox);
+        crate::say!("  sandbox      {}", status.sandbox);
     }
     if status.panics > 0 {
-        println!(
+        crate::say!(
             "  panics       {} (bugs: see the daemon log in {} and please report them)",
-            status.panics, status.state_dir
+            status.panics,
+            status.state_dir
         );
     }
 }

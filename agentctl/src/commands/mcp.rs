@@ -38,12 +38,12 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         return Ok(());
     }
     if result.servers.is_empty() {
-        println!(
+        crate::say!(
             "no MCP servers for {}; add one under [mcp_servers.<name>] in config.toml or in the project's .mcp.json",
             cwd.display()
         );
     } else {
-        print!("{}", format_table(&result.servers));
+        crate::say_raw!("{}", format_table(&result.servers));
     }
     for problem in &result.problems {
         let mut place = String::new();
@@ -54,14 +54,14 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         if let Some(server) = &problem.server {
             let _ = write!(place, "server {server}: ");
         }
-        eprintln!("problem: {place}{}", one_line(&problem.reason));
+        crate::warn_line!("problem: {place}{}", one_line(&problem.reason));
     }
     if result
         .servers
         .iter()
         .any(|server| server.status == McpServerState::Untrusted)
     {
-        eprintln!(
+        crate::warn_line!(
             "note: untrusted project servers start once you trust the project with `agentctl trust`"
         );
     }
@@ -88,7 +88,7 @@ pub async fn restart(
     if ctx.json {
         print_json(&result);
     } else {
-        println!("MCP server {name} is restarting; `agentctl mcp list` shows when it is ready");
+        crate::say!("MCP server {name} is restarting; `agentctl mcp list` shows when it is ready");
     }
     Ok(())
 }
@@ -187,17 +187,21 @@ async fn copy_to_stdout(file: &mut tokio::fs::File) -> Result<u64, CommandError>
     let mut buffer = vec![0_u8; READ_CHUNK];
     let mut copied = 0_u64;
     let mut stdout = std::io::stdout().lock();
+    // A server's stderr is its own text: shown neutralised, like the model's.
+    let mut held = None;
     loop {
         let read = file
             .read(&mut buffer)
             .await
             .map_err(|err| CommandError::failed(format!("cannot read the log: {err}")))?;
+        let safe = crate::safe_text::neutralise_bytes(&buffer[..read], &mut held);
         if read == 0 {
+            let _ = stdout.write_all(&safe);
             break;
         }
         copied += read as u64;
         stdout
-            .write_all(&buffer[..read])
+            .write_all(&safe)
             .map_err(|err| CommandError::failed(format!("cannot write to stdout: {err}")))?;
     }
     let _ = stdout.flush();

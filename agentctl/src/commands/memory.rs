@@ -25,7 +25,7 @@ pub async fn show(ctx: &Context, dir: Option<PathBuf>) -> Result<(), CommandErro
     if ctx.json {
         print_json(&result);
     } else {
-        print!("{}", render(&result));
+        crate::say_raw!("{}", render(&result));
     }
     Ok(())
 }

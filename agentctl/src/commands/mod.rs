@@ -17,6 +17,8 @@ pub mod trust;
 
 use std::io::{IsTerminal, Read};
 
+use crate::Context;
+use crate::cli::ColorChoice;
 use crate::output::CommandError;
 use crate::render::RenderOptions;
 
@@ -38,10 +40,23 @@ pub fn message_text(arg: &str, what: &str) -> Result<String, CommandError> {
     Ok(text)
 }
 
-/// How `run` and `attach` render: JSON lines with `--json`, a spinner when stderr is a terminal.
-pub fn render_options(json: bool) -> RenderOptions {
+/// How `run` and `attach` render: JSON lines with `--json`, an activity line redrawn in place
+/// when stderr is a terminal of known width, colours as `--color` and `NO_COLOR` say.
+pub fn render_options(ctx: &Context) -> RenderOptions {
+    let stderr_is_tty = std::io::stderr().is_terminal();
+    let color = match ctx.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => crate::render::auto_color(
+            stderr_is_tty,
+            std::env::var("NO_COLOR").ok().as_deref(),
+            std::env::var("TERM").ok().as_deref(),
+        ),
+    };
     RenderOptions {
-        json,
-        stderr_is_tty: std::io::stderr().is_terminal(),
+        json: ctx.json,
+        stderr_is_tty,
+        width: stderr_is_tty.then(crate::terminal::stderr_width).flatten(),
+        color,
     }
 }

@@ -9,7 +9,7 @@ use protocol::session::{
 
 use crate::Context;
 use crate::approval_desk::ApprovalDesk;
-use crate::approve_policy::choose_handling;
+use crate::approve_policy::{ApprovePolicy, choose_handling};
 use crate::cli::{RunArgs, RunOutput};
 use crate::client::{ClientError, Connection};
 use crate::commands::{render_options, run_input, run_result};
@@ -27,6 +27,21 @@ pub async fn run(
     if continuing {
         refuse_creation_flags(&args)?;
     }
+    // A background run is not followed: only `wait` (answered later) makes sense for it.
+    if args.background
+        && let Some(policy @ (ApprovePolicy::Edits | ApprovePolicy::All)) = args.approve
+    {
+        let name = if policy == ApprovePolicy::Edits {
+            "edits"
+        } else {
+            "all"
+        };
+        return Err(CommandError::usage(format!(
+            "--approve {name} answers while agentctl follows the run; drop --background, or use \
+             --background --approve wait and answer with `agentctl attach` or `agentctl approve`"
+        )));
+    }
+    let hold_approvals = args.background && args.approve == Some(ApprovePolicy::Wait);
     // Piped into (the prompt with `-`, or attached to it): stdin is then used up.
     let piped = run_input::stdin_is_piped();
     let text = run_input::prompt_text(&args.prompt).await?;
@@ -96,6 +111,7 @@ pub async fn run(
         // A fresh id per invocation: a retried request never starts a second run.
         client_request_id: Some(format!("cli_{}", uuid::Uuid::new_v4().simple())),
         queue_if_busy: false,
+        hold_approvals,
         max_steps: args.max_steps,
     };
 
@@ -104,8 +120,14 @@ pub async fn run(
         if ctx.json {
             print_json(&serde_json::json!({ "sessionId": session_id, "runId": started.run_id }));
         } else {
-            println!("session {session_id}");
-            println!("run {}", started.run_id);
+            crate::say!("session {session_id}");
+            crate::say!("run {}", started.run_id);
+            if hold_approvals {
+                crate::warn_line!(
+                    "its approvals wait for an answer: `agentctl attach {session_id}` on a \
+                     terminal, or `agentctl approvals list` and `agentctl approve`"
+                );
+            }
         }
         crate::env_check::warn_if_differs(&connection).await;
         return Ok(EXIT_OK);
@@ -114,7 +136,7 @@ pub async fn run(
     // Subscribe before prompting so no event of the run can be missed.
     let subscription = follow::subscribe(&connection, &session_id, last_seq).await?;
     let started = send_prompt(&connection, &prompt).await?;
-    let options = render_options(ctx.json);
+    let options = render_options(ctx);
     let renderer = Renderer::new(
         Mode::Run {
             run_id: started.run_id.clone(),

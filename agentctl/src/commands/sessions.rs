@@ -63,9 +63,9 @@ pub async fn list(
     if ctx.json {
         print_json(&serde_json::json!({ "sessions": sessions }));
     } else if sessions.is_empty() {
-        println!("no sessions; start one with `agentctl run \"…\"`");
+        crate::say!("no sessions; start one with `agentctl run \"…\"`");
     } else {
-        print!(
+        crate::say_raw!(
             "{}",
             format_table(&sessions, crate::commands::approvals::now_unix())
         );
@@ -85,7 +85,7 @@ pub async fn show(ctx: &Context, session_id: String) -> Result<(), CommandError>
     if ctx.json {
         print_json(&session);
     } else {
-        print!("{}", format_session(&session));
+        crate::say_raw!("{}", format_session(&session));
     }
     Ok(())
 }
@@ -101,7 +101,7 @@ pub async fn remove(ctx: &Context, session_id: String) -> Result<(), CommandErro
     if ctx.json {
         print_json(&result);
     } else if result.deleted {
-        println!("deleted session {session_id}");
+        crate::say!("deleted session {session_id}");
     } else {
         return Err(CommandError::failed(format!(
             "session {session_id} was not deleted"

@@ -32,15 +32,15 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         return Ok(());
     }
     if result.skills.is_empty() {
-        println!(
+        crate::say!(
             "no skills for {}; add one as skills/<name>/SKILL.md (or .agents/skills/, .claude/skills/) with a name and a description in its frontmatter",
             cwd.display()
         );
     } else {
-        print!("{}", format_table(&result.skills));
+        crate::say_raw!("{}", format_table(&result.skills));
     }
     for warning in &result.warnings {
-        eprintln!("warning: {}", one_line(warning));
+        crate::warn_line!("warning: {}", one_line(warning));
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! (subagents, background shell commands), from any terminal.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use protocol::methods::{
@@ -47,14 +46,14 @@ async fn list(ctx: &Context, all: bool) -> Result<(), CommandError> {
         print_json(&result);
     } else if result.tasks.is_empty() {
         if all {
-            println!("no tasks");
+            crate::say!("no tasks");
         } else {
-            println!(
+            crate::say!(
                 "no pending or running tasks (`agentctl task list --all` shows finished ones)"
             );
         }
     } else {
-        print!("{}", format_table(&result.tasks));
+        crate::say_raw!("{}", format_table(&result.tasks));
     }
     Ok(())
 }
@@ -66,9 +65,9 @@ async fn show(ctx: &Context, task_id: String) -> Result<(), CommandError> {
         print_json(&result);
         return Ok(());
     }
-    print!("{}", format_task(&result.task));
+    crate::say_raw!("{}", format_task(&result.task));
     if let Some(hint) = &result.hint {
-        println!("hint: {hint}");
+        crate::say!("hint: {hint}");
     }
     Ok(())
 }
@@ -96,8 +95,13 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
                 ))),
             };
         }
-        // Wait for the next change in the daemon (a task event), then read on.
-        match stream.next().await {
+        // Wait for the next change in the daemon (a task event), then read on. A shell's
+        // output grows without events: it is read again after `OUTPUT_POLL` at the latest.
+        let next = tokio::time::timeout(OUTPUT_POLL, stream.next()).await;
+        let Ok(next) = next else {
+            continue;
+        };
+        match next {
             Some(Ok(_)) => {}
             Some(Err(err)) => return Err(err.into()),
             // Fell behind: listen again, then read on (nothing is lost, reads go by offset).
@@ -116,6 +120,10 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
         }
     }
 }
+
+/// How long `task output -f` waits for a task event before reading the output again: a
+/// running command writes its output file without any event.
+const OUTPUT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Listens to the daemon stream (task events among them).
 async fn subscribe_daemon(connection: &Connection) -> Result<EventStream, CommandError> {
@@ -146,9 +154,7 @@ async fn print_output(
         if ctx.json {
             print_json(&result);
         } else {
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(result.text.as_bytes());
-            let _ = stdout.flush();
+            crate::safe_text::print_stdout(&result.text);
         }
         if !result.truncated || result.text.is_empty() {
             return Ok(result);
@@ -168,7 +174,7 @@ async fn steer(ctx: &Context, task_id: String, text: &str) -> Result<(), Command
     if ctx.json {
         print_json(&result);
     } else {
-        println!(
+        crate::say!(
             "steer queued for task {task_id}; it reaches the subagent before its next model call"
         );
     }
@@ -187,11 +193,12 @@ async fn follow_up(ctx: &Context, task_id: String, text: &str) -> Result<(), Com
     if ctx.json {
         print_json(&result);
     } else if result.queued {
-        println!("follow-up queued for task {task_id}; it is delivered when its run would end");
+        crate::say!("follow-up queued for task {task_id}; it is delivered when its run would end");
     } else {
-        println!(
+        crate::say!(
             "follow-up started run {} of task {task_id} (watch it with `agentctl attach {}`)",
-            result.run_id, result.child_session_id
+            result.run_id,
+            result.child_session_id
         );
     }
     Ok(())
@@ -207,7 +214,7 @@ async fn stop(ctx: &Context, task_id: String) -> Result<(), CommandError> {
     if ctx.json {
         print_json(&result);
     } else {
-        println!("stopping task {task_id}; it ends cancelled");
+        crate::say!("stopping task {task_id}; it ends cancelled");
     }
     Ok(())
 }
@@ -237,7 +244,7 @@ async fn start(
     if ctx.json {
         print_json(&result);
     } else {
-        println!("{}", result.task_id);
+        crate::say!("{}", result.task_id);
     }
     Ok(())
 }

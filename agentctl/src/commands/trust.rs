@@ -17,7 +17,7 @@ pub async fn trust(ctx: &Context, dir: Option<PathBuf>) -> Result<(), CommandErr
     if ctx.json {
         print_json(&result);
     } else {
-        println!(
+        crate::say!(
             "trusted {}: its allow rules apply from the next run",
             result.root
         );
@@ -33,12 +33,12 @@ pub async fn untrust(ctx: &Context, dir: Option<PathBuf>) -> Result<(), CommandE
     if ctx.json {
         print_json(&result);
     } else if result.was_trusted {
-        println!(
+        crate::say!(
             "untrusted {}: only its deny and ask rules apply from the next run",
             result.root
         );
     } else {
-        println!("{} was not trusted; nothing changed", result.root);
+        crate::say!("{} was not trusted; nothing changed", result.root);
     }
     Ok(())
 }

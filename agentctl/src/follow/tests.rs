@@ -65,6 +65,7 @@ impl FakeDaemon {
             no_start: true,
             json: false,
             interactive: false,
+            color: crate::cli::ColorChoice::Never,
         }
     }
 
@@ -223,6 +224,7 @@ fn finished(run: &str, status: RunStatus) -> Event {
         status,
         error: Some("it broke".to_owned()),
         usage: Usage::default(),
+        cost_usd: None,
     }
 }
 
@@ -292,7 +294,7 @@ async fn run_creates_subscribes_first_then_prompts_and_streams() {
         run(&daemon, run_args(Some(workspace.path().into()), None)).await;
     assert_eq!(result.unwrap(), 0);
     assert_eq!(stdout, "Hello world\n");
-    assert_eq!(stderr, "session: ses_1\n");
+    assert_eq!(without_after_run_line(&stderr), "session: ses_1\n");
     assert_eq!(
         daemon.methods()[..4],
         [
@@ -338,7 +340,10 @@ async fn run_in_an_existing_session_subscribes_after_its_last_seq_and_fails_with
     args.model = None;
     let (result, _, stderr) = run(&daemon, args).await;
     assert_eq!(result.unwrap(), 1);
-    assert_eq!(stderr, "run failed: it broke\nsession: ses_1\n");
+    assert_eq!(
+        without_after_run_line(&stderr),
+        "run failed: it broke\nsession: ses_1\n"
+    );
     assert_eq!(daemon.methods()[1], "session/get");
     assert_eq!(daemon.params("session/subscribe")["afterSeq"], 5);
 }
@@ -416,6 +421,8 @@ async fn attach_to_an_idle_session_replays_and_stops_at_its_last_seq() {
 
 fn pending(id: &str, tool: &str) -> PendingApproval {
     PendingApproval {
+        session_rule: None,
+        always_rule: None,
         task_id: None,
         agent_type: None,
         approval_id: id.to_owned(),
@@ -481,6 +488,7 @@ async fn run_without_a_terminal_denies_by_default_and_says_so() {
             "approvalId": "apr_1",
             "decision": "deny",
             "reason": crate::approve_policy::NOT_INTERACTIVE_REASON,
+            "policy": "--approve never",
         })
     );
     assert!(
@@ -507,7 +515,7 @@ async fn run_approve_edits_allows_edits_and_denies_the_shell() {
     let answers = daemon.all_params("approval/respond");
     assert_eq!(
         answers[0],
-        json!({"approvalId": "apr_1", "decision": "allowOnce"})
+        json!({"approvalId": "apr_1", "decision": "allowOnce", "policy": "--approve edits"})
     );
     assert_eq!(answers[1]["approvalId"], "apr_2");
     assert_eq!(answers[1]["decision"], "deny");
@@ -549,7 +557,7 @@ async fn run_approve_wait_leaves_it_to_another_client() {
     );
     assert!(!daemon.methods().contains(&"approval/respond".to_owned()));
     assert_eq!(
-        stderr,
+        without_after_run_line(&stderr),
         "approval apr_1 waits: run_shell ls -la (default mode asks); answer with \
          `agentctl approve apr_1` or `agentctl deny apr_1`\n\
          approval apr_1: allowed once by client:zed\n\
@@ -714,4 +722,20 @@ async fn approve_fails_with_the_daemons_message_when_already_decided_or_unknown(
         assert_eq!(err.code, 1);
         assert_eq!(err.message, text);
     }
+}
+
+/// `stderr` without its after-run line (`tokens … · N steps · duration`: the duration is the
+/// wall clock's), which must be there once.
+fn without_after_run_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let count = lines
+        .iter()
+        .filter(|line| line.starts_with("tokens "))
+        .count();
+    assert_eq!(count, 1, "one after-run line: {stderr}");
+    lines
+        .into_iter()
+        .filter(|line| !line.starts_with("tokens "))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }

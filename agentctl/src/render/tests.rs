@@ -12,6 +12,8 @@ const RUN: &str = "run_1";
 /// Drives a renderer and collects what it wrote, seq numbered like the daemon does.
 struct Harness {
     renderer: Renderer,
+    /// The time every event arrives at (the activity line's and after-run line's clock).
+    now: std::time::Instant,
     seq: u64,
     stdout: String,
     stderr: String,
@@ -21,6 +23,7 @@ impl Harness {
     fn new(mode: Mode, options: RenderOptions) -> Harness {
         Harness {
             renderer: Renderer::new(mode, options, 0),
+            now: std::time::Instant::now(),
             seq: 0,
             stdout: String::new(),
             stderr: String::new(),
@@ -56,7 +59,7 @@ impl Harness {
             event: serde_json::to_value(&event).unwrap(),
             not_persisted: false,
         };
-        let outputs = self.renderer.handle(&envelope);
+        let outputs = self.renderer.handle_at(&envelope, self.now);
         self.collect(outputs);
     }
 
@@ -131,6 +134,7 @@ fn finished(run: &str, status: RunStatus, error: Option<&str>) -> Event {
         status,
         error: error.map(str::to_owned),
         usage: Usage::default(),
+        cost_usd: None,
     }
 }
 
@@ -153,7 +157,10 @@ fn deltas_then_completed_prints_nothing_twice() {
     assert_eq!(h.stdout, "Hello, world\n");
     h.send(finished(RUN, RunStatus::Completed, None));
     assert_eq!(h.stdout, "Hello, world\n");
-    assert_eq!(h.stderr, "session: ses_1\n");
+    assert_eq!(
+        h.stderr,
+        "tokens 0 in · 0 out · 0 steps · 0 ms\nsession: ses_1\n"
+    );
     assert_eq!(h.exit(), Some(0));
 }
 
@@ -216,7 +223,10 @@ fn a_trailing_newline_ends_the_output_when_the_run_stops_mid_message() {
     h.send(delta(RUN, "partial"));
     h.send(finished(RUN, RunStatus::Cancelled, None));
     assert_eq!(h.stdout, "partial\n");
-    assert_eq!(h.stderr, "run cancelled\nsession: ses_1\n");
+    assert_eq!(
+        h.stderr,
+        "run cancelled\ntokens 0 in · 0 out · 0 steps\nsession: ses_1\n"
+    );
     assert_eq!(h.exit(), Some(130));
 }
 
@@ -245,7 +255,7 @@ fn exit_codes_follow_the_run_status() {
         assert_eq!(h.exit(), Some(code), "{status:?}");
         match message {
             Some(message) => assert!(h.stderr.contains(message), "{status:?}: {}", h.stderr),
-            None => assert_eq!(h.stderr, "session: ses_1\n"),
+            None => assert_eq!(h.stderr, "tokens 0 in · 0 out · 0 steps\nsession: ses_1\n"),
         }
         assert!(h.stderr.ends_with("session: ses_1\n"), "{}", h.stderr);
     }
@@ -285,6 +295,8 @@ fn tool_spinner_on_a_tty_is_replaced_by_a_result_line() {
     let mut h = Harness::run(RenderOptions {
         json: false,
         stderr_is_tty: true,
+        width: Some(80),
+        color: false,
     });
     h.send(tool_started(RUN, "c1", "run_shell", "ls"));
     assert_eq!(h.stderr, "\r\x1b[2K⠋ run_shell: ls");
@@ -310,6 +322,8 @@ fn parallel_tools_on_a_tty_show_how_many_more_run() {
     let mut h = Harness::run(RenderOptions {
         json: false,
         stderr_is_tty: true,
+        width: Some(80),
+        color: false,
     });
     h.send(tool_started(RUN, "c1", "read_file", "a"));
     h.send(tool_started(RUN, "c2", "read_file", "b"));
@@ -332,6 +346,8 @@ fn the_spinner_is_cleared_before_text_and_never_drawn_over_open_stdout() {
     let mut h = Harness::run(RenderOptions {
         json: false,
         stderr_is_tty: true,
+        width: Some(80),
+        color: false,
     });
     h.send(tool_started(RUN, "c1", "grep", "todo"));
     let before = h.stderr.clone();
@@ -480,6 +496,8 @@ fn json_prints_every_envelope_as_one_line_and_keeps_exit_codes() {
     let mut h = Harness::run(RenderOptions {
         json: true,
         stderr_is_tty: true,
+        width: Some(80),
+        color: false,
     });
     h.send(started(RUN));
     h.send(delta(RUN, "hi"));
@@ -518,6 +536,8 @@ fn unknown_event_types_reach_json_and_are_skipped_in_text() {
         RenderOptions {
             json: true,
             stderr_is_tty: false,
+            width: None,
+            color: false,
         },
         0,
     );
@@ -541,6 +561,8 @@ fn client_notes_clear_the_spinner_and_start_on_their_own_line() {
     let mut h = Harness::run(RenderOptions {
         json: false,
         stderr_is_tty: true,
+        width: Some(80),
+        color: false,
     });
     h.send(tool_started(RUN, "c1", "run_shell", "sleep 5"));
     let note = h.renderer.note("cancelling…");
@@ -597,5 +619,73 @@ fn a_tool_set_change_is_one_line_on_stderr() {
     assert_eq!(
         h.stderr,
         "tools changed: +mcp__time__now -mcp__old__gone ~mcp__time__convert\n"
+    );
+}
+
+#[test]
+fn a_terminal_of_unknown_width_gets_plain_lines_with_the_tools_progress() {
+    let mut h = Harness::run(RenderOptions {
+        json: false,
+        stderr_is_tty: true,
+        width: None,
+        color: false,
+    });
+    h.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    h.send(tool_started(RUN, "c1", "run_shell", "make"));
+    h.send(Event::ToolProgress {
+        run_id: RUN.to_owned(),
+        tool_call_id: "c1".to_owned(),
+        message: "3 lines, 40 bytes of output: CC a.o".to_owned(),
+    });
+    assert!(h.renderer.tick().is_empty());
+    assert_eq!(
+        h.stderr,
+        "[tool] run_shell: make\n[tool] … 3 lines, 40 bytes of output: CC a.o\n"
+    );
+}
+
+#[test]
+fn the_activity_line_shows_thinking_then_the_tool_with_its_time_and_output_tail() {
+    let mut h = Harness::run(RenderOptions {
+        json: false,
+        stderr_is_tty: true,
+        width: Some(80),
+        color: false,
+    });
+    let start = h.now;
+    h.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    assert_eq!(h.stderr, "\r\x1b[2K⠋ thinking… 0s · Ctrl-C to cancel");
+    let tick = h
+        .renderer
+        .tick_at(start + std::time::Duration::from_secs(4));
+    h.collect(tick);
+    assert!(
+        h.stderr
+            .ends_with("\r\x1b[2K⠙ thinking… 4s · Ctrl-C to cancel"),
+        "{:?}",
+        h.stderr
+    );
+    h.now = start + std::time::Duration::from_secs(5);
+    h.send(tool_started(RUN, "c1", "run_shell", "make"));
+    h.send(Event::ToolProgress {
+        run_id: RUN.to_owned(),
+        tool_call_id: "c1".to_owned(),
+        message: "3 lines, 40 bytes of output: CC a.o".to_owned(),
+    });
+    let tick = h
+        .renderer
+        .tick_at(start + std::time::Duration::from_secs(8));
+    h.collect(tick);
+    assert!(
+        h.stderr
+            .ends_with("\r\x1b[2K⠹ run_shell: make · 3s · 3 lines, 40 bytes of output: CC a.o"),
+        "{:?}",
+        h.stderr
     );
 }

@@ -25,6 +25,7 @@ pub(super) struct RunEnding {
     log: Arc<dyn RunLog>,
     shared: Arc<SessionShared>,
     broker: Arc<ApprovalBroker>,
+    budget: super::budget::RunBudget,
 }
 
 /// Whether the results given to orphan tool calls are also announced as events.
@@ -138,6 +139,7 @@ impl Run {
             log: self.log.clone(),
             shared: self.shared.clone(),
             broker: self.permissions.broker.clone(),
+            budget: self.budget,
         }
     }
 }
@@ -224,6 +226,7 @@ impl RunEnding {
             status: outcome.status,
             error: outcome.error.clone(),
             usage: crate::wire::usage(&outcome.usage),
+            cost_usd: self.budget.cost(&outcome.usage),
         };
         if let Err(err) = self.log.append(finished).await {
             tracing::error!(session = %self.session_id, "cannot persist runFinished: {err:#}");

@@ -31,6 +31,9 @@ pub struct RunPermissions {
     pub broker: Arc<ApprovalBroker>,
     /// A subagent's task id and agent type, which label its approvals.
     pub task_label: Option<(String, String)>,
+    /// Approvals wait for an answer even while nobody who answers follows the session
+    /// (`session/prompt {holdApprovals}`): the client that started the run answers later.
+    pub hold_approvals: bool,
 }
 
 /// The gate's verdict on one call.
@@ -206,6 +209,8 @@ impl Run {
                 .task_label
                 .as_ref()
                 .map(|(_, agent)| agent.clone()),
+            session_rule: Some(key.to_string()),
+            always_rule: always_rule.clone(),
         };
         let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
         let session_rule = (resolution.decision == ApprovalDecision::AllowSession
@@ -233,7 +238,7 @@ impl Run {
     ) -> Result<Resolution> {
         let approval_id = approval.approval_id.clone();
         let broker = &self.permissions.broker;
-        if !self.log.has_answerers() {
+        if !self.log.has_answerers() && !self.permissions.hold_approvals {
             // Nobody could answer: decide by mode (it asked, so: deny), never hang.
             self.log
                 .append(Event::ApprovalRequested {
@@ -331,6 +336,11 @@ impl Run {
                 // The model must know a person said no (and why), not only which client did.
                 let by = if resolution.decided_by.starts_with("client:") {
                     format!("by the user ({})", resolution.decided_by)
+                } else if resolution.decided_by.starts_with("policy:") {
+                    format!(
+                        "by the client's approval policy ({}), not by the user",
+                        resolution.decided_by
+                    )
                 } else {
                     format!("({})", resolution.decided_by)
                 };

@@ -4,6 +4,7 @@
 //! the batch executor, deliver steers after a batch and follow-ups when the run would end, and
 //! stop on completion, cancellation, failure or the step limit.
 
+pub mod budget;
 pub mod compaction;
 pub mod context;
 mod ending;
@@ -57,6 +58,8 @@ pub struct Run {
     pub tools: tool_set::RunTools,
     pub tool_context: ToolContext,
     pub max_steps: u32,
+    /// The model's prices and the agent's budget (`maxBudgetUsd`).
+    pub budget: budget::RunBudget,
     pub shared: Arc<SessionShared>,
     /// Where the run persists and publishes (the session's `EventLog`).
     pub log: Arc<dyn RunLog>,
@@ -117,7 +120,14 @@ impl Run {
 
     /// The user's message and the preparation warnings; returns the history the model sees.
     async fn begin(&self, start: RunStart) -> Result<Vec<Message>> {
-        let mut history = self.shared.lock().history.clone();
+        let (mut history, held) = {
+            let mut state = self.shared.lock();
+            (state.history.clone(), std::mem::take(&mut state.held))
+        };
+        for text in held {
+            self.push_user(&mut history, text, UserMessageKind::FollowUp)
+                .await?;
+        }
         self.push_user(&mut history, start.text, start.kind).await?;
         for message in start.warnings {
             self.log.append(Event::Warning { message }).await?;
@@ -140,6 +150,13 @@ impl Run {
                         "stopped after {} model calls (maxSteps); send a follow-up to continue",
                         self.max_steps
                     )),
+                    usage: run_usage,
+                });
+            }
+            if let Some(why) = self.budget.exceeded(&run_usage) {
+                return Ok(RunOutcome {
+                    status: RunStatus::Failed,
+                    error: Some(why),
                     usage: run_usage,
                 });
             }

@@ -36,6 +36,9 @@ pub trait RunLog: Send + Sync {
 
 /// State shared by a session's actor, its active run and readers (`session/get`). Locked only
 /// for short, non-async critical sections.
+/// The most held messages a session keeps; the oldest is dropped beyond it.
+pub const MAX_HELD_MESSAGES: usize = 64;
+
 #[derive(Debug, Default)]
 pub struct SessionShared {
     state: Mutex<SessionState>,
@@ -48,6 +51,10 @@ pub struct SessionState {
     pub steers: VecDeque<String>,
     /// Delivered when the run would otherwise end.
     pub follow_ups: VecDeque<String>,
+    /// Daemon messages that must not start a run (a background task's notification with
+    /// `[tasks] notify_idle_parent = false`): they open the next run, before its own message.
+    /// In memory only (the task record keeps the result), at most `MAX_HELD_MESSAGES`.
+    pub held: VecDeque<String>,
     pub usage: Usage,
     /// The active run's id, while it still takes steers and follow-ups.
     pub run_id: Option<String>,

@@ -41,14 +41,16 @@ pub async fn respond(
     params: ApprovalRespondParams,
     connection: Arc<ConnectionContext>,
 ) -> RpcResult<ApprovalRespondResult> {
-    let decided_by = format!(
-        "client:{}",
-        connection
-            .client_name
-            .get()
-            .map(String::as_str)
-            .unwrap_or("unknown")
-    );
+    let client = connection
+        .client_name
+        .get()
+        .map(String::as_str)
+        .unwrap_or("unknown");
+    // A client's standing policy is not a person: the model must not read it as the user's no.
+    let decided_by = match params.policy {
+        Some(_) => format!("policy:{client}"),
+        None => format!("client:{client}"),
+    };
     // Claim, rule and resolution are the broker's flow: see `ApprovalBroker::respond`.
     let rule_added = state
         .approvals

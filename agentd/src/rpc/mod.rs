@@ -168,18 +168,16 @@ async fn initialize(
     params: InitializeParams,
     connection: Arc<ConnectionContext>,
 ) -> RpcResult<InitializeResult> {
-    if protocol::protocol_major(&params.protocol_version)
-        != protocol::protocol_major(protocol::PROTOCOL_VERSION)
-    {
-        return Err(rpc_error(
+    let negotiated = protocol::version::negotiate(
+        &params.protocol_version,
+        protocol::version::ProtocolVersion::current(),
+    )
+    .map_err(|refusal| {
+        rpc_error(
             protocol::error::UNSUPPORTED_PROTOCOL_VERSION,
-            format!(
-                "unsupported protocol version {}: this daemon speaks {}; upgrade the client or the daemon",
-                params.protocol_version,
-                protocol::PROTOCOL_VERSION
-            ),
-        ));
-    }
+            refusal.to_string(),
+        )
+    })?;
     if state.shutdown.is_cancelled() {
         return Err(rpc_error(
             protocol::error::SHUTTING_DOWN,
@@ -187,6 +185,8 @@ async fn initialize(
         ));
     }
     let _ = connection.client_name.set(params.client_info.name.clone());
+    // The first `initialize` of a connection decides, like its name and capabilities.
+    let negotiated = *connection.protocol_version.get_or_init(|| negotiated);
     let _ = connection
         .approvals_capability
         .set(params.capabilities.approvals);
@@ -205,7 +205,7 @@ async fn initialize(
             name: "agentd".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         },
-        protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
+        protocol_version: negotiated.to_string(),
         capabilities: Capabilities {
             methods: methods::ALL.iter().map(|m| (*m).to_owned()).collect(),
             notifications: vec![

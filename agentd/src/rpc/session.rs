@@ -96,11 +96,14 @@ pub async fn prompt(
     check_text_length("prompt", &params.text)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
-        .prompt_limited(
+        .prompt(
             params.text,
             params.client_request_id,
             params.queue_if_busy,
-            params.max_steps,
+            crate::session::RunOptions {
+                hold_approvals: params.hold_approvals,
+                max_steps: params.max_steps,
+            },
         )
         .await?)
 }

@@ -152,11 +152,30 @@ pub async fn start(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<TaskStartResult> {
     super::refuse_if_stopping(&state)?;
-    let _ = params;
-    Err(rpc_error(
-        codes::CONFIG_ERROR,
-        "this daemon cannot start subagent tasks yet; start a session and prompt it instead",
-    ))
+    if params.prompt.trim().is_empty() {
+        return Err(rpc_error(
+            codes::INVALID_PARAMS,
+            "the prompt is empty; say what the subagent should do",
+        ));
+    }
+    let cwd = super::workspace_dir(&params.cwd).await?;
+    let task = state
+        .sessions
+        .start_task(
+            cwd,
+            crate::tools::TaskParams {
+                prompt: params.prompt,
+                agent_type: params.agent_type,
+                description: params.description,
+                run_in_background: true,
+            },
+            params.permission_mode,
+        )
+        .await?;
+    Ok(TaskStartResult {
+        task_id: task.task_id.clone(),
+        task,
+    })
 }
 
 /// The child session of a subagent task that has not ended, for a message to it.

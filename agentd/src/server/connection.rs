@@ -38,6 +38,10 @@ pub struct ConnectionContext {
     /// Whether the client declared `capabilities.approvals` in `initialize` (the first one
     /// wins, like the name): only then do its subscriptions count as someone who may answer.
     pub approvals_capability: std::sync::OnceLock<bool>,
+    /// The protocol version `initialize` agreed on (the lower of the client's and ours, same
+    /// major; the first `initialize` wins): behaviour a minor version adds that an older client
+    /// could misread is gated on it.
+    pub protocol_version: std::sync::OnceLock<protocol::version::ProtocolVersion>,
     /// Cancelled when the connection ends, so subscriptions tied to it stop.
     pub closed: CancellationToken,
     /// Owns the subscription forwarders (`rpc::subscription`): the connection waits for them
@@ -64,6 +68,7 @@ impl ConnectionContext {
             initialized: AtomicBool::new(false),
             client_name: std::sync::OnceLock::new(),
             approvals_capability: std::sync::OnceLock::new(),
+            protocol_version: std::sync::OnceLock::new(),
             closed: CancellationToken::new(),
             forwarders: tokio_util::task::TaskTracker::new(),
             subscriptions: SubscriptionTable::new(max_subscriptions),

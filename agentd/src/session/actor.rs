@@ -32,6 +32,16 @@ const COMMAND_QUEUE: usize = 64;
 /// Why a session request failed; mapped to JSON-RPC errors by the RPC layer. Messages name
 /// no client's commands: what to do next is [`SessionError::suggested_method`], sent as
 /// `error.data`.
+/// How a prompted run goes, beyond its text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Keep its approvals pending while no client that answers approvals follows
+    /// (`session/prompt {holdApprovals}`).
+    pub hold_approvals: bool,
+    /// Its own step limit (`session/prompt {maxSteps}`), under the config's `max_steps`.
+    pub max_steps: Option<u32>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error("{0}")]
@@ -117,8 +127,8 @@ enum Command {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-        /// The run's own step limit (`session/prompt {maxSteps}`), under the config's.
-        max_steps: Option<u32>,
+        /// How the run it starts goes (`holdApprovals`, `maxSteps`).
+        options: RunOptions,
         reply: oneshot::Sender<Result<SessionPromptResult, SessionError>>,
     },
     Steer {
@@ -129,6 +139,8 @@ enum Command {
         text: String,
         /// None: a client's.
         origin: Option<protocol::event::FollowUpOrigin>,
+        /// With no active run: start one (else the text is held for the next run).
+        start_if_idle: bool,
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
     Compact {
@@ -293,31 +305,21 @@ impl Session {
         answer.await.map_err(|_| self.no_answer())?
     }
 
+    /// Start a run with `text` (or queue it as a follow-up with `queue_if_busy`); `options`
+    /// shape the run it starts (a prompt queued as a follow-up keeps the active run's).
     pub async fn prompt(
         &self,
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-    ) -> Result<SessionPromptResult, SessionError> {
-        self.prompt_limited(text, client_request_id, queue_if_busy, None)
-            .await
-    }
-
-    /// As `prompt`, the run making at most `max_steps` model calls (never more than the
-    /// config's `max_steps`); a prompt queued as a follow-up keeps the active run's limit.
-    pub async fn prompt_limited(
-        &self,
-        text: String,
-        client_request_id: Option<String>,
-        queue_if_busy: bool,
-        max_steps: Option<u32>,
+        options: RunOptions,
     ) -> Result<SessionPromptResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Prompt {
             text,
             client_request_id,
             queue_if_busy,
-            max_steps,
+            options,
             reply,
         })
         .await?;
@@ -331,19 +333,23 @@ impl Session {
     }
 
     pub async fn follow_up(&self, text: String) -> Result<QueueMessageResult, SessionError> {
-        self.follow_up_from(text, None).await
+        self.follow_up_from(text, None, true).await
     }
 
     /// A follow-up queued by the daemon (`origin`), e.g. a background task's notification.
+    /// With no active run, `start_if_idle` starts one; otherwise the text is held and opens
+    /// the session's next run, before that run's own message.
     pub async fn follow_up_from(
         &self,
         text: String,
         origin: Option<protocol::event::FollowUpOrigin>,
+        start_if_idle: bool,
     ) -> Result<QueueMessageResult, SessionError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::FollowUp {
             text,
             origin,
+            start_if_idle,
             reply,
         })
         .await?;
@@ -437,6 +443,7 @@ impl Session {
             && state.run_id.is_none()
             && state.steers.is_empty()
             && state.follow_ups.is_empty()
+            && state.held.is_empty()
             && self.unhandled_commands.load(Ordering::Acquire) == 0
             && self.log.subscriber_count() == 0
     }
@@ -513,11 +520,11 @@ impl Actor {
                 text,
                 client_request_id,
                 queue_if_busy,
-                max_steps,
+                options,
                 reply,
             } => {
                 let result = self
-                    .prompt(text, client_request_id, queue_if_busy, max_steps)
+                    .prompt(text, client_request_id, queue_if_busy, options)
                     .await;
                 let _ = reply.send(result);
             }
@@ -528,10 +535,11 @@ impl Actor {
             Command::FollowUp {
                 text,
                 origin,
+                start_if_idle,
                 reply,
             } => {
                 let result = self
-                    .follow_up(text, None, origin)
+                    .follow_up(text, None, origin, start_if_idle)
                     .await
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
@@ -558,7 +566,7 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         queue_if_busy: bool,
-        max_steps: Option<u32>,
+        options: RunOptions,
     ) -> Result<SessionPromptResult, SessionError> {
         if let Some(request_id) = &client_request_id
             && let Some((_, run_id)) = self.recent_requests.iter().find(|(id, _)| id == request_id)
@@ -576,7 +584,7 @@ impl Actor {
         let result = match self.active_run_id() {
             Some(_) if queue_if_busy => {
                 let (run_id, queued) = self
-                    .follow_up(text, client_request_id.clone(), None)
+                    .follow_up(text, client_request_id.clone(), None, true)
                     .await?;
                 SessionPromptResult { run_id, queued }
             }
@@ -591,7 +599,7 @@ impl Actor {
                         text,
                         UserMessageKind::Prompt,
                         client_request_id.clone(),
-                        max_steps,
+                        options,
                     )
                     .await?,
                 queued: false,
@@ -641,6 +649,7 @@ impl Actor {
         text: String,
         client_request_id: Option<String>,
         origin: Option<protocol::event::FollowUpOrigin>,
+        start_if_idle: bool,
     ) -> Result<(String, bool), SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         if let Some(run_id) = self.active_run_id() {
@@ -661,8 +670,22 @@ impl Actor {
                 return Ok((run_id, true));
             }
         }
+        if !start_if_idle {
+            let mut state = self.shared.lock();
+            if state.held.len() >= crate::agent::sink::MAX_HELD_MESSAGES {
+                state.held.pop_front();
+                tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
+            }
+            state.held.push_back(text);
+            return Ok((String::new(), true));
+        }
         let run_id = self
-            .start_run(text, UserMessageKind::FollowUp, client_request_id, None)
+            .start_run(
+                text,
+                UserMessageKind::FollowUp,
+                client_request_id,
+                RunOptions::default(),
+            )
             .await?;
         Ok((run_id, false))
     }
@@ -676,7 +699,7 @@ impl Actor {
         text: String,
         kind: UserMessageKind,
         client_request_id: Option<String>,
-        max_steps: Option<u32>,
+        options: RunOptions,
     ) -> Result<String, SessionError> {
         let (llm, context_limits) = self.model()?;
         let config = self
@@ -685,10 +708,11 @@ impl Actor {
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
-        let (permissions, mut warnings) =
+        let (mut permissions, mut warnings) =
             super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
                 .await
                 .map_err(internal)?;
+        permissions.hold_approvals = options.hold_approvals;
         let servers = self
             .mcp
             .for_run(&self.header, &self.deps, config)
@@ -778,6 +802,9 @@ impl Actor {
         }
         // A subagent's approvals also reach its parent's subscribers.
         let run_log = super::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
+        let (budget, budget_warning) =
+            crate::agent::budget::RunBudget::for_run(&self.header, llm.provider());
+        warnings.extend(budget_warning);
         let run = Run {
             session_id: self.header.id.as_str().into(),
             run_id: run_id.clone(),
@@ -785,11 +812,12 @@ impl Actor {
             llm,
             tools,
             tool_context,
-            max_steps: [self.header.max_turns, max_steps]
+            max_steps: [self.header.max_turns, options.max_steps]
                 .into_iter()
                 .flatten()
                 .fold(config.max_steps, u32::min)
                 .max(1),
+            budget,
             shared: self.shared.clone(),
             log: run_log,
             cancel: active.cancel.clone(),

@@ -449,6 +449,7 @@ impl Inner {
                     run_id,
                     error,
                     usage,
+                    cost_usd,
                     ..
                 } = event
                 {
@@ -464,6 +465,7 @@ impl Inner {
                         status: RunStatus::Failed,
                         error: Some(error),
                         usage,
+                        cost_usd,
                     };
                     let published = Arc::new(self.encode(seq, true, true, finished)?);
                     if let Ok(mut unsaved) = self.unsaved.lock() {

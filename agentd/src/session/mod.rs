@@ -38,7 +38,7 @@ use protocol::event::Event;
 use protocol::session::{SessionCreateParams, SessionInfo, SessionStatus};
 
 pub use crate::agent::sink::SessionShared;
-pub use actor::SessionError;
+pub use actor::{RunOptions, SessionError};
 
 /// Lifecycle events of all sessions buffered for `daemon/subscribe` before a subscriber lags.
 const DAEMON_EVENT_BUFFER: usize = 1024;
@@ -275,36 +275,9 @@ impl SessionManager {
         }
         // A project mode looser than the user's, not used because the project is untrusted:
         // said in the new session's log, so whoever watches it knows why.
-        let mut ignored_mode = None;
-        let permission_mode = match params.permission_mode {
-            Some(mode) => mode,
-            None => {
-                let settings_cwd = cwd.clone();
-                let trust = self.deps.trust.clone();
-                let (project, trusted, root) = tokio::task::spawn_blocking(move || {
-                    let root = crate::trust::project_root(&settings_cwd);
-                    (
-                        crate::permission::load_project_settings(&settings_cwd),
-                        trust.is_trusted(&root),
-                        root,
-                    )
-                })
-                .await
-                .map_err(|err| SessionError::Internal(err.to_string()))?;
-                let user_mode = config.permissions.default_mode;
-                let project_mode = project.ok().and_then(|settings| settings.default_mode);
-                match project_mode {
-                    Some(mode) if !trusted && mode.loosens(user_mode) => {
-                        ignored_mode = Some(format!(
-                            "the project {} asks for permission mode {mode}, looser than yours ({user_mode}); it is not used until you trust the project (method project/trust with this path)",
-                            root.display()
-                        ));
-                        user_mode.into()
-                    }
-                    Some(mode) => mode.into(),
-                    None => user_mode.into(),
-                }
-            }
+        let (permission_mode, ignored_mode) = match params.permission_mode {
+            Some(mode) => (mode, None),
+            None => self.default_mode(&cwd).await?,
         };
         let now = SystemTime::now();
         let created_at = humantime::format_rfc3339_seconds(now).to_string();
@@ -348,8 +321,48 @@ impl SessionManager {
             task_id: None,
             tool_filter: frozen.tool_filter,
             max_turns: frozen.max_turns,
+            max_budget_usd: frozen.max_budget_usd,
         };
         self.add_session(header, notes.collect()).await
+    }
+
+    /// The permission mode of a new session in `cwd` that names none: the project's
+    /// (`.agents/settings.json`, …) when it is trusted or not looser than the user's, else the
+    /// user's; the note says why a looser project mode was not used.
+    pub async fn default_mode(
+        &self,
+        cwd: &std::path::Path,
+    ) -> Result<(protocol::approval::PermissionMode, Option<String>), SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let settings_cwd = cwd.to_path_buf();
+        let trust = self.deps.trust.clone();
+        let (project, trusted, root) = tokio::task::spawn_blocking(move || {
+            let root = crate::trust::project_root(&settings_cwd);
+            (
+                crate::permission::load_project_settings(&settings_cwd),
+                trust.is_trusted(&root),
+                root,
+            )
+        })
+        .await
+        .map_err(|err| SessionError::Internal(err.to_string()))?;
+        let user_mode = config.permissions.default_mode;
+        let project_mode = project.ok().and_then(|settings| settings.default_mode);
+        Ok(match project_mode {
+            Some(mode) if !trusted && mode.loosens(user_mode) => (
+                user_mode.into(),
+                Some(format!(
+                    "the project {} asks for permission mode {mode}, looser than yours ({user_mode}); it is not used until you trust the project (method project/trust with this path)",
+                    root.display()
+                )),
+            ),
+            Some(mode) => (mode.into(), None),
+            None => (user_mode.into(), None),
+        })
     }
 
     /// Change a session's mode, model or title from its next run on; the session as it now
@@ -413,14 +426,13 @@ impl SessionManager {
         {
             return Err(SessionError::not_found(id));
         }
-        // Its tasks end with it (subagents cancelled, background shells killed).
-        self.deps.tasks.stop_for_parent(id);
+        // Its tasks end with it (subagents cancelled, background shells killed), before its
+        // run is waited for: a foreground subagent's run would otherwise hold it.
+        self.deps.tasks.stop_for_session(id).await;
+        self.deps.shell_tasks.stop_for_session(id);
         session
             .stop_and_wait(crate::agent::StopReason::Cancelled)
             .await;
-        // What the session started in the background dies with it.
-        self.deps.shell_tasks.stop_for_session(id);
-        self.deps.tasks.stop_for_session(id).await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
         self.listing.invalidate();

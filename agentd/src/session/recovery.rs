@@ -45,6 +45,7 @@ pub(super) async fn repair_interrupted_run(
         status: RunStatus::Interrupted,
         error: Some("the daemon stopped while this run was active".to_owned()),
         usage: Default::default(),
+        cost_usd: None,
     })
     .await?;
     Ok(())

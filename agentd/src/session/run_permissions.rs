@@ -88,6 +88,7 @@ pub(super) async fn run_permissions(
         ),
         broker: deps.approvals.clone(),
         task_label: header.task_id.clone().zip(header.agent_type.clone()),
+        hold_approvals: false,
     };
     Ok((permissions, warnings))
 }

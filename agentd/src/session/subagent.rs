@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use protocol::event::{Event, RunStatus};
-use protocol::task::{TaskKind, TaskStatus};
+use protocol::task::{TaskInfo, TaskKind, TaskStatus};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -73,18 +73,43 @@ impl SubagentLauncher for SubagentRunner {
     }
 }
 
-async fn launch(
-    sessions: Arc<SessionManager>,
-    parent: Arc<SessionHeader>,
-    params: TaskParams,
-    cancel: CancellationToken,
-) -> ToolOutput {
+/// A subagent ready to run: its task record (pending) and its child session.
+struct Prepared {
+    task: TaskInfo,
+    run: ChildRun,
+    definition: AgentDefinition,
+}
+
+/// Why a subagent could not be prepared.
+enum PrepareError {
+    /// The agent type names no definition: the message lists the available ones.
+    UnknownAgent(String),
+    Failed(String),
+}
+
+impl PrepareError {
+    fn message(self) -> String {
+        match self {
+            PrepareError::UnknownAgent(message) | PrepareError::Failed(message) => message,
+        }
+    }
+}
+
+/// Finds the definition, records the task and creates the child session. `base` gives the
+/// workspace, provider, permission mode, rules and MCP servers (the parent's header, or one
+/// made for `task/start`); `parent_id` is the session the task reports to, if any.
+async fn prepare(
+    sessions: &Arc<SessionManager>,
+    base: &SessionHeader,
+    parent_id: Option<String>,
+    params: &TaskParams,
+) -> Result<Prepared, PrepareError> {
     let agent_type = params
         .agent_type
         .clone()
         .filter(|name| !name.trim().is_empty())
         .unwrap_or_else(|| crate::agents::GENERAL_PURPOSE.to_owned());
-    let cwd = std::path::PathBuf::from(&parent.cwd);
+    let cwd = std::path::PathBuf::from(&base.cwd);
     let agents_dir = sessions.deps.paths.agents_dir.clone();
     let skills_dir = sessions.deps.paths.skills_dir.clone();
     let discover_cwd = cwd.clone();
@@ -99,29 +124,28 @@ async fn launch(
     })
     .await;
     let Ok((catalogue, skills)) = found else {
-        return ToolOutput::error("cannot read the agent definitions; try again");
+        return Err(PrepareError::Failed(
+            "cannot read the agent definitions; try again".to_owned(),
+        ));
     };
     let Some(definition) = catalogue.get(&agent_type).cloned() else {
-        return ToolOutput::error(catalogue.unknown(&agent_type));
+        return Err(PrepareError::UnknownAgent(catalogue.unknown(&agent_type)));
     };
     let tasks = sessions.deps.tasks.clone();
-    let task = match tasks
+    let task = tasks
         .create(NewTask {
             kind: TaskKind::Subagent,
-            parent_session_id: Some(parent.id.clone()),
+            parent_session_id: parent_id.clone(),
             agent_type: Some(definition.name.clone()),
             description: params.description.clone(),
             prompt: params.prompt.clone(),
             cwd: cwd.clone(),
         })
         .await
-    {
-        Ok(task) => task,
-        Err(err) => return ToolOutput::error(format!("the subagent did not start: {err}")),
-    };
+        .map_err(|err| PrepareError::Failed(format!("the subagent did not start: {err}")))?;
     let system_prompt = crate::agents::child_system_prompt(&definition, &skills);
     let child = match sessions
-        .create_child(&parent, &definition, system_prompt, &task.task_id)
+        .create_child(base, parent_id, &definition, system_prompt, &task.task_id)
         .await
     {
         Ok(child) => child,
@@ -133,21 +157,43 @@ async fn launch(
                     task.error = Some(message.clone());
                 })
                 .await;
-            return ToolOutput::error(message);
+            return Err(PrepareError::Failed(message));
         }
     };
     let child_id = child.id().to_owned();
-    let _ = tasks
-        .update(&task.task_id, |task| task.child_session_id = Some(child_id))
-        .await;
+    let task = tasks
+        .update_deferred(&task.task_id, |task| task.child_session_id = Some(child_id))
+        .unwrap_or(task);
     let run = ChildRun {
-        tasks: tasks.clone(),
+        tasks,
         task_id: task.task_id.clone(),
         child,
-        prompt: params.prompt,
+        prompt: params.prompt.clone(),
         workspace: cwd,
         read_only: definition.read_only,
     };
+    Ok(Prepared {
+        task,
+        run,
+        definition,
+    })
+}
+
+async fn launch(
+    sessions: Arc<SessionManager>,
+    parent: Arc<SessionHeader>,
+    params: TaskParams,
+    cancel: CancellationToken,
+) -> ToolOutput {
+    let Prepared {
+        task,
+        run,
+        definition,
+    } = match prepare(&sessions, &parent, Some(parent.id.clone()), &params).await {
+        Ok(prepared) => prepared,
+        Err(err) => return ToolOutput::error(err.message()),
+    };
+    let agent_type = definition.name.clone();
     if params.run_in_background {
         let task_id = task.task_id.clone();
         let notify_idle_parent = sessions
@@ -204,24 +250,83 @@ async fn launch(
     }
 }
 
+impl SessionManager {
+    /// `task/start`: a background subagent a client starts, with no parent session. It runs
+    /// in `cwd` with the default provider, `permission_mode` (else the workspace's default
+    /// mode) and no session rules or MCP servers of a parent; its result stays in the task.
+    pub async fn start_task(
+        self: &Arc<Self>,
+        cwd: std::path::PathBuf,
+        params: TaskParams,
+        permission_mode: Option<protocol::approval::PermissionMode>,
+    ) -> Result<TaskInfo, SessionError> {
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(None)
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let permission_mode = match permission_mode {
+            Some(mode) => mode,
+            None => self.default_mode(&cwd).await?.0,
+        };
+        let base = SessionHeader {
+            version: crate::store::FORMAT_VERSION,
+            id: String::new(),
+            created_at: String::new(),
+            cwd: cwd.display().to_string(),
+            provider: provider.name.clone(),
+            model: provider.model.clone(),
+            title: None,
+            permission_mode,
+            permission_rules: Default::default(),
+            mcp_servers: serde_json::Value::Null,
+            system_prompt: String::new(),
+            agent: None,
+            parent_session_id: None,
+            agent_type: None,
+            task_id: None,
+            tool_filter: None,
+            max_turns: None,
+            max_budget_usd: None,
+        };
+        let Prepared { task, run, .. } =
+            prepare(self, &base, None, &params)
+                .await
+                .map_err(|err| match err {
+                    PrepareError::UnknownAgent(message) => SessionError::InvalidParams(message),
+                    PrepareError::Failed(message) => SessionError::Internal(message),
+                })?;
+        self.tasks.spawn(async move {
+            run.run(None).await;
+        });
+        Ok(task)
+    }
+}
+
 /// The tool filter of a run of the session `header`: a child session (or one run as an
 /// agent) keeps the tools its definition allows, never `task`, `task_*`, `memory` or
 /// `todo_write` (`agents::ToolFilter`), built-in and MCP alike.
 pub fn run_filter(header: &SessionHeader) -> Option<ToolFilter> {
-    match (&header.tool_filter, &header.parent_session_id) {
-        (Some(filter), _) => Some(filter.clone()),
-        (None, Some(_)) => Some(ToolFilter::default()),
-        (None, None) => None,
+    match &header.tool_filter {
+        Some(filter) => Some(filter.clone()),
+        None if header.parent_session_id.is_some() || header.task_id.is_some() => {
+            Some(ToolFilter::default())
+        }
+        None => None,
     }
 }
 
 /// Where the `task` tool of a run of `header` starts subagents: only a top-level session
-/// delegates (a child never gets a launcher, whatever its tools).
+/// delegates (a task's session, with a parent or not, never gets a launcher, whatever its
+/// tools).
 pub fn launcher_for(
     header: &SessionHeader,
     deps: &super::SessionDeps,
 ) -> Option<Arc<dyn SubagentLauncher>> {
-    if header.parent_session_id.is_some() {
+    if header.parent_session_id.is_some() || header.task_id.is_some() {
         return None;
     }
     let manager = deps.manager.get()?.clone();
@@ -229,11 +334,13 @@ pub fn launcher_for(
 }
 
 impl SessionManager {
-    /// A new child session of `parent` run as `definition` for task `task_id`: the parent's
-    /// workspace, provider, permission mode and rules, the definition's prompt and tools.
+    /// A new child session run as `definition` for task `task_id`: `base`'s workspace,
+    /// provider, permission mode (tightened by the definition's), rules and MCP servers, the
+    /// definition's prompt and tools; `parent_id` is the session it reports to, if any.
     pub async fn create_child(
         &self,
         parent: &SessionHeader,
+        parent_id: Option<String>,
         definition: &AgentDefinition,
         system_prompt: String,
         task_id: &str,
@@ -261,18 +368,35 @@ impl SessionManager {
             provider,
             model,
             title: None,
-            permission_mode: parent.permission_mode,
+            permission_mode: tightened(parent.permission_mode, definition),
             permission_rules: parent.permission_rules.clone(),
             mcp_servers: parent.mcp_servers.clone(),
             system_prompt,
             agent: None,
-            parent_session_id: Some(parent.id.clone()),
+            parent_session_id: parent_id,
             agent_type: Some(definition.name.clone()),
             task_id: Some(task_id.to_owned()),
             tool_filter: Some(ToolFilter::of(definition)),
             max_turns: definition.max_turns,
+            max_budget_usd: definition.max_budget_usd,
         };
         self.add_session(header, Vec::new()).await
+    }
+}
+
+/// A child's permission mode: `base`, or the definition's when it is tighter (a definition,
+/// maybe a project's, never loosens what its parent runs under).
+fn tightened(
+    base: protocol::approval::PermissionMode,
+    definition: &AgentDefinition,
+) -> protocol::approval::PermissionMode {
+    let wanted = definition
+        .permission_mode
+        .as_deref()
+        .and_then(|mode| mode.parse::<crate::permission::PermissionMode>().ok());
+    match wanted {
+        Some(wanted) if !wanted.loosens(base.into()) => wanted.into(),
+        _ => base,
     }
 }
 
@@ -336,13 +460,22 @@ impl ChildRun {
         };
         let _ = self
             .tasks
-            .update(&self.task_id, |task| task.status = TaskStatus::Running)
-            .await;
+            .update_deferred(&self.task_id, |task| task.status = TaskStatus::Running);
         let mut events = match self.child.log.subscribe(None).await {
             Ok(subscription) => subscription.live,
             Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
         };
-        let run_id = match self.child.prompt(self.prompt.clone(), None, false).await {
+        // A subagent's approvals wait for an answer (or the approval timeout) even while no
+        // client that answers follows: it is never silently denied.
+        let options = super::RunOptions {
+            hold_approvals: true,
+            max_steps: None,
+        };
+        let run_id = match self
+            .child
+            .prompt(self.prompt.clone(), None, false, options)
+            .await
+        {
             Ok(started) => started.run_id,
             Err(err) => return failed(err.to_string()),
         };
@@ -358,7 +491,7 @@ impl ChildRun {
                 }
                 event = events.recv() => match event {
                     Ok(published) => {
-                        if let Event::RunFinished { run_id: ended, status, error, usage } =
+                        if let Event::RunFinished { run_id: ended, status, error, usage, .. } =
                             &published.event
                             && *ended == run_id
                         {
@@ -439,8 +572,8 @@ pub fn task_notification(
 }
 
 /// Hands a background task's outcome to its parent: a follow-up of the active run, or a new
-/// run when the parent is idle (unless `notify_idle_parent` is off: then the parent's
-/// `taskFinished` event is the record).
+/// run when the parent is idle (unless `notify_idle_parent` is off: then it opens the
+/// parent's next run).
 async fn deliver(
     sessions: &SessionManager,
     parent_id: &str,
@@ -465,11 +598,12 @@ async fn deliver(
             return;
         }
     };
-    if !notify_idle_parent && parent.is_idle() {
-        return;
-    }
+    // With `notify_idle_parent` off, an idle parent holds it for its next run.
     let origin = Some(protocol::event::FollowUpOrigin::TaskNotification);
-    if let Err(err) = parent.follow_up_from(text, origin).await {
+    if let Err(err) = parent
+        .follow_up_from(text, origin, notify_idle_parent)
+        .await
+    {
         tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
     }
 }

@@ -18,6 +18,8 @@ pub struct FrozenPrompt {
     pub agent_model: Option<String>,
     /// The definition's `maxTurns`.
     pub max_turns: Option<u32>,
+    /// The definition's `maxBudgetUsd` (a session run as an agent).
+    pub max_budget_usd: Option<f64>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -86,6 +88,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             agent_mode: definition.permission_mode.clone(),
             agent_model: definition.model.clone(),
             max_turns: definition.max_turns,
+            max_budget_usd: definition.max_budget_usd,
         });
     }
     let mut prompt = crate::agent::prompt::build(cwd, date, Some(&sources.user_notes));
@@ -103,6 +106,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         agent_mode: None,
         agent_model: None,
         max_turns: None,
+        max_budget_usd: None,
     })
 }
 

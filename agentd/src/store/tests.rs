@@ -35,6 +35,7 @@ fn header() -> SessionHeader {
         task_id: None,
         tool_filter: None,
         max_turns: None,
+        max_budget_usd: None,
     }
 }
 

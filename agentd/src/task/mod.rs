@@ -174,8 +174,11 @@ pub struct TaskManager {
     changes: broadcast::Sender<TaskChange>,
     /// Every record, in creation order (loaded once at start; `list` never reads the disk).
     records: Mutex<Records>,
-    /// Serialises record writes, so the file always ends with the latest record.
-    writes: tokio::sync::Mutex<()>,
+    /// Serialises the writes of one task's record (striped by task id: `WRITE_STRIPES`), so
+    /// its file always ends with the latest record while other tasks' writes go on.
+    writes: Vec<tokio::sync::Mutex<()>>,
+    /// Writes of `update_deferred`, waited for at shutdown.
+    writers: tokio_util::task::TaskTracker,
     slots: Arc<slots::Slots>,
     /// Set at shutdown: every stop token handed out afterwards is already cancelled.
     stopping: CancellationToken,
@@ -226,7 +229,10 @@ impl TaskManager {
             limits,
             changes,
             records: Mutex::new(records),
-            writes: tokio::sync::Mutex::new(()),
+            writes: (0..WRITE_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+            writers: tokio_util::task::TaskTracker::new(),
             slots: slots::Slots::new(limits),
             stopping: CancellationToken::new(),
         })
@@ -325,6 +331,45 @@ impl TaskManager {
         Ok(record)
     }
 
+    /// Like `update`, but the record is written in the background: the change is in memory
+    /// and announced when this returns. For steps on the way to a task's start (its child
+    /// session, `running`), which must not hold up the child's first model call; a crash
+    /// before the write leaves the earlier record, which is `interrupted` at restart anyway.
+    /// A task's end is always recorded with `update`.
+    pub fn update_deferred(
+        self: &Arc<Self>,
+        task_id: &str,
+        change: impl FnOnce(&mut TaskInfo) + Send,
+    ) -> Result<TaskInfo, TaskError> {
+        let record = {
+            let mut records = self.lock();
+            let Some(record) = records.by_id.get_mut(task_id) else {
+                return Err(TaskError::NotFound(task_id.to_owned()));
+            };
+            if record.status.is_finished() {
+                return Ok(record.clone());
+            }
+            change(record);
+            if record.status == TaskStatus::Running && record.started_at.is_none() {
+                record.started_at = Some(now_rfc3339());
+            }
+            // Never an end: that is written before it is announced (`update`).
+            if record.status.is_finished() {
+                record.status = TaskStatus::Running;
+            }
+            record.clone()
+        };
+        let _ = self.changes.send(TaskChange::Updated(record.clone()));
+        let manager = Arc::clone(self);
+        let id = task_id.to_owned();
+        self.writers.spawn(async move {
+            if let Err(reason) = manager.persist(&id).await {
+                tracing::warn!("cannot record task {id}: {reason}");
+            }
+        });
+        Ok(record)
+    }
+
     pub fn get(&self, task_id: &str) -> Option<TaskInfo> {
         self.lock().by_id.get(task_id).cloned()
     }
@@ -386,24 +431,6 @@ impl TaskManager {
         Ok(record.clone())
     }
 
-    /// Stops every unfinished task `parent_session_id` started (the session is deleted);
-    /// returns how many.
-    pub fn stop_for_parent(&self, parent_session_id: &str) -> usize {
-        let records = self.lock();
-        let mut stopped = 0;
-        for (task_id, token) in &records.tokens {
-            let is_child = records
-                .by_id
-                .get(task_id)
-                .is_some_and(|task| task.parent_session_id.as_deref() == Some(parent_session_id));
-            if is_child {
-                token.cancel();
-                stopped += 1;
-            }
-        }
-        stopped
-    }
-
     /// Where a task's output is kept (a shell's capped output; a subagent's final message).
     pub fn output_path(&self, task_id: &str) -> PathBuf {
         self.dir.join(format!("{task_id}.out"))
@@ -444,12 +471,25 @@ impl TaskManager {
         if tokio::time::timeout(SHUTDOWN_WAIT, wait).await.is_err() {
             tracing::warn!("some tasks did not stop in time; they will be marked interrupted");
         }
+        self.writers.close();
+        if tokio::time::timeout(SHUTDOWN_WAIT, self.writers.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some task records were not written in time");
+        }
     }
 
     /// Writes the current record of `task_id` (the latest one wins whatever the order of
     /// concurrent updates: the record is read under the write lock).
     async fn persist(&self, task_id: &str) -> Result<(), String> {
-        let _writing = self.writes.lock().await;
+        let stripe = task_id.bytes().fold(0usize, |hash, byte| {
+            hash.wrapping_mul(31).wrapping_add(usize::from(byte))
+        }) % self.writes.len().max(1);
+        let Some(lock) = self.writes.get(stripe) else {
+            return Err("no record writer".to_owned());
+        };
+        let _writing = lock.lock().await;
         let Some(record) = self.get(task_id) else {
             return Ok(());
         };
@@ -466,6 +506,10 @@ impl TaskManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+/// Record writes of different tasks run in parallel across this many locks (one task's
+/// writes always share one).
+pub const WRITE_STRIPES: usize = 32;
 
 /// How long `shutdown` waits for running tasks to record their end.
 pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);

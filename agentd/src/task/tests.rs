@@ -198,7 +198,41 @@ async fn stopping_a_parents_tasks_cancels_only_theirs() {
     let mut other = new_task("other");
     other.parent_session_id = Some("ses_other".to_owned());
     let other = tasks.create(other).await.unwrap();
-    assert_eq!(tasks.stop_for_parent("ses_parent"), 1);
+    assert_eq!(tasks.stop_for_session("ses_parent").await, 1);
     assert!(tasks.stop_token(&mine.task_id).is_cancelled());
     assert!(!tasks.stop_token(&other.task_id).is_cancelled());
+}
+
+#[tokio::test]
+async fn a_deferred_update_is_announced_at_once_written_by_shutdown_and_never_an_end() {
+    let state = tempfile::tempdir().unwrap();
+    let tasks = TaskManager::load(state.path(), TaskLimits::default());
+    let created = tasks.create(new_task("deferred")).await.unwrap();
+    let mut changes = tasks.changes();
+    let running = tasks
+        .update_deferred(&created.task_id, |task| {
+            task.status = TaskStatus::Running;
+            task.child_session_id = Some("ses_child".to_owned());
+        })
+        .unwrap();
+    assert_eq!(running.status, TaskStatus::Running);
+    assert!(running.started_at.is_some());
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        TaskChange::Updated(running.clone())
+    );
+    // An end is never taken this way: it must be on disk before it is announced.
+    let still = tasks
+        .update_deferred(&created.task_id, |task| task.status = TaskStatus::Completed)
+        .unwrap();
+    assert_eq!(still.status, TaskStatus::Running);
+    tasks.shutdown().await;
+    let text = std::fs::read_to_string(
+        state
+            .path()
+            .join("tasks")
+            .join(format!("{}.json", created.task_id)),
+    )
+    .unwrap();
+    assert!(text.contains("ses_child"), "{text}");
 }

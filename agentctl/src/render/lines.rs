@@ -1,0 +1,200 @@
+//! The lines of the events that say the most: assistant and user messages, tools started and
+//! completed, and the end of a run with its after-run line.
+
+use protocol::event::{RunStatus, Usage, UserMessageKind};
+
+use super::style::{Style, paint};
+use super::{
+    Output, Renderer, SUMMARY_MAX_CHARS, exit_code_for, format_duration, one_line, summary,
+    truncate, truncate_to_width,
+};
+use crate::safe_text::neutralise;
+
+/// What `runFinished` says, for the renderer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Finished<'a> {
+    pub(super) status: RunStatus,
+    pub(super) error: Option<&'a str>,
+    pub(super) usage: &'a Usage,
+    pub(super) cost_usd: Option<f64>,
+}
+
+impl Renderer {
+    pub(super) fn assistant_completed(
+        &mut self,
+        run_id: &str,
+        content: &str,
+        out: &mut Vec<Output>,
+    ) {
+        let streamed = self.streamed.remove(run_id).unwrap_or_default();
+        if let Some(missing) = content.strip_prefix(streamed.as_str()) {
+            self.stdout(missing, out);
+        } else {
+            // Some deltas were lost (the client lagged): what was printed is not a prefix of
+            // the message. Print the whole message again on its own lines.
+            self.end_stdout_line(out);
+            self.stderr_line("(output was interrupted; the full message follows)", out);
+            self.stdout(content, out);
+        }
+        self.end_stdout_line(out);
+    }
+
+    pub(super) fn user_message(
+        &mut self,
+        content: &str,
+        kind: Option<UserMessageKind>,
+        out: &mut Vec<Output>,
+    ) {
+        if self.is_transcript() {
+            let label = match kind {
+                Some(UserMessageKind::Steer) => "(steer) ",
+                Some(UserMessageKind::FollowUp) => "(follow-up) ",
+                Some(UserMessageKind::Prompt) | None => "",
+            };
+            self.end_stdout_line(out);
+            let quoted: String = content
+                .lines()
+                .enumerate()
+                .map(|(index, line)| {
+                    if index == 0 {
+                        format!("> {label}{line}\n")
+                    } else {
+                        format!("> {line}\n")
+                    }
+                })
+                .collect();
+            let quoted = if quoted.is_empty() {
+                format!("> {label}\n")
+            } else {
+                quoted
+            };
+            self.stdout(&quoted, out);
+        } else if kind == Some(UserMessageKind::FollowUp) {
+            // `run` typed the prompt itself and notes steers via `steerDelivered`.
+            self.stderr_line(&format!("follow-up delivered: {}", one_line(content)), out);
+        }
+    }
+
+    pub(super) fn tool_started(
+        &mut self,
+        id: &str,
+        tool: &str,
+        summary: &str,
+        out: &mut Vec<Output>,
+    ) {
+        let summary = truncate(&one_line(summary), SUMMARY_MAX_CHARS);
+        if self.options.redraws() {
+            self.activity.tool_started(id, tool, summary, self.now);
+            self.draw_spinner(out);
+        } else {
+            let line = if summary.is_empty() {
+                format!("[tool] {tool}")
+            } else {
+                format!("[tool] {tool}: {summary}")
+            };
+            self.stderr_line(&line, out);
+        }
+    }
+
+    pub(super) fn tool_completed(
+        &mut self,
+        id: &str,
+        tool: &str,
+        output: &str,
+        is_error: bool,
+        duration_ms: u64,
+        out: &mut Vec<Output>,
+    ) {
+        let duration = format_duration(duration_ms);
+        let error = if is_error {
+            let first = truncate(&one_line(output), SUMMARY_MAX_CHARS);
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            }
+        } else {
+            String::new()
+        };
+        if let Some(width) = self.options.width.filter(|_| self.options.redraws()) {
+            let label = match self.activity.tool_completed(id) {
+                Some(active) if !active.summary.is_empty() => {
+                    format!("{}: {}", active.tool, active.summary)
+                }
+                _ => tool.to_owned(),
+            };
+            let (mark, style) = if is_error {
+                ("✗", Style::Bad)
+            } else {
+                ("✓", Style::Good)
+            };
+            let text = neutralise(&format!("{label} ({duration}){error}")).into_owned();
+            let text = truncate_to_width(&text, width.saturating_sub(3));
+            let line = format!("{} {text}", paint(self.options.color, style, mark));
+            self.clear_spinner(out);
+            let lead = if self.stdout_line_open { "\n" } else { "" };
+            out.push(Output::Stderr(format!("{lead}{line}\n")));
+            self.draw_spinner(out);
+        } else {
+            let verb = if is_error { "failed" } else { "done" };
+            self.stderr_line(&format!("[tool] {tool} {verb} ({duration}){error}"), out);
+        }
+    }
+
+    pub(super) fn run_finished(
+        &mut self,
+        session_id: &str,
+        run_id: &str,
+        finished: Finished<'_>,
+        out: &mut Vec<Output>,
+    ) {
+        let Finished { status, error, .. } = finished;
+        // Tools of a finished run cannot complete any more.
+        self.activity.clear();
+        self.clear_spinner(out);
+        self.streamed.remove(run_id);
+        self.end_stdout_line(out);
+        let message = match status {
+            RunStatus::Completed => None,
+            RunStatus::Cancelled => Some("run cancelled".to_owned()),
+            RunStatus::Failed => Some(format!(
+                "run failed: {}",
+                error.unwrap_or("no reason given")
+            )),
+            RunStatus::MaxSteps => Some(match error {
+                Some(error) => format!("run stopped at the step limit: {error}"),
+                None => "run stopped at the step limit (progress is kept; \
+                     send a follow-up to continue)"
+                    .to_owned(),
+            }),
+            RunStatus::Interrupted => Some(format!(
+                "run interrupted: {}",
+                error.unwrap_or("the daemon stopped while the run was active")
+            )),
+        };
+        if let Some(message) = message {
+            let style = if status == RunStatus::Cancelled {
+                Style::Attention
+            } else {
+                Style::Bad
+            };
+            self.stderr_styled(style, &message, out);
+        }
+        if self.is_goal_run(run_id) {
+            if !self.is_transcript() {
+                let duration = self
+                    .run_started
+                    .map(|at| self.now.saturating_duration_since(at));
+                let line = summary::after_run_line(
+                    finished.usage,
+                    self.steps,
+                    duration,
+                    finished.cost_usd,
+                );
+                self.stderr_styled(Style::Dim, &line, out);
+                self.stderr_line(&format!("session: {session_id}"), out);
+            }
+            self.exit = Some(exit_code_for(status));
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The line `agentctl run` prints after its run: tokens in, cached and out, steps, duration,
+//! and the cost when the daemon priced the run (`runFinished.costUsd`).
+
+use std::time::Duration;
+
+use protocol::event::Usage;
+
+use super::format_duration;
+
+/// `tokens 1200 in (1000 cached) · 56 out · 3 steps · 4.2 s · $0.0123`.
+pub fn after_run_line(
+    usage: &Usage,
+    steps: u32,
+    duration: Option<Duration>,
+    cost_usd: Option<f64>,
+) -> String {
+    let mut parts = Vec::new();
+    let mut tokens = format!("tokens {} in", usage.input_tokens);
+    if usage.cached_input_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
+    }
+    parts.push(tokens);
+    parts.push(format!("{} out", usage.output_tokens));
+    parts.push(match steps {
+        1 => "1 step".to_owned(),
+        steps => format!("{steps} steps"),
+    });
+    if let Some(duration) = duration {
+        parts.push(format_duration(duration.as_millis() as u64));
+    }
+    if let Some(cost) = cost_usd.filter(|cost| cost.is_finite() && *cost >= 0.0) {
+        parts.push(format!("${cost:.4}"));
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_after_run_line_names_tokens_steps_duration_and_cost_when_known() {
+        let usage = Usage {
+            input_tokens: 1200,
+            output_tokens: 56,
+            cached_input_tokens: 1000,
+            cache_creation_input_tokens: 0,
+        };
+        assert_eq!(
+            after_run_line(&usage, 3, Some(Duration::from_millis(4200)), Some(0.01234)),
+            "tokens 1200 in (1000 cached) · 56 out · 3 steps · 4.2 s · $0.0123"
+        );
+        assert_eq!(
+            after_run_line(&Usage::default(), 1, None, None),
+            "tokens 0 in · 0 out · 1 step"
+        );
+    }
+}
