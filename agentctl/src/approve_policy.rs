@@ -80,7 +80,7 @@ pub fn decide(
 /// rule exists); the others when listed, or always when the daemon sent no list.
 pub fn offered(options: &[ApprovalDecision], decision: ApprovalDecision) -> bool {
     match decision {
-        ApprovalDecision::AllowAlways => options.contains(&decision),
+        ApprovalDecision::AllowAlways | ApprovalDecision::DenyAlways => options.contains(&decision),
         _ => options.is_empty() || options.contains(&decision),
     }
 }
@@ -128,6 +128,7 @@ pub fn decision_words(decision: ApprovalDecision) -> &'static str {
         ApprovalDecision::AllowAlways => "allowed always",
         ApprovalDecision::Deny => "denied",
         ApprovalDecision::DenyAndCancel => "denied and the run cancelled",
+        ApprovalDecision::DenyAlways => "denied always",
     }
 }
 

@@ -149,8 +149,12 @@ pub enum Command {
         /// The approval id (`apr_…`).
         approval: String,
         /// Also cancel the run.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "always")]
         cancel: bool,
+        /// Also add a deny rule to the user config: such calls are refused from now on
+        /// without asking (offered when a narrow rule exists, like `approve --always`).
+        #[arg(long)]
+        always: bool,
         /// Why, shown to the model.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,

@@ -170,9 +170,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Deny {
             approval,
             cancel,
+            always,
             reason,
         } => {
-            let decision = commands::approvals::deny_decision(cancel);
+            let decision = commands::approvals::deny_decision(cancel, always);
             done(commands::approvals::respond(&ctx, approval, decision, reason).await)
         }
         Command::Trust { dir } => done(commands::trust::trust(&ctx, dir).await),

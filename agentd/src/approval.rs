@@ -86,6 +86,8 @@ struct BrokerState {
     /// Rules `allowAlways` appended to the user config since the daemon started. The config is
     /// read once at startup, so without these a new session would ask again until a restart.
     always_rules: Vec<String>,
+    /// Rules `denyAlways` appended to the user config since the daemon started (likewise).
+    never_rules: Vec<String>,
 }
 
 /// Every pending approval of the daemon.
@@ -119,10 +121,14 @@ impl ApprovalBroker {
         if !protocol::id::is_approval_id(id) {
             return Err(RespondError::InvalidId(id.to_owned()));
         }
-        if resolution.decision != ApprovalDecision::AllowAlways {
-            self.decide(id, resolution)?;
-            return Ok(None);
-        }
+        let deny = match resolution.decision {
+            ApprovalDecision::AllowAlways => false,
+            ApprovalDecision::DenyAlways => true,
+            _ => {
+                self.decide(id, resolution)?;
+                return Ok(None);
+            }
+        };
         let rule = self.claim(id, &resolution)?;
         let Some(config_path) = self.config_path.clone() else {
             self.release_claim(id, false, &rule);
@@ -134,10 +140,14 @@ impl ApprovalBroker {
         let id_owned = id.to_owned();
         let rule_owned = rule.clone();
         let written = tokio::task::spawn_blocking(move || {
-            let written = crate::config_edit::append_allow_rule_blocking(&config_path, &rule_owned)
-                .map_err(|err| {
+            let written = if deny {
+                crate::config_edit::append_deny_rule_blocking(&config_path, &rule_owned)
+            } else {
+                crate::config_edit::append_allow_rule_blocking(&config_path, &rule_owned)
+            };
+            let written = written.map_err(|err| {
                     format!(
-                        "cannot add the rule to {}: {err:#}; this answer did not decide the approval: answer again (allowSession and allowOnce need no config edit)",
+                        "cannot add the rule to {}: {err:#}; this answer did not decide the approval: answer again (allowSession, allowOnce and deny need no config edit)",
                         config_path.display()
                     )
                 });
@@ -169,9 +179,12 @@ impl ApprovalBroker {
             return Err(already_decided(id, claim));
         }
         let Some(rule) = waiting.always_rule.clone() else {
-            return Err(RespondError::NotOffered(
-                "allowAlways is not offered for this call (too broad to remember); use allowSession or allowOnce".to_owned(),
-            ));
+            let message = if resolution.decision == ApprovalDecision::DenyAlways {
+                "denyAlways is not offered for this call (too broad to remember); use deny"
+            } else {
+                "allowAlways is not offered for this call (too broad to remember); use allowSession or allowOnce"
+            };
+            return Err(RespondError::NotOffered(message.to_owned()));
         };
         waiting.claimed = Some(resolution.clone());
         Ok(rule)
@@ -181,10 +194,20 @@ impl ApprovalBroker {
     /// the rule for new runs); otherwise by the answer that raced it, or back to pending.
     fn release_claim(&self, id: &str, written: bool, rule: &str) {
         let mut state = self.lock();
-        if written && !state.always_rules.iter().any(|known| known == rule) {
+        let deny = state
+            .pending
+            .get(id)
+            .and_then(|waiting| waiting.claimed.as_ref())
+            .is_some_and(|claim| claim.decision == ApprovalDecision::DenyAlways);
+        let rules = if deny {
+            &mut state.never_rules
+        } else {
+            &mut state.always_rules
+        };
+        if written && !rules.iter().any(|known| known == rule) {
             // New runs read the user rules from the config loaded at startup: hand them the
             // rule too, so "always" holds before the next restart.
-            state.always_rules.push(rule.to_owned());
+            rules.push(rule.to_owned());
         }
         let Some(waiting) = state.pending.get_mut(id) else {
             return;
@@ -254,6 +277,11 @@ impl ApprovalBroker {
     /// Rules added by `allowAlways` since startup, oldest first (see [`Self::respond`]).
     pub fn always_rules(&self) -> Vec<String> {
         self.lock().always_rules.clone()
+    }
+
+    /// Rules added by `denyAlways` since startup, oldest first.
+    pub fn never_rules(&self) -> Vec<String> {
+        self.lock().never_rules.clone()
     }
 
     /// Pending approvals, oldest first, optionally of one session.

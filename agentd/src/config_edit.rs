@@ -32,6 +32,17 @@ pub async fn append_allow_rule(path: &Path, rule: &str) -> Result<()> {
 /// the file, writes the edited text to a unique temp file beside it, syncs it, renames it over
 /// the config and syncs the directory.
 pub fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
+    append_rule_blocking(path, "allow", rule)
+}
+
+/// Like `append_allow_rule_blocking`, for `permissions.deny` ("deny always").
+pub fn append_deny_rule_blocking(path: &Path, rule: &str) -> Result<()> {
+    append_rule_blocking(path, "deny", rule)
+}
+
+/// Adds `rule` to `permissions.<list>` of the config file at `path` (see
+/// `append_allow_rule_blocking`).
+fn append_rule_blocking(path: &Path, list: &str, rule: &str) -> Result<()> {
     let _writer = CONFIG_WRITER
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -40,7 +51,7 @@ pub fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
     };
-    let updated = with_allow_rule(&text, rule)
+    let updated = with_rule(&text, list, rule)
         .with_context(|| format!("cannot update {}", path.display()))?;
     if updated == text {
         return Ok(());
@@ -94,7 +105,13 @@ fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 /// The config text with `rule` in `[permissions] allow`.
+#[cfg(test)]
 fn with_allow_rule(text: &str, rule: &str) -> Result<String> {
+    with_rule(text, "allow", rule)
+}
+
+/// `text` with `rule` in `permissions.<list>` (kept once; comments and layout kept).
+fn with_rule(text: &str, list: &str, rule: &str) -> Result<String> {
     let mut document: DocumentMut = text.parse().context("the config file is not valid TOML")?;
     let permissions = document
         .entry("permissions")
@@ -102,10 +119,10 @@ fn with_allow_rule(text: &str, rule: &str) -> Result<String> {
     let permissions = permissions
         .as_table_like_mut()
         .context("`permissions` is not a table")?;
-    let allow = permissions.entry("allow").or_insert(value(Array::new()));
+    let allow = permissions.entry(list).or_insert(value(Array::new()));
     let allow = allow
         .as_array_mut()
-        .context("`permissions.allow` is not an array")?;
+        .with_context(|| format!("`permissions.{list}` is not an array"))?;
     if !allow.iter().any(|existing| existing.as_str() == Some(rule)) {
         allow.push(rule);
     }

@@ -72,6 +72,9 @@ pub enum ApprovalDecision {
     Deny,
     /// Do not run it and cancel the run.
     DenyAndCancel,
+    /// Do not run it, and add a deny rule to the user config (the rule `allowAlways` would
+    /// have added, as a deny rule): such calls are refused from now on without asking.
+    DenyAlways,
 }
 
 impl ApprovalDecision {

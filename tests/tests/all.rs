@@ -22,6 +22,7 @@ mod acp_bridge;
 mod agents_defs;
 mod approvals;
 mod approvals_cli;
+mod approvals_deny_always;
 mod chat;
 mod cli;
 mod cli_screen;

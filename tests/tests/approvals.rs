@@ -246,6 +246,7 @@ async fn a_late_subscriber_gets_the_pending_approval_replayed_and_can_answer_it(
             ApprovalDecision::AllowAlways,
             ApprovalDecision::Deny,
             ApprovalDecision::DenyAndCancel,
+            ApprovalDecision::DenyAlways,
         ]
     );
     let requested_at = humantime_secs(&listed[0].requested_at);

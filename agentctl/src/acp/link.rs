@@ -230,7 +230,7 @@ pub async fn pump(
         }
     };
     // Editors keep an agent's stderr as its log: say why the session stopped updating.
-    eprintln!("agentctl acp: session {}: {reason}", link.session_id);
+    crate::warn_line!("agentctl acp: session {}: {reason}", link.session_id);
     link.lose(&reason);
 }
 

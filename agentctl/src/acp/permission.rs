@@ -25,6 +25,10 @@ pub fn options(decisions: &[ApprovalDecision]) -> Vec<PermissionOption> {
                 ApprovalDecision::DenyAndCancel => {
                     ("Reject and stop the run", PermissionOptionKind::RejectOnce)
                 }
+                ApprovalDecision::DenyAlways => (
+                    "Always reject (adds a rule)",
+                    PermissionOptionKind::RejectAlways,
+                ),
             };
             PermissionOption::new(option_id(*decision), name, kind)
         })

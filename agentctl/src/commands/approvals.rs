@@ -46,12 +46,12 @@ pub fn approve_decision(session: bool, always: bool) -> ApprovalDecision {
     }
 }
 
-/// `agentctl deny ID [--cancel]`: the decision of the flag.
-pub fn deny_decision(cancel: bool) -> ApprovalDecision {
-    if cancel {
-        ApprovalDecision::DenyAndCancel
-    } else {
-        ApprovalDecision::Deny
+/// `agentctl deny ID [--cancel|--always]`: the decision of the flags.
+pub fn deny_decision(cancel: bool, always: bool) -> ApprovalDecision {
+    match (cancel, always) {
+        (true, _) => ApprovalDecision::DenyAndCancel,
+        (false, true) => ApprovalDecision::DenyAlways,
+        (false, false) => ApprovalDecision::Deny,
     }
 }
 
@@ -94,7 +94,12 @@ pub async fn respond(
             decision_words(result.decision)
         );
         if let Some(rule) = &result.rule_added {
-            crate::say!("added the rule {rule} to the user config");
+            let list = if decision == ApprovalDecision::DenyAlways {
+                "deny"
+            } else {
+                "allow"
+            };
+            crate::say!("added the {list} rule {rule} to the user config");
         }
     }
     Ok(())
@@ -256,8 +261,9 @@ mod tests {
             ApprovalDecision::AllowSession
         );
         assert_eq!(approve_decision(false, true), ApprovalDecision::AllowAlways);
-        assert_eq!(deny_decision(false), ApprovalDecision::Deny);
-        assert_eq!(deny_decision(true), ApprovalDecision::DenyAndCancel);
+        assert_eq!(deny_decision(false, false), ApprovalDecision::Deny);
+        assert_eq!(deny_decision(true, false), ApprovalDecision::DenyAndCancel);
+        assert_eq!(deny_decision(false, true), ApprovalDecision::DenyAlways);
     }
 
     #[test]

@@ -657,7 +657,7 @@ async fn approvals_command(daemon: &FakeDaemon, command: &str) -> Result<(), Com
                 crate::commands::approvals::respond(
                     &ctx,
                     "apr_1".to_owned(),
-                    crate::commands::approvals::deny_decision(true),
+                    crate::commands::approvals::deny_decision(true, false),
                     Some("not now".to_owned()),
                 )
                 .await

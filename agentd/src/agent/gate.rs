@@ -187,6 +187,10 @@ impl Run {
             options.push(ApprovalDecision::AllowAlways);
         }
         options.extend([ApprovalDecision::Deny, ApprovalDecision::DenyAndCancel]);
+        // Last: added after the others, so clients that list them in order keep theirs.
+        if always_rule.is_some() {
+            options.push(ApprovalDecision::DenyAlways);
+        }
         let approval = PendingApproval {
             approval_id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
             session_id: self.session_id.to_string(),
@@ -329,7 +333,7 @@ impl Run {
                 }
                 Verdict::Run
             }
-            ApprovalDecision::Deny => {
+            ApprovalDecision::Deny | ApprovalDecision::DenyAlways => {
                 if matches!(resolution.decided_by.as_str(), "cancel" | "restart") {
                     return Verdict::Done(ToolOutput::error(crate::tools::CANCELLED));
                 }

@@ -68,10 +68,18 @@ pub(super) async fn run_permissions(
     // appended to it since (the config is not reloaded).
     let mut user_rules = config.permissions.rules.clone();
     let user_source = RuleSource::file(crate::permission::RuleLayer::User, &deps.paths.config);
-    for text in deps.approvals.always_rules() {
-        if let Ok(rule) =
-            crate::permission::Rule::parse(&text, user_source.clone(), RuleList::Allow)
-        {
+    let added = deps
+        .approvals
+        .always_rules()
+        .into_iter()
+        .map(|text| (text, RuleList::Allow));
+    let denied = deps
+        .approvals
+        .never_rules()
+        .into_iter()
+        .map(|text| (text, RuleList::Deny));
+    for (text, list) in added.chain(denied) {
+        if let Ok(rule) = crate::permission::Rule::parse(&text, user_source.clone(), list) {
             user_rules.push(rule);
         }
     }
