@@ -98,8 +98,17 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         last_words: String::new(),
     };
     let result = chat.run(session).await;
-    chat.editor.stop(&chat.last_words);
+    let Chat {
+        editor, last_words, ..
+    } = chat;
+    // Joining the printer waits for the terminal: off the async runtime.
+    let stopped = tokio::task::spawn_blocking(move || editor.stop(&last_words)).await;
     drop(saved_terminal);
+    if let Err(err) = stopped {
+        return Err(CommandError::failed(format!(
+            "agentctl chat could not stop its line editor: {err}"
+        )));
+    }
     result
 }
 
