@@ -25,8 +25,9 @@ pub struct Cli {
     /// Colours on stderr: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Without a command on a terminal: `chat`.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// `--color`.
@@ -44,6 +45,12 @@ pub enum Command {
     /// base URL (never keys), the config file and whether it loaded, and a warning when the
     /// daemon runs with other OPENAI_*/ANTHROPIC_*/AGENTD_* variables than this shell.
     Status,
+    /// Chat in the current directory: prompts, streaming answers, steers and approvals in one
+    /// terminal (`agentctl` alone does the same). `/help` lists the local commands.
+    ///
+    /// While a run streams, Enter sends a steer and Alt+Enter (or a leading `>>`) a follow-up;
+    /// Ctrl-C cancels the run. When idle, Ctrl-C twice or Ctrl-D quits; the session stays.
+    Chat(ChatArgs),
     /// List the configured providers and their models (the default one marked `*`).
     Models,
     /// Start, stop or inspect the daemon.
@@ -326,6 +333,25 @@ pub enum ApprovalsAction {
         #[arg(long, value_name = "ID")]
         session: Option<String>,
     },
+}
+
+/// Arguments of `agentctl chat`.
+#[derive(Debug, Default, Args)]
+pub struct ChatArgs {
+    /// Continue this session instead of starting one with the first prompt.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Continue the newest session of the current directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_latest: bool,
+    /// Model of the session the first prompt starts: a model of the default provider, or
+    /// `provider:model`.
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["session", "continue_latest"])]
+    pub model: Option<String>,
+    /// Permission mode of the session the first prompt starts.
+    #[arg(long, value_name = "MODE", value_parser = mode_parser(),
+          conflicts_with_all = ["session", "continue_latest"])]
+    pub mode: Option<PermissionMode>,
 }
 
 /// Arguments of `agentctl run`.

@@ -270,29 +270,44 @@ async fn perform(
                 reason,
                 policy,
             } => {
-                let params = ApprovalRespondParams {
-                    approval_id: approval_id.clone(),
-                    decision,
-                    reason,
-                    policy,
-                };
-                let request = connection.request::<ApprovalRespond>(&params);
-                let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
-                    Ok(Ok(_)) => None,
-                    Ok(Err(ClientError::Rpc { code, message, .. })) => Some((code, message)),
-                    Ok(Err(err)) => Some((0, err.to_string())),
-                    Err(_) => Some((0, "agentd did not answer in time".to_owned())),
-                };
-                if let Some((code, message)) = failure {
-                    actions.extend(desk.on_respond_error(&approval_id, code, &message));
-                }
+                actions.extend(
+                    answer_approval(connection, desk, approval_id, decision, reason, policy).await,
+                );
             }
         }
     }
 }
 
+/// Send the desk's answer to an approval; what the desk says to do when it fails.
+pub async fn answer_approval(
+    connection: &Connection,
+    desk: &mut ApprovalDesk,
+    approval_id: String,
+    decision: protocol::approval::ApprovalDecision,
+    reason: Option<String>,
+    policy: Option<String>,
+) -> Vec<DeskAction> {
+    let params = ApprovalRespondParams {
+        approval_id: approval_id.clone(),
+        decision,
+        reason,
+        policy,
+    };
+    let request = connection.request::<ApprovalRespond>(&params);
+    let failure = match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(ClientError::Rpc { code, message, .. })) => Some((code, message)),
+        Ok(Err(err)) => Some((0, err.to_string())),
+        Err(_) => Some((0, "agentd did not answer in time".to_owned())),
+    };
+    match failure {
+        Some((code, message)) => desk.on_respond_error(&approval_id, code, &message),
+        None => Vec::new(),
+    }
+}
+
 /// Ask the daemon to cancel the session's run; the outcome arrives as `runFinished`.
-async fn cancel(connection: &Connection, session_id: &str) -> Result<(), String> {
+pub async fn cancel(connection: &Connection, session_id: &str) -> Result<(), String> {
     let params = SessionRef {
         session_id: session_id.to_owned(),
     };

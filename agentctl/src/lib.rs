@@ -6,6 +6,7 @@ pub mod approval_desk;
 pub mod approval_view;
 pub mod approve_policy;
 pub mod autostart;
+pub mod chat;
 pub mod cli;
 pub mod client;
 pub mod commands;
@@ -78,6 +79,33 @@ pub fn socket_path(explicit: Option<&std::path::Path>) -> PathBuf {
     )
 }
 
+/// `agentctl` alone: chat on a terminal, else say how to use it.
+async fn chat_without_command(ctx: &Context) -> ExitCode {
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return output::report(
+            CommandError::usage(
+                "no command given; `agentctl help` lists them (alone on a terminal, agentctl \
+                 opens a chat)",
+            ),
+            ctx.json,
+        );
+    }
+    match commands_chat(ctx, cli::ChatArgs::default()).await {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => output::report(err, ctx.json),
+    }
+}
+
+async fn commands_chat(ctx: &Context, args: cli::ChatArgs) -> Result<u8, CommandError> {
+    let start = chat::ChatStart {
+        session: args.session,
+        continue_latest: args.continue_latest,
+        model: args.model,
+        mode: args.mode,
+    };
+    chat::chat(ctx, start).await
+}
+
 /// Run a parsed command line to completion.
 pub async fn run(cli: Cli) -> ExitCode {
     let ctx = Context {
@@ -89,7 +117,11 @@ pub async fn run(cli: Cli) -> ExitCode {
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.
     let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        return chat_without_command(&ctx).await;
+    };
+    let result = match command {
+        Command::Chat(args) => commands_chat(&ctx, args).await,
         Command::Status => done(commands::daemon::status(&ctx).await),
         Command::Models => done(commands::daemon::models(&ctx).await),
         Command::Daemon { action } => done(match action {

@@ -8,6 +8,7 @@ pub mod mcp_scenario;
 pub mod mcp_servers;
 pub mod mcp_setup;
 pub mod mock_llm;
+pub mod pty;
 pub mod scenario;
 pub mod subscription;
 pub mod task_records;

@@ -1,0 +1,271 @@
+//! The line editor of `agentctl chat`: rustyline on a thread of its own, so the chat loop keeps
+//! following events while a line is typed, and a printer thread that writes the chat's output
+//! above the line being edited (rustyline's external printer). Keys that mean something of
+//! their own (Alt+Enter, an approval key on an empty line) are told apart here.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::thread::JoinHandle;
+
+use rustyline::error::ReadlineError;
+use rustyline::history::FileHistory;
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
+    ExternalPrinter, KeyCode, KeyEvent, Modifiers, RepeatCount,
+};
+use tokio::sync::mpsc;
+
+/// Inputs typed and not yet taken by the chat loop. The editor reads again as soon as a line is
+/// handed over (a key typed between two reads would meet the terminal in its cooked mode, echoed
+/// and with Enter turned into a line feed), so it waits here only while the loop is busy.
+const INPUT_BUFFER: usize = 16;
+
+/// Undoes what the editor's raw mode leaves on the screen when the chat ends while a line is
+/// being read: the prompt line is erased and bracketed paste turned off.
+const RESET_SCREEN: &str = "\r\x1b[K\x1b[?2004l";
+
+/// Output waiting for the printer thread: a fast stream waits here (the chat loop awaits room)
+/// instead of growing without bound.
+const PRINT_BUFFER: usize = 256;
+
+/// Lines kept in the editor's history (Up/Down) and its file.
+const HISTORY_LINES: usize = 1000;
+
+/// The history file's name in agentd's state directory.
+const HISTORY_FILE: &str = "chat_history";
+
+/// The keys that answer an approval prompt at once when typed on an empty line.
+const APPROVAL_KEYS: [char; 5] = ['y', 's', 'a', 'n', 'c'];
+
+/// What the person typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A line, and whether it was sent with Alt+Enter (a follow-up).
+    Line { text: String, follow_up: bool },
+    /// An approval key pressed on an empty line while an approval prompt is shown.
+    Key(u8),
+    /// Ctrl-C.
+    Interrupt,
+    /// Ctrl-D on an empty line.
+    Eof,
+    /// The terminal could not be read.
+    Failed(String),
+}
+
+/// The editor thread, the printer thread and the channels to them.
+pub struct LineEditor {
+    inputs: mpsc::Receiver<Input>,
+    printer: Option<mpsc::Sender<String>>,
+    /// Set while an approval prompt waits: `y`/`s`/`a`/`n`/`c` on an empty line answer it.
+    approval_pending: Arc<AtomicBool>,
+    /// Tells the editor thread to stop after the line it reads.
+    stop: Arc<AtomicBool>,
+    printer_thread: Option<JoinHandle<()>>,
+}
+
+impl LineEditor {
+    /// Take the terminal and read lines with `prompt` until stopped, the lines typed in
+    /// earlier chats (`history`) under Up and Down: fails when stdin or stdout is not a
+    /// terminal.
+    pub fn start(prompt: &'static str, history: Option<PathBuf>) -> io::Result<LineEditor> {
+        let config = Config::builder()
+            .max_history_size(HISTORY_LINES)
+            .map_err(io::Error::other)?
+            .auto_add_history(true)
+            .build();
+        let mut editor: Editor<(), FileHistory> =
+            Editor::with_config(config).map_err(io::Error::other)?;
+        let approval_pending = Arc::new(AtomicBool::new(false));
+        let follow_up = Arc::new(AtomicBool::new(false));
+        let approval_key = Arc::new(AtomicU8::new(0));
+        editor.bind_sequence(
+            KeyEvent(KeyCode::Enter, Modifiers::ALT),
+            EventHandler::Conditional(Box::new(FollowUpEnter {
+                follow_up: follow_up.clone(),
+            })),
+        );
+        for key in APPROVAL_KEYS {
+            editor.bind_sequence(
+                KeyEvent(KeyCode::Char(key), Modifiers::NONE),
+                EventHandler::Conditional(Box::new(ApprovalKey {
+                    pending: approval_pending.clone(),
+                    pressed: approval_key.clone(),
+                })),
+            );
+        }
+        let mut printer = editor
+            .create_external_printer()
+            .map_err(|err| io::Error::other(format!("the terminal cannot be shared: {err}")))?;
+
+        let (input_sender, inputs) = mpsc::channel(INPUT_BUFFER);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_reading = stop.clone();
+        // Not joined: it is inside `readline` whenever the chat ends, which nothing can
+        // interrupt; it stops after that line, or with the process (`stop`).
+        std::thread::Builder::new()
+            .name("agentctl-editor".to_owned())
+            .spawn(move || {
+                // The history file is read and written here, off the async runtime.
+                let history = history.filter(|path| open_history(&mut editor, path));
+                while !stop_reading.load(Ordering::Relaxed) {
+                    let input = read_one(&mut editor, prompt, &follow_up, &approval_key);
+                    if let (Some(path), Input::Line { text, .. }) = (&history, &input)
+                        && !text.trim().is_empty()
+                    {
+                        // A history that cannot be written only costs the next chat its lines.
+                        let _ = editor.append_history(path);
+                    }
+                    let failed = matches!(input, Input::Failed(_));
+                    if input_sender.blocking_send(input).is_err() || failed {
+                        return;
+                    }
+                }
+            })?;
+        let (print_sender, mut to_print) = mpsc::channel::<String>(PRINT_BUFFER);
+        let printer_thread = std::thread::Builder::new()
+            .name("agentctl-printer".to_owned())
+            .spawn(move || {
+                while let Some(text) = to_print.blocking_recv() {
+                    // A terminal that went away leaves nothing to print to.
+                    if printer.print(text).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(LineEditor {
+            inputs,
+            printer: Some(print_sender),
+            approval_pending,
+            stop,
+            printer_thread: Some(printer_thread),
+        })
+    }
+
+    /// The next input; `Failed` when the editor thread is gone.
+    pub async fn next(&mut self) -> Input {
+        let input = self.inputs.recv().await;
+        input.unwrap_or_else(|| Input::Failed("the line editor stopped".to_owned()))
+    }
+
+    /// Approval keys answer at once while `pending`.
+    pub fn set_approval_pending(&self, pending: bool) {
+        self.approval_pending.store(pending, Ordering::Relaxed);
+    }
+
+    /// Print complete lines above the line being edited (a trailing newline is added when
+    /// missing).
+    pub async fn print(&self, text: String) {
+        if let Some(printer) = &self.printer {
+            // The printer thread only stops with the terminal; nothing is left to print to.
+            let _ = printer.send(text).await;
+        }
+    }
+
+    /// Stop: the printer after writing what it has, then the prompt line is erased and
+    /// `last_words` written in its place (straight to the terminal: the editor may never
+    /// read the printer's next message); the editor thread stops after the line it is
+    /// reading, or with the process.
+    pub fn stop(mut self, last_words: &str) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.printer = None;
+        if let Some(thread) = self.printer_thread.take() {
+            let _ = thread.join();
+        }
+        let mut stdout = io::stdout().lock();
+        // A terminal that went away needs no tidying.
+        let _ = stdout.write_all(RESET_SCREEN.as_bytes());
+        if !last_words.is_empty() {
+            let _ = stdout.write_all(format!("{last_words}\n").as_bytes());
+        }
+        let _ = stdout.flush();
+    }
+}
+
+/// Where chats keep the lines typed: `$XDG_STATE_HOME/agentd/chat_history`.
+pub fn history_path() -> Option<PathBuf> {
+    let base = directories::BaseDirs::new()?;
+    Some(base.state_dir()?.join("agentd").join(HISTORY_FILE))
+}
+
+/// Load `path` into the editor, creating it private (prompts may hold anything) when missing;
+/// false when it cannot be used.
+fn open_history(editor: &mut Editor<(), FileHistory>, path: &Path) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent()
+        && std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .is_err()
+    {
+        return false;
+    }
+    let created = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path);
+    if created.is_err() {
+        return false;
+    }
+    // An unreadable or foreign file starts an empty history; appending still works.
+    let _ = editor.load_history(path);
+    true
+}
+
+/// Read one line with `prompt` and say what it was.
+fn read_one(
+    editor: &mut Editor<(), FileHistory>,
+    prompt: &str,
+    follow_up: &AtomicBool,
+    approval_key: &AtomicU8,
+) -> Input {
+    follow_up.store(false, Ordering::Relaxed);
+    approval_key.store(0, Ordering::Relaxed);
+    match editor.readline(prompt) {
+        Ok(text) => match approval_key.swap(0, Ordering::Relaxed) {
+            0 => Input::Line {
+                text,
+                follow_up: follow_up.swap(false, Ordering::Relaxed),
+            },
+            key => Input::Key(key),
+        },
+        Err(ReadlineError::Interrupted) => Input::Interrupt,
+        Err(ReadlineError::Eof) => Input::Eof,
+        Err(err) => Input::Failed(err.to_string()),
+    }
+}
+
+/// Alt+Enter: accept the line as a follow-up.
+struct FollowUpEnter {
+    follow_up: Arc<AtomicBool>,
+}
+
+impl ConditionalEventHandler for FollowUpEnter {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        self.follow_up.store(true, Ordering::Relaxed);
+        Some(Cmd::AcceptLine)
+    }
+}
+
+/// An approval key on an empty line while a prompt waits: accept at once, remembering the key.
+struct ApprovalKey {
+    pending: Arc<AtomicBool>,
+    pressed: Arc<AtomicU8>,
+}
+
+impl ConditionalEventHandler for ApprovalKey {
+    fn handle(&self, event: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if !self.pending.load(Ordering::Relaxed) || !ctx.line().is_empty() {
+            return None;
+        }
+        let KeyEvent(KeyCode::Char(key), _) = event.get(0)? else {
+            return None;
+        };
+        let key = u8::try_from(u32::from(*key)).ok()?;
+        self.pressed.store(key, Ordering::Relaxed);
+        Some(Cmd::AcceptLine)
+    }
+}

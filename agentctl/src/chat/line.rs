@@ -1,0 +1,184 @@
+//! What a typed chat line means: a local command (`/help`, `/mode plan`, …), a follow-up (a
+//! leading `>>`, or Alt+Enter), or plain text (a prompt when idle, a steer while a run streams).
+//! Pure: the chat loop acts on the answer.
+
+use protocol::approval::PermissionMode;
+
+/// One typed line, understood.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Typed {
+    /// Nothing but whitespace.
+    Empty,
+    /// Text for the model: a prompt when idle, a steer while a run streams.
+    Text(String),
+    /// Text for the model, delivered when the run would end (a prompt when idle).
+    FollowUp(String),
+    /// A command answered here, without a model call.
+    Command(LocalCommand),
+}
+
+/// The local commands (`/help` lists them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalCommand {
+    Help,
+    Status,
+    /// `/mode MODE`: the permission mode from the next run on.
+    Mode(PermissionMode),
+    /// `/model MODEL`: the model from the next run on.
+    Model(String),
+    Cost,
+    Sessions,
+    /// `/new`: the next prompt starts a new session.
+    New,
+    Quit,
+    /// A command that cannot be run as typed: the reason, said to the person.
+    Invalid(String),
+}
+
+/// The help text of the local commands, one per line.
+pub const HELP: &str = "\
+/help           this list
+/status         the session: id, model, mode, state, tokens
+/mode MODE      permission mode from the next run (default, acceptEdits, plan, bypass)
+/model MODEL    model from the next run (a model of the provider, or provider:model)
+/cost           tokens used by the session
+/sessions       recent sessions of this directory
+/new            start a new session with the next prompt
+/quit           leave (the session stays; `agentctl chat -c` continues it)
+While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
+Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
+
+/// Understand `line`, sent with Alt+Enter when `follow_up`.
+pub fn parse(line: &str, follow_up: bool) -> Typed {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Typed::Empty;
+    }
+    if let Some(rest) = trimmed.strip_prefix(">>") {
+        return match rest.trim() {
+            "" => Typed::Empty,
+            text => Typed::FollowUp(text.to_owned()),
+        };
+    }
+    if let Some(command) = trimmed.strip_prefix('/')
+        && !command.starts_with('/')
+        && !command.is_empty()
+    {
+        return Typed::Command(command_of(command));
+    }
+    if follow_up {
+        Typed::FollowUp(trimmed.to_owned())
+    } else {
+        Typed::Text(trimmed.to_owned())
+    }
+}
+
+/// The command after its `/`.
+fn command_of(text: &str) -> LocalCommand {
+    let mut words = text.split_whitespace();
+    let name = words.next().unwrap_or_default();
+    let argument = words.next();
+    let extra = words.next().is_some();
+    let no_argument = |command: LocalCommand| match argument {
+        None => command,
+        Some(_) => LocalCommand::Invalid(format!("/{name} takes no argument")),
+    };
+    match name {
+        "help" | "?" => no_argument(LocalCommand::Help),
+        "status" => no_argument(LocalCommand::Status),
+        "cost" => no_argument(LocalCommand::Cost),
+        "sessions" => no_argument(LocalCommand::Sessions),
+        "new" => no_argument(LocalCommand::New),
+        "quit" | "exit" => no_argument(LocalCommand::Quit),
+        "mode" => match (argument, extra) {
+            (Some(mode), false) => match mode_named(mode) {
+                Some(mode) => LocalCommand::Mode(mode),
+                None => LocalCommand::Invalid(format!(
+                    "unknown mode {mode}; use one of {}",
+                    mode_names()
+                )),
+            },
+            _ => LocalCommand::Invalid(format!("usage: /mode MODE ({})", mode_names())),
+        },
+        "model" => match (argument, extra) {
+            (Some(model), false) => LocalCommand::Model(model.to_owned()),
+            _ => LocalCommand::Invalid(
+                "usage: /model MODEL (a model of the provider, or provider:model)".to_owned(),
+            ),
+        },
+        other => LocalCommand::Invalid(format!(
+            "unknown command /{other}; /help lists the commands (start a line with // to send it \
+             as text)"
+        )),
+    }
+}
+
+/// A mode by its wire name, or a few spellings people type.
+fn mode_named(name: &str) -> Option<PermissionMode> {
+    let wanted = name.to_ascii_lowercase().replace(['-', '_'], "");
+    PermissionMode::ALL
+        .into_iter()
+        .find(|mode| mode.as_str().to_ascii_lowercase() == wanted)
+}
+
+fn mode_names() -> String {
+    PermissionMode::ALL.map(PermissionMode::as_str).join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str, follow_up: bool, expected: Typed) {
+        assert_eq!(parse(line, follow_up), expected, "{line:?}");
+    }
+
+    #[test]
+    fn text_follow_ups_and_commands() {
+        check("  ", false, Typed::Empty);
+        check("fix the bug", false, Typed::Text("fix the bug".into()));
+        check("fix the bug", true, Typed::FollowUp("fix the bug".into()));
+        check(">> then test", false, Typed::FollowUp("then test".into()));
+        check(">>", false, Typed::Empty);
+        check("/help", false, Typed::Command(LocalCommand::Help));
+        check("/quit", true, Typed::Command(LocalCommand::Quit));
+        check("/exit", false, Typed::Command(LocalCommand::Quit));
+        check(
+            "/mode plan",
+            false,
+            Typed::Command(LocalCommand::Mode(PermissionMode::Plan)),
+        );
+        check(
+            "/mode accept-edits",
+            false,
+            Typed::Command(LocalCommand::Mode(PermissionMode::AcceptEdits)),
+        );
+        check(
+            "/model mock:other",
+            false,
+            Typed::Command(LocalCommand::Model("mock:other".into())),
+        );
+        // `//` and a lone `/` are text, so paths and slashes can be sent.
+        check("//etc/hosts", false, Typed::Text("//etc/hosts".into()));
+        check("/", false, Typed::Text("/".into()));
+    }
+
+    #[test]
+    fn invalid_commands_say_what_to_do() {
+        for (line, expected) in [
+            ("/mode", "usage: /mode MODE"),
+            (
+                "/mode sideways",
+                "unknown mode sideways; use one of default",
+            ),
+            ("/model", "usage: /model MODEL"),
+            ("/status now", "/status takes no argument"),
+            ("/frobnicate", "unknown command /frobnicate; /help lists"),
+        ] {
+            let Typed::Command(LocalCommand::Invalid(message)) = parse(line, false) else {
+                panic!("{line} should be invalid");
+            };
+            assert!(message.starts_with(expected), "{line}: {message}");
+        }
+    }
+}

@@ -1,0 +1,624 @@
+//! `agentctl chat` (and `agentctl` alone on a terminal): an interactive session in the current
+//! directory. A line editor (`editor`) reads prompts while the session's events stream through
+//! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; a line typed
+//! during a run is a steer or a follow-up (`line`), local commands are answered in `local`.
+
+mod editor;
+mod line;
+mod lines;
+mod local;
+mod session;
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use jsonrpsee::core::client::SubscriptionCloseReason;
+use protocol::approval::PermissionMode;
+use protocol::error::CONFLICT;
+use protocol::event::Event;
+use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
+use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams, SessionStatus};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::Context;
+use crate::approval_desk::{ApprovalDesk, DeskAction};
+use crate::approve_policy::Handling;
+use crate::client::{ClientError, Connection, EventStream};
+use crate::commands::run_input::newest_session_in;
+use crate::follow::{self, RawEnvelope};
+use crate::output::{CommandError, EXIT_OK};
+use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
+use crate::safe_text::neutralise;
+use editor::{Input, LineEditor};
+use line::Typed;
+use lines::LineAssembler;
+use session::{SavedTerminal, session_info};
+
+/// The editor's prompt. One for every state: a line being typed keeps its prompt while a run
+/// starts or ends, so what a line becomes (a prompt when idle, a steer while a run streams) is
+/// said when it is sent ("queued steer: …").
+const PROMPT: &str = "› ";
+
+/// Which session the chat starts in.
+#[derive(Clone, Debug, Default)]
+pub struct ChatStart {
+    /// Continue this session.
+    pub session: Option<String>,
+    /// Continue the newest session of the current directory.
+    pub continue_latest: bool,
+    /// Model of the session the first prompt creates.
+    pub model: Option<String>,
+    /// Permission mode of the session the first prompt creates.
+    pub mode: Option<PermissionMode>,
+}
+
+/// Run the chat until the person quits; the session stays.
+pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
+    if ctx.json {
+        return Err(CommandError::usage(
+            "agentctl chat is interactive and has no --json output; use `agentctl run --json`",
+        ));
+    }
+    // Before anything starts a daemon: a script gets its answer at once.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(not_a_terminal("stdin or stdout is not a terminal"));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|err| CommandError::failed(format!("cannot read the current directory: {err}")))?;
+    let connection = ctx.connect_answering_approvals().await?;
+    // Said before the editor takes the terminal, as `run` says it.
+    crate::env_check::warn_if_differs(&connection).await;
+    let session = match (&start.session, start.continue_latest) {
+        (Some(given), _) => {
+            let session_id = crate::ids::session(&connection, given).await?;
+            Some(session_info(&connection, &session_id).await?)
+        }
+        (None, true) => Some(newest_session_in(&connection, &cwd).await?),
+        (None, false) => None,
+    };
+    let interrupts = signal(SignalKind::interrupt())
+        .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
+    // Saved before the editor thread can put the terminal in raw mode.
+    let saved_terminal = SavedTerminal::save();
+    let editor = LineEditor::start(PROMPT, editor::history_path())
+        .map_err(|err| not_a_terminal(&err.to_string()))?;
+    let mut chat = Chat {
+        connection,
+        cwd,
+        editor,
+        lines: LineAssembler::default(),
+        session: None,
+        last_seq: 0,
+        new_session: start,
+        run: None,
+        next_run: None,
+        idle_interrupts: 0,
+        interrupts,
+        last_words: String::new(),
+    };
+    let result = chat.run(session).await;
+    let Chat {
+        editor, last_words, ..
+    } = chat;
+    // Joining the printer waits for the terminal: off the async runtime.
+    let stopped = tokio::task::spawn_blocking(move || editor.stop(&last_words)).await;
+    drop(saved_terminal);
+    if let Err(err) = stopped {
+        return Err(CommandError::failed(format!(
+            "agentctl chat could not stop its line editor: {err}"
+        )));
+    }
+    result
+}
+
+/// The refusal to chat without a terminal.
+fn not_a_terminal(why: &str) -> CommandError {
+    CommandError::usage(format!(
+        "agentctl chat needs a terminal ({why}); use `agentctl run PROMPT` in scripts"
+    ))
+}
+
+/// The chat's state.
+struct Chat {
+    connection: Connection,
+    cwd: PathBuf,
+    editor: LineEditor,
+    lines: LineAssembler,
+    /// The session prompts go to, with its event subscription; `None` until the first prompt
+    /// (or after `/new`).
+    session: Option<Attached>,
+    /// Seq of the last persisted event seen: a run's renderer starts after it.
+    last_seq: u64,
+    /// Model and mode of the session the next prompt creates.
+    new_session: ChatStart,
+    /// The run being shown.
+    run: Option<ActiveRun>,
+    /// A run started (by a follow-up that found the run ending) while another was shown;
+    /// at most one, as runs of a session come one after another and words sent meanwhile
+    /// are queued into it.
+    next_run: Option<String>,
+    /// Ctrl-C presses in a row while idle: the second quits.
+    idle_interrupts: u32,
+    interrupts: Signal,
+    /// The line written once the editor has stopped.
+    last_words: String,
+}
+
+struct Attached {
+    session_id: String,
+    events: EventStream,
+}
+
+/// One run shown as it streams, its approvals answered at the prompt.
+struct ActiveRun {
+    renderer: Renderer,
+    desk: ApprovalDesk,
+    /// Ctrl-C asked the daemon to cancel it; another Ctrl-C quits.
+    cancelling: bool,
+    /// `n` was pressed and the desk asks for a reason: the next line is that reason.
+    typing_reason: bool,
+}
+
+/// Why the loop woke.
+enum Wake {
+    Input(Input),
+    Event(Option<Result<RawEnvelope, ClientError>>),
+    Interrupt,
+    /// The daemon closed the connection (stopped or crashed).
+    Disconnected,
+}
+
+/// How the loop ends.
+enum Next {
+    Continue,
+    Quit,
+}
+
+impl Chat {
+    async fn run(&mut self, session: Option<SessionInfo>) -> Result<u8, CommandError> {
+        self.say(&format!(
+            "agentctl chat in {} · /help for commands · Ctrl-D quits",
+            self.cwd.display()
+        ))
+        .await;
+        if let Some(info) = session {
+            let title = info.title.as_deref().unwrap_or("(untitled)");
+            self.say(&format!(
+                "session {} · {} · {} · {}",
+                info.session_id,
+                info.model,
+                info.permission_mode.as_str(),
+                one_line(title)
+            ))
+            .await;
+            self.attach(&info.session_id, info.last_seq).await?;
+            // A run already going is shown from here on, and typed lines steer it.
+            if let (SessionStatus::Running, Some(run_id)) = (info.status, info.run_id) {
+                self.show_run(run_id);
+            }
+        }
+        loop {
+            let wake = {
+                let events = self.session.as_mut().map(|session| &mut session.events);
+                wait(
+                    &self.connection,
+                    &mut self.editor,
+                    events,
+                    &mut self.interrupts,
+                )
+                .await
+            };
+            let next = match wake {
+                Wake::Input(input) => self.on_input(input).await?,
+                Wake::Interrupt => self.on_interrupt().await,
+                Wake::Event(Some(Ok(envelope))) => {
+                    self.on_event(envelope).await;
+                    Next::Continue
+                }
+                Wake::Event(Some(Err(err))) => {
+                    self.say(&format!("agentctl: skipping an unreadable event: {err}"))
+                        .await;
+                    Next::Continue
+                }
+                Wake::Event(None) => {
+                    self.on_stream_end().await?;
+                    Next::Continue
+                }
+                Wake::Disconnected => return Err(self.lost()),
+            };
+            if let Next::Quit = next {
+                self.goodbye();
+                return Ok(EXIT_OK);
+            }
+        }
+    }
+
+    async fn on_input(&mut self, input: Input) -> Result<Next, CommandError> {
+        if !matches!(input, Input::Interrupt) {
+            self.idle_interrupts = 0;
+        }
+        match input {
+            Input::Interrupt => Ok(self.on_interrupt().await),
+            Input::Eof if self.run.is_none() => Ok(Next::Quit),
+            Input::Eof => {
+                self.say("a run is active: Ctrl-C cancels it, then Ctrl-D quits")
+                    .await;
+                Ok(Next::Continue)
+            }
+            Input::Failed(err) => Err(CommandError::failed(format!(
+                "agentctl chat cannot read the terminal: {err}"
+            ))),
+            Input::Key(key) => {
+                self.on_key(key).await;
+                Ok(Next::Continue)
+            }
+            Input::Line { text, follow_up } => {
+                let typed = line::parse(&text, follow_up);
+                // While an approval waits, a line answers it; local commands still work.
+                if self.run.as_ref().is_some_and(|run| run.desk.is_prompting())
+                    && !matches!(typed, Typed::Command(_))
+                {
+                    self.on_approval_line(&text).await;
+                    return Ok(Next::Continue);
+                }
+                match typed {
+                    Typed::Empty => Ok(Next::Continue),
+                    Typed::Command(command) => self.on_command(command).await,
+                    Typed::Text(text) if self.run.is_some() => {
+                        self.steer(text).await;
+                        Ok(Next::Continue)
+                    }
+                    Typed::FollowUp(text) if self.run.is_some() => {
+                        self.follow_up(text).await;
+                        Ok(Next::Continue)
+                    }
+                    Typed::Text(text) | Typed::FollowUp(text) => {
+                        self.prompt(text).await?;
+                        Ok(Next::Continue)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A line typed while an approval prompt waits, as if typed at `run`'s prompt: one key,
+    /// then Enter; or, once `n` asked for a reason, the reason, then Enter. Any other line
+    /// answers nothing (its letters must not pick answers).
+    async fn on_approval_line(&mut self, text: &str) {
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        let keys: Vec<u8> = match (run.typing_reason, text.trim().as_bytes()) {
+            (true, typed) => typed.to_vec(),
+            (false, [key]) => vec![*key],
+            (false, _) => Vec::new(),
+        };
+        let mut actions = Vec::new();
+        if !keys.is_empty() || run.typing_reason {
+            for key in keys.into_iter().chain(std::iter::once(b'\r')) {
+                actions.extend(run.desk.on_key(key));
+                // Answered: the rest must not answer the next approval.
+                if actions.contains(&DeskAction::ClosePrompt) {
+                    break;
+                }
+            }
+        }
+        if actions.is_empty() {
+            self.say("an approval is waiting: answer with one of the keys shown")
+                .await;
+            return;
+        }
+        self.perform(actions).await;
+    }
+
+    async fn on_key(&mut self, key: u8) {
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        let actions = run.desk.on_key(key);
+        if actions.is_empty() {
+            self.say("that key answers nothing here: use one of the keys shown")
+                .await;
+            return;
+        }
+        self.perform(actions).await;
+    }
+
+    /// Ctrl-C: cancel the run; when idle, the second in a row quits.
+    async fn on_interrupt(&mut self) -> Next {
+        let Some(run) = self.run.as_mut() else {
+            self.idle_interrupts += 1;
+            if self.idle_interrupts >= 2 {
+                return Next::Quit;
+            }
+            self.say("(Ctrl-C again or Ctrl-D quits; the session stays)")
+                .await;
+            return Next::Continue;
+        };
+        if run.cancelling {
+            return Next::Quit;
+        }
+        run.cancelling = true;
+        let actions = run.desk.interrupt();
+        self.perform(actions).await;
+        self.say("cancelling… (Ctrl-C again quits)").await;
+        if let Some(session) = &self.session
+            && let Err(message) = follow::cancel(&self.connection, &session.session_id).await
+        {
+            self.say(&message).await;
+        }
+        Next::Continue
+    }
+
+    async fn on_event(&mut self, envelope: RawEnvelope) {
+        let Some(run) = self.run.as_mut() else {
+            let persisted = serde_json::from_value::<Event>(envelope.event.clone())
+                .ok()
+                .is_none_or(|event| event.is_persisted());
+            if persisted {
+                self.last_seq = self.last_seq.max(envelope.seq);
+            }
+            return;
+        };
+        let fresh = envelope.seq > run.renderer.last_seq();
+        let outputs = run.renderer.handle(&envelope);
+        self.last_seq = run.renderer.last_seq();
+        let actions = match serde_json::from_value::<Event>(envelope.event.clone()) {
+            Ok(event) if fresh => run.desk.on_event(&event),
+            _ => Vec::new(),
+        };
+        self.show(outputs).await;
+        self.perform(actions).await;
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        if run.renderer.exit_code().is_some() {
+            let outputs = run.renderer.finish();
+            self.run = None;
+            self.editor.set_approval_pending(false);
+            self.show(outputs).await;
+            if let Some(text) = self.lines.flush() {
+                self.editor.print(text).await;
+            }
+            if let Some(run_id) = self.next_run.take() {
+                self.show_run(run_id);
+            }
+        }
+    }
+
+    /// The subscription ended: re-subscribe after a lag, else the daemon is gone.
+    async fn on_stream_end(&mut self) -> Result<(), CommandError> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        let lagged = matches!(
+            session.events.close_reason(),
+            Some(SubscriptionCloseReason::Lagged)
+        );
+        let session_id = session.session_id.clone();
+        if lagged && self.connection.is_connected() {
+            let _ = self.connection.unsubscribe(session.events).await;
+            return self.attach(&session_id, self.last_seq).await;
+        }
+        if self.connection.is_connected() {
+            return Err(CommandError::failed(format!(
+                "agentd ended the event stream of session {session_id} (was it deleted?)"
+            )));
+        }
+        self.session = Some(session);
+        Err(self.lost())
+    }
+
+    /// The daemon went away: say how to go on once it is back.
+    fn lost(&self) -> CommandError {
+        let next = match &self.session {
+            Some(session) => format!("`agentctl chat --session {}` continues", session.session_id),
+            None => "`agentctl chat` starts again".to_owned(),
+        };
+        CommandError::connection_lost(format!(
+            "lost the connection to agentd (did it stop or crash?); once it is back, {next}"
+        ))
+    }
+
+    /// Do what the approval desk asks, in order.
+    async fn perform(&mut self, actions: Vec<DeskAction>) {
+        let mut actions = VecDeque::from(actions);
+        while let Some(action) = actions.pop_front() {
+            match action {
+                DeskAction::Note(text) => self.say(&text).await,
+                DeskAction::Prompt { header, question } => {
+                    if let Some(run) = self.run.as_mut() {
+                        run.typing_reason = false;
+                    }
+                    // Keys answer from the moment the question can be seen.
+                    self.editor.set_approval_pending(true);
+                    self.say(&format!("{header}\n{question}(type the key)"))
+                        .await;
+                }
+                DeskAction::Reprompt(question) => {
+                    // `n` asked for a reason: from now on a typed line is that reason, so its
+                    // letters are text again. Asked once; the desk's redraws per key are not.
+                    let Some(run) = self.run.as_mut() else {
+                        continue;
+                    };
+                    if !run.typing_reason {
+                        run.typing_reason = true;
+                        self.editor.set_approval_pending(false);
+                        self.say(&question).await;
+                    }
+                }
+                DeskAction::ClosePrompt => {
+                    if let Some(run) = self.run.as_mut() {
+                        run.typing_reason = false;
+                    }
+                    self.editor.set_approval_pending(false);
+                }
+                DeskAction::Respond {
+                    approval_id,
+                    decision,
+                    reason,
+                    policy,
+                } => {
+                    let Some(run) = self.run.as_mut() else {
+                        continue;
+                    };
+                    actions.extend(
+                        follow::answer_approval(
+                            &self.connection,
+                            &mut run.desk,
+                            approval_id,
+                            decision,
+                            reason,
+                            policy,
+                        )
+                        .await,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A new prompt: in the session, created first when there is none.
+    async fn prompt(&mut self, text: String) -> Result<(), CommandError> {
+        let session_id = match &self.session {
+            Some(session) => session.session_id.clone(),
+            None => match self.create_session().await {
+                Ok(session_id) => session_id,
+                Err(err) => {
+                    self.say(&format!("agentctl: {err}")).await;
+                    return Ok(());
+                }
+            },
+        };
+        let params = SessionPromptParams {
+            session_id,
+            text,
+            client_request_id: Some(format!("chat_{}", uuid::Uuid::new_v4().simple())),
+            queue_if_busy: false,
+            // The chat answers its approvals itself.
+            hold_approvals: false,
+            max_steps: None,
+        };
+        match self.connection.request::<SessionPrompt>(&params).await {
+            Ok(started) => self.show_run(started.run_id),
+            Err(err) => self.say(&format!("agentctl: {err}")).await,
+        }
+        Ok(())
+    }
+
+    async fn steer(&mut self, text: String) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let params = QueueMessageParams {
+            session_id: session.session_id.clone(),
+            text: text.clone(),
+        };
+        match self.connection.request::<SessionSteer>(&params).await {
+            Ok(_) => {
+                self.say(&format!("queued steer: {}", one_line(&text)))
+                    .await
+            }
+            // The run ended meanwhile: the words still go to the model.
+            Err(ClientError::Rpc { code, .. }) if code == CONFLICT => self.follow_up(text).await,
+            Err(err) => self.say(&format!("agentctl: steer failed: {err}")).await,
+        }
+    }
+
+    async fn follow_up(&mut self, text: String) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let params = QueueMessageParams {
+            session_id: session.session_id.clone(),
+            text: text.clone(),
+        };
+        match self.connection.request::<SessionFollowUp>(&params).await {
+            Ok(result) if result.queued => {
+                self.say(&format!("queued follow-up: {}", one_line(&text)))
+                    .await
+            }
+            Ok(result) if self.run.is_some() => self.next_run = Some(result.run_id),
+            Ok(result) => self.show_run(result.run_id),
+            Err(err) => {
+                self.say(&format!("agentctl: follow-up failed: {err}"))
+                    .await
+            }
+        }
+    }
+
+    /// Show `run_id` from the events after the last seen.
+    fn show_run(&mut self, run_id: String) {
+        // The defaults: text, not JSON, and plain lines (no spinner or redrawing in place),
+        // which the printer writes above the line being typed.
+        let options = RenderOptions::default();
+        let mut renderer = Renderer::new(
+            Mode::Run {
+                run_id: run_id.clone(),
+            },
+            options,
+            self.last_seq,
+        );
+        renderer.set_approvals_handled(true);
+        self.run = Some(ActiveRun {
+            renderer,
+            desk: ApprovalDesk::new(run_id, Handling::Prompt),
+            cancelling: false,
+            typing_reason: false,
+        });
+    }
+
+    /// What to say last: where the session (or its run) goes on.
+    fn goodbye(&mut self) {
+        let line = match (&self.session, &self.run) {
+            (Some(session), Some(_)) => format!(
+                "the run goes on in session {id}; `agentctl attach {id}` shows it",
+                id = session.session_id
+            ),
+            (Some(session), None) => format!(
+                "session {id} stays; `agentctl chat --session {id}` (or `agentctl chat -c` \
+                 here) continues it",
+                id = session.session_id
+            ),
+            (None, _) => "bye".to_owned(),
+        };
+        self.last_words = self.lines.note(&line);
+    }
+
+    /// Print the renderer's output: whole lines above the line being typed.
+    async fn show(&mut self, outputs: Vec<Output>) {
+        if let Some(text) = self.lines.push(outputs) {
+            self.editor.print(text).await;
+        }
+    }
+
+    /// Print a line of our own. It may quote the session, the model or the daemon (a title,
+    /// a command to approve, an error), so it is neutralised like the renderer's text.
+    async fn say(&mut self, line: &str) {
+        let text = self.lines.note(&neutralise(line));
+        self.editor.print(text).await;
+    }
+}
+
+/// Wait for the next thing to handle: a typed line, an event of the session, or Ctrl-C
+/// (the editor reads Ctrl-C as a key; SIGINT comes only in the instant between two reads).
+async fn wait(
+    connection: &Connection,
+    editor: &mut LineEditor,
+    events: Option<&mut EventStream>,
+    interrupts: &mut Signal,
+) -> Wake {
+    let event = async {
+        match events {
+            Some(events) => events.next().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        input = editor.next() => Wake::Input(input),
+        event = event => Wake::Event(event),
+        _ = interrupts.recv() => Wake::Interrupt,
+        () = connection.closed() => Wake::Disconnected,
+    }
+}
