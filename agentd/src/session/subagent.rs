@@ -416,18 +416,21 @@ impl ChildRun {
     async fn run(self, parent_cancel: Option<CancellationToken>) -> ChildOutcome {
         let stop = self.tasks.stop_token(&self.task_id);
         let stopped = || stopped(stop.clone(), parent_cancel.clone());
-        let outcome = tokio::select! {
+        // The slot is held until the end is recorded: no record shows more tasks running
+        // than the cap (or two writers in one workspace), even for a moment.
+        let (outcome, slot) = tokio::select! {
             slot = self.tasks.slot(&self.workspace, self.read_only) => {
-                let outcome = self.run_in_slot(stopped).await;
-                drop(slot);
-                outcome
+                (self.run_in_slot(stopped).await, Some(slot))
             }
-            () = stopped() => ChildOutcome {
-                status: TaskStatus::Cancelled,
-                result: None,
-                error: Some("stopped before it started".to_owned()),
-                usage: None,
-            },
+            () = stopped() => (
+                ChildOutcome {
+                    status: TaskStatus::Cancelled,
+                    result: None,
+                    error: Some("stopped before it started".to_owned()),
+                    usage: None,
+                },
+                None,
+            ),
         };
         tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
         let recorded = self
@@ -444,6 +447,7 @@ impl ChildRun {
         if let Err(err) = recorded {
             tracing::warn!("cannot record the end of task {}: {err}", self.task_id);
         }
+        drop(slot);
         outcome
     }
 
