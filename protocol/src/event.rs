@@ -236,6 +236,10 @@ pub enum Event {
         usage: Usage,
         /// The session so far.
         total: Usage,
+        /// The model's context window in tokens, as the daemon manages the context (its
+        /// `inputTokens` + `outputTokens` is what this call filled of it). Added in 1.1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     #[serde(rename_all = "camelCase")]
     Warning { message: String },

@@ -252,12 +252,12 @@ async fn acp_load_replays_the_history_before_answering() {
             }),
         )
         .await;
-    let replayed = editor
+    let replayed_raw = editor
         .until(|m| m["type"] == "response" && m["id"] == load)
         .await;
     let answer = editor.answer(load).await.expect("session/load");
     assert_eq!(answer["modes"]["currentModeId"], "bypass");
-    let replayed: Vec<(String, String)> = updates(&replayed)
+    let replayed: Vec<(String, String)> = updates(&replayed_raw)
         .iter()
         .map(|u| {
             (
@@ -274,8 +274,28 @@ async fn acp_load_replays_the_history_before_answering() {
                 "agent_message_chunk".to_owned(),
                 "general kenobi".to_owned()
             ),
+            // How full the context was after the last model call.
+            ("usage_update".to_owned(), String::new()),
         ]
     );
+    let usage = updates_of_kind(&replayed_raw, "usage_update");
+    assert!(
+        usage[0]["size"].as_u64().is_some_and(|size| size > 0),
+        "{usage:?}"
+    );
+    assert_eq!(
+        usage[0]["used"],
+        json!(15),
+        "the mock's 10 in + 5 out: {usage:?}"
+    );
+}
+
+/// The `session/update`s of one kind among `messages`.
+fn updates_of_kind(messages: &[Value], kind: &str) -> Vec<Value> {
+    updates(messages)
+        .into_iter()
+        .filter(|update| update["sessionUpdate"] == kind)
+        .collect()
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, CurrentModeUpdate, Diff, Plan, PlanEntry, PlanEntryPriority,
     PlanEntryStatus, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use protocol::event::{Event, MessageRole};
 use protocol::task::{TaskInfo, TaskKind, TaskStatus};
@@ -57,6 +57,15 @@ impl Translator {
             Event::ThinkingDelta { text, .. } => vec![SessionUpdate::AgentThoughtChunk(
                 ContentChunk::new(text.as_str().into()),
             )],
+            // How full the context is after this model call (its prompt and its reply).
+            Event::UsageUpdated {
+                usage,
+                context_window: Some(window),
+                ..
+            } => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(
+                usage.input_tokens.saturating_add(usage.output_tokens),
+                *window,
+            ))],
             Event::MessageCompleted {
                 role: MessageRole::User,
                 content,

@@ -179,3 +179,33 @@ fn reasoning_is_a_thought_chunk_never_the_reply() {
     );
     assert_eq!(updates.as_array().map(Vec::len), Some(1));
 }
+
+#[test]
+fn usage_becomes_how_full_the_context_is() {
+    let mut translator = Translator::new("/w");
+    let usage = |input: u64, output: u64| protocol::event::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cached_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+    };
+    let event = Event::UsageUpdated {
+        run_id: "run_1".into(),
+        usage: usage(53_000, 1_000),
+        total: usage(90_000, 3_000),
+        context_window: Some(200_000),
+    };
+    let updates = to_json(&translator.updates(&event, Moment::Live));
+    assert_eq!(
+        updates,
+        json!([{"sessionUpdate": "usage_update", "used": 54_000, "size": 200_000}])
+    );
+    // An older daemon's event without a window says nothing.
+    let old = Event::UsageUpdated {
+        run_id: "run_1".into(),
+        usage: usage(1, 1),
+        total: usage(1, 1),
+        context_window: None,
+    };
+    assert_eq!(translator.updates(&old, Moment::Live), Vec::new());
+}

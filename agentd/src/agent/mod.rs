@@ -224,6 +224,7 @@ impl Run {
                     run_id: self.run_id.clone(),
                     usage: crate::wire::usage(&completion.usage),
                     total: crate::wire::usage(&total),
+                    context_window: Some(self.context_limits.window),
                 })
                 .await?;
 

@@ -176,6 +176,7 @@ fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
                 run_id: "r".into(),
                 usage: usage(seq),
                 total: usage(seq),
+                context_window: None,
             }
         } else {
             Event::Warning {
