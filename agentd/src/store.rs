@@ -143,6 +143,8 @@ pub struct LoadedSession {
     /// it stopped.
     pub unfinished_run: Option<String>,
     pub usage: crate::conversation::Usage,
+    /// The session's cost so far, from its last `usageUpdated`.
+    pub cost_usd: Option<f64>,
     /// Approvals requested and never resolved (the daemon stopped while they waited):
     /// (run id, approval id, tool call id).
     pub unresolved_approvals: Vec<(String, String, String)>,
@@ -265,6 +267,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         last_seq: 0,
         unfinished_run: None,
         usage: Default::default(),
+        cost_usd: None,
         unresolved_approvals: Vec::new(),
         session_allow_rules: Vec::new(),
         warnings: Vec::new(),
@@ -378,8 +381,13 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                             loaded.session_allow_rules.push(rule.clone());
                         }
                     }
-                    Event::UsageUpdated { total, .. } => {
+                    Event::UsageUpdated {
+                        total,
+                        total_cost_usd,
+                        ..
+                    } => {
                         loaded.usage = crate::wire::usage_from(total);
+                        loaded.cost_usd = *total_cost_usd;
                     }
                     Event::SessionUpdated { .. } => {
                         settings.apply(&event);

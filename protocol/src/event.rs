@@ -240,6 +240,11 @@ pub enum Event {
         /// `inputTokens` + `outputTokens` is what this call filled of it). Added in 1.1.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
+        /// What the session's priced calls have cost so far, in US dollars (calls of models
+        /// without `[providers.NAME.prices]` count nothing); absent when none was priced.
+        /// Added in 1.1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total_cost_usd: Option<f64>,
     },
     #[serde(rename_all = "camelCase")]
     Warning { message: String },

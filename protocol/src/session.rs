@@ -38,6 +38,11 @@ pub struct SessionInfo {
     /// client created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
+    /// What the session's priced model calls have cost so far, in US dollars (see
+    /// `usageUpdated.totalCostUsd`); absent when none was priced, or the session is not
+    /// loaded (listings of unloaded sessions leave it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// Longest `SessionInfo::preview`, in characters.

@@ -260,7 +260,7 @@ const PRICES: &str = "[providers.mock.prices]\ninput = 1000.0\noutput = 1000.0\n
 
 #[tokio::test]
 async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
-    let s = Scenario::start_with(Format::OpenAi, PRICES).await;
+    let mut s = Scenario::start_with(Format::OpenAi, PRICES).await;
     write_agent(
         &s,
         "spender.md",
@@ -276,6 +276,13 @@ async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
     };
     let cost = cost_usd.expect("costUsd with prices configured");
     assert!((cost - 0.015).abs() < 1e-9, "{cost}");
+    // The session keeps the sum (and across a restart, below: from its last usageUpdated).
+    let got = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let total = got["session"]["costUsd"].as_f64().unwrap_or_default();
+    assert!((total - 0.015).abs() < 1e-9, "{got}");
 
     // The agent's first call costs $0.05, its whole budget: no second call is made.
     s.mock
@@ -304,6 +311,17 @@ async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
         2,
         "one request for the run, one for the agent"
     );
+
+    drop(client);
+    s.daemon.kill().await;
+    s.daemon.restart().await;
+    let mut client = s.client().await;
+    let got = client
+        .request("session/get", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let total = got["session"]["costUsd"].as_f64().unwrap_or_default();
+    assert!((total - 0.015).abs() < 1e-9, "after a restart: {got}");
 }
 
 #[tokio::test]

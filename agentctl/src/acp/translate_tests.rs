@@ -194,6 +194,7 @@ fn usage_becomes_how_full_the_context_is() {
         usage: usage(53_000, 1_000),
         total: usage(90_000, 3_000),
         context_window: Some(200_000),
+        total_cost_usd: None,
     };
     let updates = to_json(&translator.updates(&event, Moment::Live));
     assert_eq!(
@@ -206,6 +207,7 @@ fn usage_becomes_how_full_the_context_is() {
         usage: usage(1, 1),
         total: usage(1, 1),
         context_window: None,
+        total_cost_usd: None,
     };
     assert_eq!(translator.updates(&old, Moment::Live), Vec::new());
 }

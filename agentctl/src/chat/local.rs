@@ -196,8 +196,37 @@ impl Chat {
 /// Tokens the session used so far.
 fn tokens_line(info: &SessionInfo) -> String {
     let usage = &info.usage;
+    // The cost when the daemon priced the session's calls (`[providers.NAME.prices]`).
+    let cost = info
+        .cost_usd
+        .filter(|cost| cost.is_finite() && *cost >= 0.0)
+        .map(|cost| format!(", ${cost:.4}"))
+        .unwrap_or_default();
     format!(
-        "tokens: {} in ({} cached), {} out",
+        "tokens: {} in ({} cached), {} out{cost}",
         usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tokens_line_adds_the_cost_only_when_priced() {
+        let mut info: SessionInfo = serde_json::from_value(serde_json::json!({
+            "sessionId": "ses_1", "cwd": "/w", "provider": "p", "model": "m",
+            "permissionMode": "default", "createdAt": "t", "updatedAt": "t",
+            "status": "idle", "lastSeq": 3,
+            "usage": {"inputTokens": 10, "outputTokens": 5, "cachedInputTokens": 2,
+                      "cacheCreationInputTokens": 0},
+        }))
+        .unwrap();
+        assert_eq!(tokens_line(&info), "tokens: 10 in (2 cached), 5 out");
+        info.cost_usd = Some(0.015);
+        assert_eq!(
+            tokens_line(&info),
+            "tokens: 10 in (2 cached), 5 out, $0.0150"
+        );
+    }
 }

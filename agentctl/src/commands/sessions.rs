@@ -298,6 +298,7 @@ mod tests {
             usage: Usage::default(),
             preview: None,
             parent_session_id: None,
+            cost_usd: None,
         }
     }
 

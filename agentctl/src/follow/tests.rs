@@ -119,6 +119,7 @@ fn session_info(script: &Script) -> SessionInfo {
         usage: Usage::default(),
         preview: None,
         parent_session_id: None,
+        cost_usd: None,
     }
 }
 

@@ -203,13 +203,16 @@ impl Run {
             };
 
             run_usage.add(&completion.usage);
-            let total = {
+            let (total, total_cost_usd) = {
                 let mut state = self.shared.lock();
                 state.usage.add(&completion.usage);
+                if let Some(cost) = self.budget.cost(&completion.usage) {
+                    state.cost_usd = Some(state.cost_usd.unwrap_or(0.0) + cost);
+                }
                 state
                     .context
                     .note_prompt_tokens(completion.usage.input_tokens, self.context_limits);
-                state.usage
+                (state.usage, state.cost_usd)
             };
             // Runaway arguments are not kept (nor run): the model is told.
             let tool_calls: Vec<ToolCall> = completion
@@ -225,6 +228,7 @@ impl Run {
                     usage: crate::wire::usage(&completion.usage),
                     total: crate::wire::usage(&total),
                     context_window: Some(self.context_limits.window),
+                    total_cost_usd,
                 })
                 .await?;
 

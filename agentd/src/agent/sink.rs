@@ -56,6 +56,8 @@ pub struct SessionState {
     /// In memory only (the task record keeps the result), at most `MAX_HELD_MESSAGES`.
     pub held: VecDeque<String>,
     pub usage: Usage,
+    /// What the session's priced calls cost so far (US dollars); None: none was priced.
+    pub cost_usd: Option<f64>,
     /// The active run's id, while it still takes steers and follow-ups.
     pub run_id: Option<String>,
     /// "Allow for session" answers of this daemon's lifetime.

@@ -188,6 +188,7 @@ impl Session {
             let mut state = shared.lock();
             state.history = loaded.history;
             state.usage = loaded.usage;
+            state.cost_usd = loaded.cost_usd;
             state.remembered_allow_rules = loaded.session_allow_rules;
             state.context = loaded.context;
         }
@@ -294,6 +295,7 @@ impl Session {
             usage: crate::wire::usage(&state.usage),
             preview,
             parent_session_id: self.header.parent_session_id.clone(),
+            cost_usd: state.cost_usd,
         }
     }
 

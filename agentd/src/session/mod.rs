@@ -539,6 +539,7 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         usage: Default::default(),
         preview: None,
         parent_session_id: header.parent_session_id.clone(),
+        cost_usd: None,
     }
 }
 

@@ -177,6 +177,7 @@ fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
                 usage: usage(seq),
                 total: usage(seq),
                 context_window: None,
+                total_cost_usd: None,
             }
         } else {
             Event::Warning {
