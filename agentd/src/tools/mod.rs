@@ -373,7 +373,16 @@ impl Default for ToolLimits {
 /// keeps the request prefix byte-stable for provider caches.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Registered>,
+}
+
+/// A tool and its spec, made once when it is registered: a step's tool set is built from the
+/// registry every model call, and generating each schema again would cost more than the call's
+/// own work.
+#[derive(Clone)]
+struct Registered {
+    tool: Arc<dyn Tool>,
+    spec: Arc<ToolSpec>,
 }
 
 impl ToolRegistry {
@@ -401,21 +410,25 @@ impl ToolRegistry {
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .values()
-            .map(|tool| ToolSpec {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                input_schema: tool.input_schema(),
-            })
+            .map(|registered| ToolSpec::clone(&registered.spec))
             .collect()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.get(name).cloned()
+        self.tools
+            .get(name)
+            .map(|registered| Arc::clone(&registered.tool))
     }
 
     /// Adds a tool, replacing one of the same name.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.name().to_owned(), tool);
+        let spec = Arc::new(ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            input_schema: tool.input_schema(),
+        });
+        self.tools
+            .insert(tool.name().to_owned(), Registered { tool, spec });
     }
 
     /// The tools whose names `keep` accepts (subagent allow/deny lists, read-only agents).
@@ -425,7 +438,7 @@ impl ToolRegistry {
                 .tools
                 .iter()
                 .filter(|(name, _)| keep(name))
-                .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
+                .map(|(name, registered)| (name.clone(), registered.clone()))
                 .collect(),
         }
     }
@@ -437,8 +450,8 @@ impl ToolRegistry {
             tools: self
                 .tools
                 .iter()
-                .filter(|(_, tool)| keep(tool.as_ref()))
-                .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
+                .filter(|(_, registered)| keep(registered.tool.as_ref()))
+                .map(|(name, registered)| (name.clone(), registered.clone()))
                 .collect(),
         }
     }
