@@ -49,14 +49,21 @@ async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
     let mut to_first_request = Duration::ZERO;
     for i in 0..TIMED_STARTS {
         let marker = format!("timed child {i}");
-        mock.push(Reply::tool_call(
-            format!("t{i}"),
-            "task",
-            json!({"prompt": marker, "runInBackground": true}),
-        ));
+        // Routed to this parent's first request only: an earlier parent answering its task's
+        // notification, or an earlier child, must not take it (and start no child, or the
+        // wrong one).
+        let parent_prompt = format!("start timed parent {i}.");
+        mock.push_for(
+            parent_prompt.clone(),
+            Reply::tool_call(
+                format!("t{i}"),
+                "task",
+                json!({"prompt": marker, "runInBackground": true}),
+            ),
+        );
         // A fresh parent each time: the last one may still be answering its notification.
         let parent = super::create(&mut client, &daemon).await;
-        super::prompt(&mut client, &parent, &format!("start {i}")).await;
+        super::prompt(&mut client, &parent, &parent_prompt).await;
         let started = loop {
             let envelope = client.next_notification_result().await;
             if envelope["event"]["type"] == "taskStarted" {
@@ -90,7 +97,9 @@ async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
             )
         })
         .collect();
-    mock.push(Reply::tool_calls(calls));
+    // Routed like the timed ones: a timed parent still answering a notification must not
+    // take it.
+    mock.push_for("start them all", Reply::tool_calls(calls));
     let started = Instant::now();
     let parent = super::create(&mut client, &daemon).await;
     super::prompt(&mut client, &parent, "start them all").await;
