@@ -188,6 +188,25 @@ pub fn filter_tools(definition: &AgentDefinition, registry: &ToolRegistry) -> To
     ToolFilter::of(definition).apply(registry)
 }
 
+/// What a definition's `permissionMode` (`wanted`) makes of the mode it would run under: the
+/// definition's when it is a known mode not looser than `base` (a definition, maybe a
+/// project's, may tighten, never loosen), `base` when it names none or an unknown one.
+/// Err: the looser mode it asked for (`base` stays; the caller says so).
+pub fn mode_within(
+    base: protocol::approval::PermissionMode,
+    wanted: Option<&str>,
+) -> Result<protocol::approval::PermissionMode, crate::permission::PermissionMode> {
+    let Some(wanted) =
+        wanted.and_then(|mode| mode.parse::<crate::permission::PermissionMode>().ok())
+    else {
+        return Ok(base);
+    };
+    if wanted.loosens(base.into()) {
+        return Err(wanted);
+    }
+    Ok(wanted.into())
+}
+
 /// The system prompt of a session run as `definition`: its body, then the catalogue of the
 /// skills it declares (those `skills` holds; an unknown name is left out). Never the parent's
 /// prompt, memory or agents catalogue.

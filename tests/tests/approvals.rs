@@ -14,6 +14,17 @@ use protocol::error as codes;
 use protocol::event::{Event, RunStatus};
 use serde_json::{Value, json};
 
+/// The daemon's user config.toml as it is on disk now.
+pub(crate) fn user_config(s: &Scenario) -> toml::Table {
+    let path = s
+        .daemon
+        .env
+        .path("config")
+        .join("agentd")
+        .join("config.toml");
+    std::fs::read_to_string(&path).unwrap().parse().unwrap()
+}
+
 /// Sessions ask before shell commands and writes (scenarios default to bypass otherwise).
 pub(crate) const ASK: &str = "[permissions]\ndefault_mode = \"default\"\n";
 
@@ -423,16 +434,7 @@ async fn allow_always_writes_the_rule_and_a_new_session_does_not_ask(format: For
     assert_eq!(run_status(&events), RunStatus::Completed);
     assert!(s.workspace().join("always.txt").exists());
 
-    let config_path = s
-        .daemon
-        .env
-        .path("config")
-        .join("agentd")
-        .join("config.toml");
-    let config: toml::Table = std::fs::read_to_string(&config_path)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let config = user_config(&s);
     assert_eq!(
         config["permissions"]["allow"],
         toml::Value::Array(vec!["run_shell(touch always.txt:*)".into()]),

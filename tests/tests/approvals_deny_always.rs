@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use protocol::approval::ApprovalDecision;
 use protocol::event::RunStatus;
 
-use crate::approvals::{ASK, requested, respond, result_of, shell, until_approval};
+use crate::approvals::{ASK, requested, respond, result_of, shell, until_approval, user_config};
 
 #[tokio::test]
 async fn deny_always_writes_a_deny_rule_and_a_new_session_refuses_without_asking() {
@@ -33,16 +33,7 @@ async fn deny_always_writes_a_deny_rule_and_a_new_session_refuses_without_asking
     assert!(is_error && output.contains("denied"), "{output}");
     assert!(!s.workspace().join("never.txt").exists());
 
-    let config_path = s
-        .daemon
-        .env
-        .path("config")
-        .join("agentd")
-        .join("config.toml");
-    let config: toml::Table = std::fs::read_to_string(&config_path)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let config = user_config(&s);
     assert_eq!(
         config["permissions"]["deny"],
         toml::Value::Array(vec!["run_shell(touch never.txt:*)".into()]),

@@ -169,6 +169,15 @@ async fn task_start_refuses_bad_requests_with_what_to_do() {
     );
     assert_eq!(code, -32602, "{message}");
     assert!(message.contains("empty"), "{message}");
+    // Longer than one message may be (a client's text is refused, not cut).
+    let huge = "x".repeat(agentd::conversation::MAX_MESSAGE_CHARS + 1);
+    let (code, message) = refusal(
+        client
+            .request("task/start", json!({"cwd": cwd, "prompt": huge}))
+            .await,
+    );
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("prompt too long"), "{message}");
     // Nothing was recorded and nothing reached the model.
     let all = client
         .request("task/list", json!({"all": true}))

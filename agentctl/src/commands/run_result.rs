@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use protocol::approval::ApprovalDecision;
 use protocol::event::{Event, MessageRole, RunStatus, Usage};
 use serde::Serialize;
 
@@ -30,6 +29,9 @@ pub struct RunResult {
     /// The last assistant message with text (empty when the model said nothing).
     pub final_text: String,
     pub usage: Usage,
+    /// What the run cost in US dollars, when prices are configured for its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Model calls the run made.
     pub steps: u32,
     /// Tool calls not run because an approval was denied.
@@ -75,11 +77,11 @@ impl RunResult {
             }
             Event::ApprovalResolved {
                 approval_id,
-                decision: ApprovalDecision::Deny | ApprovalDecision::DenyAndCancel,
+                decision,
                 decided_by,
                 reason,
                 ..
-            } => {
+            } if !decision.allows() => {
                 let (tool, summary) = pending.remove(approval_id).unwrap_or_default();
                 self.denials.push(Denial {
                     tool,
@@ -92,11 +94,13 @@ impl RunResult {
                 status,
                 error,
                 usage,
+                cost_usd,
                 ..
             } => {
                 self.status = Some(*status);
                 self.error.clone_from(error);
                 self.usage = *usage;
+                self.cost_usd = *cost_usd;
                 return true;
             }
             _ => {}
@@ -137,5 +141,46 @@ pub async fn read_back(
         _ => Err(CommandError::failed(format!(
             "cannot read the outcome of run {run_id} back from session {session_id}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::approval::ApprovalDecision;
+
+    #[test]
+    fn every_kind_of_denial_is_listed_and_the_cost_kept() {
+        let mut result = RunResult {
+            run_id: "run_1".to_owned(),
+            ..RunResult::default()
+        };
+        let mut pending = HashMap::new();
+        let resolved = |id: &str, decision| Event::ApprovalResolved {
+            run_id: "run_1".to_owned(),
+            approval_id: id.to_owned(),
+            tool_call_id: "c".to_owned(),
+            decision,
+            decided_by: "client:t".to_owned(),
+            reason: None,
+            session_rule: None,
+        };
+        for (id, decision) in [
+            ("apr_1", ApprovalDecision::Deny),
+            ("apr_2", ApprovalDecision::DenyAlways),
+            ("apr_3", ApprovalDecision::AllowOnce),
+        ] {
+            assert!(!result.apply(&resolved(id, decision), &mut pending));
+        }
+        assert_eq!(result.denials.len(), 2, "{:?}", result.denials);
+        let finished = Event::RunFinished {
+            run_id: "run_1".to_owned(),
+            status: RunStatus::Completed,
+            error: None,
+            usage: Usage::default(),
+            cost_usd: Some(0.25),
+        };
+        assert!(result.apply(&finished, &mut pending));
+        assert_eq!(result.cost_usd, Some(0.25));
     }
 }

@@ -77,7 +77,9 @@ impl Compactor<'_> {
         };
         if let Ok(completion) = &summary {
             // The summary's tokens count in the session's totals (its next `usageUpdated`).
-            self.shared.lock().usage.add(&completion.usage);
+            self.shared
+                .lock()
+                .add_usage(&completion.usage, self.llm.provider().prices);
         }
         let summary = match summary {
             Ok(completion) if !completion.content.trim().is_empty() => {

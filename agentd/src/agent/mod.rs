@@ -205,10 +205,7 @@ impl Run {
             run_usage.add(&completion.usage);
             let (total, total_cost_usd) = {
                 let mut state = self.shared.lock();
-                state.usage.add(&completion.usage);
-                if let Some(cost) = self.budget.cost(&completion.usage) {
-                    state.cost_usd = Some(state.cost_usd.unwrap_or(0.0) + cost);
-                }
+                state.add_usage(&completion.usage, self.budget.prices);
                 state
                     .context
                     .note_prompt_tokens(completion.usage.input_tokens, self.context_limits);

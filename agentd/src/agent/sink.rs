@@ -73,6 +73,21 @@ pub struct SessionState {
     pub offered_tools: Option<std::sync::Arc<[crate::conversation::ToolSpec]>>,
 }
 
+impl SessionState {
+    /// Counts one model call's tokens, and its cost when `prices` are known (the session's
+    /// totals: `usageUpdated.total` and `totalCostUsd`).
+    pub fn add_usage(
+        &mut self,
+        usage: &crate::conversation::Usage,
+        prices: Option<crate::config::Prices>,
+    ) {
+        self.usage.add(usage);
+        if let Some(prices) = prices {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + prices.cost(usage));
+        }
+    }
+}
+
 impl SessionShared {
     pub fn lock(&self) -> MutexGuard<'_, SessionState> {
         // A panic while holding this lock cannot leave the state half-updated in a way that

@@ -164,7 +164,7 @@ pub async fn update(
 
 /// User text longer than one message may be is refused (a model reply is cut instead): the
 /// user can still decide what to send.
-fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
+pub(super) fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
     let limit = crate::conversation::MAX_MESSAGE_CHARS;
     if text.len() <= limit {
         return Ok(());

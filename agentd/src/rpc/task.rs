@@ -95,6 +95,7 @@ pub async fn steer(
     params: TaskSteerParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<TaskSteerResult> {
+    super::session::check_text_length("steer", &params.text)?;
     let child_session_id = running_child(&state, &params.task_id, "steer")?;
     let session = state.sessions.get(&child_session_id).await?;
     let queued = session.steer(params.text).await?;
@@ -111,6 +112,7 @@ pub async fn follow_up(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<TaskFollowUpResult> {
     super::refuse_if_stopping(&state)?;
+    super::session::check_text_length("follow-up", &params.text)?;
     let child_session_id = running_child(&state, &params.task_id, "follow up")?;
     let session = state.sessions.get(&child_session_id).await?;
     let queued = session.follow_up(params.text).await?;
@@ -158,6 +160,7 @@ pub async fn start(
             "the prompt is empty; say what the subagent should do",
         ));
     }
+    super::session::check_text_length("prompt", &params.prompt)?;
     let cwd = super::workspace_dir(&params.cwd).await?;
     let task = state
         .sessions

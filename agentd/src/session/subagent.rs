@@ -390,14 +390,7 @@ fn tightened(
     base: protocol::approval::PermissionMode,
     definition: &AgentDefinition,
 ) -> protocol::approval::PermissionMode {
-    let wanted = definition
-        .permission_mode
-        .as_deref()
-        .and_then(|mode| mode.parse::<crate::permission::PermissionMode>().ok());
-    match wanted {
-        Some(wanted) if !wanted.loosens(base.into()) => wanted.into(),
-        _ => base,
-    }
+    crate::agents::mode_within(base, definition.permission_mode.as_deref()).unwrap_or(base)
 }
 
 /// One child run and its task record.

@@ -140,24 +140,20 @@ impl FrozenPrompt {
         explicit: bool,
         agent_type: Option<&str>,
     ) -> (PermissionMode, Option<String>) {
-        let Some(wanted) = self.agent_mode.as_deref() else {
-            return (mode, None);
-        };
-        let Ok(wanted_mode) = wanted.parse::<crate::permission::PermissionMode>() else {
-            return (mode, None);
-        };
         if explicit {
             return (mode, None);
         }
-        let current = crate::permission::PermissionMode::from(mode);
-        if wanted_mode.loosens(current) {
-            let note = format!(
-                "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({current}); it is not used: choose it with the session's permissionMode",
-                agent_type.unwrap_or_default()
-            );
-            return (mode, Some(note));
+        match crate::agents::mode_within(mode, self.agent_mode.as_deref()) {
+            Ok(mode) => (mode, None),
+            Err(wanted_mode) => {
+                let note = format!(
+                    "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({}); it is not used: choose it with the session's permissionMode",
+                    agent_type.unwrap_or_default(),
+                    crate::permission::PermissionMode::from(mode)
+                );
+                (mode, Some(note))
+            }
         }
-        (wanted_mode.into(), None)
     }
 
     /// The provider of a session run as an agent: the definition's `model` when the client

@@ -297,27 +297,10 @@ impl TaskManager {
         task_id: &str,
         change: impl FnOnce(&mut TaskInfo) + Send,
     ) -> Result<TaskInfo, TaskError> {
-        let (record, finished_now) = {
-            let mut records = self.lock();
-            let Some(record) = records.by_id.get_mut(task_id) else {
-                return Err(TaskError::NotFound(task_id.to_owned()));
-            };
-            if record.status.is_finished() {
-                return Ok(record.clone());
-            }
-            change(record);
-            if record.status == TaskStatus::Running && record.started_at.is_none() {
-                record.started_at = Some(now_rfc3339());
-            }
-            let finished_now = record.status.is_finished();
-            if finished_now && record.finished_at.is_none() {
-                record.finished_at = Some(now_rfc3339());
-            }
-            let record = record.clone();
-            if finished_now {
-                records.tokens.remove(task_id);
-            }
-            (record, finished_now)
+        let Some((record, finished_now)) = self.change_record(task_id, change, true)? else {
+            return self
+                .get(task_id)
+                .ok_or_else(|| TaskError::NotFound(task_id.to_owned()));
         };
         if let Err(reason) = self.persist(task_id).await {
             tracing::warn!("cannot record task {task_id}: {reason}");
@@ -341,23 +324,11 @@ impl TaskManager {
         task_id: &str,
         change: impl FnOnce(&mut TaskInfo) + Send,
     ) -> Result<TaskInfo, TaskError> {
-        let record = {
-            let mut records = self.lock();
-            let Some(record) = records.by_id.get_mut(task_id) else {
-                return Err(TaskError::NotFound(task_id.to_owned()));
-            };
-            if record.status.is_finished() {
-                return Ok(record.clone());
-            }
-            change(record);
-            if record.status == TaskStatus::Running && record.started_at.is_none() {
-                record.started_at = Some(now_rfc3339());
-            }
-            // Never an end: that is written before it is announced (`update`).
-            if record.status.is_finished() {
-                record.status = TaskStatus::Running;
-            }
-            record.clone()
+        // Never an end: that is written before it is announced (`update`).
+        let Some((record, _)) = self.change_record(task_id, change, false)? else {
+            return self
+                .get(task_id)
+                .ok_or_else(|| TaskError::NotFound(task_id.to_owned()));
         };
         let _ = self.changes.send(TaskChange::Updated(record.clone()));
         let manager = Arc::clone(self);
@@ -368,6 +339,42 @@ impl TaskManager {
             }
         });
         Ok(record)
+    }
+
+    /// Applies `change` to the record of `task_id` in memory, stamping `startedAt` and (when
+    /// `may_end`) `finishedAt`; a change to a finished status is undone when `may_end` is
+    /// false. None: the record had already ended and is left as it is. Returns the record and
+    /// whether it ended now (its stop token is then dropped).
+    fn change_record(
+        &self,
+        task_id: &str,
+        change: impl FnOnce(&mut TaskInfo),
+        may_end: bool,
+    ) -> Result<Option<(TaskInfo, bool)>, TaskError> {
+        let mut records = self.lock();
+        let Some(record) = records.by_id.get_mut(task_id) else {
+            return Err(TaskError::NotFound(task_id.to_owned()));
+        };
+        if record.status.is_finished() {
+            return Ok(None);
+        }
+        let before = record.status;
+        change(record);
+        if record.status.is_finished() && !may_end {
+            record.status = before;
+        }
+        if record.status == TaskStatus::Running && record.started_at.is_none() {
+            record.started_at = Some(now_rfc3339());
+        }
+        let finished_now = record.status.is_finished();
+        if finished_now && record.finished_at.is_none() {
+            record.finished_at = Some(now_rfc3339());
+        }
+        let record = record.clone();
+        if finished_now {
+            records.tokens.remove(task_id);
+        }
+        Ok(Some((record, finished_now)))
     }
 
     pub fn get(&self, task_id: &str) -> Option<TaskInfo> {
