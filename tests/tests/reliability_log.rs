@@ -405,3 +405,48 @@ async fn the_seq_of_an_unsaved_end_is_not_given_out_again_after_a_restart() {
         unsaved.seq
     );
 }
+
+#[tokio::test]
+async fn a_message_that_cannot_be_written_is_neither_announced_nor_kept() {
+    let (mut s, fault) = Scenario::start_with_write_fault(Format::OpenAi, "").await;
+    let (mut client, session) = s.session().await;
+    // Only the user message line of this prompt fails (its event and runStarted differ).
+    std::fs::write(&fault, r#"{"role":"user","content":"lost words"}"#).unwrap();
+    client.prompt(&session, "lost words").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Failed, "{events:#?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.event, Event::MessageCompleted { .. })),
+        "a message that was not written was announced: {events:#?}"
+    );
+    assert_eq!(history(&mut client, &session).await, Vec::<Value>::new());
+
+    // Space returns: the next prompt goes on from a history without it, in memory and on disk.
+    std::fs::remove_file(&fault).unwrap();
+    s.mock.push(Reply::text("fine"));
+    client.prompt(&session, "kept").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    let contents = |history: Vec<Value>| -> Vec<String> {
+        history
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}:{}",
+                    m["role"].as_str().unwrap(),
+                    m["content"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let expected = ["user:kept", "assistant:fine"];
+    assert_eq!(contents(history(&mut client, &session).await), expected);
+    let sent = s.mock.requests().last().unwrap().body.clone();
+    assert!(!sent.contains("lost words"), "{sent}");
+    drop(client);
+    stop_and_restart(&mut s).await;
+    let mut client = s.client().await;
+    assert_eq!(contents(history(&mut client, &session).await), expected);
+}

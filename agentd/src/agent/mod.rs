@@ -468,16 +468,15 @@ impl Run {
             kind: None,
             tool_calls: tool_calls.iter().map(crate::wire::tool_call).collect(),
         };
-        self.push_message(
+        self.push_message_then(
             history,
             Message::Assistant {
                 content,
                 tool_calls,
             },
+            event,
         )
-        .await?;
-        self.log.append(event).await?;
-        Ok(())
+        .await
     }
 
     async fn push_user(
@@ -487,22 +486,44 @@ impl Run {
         kind: UserMessageKind,
     ) -> Result<()> {
         let text = crate::conversation::cap_message_text(text);
-        self.push_message(
-            history,
-            Message::User {
-                content: text.clone(),
-            },
-        )
-        .await?;
-        self.log
-            .append(Event::MessageCompleted {
-                run_id: self.run_id.clone(),
-                role: MessageRole::User,
-                content: text,
-                kind: Some(kind),
-                tool_calls: Vec::new(),
-            })
-            .await?;
+        let event = Event::MessageCompleted {
+            run_id: self.run_id.clone(),
+            role: MessageRole::User,
+            content: text.clone(),
+            kind: Some(kind),
+            tool_calls: Vec::new(),
+        };
+        self.push_message_then(history, Message::User { content: text }, event)
+            .await
+    }
+
+    /// Persist a message and `event` announcing it in one write. The message joins the
+    /// session's history first, so whoever hears the event finds it there (and a run dropped
+    /// while the write is under way, which still happens, keeps it); it leaves again when it
+    /// was not written.
+    async fn push_message_then(
+        &self,
+        history: &mut Vec<Message>,
+        message: Message,
+        event: Event,
+    ) -> Result<()> {
+        let pushed = {
+            let mut state = self.shared.lock();
+            state.history.push(message.clone());
+            state.history.len()
+        };
+        if let Err(err) = self.log.append_message_then(&message, event).await {
+            if err.is::<sink::MessageNotWritten>() {
+                let mut state = self.shared.lock();
+                if state.history.len() == pushed {
+                    state.history.pop();
+                }
+            } else {
+                history.push(message);
+            }
+            return Err(err);
+        }
+        history.push(message);
         Ok(())
     }
 

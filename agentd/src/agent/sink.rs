@@ -21,6 +21,15 @@ pub trait RunLog: Send + Sync {
     /// Persist a conversation message (no event; the caller publishes one). Cancel-safe.
     fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, anyhow::Result<()>>;
 
+    /// Persist a conversation message, then `event` announcing it (only if the message was
+    /// written), in one write; returns the event's seq. An error that is (or wraps)
+    /// [`MessageNotWritten`] left neither in the file. Cancel-safe.
+    fn append_message_then<'a>(
+        &'a self,
+        message: &'a Message,
+        event: Event,
+    ) -> BoxFuture<'a, anyhow::Result<u64>>;
+
     /// Persist a deliberate change to what the model is sent (a clearing, a compaction), as
     /// its own entry of the session file. Cancel-safe.
     fn append_context<'a>(&'a self, change: &'a ContextChange)
@@ -32,6 +41,16 @@ pub trait RunLog: Send + Sync {
     /// Whether anyone could answer an approval of this session right now: a subscriber whose
     /// client declared that it answers approvals (viewers and status bars do not count).
     fn has_answerers(&self) -> bool;
+}
+
+/// The context of an `append_message_then` error when the message itself was not written.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageNotWritten;
+
+impl std::fmt::Display for MessageNotWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the message was not saved")
+    }
 }
 
 /// State shared by a session's actor, its active run and readers (`session/get`). Locked only

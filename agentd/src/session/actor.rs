@@ -208,6 +208,46 @@ impl Session {
             .await
             .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
+        Ok(Session::start(
+            header,
+            deps,
+            log,
+            shared,
+            settings,
+            loaded.request_ids.into_iter().collect(),
+            tasks,
+        ))
+    }
+
+    /// A session whose file `log` has just created: nothing to read back or repair.
+    pub(super) fn create(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        log: EventLog,
+        tasks: &TaskTracker,
+    ) -> Session {
+        let settings = Arc::new(Mutex::new(SessionSettings::of(&header)));
+        Session::start(
+            header,
+            deps,
+            Arc::new(log),
+            Arc::new(SessionShared::default()),
+            settings,
+            VecDeque::new(),
+            tasks,
+        )
+    }
+
+    /// Start the actor of a session whose state is known.
+    fn start(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        log: Arc<EventLog>,
+        shared: Arc<SessionShared>,
+        settings: Arc<Mutex<SessionSettings>>,
+        recent_requests: VecDeque<(String, String)>,
+        tasks: &TaskTracker,
+    ) -> Session {
         let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
         let active = Arc::new(Mutex::new(None));
         let (run_finished, _) = broadcast::channel(4);
@@ -221,7 +261,7 @@ impl Session {
             log: log.clone(),
             shared: shared.clone(),
             active: active.clone(),
-            recent_requests: loaded.request_ids.into_iter().collect(),
+            recent_requests,
             tasks: tasks.clone(),
             previous_run: None,
             run_finished: run_finished.clone(),
@@ -231,7 +271,7 @@ impl Session {
             mcp: super::mcp::SessionMcp::default(),
         };
         tasks.spawn(actor.run(commands_rx));
-        Ok(Session {
+        Session {
             header,
             settings,
             log,
@@ -242,7 +282,7 @@ impl Session {
             unhandled_commands,
             actor_stopped,
             closing,
-        })
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -710,16 +750,14 @@ impl Actor {
             .as_ref()
             .map_err(|err| SessionError::Config(err.clone()))?;
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
-        let (mut permissions, mut warnings) =
-            super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config)
-                .await
-                .map_err(internal)?;
+        // Both read the workspace's files (on the blocking pool): at the same time.
+        let (permissions, servers) = tokio::join!(
+            super::run_permissions::run_permissions(&self.header, &self.shared, &self.deps, config),
+            self.mcp.for_run(&self.header, &self.deps, config),
+        );
+        let (mut permissions, mut warnings) = permissions.map_err(internal)?;
         permissions.hold_approvals = options.hold_approvals;
-        let servers = self
-            .mcp
-            .for_run(&self.header, &self.deps, config)
-            .await
-            .map_err(internal)?;
+        let servers = servers.map_err(internal)?;
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
         warnings.extend(servers.warnings);

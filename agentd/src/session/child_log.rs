@@ -72,6 +72,15 @@ impl RunLog for ChildRunLog {
         Box::pin(self.own.append_message(message))
     }
 
+    fn append_message_then<'a>(
+        &'a self,
+        message: &'a Message,
+        event: Event,
+    ) -> BoxFuture<'a, anyhow::Result<u64>> {
+        // Messages and their announcements are the child's own (never mirrored).
+        Box::pin(self.own.append_message_then(message, event))
+    }
+
     fn append_context<'a>(
         &'a self,
         change: &'a ContextChange,

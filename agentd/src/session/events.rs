@@ -27,6 +27,8 @@ use protocol::event::{Event, RunStatus, SessionEventEnvelope};
 pub const LIVE_EVENT_BUFFER: usize = 256;
 /// Writes queued for a log's writer task before appenders wait.
 const WRITE_QUEUE: usize = 64;
+/// The most queued writes the writer does in one blocking step.
+const WRITE_BATCH: usize = 32;
 /// Terminal events the log could not write, kept so a replay can still send them.
 const REMEMBERED_UNSAVED: usize = 16;
 
@@ -104,11 +106,7 @@ pub struct Subscription {
     pub caught_up_to: u64,
 }
 
-/// A request to the writer task.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "almost every request is an event; the queue is short"
-)]
+/// A request to the writer task (almost every one carries an event, so they are of a size).
 enum Write {
     Event {
         event: Event,
@@ -117,6 +115,12 @@ enum Write {
     Message {
         line: String,
         done: oneshot::Sender<Result<()>>,
+    },
+    /// A message, then the event announcing it (written only if the message was).
+    MessageThenEvent {
+        line: String,
+        event: Event,
+        done: oneshot::Sender<Result<u64>>,
     },
     /// A live receiver, the seq it starts after and a replay of the events after `after_seq`
     /// up to that seq, all taken between two writes.
@@ -146,11 +150,32 @@ impl EventLog {
         })
         .await
         .context("the session log open task failed")??;
+        Ok(EventLog::start(
+            session_id,
+            path,
+            loaded.last_seq,
+            file,
+            index,
+            daemon,
+            tasks,
+        ))
+    }
+
+    /// A log of `file`, whose last event is `last_seq`, with its writer task.
+    fn start(
+        session_id: &str,
+        path: PathBuf,
+        last_seq: u64,
+        file: LogFile,
+        index: SeqIndex,
+        daemon: DaemonStream,
+        tasks: &TaskTracker,
+    ) -> EventLog {
         let (live, _) = broadcast::channel(LIVE_EVENT_BUFFER);
         let inner = Arc::new(Inner {
             session_id: session_id.into(),
             path,
-            last_seq: AtomicU64::new(loaded.last_seq),
+            last_seq: AtomicU64::new(last_seq),
             live,
             answerers: Answerers::new(),
             daemon,
@@ -160,7 +185,52 @@ impl EventLog {
         });
         let (writes, queue) = mpsc::channel(WRITE_QUEUE);
         tasks.spawn(write_loop(inner.clone(), Writer::new(file, index), queue));
-        Ok(EventLog { inner, writes })
+        EventLog { inner, writes }
+    }
+
+    /// Create a new session file holding `header_line` and `events` (seqs from 1), written
+    /// whole or not at all, and open its log: one blocking step where opening an existing
+    /// file takes several. The events are published by [`EventLog::publish_created`], once
+    /// the session can be found.
+    pub async fn create(
+        session_id: &str,
+        path: PathBuf,
+        header_line: String,
+        events: Vec<Event>,
+        daemon: DaemonStream,
+        tasks: &TaskTracker,
+    ) -> Result<(EventLog, Created)> {
+        let create_path = path.clone();
+        let (file, index, events) = tokio::task::spawn_blocking(move || {
+            let mut lines = header_line.into_bytes();
+            let mut offsets = Vec::with_capacity(events.len());
+            for (seq, event) in (1..).zip(&events) {
+                offsets.push((seq, lines.len() as u64));
+                lines.extend_from_slice(store::encode_event(seq, event)?.as_bytes());
+            }
+            let file = LogFile::create(&create_path, &lines)?;
+            let mut index = SeqIndex::default();
+            let mut ends = offsets.iter().skip(1).map(|(_, offset)| *offset);
+            for (seq, offset) in &offsets {
+                index.note_event_at(*seq, *offset, ends.next().unwrap_or(file.good_len()));
+            }
+            index.note_end(file.good_len());
+            anyhow::Ok((file, index, events))
+        })
+        .await
+        .context("the session file create task failed")??;
+        let last_seq = events.len() as u64;
+        let log = EventLog::start(session_id, path, last_seq, file, index, daemon, tasks);
+        Ok((log, Created { events }))
+    }
+
+    /// Publish the events a new session's file was created with.
+    pub fn publish_created(&self, created: Created) -> Result<()> {
+        for (seq, event) in (1..).zip(created.events) {
+            self.inner
+                .publish(self.inner.encode(seq, true, false, event)?);
+        }
+        Ok(())
     }
 
     /// End every subscription once it has sent what was already published; the writer
@@ -199,6 +269,16 @@ impl EventLog {
         let line = store::encode_message(message)?;
         let (done, result) = oneshot::channel();
         self.submit(Write::Message { line, done }).await?;
+        result.await.map_err(|_| writer_gone())?
+    }
+
+    /// Persist a conversation message, then `event` announcing it (only if the message was
+    /// written), in one write; returns the event's seq. Cancel-safe.
+    pub async fn append_message_then(&self, message: &Message, event: Event) -> Result<u64> {
+        let line = store::encode_message(message)?;
+        let (done, result) = oneshot::channel();
+        self.submit(Write::MessageThenEvent { line, event, done })
+            .await?;
         result.await.map_err(|_| writer_gone())?
     }
 
@@ -330,6 +410,14 @@ impl RunLog for EventLog {
         Box::pin(EventLog::append_context(self, change))
     }
 
+    fn append_message_then<'a>(
+        &'a self,
+        message: &'a Message,
+        event: Event,
+    ) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(EventLog::append_message_then(self, message, event))
+    }
+
     fn publish_transient(&self, event: Event) {
         EventLog::publish_transient(self, event)
     }
@@ -337,6 +425,12 @@ impl RunLog for EventLog {
     fn has_answerers(&self) -> bool {
         EventLog::has_answerers(self)
     }
+}
+
+/// The events a new session's file was created with, to publish once it can be found.
+#[derive(Debug)]
+pub struct Created {
+    events: Vec<Event>,
 }
 
 /// Where loading left a session file: what `EventLog::open` needs.
@@ -420,6 +514,31 @@ impl Inner {
             "{which} of this session could not be read from its log (a damaged line, or a write that failed); the replay goes on without it"
         );
         self.encode(to, true, true, Event::Warning { message })
+    }
+
+    /// Do one queued request and answer it. Blocking.
+    fn perform(&self, writer: &mut Writer, write: Write) {
+        match write {
+            Write::Subscribe { after_seq, done } => {
+                let last = self.last_seq.load(Ordering::Acquire);
+                let after = after_seq.filter(|after| *after < last).unwrap_or(last);
+                let replay = writer.index.cursor(after, last);
+                let _ = done.send((self.live.subscribe(), last, replay));
+            }
+            Write::Message { line, done } => {
+                let _ = done.send(writer.append_other(&line));
+            }
+            Write::Event { event, done } => {
+                let _ = done.send(self.write_event(writer, event));
+            }
+            Write::MessageThenEvent { line, event, done } => {
+                let written = match writer.append_other(&line) {
+                    Ok(()) => self.write_event(writer, event),
+                    Err(err) => Err(err.context(crate::agent::sink::MessageNotWritten)),
+                };
+                let _ = done.send(written);
+            }
+        }
     }
 
     /// Write one event line under the next seq. The seq is used even when the write fails, so
@@ -529,12 +648,14 @@ impl Writer {
     }
 }
 
-/// The writer task: performs queued writes one at a time (file I/O on the blocking pool) until
-/// the log is closed or dropped. Nothing here is cancelled half-way.
+/// The writer task: performs queued writes in order (file I/O on the blocking pool) until the
+/// log is closed or dropped. The writes queued when it wakes are done together, in one
+/// blocking step, each answered as soon as it is done. Nothing here is cancelled half-way.
 async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver<Write>) {
     // Whatever way this task ends (done, or dropped with the runtime), it says so.
     let _stopped = inner.writer_stopped.clone().drop_guard();
     let file = Arc::new(std::sync::Mutex::new(writer));
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
     loop {
         let write = tokio::select! {
             biased;
@@ -548,34 +669,27 @@ async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver
         let Some(write) = write else {
             break;
         };
-        match write {
-            Write::Subscribe { after_seq, done } => {
-                let last = inner.last_seq.load(Ordering::Acquire);
-                let after = after_seq.filter(|after| *after < last).unwrap_or(last);
-                // No blocking write is under way between two writes: the lock is free.
-                let replay = lock_file(&file).index.cursor(after, last);
-                let _ = done.send((inner.live.subscribe(), last, replay));
+        batch.push(write);
+        while batch.len() < WRITE_BATCH {
+            match queue.try_recv() {
+                Ok(write) => batch.push(write),
+                Err(_) => break,
             }
-            Write::Message { line, done } => {
-                let file = file.clone();
-                let result =
-                    tokio::task::spawn_blocking(move || lock_file(&file).append_other(&line))
-                        .await
-                        .unwrap_or_else(|err| {
-                            Err(anyhow!("the session log write task failed: {err}"))
-                        });
-                let _ = done.send(result);
+        }
+        let writes = std::mem::take(&mut batch);
+        let file = file.clone();
+        let writer = inner.clone();
+        // A write that panicked drops the answers of its batch: their appenders hear that
+        // the log is gone, and the next batch goes on.
+        let done = tokio::task::spawn_blocking(move || {
+            let mut file = lock_file(&file);
+            for write in writes {
+                writer.perform(&mut file, write);
             }
-            Write::Event { event, done } => {
-                let file = file.clone();
-                let writer = inner.clone();
-                let result = tokio::task::spawn_blocking(move || {
-                    writer.write_event(&mut lock_file(&file), event)
-                })
-                .await
-                .unwrap_or_else(|err| Err(anyhow!("the session log write task failed: {err}")));
-                let _ = done.send(result);
-            }
+        })
+        .await;
+        if let Err(err) = done {
+            tracing::warn!(session = %inner.session_id, "a session log write failed: {err}");
         }
     }
     // Seqs of failed writes not yet recorded: one last try, so a restart does not give them

@@ -163,3 +163,111 @@ async fn a_paged_replay_reports_missing_seqs_across_pages_and_at_the_end() {
     log.close();
     log.writer_stopped().await;
 }
+
+#[tokio::test]
+async fn a_created_log_holds_its_first_events_indexed_and_publishes_them_when_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = TaskTracker::new();
+    let daemon = DaemonStream::new(8);
+    let mut lifecycle = daemon.events.subscribe();
+    let (log, created) = EventLog::create(
+        "ses_1",
+        dir.path().join("s.jsonl"),
+        "{\"type\":\"header\"}\n".to_owned(),
+        vec![
+            Event::SessionCreated {
+                cwd: "/w".into(),
+                model: "m".into(),
+            },
+            warning(1),
+        ],
+        daemon.clone(),
+        &tasks,
+    )
+    .await
+    .unwrap();
+    assert_eq!(file_seqs(dir.path()), vec![1, 2]);
+    assert_eq!(log.last_seq(), 2);
+    // Nothing is announced before the caller says the session can be found.
+    assert!(lifecycle.try_recv().is_err());
+    log.publish_created(created).unwrap();
+    let announced = lifecycle.try_recv().unwrap();
+    assert_eq!(announced.seq, 1);
+    assert!(matches!(announced.event, Event::SessionCreated { .. }));
+    // The index knows where they are: a replay from the start finds both, and appends go on
+    // from seq 3.
+    let replayed = replay_all(&log, Some(0)).await;
+    assert_eq!(
+        replayed.iter().map(|p| p.seq).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert_eq!(log.append(warning(3)).await.unwrap(), 3);
+    assert_eq!(file_seqs(dir.path()), vec![1, 2, 3]);
+    // An existing file is never overwritten.
+    let again = EventLog::create(
+        "ses_1",
+        dir.path().join("s.jsonl"),
+        "{\"type\":\"header\"}\n".to_owned(),
+        Vec::new(),
+        daemon,
+        &tasks,
+    )
+    .await;
+    assert!(again.is_err());
+    assert_eq!(file_seqs(dir.path()), vec![1, 2, 3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_and_subscriptions_queued_together_keep_order_with_no_gap_or_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = TaskTracker::new();
+    let log = Arc::new(open_log(dir.path(), &tasks).await);
+    // Many appenders and subscribers at once: the writer takes them in batches.
+    let mut handles = Vec::new();
+    let mut subscriptions = Vec::new();
+    for n in 0..200 {
+        let appender = log.clone();
+        handles.push(tokio::spawn(
+            async move { appender.append(warning(n)).await },
+        ));
+        if n % 50 == 0 {
+            subscriptions.push(log.subscribe(None).await.unwrap());
+        }
+    }
+    let mut seqs = Vec::new();
+    for handle in handles {
+        seqs.push(handle.await.unwrap().unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    assert_eq!(file_seqs(dir.path()), (1..=200).collect::<Vec<_>>());
+    // Each subscriber hears exactly the events after the seq it caught up to, in order.
+    for mut subscription in subscriptions {
+        let mut heard = Vec::new();
+        while let Ok(published) = subscription.live.try_recv() {
+            heard.push(published.seq);
+        }
+        let expected: Vec<u64> = (subscription.caught_up_to + 1..=200).collect();
+        assert_eq!(heard, expected);
+    }
+}
+
+#[tokio::test]
+async fn a_message_and_its_event_are_written_together_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = TaskTracker::new();
+    let log = open_log(dir.path(), &tasks).await;
+    let message = Message::User {
+        content: "hello".into(),
+    };
+    let seq = log.append_message_then(&message, warning(1)).await.unwrap();
+    assert_eq!(seq, 1);
+    let text = std::fs::read_to_string(dir.path().join("s.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[1].contains("hello") && !lines[1].contains("\"seq\""),
+        "{text}"
+    );
+    assert!(lines[2].contains("\"seq\":1"), "{text}");
+}

@@ -36,6 +36,13 @@ impl LoadedCell {
         }
     }
 
+    /// A cell holding `session`, just created.
+    pub(super) fn with(session: Arc<Session>) -> LoadedCell {
+        let cell = LoadedCell::new();
+        *cell.lock_current() = Some(session);
+        cell
+    }
+
     /// The session, if it is loaded now.
     pub(super) fn get(&self) -> Option<Arc<Session>> {
         self.lock_current().clone()

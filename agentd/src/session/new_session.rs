@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use protocol::event::Event;
 
+use super::events::EventLog;
 use super::{Session, SessionError, SessionManager, Slot, evict};
 use crate::store::{self, SessionHeader};
 
@@ -23,49 +24,39 @@ impl SessionManager {
         let path = store::session_path(&self.deps.paths.sessions_dir, &id);
         let line = store::encode(&store::Entry::Header(header.clone()))
             .map_err(|err| SessionError::Internal(err.to_string()))?;
-        // Written whole or not at all: a failed create leaves no empty session file.
-        let create_path = path.clone();
-        tokio::task::spawn_blocking(move || store::create_file(&create_path, line.as_bytes()))
-            .await
-            .map_err(|err| SessionError::Internal(err.to_string()))?
-            .map_err(|err| {
-                SessionError::Internal(format!("{err:#}; check free space in the state directory"))
-            })?;
+        let mut events = vec![Event::SessionCreated {
+            cwd: header.cwd.clone(),
+            model: header.model.clone(),
+        }];
+        events.extend(notes.into_iter().map(|message| Event::Warning { message }));
+        // Written whole (the header and the first events) or not at all: a failed create
+        // leaves no file; nothing is read back.
+        let (log, created) =
+            EventLog::create(&id, path, line, events, self.daemon.clone(), &self.tasks)
+                .await
+                .map_err(|err| {
+                    SessionError::Internal(format!(
+                        "{err:#}; check free space in the state directory"
+                    ))
+                })?;
+        let session = Arc::new(Session::create(
+            header.clone(),
+            self.deps.clone(),
+            log,
+            &self.tasks,
+        ));
         let slot = Arc::new(Slot {
-            header: header.clone(),
+            header,
             file_updated_at: Some(now),
-            loaded: evict::LoadedCell::new(),
+            loaded: evict::LoadedCell::with(session.clone()),
             deleted: AtomicBool::new(false),
         });
-        self.write_slots().insert(id.clone(), slot.clone());
+        self.write_slots().insert(id, slot);
         self.listing.invalidate();
-        let created = async {
-            let session = self.load(&slot).await?;
-            session
-                .log
-                .append(Event::SessionCreated {
-                    cwd: header.cwd.clone(),
-                    model: header.model.clone(),
-                })
-                .await
-                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
-            for message in notes {
-                session
-                    .log
-                    .append(Event::Warning { message })
-                    .await
-                    .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
-            }
-            Ok(session)
+        // Announced once the session can be found.
+        if let Err(err) = session.log.publish_created(created) {
+            tracing::warn!("cannot announce the new session {}: {err:#}", session.id());
         }
-        .await;
-        if created.is_err() {
-            // Not half-created: no slot, no file.
-            if let Some(session) = self.write_slots().remove(&id).and_then(|s| s.loaded.get()) {
-                session.close();
-            }
-            let _ = tokio::fs::remove_file(&path).await;
-        }
-        created
+        Ok(session)
     }
 }

@@ -58,6 +58,23 @@ impl LogFile {
         Ok(log)
     }
 
+    /// Create a new session file holding `lines` (whole lines) and keep it open for appending;
+    /// on failure no file is left behind. Private (0600) whatever the umask.
+    pub fn create(path: &Path, lines: &[u8]) -> Result<LogFile> {
+        let mut file = open_new(path, std::fs::OpenOptions::new().append(true))?;
+        if let Err(err) = write_checked(&mut file, lines) {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(err).with_context(|| format!("cannot create {}", path.display()));
+        }
+        Ok(LogFile {
+            file,
+            path: path.to_owned(),
+            good_len: lines.len() as u64,
+            needs_rollback: false,
+        })
+    }
+
     /// Where the next line goes: the end of the last complete line written.
     pub fn good_len(&self) -> u64 {
         self.good_len
@@ -91,23 +108,16 @@ impl LogFile {
     }
 }
 
-/// Create a new session file holding `line`; on failure no file is left behind. Blocking.
-/// Private (0600) whatever the umask: it holds a transcript.
-pub fn create(path: &Path, line: &[u8]) -> Result<()> {
+/// A file that did not exist (a symlink or anything else there is refused), private (0600)
+/// and closed on exec, opened with `options`.
+fn open_new(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
+    options
         .create_new(true)
         .mode(crate::paths::PRIVATE_FILE_MODE)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    if let Err(err) = write_checked(&mut file, line) {
-        drop(file);
-        let _ = std::fs::remove_file(path);
-        return Err(err).with_context(|| format!("cannot create {}", path.display()));
-    }
-    Ok(())
+        .with_context(|| format!("cannot create {}", path.display()))
 }
 
 /// `write_all`, through the test-only fault seam.

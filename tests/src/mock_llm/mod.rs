@@ -46,6 +46,10 @@ pub struct RecordedRequest {
     pub body: String,
     /// The body parsed as JSON (`null` when it is not JSON).
     pub json: serde_json::Value,
+    /// When its body had arrived whole (for timings: the moment the request reached the
+    /// model endpoint, not when a test got round to looking).
+    #[serde(skip)]
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -154,6 +158,35 @@ impl MockLlm {
         lock(&self.handle.state.requests).clone()
     }
 
+    /// The requests recorded after the first `seen` (only those are copied).
+    pub fn requests_after(&self, seen: usize) -> Vec<RecordedRequest> {
+        lock(&self.handle.state.requests)
+            .get(seen..)
+            .map(<[RecordedRequest]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// Waits until more than `seen` requests were recorded and returns those after the first
+    /// `seen`; panics after 30 s.
+    pub async fn wait_for_requests_after(&self, seen: usize) -> Vec<RecordedRequest> {
+        let deadline = tokio::time::Instant::now() + WAIT_FOR_REQUESTS_TIMEOUT;
+        loop {
+            let notified = self.handle.state.recorded.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let new = self.requests_after(seen);
+            if !new.is_empty() {
+                return new;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "mock-llm: waited {WAIT_FOR_REQUESTS_TIMEOUT:?} for request {}",
+                    seen + 1
+                );
+            }
+        }
+    }
+
     /// Waits until at least `n` requests were recorded; panics after 30 s.
     pub async fn wait_for_requests(&self, n: usize) -> Vec<RecordedRequest> {
         let deadline = tokio::time::Instant::now() + WAIT_FOR_REQUESTS_TIMEOUT;
@@ -239,6 +272,7 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         Ok(collected) => collected.to_bytes(),
         Err(_) => return plain(StatusCode::BAD_REQUEST, "mock-llm: cannot read the body"),
     };
+    let received_at = std::time::Instant::now();
     let format = match (&method, path.as_str()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Format::OpenAi,
         (&Method::POST, "/v1/messages") => Format::Anthropic,
@@ -261,6 +295,7 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         json: json.clone(),
+        received_at,
     });
     state.recorded.notify_waiters();
 
