@@ -18,6 +18,11 @@ use unicode_width::UnicodeWidthChar;
 /// (one held up longer is waiting for room in rustyline's queue, past that check).
 const PRINT_IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
 
+/// How long a message waits for the editor to erase the line it read. The editor does that at
+/// once; should a key that looked like it ended the read not have ended it, the editor is
+/// still reading and the message goes through its printer after this.
+const ENDING_WAIT: Duration = Duration::from_secs(1);
+
 /// Columns between the terminal's tab stops, as rustyline counts a typed tab.
 const TAB_STOP: usize = 8;
 
@@ -78,18 +83,13 @@ impl Gate {
 
     /// Write `text` above the line being read, or where the prompt will be.
     pub fn print(&self, printer: &mut dyn ExternalPrinter, text: String) -> io::Result<()> {
-        let mut state = self.lock();
-        loop {
-            match state.phase {
-                Phase::Between => return write_to_terminal(&text),
-                Phase::Reading => break,
-                Phase::Ending => {
-                    state = self
-                        .changed
-                        .wait(state)
-                        .unwrap_or_else(PoisonError::into_inner);
-                }
-            }
+        let state = self.lock();
+        let (mut state, _) = self
+            .changed
+            .wait_timeout_while(state, ENDING_WAIT, |state| state.phase == Phase::Ending)
+            .unwrap_or_else(PoisonError::into_inner);
+        if state.phase == Phase::Between {
+            return write_to_terminal(&text);
         }
         state.printing = true;
         drop(state);

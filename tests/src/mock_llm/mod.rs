@@ -3,7 +3,8 @@
 //!
 //! Endpoints: `POST /v1/chat/completions` and `POST /chat/completions` (OpenAI), `POST
 //! /v1/messages` (Anthropic); control endpoints `POST /mock/replies` (push a JSON array of
-//! `Reply`) and `GET /mock/requests` (the recorded requests) for out-of-process use.
+//! `Reply`), `POST /mock/release` (held replies go on) and `GET /mock/requests` (the recorded
+//! requests) for out-of-process use.
 
 mod render;
 mod reply;
@@ -252,6 +253,10 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Format::OpenAi,
         (&Method::POST, "/v1/messages") => Format::Anthropic,
         (&Method::POST, "/mock/replies") => return push_replies(&state, &body),
+        (&Method::POST, "/mock/release") => {
+            state.releases.send_modify(|count| *count += 1);
+            return json_response(StatusCode::OK, r#"{"released":true}"#);
+        }
         (&Method::GET, "/mock/requests") => {
             let requests = lock(&state.requests).clone();
             return json_response(StatusCode::OK, &serde_json::json!(requests).to_string());
