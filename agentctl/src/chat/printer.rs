@@ -63,6 +63,10 @@ impl Gate {
     /// [`Gate::between`], and let one already inside rustyline's printer get through first.
     pub fn ending(&self) {
         let mut state = self.lock();
+        if state.phase == Phase::Ending {
+            // The key's handler waited already.
+            return;
+        }
         state.phase = Phase::Ending;
         let (state, _) = self
             .changed
