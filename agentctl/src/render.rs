@@ -94,6 +94,11 @@ pub struct Renderer {
     /// The prompt shows text being typed (a denial's reason): when it is wider than the
     /// terminal, its end is shown, so the line never wraps while it is redrawn key by key.
     prompt_keeps_tail: bool,
+    /// The caller draws the activity line itself, from `status_line` (chat's live area):
+    /// thinking and tools are tracked as when redrawing in place, but never written here.
+    status_drawn_by_caller: bool,
+    /// Name the session after the goal run's after-run line (`run`; chat knows its session).
+    names_session: bool,
 }
 
 /// Longest one-line summary shown for a tool (the activity line is also cut to the width).
@@ -120,12 +125,9 @@ impl Renderer {
             approvals_handled: false,
             prompt: None,
             prompt_keeps_tail: false,
+            status_drawn_by_caller: false,
+            names_session: true,
         }
-    }
-
-    /// The caller answers approvals of the run itself: do not render their events.
-    pub fn set_approvals_handled(&mut self, handled: bool) {
-        self.approvals_handled = handled;
     }
 
     /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
@@ -237,7 +239,7 @@ impl Renderer {
     pub fn tick_at(&mut self, now: Instant) -> Vec<Output> {
         self.now = now;
         let mut out = Vec::new();
-        if !self.options.redraws() || self.activity.is_idle() || self.prompt.is_some() {
+        if !self.tracks_activity() || self.activity.is_idle() || self.prompt.is_some() {
             return out;
         }
         self.activity.advance();
@@ -247,7 +249,7 @@ impl Renderer {
 
     /// The terminal was resized: lines drawn from now on fit `width`.
     pub fn set_width(&mut self, width: Option<usize>) {
-        if self.options.stderr_is_tty {
+        if self.options.stderr_is_tty || self.status_drawn_by_caller {
             self.options.width = width;
         }
     }
@@ -328,7 +330,7 @@ impl Renderer {
                 if self.is_goal_run(run_id) {
                     self.steps = *step;
                 }
-                if self.options.redraws() {
+                if self.tracks_activity() {
                     self.activity.start_thinking(self.now);
                     self.draw_spinner(out);
                 }
@@ -591,21 +593,13 @@ impl Renderer {
         let Some(width) = self.options.width.filter(|_| self.options.redraws()) else {
             return;
         };
-        if self.stdout_line_open {
+        if self.stdout_line_open || self.status_drawn_by_caller {
             return;
         }
-        let interrupt = if self.is_transcript() {
-            "Ctrl-C to detach"
-        } else {
-            "Ctrl-C to cancel"
-        };
-        let Some(line) = self.activity.line(self.now, width, interrupt) else {
+        let Some(line) = self.status_line(width) else {
             self.clear_spinner(out);
             return;
         };
-        // Neutralised first: an escape shown as `^[` takes two columns.
-        let line = truncate_to_width(&neutralise(&line), width.saturating_sub(1));
-        let line = paint(self.options.color, Style::Dim, &line);
         out.push(Output::Stderr(format!("{CLEAR_LINE}{line}")));
         self.spinner_drawn = true;
     }
@@ -661,6 +655,7 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
 }
 
 mod activity;
+mod caller_status;
 mod lines;
 mod mcp;
 mod style;
@@ -669,7 +664,7 @@ mod todo;
 mod width;
 
 pub use style::{Style, auto_color, paint};
-pub use width::{display_width, truncate_to_width};
+pub use width::{display_width, split_at_width, truncate_to_width};
 
 use activity::Activity;
 use lines::Finished;

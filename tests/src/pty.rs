@@ -1,7 +1,8 @@
 //! A program on a pseudo-terminal, for tests of interactive `agentctl` (chat): it gets a
 //! terminal of its own (stdin, stdout and stderr, a new session with the terminal as its
 //! controlling one), the test types bytes and waits for text on the screen. Like a terminal
-//! emulator, it answers the cursor-position query line editors send.
+//! emulator, it answers the cursor-position query line editors send; for what is visible once
+//! text was redrawn in place, the bytes go through a terminal emulator (`vt100`).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -27,6 +28,8 @@ pub struct Pty {
     changed: watch::Receiver<usize>,
     /// How far `expect` has read: each wait looks only at what came after the last match.
     cursor: usize,
+    /// The terminal's size: columns, rows.
+    size: (u16, u16),
 }
 
 impl Pty {
@@ -97,6 +100,40 @@ impl Pty {
             screen,
             changed,
             cursor: 0,
+            size: (cols, rows),
+        }
+    }
+
+    /// What the terminal shows now: everything written so far, through a terminal emulator of
+    /// the pty's size (no scrollback: keep a test's text within its rows).
+    pub fn visible(&self) -> vt100::Parser {
+        let size = |count: u16| std::num::NonZeroU16::new(count).expect("a terminal has a size");
+        let (cols, rows) = self.size;
+        let mut parser = vt100::Parser::new(size(rows), size(cols), 0);
+        parser.process(self.screen().as_bytes());
+        parser
+    }
+
+    /// Wait until what the terminal shows passes `check` (`what` names it for the failure);
+    /// that screen.
+    pub async fn wait_visible(
+        &mut self,
+        what: &str,
+        check: impl Fn(&vt100::Screen) -> bool,
+    ) -> vt100::Parser {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let parser = self.visible();
+            if check(parser.screen()) {
+                return parser;
+            }
+            let more = tokio::time::timeout_at(deadline, self.changed.changed()).await;
+            if !matches!(more, Ok(Ok(()))) {
+                panic!(
+                    "the terminal never showed {what}; it shows:\n{}",
+                    parser.screen().contents()
+                );
+            }
         }
     }
 

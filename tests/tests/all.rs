@@ -24,6 +24,7 @@ mod approvals;
 mod approvals_cli;
 mod approvals_deny_always;
 mod chat;
+mod chat_live;
 mod cli;
 mod cli_screen;
 mod context_compact;

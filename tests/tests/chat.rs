@@ -15,6 +15,9 @@ use serde_json::json;
 const COLS: u16 = 100;
 const ROWS: u16 = 30;
 
+/// The after-run line, the last thing a run writes (`tokens 10 in · 5 out · 1 step · 12 ms`).
+const AFTER_RUN: &str = " out · ";
+
 /// Permissions that ask before shell commands and writes.
 const ASK: &str = "[permissions]\ndefault_mode = \"default\"\n";
 
@@ -53,10 +56,10 @@ async fn agentctl_alone_on_a_terminal_chats_and_ctrl_d_quits() {
     pty.send("say hello\r");
     pty.expect("Hello from the model.").await;
     // The run ended: the next line is a new prompt in the same session.
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     pty.send("again\r");
     pty.expect("Still here.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
 
     pty.send("\x04");
     pty.expect("stays").await;
@@ -97,7 +100,7 @@ async fn a_line_typed_during_a_run_is_a_steer_and_alt_enter_a_follow_up() {
 
     pty.send("read the gate\r");
     // The tool holds the run until the gate opens.
-    pty.expect("[tool] run_shell: cat gate").await;
+    pty.expect("run_shell: cat gate").await;
     pty.send("use tabs\r");
     pty.expect("queued steer: use tabs").await;
     pty.send("then stop\x1b\r");
@@ -108,7 +111,7 @@ async fn a_line_typed_during_a_run_is_a_steer_and_alt_enter_a_follow_up() {
     pty.expect("Steered.").await;
     pty.expect("follow-up delivered: then stop").await;
     pty.expect("Followed up.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
@@ -168,7 +171,7 @@ async fn an_approval_is_answered_with_one_key() {
     pty.send("no, use tabs\r");
     pty.expect("denied").await;
     pty.expect("Touched one.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     assert!(env.workspace().join("approved.txt").exists());
     assert!(!env.workspace().join("denied.txt").exists());
     let requests = mock.requests();
@@ -199,7 +202,7 @@ async fn ctrl_c_cancels_the_run_and_twice_when_idle_quits_keeping_the_session() 
     pty.send("\x03");
     pty.expect("cancelling").await;
     pty.expect("run cancelled").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
 
     // Idle now: one Ctrl-C warns, the second quits.
     pty.send("\x03");
@@ -236,7 +239,7 @@ async fn mode_plan_before_the_first_prompt_starts_the_session_in_plan_mode() {
     pty.expect("no session yet").await;
     pty.send("write it\r");
     pty.expect("Plan: write planned.txt.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     assert!(!env.workspace().join("planned.txt").exists());
     pty.send("/status\r");
     pty.expect("mode plan").await;
@@ -262,7 +265,7 @@ async fn local_commands_answer_without_the_model() {
     pty.expect("unknown mode sideways").await;
     pty.send("hello\r");
     pty.expect("Hi.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     pty.send("/cost\r");
     pty.expect("tokens: 120 in (100 cached), 7 out").await;
     pty.send("/sessions\r");
@@ -288,7 +291,7 @@ async fn chat_continues_the_newest_session_of_the_directory_or_a_given_one() {
     let mut first = start_chat(&env, &["chat"]).await;
     first.send("first\r");
     first.expect("First answer.").await;
-    first.expect("session: ses_").await;
+    first.expect(AFTER_RUN).await;
     first.send("/quit\r");
     assert_eq!(first.wait().await.code(), Some(0));
     let session = session_on_screen(&first.screen());
@@ -361,14 +364,14 @@ async fn mode_and_model_change_the_session_from_its_next_run() {
 
     pty.send("hello\r");
     pty.expect("First.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     pty.send("/mode plan\r");
     pty.expect("mode plan from the next run").await;
     pty.send("/model mock:other-model\r");
     pty.expect("model mock:other-model from the next run").await;
     pty.send("write it\r");
     pty.expect("Planned only.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     // Plan mode refused the write; the new model answered.
     assert!(!env.workspace().join("planned.txt").exists());
     let requests = mock.requests();
@@ -396,7 +399,7 @@ async fn lines_typed_in_an_earlier_chat_come_back_with_up() {
     let mut first = start_chat(&env, &["chat"]).await;
     first.send("remember this line\r");
     first.expect("Noted.").await;
-    first.expect("session: ses_").await;
+    first.expect(AFTER_RUN).await;
     first.send("/quit\r");
     assert_eq!(first.wait().await.code(), Some(0));
     let history = env.path("state").join("agentd").join("chat_history");
@@ -426,7 +429,7 @@ async fn a_daemon_that_goes_away_ends_the_chat_with_exit_3_and_how_to_go_on() {
     let mut pty = start_chat(&env, &["chat"]).await;
     pty.send("hello\r");
     pty.expect("Here.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     let session = session_on_screen(&pty.screen());
 
     let stopped = env.run_agentctl(&["daemon", "stop"]).await;
@@ -453,7 +456,7 @@ async fn ctrl_c_at_an_approval_prompt_cancels_the_run_and_nothing_runs() {
     pty.send("\x03");
     pty.expect("cancelling").await;
     pty.expect("run cancelled").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     assert!(!env.workspace().join("never.txt").exists());
     // Idle again: the approval keys are plain text once more.
     pty.send("\x04");
@@ -488,7 +491,7 @@ async fn chat_on_a_running_session_shows_the_run_and_steers_it() {
     write_fifo(&gate, "open\n").await;
     pty.expect("steer delivered: use the side door").await;
     pty.expect("Steered from the chat.").await;
-    pty.expect("session: ses_").await;
+    pty.expect(AFTER_RUN).await;
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }

@@ -1,21 +1,24 @@
 //! The line editor of `agentctl chat`: rustyline on a thread of its own, so the chat loop keeps
 //! following events while a line is typed, and a printer thread that writes the chat's output
-//! above the line being edited (rustyline's external printer). Keys that mean something of
-//! their own (Alt+Enter, an approval key on an empty line) are told apart here.
+//! above the line being edited (rustyline's external printer, through `printer::Gate`). Keys
+//! that mean something of their own (Alt+Enter, an approval key on an empty line) are told
+//! apart here; a line read is erased from the screen once read (the chat echoes it).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{
-    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
-    ExternalPrinter, KeyCode, KeyEvent, Modifiers, RepeatCount,
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler, KeyCode,
+    KeyEvent, Modifiers, RepeatCount,
 };
 use tokio::sync::mpsc;
+
+use super::printer::{Gate, erase_accepted};
 
 /// Inputs typed and not yet taken by the chat loop. The editor reads again as soon as a line is
 /// handed over (a key typed between two reads would meet the terminal in its cooked mode, echoed
@@ -80,10 +83,16 @@ impl LineEditor {
         let approval_pending = Arc::new(AtomicBool::new(false));
         let follow_up = Arc::new(AtomicBool::new(false));
         let approval_key = Arc::new(AtomicU8::new(0));
+        let gate = Arc::new(Gate::default());
+        let ended = LineEnds {
+            gate: gate.clone(),
+            line: Arc::new(Mutex::new(String::new())),
+        };
         editor.bind_sequence(
             KeyEvent(KeyCode::Enter, Modifiers::ALT),
             EventHandler::Conditional(Box::new(FollowUpEnter {
                 follow_up: follow_up.clone(),
+                ended: ended.clone(),
             })),
         );
         for key in APPROVAL_KEYS {
@@ -92,8 +101,19 @@ impl LineEditor {
                 EventHandler::Conditional(Box::new(ApprovalKey {
                     pending: approval_pending.clone(),
                     pressed: approval_key.clone(),
+                    ended: ended.clone(),
                 })),
             );
+        }
+        // The keys that end a read by themselves: Enter (Ctrl-M), Ctrl-J, Ctrl-C, and Ctrl-D
+        // on an empty line.
+        for key in [
+            KeyEvent(KeyCode::Enter, Modifiers::NONE),
+            KeyEvent::ctrl('J'),
+            KeyEvent::ctrl('C'),
+            KeyEvent::ctrl('D'),
+        ] {
+            editor.bind_sequence(key, EventHandler::Conditional(Box::new(ended.clone())));
         }
         let mut printer = editor
             .create_external_printer()
@@ -102,6 +122,7 @@ impl LineEditor {
         let (input_sender, inputs) = mpsc::channel(INPUT_BUFFER);
         let stop = Arc::new(AtomicBool::new(false));
         let stop_reading = stop.clone();
+        let editor_gate = gate.clone();
         // Not joined: it is inside `readline` whenever the chat ends, which nothing can
         // interrupt; it stops after that line, or with the process (`stop`).
         std::thread::Builder::new()
@@ -110,7 +131,21 @@ impl LineEditor {
                 // The history file is read and written here, off the async runtime.
                 let history = history.filter(|path| open_history(&mut editor, path));
                 while !stop_reading.load(Ordering::Relaxed) {
+                    editor_gate.reading();
                     let input = read_one(&mut editor, prompt, &follow_up, &approval_key);
+                    // Whatever ended the read, the screen is tidied before messages go on.
+                    editor_gate.ending();
+                    let typed = match &input {
+                        Input::Line { text, .. } => Some(text.clone()),
+                        Input::Key(_) | Input::Eof => Some(String::new()),
+                        Input::Interrupt => Some(ended.take_line()),
+                        Input::Failed(_) => None,
+                    };
+                    editor_gate.between(|| {
+                        if let Some(typed) = typed {
+                            erase_accepted(prompt, &typed);
+                        }
+                    });
                     if let (Some(path), Input::Line { text, .. }) = (&history, &input)
                         && !text.trim().is_empty()
                     {
@@ -129,7 +164,7 @@ impl LineEditor {
             .spawn(move || {
                 while let Some(text) = to_print.blocking_recv() {
                     // A terminal that went away leaves nothing to print to.
-                    if printer.print(text).is_err() {
+                    if gate.print(&mut printer, text).is_err() {
                         return;
                     }
                 }
@@ -154,8 +189,8 @@ impl LineEditor {
         self.approval_pending.store(pending, Ordering::Relaxed);
     }
 
-    /// Print complete lines above the line being edited (a trailing newline is added when
-    /// missing).
+    /// Print text above the line being edited: it should end with a newline (rustyline adds
+    /// one otherwise, except between two reads).
     pub async fn print(&self, text: String) {
         if let Some(printer) = &self.printer {
             // The printer thread only stops with the terminal; nothing is left to print to.
@@ -238,14 +273,50 @@ fn read_one(
     }
 }
 
+/// A key that ends the read: messages wait until the line read is erased (see
+/// `printer::Gate`); the line is kept for Ctrl-C, whose read returns nothing.
+#[derive(Clone)]
+struct LineEnds {
+    gate: Arc<Gate>,
+    line: Arc<Mutex<String>>,
+}
+
+impl LineEnds {
+    fn end(&self, ctx: &EventContext) {
+        ctx.line()
+            .clone_into(&mut self.line.lock().unwrap_or_else(PoisonError::into_inner));
+        self.gate.ending();
+    }
+
+    /// The line on the screen when the read ended.
+    fn take_line(&self) -> String {
+        std::mem::take(&mut self.line.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl ConditionalEventHandler for LineEnds {
+    fn handle(&self, event: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        // Ctrl-D ends the read only on an empty line (else it deletes a character).
+        let deletes =
+            matches!(event.get(0), Some(KeyEvent(KeyCode::Char('D'), _))) && !ctx.line().is_empty();
+        if !deletes {
+            self.end(ctx);
+        }
+        // What the key does is rustyline's own.
+        None
+    }
+}
+
 /// Alt+Enter: accept the line as a follow-up.
 struct FollowUpEnter {
     follow_up: Arc<AtomicBool>,
+    ended: LineEnds,
 }
 
 impl ConditionalEventHandler for FollowUpEnter {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
         self.follow_up.store(true, Ordering::Relaxed);
+        self.ended.end(ctx);
         Some(Cmd::AcceptLine)
     }
 }
@@ -254,6 +325,7 @@ impl ConditionalEventHandler for FollowUpEnter {
 struct ApprovalKey {
     pending: Arc<AtomicBool>,
     pressed: Arc<AtomicU8>,
+    ended: LineEnds,
 }
 
 impl ConditionalEventHandler for ApprovalKey {
@@ -266,6 +338,7 @@ impl ConditionalEventHandler for ApprovalKey {
         };
         let key = u8::try_from(u32::from(*key)).ok()?;
         self.pressed.store(key, Ordering::Relaxed);
+        self.ended.end(ctx);
         Some(Cmd::AcceptLine)
     }
 }

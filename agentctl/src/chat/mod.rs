@@ -1,17 +1,21 @@
 //! `agentctl chat` (and `agentctl` alone on a terminal): an interactive session in the current
 //! directory. A line editor (`editor`) reads prompts while the session's events stream through
-//! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; a line typed
-//! during a run is a steer or a follow-up (`line`), local commands are answered in `local`.
+//! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; what the
+//! renderer writes and its activity line show in a live area above the prompt (`live`); a line
+//! typed during a run is a steer or a follow-up (`line`), local commands are answered in
+//! `local`.
 
+mod approvals;
 mod editor;
 mod line;
-mod lines;
+mod live;
 mod local;
+mod printer;
 mod session;
 
-use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::approval::PermissionMode;
@@ -20,9 +24,10 @@ use protocol::event::Event;
 use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
 use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams, SessionStatus};
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::Context;
-use crate::approval_desk::{ApprovalDesk, DeskAction};
+use crate::approval_desk::ApprovalDesk;
 use crate::approve_policy::Handling;
 use crate::client::{ClientError, Connection, EventStream};
 use crate::commands::run_input::newest_session_in;
@@ -32,13 +37,21 @@ use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
 use crate::safe_text::neutralise;
 use editor::{Input, LineEditor};
 use line::Typed;
-use lines::LineAssembler;
+use live::LiveArea;
 use session::{SavedTerminal, session_info};
 
 /// The editor's prompt. One for every state: a line being typed keeps its prompt while a run
 /// starts or ends, so what a line becomes (a prompt when idle, a steer while a run streams) is
 /// said when it is sent ("queued steer: …").
 const PROMPT: &str = "› ";
+
+/// How often the live area is brought up to date while a run is shown: the text streamed
+/// meanwhile is written in one message (the printer's queue stays short), and the activity
+/// line's spinner and seconds move on.
+const LIVE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Columns assumed when the terminal does not say its width.
+const FALLBACK_WIDTH: usize = 80;
 
 /// Which session the chat starts in.
 #[derive(Clone, Debug, Default)]
@@ -83,11 +96,14 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     let saved_terminal = SavedTerminal::save();
     let editor = LineEditor::start(PROMPT, editor::history_path())
         .map_err(|err| not_a_terminal(&err.to_string()))?;
+    let mut live_ticks = tokio::time::interval(LIVE_INTERVAL);
+    live_ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut chat = Chat {
         connection,
         cwd,
         editor,
-        lines: LineAssembler::default(),
+        live: LiveArea::default(),
+        live_ticks,
         session: None,
         last_seq: 0,
         new_session: start,
@@ -124,7 +140,9 @@ struct Chat {
     connection: Connection,
     cwd: PathBuf,
     editor: LineEditor,
-    lines: LineAssembler,
+    live: LiveArea,
+    /// Ticks while a run is shown: the live area is redrawn at most this often.
+    live_ticks: Interval,
     /// The session prompts go to, with its event subscription; `None` until the first prompt
     /// (or after `/new`).
     session: Option<Attached>,
@@ -165,6 +183,8 @@ enum Wake {
     Input(Input),
     Event(Option<Result<RawEnvelope, ClientError>>),
     Interrupt,
+    /// Time to redraw the live area.
+    Tick,
     /// The daemon closed the connection (stopped or crashed).
     Disconnected,
 }
@@ -201,17 +221,23 @@ impl Chat {
         loop {
             let wake = {
                 let events = self.session.as_mut().map(|session| &mut session.events);
+                let ticks = self.run.is_some().then_some(&mut self.live_ticks);
                 wait(
                     &self.connection,
                     &mut self.editor,
                     events,
                     &mut self.interrupts,
+                    ticks,
                 )
                 .await
             };
             let next = match wake {
                 Wake::Input(input) => self.on_input(input).await?,
                 Wake::Interrupt => self.on_interrupt().await,
+                Wake::Tick => {
+                    self.on_tick().await;
+                    Next::Continue
+                }
                 Wake::Event(Some(Ok(envelope))) => {
                     self.on_event(envelope).await;
                     Next::Continue
@@ -254,6 +280,11 @@ impl Chat {
                 Ok(Next::Continue)
             }
             Input::Line { text, follow_up } => {
+                // The editor erased the line it read: it stays on the screen as a line of
+                // ours, above the live area.
+                if !text.trim().is_empty() {
+                    self.say(&format!("{PROMPT}{text}")).await;
+                }
                 let typed = line::parse(&text, follow_up);
                 // While an approval waits, a line answers it; local commands still work.
                 if self.run.as_ref().is_some_and(|run| run.desk.is_prompting())
@@ -280,49 +311,6 @@ impl Chat {
                 }
             }
         }
-    }
-
-    /// A line typed while an approval prompt waits, as if typed at `run`'s prompt: one key,
-    /// then Enter; or, once `n` asked for a reason, the reason, then Enter. Any other line
-    /// answers nothing (its letters must not pick answers).
-    async fn on_approval_line(&mut self, text: &str) {
-        let Some(run) = self.run.as_mut() else {
-            return;
-        };
-        let keys: Vec<u8> = match (run.typing_reason, text.trim().as_bytes()) {
-            (true, typed) => typed.to_vec(),
-            (false, [key]) => vec![*key],
-            (false, _) => Vec::new(),
-        };
-        let mut actions = Vec::new();
-        if !keys.is_empty() || run.typing_reason {
-            for key in keys.into_iter().chain(std::iter::once(b'\r')) {
-                actions.extend(run.desk.on_key(key));
-                // Answered: the rest must not answer the next approval.
-                if actions.contains(&DeskAction::ClosePrompt) {
-                    break;
-                }
-            }
-        }
-        if actions.is_empty() {
-            self.say("an approval is waiting: answer with one of the keys shown")
-                .await;
-            return;
-        }
-        self.perform(actions).await;
-    }
-
-    async fn on_key(&mut self, key: u8) {
-        let Some(run) = self.run.as_mut() else {
-            return;
-        };
-        let actions = run.desk.on_key(key);
-        if actions.is_empty() {
-            self.say("that key answers nothing here: use one of the keys shown")
-                .await;
-            return;
-        }
-        self.perform(actions).await;
     }
 
     /// Ctrl-C: cancel the run; when idle, the second in a row quits.
@@ -368,7 +356,7 @@ impl Chat {
             Ok(event) if fresh => run.desk.on_event(&event),
             _ => Vec::new(),
         };
-        self.show(outputs).await;
+        self.show(outputs);
         self.perform(actions).await;
         let Some(run) = self.run.as_mut() else {
             return;
@@ -377,10 +365,10 @@ impl Chat {
             let outputs = run.renderer.finish();
             self.run = None;
             self.editor.set_approval_pending(false);
-            self.show(outputs).await;
-            if let Some(text) = self.lines.flush() {
-                self.editor.print(text).await;
-            }
+            // The live area goes in the message that writes the after-run line.
+            self.live.push(outputs);
+            self.live.end_line();
+            self.refresh().await;
             if let Some(run_id) = self.next_run.take() {
                 self.show_run(run_id);
             }
@@ -419,64 +407,6 @@ impl Chat {
         CommandError::connection_lost(format!(
             "lost the connection to agentd (did it stop or crash?); once it is back, {next}"
         ))
-    }
-
-    /// Do what the approval desk asks, in order.
-    async fn perform(&mut self, actions: Vec<DeskAction>) {
-        let mut actions = VecDeque::from(actions);
-        while let Some(action) = actions.pop_front() {
-            match action {
-                DeskAction::Note(text) => self.say(&text).await,
-                DeskAction::Prompt { header, question } => {
-                    if let Some(run) = self.run.as_mut() {
-                        run.typing_reason = false;
-                    }
-                    // Keys answer from the moment the question can be seen.
-                    self.editor.set_approval_pending(true);
-                    self.say(&format!("{header}\n{question}(type the key)"))
-                        .await;
-                }
-                DeskAction::Reprompt(question) => {
-                    // `n` asked for a reason: from now on a typed line is that reason, so its
-                    // letters are text again. Asked once; the desk's redraws per key are not.
-                    let Some(run) = self.run.as_mut() else {
-                        continue;
-                    };
-                    if !run.typing_reason {
-                        run.typing_reason = true;
-                        self.editor.set_approval_pending(false);
-                        self.say(&question).await;
-                    }
-                }
-                DeskAction::ClosePrompt => {
-                    if let Some(run) = self.run.as_mut() {
-                        run.typing_reason = false;
-                    }
-                    self.editor.set_approval_pending(false);
-                }
-                DeskAction::Respond {
-                    approval_id,
-                    decision,
-                    reason,
-                    policy,
-                } => {
-                    let Some(run) = self.run.as_mut() else {
-                        continue;
-                    };
-                    actions.extend(
-                        follow::answer_approval(
-                            &self.connection,
-                            &mut run.desk,
-                            approval_id,
-                            decision,
-                            reason,
-                            policy,
-                        )
-                        .await,
-                    );
-                }
-            }
-        }
     }
 
     /// A new prompt: in the session, created first when there is none.
@@ -550,8 +480,8 @@ impl Chat {
 
     /// Show `run_id` from the events after the last seen.
     fn show_run(&mut self, run_id: String) {
-        // The defaults: text, not JSON, and plain lines (no spinner or redrawing in place),
-        // which the printer writes above the line being typed.
+        // Text, not JSON; the activity line is the live area's (no redrawing in place here),
+        // and the after-run line does not name the session (the chat knows it; `/status`).
         let options = RenderOptions::default();
         let mut renderer = Renderer::new(
             Mode::Run {
@@ -561,6 +491,9 @@ impl Chat {
             self.last_seq,
         );
         renderer.set_approvals_handled(true);
+        renderer.set_status_drawn_by_caller();
+        renderer.set_names_session(false);
+        renderer.set_width(Some(terminal_width()));
         self.run = Some(ActiveRun {
             renderer,
             desk: ApprovalDesk::new(run_id, Handling::Prompt),
@@ -583,22 +516,51 @@ impl Chat {
             ),
             (None, _) => "bye".to_owned(),
         };
-        self.last_words = self.lines.note(&line);
+        // The live rows (if a run is shown) stay where they are: the editor may never write
+        // a last message, so these words go straight below them.
+        self.last_words = line;
     }
 
-    /// Print the renderer's output: whole lines above the line being typed.
-    async fn show(&mut self, outputs: Vec<Output>) {
-        if let Some(text) = self.lines.push(outputs) {
-            self.editor.print(text).await;
+    /// Take the renderer's output; it shows at the next tick (a fast stream is written a few
+    /// times a second, not once per piece).
+    fn show(&mut self, outputs: Vec<Output>) {
+        self.live.push(outputs);
+    }
+
+    /// The live area's next frame: the spinner and the seconds move on.
+    async fn on_tick(&mut self) {
+        if let Some(run) = self.run.as_mut() {
+            run.renderer.set_width(Some(terminal_width()));
+            // The renderer only moves its clock and spinner here (it draws nothing itself).
+            let outputs = run.renderer.tick();
+            self.live.push(outputs);
+        }
+        self.refresh().await;
+    }
+
+    /// Bring the screen up to date: the lines that stay, then the live rows.
+    async fn refresh(&mut self) {
+        let width = terminal_width();
+        let status = self
+            .run
+            .as_ref()
+            .and_then(|run| run.renderer.status_line(width));
+        if let Some(message) = self.live.update(status.as_deref(), width) {
+            self.editor.print(message).await;
         }
     }
 
-    /// Print a line of our own. It may quote the session, the model or the daemon (a title,
-    /// a command to approve, an error), so it is neutralised like the renderer's text.
+    /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
+    /// title, a command to approve, an error), so it is neutralised like the renderer's text.
     async fn say(&mut self, line: &str) {
-        let text = self.lines.note(&neutralise(line));
-        self.editor.print(text).await;
+        self.live.note(&neutralise(line));
+        self.refresh().await;
     }
+}
+
+/// The terminal's width now (it may have been resized since the last update).
+fn terminal_width() -> usize {
+    crate::terminal::stderr_width().unwrap_or(FALLBACK_WIDTH)
 }
 
 /// Wait for the next thing to handle: a typed line, an event of the session, or Ctrl-C
@@ -608,6 +570,7 @@ async fn wait(
     editor: &mut LineEditor,
     events: Option<&mut EventStream>,
     interrupts: &mut Signal,
+    ticks: Option<&mut Interval>,
 ) -> Wake {
     let event = async {
         match events {
@@ -615,10 +578,17 @@ async fn wait(
             None => std::future::pending().await,
         }
     };
+    let tick = async {
+        match ticks {
+            Some(ticks) => ticks.tick().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         input = editor.next() => Wake::Input(input),
         event = event => Wake::Event(event),
         _ = interrupts.recv() => Wake::Interrupt,
+        _ = tick => Wake::Tick,
         () = connection.closed() => Wake::Disconnected,
     }
 }

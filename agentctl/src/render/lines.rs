@@ -83,7 +83,7 @@ impl Renderer {
         out: &mut Vec<Output>,
     ) {
         let summary = truncate(&one_line(summary), SUMMARY_MAX_CHARS);
-        if self.options.redraws() {
+        if self.tracks_activity() {
             self.activity.tool_started(id, tool, summary, self.now);
             self.draw_spinner(out);
         } else {
@@ -116,7 +116,9 @@ impl Renderer {
         } else {
             String::new()
         };
-        if let Some(width) = self.options.width.filter(|_| self.options.redraws()) {
+        if self.tracks_activity() {
+            // The caller that draws the activity line may not know the width: no cut then.
+            let width = self.options.width.unwrap_or(usize::MAX);
             let label = match self.activity.tool_completed(id) {
                 Some(active) if !active.summary.is_empty() => {
                     format!("{}: {}", active.tool, active.summary)
@@ -192,7 +194,9 @@ impl Renderer {
                     finished.cost_usd,
                 );
                 self.stderr_styled(Style::Dim, &line, out);
-                self.stderr_line(&format!("session: {session_id}"), out);
+                if self.names_session {
+                    self.stderr_line(&format!("session: {session_id}"), out);
+                }
             }
             self.exit = Some(exit_code_for(status));
         }

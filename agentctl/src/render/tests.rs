@@ -689,3 +689,52 @@ fn the_activity_line_shows_thinking_then_the_tool_with_its_time_and_output_tail(
         h.stderr
     );
 }
+
+#[test]
+fn a_caller_that_draws_the_activity_line_gets_only_lines_that_stay() {
+    let mut h = Harness::plain_run();
+    h.renderer.set_status_drawn_by_caller();
+    h.renderer.set_names_session(false);
+    h.renderer.set_width(Some(50));
+    let start = h.now;
+    assert_eq!(h.renderer.status_line(50), None);
+    h.send(started(RUN));
+    h.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    assert!(
+        h.renderer
+            .tick_at(start + std::time::Duration::from_secs(4))
+            .is_empty()
+    );
+    assert_eq!(
+        h.renderer.status_line(50).as_deref(),
+        Some("⠙ thinking… 4s · Ctrl-C to cancel")
+    );
+    h.send(delta(RUN, "Hello wor"));
+    assert_eq!(h.renderer.status_line(50), None, "the model answered");
+    h.send(tool_started(RUN, "c1", "run_shell", &"x".repeat(80)));
+    h.send(Event::ToolProgress {
+        run_id: RUN.to_owned(),
+        tool_call_id: "c1".to_owned(),
+        message: "1 lines, 9 bytes of output: line one".to_owned(),
+    });
+    h.renderer
+        .tick_at(start + std::time::Duration::from_secs(7));
+    let status = h.renderer.status_line(50).expect("a running tool");
+    assert!(status.starts_with("⠹ run_shell: xxx"), "{status}");
+    assert!(display_width(&status) < 50, "{status}");
+    h.send(tool_completed(RUN, "c1", "run_shell", false, 1200));
+    h.send(finished(RUN, RunStatus::Completed, None));
+    assert_eq!(h.stdout, "Hello wor\n");
+    // Nothing drawn in place, and no session line after the after-run line.
+    assert!(!h.stderr.contains('\r'), "{:?}", h.stderr);
+    assert!(h.stderr.starts_with("\n✓ run_shell: xxx"), "{:?}", h.stderr);
+    assert!(
+        h.stderr.ends_with(" out · 1 step · 0 ms\n"),
+        "{:?}",
+        h.stderr
+    );
+    assert!(!h.stderr.contains("session:"), "{:?}", h.stderr);
+}

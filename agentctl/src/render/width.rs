@@ -53,6 +53,32 @@ pub fn tail_to_width(text: &str, columns: usize) -> String {
     std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
+/// `text` cut where a row of `columns` columns ends: the head fits (at least one character,
+/// so the rest always shrinks), ending after the last space when it has one past its first
+/// half (a word is not split when it can be kept whole); the rest follows on the next row.
+pub fn split_at_width(text: &str, columns: usize) -> (&str, &str) {
+    let mut used = 0;
+    let mut cut = text.len();
+    let mut after_space = None;
+    for (at, c) in text.char_indices() {
+        let width = char_width(c);
+        if used + width > columns && at > 0 {
+            cut = at;
+            break;
+        }
+        used += width;
+        if c == ' ' && used * 2 > columns {
+            after_space = Some(at + 1);
+        }
+    }
+    if cut < text.len()
+        && let Some(space) = after_space
+    {
+        cut = space;
+    }
+    text.split_at(cut)
+}
+
 fn char_width(c: char) -> usize {
     match c as u32 {
         0x0300..=0x036f | 0x200b..=0x200f | 0xfe00..=0xfe0f => 0,
@@ -85,5 +111,20 @@ mod tests {
         assert_eq!(truncate_to_width("abc", 0), "");
         assert_eq!(tail_to_width("why not? no, use tabs", 10), "… use tabs");
         assert_eq!(tail_to_width("short", 10), "short");
+    }
+
+    #[test]
+    fn rows_break_after_a_space_when_a_word_would_be_split() {
+        assert_eq!(split_at_width("short", 10), ("short", ""));
+        assert_eq!(
+            split_at_width("hello big world", 10),
+            ("hello big ", "world")
+        );
+        assert_eq!(split_at_width("abcdefghijkl", 5), ("abcde", "fghijkl"));
+        // A space in the first half would leave a short row: cut the word instead.
+        assert_eq!(split_at_width("a bcdefghij", 6), ("a bcde", "fghij"));
+        assert_eq!(split_at_width("日本語", 3), ("日", "本語"));
+        // At least one character, even one wider than the row.
+        assert_eq!(split_at_width("日本", 1), ("日", "本"));
     }
 }

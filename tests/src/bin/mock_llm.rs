@@ -6,6 +6,7 @@
 //! OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 OPENAI_API_KEY=x agentctl run "hello"
 //! curl -d '[{"text":"scripted"}]' http://127.0.0.1:PORT/mock/replies   # queue replies
 //! curl http://127.0.0.1:PORT/mock/requests                             # what was sent
+//! curl -X POST http://127.0.0.1:PORT/mock/release                      # held replies go on
 //! ```
 
 use std::io::Write;

@@ -3,7 +3,8 @@
 //!
 //! Endpoints: `POST /v1/chat/completions` and `POST /chat/completions` (OpenAI), `POST
 //! /v1/messages` (Anthropic); control endpoints `POST /mock/replies` (push a JSON array of
-//! `Reply`) and `GET /mock/requests` (the recorded requests) for out-of-process use.
+//! `Reply`), `POST /mock/release` (held replies go on) and `GET /mock/requests` (the recorded
+//! requests) for out-of-process use.
 
 mod render;
 mod reply;
@@ -22,7 +23,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinSet;
 
 pub use self::render::Format;
@@ -85,6 +86,9 @@ struct State {
     recorded: Notify,
     /// Script exhausted: echo the user's text instead of answering 500.
     echo: bool,
+    /// How many times the test released held replies: a held stream goes on once this is
+    /// above what it was when its request came.
+    releases: watch::Sender<u64>,
 }
 
 impl MockLlm {
@@ -115,6 +119,7 @@ impl MockLlm {
             requests: Mutex::new(Vec::new()),
             recorded: Notify::new(),
             echo,
+            releases: watch::Sender::new(0),
         });
         let (shutdown_sender, shutdown_receiver) = oneshot::channel();
         tokio::spawn(accept_loop(listener, state.clone(), shutdown_receiver));
@@ -146,6 +151,11 @@ impl MockLlm {
     /// Queues a reply; replies are consumed in order, one per model request, whatever endpoint.
     pub fn push(&self, reply: Reply) {
         lock(&self.handle.state.script).push_back(reply);
+    }
+
+    /// Lets every held reply (`Reply::held`) streaming now go on with its held text.
+    pub fn release(&self) {
+        self.handle.state.releases.send_modify(|count| *count += 1);
     }
 
     /// Replies not consumed yet.
@@ -277,6 +287,10 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Format::OpenAi,
         (&Method::POST, "/v1/messages") => Format::Anthropic,
         (&Method::POST, "/mock/replies") => return push_replies(&state, &body),
+        (&Method::POST, "/mock/release") => {
+            state.releases.send_modify(|count| *count += 1);
+            return json_response(StatusCode::OK, r#"{"released":true}"#);
+        }
         (&Method::GET, "/mock/requests") => {
             let requests = lock(&state.requests).clone();
             return json_response(StatusCode::OK, &serde_json::json!(requests).to_string());
@@ -330,10 +344,22 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         format,
         &reply,
         json["model"].as_str().unwrap_or("mock-model"),
+        state.releases.subscribe(),
     )
 }
 
-fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
+/// One step of a streamed reply: an event to send, or a hold until the test releases it.
+enum Step {
+    Send(Bytes),
+    Hold,
+}
+
+fn respond(
+    format: Format,
+    reply: &Reply,
+    model: &str,
+    mut releases: watch::Receiver<u64>,
+) -> Response<Body> {
     if let Some(error) = &reply.error {
         let status =
             StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -355,10 +381,18 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
         >())
         .boxed_unsync()
     } else {
-        let mut events: Vec<Bytes> = render::events(format, reply, model)
+        let mut events: Vec<Step> = render::events(format, reply, model)
             .iter()
-            .map(|event| event.to_bytes())
+            .map(|event| {
+                if event.hold {
+                    Step::Hold
+                } else {
+                    Step::Send(event.to_bytes())
+                }
+            })
             .collect();
+        // Released after the request came, not before: a release is for streams held now.
+        let released_before = *releases.borrow_and_update();
         let cut = reply.cut_after_events.is_some_and(|n| n < events.len());
         if let Some(n) = reply.cut_after_events {
             events.truncate(n);
@@ -369,14 +403,20 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
         }
         let delay = Duration::from_millis(reply.delay_ms);
         let stream = futures::stream::unfold(
-            (events.into_iter(), cut),
-            move |(mut events, cut)| async move {
-                match events.next() {
-                    Some(event) => {
+            (events.into_iter(), cut, releases),
+            move |(mut events, cut, mut releases)| async move {
+                let mut next = events.next();
+                while let Some(Step::Hold) = next {
+                    // The mock going away drops the sender: go on rather than hang.
+                    let _ = releases.wait_for(|count| *count > released_before).await;
+                    next = events.next();
+                }
+                match next {
+                    Some(Step::Send(event)) => {
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
                         }
-                        Some((Ok(Frame::data(event)), (events, cut)))
+                        Some((Ok(Frame::data(event)), (events, cut, releases)))
                     }
                     // An error frame makes hyper abort the connection without the final chunk.
                     // Yield first: hyper flushes what it buffered when the body is pending, so
@@ -385,11 +425,11 @@ fn respond(format: Format, reply: &Reply, model: &str) -> Response<Body> {
                         tokio::task::yield_now().await;
                         Some((
                             Err(std::io::Error::other("mock-llm: cut as scripted")),
-                            (events, false),
+                            (events, false, releases),
                         ))
                     }
                     None if stall => futures::future::pending().await,
-                    None => None,
+                    Some(Step::Hold) | None => None,
                 }
             },
         );

@@ -15,6 +15,8 @@ pub enum Format {
 pub(crate) struct SseEvent {
     pub name: Option<&'static str>,
     pub data: String,
+    /// Not sent: the stream waits here until the test releases it (`Reply::held`).
+    pub hold: bool,
 }
 
 impl SseEvent {
@@ -22,6 +24,7 @@ impl SseEvent {
         SseEvent {
             name: None,
             data: data.to_string(),
+            hold: false,
         }
     }
 
@@ -29,6 +32,16 @@ impl SseEvent {
         SseEvent {
             name: Some(name),
             data: data.to_string(),
+            hold: false,
+        }
+    }
+
+    /// Where a held reply waits for the test.
+    fn hold() -> Self {
+        SseEvent {
+            name: None,
+            data: String::new(),
+            hold: true,
         }
     }
 
@@ -128,6 +141,12 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
     for piece in pieces(&reply.text, reply.fragmented) {
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
+    if let Some(rest) = &reply.held_text {
+        events.push(SseEvent::hold());
+        for piece in pieces(rest, reply.fragmented) {
+            events.push(chunk(json!({"content": piece}), Value::Null));
+        }
+    }
     // Round-robin over the calls so fragments of several calls interleave by index.
     let call_pieces: Vec<Vec<String>> = reply
         .tool_calls
@@ -172,6 +191,7 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
     events.push(SseEvent {
         name: None,
         data: "[DONE]".to_owned(),
+        hold: false,
     });
     events
 }
@@ -216,19 +236,28 @@ fn anthropic_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
         ));
         index += 1;
     }
-    if !reply.text.is_empty() {
+    if !reply.text.is_empty() || reply.held_text.is_some() {
         events.push(SseEvent::named(
             "content_block_start",
             json!({"type": "content_block_start", "index": index,
                    "content_block": {"type": "text", "text": ""}}),
         ));
         events.push(SseEvent::named("ping", json!({"type": "ping"})));
-        for piece in pieces(&reply.text, reply.fragmented) {
-            events.push(SseEvent::named(
+        let text_delta = |piece: String| {
+            SseEvent::named(
                 "content_block_delta",
                 json!({"type": "content_block_delta", "index": index,
                        "delta": {"type": "text_delta", "text": piece}}),
-            ));
+            )
+        };
+        events.extend(
+            pieces(&reply.text, reply.fragmented)
+                .into_iter()
+                .map(text_delta),
+        );
+        if let Some(rest) = &reply.held_text {
+            events.push(SseEvent::hold());
+            events.extend(pieces(rest, reply.fragmented).into_iter().map(text_delta));
         }
         events.push(SseEvent::named(
             "content_block_stop",

@@ -10,6 +10,10 @@ pub struct Reply {
     /// Text of the reply (may be empty when there are tool calls).
     #[serde(default)]
     pub text: String,
+    /// More text of the same message, streamed only once the test calls
+    /// [`super::MockLlm::release`]: the stream holds after `text` (a client shows a half line,
+    /// or a model that has not answered yet, for as long as the test needs).
+    pub held_text: Option<String>,
     /// Reasoning streamed before the text (`reasoning_content` deltas; a `thinking` block).
     #[serde(default)]
     pub thinking: String,
@@ -131,6 +135,16 @@ impl Reply {
     pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
         self.thinking = thinking.into();
         self
+    }
+
+    /// Stream `text`, hold until [`super::MockLlm::release`], then stream `rest` as more of
+    /// the same message.
+    pub fn held(text: impl Into<String>, rest: impl Into<String>) -> Self {
+        Reply {
+            text: text.into(),
+            held_text: Some(rest.into()),
+            ..Reply::default()
+        }
     }
 
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
