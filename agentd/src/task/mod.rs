@@ -190,6 +190,36 @@ struct Records {
     by_id: HashMap<String, TaskInfo>,
     /// Stop tokens of tasks that have not finished.
     tokens: HashMap<String, CancellationToken>,
+    /// Versions of records not yet known to be on disk as they are: a change bumps one, a
+    /// write that took it in catches up, so a write with nothing new (two changes on the way
+    /// to a start, written by the first write) is skipped. A finished task's entry goes once
+    /// its end is written.
+    versions: HashMap<String, Versions>,
+}
+
+/// The version of a task's record in memory, and the version last written.
+#[derive(Clone, Copy, Debug, Default)]
+struct Versions {
+    changed: u64,
+    written: u64,
+}
+
+impl Records {
+    /// `task_id`'s record changed in memory.
+    fn bump(&mut self, task_id: &str) {
+        match self.versions.get_mut(task_id) {
+            Some(versions) => versions.changed += 1,
+            None => {
+                self.versions.insert(
+                    task_id.to_owned(),
+                    Versions {
+                        changed: 1,
+                        written: 0,
+                    },
+                );
+            }
+        }
+    }
 }
 
 impl TaskManager {
@@ -274,6 +304,7 @@ impl TaskManager {
             let mut records = self.lock();
             records.order.push(task_id.clone());
             records.by_id.insert(task_id.clone(), record.clone());
+            records.bump(&task_id);
             records
                 .tokens
                 .insert(task_id.clone(), self.stopping.child_token());
@@ -371,6 +402,7 @@ impl TaskManager {
             record.finished_at = Some(now_rfc3339());
         }
         let record = record.clone();
+        records.bump(task_id);
         if finished_now {
             records.tokens.remove(task_id);
         }
@@ -497,14 +529,32 @@ impl TaskManager {
             return Err("no record writer".to_owned());
         };
         let _writing = lock.lock().await;
-        let Some(record) = self.get(task_id) else {
-            return Ok(());
+        let (record, version) = {
+            let records = self.lock();
+            let Some(record) = records.by_id.get(task_id) else {
+                return Ok(());
+            };
+            let versions = records.versions.get(task_id).copied().unwrap_or_default();
+            if versions.changed > 0 && versions.written >= versions.changed {
+                // An earlier write (this stripe's lock held it) took every change in.
+                return Ok(());
+            }
+            (record.clone(), versions.changed)
         };
         let dir = self.dir.clone();
+        let finished = record.status.is_finished();
         tokio::task::spawn_blocking(move || store::write_record(&dir, &record))
             .await
             .map_err(|err| format!("the writer stopped: {err}"))?
-            .map_err(|err| format!("{err:#}"))
+            .map_err(|err| format!("{err:#}"))?;
+        let mut records = self.lock();
+        if let Some(versions) = records.versions.get_mut(task_id) {
+            versions.written = versions.written.max(version);
+            if finished && versions.written >= versions.changed {
+                records.versions.remove(task_id);
+            }
+        }
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, Records> {

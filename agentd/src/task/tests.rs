@@ -236,3 +236,47 @@ async fn a_deferred_update_is_announced_at_once_written_by_shutdown_and_never_an
     .unwrap();
     assert!(text.contains("ses_child"), "{text}");
 }
+
+#[tokio::test]
+async fn writes_with_nothing_new_are_skipped_and_every_change_still_reaches_the_disk() {
+    let state = tempfile::tempdir().unwrap();
+    let tasks = TaskManager::load(state.path(), TaskLimits::default());
+    let created = tasks.create(new_task("coalesced")).await.unwrap();
+    let path = state
+        .path()
+        .join("tasks")
+        .join(format!("{}.json", created.task_id));
+    let inode = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().ino()
+    };
+    // Nothing changed since the create was written: no new write (a write is a new file
+    // renamed over the old one).
+    let before = inode(&path);
+    tasks.persist(&created.task_id).await.unwrap();
+    assert_eq!(inode(&path), before);
+    // Two changes in a row, then the end: each is on disk once the writes are done.
+    tasks
+        .update_deferred(&created.task_id, |task| {
+            task.child_session_id = Some("ses_child".to_owned());
+        })
+        .unwrap();
+    tasks
+        .update_deferred(&created.task_id, |task| task.status = TaskStatus::Running)
+        .unwrap();
+    tasks
+        .update(&created.task_id, |task| {
+            task.status = TaskStatus::Completed;
+            task.result = Some("done".to_owned());
+        })
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("ses_child") && text.contains("completed") && text.contains("done"),
+        "{text}"
+    );
+    tasks.shutdown().await;
+    let after_shutdown = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(after_shutdown, text);
+}
