@@ -132,22 +132,38 @@ async fn prepare(
         return Err(PrepareError::UnknownAgent(catalogue.unknown(&agent_type)));
     };
     let tasks = sessions.deps.tasks.clone();
-    let task = tasks
-        .create(NewTask {
-            kind: TaskKind::Subagent,
-            parent_session_id: parent_id.clone(),
-            agent_type: Some(definition.name.clone()),
-            description: params.description.clone(),
-            prompt: params.prompt.clone(),
-            cwd: cwd.clone(),
-        })
-        .await
-        .map_err(|err| PrepareError::Failed(format!("the subagent did not start: {err}")))?;
     let system_prompt = crate::agents::child_system_prompt(&definition, &skills);
-    let child = match sessions
-        .create_child(base, parent_id, &definition, system_prompt, &task.task_id)
-        .await
-    {
+    // The record (written and synced) and the child's session file at the same time.
+    let task_id = TaskManager::new_id();
+    let (task, child) = tokio::join!(
+        tasks.create_as(
+            task_id.clone(),
+            NewTask {
+                kind: TaskKind::Subagent,
+                parent_session_id: parent_id.clone(),
+                agent_type: Some(definition.name.clone()),
+                description: params.description.clone(),
+                prompt: params.prompt.clone(),
+                cwd: cwd.clone(),
+            }
+        ),
+        sessions.create_child(base, parent_id.clone(), &definition, system_prompt, &task_id),
+    );
+    let task = match task {
+        Ok(task) => task,
+        Err(err) => {
+            // No task to report to: the child session goes too.
+            if let Ok(child) = &child
+                && let Err(delete) = sessions.delete(child.id()).await
+            {
+                tracing::warn!("cannot remove the session of a task not started: {delete}");
+            }
+            return Err(PrepareError::Failed(format!(
+                "the subagent did not start: {err}"
+            )));
+        }
+    };
+    let child = match child {
         Ok(child) => child,
         Err(err) => {
             let message = format!("the subagent's session could not be created: {err}");

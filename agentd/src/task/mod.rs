@@ -273,9 +273,19 @@ impl TaskManager {
         self.limits
     }
 
+    /// A new task id, for `create_as`.
+    pub fn new_id() -> String {
+        format!("task_{}", uuid::Uuid::new_v4().simple())
+    }
+
     /// Records a new `pending` task and announces it; returns its record.
     pub async fn create(&self, new: NewTask) -> Result<TaskInfo, TaskError> {
-        let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
+        self.create_as(TaskManager::new_id(), new).await
+    }
+
+    /// `create` under an id from [`TaskManager::new_id`] (known before the record is, so
+    /// what the task needs can be made at the same time).
+    pub async fn create_as(&self, task_id: String, new: NewTask) -> Result<TaskInfo, TaskError> {
         let description = new
             .description
             .as_deref()
