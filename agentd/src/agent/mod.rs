@@ -125,13 +125,21 @@ impl Run {
             (state.history.clone(), std::mem::take(&mut state.held))
         };
         for text in held {
-            self.push_user(&mut history, text, UserMessageKind::FollowUp)
+            self.push_user(&mut history, text, UserMessageKind::FollowUp, Vec::new())
                 .await?;
         }
-        self.push_user(&mut history, start.text, start.kind).await?;
-        for message in start.warnings {
-            self.log.append(Event::Warning { message }).await?;
-        }
+        // The warnings and the first turn's start go with the user's message: one write.
+        let mut then: Vec<Event> = start
+            .warnings
+            .into_iter()
+            .map(|message| Event::Warning { message })
+            .collect();
+        then.push(Event::TurnStarted {
+            run_id: self.run_id.clone(),
+            step: 1,
+        });
+        self.push_user(&mut history, start.text, start.kind, then)
+            .await?;
         Ok(history)
     }
 
@@ -161,12 +169,15 @@ impl Run {
                 });
             }
             step += 1;
-            self.log
-                .append(Event::TurnStarted {
-                    run_id: self.run_id.clone(),
-                    step,
-                })
-                .await?;
+            // The first turn's start was written with the user's message (`begin`).
+            if step > 1 {
+                self.log
+                    .append(Event::TurnStarted {
+                        run_id: self.run_id.clone(),
+                        step,
+                    })
+                    .await?;
+            }
             self.offer_tools().await?;
             self.manage_context(history).await?;
 
@@ -250,7 +261,7 @@ impl Run {
                         continue;
                     }
                     Pending::FollowUp(text) => {
-                        self.push_user(history, text, UserMessageKind::FollowUp)
+                        self.push_user(history, text, UserMessageKind::FollowUp, Vec::new())
                             .await?;
                         continue;
                     }
@@ -290,7 +301,7 @@ impl Run {
 
     async fn push_steers(&self, history: &mut Vec<Message>, steers: Vec<String>) -> Result<()> {
         for text in steers {
-            self.push_user(history, text.clone(), UserMessageKind::Steer)
+            self.push_user(history, text.clone(), UserMessageKind::Steer, Vec::new())
                 .await?;
             self.log
                 .append(Event::SteerDelivered {
@@ -474,7 +485,7 @@ impl Run {
                 content,
                 tool_calls,
             },
-            event,
+            vec![event],
         )
         .await
     }
@@ -484,20 +495,22 @@ impl Run {
         history: &mut Vec<Message>,
         text: String,
         kind: UserMessageKind,
+        then: Vec<Event>,
     ) -> Result<()> {
         let text = crate::conversation::cap_message_text(text);
-        let event = Event::MessageCompleted {
+        let mut events = vec![Event::MessageCompleted {
             run_id: self.run_id.clone(),
             role: MessageRole::User,
             content: text.clone(),
             kind: Some(kind),
             tool_calls: Vec::new(),
-        };
-        self.push_message_then(history, Message::User { content: text }, event)
+        }];
+        events.extend(then);
+        self.push_message_then(history, Message::User { content: text }, events)
             .await
     }
 
-    /// Persist a message and `event` announcing it in one write. The message joins the
+    /// Persist a message and `events` announcing it in one write. The message joins the
     /// session's history first, so whoever hears the event finds it there (and a run dropped
     /// while the write is under way, which still happens, keeps it); it leaves again when it
     /// was not written.
@@ -505,14 +518,14 @@ impl Run {
         &self,
         history: &mut Vec<Message>,
         message: Message,
-        event: Event,
+        events: Vec<Event>,
     ) -> Result<()> {
         let pushed = {
             let mut state = self.shared.lock();
             state.history.push(message.clone());
             state.history.len()
         };
-        if let Err(err) = self.log.append_message_then(&message, event).await {
+        if let Err(err) = self.log.append_message_then(&message, events).await {
             if err.is::<sink::MessageNotWritten>() {
                 let mut state = self.shared.lock();
                 if state.history.len() == pushed {

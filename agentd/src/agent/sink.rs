@@ -21,13 +21,14 @@ pub trait RunLog: Send + Sync {
     /// Persist a conversation message (no event; the caller publishes one). Cancel-safe.
     fn append_message<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, anyhow::Result<()>>;
 
-    /// Persist a conversation message, then `event` announcing it (only if the message was
-    /// written), in one write; returns the event's seq. An error that is (or wraps)
-    /// [`MessageNotWritten`] left neither in the file. Cancel-safe.
+    /// Persist a conversation message, then `events` (its announcement, and what follows at
+    /// once), in one write, each only if all before it were written; returns the last
+    /// event's seq. An error that is (or wraps) [`MessageNotWritten`] left nothing in the
+    /// file. Cancel-safe.
     fn append_message_then<'a>(
         &'a self,
         message: &'a Message,
-        event: Event,
+        events: Vec<Event>,
     ) -> BoxFuture<'a, anyhow::Result<u64>>;
 
     /// Persist a deliberate change to what the model is sent (a clearing, a compaction), as

@@ -75,10 +75,10 @@ impl RunLog for ChildRunLog {
     fn append_message_then<'a>(
         &'a self,
         message: &'a Message,
-        event: Event,
+        events: Vec<Event>,
     ) -> BoxFuture<'a, anyhow::Result<u64>> {
-        // Messages and their announcements are the child's own (never mirrored).
-        Box::pin(self.own.append_message_then(message, event))
+        // Never an approval: the child's own (not mirrored).
+        Box::pin(self.own.append_message_then(message, events))
     }
 
     fn append_context<'a>(

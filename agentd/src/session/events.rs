@@ -116,10 +116,10 @@ enum Write {
         line: String,
         done: oneshot::Sender<Result<()>>,
     },
-    /// A message, then the event announcing it (written only if the message was).
-    MessageThenEvent {
+    /// A message, then the events announcing it (each written only if all before it were).
+    MessageThenEvents {
         line: String,
-        event: Event,
+        events: Vec<Event>,
         done: oneshot::Sender<Result<u64>>,
     },
     /// A live receiver, the seq it starts after and a replay of the events after `after_seq`
@@ -272,12 +272,13 @@ impl EventLog {
         result.await.map_err(|_| writer_gone())?
     }
 
-    /// Persist a conversation message, then `event` announcing it (only if the message was
-    /// written), in one write; returns the event's seq. Cancel-safe.
-    pub async fn append_message_then(&self, message: &Message, event: Event) -> Result<u64> {
+    /// Persist a conversation message, then `events` (its announcement, and what follows at
+    /// once), in one write, each only if all before it were written; returns the last event's
+    /// seq. Cancel-safe.
+    pub async fn append_message_then(&self, message: &Message, events: Vec<Event>) -> Result<u64> {
         let line = store::encode_message(message)?;
         let (done, result) = oneshot::channel();
-        self.submit(Write::MessageThenEvent { line, event, done })
+        self.submit(Write::MessageThenEvents { line, events, done })
             .await?;
         result.await.map_err(|_| writer_gone())?
     }
@@ -413,9 +414,9 @@ impl RunLog for EventLog {
     fn append_message_then<'a>(
         &'a self,
         message: &'a Message,
-        event: Event,
+        events: Vec<Event>,
     ) -> BoxFuture<'a, Result<u64>> {
-        Box::pin(EventLog::append_message_then(self, message, event))
+        Box::pin(EventLog::append_message_then(self, message, events))
     }
 
     fn publish_transient(&self, event: Event) {
@@ -531,9 +532,13 @@ impl Inner {
             Write::Event { event, done } => {
                 let _ = done.send(self.write_event(writer, event));
             }
-            Write::MessageThenEvent { line, event, done } => {
+            Write::MessageThenEvents { line, events, done } => {
                 let written = match writer.append_other(&line) {
-                    Ok(()) => self.write_event(writer, event),
+                    Ok(()) => events
+                        .into_iter()
+                        .try_fold(self.last_seq.load(Ordering::Acquire), |_, event| {
+                            self.write_event(writer, event)
+                        }),
                     Err(err) => Err(err.context(crate::agent::sink::MessageNotWritten)),
                 };
                 let _ = done.send(written);

@@ -260,7 +260,10 @@ async fn a_message_and_its_event_are_written_together_in_order() {
     let message = Message::User {
         content: "hello".into(),
     };
-    let seq = log.append_message_then(&message, warning(1)).await.unwrap();
+    let seq = log
+        .append_message_then(&message, vec![warning(1)])
+        .await
+        .unwrap();
     assert_eq!(seq, 1);
     let text = std::fs::read_to_string(dir.path().join("s.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();

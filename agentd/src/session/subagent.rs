@@ -147,7 +147,13 @@ async fn prepare(
                 cwd: cwd.clone(),
             }
         ),
-        sessions.create_child(base, parent_id.clone(), &definition, system_prompt, &task_id),
+        sessions.create_child(
+            base,
+            parent_id.clone(),
+            &definition,
+            system_prompt,
+            &task_id
+        ),
     );
     let task = match task {
         Ok(task) => task,
