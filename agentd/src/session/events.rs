@@ -106,7 +106,11 @@ pub struct Subscription {
     pub caught_up_to: u64,
 }
 
-/// A request to the writer task (almost every one carries an event, so they are of a size).
+/// A request to the writer task.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "almost every request is an event; the queue is short"
+)]
 enum Write {
     Event {
         event: Event,
