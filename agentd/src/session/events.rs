@@ -665,22 +665,37 @@ async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver
     let _stopped = inner.writer_stopped.clone().drop_guard();
     let file = Arc::new(std::sync::Mutex::new(writer));
     let mut batch = Vec::with_capacity(WRITE_BATCH);
+    // A subscription found behind a batch: taken right after it.
+    let mut next = None;
     loop {
-        let write = tokio::select! {
-            biased;
-            write = queue.recv() => write,
-            _ = inner.closed.cancelled() => {
-                // Finish what was queued; later appends are refused.
-                queue.close();
-                queue.recv().await
-            }
+        let write = match next.take() {
+            Some(write) => Some(write),
+            None => tokio::select! {
+                biased;
+                write = queue.recv() => write,
+                _ = inner.closed.cancelled() => {
+                    // Finish what was queued; later appends are refused.
+                    queue.close();
+                    queue.recv().await
+                }
+            },
         };
         let Some(write) = write else {
             break;
         };
+        if let Write::Subscribe { .. } = write {
+            // No blocking write is under way between two batches: the lock is free, and a
+            // subscription costs no trip to the blocking pool.
+            inner.perform(&mut lock_file(&file), write);
+            continue;
+        }
         batch.push(write);
         while batch.len() < WRITE_BATCH {
             match queue.try_recv() {
+                Ok(write @ Write::Subscribe { .. }) => {
+                    next = Some(write);
+                    break;
+                }
                 Ok(write) => batch.push(write),
                 Err(_) => break,
             }
