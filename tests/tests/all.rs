@@ -66,6 +66,7 @@ mod security_trust;
 mod security_uid;
 mod sessions;
 mod tasks_clients;
+mod tasks_faults;
 mod tasks_shell;
 mod tasks_start;
 mod tasks_subagents;

@@ -521,7 +521,8 @@ impl Inner {
         self.encode(to, true, true, Event::Warning { message })
     }
 
-    /// Do one queued request and answer it. Blocking.
+    /// Do one queued request and answer it (a write blocks on the file; a subscription does
+    /// not).
     fn perform(&self, writer: &mut Writer, write: Write) {
         match write {
             Write::Subscribe { after_seq, done } => {
@@ -664,7 +665,6 @@ async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver
     // Whatever way this task ends (done, or dropped with the runtime), it says so.
     let _stopped = inner.writer_stopped.clone().drop_guard();
     let file = Arc::new(std::sync::Mutex::new(writer));
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
     // A subscription found behind a batch: taken right after it.
     let mut next = None;
     loop {
@@ -689,6 +689,7 @@ async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver
             inner.perform(&mut lock_file(&file), write);
             continue;
         }
+        let mut batch = Vec::with_capacity(WRITE_BATCH);
         batch.push(write);
         while batch.len() < WRITE_BATCH {
             match queue.try_recv() {
@@ -700,14 +701,13 @@ async fn write_loop(inner: Arc<Inner>, writer: Writer, mut queue: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        let writes = std::mem::take(&mut batch);
         let file = file.clone();
         let writer = inner.clone();
         // A write that panicked drops the answers of its batch: their appenders hear that
         // the log is gone, and the next batch goes on.
         let done = tokio::task::spawn_blocking(move || {
             let mut file = lock_file(&file);
-            for write in writes {
+            for write in batch {
                 writer.perform(&mut file, write);
             }
         })

@@ -324,6 +324,7 @@ impl TaskManager {
             records.order.retain(|id| id != &task_id);
             records.by_id.remove(&task_id);
             records.tokens.remove(&task_id);
+            records.versions.remove(&task_id);
             return Err(TaskError::Persist { task_id, reason });
         }
         let _ = self.changes.send(TaskChange::Started(record.clone()));
