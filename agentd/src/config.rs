@@ -753,7 +753,8 @@ fn memory_limits(
     })
 }
 
-/// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded.
+/// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded; the variables a
+/// project's `.mcp.json` may expand.
 fn mcp_settings(
     path: &Path,
     mcp: &crate::mcp::config::McpSection,
@@ -784,6 +785,17 @@ fn mcp_settings(
     )?;
     settings.idle_stop = std::time::Duration::from_secs(idle_stop_secs);
     settings.startup_grace = std::time::Duration::from_secs(startup_grace_secs);
+    if let Some(bad) = mcp.expand_env.iter().find(|name| {
+        name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    }) {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!(
+                "mcp.expand_env: {bad:?} is not an environment variable name (letters, digits, _)"
+            ),
+        });
+    }
+    settings.expand_env = mcp.expand_env.clone();
     Ok(())
 }
 

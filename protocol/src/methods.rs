@@ -81,7 +81,8 @@ methods! {
     ApprovalList = "approval/list": ApprovalListParams => ApprovalListResult;
     /// Answer a pending approval; the first answer wins, later ones get -32008.
     ApprovalRespond = "approval/respond": ApprovalRespondParams => ApprovalRespondResult;
-    /// Trust a project root: its settings' allow rules (and a looser default mode) apply.
+    /// Trust a project root, pinned to the content of its settings and `.mcp.json` (or, with
+    /// `dryRun`, review what that would apply).
     ProjectTrust = "project/trust": ProjectTrustParams => ProjectTrustResult;
     /// Stop trusting a project root: only its deny and ask rules apply again.
     ProjectUntrust = "project/untrust": ProjectUntrustParams => ProjectUntrustResult;

@@ -1,7 +1,9 @@
 //! Which MCP servers a session gets: `[mcp_servers.<name>]` of the user's config.toml, the
-//! project's `.mcp.json` (from the cwd up to the git root; used only once the project is
-//! trusted) and the servers a client hands to `session/create {mcpServers}`, in the Claude Code
-//! / Cursor shape (or ACP's array), with `${VAR}` and `${VAR:-default}` expanded.
+//! project's `.mcp.json` (from the cwd up to the git root; each file used only while its content
+//! is the one the user trusted) and the servers a client hands to `session/create
+//! {mcpServers}`, in the Claude Code / Cursor shape (or ACP's array), with `${VAR}` and
+//! `${VAR:-default}` expanded: everywhere in the user's own entries; in a project's only in `env`
+//! and `headers` values, and only the variables `[mcp] expand_env` lists.
 //!
 //! Nothing here is fatal: an entry or a file that cannot be used becomes an
 //! [`McpConfigProblem`] (file, server, reason) that the session reports.
@@ -16,8 +18,8 @@ mod entry;
 
 use entry::RelativeTo;
 pub use entry::{
-    MAX_SERVER_NAME_CHARS, MAX_STARTUP_TIMEOUT_SECS, MAX_TOOL_FILTER_NAMES, MAX_TOOL_TIMEOUT_SECS,
-    McpServerEntry, check_name, expand,
+    Expansion, MAX_SERVER_NAME_CHARS, MAX_STARTUP_TIMEOUT_SECS, MAX_TOOL_FILTER_NAMES,
+    MAX_TOOL_TIMEOUT_SECS, McpServerEntry, check_name, expand,
 };
 
 /// The project file of MCP servers, looked for in each directory from the cwd up to the git
@@ -46,6 +48,9 @@ pub struct McpSettings {
     pub startup_grace: Duration,
     /// The user's servers (`[mcp_servers.<name>]`), with the entries that could not be parsed.
     pub servers: McpEntries,
+    /// The environment variables a project's `.mcp.json` may expand in `env` and `headers`
+    /// (`expand_env`; none by default, so a repository cannot send the daemon's keys anywhere).
+    pub expand_env: Vec<String>,
 }
 
 impl Default for McpSettings {
@@ -54,6 +59,7 @@ impl Default for McpSettings {
             idle_stop: super::DEFAULT_IDLE_STOP,
             startup_grace: super::DEFAULT_STARTUP_GRACE,
             servers: McpEntries::default(),
+            expand_env: Vec::new(),
         }
     }
 }
@@ -64,6 +70,8 @@ impl Default for McpSettings {
 pub struct McpSection {
     pub idle_stop_secs: Option<u64>,
     pub startup_grace_secs: Option<u64>,
+    #[serde(default)]
+    pub expand_env: Vec<String>,
 }
 
 /// The entries of one source, parsed but not yet resolved (expansion happens per session).
@@ -139,7 +147,7 @@ impl McpEntries {
     }
 
     /// The text of a `.mcp.json` at `file`: `{"mcpServers": {NAME: ENTRY, …}}`.
-    fn from_mcp_json(file: &Path, text: &str) -> McpEntries {
+    pub fn from_mcp_json(file: &Path, text: &str) -> McpEntries {
         let mut entries = McpEntries {
             file: Some(file.to_path_buf()),
             ..McpEntries::default()
@@ -226,15 +234,17 @@ pub fn check_session_param(value: &serde_json::Value) -> Result<(), String> {
 }
 
 /// The servers for a session in `cwd` (canonical): the user's entries (`user`, from
-/// config.toml), the project's `.mcp.json` files (nearer wins a name clash; their servers start
-/// only when `project_trusted`, else they are listed as untrusted), and `session` (from
+/// config.toml), the project's `.mcp.json` files (nearer wins a name clash; a file's servers
+/// start only while `project` pins its content, else they are listed as untrusted and the file
+/// is in [`McpServerSet::withheld`]; they expand only `expand_env`), and `session` (from
 /// `session/create`). On a name clash the session wins over the project, the project over the
 /// user; an entry that cannot be used shadows nothing. Blocking: reads files.
 pub fn servers_for(
     cwd: &Path,
     user: &McpEntries,
     session: &McpEntries,
-    project_trusted: bool,
+    project: &crate::trust::ProjectTrust,
+    expand_env: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpServerSet {
     let mut set = McpServerSet::default();
@@ -249,26 +259,40 @@ pub fn servers_for(
         user,
         &user_source,
         RelativeTo::AbsoluteOnly,
+        (Expansion::Full, env),
         &mut set.problems,
-        env,
     ) {
         chosen.insert(config.name.clone(), config);
     }
-    let mut project: BTreeMap<String, McpServerConfig> = BTreeMap::new();
-    for entries in project_files(cwd) {
+    let project_expansion = Expansion::Project {
+        allowed: expand_env,
+    };
+    // Each server with whether its file's content is trusted.
+    let mut from_project: BTreeMap<String, (McpServerConfig, bool)> = BTreeMap::new();
+    for (entries, verdict) in project_files(cwd, project) {
         set.problems.extend(entries.problems.iter().cloned());
         let file = entries.file.clone().unwrap_or_default();
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let source = McpSource::Project { file };
+        let source = McpSource::Project { file: file.clone() };
+        let pinned = verdict == crate::trust::FileTrust::Pinned;
         for config in resolve_all(
             &entries,
             &source,
             RelativeTo::Dir(&dir),
+            (project_expansion, env),
             &mut set.problems,
-            env,
         ) {
             // Files come nearest first: a name already taken is a farther file's.
-            project.entry(config.name.clone()).or_insert(config);
+            from_project
+                .entry(config.name.clone())
+                .or_insert((config, pinned));
+        }
+        if !pinned && !entries.entries.is_empty() {
+            set.withheld.push(super::WithheldMcpFile {
+                file,
+                verdict,
+                servers: entries.entries.keys().cloned().collect(),
+            });
         }
     }
     set.problems.extend(session.problems.iter().cloned());
@@ -276,12 +300,12 @@ pub fn servers_for(
         session,
         &McpSource::Session,
         RelativeTo::Dir(cwd),
+        (Expansion::Full, env),
         &mut set.problems,
-        env,
     );
     let session_names: Vec<String> = sessions.iter().map(|c| c.name.clone()).collect();
-    for (name, config) in project {
-        if project_trusted {
+    for (name, (config, pinned)) in from_project {
+        if pinned {
             chosen.insert(name, config);
         } else if !session_names.contains(&name) {
             set.untrusted.push(config);
@@ -304,71 +328,61 @@ pub fn servers_for(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpResolution {
     pub set: McpServerSet,
-    pub project: ProjectTrust,
+    pub project: crate::trust::ProjectTrust,
 }
 
 impl McpResolution {
-    /// The `warning` texts of a session: the untrusted project's servers (how to trust it),
-    /// then each problem (file, server, reason).
+    /// The `warning` texts of a session: each `.mcp.json` whose servers wait for trust (which
+    /// file, why, how to review and trust it), then each problem (file, server, reason).
     pub fn warnings(&self) -> Vec<String> {
-        untrusted_warning(&self.project.root, &self.set.untrusted)
-            .into_iter()
+        self.set
+            .withheld
+            .iter()
+            .map(|withheld| withheld_warning(&self.project, withheld))
             .chain(self.set.problems.iter().map(|problem| problem.to_string()))
             .collect()
     }
 }
 
 /// [`servers_for`] a session in `cwd` (canonical) with the user's `user` entries, the
-/// session's `session` entries and the project's trust from `trust`. Blocking: reads files.
+/// session's `session` entries, the project's trust from `trust` and the variables a project
+/// may expand. Blocking: reads files.
 pub fn resolve_for(
     cwd: &Path,
     user: &McpEntries,
     session: &McpEntries,
     trust: &crate::trust::TrustStore,
+    expand_env: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpResolution {
-    let project = project_trust(cwd, trust);
-    let set = servers_for(cwd, user, session, project.trusted, env);
+    let project = trust.project(&crate::trust::project_root(cwd));
+    let set = servers_for(cwd, user, session, &project, expand_env, env);
     McpResolution { set, project }
 }
 
-/// Whether a session's project lets its `.mcp.json` servers start.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProjectTrust {
-    /// The project root (`trust::project_root`): what `project/trust` records.
-    pub root: PathBuf,
-    pub trusted: bool,
-}
-
-/// The trust of the project of `cwd` (canonical). Blocking: walks up to the git root.
-pub fn project_trust(cwd: &Path, trust: &crate::trust::TrustStore) -> ProjectTrust {
-    let root = crate::trust::project_root(cwd);
-    let trusted = trust.is_trusted(&root);
-    ProjectTrust { root, trusted }
-}
-
-/// The warning of a session whose untrusted project configures servers: which servers wait and
-/// how to trust the root. None when `untrusted` is empty.
-pub fn untrusted_warning(root: &Path, untrusted: &[McpServerConfig]) -> Option<String> {
-    if untrusted.is_empty() {
-        return None;
-    }
-    let mut names: Vec<String> = untrusted
+/// The warning of a session whose project has a `.mcp.json` not trusted in this content: which
+/// servers wait, why, and how to review and trust the file.
+pub fn withheld_warning(
+    project: &crate::trust::ProjectTrust,
+    withheld: &super::WithheldMcpFile,
+) -> String {
+    let mut names: Vec<String> = withheld
+        .servers
         .iter()
         .take(MAX_NAMES_IN_WARNING)
-        .map(|config| config.name.clone())
+        .cloned()
         .collect();
-    let more = untrusted.len().saturating_sub(MAX_NAMES_IN_WARNING);
+    let more = withheld.servers.len().saturating_sub(MAX_NAMES_IN_WARNING);
     if more > 0 {
         names.push(format!("{more} more"));
     }
-    Some(format!(
-        "project {} is not trusted, so the MCP servers of its {MCP_JSON} do not start ({}). \
-         Trust it to start them: `agentctl trust {}` (method project/trust)",
-        root.display(),
+    format!(
+        "{}, so the MCP servers of {} do not start ({}). To start them, {}",
+        project.why_withheld(&withheld.file, withheld.verdict),
+        withheld.file.display(),
         names.join(", "),
-        root.display()
-    ))
+        project.how_to_trust()
+    )
 }
 
 impl std::fmt::Display for McpConfigProblem {
@@ -384,17 +398,17 @@ impl std::fmt::Display for McpConfigProblem {
     }
 }
 
-/// The entries of `entries` that resolve; the others become problems.
+/// The entries of `entries` that resolve with `expansion` of `env`; the others become problems.
 fn resolve_all(
     entries: &McpEntries,
     source: &McpSource,
     relative_to: RelativeTo<'_>,
+    (expansion, env): (Expansion<'_>, &dyn Fn(&str) -> Option<String>),
     problems: &mut Vec<McpConfigProblem>,
-    env: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<McpServerConfig> {
     let mut resolved = Vec::new();
     for (name, entry) in &entries.entries {
-        match entry::resolve(name, entry, source.clone(), relative_to, env) {
+        match entry::resolve(name, entry, source.clone(), relative_to, expansion, env) {
             Ok(config) => resolved.push(config),
             Err(reason) => problems.push(McpConfigProblem {
                 file: entries.file.clone(),
@@ -407,36 +421,49 @@ fn resolve_all(
 }
 
 /// The `.mcp.json` files from `cwd` up to the git root (the workspace alone outside a
-/// repository), nearest first, each parsed; a file that cannot be read (another user's, too
-/// big, not a regular file) is a problem.
-fn project_files(cwd: &Path) -> Vec<McpEntries> {
+/// repository), nearest first, each parsed, with the trust of the content read; a file that
+/// cannot be read (another user's, too big, not a regular file) is a problem.
+fn project_files(
+    cwd: &Path,
+    project: &crate::trust::ProjectTrust,
+) -> Vec<(McpEntries, crate::trust::FileTrust)> {
+    use crate::trust::FileTrust;
     let dirs = crate::permission::project_dirs(cwd);
     let mut files = Vec::new();
     for dir in dirs.settings_dirs() {
         let path = dir.join(MCP_JSON);
         match crate::regular_file::read_own_text(&path, MAX_MCP_JSON_BYTES) {
-            Ok(read) if read.truncated => files.push(McpEntries {
-                file: Some(path.clone()),
-                entries: BTreeMap::new(),
-                problems: vec![McpConfigProblem {
-                    file: Some(path),
-                    server: None,
-                    reason: format!(
-                        "the file is larger than {MAX_MCP_JSON_BYTES} bytes and was not read"
-                    ),
-                }],
-            }),
-            Ok(read) => files.push(McpEntries::from_mcp_json(&path, &read.text)),
+            Ok(read) if read.truncated => files.push((
+                McpEntries {
+                    file: Some(path.clone()),
+                    entries: BTreeMap::new(),
+                    problems: vec![McpConfigProblem {
+                        file: Some(path),
+                        server: None,
+                        reason: format!(
+                            "the file is larger than {MAX_MCP_JSON_BYTES} bytes and was not read"
+                        ),
+                    }],
+                },
+                FileTrust::Untrusted,
+            )),
+            Ok(read) => {
+                let verdict = project.verdict(&path, &read.text);
+                files.push((McpEntries::from_mcp_json(&path, &read.text), verdict));
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => files.push(McpEntries {
-                file: Some(path.clone()),
-                entries: BTreeMap::new(),
-                problems: vec![McpConfigProblem {
-                    file: Some(path),
-                    server: None,
-                    reason: format!("cannot be read: {error}"),
-                }],
-            }),
+            Err(error) => files.push((
+                McpEntries {
+                    file: Some(path.clone()),
+                    entries: BTreeMap::new(),
+                    problems: vec![McpConfigProblem {
+                        file: Some(path),
+                        server: None,
+                        reason: format!("cannot be read: {error}"),
+                    }],
+                },
+                FileTrust::Untrusted,
+            )),
         }
     }
     files

@@ -7,6 +7,17 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::mcp::McpTransport;
+use crate::trust::ProjectTrust;
+
+/// The trust of `cwd`'s project with every file trusted as it is now.
+fn trusted(cwd: &Path) -> ProjectTrust {
+    ProjectTrust::pin_as_found(cwd)
+}
+
+/// The trust of `cwd`'s project, not trusted.
+fn untrusted(cwd: &Path) -> ProjectTrust {
+    ProjectTrust::untrusted(&crate::trust::project_root(cwd))
+}
 
 fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = vars
@@ -111,7 +122,8 @@ fn mcp_json_is_found_from_the_cwd_up_to_the_git_root_and_the_nearer_file_wins() 
         &tree.sub,
         &McpEntries::default(),
         &McpEntries::default(),
-        true,
+        &trusted(&tree.sub),
+        &[],
         &no_env,
     );
     assert_eq!(problems(&set), Vec::<String>::new());
@@ -142,7 +154,8 @@ fn outside_a_repository_only_the_workspace_mcp_json_counts() {
         &workspace,
         &McpEntries::default(),
         &McpEntries::default(),
-        true,
+        &trusted(&workspace),
+        &[],
         &no_env,
     );
     assert_eq!(summary(&set).0, ["here=here"]);
@@ -181,14 +194,26 @@ fn precedence_is_session_over_project_over_user_and_untrusted_projects_shadow_no
             &["z=project-z"],
         ),
     ];
-    for (trusted, servers, untrusted) in cases {
-        let set = servers_for(&tree.repo, &user, &session, *trusted, &no_env);
-        assert_eq!(problems(&set), Vec::<String>::new(), "trusted={trusted}");
+    for (is_trusted, servers, waiting) in cases {
+        let project = if *is_trusted {
+            trusted(&tree.repo)
+        } else {
+            untrusted(&tree.repo)
+        };
+        let set = servers_for(&tree.repo, &user, &session, &project, &[], &no_env);
+        assert_eq!(problems(&set), Vec::<String>::new(), "trusted={is_trusted}");
         let (got_servers, got_untrusted, _) = summary(&set);
-        assert_eq!(got_servers, *servers, "trusted={trusted}");
-        assert_eq!(got_untrusted, *untrusted, "trusted={trusted}");
+        assert_eq!(got_servers, *servers, "trusted={is_trusted}");
+        assert_eq!(got_untrusted, *waiting, "trusted={is_trusted}");
     }
-    let set = servers_for(&tree.repo, &user, &session, true, &no_env);
+    let set = servers_for(
+        &tree.repo,
+        &user,
+        &session,
+        &trusted(&tree.repo),
+        &[],
+        &no_env,
+    );
     assert_eq!(set.servers[0].source, McpSource::Session);
     assert_eq!(
         set.servers[3].source,
@@ -200,10 +225,9 @@ fn precedence_is_session_over_project_over_user_and_untrusted_projects_shadow_no
 
 #[test]
 fn every_field_that_takes_variables_expands_them() {
+    // The user's own entries (here a session's) expand everywhere; a project's: see below.
     let tree = tree();
-    write(
-        &tree.repo.join(MCP_JSON),
-        r#"{"mcpServers": {
+    let text = r#"{"mcpServers": {
             "local": {
                 "command": "${BIN}/server",
                 "args": ["--token", "${TOKEN}", "${MODE:-fast}"],
@@ -215,7 +239,9 @@ fn every_field_that_takes_variables_expands_them() {
                 "url": "https://${HOST}/mcp",
                 "headers": {"Authorization": "Bearer ${TOKEN}"}
             }
-        }}"#,
+        }}"#;
+    let session = McpEntries::from_session(
+        &serde_json::from_str::<serde_json::Value>(text).unwrap()["mcpServers"],
     );
     let env = env_of(&[
         ("BIN", "/opt/bin"),
@@ -225,8 +251,9 @@ fn every_field_that_takes_variables_expands_them() {
     let set = servers_for(
         &tree.repo,
         &McpEntries::default(),
-        &McpEntries::default(),
-        true,
+        &session,
+        &trusted(&tree.repo),
+        &[],
         &env,
     );
     assert_eq!(problems(&set), Vec::<String>::new());
@@ -239,7 +266,7 @@ fn every_field_that_takes_variables_expands_them() {
                 ("API_KEY".to_owned(), "t0k".to_owned()),
                 ("PLAIN".to_owned(), "p".to_owned()),
             ]),
-            // Relative to the directory of the .mcp.json.
+            // Relative to the session's cwd.
             cwd: Some(tree.repo.join("tools")),
         }
     );
@@ -262,13 +289,20 @@ fn every_field_that_takes_variables_expands_them() {
 
     // Without TOKEN both entries are problems naming the variable; the other sources still work.
     let user = user_of(r#"fine = { command = "ok" }"#);
-    let set = servers_for(&tree.repo, &user, &McpEntries::default(), true, &no_env);
+    let set = servers_for(
+        &tree.repo,
+        &user,
+        &session,
+        &trusted(&tree.repo),
+        &[],
+        &no_env,
+    );
     assert_eq!(summary(&set).0, ["fine=ok"]);
     let found = problems(&set);
     assert_eq!(found.len(), 2, "{found:?}");
     for (problem, server) in found.iter().zip(["local", "remote"]) {
         assert!(
-            problem.contains(&tree.repo.join(MCP_JSON).display().to_string())
+            problem.contains("session/create mcpServers")
                 && problem.contains(&format!("server {server}:"))
                 && problem.contains("BIN is not set") | problem.contains("HOST is not set"),
             "{problem}"
@@ -302,7 +336,14 @@ fn invalid_files_and_entries_are_problems_and_the_rest_still_loads() {
         let tree = tree();
         write(&tree.repo.join(MCP_JSON), text);
         let user = user_of(r#"mine = { command = "u" }"#);
-        let set = servers_for(&tree.repo, &user, &McpEntries::default(), true, &no_env);
+        let set = servers_for(
+            &tree.repo,
+            &user,
+            &McpEntries::default(),
+            &trusted(&tree.repo),
+            &[],
+            &no_env,
+        );
         let mut want: Vec<&str> = servers.to_vec();
         want.push("mine=u");
         want.sort_unstable();
@@ -334,7 +375,8 @@ fn a_file_too_big_or_not_regular_is_a_problem() {
         &tree.sub,
         &McpEntries::default(),
         &McpEntries::default(),
-        true,
+        &trusted(&tree.sub),
+        &[],
         &no_env,
     );
     let found = problems(&set);
@@ -352,68 +394,170 @@ fn an_untrusted_project_lists_its_servers_and_the_warning_says_how_to_trust() {
     );
     let state = tempfile::tempdir().unwrap();
     let trust = crate::trust::TrustStore::empty(state.path());
-    let project = project_trust(&tree.sub, &trust);
+    let none = McpEntries::default();
+    let resolution = resolve_for(&tree.sub, &none, &none, &trust, &[], &no_env);
+    assert_eq!(resolution.project, untrusted(&tree.sub));
     assert_eq!(
-        project,
-        ProjectTrust {
-            root: tree.repo.clone(),
-            trusted: false
-        }
-    );
-    let set = servers_for(
-        &tree.sub,
-        &McpEntries::default(),
-        &McpEntries::default(),
-        project.trusted,
-        &no_env,
-    );
-    assert_eq!(
-        summary(&set),
+        summary(&resolution.set),
         (vec![], vec!["a=a".to_owned(), "b=b".to_owned()], vec![])
     );
-    let warning = untrusted_warning(&project.root, &set.untrusted).unwrap();
+    let warnings = resolution.warnings();
     let root = tree.repo.display().to_string();
     assert!(
-        warning.contains(&format!("project {root} is not trusted"))
-            && warning.contains("(a, b)")
-            && warning.contains(&format!("agentctl trust {root}"))
-            && warning.contains("project/trust"),
-        "{warning}"
+        warnings.len() == 1
+            && warnings[0].contains(&format!("project {root} is not trusted"))
+            && warnings[0].contains(&format!("{}/{MCP_JSON}", root))
+            && warnings[0].contains("(a, b)")
+            && warnings[0].contains(&format!("agentctl trust --show {root}"))
+            && warnings[0].contains("project/trust"),
+        "{warnings:?}"
     );
-    assert_eq!(untrusted_warning(&project.root, &[]), None);
 
-    trust.trust(&tree.sub).unwrap();
-    let project = project_trust(&tree.sub, &trust);
-    assert!(project.trusted);
-    let set = servers_for(
-        &tree.sub,
-        &McpEntries::default(),
-        &McpEntries::default(),
-        project.trusted,
-        &no_env,
+    trust.trust(&tree.sub, None).unwrap();
+    let resolution = resolve_for(&tree.sub, &none, &none, &trust, &[], &no_env);
+    assert_eq!(summary(&resolution.set).0, ["a=a", "b=b"]);
+    assert_eq!(resolution.warnings(), Vec::<String>::new());
+}
+
+/// Trust is pinned to content: a `.mcp.json` changed (or planted) after the trust starts nothing
+/// until trusted again, and the warning names the file and says it changed.
+#[test]
+fn a_changed_or_new_mcp_json_waits_for_a_new_trust() {
+    let tree = tree();
+    write(&tree.repo.join(MCP_JSON), &mcp_json(&[("a", "a")]));
+    let state = tempfile::tempdir().unwrap();
+    let trust = crate::trust::TrustStore::empty(state.path());
+    let none = McpEntries::default();
+    trust.trust(&tree.sub, None).unwrap();
+
+    write(&tree.repo.join(MCP_JSON), &mcp_json(&[("a", "evil")]));
+    write(&tree.sub.join(MCP_JSON), &mcp_json(&[("planted", "p")]));
+    let resolution = resolve_for(&tree.sub, &none, &none, &trust, &[], &no_env);
+    assert_eq!(
+        summary(&resolution.set),
+        (
+            vec![],
+            vec!["a=evil".to_owned(), "planted=p".to_owned()],
+            vec![]
+        )
     );
-    assert_eq!(summary(&set).0, ["a=a", "b=b"]);
+    let warnings = resolution.warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&format!(
+            "{} is new since you trusted",
+            tree.sub.join(MCP_JSON).display()
+        )) && warnings[0].contains("(planted)"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains(&format!(
+            "{} changed since you trusted",
+            tree.repo.join(MCP_JSON).display()
+        )),
+        "{}",
+        warnings[1]
+    );
+
+    trust.trust(&tree.sub, None).unwrap();
+    let resolution = resolve_for(&tree.sub, &none, &none, &trust, &[], &no_env);
+    assert_eq!(summary(&resolution.set).0, ["a=evil", "planted=p"]);
 }
 
 #[test]
-fn the_untrusted_warning_names_a_few_servers_and_counts_the_rest() {
-    let configs: Vec<McpServerConfig> = (0..13)
-        .map(|n| {
-            let session = session_of(serde_json::json!({ format!("s{n:02}"): {"command": "c"} }));
-            servers_for(
-                Path::new("/"),
-                &McpEntries::default(),
-                &session,
-                true,
-                &no_env,
-            )
-            .servers
-            .remove(0)
-        })
-        .collect();
-    let warning = untrusted_warning(Path::new("/src/app"), &configs).unwrap();
+fn the_withheld_warning_names_a_few_servers_and_counts_the_rest() {
+    let withheld = crate::mcp::WithheldMcpFile {
+        file: Path::new("/src/app/.mcp.json").to_path_buf(),
+        verdict: crate::trust::FileTrust::Untrusted,
+        servers: (0..13).map(|n| format!("s{n:02}")).collect(),
+    };
+    let warning = withheld_warning(&untrusted(Path::new("/src/app")), &withheld);
     assert!(warning.contains("s09, 3 more)"), "{warning}");
     assert!(!warning.contains("s10"), "{warning}");
+}
+
+/// A project's `.mcp.json` expands only the variables the user lists, and only into env and
+/// header values: never a provider key by default, never into a command line or a url.
+#[test]
+fn a_project_expands_only_listed_variables_and_only_into_env_and_headers() {
+    let tree = tree();
+    let env = env_of(&[
+        ("OPENAI_API_KEY", "sk-secret"),
+        ("GITHUB_TOKEN", "ghp"),
+        ("HOST", "example.com"),
+    ]);
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"command": "s", "env": {"K": "${OPENAI_API_KEY}"}}"#,
+            "env.K: ${OPENAI_API_KEY} is not expanded",
+        ),
+        (
+            r#"{"command": "s", "args": ["${GITHUB_TOKEN}"]}"#,
+            "args[0]: ${GITHUB_TOKEN} is not expanded",
+        ),
+        (
+            r#"{"command": "${GITHUB_TOKEN}"}"#,
+            "command: ${GITHUB_TOKEN} is not expanded",
+        ),
+        (
+            r#"{"type": "http", "url": "https://${HOST}/${GITHUB_TOKEN}"}"#,
+            "url: ${HOST} is not expanded",
+        ),
+        (
+            r#"{"type": "http", "url": "https://x.example/", "headers": {"Authorization": "${OPENAI_API_KEY}"}}"#,
+            "headers.Authorization: ${OPENAI_API_KEY} is not expanded",
+        ),
+    ];
+    for (entry, expected) in cases {
+        write(
+            &tree.repo.join(MCP_JSON),
+            &format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#),
+        );
+        let allowed = ["GITHUB_TOKEN".to_owned()];
+        let set = servers_for(
+            &tree.repo,
+            &McpEntries::default(),
+            &McpEntries::default(),
+            &trusted(&tree.repo),
+            &allowed,
+            &env,
+        );
+        let found = problems(&set);
+        assert!(set.servers.is_empty(), "{entry}: {:?}", set.servers);
+        assert!(
+            found.len() == 1 && found[0].contains(expected),
+            "{entry}: {found:?}"
+        );
+        assert!(found[0].contains("expand_env"), "{entry}: {found:?}");
+    }
+    // Listed variables expand into env and headers; a default stands in for the others.
+    write(
+        &tree.repo.join(MCP_JSON),
+        r#"{"mcpServers": {"s": {"command": "s", "args": ["${MODE:-fast}"], "env": {"T": "${GITHUB_TOKEN}", "K": "${OPENAI_API_KEY:-none}"}}}}"#,
+    );
+    let allowed = ["GITHUB_TOKEN".to_owned()];
+    let set = servers_for(
+        &tree.repo,
+        &McpEntries::default(),
+        &McpEntries::default(),
+        &trusted(&tree.repo),
+        &allowed,
+        &env,
+    );
+    assert_eq!(problems(&set), Vec::<String>::new());
+    assert_eq!(
+        set.servers[0].transport,
+        McpTransport::Stdio {
+            command: "s".to_owned(),
+            args: vec!["fast".to_owned()],
+            env: BTreeMap::from([
+                ("K".to_owned(), "none".to_owned()),
+                ("T".to_owned(), "ghp".to_owned()),
+            ]),
+            cwd: None,
+        }
+    );
 }
 
 #[test]
@@ -427,7 +571,14 @@ fn disabled_entries_are_listed_and_shadow_lower_layers() {
     let session = session_of(serde_json::json!({
         "github": {"command": "session-github", "enabled": false}
     }));
-    let set = servers_for(Path::new("/"), &user, &session, true, &no_env);
+    let set = servers_for(
+        Path::new("/"),
+        &user,
+        &session,
+        &trusted(Path::new("/")),
+        &[],
+        &no_env,
+    );
     assert_eq!(
         summary(&set),
         (
@@ -451,7 +602,8 @@ fn another_users_mcp_json_is_a_problem_and_not_used() {
         &tree.repo,
         &McpEntries::default(),
         &McpEntries::default(),
-        true,
+        &trusted(&tree.repo),
+        &[],
         &no_env,
     );
     assert_eq!(set.servers, vec![]);
@@ -488,7 +640,8 @@ fn the_acp_array_shape_is_accepted() {
         Path::new("/"),
         &McpEntries::default(),
         &session,
-        true,
+        &trusted(Path::new("/")),
+        &[],
         &no_env,
     );
     assert_eq!(
@@ -524,7 +677,14 @@ fn the_acp_array_shape_is_accepted() {
 fn a_relative_cwd_is_resolved_against_its_source() {
     let user = user_of(r#"rel = { command = "c", cwd = "tools" }"#);
     let session = session_of(serde_json::json!({"here": {"command": "c", "cwd": "tools"}}));
-    let set = servers_for(Path::new("/work/app"), &user, &session, true, &no_env);
+    let set = servers_for(
+        Path::new("/work/app"),
+        &user,
+        &session,
+        &trusted(Path::new("/work/app")),
+        &[],
+        &no_env,
+    );
     let McpTransport::Stdio { cwd, .. } = &set.servers[0].transport else {
         panic!("{set:?}");
     };
@@ -604,9 +764,9 @@ fn a_resolution_carries_the_trust_and_the_warnings_of_the_session() {
     let trust = crate::trust::TrustStore::empty(state.path());
     let user = user_of(r#"bad = { command = "${MISSING}" }"#);
     let session = session_of(serde_json::json!({"mine": {"command": "m"}}));
-    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &no_env);
+    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &[], &no_env);
     assert_eq!(resolution.project.root, tree.repo);
-    assert!(!resolution.project.trusted);
+    assert!(!resolution.project.trusted());
     assert_eq!(summary(&resolution.set).0, ["mine=m"]);
     let warnings = resolution.warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -621,9 +781,9 @@ fn a_resolution_carries_the_trust_and_the_warnings_of_the_session() {
         warnings[1]
     );
 
-    trust.trust(&tree.repo).unwrap();
-    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &no_env);
-    assert!(resolution.project.trusted);
+    trust.trust(&tree.sub, None).unwrap();
+    let resolution = resolve_for(&tree.sub, &user, &session, &trust, &[], &no_env);
+    assert!(resolution.project.trusted());
     assert_eq!(summary(&resolution.set).0, ["mine=m", "proj=p"]);
     assert_eq!(resolution.warnings().len(), 1);
 }

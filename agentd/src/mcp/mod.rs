@@ -86,14 +86,26 @@ pub struct McpConfigProblem {
     pub reason: String,
 }
 
+/// A project's `.mcp.json` whose servers do not start: its content is not the one trusted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WithheldMcpFile {
+    pub file: PathBuf,
+    pub verdict: crate::trust::FileTrust,
+    /// The names of its entries.
+    pub servers: Vec<String>,
+}
+
 /// The servers configured for a session's cwd.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct McpServerSet {
     /// Servers to start (enabled ones of the user, the session, and a trusted project; the
     /// project wins a name clash with the user, the session wins over both), sorted by name.
     pub servers: Vec<McpServerConfig>,
-    /// Entries of an untrusted project's `.mcp.json`: listed as `untrusted`, never started.
+    /// Entries of a project's `.mcp.json` whose content is not trusted: listed as `untrusted`,
+    /// never started.
     pub untrusted: Vec<McpServerConfig>,
+    /// The `.mcp.json` files those come from, with why.
+    pub withheld: Vec<WithheldMcpFile>,
     /// Disabled entries (`enabled = false`): listed as `disabled`.
     pub disabled: Vec<McpServerConfig>,
     pub problems: Vec<McpConfigProblem>,

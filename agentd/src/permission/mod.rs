@@ -47,8 +47,8 @@ pub use rule::{
 };
 pub(crate) use settings::toml_entries;
 pub use settings::{
-    PROJECT_SETTINGS_FILES, ProjectDirs, ProjectSettings, SettingsError, load_project_settings,
-    project_dirs,
+    PROJECT_SETTINGS_FILES, ProjectDirs, ProjectSettings, SettingsError, WithheldSettings,
+    load_project_settings, parse_settings_text, project_dirs,
 };
 pub use shell::split_shell_command;
 

@@ -2,6 +2,10 @@
 //! default_mode`) and `.agents/settings.json` (Claude Code's `{"permissions": {"allow", "ask",
 //! "deny", "defaultMode"}}`), found from the workspace walking up to the git root.
 //!
+//! Trust is asked per file ([`crate::trust::ProjectTrust::verdict`] of the text read): a file
+//! whose content is not the one the user trusted keeps its deny and ask rules, and its allow
+//! rules are withheld ([`ProjectSettings::withheld`]).
+//!
 //! Bad rules and a bad mode are collected in [`ProjectSettings::errors`] while the good rules
 //! load; a file that cannot be read or parsed at all is a [`SettingsError`]. Other top-level keys
 //! (hooks, …) belong to other modules and are left alone here.
@@ -19,6 +23,7 @@ use crate::text_position::line_and_column;
 pub const PROJECT_SETTINGS_FILES: &[&str] = &[
     ".agents/settings.toml",
     ".agents/settings.json",
+    ".claude/settings.local.json",
     ".claude/settings.json",
 ];
 
@@ -27,13 +32,29 @@ pub const PROJECT_SETTINGS_FILES: &[&str] = &[
 pub struct ProjectSettings {
     /// The files read (none: the project has no settings).
     pub sources: Vec<PathBuf>,
+    /// The rules that apply: every deny and ask rule, and the allow rules of files whose
+    /// content is trusted.
     pub rules: RuleSet,
     pub default_mode: Option<PermissionMode>,
+    /// The file `default_mode` comes from and its trust (an untrusted file's mode applies only
+    /// when it is not looser than the user's).
+    pub mode_source: Option<(PathBuf, crate::trust::FileTrust)>,
+    /// Files whose content is not the one trusted, with the allow rules held back.
+    pub withheld: Vec<WithheldSettings>,
     /// Bad rules, a bad mode, unknown keys: reported to the user, never silently dropped.
     pub errors: Vec<RuleError>,
     /// Settings files of another user, found and not read (each says whose and what to do):
     /// reported to the user, never applied.
     pub refused: Vec<String>,
+}
+
+/// A settings file whose content is not trusted, and what of it does not apply.
+#[derive(Clone, Debug)]
+pub struct WithheldSettings {
+    pub path: PathBuf,
+    pub verdict: crate::trust::FileTrust,
+    /// The allow rules held back, as written.
+    pub allow: Vec<String>,
 }
 
 /// A settings file that could not be read or parsed at all.
@@ -86,8 +107,12 @@ const MAX_SETTINGS_BYTES: usize = 1024 * 1024;
 /// holding a settings file of our own. Both files of that directory are read and their rules
 /// merged (TOML first). Another user's settings file is never read: it is listed in
 /// [`ProjectSettings::refused`] and the walk goes on as if it were not there, so a file
-/// planted in a subdirectory cannot hide the repository's own rules either.
-pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, SettingsError> {
+/// planted in a subdirectory cannot hide the repository's own rules either. Each file's allow
+/// rules apply only when `trust` pins its content.
+pub fn load_project_settings(
+    workspace: &Path,
+    trust: &crate::trust::ProjectTrust,
+) -> Result<ProjectSettings, SettingsError> {
     let mut settings = ProjectSettings::default();
     for directory in project_dirs(workspace).settings_dirs() {
         let mut texts = Vec::new();
@@ -126,18 +151,24 @@ pub fn load_project_settings(workspace: &Path) -> Result<ProjectSettings, Settin
                 });
             }
             let text = read.text;
-            let is_json = path
-                .extension()
-                .is_some_and(|extension| extension == "json");
-            let (rules, mode, errors) = if is_json {
-                parse_json_settings(&path, &text)?
-            } else {
-                parse_toml_settings(&path, &text)?
-            };
+            let (mut rules, mode, errors) = parse_settings_text(&path, &text)?;
+            let verdict = trust.verdict(&path, &text);
+            let pinned = verdict == crate::trust::FileTrust::Pinned;
+            if !pinned && !rules.allow.is_empty() {
+                settings.withheld.push(WithheldSettings {
+                    path: path.clone(),
+                    verdict,
+                    allow: rules.allow.iter().map(|rule| rule.text.clone()).collect(),
+                });
+                rules.allow.clear();
+            }
             settings.rules = RuleSet::merge([std::mem::take(&mut settings.rules), rules]);
             settings.errors.extend(errors);
-            if let Some(mode) = mode {
-                settings.default_mode.get_or_insert(mode);
+            if let Some(mode) = mode
+                && settings.default_mode.is_none()
+            {
+                settings.default_mode = Some(mode);
+                settings.mode_source = Some((path.clone(), verdict));
             }
             settings.sources.push(path);
         }
@@ -239,6 +270,19 @@ fn project_mode(
 }
 
 type Parsed = (RuleSet, Option<PermissionMode>, Vec<RuleError>);
+
+/// The rules, mode and rule problems of the settings file `path` holding `text` (TOML or, by
+/// its extension, JSON).
+pub fn parse_settings_text(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
+    let is_json = path
+        .extension()
+        .is_some_and(|extension| extension == "json");
+    if is_json {
+        parse_json_settings(path, text)
+    } else {
+        parse_toml_settings(path, text)
+    }
+}
 
 fn parse_toml_settings(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
     let file: TomlSettings = toml::from_str(text).map_err(|error| {

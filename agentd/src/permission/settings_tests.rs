@@ -9,6 +9,14 @@ use super::{
 };
 use crate::test_support::give_to_other_user;
 
+/// The settings of `workspace` with every file trusted as it is now.
+fn load_trusted(
+    workspace: &std::path::Path,
+) -> Result<super::ProjectSettings, super::SettingsError> {
+    let trust = crate::trust::ProjectTrust::pin_as_found(workspace);
+    load_project_settings(workspace, &trust)
+}
+
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
@@ -24,7 +32,7 @@ fn errors_of(
     dir: &tempfile::TempDir,
     workspace: &str,
 ) -> (usize, Option<PermissionMode>, Vec<String>) {
-    let settings = load_project_settings(&dir.path().join(workspace)).unwrap();
+    let settings = load_trusted(&dir.path().join(workspace)).unwrap();
     let root = dir.path().display().to_string();
     let errors = settings
         .errors
@@ -89,23 +97,16 @@ fn settings_are_found_up_to_the_git_root_and_syntax_errors_fail() {
     assert_eq!((count, errors.len()), (1, 0));
 
     let none = tempfile::tempdir().unwrap();
-    assert!(
-        load_project_settings(none.path())
-            .unwrap()
-            .sources
-            .is_empty()
-    );
+    assert!(load_trusted(none.path()).unwrap().sources.is_empty());
 
     let bad = project(&[(
         ".agents/settings.toml",
         "[permissions]\nallow = [\"Read\"\n",
     )]);
-    let error = load_project_settings(bad.path()).unwrap_err();
+    let error = load_trusted(bad.path()).unwrap_err();
     assert_eq!(error.line, 2, "{error}");
     let unknown = project(&[(".agents/settings.toml", "[permissions]\nallw = []\n")]);
-    let error = load_project_settings(unknown.path())
-        .unwrap_err()
-        .to_string();
+    let error = load_trusted(unknown.path()).unwrap_err().to_string();
     assert!(error.contains(":2:1: unknown field `allw`"), "{error}");
 }
 
@@ -181,7 +182,7 @@ fn the_walk_stops_at_a_parent_of_another_user() {
             in_repository: false,
         }
     );
-    let settings = load_project_settings(&work).unwrap();
+    let settings = load_trusted(&work).unwrap();
     assert_eq!(settings.default_mode, None);
     assert!(settings.sources.is_empty() && settings.refused.is_empty());
 }
@@ -209,7 +210,7 @@ fn another_users_settings_file_is_refused_and_the_walk_goes_on() {
         if !give_to_other_user(test, &theirs) {
             return;
         }
-        let settings = load_project_settings(&dir.path().join("sub")).unwrap();
+        let settings = load_trusted(&dir.path().join("sub")).unwrap();
         assert_eq!(
             settings.sources,
             vec![dir.path().join(".agents/settings.toml")]

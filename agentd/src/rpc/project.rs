@@ -1,5 +1,6 @@
-//! Handlers of `project/trust`, `project/untrust` and `project/list`: the trust store changes
-//! on a blocking thread (it resolves the root and writes a file).
+//! Handlers of `project/trust`, `project/untrust` and `project/list`: the trust store reads the
+//! project's pinned files and changes on a blocking thread (it resolves the root, reads and
+//! hashes the files, writes the store).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,7 +17,11 @@ use crate::trust::TrustError;
 impl From<TrustError> for ErrorObjectOwned {
     fn from(err: TrustError) -> Self {
         let code = match &err {
-            TrustError::NotADirectory { .. } | TrustError::TooMany => codes::INVALID_PARAMS,
+            TrustError::NotADirectory { .. }
+            | TrustError::NotYours { .. }
+            | TrustError::PseudoFilesystem { .. }
+            | TrustError::ChangedSinceReview { .. }
+            | TrustError::TooMany => codes::INVALID_PARAMS,
             TrustError::Save(_) => codes::INTERNAL_ERROR,
         };
         rpc_error(code, err.to_string())
@@ -29,14 +34,32 @@ pub async fn trust(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<ProjectTrustResult> {
     let path = absolute(&params.path)?;
+    let expected: Option<Vec<(PathBuf, String)>> = params.files.map(|files| {
+        files
+            .into_iter()
+            .map(|file| (PathBuf::from(file.path), file.digest))
+            .collect()
+    });
     let store = state.trust.clone();
-    let root = tokio::task::spawn_blocking(move || store.trust(&path))
-        .await
-        .map_err(|err| internal(err.to_string()))??;
-    tracing::info!(root = %root.display(), "project trusted");
-    Ok(ProjectTrustResult {
-        root: root.display().to_string(),
+    let dry_run = params.dry_run;
+    let found = tokio::task::spawn_blocking(move || {
+        if dry_run {
+            store.review(&path)
+        } else {
+            store.trust(&path, expected.as_deref())
+        }
     })
+    .await
+    .map_err(|err| internal(err.to_string()))??;
+    if !dry_run {
+        tracing::info!(
+            root = %found.root.display(),
+            files = found.files.len(),
+            "project trusted"
+        );
+    }
+    let trusted = !dry_run || found.was_trusted;
+    Ok(crate::trust::review::result(&found, trusted))
 }
 
 pub async fn untrust(

@@ -45,11 +45,12 @@ impl SessionMcp {
     ) -> anyhow::Result<RunServers> {
         let cwd = PathBuf::from(&header.cwd);
         let user = config.mcp.servers.clone();
+        let expand_env = config.mcp.expand_env.clone();
         let session = header.mcp_servers();
         let trust = Arc::clone(&deps.trust);
         let resolution = tokio::task::spawn_blocking(move || {
             let env = |name: &str| std::env::var(name).ok();
-            resolve_for(&cwd, &user, &session, &trust, &env)
+            resolve_for(&cwd, &user, &session, &trust, &expand_env, &env)
         })
         .await?;
         let warnings = resolution.warnings();

@@ -183,12 +183,12 @@ impl SessionManager {
     ) -> Result<crate::mcp::config::McpResolution, SessionError> {
         let deps = self.deps.clone();
         tokio::task::spawn_blocking(move || {
-            let user = match &deps.config {
-                Ok(config) => config.mcp.servers.clone(),
-                Err(_) => crate::mcp::config::McpEntries::default(),
+            let (user, expand_env) = match &deps.config {
+                Ok(config) => (config.mcp.servers.clone(), config.mcp.expand_env.clone()),
+                Err(_) => (crate::mcp::config::McpEntries::default(), Vec::new()),
             };
             let env = |name: &str| std::env::var(name).ok();
-            crate::mcp::config::resolve_for(&cwd, &user, &session, &deps.trust, &env)
+            crate::mcp::config::resolve_for(&cwd, &user, &session, &deps.trust, &expand_env, &env)
         })
         .await
         .map_err(|err| SessionError::Internal(err.to_string()))
@@ -340,28 +340,35 @@ impl SessionManager {
             .map_err(|err| SessionError::Config(err.clone()))?;
         let settings_cwd = cwd.to_path_buf();
         let trust = self.deps.trust.clone();
-        let (project, trusted, root) = tokio::task::spawn_blocking(move || {
-            let root = crate::trust::project_root(&settings_cwd);
+        let (project, project_trust) = tokio::task::spawn_blocking(move || {
+            let project_trust = trust.project(&crate::trust::project_root(&settings_cwd));
             (
-                crate::permission::load_project_settings(&settings_cwd),
-                trust.is_trusted(&root),
-                root,
+                crate::permission::load_project_settings(&settings_cwd, &project_trust),
+                project_trust,
             )
         })
         .await
         .map_err(|err| SessionError::Internal(err.to_string()))?;
         let user_mode = config.permissions.default_mode;
-        let project_mode = project.ok().and_then(|settings| settings.default_mode);
-        Ok(match project_mode {
-            Some(mode) if !trusted && mode.loosens(user_mode) => (
-                user_mode.into(),
-                Some(format!(
-                    "the project {} asks for permission mode {mode}, looser than yours ({user_mode}); it is not used until you trust the project (method project/trust with this path)",
-                    root.display()
-                )),
-            ),
-            Some(mode) => (mode.into(), None),
-            None => (user_mode.into(), None),
+        let Some(settings) = project.ok() else {
+            return Ok((user_mode.into(), None));
+        };
+        Ok(match (settings.default_mode, settings.mode_source) {
+            (Some(mode), Some((file, verdict)))
+                if verdict != crate::trust::FileTrust::Pinned && mode.loosens(user_mode) =>
+            {
+                (
+                    user_mode.into(),
+                    Some(format!(
+                        "{}, so its permission mode {mode}, looser than yours ({user_mode}), is \
+                         not used. To use it, {}",
+                        project_trust.why_withheld(&file, verdict),
+                        project_trust.how_to_trust()
+                    )),
+                )
+            }
+            (Some(mode), _) => (mode.into(), None),
+            (None, _) => (user_mode.into(), None),
         })
     }
 

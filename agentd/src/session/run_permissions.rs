@@ -17,19 +17,20 @@ pub(super) async fn run_permissions(
     use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
     let cwd = std::path::PathBuf::from(&header.cwd);
     let trust = deps.trust.clone();
-    let (project, root, trusted) = tokio::task::spawn_blocking(move || {
-        let root = crate::trust::project_root(&cwd);
-        let trusted = trust.is_trusted(&root);
-        (load_project_settings(&cwd), root, trusted)
+    let (project, project_trust) = tokio::task::spawn_blocking(move || {
+        let project_trust = trust.project(&crate::trust::project_root(&cwd));
+        (load_project_settings(&cwd, &project_trust), project_trust)
     })
     .await?;
     let mut warnings = Vec::new();
     let project_rules = match project {
-        Ok(mut settings) => {
-            if !trusted && !settings.rules.allow.is_empty() {
-                warnings.push(untrusted_allow_warning(&settings, &root));
-                settings.rules.allow.clear();
-            }
+        Ok(settings) => {
+            warnings.extend(
+                settings
+                    .withheld
+                    .iter()
+                    .map(|withheld| withheld_allow_warning(withheld, &project_trust)),
+            );
             warnings.extend(
                 settings
                     .errors
@@ -105,54 +106,61 @@ pub(super) async fn run_permissions(
 /// warning is one readable line, however many rules a repository lists.
 const MAX_RULES_NAMED_IN_WARNING: usize = 10;
 
-/// The warning of a run whose project has allow rules the user has not trusted yet: which
-/// rules wait, and how to trust the root.
-fn untrusted_allow_warning(
-    settings: &crate::permission::ProjectSettings,
-    root: &std::path::Path,
+/// The warning of a run whose project has a settings file with allow rules the user has not
+/// trusted in this content: which file, which rules wait, and how to review and trust them.
+fn withheld_allow_warning(
+    withheld: &crate::permission::WithheldSettings,
+    project: &crate::trust::ProjectTrust,
 ) -> String {
-    let allow = &settings.rules.allow;
-    let mut rules: Vec<&str> = allow
+    let mut rules: Vec<&str> = withheld
+        .allow
         .iter()
         .take(MAX_RULES_NAMED_IN_WARNING)
-        .map(|rule| rule.text.as_str())
+        .map(String::as_str)
         .collect();
-    let more = allow.len().saturating_sub(MAX_RULES_NAMED_IN_WARNING);
+    let more = withheld
+        .allow
+        .len()
+        .saturating_sub(MAX_RULES_NAMED_IN_WARNING);
     let more_text = format!("{more} more");
     if more > 0 {
         rules.push(&more_text);
     }
     format!(
-        "project {} is not trusted, so its allow rules are not applied ({}); its deny and ask \
-         rules are. Trust it to apply them: `agentctl trust {}` (method project/trust)",
-        root.display(),
+        "{}, so the allow rules of {} are not applied ({}); its deny and ask rules are. To \
+         apply them, {}",
+        project.why_withheld(&withheld.path, withheld.verdict),
+        withheld.path.display(),
         rules.join(", "),
-        root.display()
+        project.how_to_trust()
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::{ProjectSettings, RuleLayer, RuleSet, RuleSource};
+    use crate::permission::WithheldSettings;
+    use crate::trust::{FileTrust, ProjectTrust};
 
     #[test]
-    fn the_untrusted_warning_names_a_few_rules_and_counts_the_rest() {
-        let allow: Vec<String> = (0..25).map(|n| format!("Bash(tool{n}:*)")).collect();
-        let (rules, errors) = RuleSet::parse(
-            &RuleSource::new(RuleLayer::Project, "settings"),
-            &allow,
-            &[],
-            &[],
-        );
-        assert!(errors.is_empty(), "{errors:?}");
-        let settings = ProjectSettings {
-            rules,
-            ..ProjectSettings::default()
+    fn the_withheld_warning_names_the_file_a_few_rules_and_counts_the_rest() {
+        let withheld = WithheldSettings {
+            path: std::path::PathBuf::from("/src/app/.claude/settings.json"),
+            verdict: FileTrust::Untrusted,
+            allow: (0..25).map(|n| format!("Bash(tool{n}:*)")).collect(),
         };
-        let warning = untrusted_allow_warning(&settings, std::path::Path::new("/src/app"));
+        let project = ProjectTrust::untrusted(std::path::Path::new("/src/app"));
+        let warning = withheld_allow_warning(&withheld, &project);
         assert!(warning.contains("Bash(tool9:*), 15 more)"), "{warning}");
         assert!(!warning.contains("tool10"), "{warning}");
-        assert!(warning.contains("agentctl trust /src/app"), "{warning}");
+        assert!(
+            warning.contains("/src/app/.claude/settings.json"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("agentctl trust --show /src/app"),
+            "{warning}"
+        );
+        assert!(warning.contains("`agentctl trust /src/app`"), "{warning}");
     }
 }

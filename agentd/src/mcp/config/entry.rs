@@ -124,15 +124,30 @@ pub enum RelativeTo<'a> {
     AbsoluteOnly,
 }
 
-/// `entry` named `name`, resolved; the error is the reason the entry cannot be used.
+/// Which variables an entry's `${VAR}` may read.
+#[derive(Clone, Copy, Debug)]
+pub enum Expansion<'a> {
+    /// The user's own entries (config.toml, `session/create`): every variable, everywhere.
+    Full,
+    /// A project file's: only the variables the user lists in `[mcp] expand_env`, and only in
+    /// `env` and `headers` values (a command line is readable by every local user, and a url
+    /// goes wherever the file says).
+    Project { allowed: &'a [String] },
+}
+
+/// `entry` named `name`, resolved with `expansion` of `env`; the error is the reason the entry
+/// cannot be used.
 pub fn resolve(
     name: &str,
     entry: &McpServerEntry,
     source: McpSource,
     relative_to: RelativeTo<'_>,
+    expansion: Expansion<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpServerConfig, String> {
-    let expand = |what: &str, text: &str| expand(text, env).map_err(|why| format!("{what}: {why}"));
+    // `expand` for the command line, cwd and url; `expand_secret` for env and header values.
+    let expand_secret = |what: &str, text: &str| expand_scoped(what, text, expansion, true, env);
+    let expand = |what: &str, text: &str| expand_scoped(what, text, expansion, false, env);
     let transport = match transport_kind(entry)? {
         Kind::Stdio => {
             let command = entry
@@ -152,7 +167,7 @@ pub fn resolve(
             let mut resolved_env = BTreeMap::new();
             for (key, value) in &entry.env {
                 check_env_name(key)?;
-                resolved_env.insert(key.clone(), expand(&format!("env.{key}"), value)?);
+                resolved_env.insert(key.clone(), expand_secret(&format!("env.{key}"), value)?);
             }
             let cwd = match &entry.cwd {
                 None => None,
@@ -179,7 +194,7 @@ pub fn resolve(
             check_url(&url)?;
             let mut headers = BTreeMap::new();
             for (key, value) in &entry.headers {
-                let value = expand(&format!("headers.{key}"), value)?;
+                let value = expand_secret(&format!("headers.{key}"), value)?;
                 check_header(key, &value)?;
                 headers.insert(key.clone(), value);
             }
@@ -208,6 +223,55 @@ pub fn resolve(
         },
         disabled_tools: tool_names("disabled_tools", &entry.disabled_tools)?,
         source,
+    })
+}
+
+/// [`expand`] of `text` (the value of `what`) as `expansion` allows: everything for the user's
+/// own entries; in a project's, only variables the user listed and only in `secret_ok` places
+/// (env and header values). A variable refused reads as unset, so `${VAR:-default}` still
+/// works, and `${VAR}` says why it was not expanded and what to do.
+fn expand_scoped(
+    what: &str,
+    text: &str,
+    expansion: Expansion<'_>,
+    secret_ok: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let allowed = match expansion {
+        Expansion::Full => {
+            return expand(text, env).map_err(|why| format!("{what}: {why}"));
+        }
+        Expansion::Project { allowed } => allowed,
+    };
+    let refused = std::cell::RefCell::new(None::<String>);
+    let scoped = |name: &str| {
+        if secret_ok && allowed.iter().any(|listed| listed == name) {
+            env(name)
+        } else {
+            refused.borrow_mut().get_or_insert_with(|| name.to_owned());
+            None
+        }
+    };
+    expand(text, &scoped).map_err(|why| match refused.take() {
+        Some(name) if secret_ok => {
+            let listed = if allowed.is_empty() {
+                "none are listed".to_owned()
+            } else {
+                format!("listed: {}", allowed.join(", "))
+            };
+            format!(
+                "{what}: ${{{name}}} is not expanded: a project's .mcp.json may only use the \
+                 variables listed in `[mcp] expand_env` of your config ({listed}); add {name} \
+                 there to pass it to this server"
+            )
+        }
+        Some(name) => format!(
+            "{what}: ${{{name}}} is not expanded: a project's .mcp.json never expands \
+             variables into command, args, cwd or url (a command line is readable by every \
+             local user); pass secrets through env, with the variable listed in \
+             `[mcp] expand_env` of your config"
+        ),
+        None => format!("{what}: {why}"),
     })
 }
 

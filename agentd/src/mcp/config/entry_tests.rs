@@ -20,6 +20,7 @@ fn resolved(entry: serde_json::Value) -> Result<McpServerConfig, String> {
         &entry,
         McpSource::Session,
         RelativeTo::Dir(Path::new("/")),
+        Expansion::Full,
         &|_| None,
     )
 }
