@@ -159,13 +159,19 @@ pub enum Command {
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
-    /// Trust a project: the allow rules (and default mode) of its `.agents/settings.*` apply.
+    /// Trust a project, pinned to the content of its settings and `.mcp.json` files.
     ///
-    /// Its deny and ask rules apply whether trusted or not. The project is DIR's git root, or
-    /// DIR itself outside a repository.
+    /// The allow rules, a looser default mode and the MCP servers of each such file apply while
+    /// its content is the one trusted; a file new or changed since waits until you trust again.
+    /// Deny and ask rules apply whether trusted or not. Prints what was trusted. The project is
+    /// DIR's git root, or DIR itself outside a repository.
     Trust {
         /// A directory of the project (default: the current directory).
         dir: Option<PathBuf>,
+        /// Only show what trusting would apply (rules, modes, servers with their command
+        /// lines, hooks), file by file; trust nothing.
+        #[arg(long)]
+        show: bool,
     },
     /// Stop trusting a project: only the deny and ask rules of its settings apply again.
     Untrust {

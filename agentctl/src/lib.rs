@@ -176,7 +176,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             let decision = commands::approvals::deny_decision(cancel, always);
             done(commands::approvals::respond(&ctx, approval, decision, reason).await)
         }
-        Command::Trust { dir } => done(commands::trust::trust(&ctx, dir).await),
+        Command::Trust { dir, show } => done(commands::trust::trust(&ctx, dir, show).await),
         Command::Untrust { dir } => done(commands::trust::untrust(&ctx, dir).await),
         Command::Memory {
             action: cli::MemoryAction::Show { dir },

@@ -128,7 +128,7 @@ pub enum TrustError {
     TooMany,
     #[error(
         "{file} changed since it was shown for review; nothing was trusted. Review it again \
-         (`agentctl trust --show`) and trust what you saw"
+         (project/trust with dryRun) and trust what it shows"
     )]
     ChangedSinceReview { file: String },
     #[error("cannot save the trusted projects: {0:#}")]

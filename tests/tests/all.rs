@@ -63,6 +63,7 @@ mod security_sandbox;
 mod security_shell;
 mod security_symlink;
 mod security_trust;
+mod security_trust_pins;
 mod security_uid;
 mod sessions;
 mod tasks_clients;

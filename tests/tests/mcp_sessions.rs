@@ -385,6 +385,11 @@ async fn a_server_added_between_runs_joins_and_the_change_is_recorded() {
         mcp_json(&[("everything", everything_stdio()), ("time", time_stdio())]),
     )
     .unwrap();
+    // Trust is pinned to content: the changed file applies once trusted again.
+    client
+        .request("project/trust", json!({"path": cwd.display().to_string()}))
+        .await
+        .expect("project/trust");
     s.mock.push(Reply::text("two"));
     client.prompt(&session_id, "second").await;
     let events = client.events_until_run_finished().await;

@@ -114,14 +114,10 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "agentd's own startup refusal, printed on the stderr of whoever started it",
     ),
     (
-        "session/run_permissions.rs",
-        "the untrusted-project warning names the command to trust it (issue 8 asks for it), and \
-         the method `project/trust` beside it for editors",
-    ),
-    (
-        "mcp/config.rs",
-        "the untrusted-project warning of MCP servers names the command to trust it, as the \
-         permission one does, and the method `project/trust` beside it for editors",
+        "trust.rs",
+        "the warning of a file withheld for trust (its allow rules, mode or MCP servers) names the \
+         commands to review and trust it (issue 8 asks for them), and the method `project/trust` \
+         beside them for editors",
     ),
 ];
 

@@ -82,7 +82,7 @@ async fn an_untrusted_projects_allow_rule_waits_for_trust_and_its_deny_applies_a
     assert!(
         warned.iter().any(|warning| warning.contains("not trusted")
             && warning.contains("Bash(touch:*)")
-            && warning.contains(&format!("agentctl trust {root}"))),
+            && warning.contains(&format!("`agentctl trust {root}`"))),
         "{warned:?}"
     );
 
@@ -176,7 +176,7 @@ async fn trusted_projects_are_listed_kept_across_restarts_and_untrusted() {
         )
         .await
         .unwrap();
-    assert_eq!(trusted, json!({"root": root}));
+    assert_eq!(trusted, json!({"root": root, "trusted": true, "files": []}));
     for bad in ["relative/dir", "/nonexistent/agentd-trust-test"] {
         let error = client
             .request("project/trust", json!({"path": bad}))

@@ -398,12 +398,15 @@ impl std::fmt::Display for McpConfigProblem {
     }
 }
 
+/// The environment an entry's `${VAR}` reads.
+type Env<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
 /// The entries of `entries` that resolve with `expansion` of `env`; the others become problems.
 fn resolve_all(
     entries: &McpEntries,
     source: &McpSource,
     relative_to: RelativeTo<'_>,
-    (expansion, env): (Expansion<'_>, &dyn Fn(&str) -> Option<String>),
+    (expansion, env): (Expansion<'_>, &Env<'_>),
     problems: &mut Vec<McpConfigProblem>,
 ) -> Vec<McpServerConfig> {
     let mut resolved = Vec::new();
