@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-/// Project notes files read from the workspace and its parents up to the git root.
-const NOTES_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+/// Project notes files read from the workspace and its parents up to the git root (the file
+/// tools write them only after an approval naming them).
+use crate::tools::NOTES_FILES;
 /// Notes longer than this are cut: they go into every request.
 const MAX_NOTES_CHARS: usize = 20_000;
 

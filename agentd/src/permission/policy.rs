@@ -2,7 +2,7 @@
 //! call (see the module docs for the order). Also the keys an approval is remembered under.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::operands::operand_targets;
 use super::redirect::{TargetPlace, place_of, write_targets};
@@ -12,7 +12,9 @@ use super::{
     Decision, PermissionMode, Rule, RuleList, RuleSet, RuleSource, ToolKind, ToolRequest,
     destructive_reason, split_shell_command,
 };
-use crate::tools::{protected_component, resolve_in_workspace};
+use crate::tools::{
+    PROTECTED_PATHS, is_notes_name, notes_file, protected_component, resolve_in_workspace,
+};
 
 /// Everything that decides tool calls for one session.
 #[derive(Clone, Debug, Default)]
@@ -138,6 +140,11 @@ impl Policy {
                      finish the plan and present it, the user leaves plan mode to carry it out",
                     tool
                 ),
+            };
+        }
+        if let Some(notes) = &subject.notes {
+            return Decision::Ask {
+                reason: notes_reason(&subject.action, notes),
             };
         }
         if let Some(rule) = self.rules.ask.iter().find(|rule| applies(rule)) {
@@ -293,6 +300,9 @@ struct Subject {
     target: Target,
     /// Canonical workspace root (or as given when it cannot be resolved).
     workspace: PathBuf,
+    /// The notes file (`AGENTS.md`, `CLAUDE.md`) a file tool writes, relative to the
+    /// workspace: asked about every time, whatever the mode or allow rules.
+    notes: Option<String>,
 }
 
 enum Target {
@@ -322,6 +332,7 @@ impl Subject {
             .canonicalize()
             .unwrap_or_else(|_| request.workspace.to_path_buf());
         let field = |name: &str| input.get(name).and_then(serde_json::Value::as_str);
+        let mut notes = None;
         let (action, target) = match tool {
             "run_shell" => {
                 let command = field("command").unwrap_or("").trim().to_owned();
@@ -342,6 +353,7 @@ impl Subject {
                     let (place, resolved) =
                         place_of(&target, targets.changes_dir, &workspace, |path| {
                             protected_component(path, &workspace)
+                                .or_else(|| notes_file(path, &workspace))
                         });
                     if let Some(resolved) = resolved {
                         written.push((target.clone(), resolved));
@@ -368,13 +380,14 @@ impl Subject {
                     None => return Err(format!("{tool}: missing `path`")),
                 };
                 let resolved = resolve_in_workspace(request.workspace, path)?;
-                if matches!(tool, "write_file" | "edit_file")
-                    && let Some(protected) = protected_component(&resolved, &workspace)
-                {
-                    return Err(format!(
-                        "{tool} {path}: `{protected}` is protected; tools never write inside \
-                         .git, .agents, .claude or skills/, whatever the rules or mode"
-                    ));
+                if matches!(tool, "write_file" | "edit_file") {
+                    if let Some(protected) = protected_component(&resolved, &workspace) {
+                        return Err(format!(
+                            "{tool} {path}: `{protected}` is protected; tools never write \
+                             {PROTECTED_PATHS}, whatever the rules or mode"
+                        ));
+                    }
+                    notes = notes_written(path, &resolved, &workspace)?;
                 }
                 (format!("{tool} {path}"), Target::Path(resolved))
             }
@@ -388,6 +401,7 @@ impl Subject {
             action,
             target,
             workspace,
+            notes,
         })
     }
 
@@ -500,7 +514,7 @@ impl Subject {
         }
         let where_ = match place {
             TargetPlace::Outside => "outside the workspace".to_owned(),
-            TargetPlace::Protected(component) => format!("inside the protected `{component}`"),
+            TargetPlace::Protected(component) => format!("(protected: `{component}`)"),
             TargetPlace::Unknown => {
                 "where the shell decides when it runs (an expansion, a glob, `~` or a path after \
                  `cd`)"
@@ -514,6 +528,54 @@ impl Subject {
             self.action
         ))
     }
+}
+
+/// Whether `request` writes a notes file (`AGENTS.md`, `CLAUDE.md`): such a call asks every
+/// time (see [`Policy::evaluate`]), so its approval offers neither "allow for session" nor
+/// "allow always", and an answer that would remember it is taken as "allow once". Blocking
+/// (resolves the path).
+pub fn asks_every_time(request: &ToolRequest<'_>) -> bool {
+    if !matches!(request.tool, "write_file" | "edit_file") {
+        return false;
+    }
+    let Some(path) = request
+        .input
+        .get("path")
+        .and_then(serde_json::Value::as_str)
+    else {
+        return false;
+    };
+    let Ok(resolved) = resolve_in_workspace(request.workspace, path) else {
+        return false;
+    };
+    let workspace = request
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| request.workspace.to_path_buf());
+    !matches!(notes_written(path, &resolved, &workspace), Ok(None))
+}
+
+/// The notes file a write of `path` (resolved to `resolved`) changes, named as the call names
+/// it. A notes name is the file the prompt reads, even when it is a link to another file (the
+/// prompt follows it); a notes file reached through a link of another name is refused, so the
+/// approval always names the file as the write reaches it (`write_target` refuses the same at
+/// execution).
+fn notes_written(path: &str, resolved: &Path, workspace: &Path) -> Result<Option<String>, String> {
+    let named = Path::new(path).file_name().is_some_and(is_notes_name);
+    match notes_file(resolved, workspace) {
+        Some(notes) if !named => Err(crate::tools::notes_through_link(path, &notes)),
+        Some(notes) => Ok(Some(notes)),
+        None if named => Ok(Some(path.trim_start_matches("./").to_owned())),
+        None => Ok(None),
+    }
+}
+
+/// Why a write of a notes file asks, whatever the mode and allow rules.
+fn notes_reason(action: &str, notes: &str) -> String {
+    format!(
+        "approval needed to {action}: `{notes}` is read into every session's prompt, so it is \
+         changed only when you approve each write (no mode or allow rule covers it)"
+    )
 }
 
 fn url_host(url: &str) -> Option<String> {
