@@ -274,6 +274,7 @@ mod tests {
             description: description.to_owned(),
             path: std::path::PathBuf::from(format!("/p/{name}/SKILL.md")),
             source: crate::skills::SkillSource::Project,
+            root: std::path::PathBuf::from("/p"),
         };
         let section =
             skills_section(&[skill("commit", "Write commits"), skill("pdf", "Fill forms")]);
