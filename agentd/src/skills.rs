@@ -460,10 +460,8 @@ fn list_files(
         };
         if file_type.is_dir() {
             list_files(root, &path, containment, depth + 1, limits, files, more);
-        } else if dir == root && entry.file_name() == SKILL_FILE {
-            continue;
-        } else if file_type.is_symlink()
-            && !crate::regular_file::resolves_within(&path, containment)
+        } else if (dir == root && entry.file_name() == SKILL_FILE)
+            || (file_type.is_symlink() && !crate::regular_file::resolves_within(&path, containment))
         {
             continue;
         } else if files.len() >= limits.max_listed_files {

@@ -514,7 +514,11 @@ impl Subject {
         }
         let where_ = match place {
             TargetPlace::Outside => "outside the workspace".to_owned(),
-            TargetPlace::Protected(component) => format!("(protected: `{component}`)"),
+            // `.mcp.json`, `AGENTS.md`: the target is the protected path itself.
+            TargetPlace::Protected(component) if Path::new(target).ends_with(component) => {
+                "(a protected path)".to_owned()
+            }
+            TargetPlace::Protected(component) => format!("inside the protected `{component}`"),
             TargetPlace::Unknown => {
                 "where the shell decides when it runs (an expansion, a glob, `~` or a path after \
                  `cd`)"

@@ -116,13 +116,18 @@ fn shell_writes_of_project_configuration_are_protected_targets() {
             (
                 shell("echo '{}' > .mcp.json"),
                 "ask approval needed to run `echo '{}' > .mcp.json`: it writes `.mcp.json` \
-                 (protected: `.mcp.json`), and an allow rule",
+                 (a protected path), and an allow rule",
             ),
             (shell("cp evil.json sub/.mcp.json"), "ask"),
             (
                 shell("echo x >> AGENTS.md"),
                 "ask approval needed to run `echo x >> AGENTS.md`: it writes `AGENTS.md` \
-                 (protected: `AGENTS.md`)",
+                 (a protected path)",
+            ),
+            (
+                shell("echo x > .git/hooks/pre-commit"),
+                "ask approval needed to run `echo x > .git/hooks/pre-commit`: it writes \
+                 `.git/hooks/pre-commit` inside the protected `.git`",
             ),
             (shell("echo x > notes.md"), "allow"),
         ],
