@@ -29,6 +29,7 @@
 //! layer stays in force.
 
 mod destructive;
+mod notes;
 mod operands;
 mod policy;
 mod read_rules;
@@ -43,7 +44,8 @@ use std::path::Path;
 use std::str::FromStr;
 
 pub use destructive::destructive_reason;
-pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, asks_every_time, session_key};
+pub use notes::asks_every_time;
+pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
 pub use read_rules::ReadWithholdRules;
 pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
