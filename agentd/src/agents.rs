@@ -233,19 +233,24 @@ pub fn discover(cwd: &Path, user_dir: Option<&Path>) -> AgentCatalogue {
 
 /// [`discover`] with explicit limits.
 pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) -> AgentCatalogue {
-    let mut roots: Vec<(PathBuf, bool)> = Vec::new();
-    for dir in crate::permission::project_dirs(cwd).dirs {
+    // Each agents directory, whether it is the project's, and what its files may lead to
+    // through symlinks: the project's root, or the user's config dir (`user_dir`'s parent).
+    let mut roots: Vec<(PathBuf, bool, PathBuf)> = Vec::new();
+    let project_dirs = crate::permission::project_dirs(cwd);
+    for dir in &project_dirs.dirs {
+        let containment = project_dirs.containment_for(dir).to_path_buf();
         for sub in PROJECT_AGENT_DIRS {
-            roots.push((dir.join(sub), true));
+            roots.push((dir.join(sub), true, containment.clone()));
         }
     }
     if let Some(user_dir) = user_dir {
-        roots.push((user_dir.to_path_buf(), false));
+        let config_dir = user_dir.parent().unwrap_or(user_dir).to_path_buf();
+        roots.push((user_dir.to_path_buf(), false, config_dir));
     }
     let mut found: Vec<AgentDefinition> = Vec::new();
     let mut problems = Vec::new();
     let mut files_read = 0usize;
-    for (root, project) in roots {
+    for (root, project, containment) in roots {
         for file in definition_files(&root, limits, &mut problems) {
             if files_read >= limits.max_files_read || found.len() >= limits.max_agents {
                 problems.push(AgentProblem {
@@ -263,7 +268,7 @@ pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) 
             } else {
                 AgentSource::User(file.clone())
             };
-            match read_definition(&file, source, limits) {
+            match read_definition(&file, &containment, source, limits) {
                 Ok(definition) => {
                     if let Some(nearer) = found.iter().find(|agent| agent.name == definition.name) {
                         let nearer = nearer.source.path().map(Path::display);
@@ -388,13 +393,16 @@ fn definition_files(
     files
 }
 
-/// One definition from its file, or the reason it cannot be used.
+/// One definition from its file (which must not lead out of `containment` through a
+/// symlink), or the reason it cannot be used.
 fn read_definition(
     path: &Path,
+    containment: &Path,
     source: AgentSource,
     limits: &AgentLimits,
 ) -> Result<AgentDefinition, String> {
-    let text = match crate::regular_file::read_own_text(path, limits.max_file_bytes) {
+    let read = crate::regular_file::read_own_text_within(path, containment, limits.max_file_bytes);
+    let text = match read {
         Ok(read) if read.truncated => {
             return Err(format!(
                 "larger than {} KiB; shorten its prompt",
@@ -403,6 +411,9 @@ fn read_definition(
         }
         Ok(read) => read.text,
         Err(err) => {
+            if let Some(refusal) = crate::regular_file::OutsideRoot::of(&err) {
+                return Err(format!("not used: {refusal}"));
+            }
             return Err(match crate::regular_file::OtherUsersFile::of(&err) {
                 Some(refusal) => refusal.to_string(),
                 None => format!("cannot read it: {err}"),

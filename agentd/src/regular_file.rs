@@ -123,6 +123,85 @@ pub fn read_own_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
     read_capped(file, max_bytes)
 }
 
+/// The error inside what [`read_own_text_within`] returns for a file a symlink leads out of
+/// the directory it must stay in (find it with [`OutsideRoot::of`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} leads to {} through a symbolic link, outside {}, and nothing is read through such a \
+     link; put the file itself there instead of the link",
+    path.display(),
+    real.display(),
+    root.display()
+)]
+pub struct OutsideRoot {
+    pub path: std::path::PathBuf,
+    /// Where the opened file really is.
+    pub real: std::path::PathBuf,
+    pub root: std::path::PathBuf,
+}
+
+impl OutsideRoot {
+    /// The refusal inside `error`, when [`read_own_text_within`] refused a file out of its root.
+    pub fn of(error: &std::io::Error) -> Option<&OutsideRoot> {
+        error.get_ref()?.downcast_ref::<OutsideRoot>()
+    }
+}
+
+/// As [`read_own_text`], for files a project or the user's config dir provides that must not
+/// lead elsewhere (skills, agent definitions): the opened file's real path (through
+/// `/proc/self/fd`, so no link swapped in after a check gets through) must lie under `root`
+/// (canonicalised here), or it is refused with [`OutsideRoot`] inside a `PermissionDenied`
+/// error, never read. A `SKILL.md` linked to `~/.ssh/id_ed25519` or `/etc/shadow` is not
+/// read into a model's context.
+pub fn read_own_text_within(path: &Path, root: &Path, max_bytes: usize) -> std::io::Result<Text> {
+    let (file, metadata) = open_regular(path)?;
+    let root = root.canonicalize()?;
+    let real = real_path(&file)?;
+    if !real.starts_with(&root) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            OutsideRoot {
+                path: path.to_path_buf(),
+                real,
+                root,
+            },
+        ));
+    }
+    if !owned_by_us(&metadata) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            OtherUsersFile {
+                path: path.to_path_buf(),
+                owner: std::os::unix::fs::MetadataExt::uid(&metadata),
+            },
+        ));
+    }
+    read_capped(file, max_bytes)
+}
+
+/// Whether `path` (symlinks followed) is under `root` (symlinks followed); false when either
+/// cannot be resolved.
+pub fn resolves_within(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(path), Ok(root)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
+/// Whether `path` is a directory of ours reached without a symlink at its last component
+/// (`lstat`): a store the daemon writes into must not be a link to somewhere else.
+pub fn is_own_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|metadata| metadata.is_dir() && owned_by_us(&metadata))
+}
+
+/// The path an open file really has, from `/proc/self/fd` (which a process may always read of
+/// itself).
+fn real_path(file: &File) -> std::io::Result<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
 /// As [`read_own_text`], for the user's own config.toml: a file of root is read too (an
 /// administrator may provide it), a file of any other user is refused the same way. The config
 /// chooses providers, keys and rules, so it must not be one another local user can write.
@@ -236,6 +315,40 @@ mod tests {
 
         let missing = read_text(&dir.path().join("none"), 10).unwrap_err();
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn read_own_text_within_refuses_a_link_out_of_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(root.join("skills/x")).unwrap();
+        std::fs::write(root.join("shared.md"), "shared").unwrap();
+        let outside = dir.path().join("id_ed25519");
+        std::fs::write(&outside, "secret key").unwrap();
+        let inside_link = root.join("skills/x/SKILL.md");
+        std::os::unix::fs::symlink(root.join("shared.md"), &inside_link).unwrap();
+        assert_eq!(
+            read_own_text_within(&inside_link, &root, 100).unwrap().text,
+            "shared"
+        );
+        let out_link = root.join("skills/x/other.md");
+        std::os::unix::fs::symlink(&outside, &out_link).unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("skills/up")).unwrap();
+        for path in [out_link, root.join("skills/up/id_ed25519")] {
+            let error = read_own_text_within(&path, &root, 100).unwrap_err();
+            assert_eq!(error.kind(), std::io::ErrorKind::PermissionDenied);
+            let refusal = OutsideRoot::of(&error).unwrap();
+            assert_eq!(refusal.real, outside.canonicalize().unwrap());
+            let message = error.to_string();
+            assert!(
+                message.contains("through a symbolic link") && !message.contains("secret"),
+                "{message}"
+            );
+        }
+        assert!(resolves_within(&root.join("skills/x"), &root));
+        assert!(!resolves_within(&root.join("skills/up"), &root));
+        assert!(is_own_real_dir(&root.join("skills")));
+        assert!(!is_own_real_dir(&root.join("skills/up")), "a link to a dir");
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub struct Skill {
     /// The `SKILL.md` file.
     pub path: PathBuf,
     pub source: SkillSource,
+    /// What the skill's files may lead to through symlinks: the project's root (the git root,
+    /// or the directory it was found in outside a repository) or the user's config dir. A
+    /// `SKILL.md`, skill directory or listed file leading out of it is not read nor listed.
+    pub root: PathBuf,
 }
 
 impl Skill {
@@ -128,26 +132,39 @@ pub fn is_skill_result(tool_name: &str, text: &str) -> bool {
 
 /// The skills of the workspace `cwd` and of the user's `user_dir`. Blocking.
 pub fn discover(cwd: &Path, user_dir: Option<&Path>, limits: &SkillLimits) -> Catalogue {
-    let mut roots: Vec<(PathBuf, SkillSource)> = Vec::new();
-    for dir in crate::permission::project_dirs(cwd).dirs {
+    // Each skills directory with the directory its skills must stay in (`Skill::root`).
+    let mut roots: Vec<(PathBuf, SkillSource, PathBuf)> = Vec::new();
+    let project = crate::permission::project_dirs(cwd);
+    for dir in &project.dirs {
+        let containment = project.containment_for(dir);
         for sub in PROJECT_SKILL_DIRS {
-            roots.push((dir.join(sub), SkillSource::Project));
+            roots.push((
+                dir.join(sub),
+                SkillSource::Project,
+                containment.to_path_buf(),
+            ));
         }
     }
     if let Some(user_dir) = user_dir {
-        roots.push((user_dir.to_path_buf(), SkillSource::User));
+        // `$XDG_CONFIG_HOME/agentd/skills`: its skills stay in `$XDG_CONFIG_HOME/agentd`.
+        let config_dir = user_dir.parent().unwrap_or(user_dir);
+        roots.push((
+            user_dir.to_path_buf(),
+            SkillSource::User,
+            config_dir.to_path_buf(),
+        ));
     }
     let mut catalogue = Catalogue::default();
     let mut skipped_for_count = 0usize;
     let mut files_read = 0usize;
-    for (root, source) in roots {
-        for skill_file in skill_files(&root, limits, &mut catalogue.warnings) {
+    for (root, source, containment) in roots {
+        for skill_file in skill_files(&root, &containment, limits, &mut catalogue.warnings) {
             if files_read >= limits.max_files_read {
                 skipped_for_count += 1;
                 continue;
             }
             files_read += 1;
-            let skill = match read_skill(&skill_file, source, limits) {
+            let skill = match read_skill(&skill_file, source, &containment, limits) {
                 Ok(skill) => skill,
                 Err(warning) => {
                     catalogue.warnings.push(warning);
@@ -193,7 +210,15 @@ pub fn load(
             catalogue.names()
         ));
     };
-    let text = read_skill_text(&skill.path, limits)?;
+    if !crate::regular_file::resolves_within(skill.dir(), &skill.root) {
+        return Err(format!(
+            "skill `{name}` cannot be loaded: its directory {} leads out of {} through a \
+             symbolic link",
+            skill.dir().display(),
+            skill.root.display()
+        ));
+    }
+    let text = read_skill_text(&skill.path, &skill.root, limits)?;
     let document = crate::frontmatter::parse(&text)
         .map_err(|err| format!("cannot read {}: {err}", skill.path.display()))?;
     let mut files = Vec::new();
@@ -201,6 +226,7 @@ pub fn load(
     list_files(
         skill.dir(),
         skill.dir(),
+        &skill.root,
         0,
         limits,
         &mut files,
@@ -255,8 +281,14 @@ pub fn render(loaded: &LoadedSkill, workspace: &Path) -> String {
     text
 }
 
-/// `root/*/SKILL.md` in name order; missing or foreign roots give none.
-fn skill_files(root: &Path, limits: &SkillLimits, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+/// `root/*/SKILL.md` in name order; missing or foreign roots give none, and so do a root and
+/// skill directories that lead out of `containment` through a symlink (with a warning).
+fn skill_files(
+    root: &Path,
+    containment: &Path,
+    limits: &SkillLimits,
+    warnings: &mut Vec<String>,
+) -> Vec<PathBuf> {
     if !root.is_dir() {
         return Vec::new();
     }
@@ -265,6 +297,10 @@ fn skill_files(root: &Path, limits: &SkillLimits, warnings: &mut Vec<String>) ->
             "skills in {} are not used: the directory belongs to another user",
             root.display()
         ));
+        return Vec::new();
+    }
+    if !crate::regular_file::resolves_within(root, containment) {
+        warnings.push(outside_warning("the skills in it are", root, containment));
         return Vec::new();
     }
     let entries = match std::fs::read_dir(root) {
@@ -286,7 +322,14 @@ fn skill_files(root: &Path, limits: &SkillLimits, warnings: &mut Vec<String>) ->
         }
         let Ok(entry) = entry else { continue };
         let path = entry.path();
-        if path.is_dir() && path.join(SKILL_FILE).exists() {
+        if !path.is_dir() {
+            continue;
+        }
+        if !crate::regular_file::resolves_within(&path, containment) {
+            warnings.push(outside_warning("it is", &path, containment));
+            continue;
+        }
+        if path.join(SKILL_FILE).exists() {
             dirs.push(path.join(SKILL_FILE));
         }
     }
@@ -294,9 +337,29 @@ fn skill_files(root: &Path, limits: &SkillLimits, warnings: &mut Vec<String>) ->
     dirs
 }
 
+/// Why a skills directory or a skill's directory that leads out of `containment` is not used
+/// (`what`: "it is", "the skills in it are").
+fn outside_warning(what: &str, dir: &Path, containment: &Path) -> String {
+    let real = dir
+        .canonicalize()
+        .map(|real| real.display().to_string())
+        .unwrap_or_else(|_| "somewhere unknown".to_owned());
+    format!(
+        "{} leads to {real} through a symbolic link, outside {}, so {what} not used; put the \
+         skill itself there instead of the link",
+        dir.display(),
+        containment.display()
+    )
+}
+
 /// One skill from its file, or the warning that says why it is skipped.
-fn read_skill(path: &Path, source: SkillSource, limits: &SkillLimits) -> Result<Skill, String> {
-    let text = read_skill_text(path, limits)?;
+fn read_skill(
+    path: &Path,
+    source: SkillSource,
+    root: &Path,
+    limits: &SkillLimits,
+) -> Result<Skill, String> {
+    let text = read_skill_text(path, root, limits)?;
     let document = crate::frontmatter::parse(&text)
         .map_err(|err| format!("skill {} is skipped: {err}", path.display()))?;
     let dir_name = path
@@ -340,30 +403,39 @@ fn read_skill(path: &Path, source: SkillSource, limits: &SkillLimits) -> Result<
         description,
         path: path.to_path_buf(),
         source,
+        root: root.to_path_buf(),
     })
 }
 
-/// The whole text of a `SKILL.md` (ours, regular, under the size cap), or why not.
-fn read_skill_text(path: &Path, limits: &SkillLimits) -> Result<String, String> {
-    match crate::regular_file::read_own_text(path, limits.max_file_bytes) {
+/// The whole text of a `SKILL.md` (ours, regular, under `root`, under the size cap), or why
+/// not.
+fn read_skill_text(path: &Path, root: &Path, limits: &SkillLimits) -> Result<String, String> {
+    match crate::regular_file::read_own_text_within(path, root, limits.max_file_bytes) {
         Ok(read) if read.truncated => Err(format!(
             "skill {} is skipped: it is larger than {} KiB; move details into other files of its directory",
             path.display(),
             limits.max_file_bytes / 1024
         )),
         Ok(read) => Ok(read.text),
-        Err(err) => match crate::regular_file::OtherUsersFile::of(&err) {
-            Some(refusal) => Err(format!("skill {} is skipped: {refusal}", path.display())),
-            None => Err(format!("skill {} is skipped: {err}", path.display())),
-        },
+        Err(err) => {
+            if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&err) {
+                return Err(format!("skill {} is skipped: {refusal}", path.display()));
+            }
+            if let Some(refusal) = crate::regular_file::OutsideRoot::of(&err) {
+                return Err(format!("skill {} is skipped: {refusal}", path.display()));
+            }
+            Err(format!("skill {} is skipped: {err}", path.display()))
+        }
     }
 }
 
 /// Files under `dir` (not `SKILL.md` of the skill itself, not hidden entries, no symlinked
-/// directories), relative paths kept absolute, at most `max_listed_files`.
+/// directories, no link leading out of `containment`), relative paths kept absolute, at most
+/// `max_listed_files`.
 fn list_files(
     root: &Path,
     dir: &Path,
+    containment: &Path,
     depth: usize,
     limits: &SkillLimits,
     files: &mut Vec<PathBuf>,
@@ -387,8 +459,10 @@ fn list_files(
             continue;
         };
         if file_type.is_dir() {
-            list_files(root, &path, depth + 1, limits, files, more);
-        } else if dir == root && entry.file_name() == SKILL_FILE {
+            list_files(root, &path, containment, depth + 1, limits, files, more);
+        } else if (dir == root && entry.file_name() == SKILL_FILE)
+            || (file_type.is_symlink() && !crate::regular_file::resolves_within(&path, containment))
+        {
             continue;
         } else if files.len() >= limits.max_listed_files {
             *more = true;

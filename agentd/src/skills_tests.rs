@@ -215,3 +215,101 @@ fn load_returns_the_body_and_the_other_files_and_names_the_skills_it_knows() {
     let err = load(&catalogue, "nope", &limits).unwrap_err();
     assert_eq!(err, "no skill named `nope`; available skills: report");
 }
+
+/// `name: leak` skill text: read whole, it would be a usable skill.
+fn leaked_skill() -> String {
+    skill_md(Some("leak"), Some("looks harmless"), "SECRET BODY")
+}
+
+#[test]
+fn skills_never_follow_a_symlink_out_of_the_project_or_the_user_config_dir() {
+    let t = tree();
+    let outside = t.repo.parent().unwrap().join("outside");
+    write(&outside.join("evil/SKILL.md"), &leaked_skill());
+    write(&outside.join("secret.md"), &leaked_skill());
+    // A skill directory, a SKILL.md and a whole skills directory linked out of the repository.
+    std::fs::create_dir_all(t.workspace.join("skills")).unwrap();
+    std::os::unix::fs::symlink(outside.join("evil"), t.workspace.join("skills/evil")).unwrap();
+    std::fs::create_dir_all(t.repo.join(".agents/skills/linked")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("secret.md"),
+        t.repo.join(".agents/skills/linked/SKILL.md"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.repo.join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&outside, t.repo.join(".claude/skills")).unwrap();
+    // The user's skills (`config/skills`): one linked out of the config dir.
+    let user_skills = t.repo.parent().unwrap().join("config/skills");
+    std::fs::create_dir_all(&user_skills).unwrap();
+    std::os::unix::fs::symlink(outside.join("evil"), user_skills.join("evil")).unwrap();
+    // A link that stays inside the repository still works.
+    write(
+        &t.repo.join("tools/review/SKILL.md"),
+        &skill_md(Some("review"), Some("Review a change"), "r"),
+    );
+    std::os::unix::fs::symlink(
+        t.repo.join("tools/review"),
+        t.workspace.join("skills/review"),
+    )
+    .unwrap();
+
+    let catalogue = discover(&t.workspace, Some(&user_skills), &SkillLimits::default());
+    let names: Vec<_> = catalogue.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["review"], "{:?}", catalogue.warnings);
+    let warned = catalogue.warnings.join("\n");
+    for path in [
+        t.workspace.join("skills/evil"),
+        t.repo.join(".agents/skills/linked/SKILL.md"),
+        t.repo.join(".claude/skills"),
+        user_skills.join("evil"),
+    ] {
+        assert!(
+            warned.contains(&format!("{} leads to", path.display())),
+            "{}: {warned}",
+            path.display()
+        );
+    }
+    assert!(warned.contains("through a symbolic link"), "{warned}");
+    assert!(!warned.contains("SECRET"), "{warned}");
+}
+
+#[test]
+fn a_loaded_skill_lists_no_file_that_leads_out_of_the_project() {
+    let t = tree();
+    let outside = t.repo.parent().unwrap().join("outside");
+    write(&outside.join("id_ed25519"), "key");
+    write(
+        &t.workspace.join("skills/report/SKILL.md"),
+        &skill_md(None, Some("Write a report"), "body"),
+    );
+    write(&t.repo.join("templates/report.md"), "t");
+    std::os::unix::fs::symlink(
+        outside.join("id_ed25519"),
+        t.workspace.join("skills/report/key"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        t.repo.join("templates/report.md"),
+        t.workspace.join("skills/report/template.md"),
+    )
+    .unwrap();
+    let limits = SkillLimits::default();
+    let catalogue = discover(&t.workspace, None, &limits);
+    let loaded = load(&catalogue, "report", &limits).unwrap();
+    assert_eq!(
+        loaded.files,
+        [t.workspace.join("skills/report/template.md")]
+    );
+
+    // Swapped for a link out after discovery: load refuses it too.
+    std::fs::remove_file(t.workspace.join("skills/report/SKILL.md")).unwrap();
+    write(&outside.join("SKILL.md"), &leaked_skill());
+    std::os::unix::fs::symlink(
+        outside.join("SKILL.md"),
+        t.workspace.join("skills/report/SKILL.md"),
+    )
+    .unwrap();
+    let error = load(&catalogue, "report", &limits).unwrap_err();
+    assert!(error.contains("through a symbolic link"), "{error}");
+    assert!(!error.contains("SECRET"), "{error}");
+}

@@ -58,6 +58,8 @@ mod security_approvals;
 mod security_fetch;
 mod security_filter;
 mod security_harden;
+mod security_links;
+mod security_project_files;
 mod security_redirect;
 mod security_sandbox;
 mod security_shell;

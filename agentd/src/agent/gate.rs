@@ -12,7 +12,8 @@ use super::Run;
 use crate::approval::{ApprovalBroker, Resolution};
 use crate::conversation::ToolCall;
 use crate::permission::{
-    Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule, session_key,
+    Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule,
+    asks_every_time, session_key,
 };
 use crate::tools::{FetchDecision, FetchRules, ToolOutput};
 use protocol::approval::{ApprovalDecision, PendingApproval};
@@ -173,7 +174,9 @@ impl Run {
             workspace: &self.tool_context.workspace,
         };
         let key = session_key(&request);
-        let always_rule = always_allow_rule(&request);
+        // A notes file is asked about each time: nothing an answer remembers may skip it.
+        let every_time = asks_every_time(&request);
+        let always_rule = always_allow_rule(&request).filter(|_| !every_time);
         let summary = self
             .tools
             .current()
@@ -182,7 +185,10 @@ impl Run {
             .map(|tool| tool.summary(&checked.input))
             .unwrap_or_default();
         let now = SystemTime::now();
-        let mut options = vec![ApprovalDecision::AllowOnce, ApprovalDecision::AllowSession];
+        let mut options = vec![ApprovalDecision::AllowOnce];
+        if !every_time {
+            options.push(ApprovalDecision::AllowSession);
+        }
         if always_rule.is_some() {
             options.push(ApprovalDecision::AllowAlways);
         }
@@ -213,10 +219,19 @@ impl Run {
                 .task_label
                 .as_ref()
                 .map(|(_, agent)| agent.clone()),
-            session_rule: Some(key.to_string()),
+            session_rule: (!every_time).then(|| key.to_string()),
             always_rule: always_rule.clone(),
         };
-        let resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
+        let mut resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
+        if every_time
+            && matches!(
+                resolution.decision,
+                ApprovalDecision::AllowSession | ApprovalDecision::AllowAlways
+            )
+        {
+            // Not offered: an answer that would remember the call allows it this once.
+            resolution.decision = ApprovalDecision::AllowOnce;
+        }
         let session_rule = (resolution.decision == ApprovalDecision::AllowSession
             || resolution.decision == ApprovalDecision::AllowAlways)
             .then(|| key.to_string());

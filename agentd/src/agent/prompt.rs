@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-/// Project notes files read from the workspace and its parents up to the git root.
-const NOTES_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+/// Project notes files read from the workspace and its parents up to the git root (the file
+/// tools write them only after an approval naming them).
+use crate::tools::NOTES_FILES;
 /// Notes longer than this are cut: they go into every request.
 const MAX_NOTES_CHARS: usize = 20_000;
 
@@ -273,6 +274,7 @@ mod tests {
             description: description.to_owned(),
             path: std::path::PathBuf::from(format!("/p/{name}/SKILL.md")),
             source: crate::skills::SkillSource::Project,
+            root: std::path::PathBuf::from("/p"),
         };
         let section =
             skills_section(&[skill("commit", "Write commits"), skill("pdf", "Fill forms")]);

@@ -27,9 +27,12 @@ pub struct Loaded {
     pub truncated: bool,
 }
 
-/// Reads the store at `path`; a missing file is an empty store.
+/// Reads the store at `path`; a missing file is an empty store. The file must be ours and in
+/// its own directory: a store that is a symlink to a file elsewhere (`~/.ssh/id_ed25519`) is
+/// refused, never read into a prompt.
 pub fn load(path: &Path) -> anyhow::Result<Loaded> {
-    match crate::regular_file::read_own_text(path, MAX_FILE_BYTES) {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match crate::regular_file::read_own_text_within(path, dir, MAX_FILE_BYTES) {
         Ok(read) => Ok(Loaded {
             entries: Entries::parse(&read.text),
             truncated: read.truncated,

@@ -4,8 +4,11 @@
 //!
 //! The stores live in `<data dir>/memory/` (one pair per user), or in the project's
 //! `.agents/memory/` when the session's project has one (the walk of
-//! `permission::project_dirs`, nearest first, our own directories only). A session's system
-//! prompt holds a [`MemorySnapshot`] taken when it is created; writes show in later sessions.
+//! `permission::project_dirs`, nearest first, our own directories only, none that a symlink
+//! leads out of the project). The user's `<data dir>/memory/` must be a directory of ours,
+//! not a symlink; a store file must not lead out of its directory (`file::load`). What fails
+//! these is not read nor written, with a warning. A session's system prompt holds a
+//! [`MemorySnapshot`] taken when it is created; writes show in later sessions.
 //!
 //! [`MemoryStores`] is the one writer: each edit reads the file, applies the edit and replaces
 //! the file under a lock per store path, so sessions writing at once lose no update.
@@ -147,9 +150,17 @@ impl MemoryStores {
     /// replaced whole).
     pub fn snapshot(&self, cwd: &Path) -> MemorySnapshot {
         let location = self.locate(cwd);
+        let refused = usable(&location).err();
+        if let Some(refusal) = &refused {
+            tracing::warn!("memory not read: {refusal}");
+        }
         let view = |target: MemoryTarget| {
             let path = location.dir.join(target.file_name());
-            let (entries, warning) = match file::load(&path) {
+            let loaded = match &refused {
+                Some(refusal) => Err(anyhow::anyhow!("{refusal}")),
+                None => file::load(&path),
+            };
+            let (entries, warning) = match loaded {
                 Ok(loaded) if loaded.truncated => (
                     loaded.entries,
                     Some(format!(
@@ -220,17 +231,32 @@ impl MemoryStores {
     }
 }
 
-/// See [`MemoryStores::locate`].
+/// See [`MemoryStores::locate`]. A project's directory a symlink leads out of the project is
+/// not used (a warning says where it leads), like one of another user.
 fn locate(user_dir: &Path, cwd: &Path) -> Location {
-    for dir in crate::permission::project_dirs(cwd).dirs {
+    let project = crate::permission::project_dirs(cwd);
+    for dir in &project.dirs {
         let candidate = dir.join(".agents").join(MEMORY_DIR);
-        if crate::regular_file::is_own_dir(&candidate) {
+        if candidate.symlink_metadata().is_err() {
+            continue;
+        }
+        let containment = project.containment_for(dir);
+        let inside = crate::regular_file::resolves_within(&candidate, containment);
+        if inside && crate::regular_file::is_own_dir(&candidate) {
             return Location {
                 dir: candidate,
                 scope: Scope::Project,
             };
         }
-        if candidate.exists() {
+        if !inside {
+            tracing::warn!(
+                dir = %candidate.display(),
+                "project memory not used: it leads out of {} through a symbolic link (to {}); \
+                 the user's memory is used instead",
+                containment.display(),
+                where_it_leads(&candidate)
+            );
+        } else {
             tracing::warn!(
                 dir = %candidate.display(),
                 "project memory not used: it is not a directory of ours (another user's, or a file)"
@@ -243,6 +269,44 @@ fn locate(user_dir: &Path, cwd: &Path) -> Location {
     }
 }
 
+/// Whether the stores of `location` may be read and written: the user's directory, when it
+/// exists, must be ours and no symlink (the daemon makes it 0700 itself); a project's was
+/// checked by [`locate`]. The error says why not and what to do.
+fn usable(location: &Location) -> Result<(), String> {
+    if location.scope == Scope::Project {
+        return Ok(());
+    }
+    let dir = &location.dir;
+    let Ok(metadata) = dir.symlink_metadata() else {
+        return Ok(());
+    };
+    if metadata.file_type().is_symlink() {
+        return Err(format!(
+            "{} is a symbolic link (to {}), and memory is kept only in a directory of agentd's \
+             own; remove the link (agentd makes the directory again)",
+            dir.display(),
+            where_it_leads(dir)
+        ));
+    }
+    if !crate::regular_file::is_own_real_dir(dir) {
+        return Err(format!(
+            "{} is not a directory of ours (uid {} owns it, or it is a file), and memory is kept \
+             only in a directory of agentd's own; remove it (agentd makes it again)",
+            dir.display(),
+            std::os::unix::fs::MetadataExt::uid(&metadata)
+        ));
+    }
+    Ok(())
+}
+
+/// Where a symlink at `path` leads, for messages.
+fn where_it_leads(path: &Path) -> String {
+    path.canonicalize()
+        .or_else(|_| std::fs::read_link(path))
+        .map(|real| real.display().to_string())
+        .unwrap_or_else(|_| "somewhere unknown".to_owned())
+}
+
 /// Read, edit and replace one store file (the caller holds its lock). Blocking.
 fn edit_file(
     location: &Location,
@@ -252,6 +316,7 @@ fn edit_file(
     limit: usize,
 ) -> Result<String, String> {
     let name = target.file_name();
+    usable(location).map_err(|refusal| format!("cannot save memory: {refusal}"))?;
     if location.scope == Scope::User {
         crate::paths::prepare_private_dir(&location.dir)
             .map_err(|error| format!("cannot save memory: {error:#}"))?;

@@ -158,3 +158,104 @@ async fn a_file_too_big_to_read_whole_is_not_rewritten() {
     assert_eq!(std::fs::read_to_string(dir.join("MEMORY.md")).unwrap(), big);
     assert!(stores.snapshot(work.path()).memory.warning.is_some());
 }
+
+#[tokio::test]
+async fn a_project_memory_dir_linked_out_of_the_project_is_not_used() {
+    let data = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("MEMORY.md"), "SECRET elsewhere").unwrap();
+    std::fs::create_dir(root.path().join(".git")).unwrap();
+    std::fs::create_dir(root.path().join(".agents")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), root.path().join(".agents/memory")).unwrap();
+    let stores = stores(data.path());
+    let location = stores.locate(root.path());
+    assert_eq!(location.scope, Scope::User, "the linked dir was used");
+    let snapshot = stores.snapshot(root.path());
+    assert!(snapshot.memory.entries.is_empty());
+    stores
+        .edit(
+            root.path().to_path_buf(),
+            MemoryTarget::Memory,
+            add_entry("note"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.path().join("MEMORY.md")).unwrap(),
+        "SECRET elsewhere"
+    );
+}
+
+#[tokio::test]
+async fn a_store_file_or_a_user_memory_dir_that_is_a_link_is_neither_read_nor_written() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let secret = elsewhere.path().join("id_ed25519");
+    std::fs::write(&secret, "SECRET key").unwrap();
+    let dir = data.path().join("memory");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("MEMORY.md")).unwrap();
+    let stores = stores(data.path());
+    let snapshot = stores.snapshot(work.path());
+    assert!(snapshot.memory.entries.is_empty());
+    let warning = snapshot.memory.warning.unwrap();
+    assert!(warning.contains("through a symbolic link"), "{warning}");
+    let refused = stores
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::Memory,
+            add_entry("x"),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.contains("through a symbolic link"), "{refused}");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "SECRET key");
+
+    // The whole store dir a link elsewhere: nothing read there, nothing written there.
+    std::fs::remove_file(dir.join("MEMORY.md")).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+    std::fs::write(elsewhere.path().join("USER.md"), "SECRET profile").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &dir).unwrap();
+    let snapshot = stores.snapshot(work.path());
+    assert!(snapshot.user.entries.is_empty());
+    let warning = snapshot.user.warning.unwrap();
+    assert!(warning.contains("is a symbolic link"), "{warning}");
+    let refused = stores
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::User,
+            add_entry("x"),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.contains("is a symbolic link"), "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.path().join("USER.md")).unwrap(),
+        "SECRET profile"
+    );
+}
+
+#[test]
+fn a_user_memory_dir_of_another_user_is_not_read() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = data.path().join("memory");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("USER.md"), "planted").unwrap();
+    let test = "a_user_memory_dir_of_another_user_is_not_read";
+    if !crate::test_support::give_to_other_user(test, &dir) {
+        return;
+    }
+    let snapshot = stores(data.path()).snapshot(work.path());
+    assert!(snapshot.user.entries.is_empty());
+    let warning = snapshot.user.warning.unwrap();
+    assert!(warning.contains("uid 65534"), "{warning}");
+}
+
+fn add_entry(content: &str) -> Edit {
+    Edit::Add {
+        content: content.to_owned(),
+    }
+}

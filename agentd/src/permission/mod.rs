@@ -5,17 +5,21 @@
 //! [`Policy::evaluate`] decides in this order, the first step that decides wins:
 //! 1. hard limits, never lifted by rules, modes or hooks: file tools stay inside the workspace
 //!    (paths resolved through `..` and symlinks, [`crate::tools::resolve_in_workspace`]);
-//!    protected paths ([`crate::tools::protected_component`]: `.git`, `.agents`, `.claude` at
-//!    any depth, `skills/` at the root) are not written by `write_file` / `edit_file` (which
-//!    check both again on the path they really open); shell commands on the destructive list
+//!    protected paths ([`crate::tools::protected_component`]: `.git` (hooks and config
+//!    included), `.agents`, `.claude` and `.mcp.json` at any depth, `skills/` at the root,
+//!    existing or not) are not written by `write_file` / `edit_file` (which check both again on
+//!    the path they really open); shell commands on the destructive list
 //!    ([`destructive_reason`]) are refused;
 //! 2. deny rules of every layer → [`Decision::Deny`];
 //! 3. plan mode: tools that are not read-only → [`Decision::Deny`], telling the model it plans;
-//! 4. ask rules of every layer → [`Decision::Ask`];
-//! 5. allow rules and "allow for session" keys → [`Decision::Allow`]; a shell command is allowed
+//! 4. a write of a notes file (`AGENTS.md`, `CLAUDE.md`, [`crate::tools::notes_file`]) →
+//!    [`Decision::Ask`] naming it, in every mode and whatever allow rule or session answer
+//!    covers it; its approval offers only "allow once" ([`asks_every_time`]);
+//! 5. ask rules of every layer → [`Decision::Ask`];
+//! 6. allow rules and "allow for session" keys → [`Decision::Allow`]; a shell command is allowed
 //!    only if every part ([`split_shell_command`]) is allowed (or an exact rule names the whole
 //!    line), while a deny or ask rule matching any part applies;
-//! 6. the mode's default (see [`PermissionMode`]).
+//! 7. the mode's default (see [`PermissionMode`]).
 //!
 //! The gate decides a `grep`, `glob` or `list_dir` call on the path it names; the deny rules
 //! for reading ([`ReadWithholdRules`]) then decide each path the tool finds below it.
@@ -25,6 +29,7 @@
 //! layer stays in force.
 
 mod destructive;
+mod notes;
 mod operands;
 mod policy;
 mod read_rules;
@@ -39,6 +44,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 pub use destructive::destructive_reason;
+pub use notes::asks_every_time;
 pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
 pub use read_rules::ReadWithholdRules;
 pub use rule::{
@@ -219,6 +225,10 @@ mod rule_tests;
 #[cfg(test)]
 #[path = "policy_tests.rs"]
 mod policy_tests;
+
+#[cfg(test)]
+#[path = "policy_protected_tests.rs"]
+mod policy_protected_tests;
 
 #[cfg(test)]
 #[path = "policy_mcp_tests.rs"]

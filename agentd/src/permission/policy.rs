@@ -2,8 +2,9 @@
 //! call (see the module docs for the order). Also the keys an approval is remembered under.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::notes::{notes_reason, notes_written};
 use super::operands::operand_targets;
 use super::redirect::{TargetPlace, place_of, write_targets};
 use super::rule::PathContext;
@@ -12,7 +13,7 @@ use super::{
     Decision, PermissionMode, Rule, RuleList, RuleSet, RuleSource, ToolKind, ToolRequest,
     destructive_reason, split_shell_command,
 };
-use crate::tools::{protected_component, resolve_in_workspace};
+use crate::tools::{PROTECTED_PATHS, notes_file, protected_component, resolve_in_workspace};
 
 /// Everything that decides tool calls for one session.
 #[derive(Clone, Debug, Default)]
@@ -138,6 +139,11 @@ impl Policy {
                      finish the plan and present it, the user leaves plan mode to carry it out",
                     tool
                 ),
+            };
+        }
+        if let Some(notes) = &subject.notes {
+            return Decision::Ask {
+                reason: notes_reason(&subject.action, notes),
             };
         }
         if let Some(rule) = self.rules.ask.iter().find(|rule| applies(rule)) {
@@ -293,6 +299,9 @@ struct Subject {
     target: Target,
     /// Canonical workspace root (or as given when it cannot be resolved).
     workspace: PathBuf,
+    /// The notes file (`AGENTS.md`, `CLAUDE.md`) a file tool writes, relative to the
+    /// workspace: asked about every time, whatever the mode or allow rules.
+    notes: Option<String>,
 }
 
 enum Target {
@@ -322,6 +331,7 @@ impl Subject {
             .canonicalize()
             .unwrap_or_else(|_| request.workspace.to_path_buf());
         let field = |name: &str| input.get(name).and_then(serde_json::Value::as_str);
+        let mut notes = None;
         let (action, target) = match tool {
             "run_shell" => {
                 let command = field("command").unwrap_or("").trim().to_owned();
@@ -342,6 +352,7 @@ impl Subject {
                     let (place, resolved) =
                         place_of(&target, targets.changes_dir, &workspace, |path| {
                             protected_component(path, &workspace)
+                                .or_else(|| notes_file(path, &workspace))
                         });
                     if let Some(resolved) = resolved {
                         written.push((target.clone(), resolved));
@@ -368,13 +379,14 @@ impl Subject {
                     None => return Err(format!("{tool}: missing `path`")),
                 };
                 let resolved = resolve_in_workspace(request.workspace, path)?;
-                if matches!(tool, "write_file" | "edit_file")
-                    && let Some(protected) = protected_component(&resolved, &workspace)
-                {
-                    return Err(format!(
-                        "{tool} {path}: `{protected}` is protected; tools never write inside \
-                         .git, .agents, .claude or skills/, whatever the rules or mode"
-                    ));
+                if matches!(tool, "write_file" | "edit_file") {
+                    if let Some(protected) = protected_component(&resolved, &workspace) {
+                        return Err(format!(
+                            "{tool} {path}: `{protected}` is protected; tools never write \
+                             {PROTECTED_PATHS}, whatever the rules or mode"
+                        ));
+                    }
+                    notes = notes_written(path, &resolved, &workspace)?;
                 }
                 (format!("{tool} {path}"), Target::Path(resolved))
             }
@@ -388,6 +400,7 @@ impl Subject {
             action,
             target,
             workspace,
+            notes,
         })
     }
 
@@ -500,6 +513,10 @@ impl Subject {
         }
         let where_ = match place {
             TargetPlace::Outside => "outside the workspace".to_owned(),
+            // `.mcp.json`, `AGENTS.md`: the target is the protected path itself.
+            TargetPlace::Protected(component) if Path::new(target).ends_with(component) => {
+                "(a protected path)".to_owned()
+            }
             TargetPlace::Protected(component) => format!("inside the protected `{component}`"),
             TargetPlace::Unknown => {
                 "where the shell decides when it runs (an expansion, a glob, `~` or a path after \

@@ -24,7 +24,8 @@ pub(crate) enum TargetPlace {
     Workspace,
     /// Outside the workspace (the resolved path is not under it).
     Outside,
-    /// Inside a directory no tool writes (`.git`, `.agents`, `.claude`, `skills/`).
+    /// A protected path (`.git`, `.agents`, `.claude`, `.mcp.json`, `skills/`) or a notes file
+    /// (`AGENTS.md`, `CLAUDE.md`): what the file tools refuse or ask about every time.
     Protected(String),
     /// Expansions, globs, `~` or a relative path after `cd`: known only when the shell runs.
     Unknown,

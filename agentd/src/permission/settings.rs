@@ -187,6 +187,16 @@ impl ProjectDirs {
             &self.dirs[..self.dirs.len().min(1)]
         }
     }
+
+    /// Where files found in `dir` (one of `dirs`) may lead through symlinks: the git root in a
+    /// repository, else `dir` itself (outside a repository the walk may have reached the home
+    /// directory, which is no project).
+    pub fn containment_for<'a>(&'a self, dir: &'a Path) -> &'a Path {
+        match self.dirs.last() {
+            Some(root) if self.in_repository => root,
+            _ => dir,
+        }
+    }
 }
 
 /// Walks from `workspace` up to the git root (a directory holding `.git`), innermost first.

@@ -41,7 +41,8 @@ pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use load_skill::LoadSkill;
 pub use memory::MemoryTool;
 pub use path::{
-    display_path, protected_component, resolve_in_workspace, resolve_in_workspace_async,
+    NOTES_FILES, PROTECTED_PATHS, display_path, is_notes_name, notes_file, notes_through_link,
+    protected_component, resolve_in_workspace, resolve_in_workspace_async,
 };
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};

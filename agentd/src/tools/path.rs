@@ -73,11 +73,21 @@ pub async fn resolve_in_workspace_async(workspace: &Path, path: &str) -> Result<
         .map_err(|error| format!("path resolution failed: {error}"))?
 }
 
-/// Files and directories no tool writes, however it is allowed: the repository, agent settings
-/// (which hold the rules themselves) and skills.
-const PROTECTED_ANYWHERE: &[&str] = &[".git", ".agents", ".claude"];
+/// Files and directories no tool writes, however it is allowed: the repository (its hooks and
+/// config included), agent settings (which hold the rules themselves), and the project's MCP
+/// servers (`.mcp.json`, read from every directory from the session's cwd up to the git root,
+/// so at any depth of the workspace). Matched by name, whether or not the path exists.
+const PROTECTED_ANYWHERE: &[&str] = &[".git", ".agents", ".claude", ".mcp.json"];
 /// Protected only as the first component under the workspace root.
 const PROTECTED_AT_ROOT: &[&str] = &["skills"];
+/// The protected paths as messages name them.
+pub const PROTECTED_PATHS: &str =
+    ".git (its hooks and config included), .agents, .claude, .mcp.json or skills/";
+
+/// Project notes, read into every session's system prompt from each directory between the git
+/// root and the session's cwd (`agent::prompt`), in this order of preference. The file tools
+/// write them only after an approval that names them ([`notes_file`]).
+pub const NOTES_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 
 /// The first protected component of `resolved` under `workspace`, as the path up to it (ASCII
 /// case-insensitive, for case-insensitive file systems). The permission gate asks it of the
@@ -98,6 +108,30 @@ pub fn protected_component(resolved: &Path, workspace: &Path) -> Option<String> 
         }
     }
     None
+}
+
+/// `resolved` relative to `workspace` when it is a notes file ([`NOTES_FILES`], by its last
+/// component, ASCII case-insensitive), at any depth: a session started in that directory reads
+/// it into its prompt.
+pub fn notes_file(resolved: &Path, workspace: &Path) -> Option<String> {
+    let relative = resolved.strip_prefix(workspace).ok()?;
+    is_notes_name(relative.file_name()?).then(|| relative.display().to_string())
+}
+
+/// Whether `name` is one of [`NOTES_FILES`] (ASCII case-insensitive).
+pub fn is_notes_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    NOTES_FILES
+        .iter()
+        .any(|notes| notes.eq_ignore_ascii_case(&name))
+}
+
+/// The refusal of a write that reaches a notes file through a link of another name.
+pub fn notes_through_link(path: &str, notes: &str) -> String {
+    format!(
+        "{path} leads to `{notes}` through a symlink; `{notes}` is read into every session's \
+         prompt, so it is written only by its own name, after an approval that names it"
+    )
 }
 
 /// `path` relative to the workspace for messages ("." for the root), or as is when outside.
@@ -209,6 +243,34 @@ mod tests {
             resolve_in_workspace(&root, "alias/x").unwrap(),
             root.join("real/x")
         );
+    }
+
+    #[test]
+    fn project_configuration_is_protected_by_name_at_any_depth() {
+        let (_dir, root) = workspace();
+        let protected = |path: &str| protected_component(&root.join(path), &root);
+        assert_eq!(protected(".mcp.json").as_deref(), Some(".mcp.json"));
+        assert_eq!(protected("web/.MCP.json").as_deref(), Some("web/.MCP.json"));
+        assert_eq!(protected(".git/hooks/pre-commit").as_deref(), Some(".git"));
+        assert_eq!(protected("sub/.Claude/x").as_deref(), Some("sub/.Claude"));
+        assert_eq!(protected("skills/x/SKILL.md").as_deref(), Some("skills"));
+        assert_eq!(protected("docs/skills/x.md"), None);
+        assert_eq!(protected("docs/mcp.json"), None);
+        assert_eq!(protected("AGENTS.md"), None);
+    }
+
+    #[test]
+    fn notes_files_are_named_at_any_depth() {
+        let (_dir, root) = workspace();
+        let notes = |path: &str| notes_file(&root.join(path), &root);
+        assert_eq!(notes("AGENTS.md").as_deref(), Some("AGENTS.md"));
+        assert_eq!(
+            notes("web/app/claude.MD").as_deref(),
+            Some("web/app/claude.MD")
+        );
+        assert_eq!(notes("AGENTS.md.bak"), None);
+        assert_eq!(notes("AGENTS.md/x"), None);
+        assert_eq!(notes_file(Path::new("/elsewhere/AGENTS.md"), &root), None);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::path::{display_path, protected_component};
+use super::path::{
+    PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
+};
 use super::text_file;
 
 /// Times a lookup is retried when the kernel reports a rename raced with it (`EAGAIN`).
@@ -82,6 +84,11 @@ impl WriteTarget {
         let real = real_dir.join(&name);
         check_limits(&real, &workspace, path)?;
         let shown = display_path(&workspace, &real);
+        // The gate asked about a notes file by the name the call gives; one reached through
+        // a link of another name (made after the gate judged it) was never asked about.
+        if is_notes_name(&name) && !Path::new(path).file_name().is_some_and(is_notes_name) {
+            return Err(notes_through_link(path, &shown));
+        }
         Ok(WriteTarget { dir, name, shown })
     }
 
@@ -142,8 +149,7 @@ fn check_limits(real: &Path, workspace: &Path, path: &str) -> Result<(), String>
     if let Some(protected) = protected_component(real, workspace) {
         return Err(format!(
             "{path}: `{protected}` is protected (the path leads there through a symlink); \
-             tools never write inside .git, .agents, .claude or skills/, whatever the rules \
-             or mode"
+             tools never write {PROTECTED_PATHS}, whatever the rules or mode"
         ));
     }
     Ok(())
@@ -419,6 +425,48 @@ mod tests {
         }
         assert!(!root.join("dir/.git").exists());
         assert!(!root.join("dir/.Agents").exists());
+    }
+
+    #[test]
+    fn project_configuration_is_refused_existing_or_not_and_nothing_is_created() {
+        let (_dir, root) = workspace();
+        std::fs::create_dir(root.join("a")).unwrap();
+        for path in [
+            ".mcp.json",
+            "dir/.mcp.json",
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "a/../.claude/settings.json",
+            "a/.agents/settings.toml",
+        ] {
+            let error = WriteTarget::open(&root, path, true).err().unwrap();
+            assert!(error.contains("is protected"), "{path}: {error}");
+        }
+        assert!(!root.join(".git/hooks").exists());
+        assert!(!root.join(".claude").exists());
+        assert!(!root.join("a/.agents").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "kept\n"
+        );
+    }
+
+    #[test]
+    fn a_notes_file_is_written_only_by_its_own_name() {
+        let (_dir, root) = workspace();
+        std::fs::write(root.join("AGENTS.md"), "notes\n").unwrap();
+        std::os::unix::fs::symlink("AGENTS.md", root.join("notes")).unwrap();
+        let error = WriteTarget::open(&root, "notes", false).err().unwrap();
+        assert!(
+            error.contains("notes leads to `AGENTS.md` through a symlink"),
+            "{error}"
+        );
+        let target = WriteTarget::open(&root, "AGENTS.md", false).unwrap();
+        target.write_atomic(b"approved\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("AGENTS.md")).unwrap(),
+            "approved\n"
+        );
     }
 
     #[test]
