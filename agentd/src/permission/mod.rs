@@ -30,6 +30,7 @@ mod policy;
 mod read_rules;
 mod redirect;
 mod rule;
+mod script_runs;
 mod settings;
 mod shell;
 mod wrapper;
