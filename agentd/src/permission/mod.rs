@@ -240,3 +240,7 @@ mod redirect_tests;
 #[cfg(test)]
 #[path = "shell_corpus_tests.rs"]
 mod shell_corpus_tests;
+
+#[cfg(test)]
+#[path = "destructive_corpus_tests.rs"]
+mod destructive_corpus_tests;
