@@ -73,6 +73,8 @@ impl Cwd {
         }
         match self {
             Cwd::Known(dir) => Cwd::Known(format!("{}/{target}", dir.trim_end_matches('/'))),
+            // `cd ..` leaves the workspace: `rm -rf *` there is `rm -rf ../*`.
+            Cwd::Workspace if target.starts_with("..") => Cwd::Known(target.clone()),
             Cwd::Workspace => Cwd::Workspace,
             Cwd::Unknown => Cwd::Unknown,
         }
