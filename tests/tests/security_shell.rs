@@ -69,3 +69,50 @@ async fn nested_commands_meet_deny_allow_and_the_hard_limit(format: Format) {
         assert!(!s.workspace().join(file).exists(), "{file}");
     }
 }
+
+both_formats!(destructive_forms_are_refused_in_bypass_mode);
+/// `bypass` with every shell command allowed: nothing asks, yet the destructive forms that
+/// used to slip past the list (`bash -c --`, a wrapper like `taskset`, `$1` of `sh -c`) are
+/// refused, and a line that only prints such a command runs. Each refused form falls back on
+/// `rm -rf /`, which GNU rm refuses by itself, should the refusal ever fail.
+async fn destructive_forms_are_refused_in_bypass_mode(format: Format) {
+    let rules = "[permissions]\n\
+         default_mode = \"bypass\"\n\
+         allow = [\"Bash\"]\n";
+    let s = Scenario::start_with(format, rules).await;
+    let calls = [
+        ("c1", "bash -c -- 'rm -rf /'"),
+        ("c2", "taskset -c 0 rm -rf /"),
+        ("c3", "sh -c 'rm -rf \"$1\"' sh /"),
+        ("c4", "echo \"rm -rf /\""),
+    ];
+    for (id, command) in calls {
+        s.mock.push(shell(id, command));
+    }
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    let events = client.events_until_run_finished().await;
+
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    assert!(requested(&events).is_empty(), "bypass never asks");
+    for call in ["c1", "c2", "c3"] {
+        let (output, is_error) = result_of(&events, call);
+        assert!(is_error, "{call}: {output}");
+        assert!(output.contains("refused"), "{call}: {output}");
+        assert!(
+            output.contains("deletes `/` recursively"),
+            "{call}: {output}"
+        );
+        assert!(!started(&events, call), "{call} must never start");
+    }
+    let (output, is_error) = result_of(&events, "c4");
+    assert!(!is_error && output.contains("rm -rf /"), "{output}");
+    // The model read the refusal as the call's result.
+    let last = s.mock.requests().pop().unwrap();
+    assert!(
+        last.body.contains("Destructive commands are blocked"),
+        "{}",
+        last.body
+    );
+}

@@ -1,20 +1,39 @@
 //! The built-in list of destructive shell commands, a hard limit no rule, mode or hook lifts.
 //!
 //! Commands are matched by their command word and arguments (after quote removal and wrapper
-//! stripping: `sudo`, `env`, `nohup`, …) on every part of a compound command, never by
-//! substring: `echo "rm -rf /"` prints text and is not flagged, while `rm -rf "/"`,
-//! `sudo rm -rf /`, `sh -c 'rm -rf /'` and `echo $(rm -rf /)` are. Pipelines are checked as a
-//! whole for "download piped into a shell".
+//! stripping: `sudo`, `env`, `nohup`, `unshare`, `strace`, `systemd-run`, …) on every part of a
+//! compound command, never by substring: `echo "rm -rf /"` prints text and is not flagged, while
+//! `rm -rf "/"`, `sudo rm -rf /`, `sh -c -- 'rm -rf /'`, `watch rm -rf /` and `echo $(rm -rf /)`
+//! are. A `cd` to a root makes the relative operands after it count (`cd / && rm -rf *`), and
+//! `echo / | xargs rm -rf` hands the echoed words on. Pipelines are checked as a whole for
+//! "download piped into a shell". What each class is lives with its noun: [`paths`] (which
+//! operands are roots or devices), [`files`] (deleting, moving or locking up a root),
+//! [`devices`] (filesystems, partitions, raw devices), [`processes`] (fork bombs, killing every
+//! process, shutdown) and [`code`] (interpreter one-liners).
 
+mod code;
+mod devices;
+mod files;
+mod paths;
+mod processes;
+
+use self::paths::Cwd;
 use super::shell::{
     NestedKind, ParsedShell, Pipeline, SHELLS, SimpleCommand, basename, effective_words,
     is_redirection, parse,
 };
+use super::wrapper::{Run, runs, without_redirections};
 
 /// Why `command` is refused by the destructive-command list, or None. The reason names the
 /// offending part, e.g. "`rm -rf /` deletes `/` recursively".
 pub fn destructive_reason(command: &str) -> Option<String> {
-    if let Some(reason) = fork_bomb(command) {
+    reason_at(command, 0)
+}
+
+/// [`destructive_reason`] for a line found `depth` program texts deep (a shell line inside a
+/// `python3 -c` program inside a shell line).
+fn reason_at(command: &str, depth: usize) -> Option<String> {
+    if let Some(reason) = processes::fork_bomb(command) {
         return Some(reason);
     }
     let parsed: ParsedShell = parse(command);
@@ -23,203 +42,121 @@ pub fn destructive_reason(command: &str) -> Option<String> {
             "the command nests substitutions or `sh -c` bodies too deeply to be checked".to_owned(),
         );
     }
-    check_pipelines(&parsed.pipelines)
+    Checker { depth }.pipelines(&parsed.pipelines, &mut Cwd::default())
 }
-
-/// Directories directly under `/` whose recursive removal or permission change wrecks a system.
-const SYSTEM_DIRS: &[&str] = &[
-    "bin",
-    "boot",
-    "dev",
-    "etc",
-    "home",
-    "lib",
-    "lib32",
-    "lib64",
-    "opt",
-    "proc",
-    "root",
-    "sbin",
-    "srv",
-    "sys",
-    "usr",
-    "var",
-    "Users",
-    "System",
-    "Library",
-    "Applications",
-];
 
 /// Programs that download.
 const DOWNLOADERS: &[&str] = &["curl", "wget"];
 
-/// Device files that are safe to write to.
-const SAFE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/tty",
-];
-const SAFE_DEVICE_DIRS: &[&str] = &["/dev/fd/", "/dev/shm/", "/dev/pts/"];
+/// Programs whose output `xargs` hands on as operands, when the line names it.
+const LISTERS: &[&str] = &["echo", "printf", "find"];
 
-fn check_pipelines(pipelines: &[Pipeline]) -> Option<String> {
-    for pipeline in pipelines {
-        if let Some(reason) = download_into_shell(pipeline) {
-            return Some(reason);
-        }
-        for command in &pipeline.commands {
-            if let Some(why) = destructive_command(&command.words) {
-                return Some(format!("`{}` {why}", command.text));
+/// Walks a parsed line, keeping the working directory the `cd`s in it lead to.
+struct Checker {
+    depth: usize,
+}
+
+impl Checker {
+    fn pipelines(&self, pipelines: &[Pipeline], cwd: &mut Cwd) -> Option<String> {
+        for pipeline in pipelines {
+            if let Some(reason) = download_into_shell(pipeline) {
+                return Some(reason);
             }
-            for nested in &command.nested {
-                if let Some(reason) = check_pipelines(&nested.pipelines) {
-                    return Some(reason);
+            let mut previous: Option<&SimpleCommand> = None;
+            for command in &pipeline.commands {
+                if let Some(why) = self.simple_command(command, previous, cwd) {
+                    return Some(format!("`{}` {why}", command.text));
                 }
+                for run in runs(&command.words) {
+                    if let Run::Script(body) = run
+                        && let Some(reason) = processes::fork_bomb(&body)
+                    {
+                        return Some(reason);
+                    }
+                }
+                for nested in &command.nested {
+                    // A subshell's or script's `cd` stays inside it.
+                    let mut inner = cwd.clone();
+                    if let Some(reason) = self.pipelines(&nested.pipelines, &mut inner) {
+                        return Some(reason);
+                    }
+                }
+                if pipeline.commands.len() == 1 {
+                    let plain = without_redirections(&command.words);
+                    if let Some((name, args)) = effective_words(&plain).split_first()
+                        && matches!(name.as_str(), "cd" | "pushd")
+                    {
+                        *cwd = cwd.after_cd(args);
+                    }
+                }
+                previous = Some(command);
             }
         }
+        None
     }
-    None
-}
 
-/// Why one simple command is destructive, or None.
-fn destructive_command(words: &[String]) -> Option<String> {
-    if let Some(why) = writes_to_device(words) {
-        return Some(why);
-    }
-    let words = effective_words(words);
-    let (name, args) = words.split_first()?;
-    let name = basename(name);
-    let options = || {
-        args.iter()
-            .filter(|arg| arg.starts_with('-') && arg.len() > 1)
-    };
-    let operands = || args.iter().filter(|arg| !arg.starts_with('-'));
-    match name {
-        "rm" => {
-            let recursive = options().any(|option| {
-                option == "--recursive"
-                    || (!option.starts_with("--") && option.contains(['r', 'R']))
-            });
-            if options().any(|option| option == "--no-preserve-root") {
-                return Some("removes `/` (--no-preserve-root)".to_owned());
-            }
-            let target = operands().find(|operand| is_system_root(operand))?;
-            recursive.then(|| format!("deletes `{target}` recursively"))
+    /// Why one simple command is destructive, or None; `previous` is the command piping into
+    /// it.
+    fn simple_command(
+        &self,
+        command: &SimpleCommand,
+        previous: Option<&SimpleCommand>,
+        cwd: &Cwd,
+    ) -> Option<String> {
+        if let Some(why) = devices::redirection_into_device(&command.words, cwd) {
+            return Some(why);
         }
-        "chmod" | "chown" | "chgrp" => {
-            let recursive = options().any(|option| {
-                option == "--recursive" || (!option.starts_with("--") && option.contains('R'))
-            });
-            let target = operands().find(|operand| is_system_root(operand))?;
-            recursive.then(|| format!("changes ownership or permissions of `{target}` recursively"))
+        let plain = without_redirections(&command.words);
+        let words = effective_words(&plain);
+        if let Some(why) = self.words(words, cwd) {
+            return Some(why);
         }
-        _ if name.starts_with("mkfs") || name == "wipefs" || name == "mkswap" => {
-            Some("formats or wipes a filesystem".to_owned())
-        }
-        "dd" => args
+        // `echo / | xargs rm -rf`: the listed words become the operands.
+        let fed_by_xargs = plain
             .iter()
-            .filter_map(|arg| arg.strip_prefix("of="))
-            .find(|target| is_unsafe_device(target))
-            .map(|target| format!("writes raw data to the device `{target}`")),
-        "cp" | "mv" | "install" | "rsync" | "ln" => operands()
-            .next_back()
-            .filter(|target| is_unsafe_device(target))
-            .map(|target| format!("writes to the device `{target}`")),
-        "tee" | "shred" | "blkdiscard" | "truncate" => operands()
-            .find(|target| is_unsafe_device(target))
-            .map(|target| format!("writes to the device `{target}`")),
-        "shutdown" | "reboot" | "halt" | "poweroff" => {
-            Some("shuts down or restarts the machine".to_owned())
-        }
-        "init" | "telinit" if args.iter().any(|arg| arg == "0" || arg == "6") => {
-            Some("shuts down or restarts the machine".to_owned())
-        }
-        "systemctl"
-            if args.iter().any(|arg| {
-                matches!(
-                    arg.as_str(),
-                    "poweroff" | "reboot" | "halt" | "kexec" | "soft-reboot"
-                )
-            }) =>
-        {
-            Some("shuts down or restarts the machine".to_owned())
-        }
-        _ => None,
-    }
-}
-
-/// `> /dev/sda` and friends: a redirection into a device that is not a safe one.
-fn writes_to_device(words: &[String]) -> Option<String> {
-    let mut words = words.iter();
-    while let Some(word) = words.next() {
-        if is_redirection(word) && word.contains('>') {
-            let target = words.next()?;
-            if is_unsafe_device(target) {
-                return Some(format!("writes to the device `{target}`"));
+            .find(|word| !word.contains('='))
+            .is_some_and(|word| basename(word) == "xargs");
+        if fed_by_xargs && let Some(previous) = previous {
+            let listed = listed_words(&previous.words);
+            if !listed.is_empty() {
+                let mut fed = words.to_vec();
+                fed.extend(listed);
+                return self.words(&fed, cwd);
             }
         }
+        None
     }
-    None
-}
 
-fn is_unsafe_device(path: &str) -> bool {
-    let path = normalize(path);
-    let path = path.as_str();
-    path.starts_with("/dev/")
-        && !SAFE_DEVICES.contains(&path)
-        && !SAFE_DEVICE_DIRS.iter().any(|dir| path.starts_with(dir))
-}
-
-/// `/`, `/*`, `~`, `$HOME`, `${HOME}` (with or without `/` or `/*`) and top-level system
-/// directories like `/usr` or `/etc/`.
-fn is_system_root(operand: &str) -> bool {
-    let normalized = normalize(operand);
-    let mut trimmed = normalized.as_str();
-    loop {
-        let before = trimmed;
-        trimmed = trimmed
-            .strip_suffix("/*")
-            .or_else(|| trimmed.strip_suffix("/."))
-            .or_else(|| trimmed.strip_suffix('/'))
-            .unwrap_or(trimmed);
-        if trimmed == before {
-            break;
-        }
-    }
-    if matches!(trimmed, "" | "~" | "$HOME" | "${HOME}" | "/." | "/..") && !operand.is_empty() {
-        return true;
-    }
-    match trimmed.strip_prefix('/') {
-        Some(rest) => {
-            let rest = rest.trim_start_matches('/');
-            SYSTEM_DIRS.contains(&rest)
-        }
-        None => false,
+    /// Why the command `words` (wrappers and redirections stripped) is destructive, or None.
+    fn words(&self, words: &[String], cwd: &Cwd) -> Option<String> {
+        let (name, args) = words.split_first()?;
+        let name = basename(name);
+        files::check(name, args, cwd)
+            .or_else(|| devices::check(name, args, cwd))
+            .or_else(|| processes::check(name, args))
+            .or_else(|| code::check(name, args, self.depth))
     }
 }
 
-/// An absolute path with `.`, `..` and repeated `/` resolved lexically (`/usr/../etc` →
-/// `/etc`); other words unchanged. A trailing `/` or `/*` is kept for the caller.
-fn normalize(path: &str) -> String {
-    if !path.starts_with('/') || !(path.contains("/.") || path.contains("//")) {
-        return path.to_owned();
-    }
-    let (body, tail) = match path.strip_suffix("/*") {
-        Some(body) => (body, "/*"),
-        None => (path, ""),
+/// The words `echo`, `printf` or an unnarrowed `find` writes, as far as the line shows them.
+fn listed_words(words: &[String]) -> Vec<String> {
+    let plain = without_redirections(words);
+    let Some((name, args)) = effective_words(&plain).split_first() else {
+        return Vec::new();
     };
-    let mut components: Vec<&str> = Vec::new();
-    for component in body.split('/') {
-        match component {
-            "" | "." => {}
-            ".." => {
-                components.pop();
-            }
-            other => components.push(other),
-        }
+    let name = basename(name);
+    if !LISTERS.contains(&name) {
+        return Vec::new();
     }
-    format!("/{}{tail}", components.join("/"))
+    match name {
+        "find" => files::unnarrowed_find_roots(args),
+        "printf" => args.iter().skip(1).cloned().collect(),
+        _ => args
+            .iter()
+            .skip_while(|arg| matches!(arg.as_str(), "-n" | "-e" | "-E" | "-ne"))
+            .cloned()
+            .collect(),
+    }
 }
 
 /// `curl … | sh`, `wget -O- … | sudo bash`, `bash <(curl …)`, `sh -c "$(curl …)"`.
@@ -312,24 +249,4 @@ fn reads_script_from_stdin(words: &[String]) -> bool {
         }
     }
     operands.is_empty()
-}
-
-/// `:(){ :|:& };:` and the same shape with any function name.
-fn fork_bomb(command: &str) -> Option<String> {
-    let compact: String = command.chars().filter(|c| !c.is_whitespace()).collect();
-    let mut search_from = 0;
-    while let Some(found) = compact.get(search_from..).and_then(|rest| rest.find("(){")) {
-        let at = search_from + found;
-        let before = compact.get(..at).unwrap_or("");
-        let name_start = before
-            .rfind(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '-')))
-            .map_or(0, |index| index + 1);
-        let name = before.get(name_start..).unwrap_or("");
-        let body = compact.get(at + 3..).unwrap_or("");
-        if !name.is_empty() && body.starts_with(&format!("{name}|{name}&")) {
-            return Some(format!("`{}` is a fork bomb", command.trim()));
-        }
-        search_from = at + 3;
-    }
-    None
 }

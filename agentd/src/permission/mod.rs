@@ -35,6 +35,7 @@ mod policy;
 mod read_rules;
 mod redirect;
 mod rule;
+mod script_runs;
 mod settings;
 mod shell;
 mod wrapper;
@@ -249,3 +250,7 @@ mod redirect_tests;
 #[cfg(test)]
 #[path = "shell_corpus_tests.rs"]
 mod shell_corpus_tests;
+
+#[cfg(test)]
+#[path = "destructive_corpus_tests.rs"]
+mod destructive_corpus_tests;

@@ -165,6 +165,39 @@ fn destructive_table() {
         ("sudo reboot", Some("shuts down")),
         ("systemctl poweroff", Some("shuts down")),
         ("init 0", Some("shuts down")),
+        // Roots after `cd`, in braces, through xargs; other classes name what they do.
+        (
+            "cd / && rm -rf *",
+            Some("`rm -rf *` deletes `/*` recursively"),
+        ),
+        (
+            "rm -rf /{etc,usr}",
+            Some("deletes `/{etc,usr}` recursively"),
+        ),
+        ("echo / | xargs rm -rf", Some("`xargs rm -rf` deletes `/`")),
+        ("bash -c -- 'rm -rf /'", Some("`rm -rf /` deletes `/`")),
+        ("kill -9 -1", Some("signals every process")),
+        ("pkill -9 -u me", Some("every process of a user")),
+        ("loginctl poweroff", Some("shuts down")),
+        ("git clean -fdx /", Some("every untracked file under `/`")),
+        ("mv / /tmp/x", Some("moves `/` away")),
+        ("rsync -a --delete x/ /", Some("beyond the source")),
+        ("find / -delete", Some("everything under `/`")),
+        (
+            "sgdisk --zap-all /dev/sda",
+            Some("partition table of `/dev/sda`"),
+        ),
+        ("echo b > /proc/sysrq-trigger", Some("sysrq-trigger")),
+        (
+            "python3 -c 'import shutil; shutil.rmtree(\"/\")'",
+            Some("with `rmtree`"),
+        ),
+        (
+            "awk 'BEGIN{system(\"rm -rf /\")}'",
+            Some("runs a destructive command"),
+        ),
+        ("perl -e 'fork while fork'", Some("fork bomb")),
+        ("function b { b | b & }; b", Some("fork bomb")),
         // Near misses: not refused.
         ("rm -rf ./build", None),
         ("rm -rf build target", None),

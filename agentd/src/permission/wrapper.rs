@@ -2,6 +2,7 @@
 //! `find -exec`), the script of an interpreter (`sh -c`, `eval`, `su -c`, `env -S`, a git
 //! alias), or a note that it cannot be known before it runs (a shell reading standard input).
 
+use super::script_runs::{sg_run, shell_run, watch_run};
 use super::shell::{
     MAX_NESTING, Nested, NestedKind, Parser, Pipeline, SHELLS, SimpleCommand, basename,
     is_redirection,
@@ -54,20 +55,14 @@ pub(crate) fn runs(words: &[String]) -> Vec<Run> {
         },
         "find" => runs.extend(find_runs(args)),
         "git" => runs.extend(git_alias_runs(args)),
-        _ if SHELLS.contains(&name) => {
-            let script = args
-                .iter()
-                .position(|arg| arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c'))
-                .map(|position| args.get(position + 1).cloned());
-            match script {
-                Some(Some(script)) => runs.push(Run::Script(script)),
-                Some(None) => runs.push(Run::Unknown("a shell's `-c` has no script")),
-                None if args.iter().all(|arg| arg.starts_with('-')) => {
-                    runs.push(Run::Unknown("a shell reads its script from standard input"));
-                }
-                None => {}
+        "watch" => runs.extend(watch_run(args)),
+        "sg" => runs.extend(sg_run(args)),
+        "script" => {
+            if let Some(script) = option_value(args, &["-c", "--command"]) {
+                runs.push(Run::Script(script));
             }
         }
+        _ if SHELLS.contains(&name) => runs.extend(shell_run(args)),
         _ if is_interpreter(name) && args.iter().all(|arg| arg.starts_with('-')) => {
             runs.push(Run::Unknown(
                 "an interpreter reads its program from standard input",
@@ -137,7 +132,9 @@ impl Parser<'_> {
 
 /// The command name and arguments of `words` with leading variable assignments, shell keywords
 /// (`if`, `then`, `!`, …) and wrappers that run their arguments (`sudo`, `env`, `nohup`,
-/// `timeout 5`, `xargs -n1`, `setsid`, `chroot DIR`, `flock FILE`, `busybox`, …) stripped:
+/// `timeout 5`, `xargs -n1`, `setsid`, `chroot DIR`, `flock FILE`, `busybox`, `unshare`,
+/// `nsenter`, `runuser -u USER`, `pkexec`, `strace`, `systemd-run`, `taskset MASK`, `chrt PRIO`,
+/// `prlimit`, `setpriv`, `fakeroot`, …) stripped:
 /// `sudo -u root rm -rf /` → `rm -rf /`. `env -S` and `flock -c` run a script, not their
 /// arguments, and are kept (see [`runs`]).
 pub(crate) fn effective_words(words: &[String]) -> &[String] {
@@ -170,6 +167,21 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             // `command -v rm` looks a name up, it runs nothing.
             return words.get(index..).unwrap_or(&[]);
         }
+        if name == "runuser"
+            && (runs_script(&["-c", "--command", "--session-command"])
+                || !rest
+                    .iter()
+                    .any(|arg| arg == "-u" || arg.starts_with("--user")))
+        {
+            // `runuser USER -c SCRIPT` runs a script, `runuser USER` a login shell.
+            return words.get(index..).unwrap_or(&[]);
+        }
+        if matches!(name, "taskset" | "chrt")
+            && rest.iter().any(|arg| arg == "-p" || arg == "--pid")
+        {
+            // `taskset -p MASK PID` changes a running process, it runs nothing.
+            return words.get(index..).unwrap_or(&[]);
+        }
         let options_with_values: &[&str] = match name {
             "sudo" | "doas" => &["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"],
             "env" => &["-u", "-C", "-S"],
@@ -181,7 +193,130 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             "exec" => &["-a"],
             "flock" => &["-w", "--timeout", "-E", "--conflict-exit-code"],
             "chroot" => &["--userspec", "--groups"],
-            "setsid" | "busybox" | "nohup" => &[],
+            "setsid" | "busybox" | "nohup" | "eatmydata" => &[],
+            "unshare" => &[
+                "-S",
+                "-G",
+                "-R",
+                "-w",
+                "-l",
+                "--setuid",
+                "--setgid",
+                "--root",
+                "--wd",
+                "--load-interp",
+                "--propagation",
+                "--setgroups",
+                "--map-user",
+                "--map-group",
+                "--map-users",
+                "--map-groups",
+                "--monotonic",
+                "--boottime",
+            ],
+            "nsenter" => &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
+            "runuser" => &[
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "-G",
+                "--supp-group",
+                "-s",
+                "--shell",
+                "-w",
+                "--whitelist-environment",
+            ],
+            "pkexec" => &["-u", "--user"],
+            "strace" | "ltrace" => &[
+                "-o",
+                "-e",
+                "-p",
+                "-P",
+                "-s",
+                "-u",
+                "-E",
+                "-a",
+                "-b",
+                "-I",
+                "-X",
+                "-O",
+                "-S",
+                "-U",
+                "-n",
+                "-A",
+                "-D",
+                "-F",
+                "-l",
+                "-w",
+                "-x",
+                "-L",
+                "--output",
+                "--user",
+                "--env",
+                "--attach",
+                "--trace-path",
+                "--string-limit",
+            ],
+            "systemd-run" => &[
+                "-u",
+                "--unit",
+                "-p",
+                "--property",
+                "--description",
+                "--slice",
+                "-E",
+                "--setenv",
+                "--uid",
+                "--gid",
+                "--nice",
+                "--working-directory",
+                "-M",
+                "--machine",
+                "-H",
+                "--host",
+                "-C",
+                "--capsule",
+                "--on-active",
+                "--on-boot",
+                "--on-startup",
+                "--on-unit-active",
+                "--on-unit-inactive",
+                "--on-calendar",
+                "--timer-property",
+                "--path-property",
+                "--socket-property",
+                "--service-type",
+            ],
+            "taskset" => &[],
+            "chrt" => &[
+                "-T",
+                "-P",
+                "-D",
+                "--sched-runtime",
+                "--sched-period",
+                "--sched-deadline",
+            ],
+            "prlimit" => &["-o", "--output"],
+            "setpriv" => &[
+                "--reuid",
+                "--regid",
+                "--ruid",
+                "--euid",
+                "--rgid",
+                "--egid",
+                "--groups",
+                "--securebits",
+                "--pdeathsig",
+                "--inh-caps",
+                "--ambient-caps",
+                "--bounding-set",
+                "--selinux-label",
+                "--apparmor-profile",
+                "--landlock-access",
+                "--landlock-rule",
+            ],
+            "fakeroot" => &["-l", "--lib", "--faked", "-s", "-i", "-b"],
             "time" | "command" | "builtin" | "if" | "then" | "else" | "elif" | "do" | "while"
             | "until" | "!" | "{" => &[],
             _ => return words.get(index..).unwrap_or(&[]),
@@ -206,8 +341,10 @@ pub(crate) fn effective_words(words: &[String]) -> &[String] {
             }
             break;
         }
-        if matches!(name, "timeout" | "chroot" | "flock") && index < words.len() {
-            index += 1; // the duration, the new root, the lock file
+        if matches!(name, "timeout" | "chroot" | "flock" | "taskset" | "chrt")
+            && index < words.len()
+        {
+            index += 1; // the duration, the new root, the lock file, the CPU mask, the priority
         }
     }
 }
@@ -230,7 +367,7 @@ pub(crate) fn join_words(words: &[String]) -> String {
 }
 
 /// `words` without redirection operators and their targets.
-fn without_redirections(words: &[String]) -> Vec<String> {
+pub(crate) fn without_redirections(words: &[String]) -> Vec<String> {
     let mut plain = Vec::new();
     let mut skip_next = false;
     for word in words {
