@@ -221,7 +221,7 @@ impl ApprovalBroker {
         } else {
             &mut state.always_rules
         };
-        if written && !rules.iter().any(|known| *known == claim.rule) {
+        if written && !rules.contains(&claim.rule) {
             // New runs read the user rules from the config loaded at startup: hand them the
             // rule too, so "always" holds before the next restart.
             rules.push(claim.rule.clone());
@@ -360,6 +360,7 @@ mod tests {
             always_rule: None,
             task_id: None,
             agent_type: None,
+            parent_run_id: None,
             approval_id: id.into(),
             session_id: session.into(),
             run_id: "run".into(),

@@ -65,6 +65,7 @@ mod security_symlink;
 mod security_trust;
 mod security_uid;
 mod sessions;
+mod tasks_approvals;
 mod tasks_clients;
 mod tasks_faults;
 mod tasks_shell;

@@ -34,6 +34,8 @@ pub struct RunPermissions {
     /// Approvals wait for an answer even while nobody who answers follows the session
     /// (`session/prompt {holdApprovals}`): the client that started the run answers later.
     pub hold_approvals: bool,
+    /// A subagent's run: the parent's run that started it, which labels its approvals.
+    pub parent_run_id: Option<String>,
 }
 
 /// The gate's verdict on one call.
@@ -213,6 +215,7 @@ impl Run {
                 .task_label
                 .as_ref()
                 .map(|(_, agent)| agent.clone()),
+            parent_run_id: self.permissions.parent_run_id.clone(),
             session_rule: Some(key.to_string()),
             always_rule: always_rule.clone(),
         };

@@ -33,13 +33,16 @@ const COMMAND_QUEUE: usize = 64;
 /// no client's commands: what to do next is [`SessionError::suggested_method`], sent as
 /// `error.data`.
 /// How a prompted run goes, beyond its text.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Keep its approvals pending while no client that answers approvals follows
     /// (`session/prompt {holdApprovals}`).
     pub hold_approvals: bool,
     /// Its own step limit (`session/prompt {maxSteps}`), under the config's `max_steps`.
     pub max_steps: Option<u32>,
+    /// A subagent's run: the parent's run that started it, named in its approvals
+    /// (`PendingApproval.parentRunId`).
+    pub parent_run_id: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -757,6 +760,7 @@ impl Actor {
         );
         let (mut permissions, mut warnings) = permissions.map_err(internal)?;
         permissions.hold_approvals = options.hold_approvals;
+        permissions.parent_run_id = options.parent_run_id.clone();
         let servers = servers.map_err(internal)?;
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
@@ -773,7 +777,6 @@ impl Actor {
         );
         tool_context.limits = self.deps.tool_limits.clone();
         tool_context.session_id = Some(self.header.id.clone());
-        tool_context.subagents = super::subagent::launcher_for(&self.header, &self.deps);
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         tool_context.background = Some(crate::tools::BackgroundShells {
             tasks: Arc::clone(&self.deps.tasks),
@@ -793,6 +796,15 @@ impl Actor {
             let _ = previous.await;
         }
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        // Its children answer to whoever answers this run, and hold their approvals as it does.
+        tool_context.subagents = super::subagent::launcher_for(
+            &self.header,
+            &self.deps,
+            super::subagent::ParentRun {
+                run_id: run_id.clone(),
+                hold_approvals: options.hold_approvals,
+            },
+        );
         // A tool call left without a result (its pairing could not be written) is paired
         // before anything follows it: providers reject an unpaired call.
         crate::agent::pair_orphaned_tool_calls(
