@@ -68,6 +68,7 @@ mod sessions;
 mod tasks_approvals;
 mod tasks_clients;
 mod tasks_faults;
+mod tasks_notifications;
 mod tasks_shell;
 mod tasks_start;
 mod tasks_subagents;
