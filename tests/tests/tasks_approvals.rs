@@ -74,6 +74,44 @@ async fn a_childs_approval_with_nobody_who_answers_is_denied_by_mode_at_once() {
     assert!(seen.contains("no client is attached"), "{seen}");
 }
 
+#[tokio::test]
+async fn a_childs_pending_approval_is_denied_by_mode_once_the_last_answerer_leaves() {
+    let s = Scenario::start_with(Format::OpenAi, ASK).await;
+    delegate_a_write(&s.mock, "I was not allowed to", "the child could not write");
+    // The answerer is there when the child asks, and leaves without answering.
+    let (mut answerer, session) = s.session().await;
+    let mut viewer = Client::connect_raw(s.daemon.socket()).await.unwrap();
+    viewer.initialize_as("viewer", false).await;
+    viewer.subscribe(&session, Some(0)).await;
+    answerer.prompt(&session, "delegate a write").await;
+    let events = viewer
+        .persisted_events_until(|event| matches!(event, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { approval, .. }) = events.last().map(|e| &e.event) else {
+        unreachable!()
+    };
+    let approval_id = approval.approval_id.clone();
+    drop(answerer);
+    // Bounded by the harness's wait, far below the 600 s approval timeout it waited before.
+    let events = viewer.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed, "{events:#?}");
+    let decided_by = events
+        .iter()
+        .find_map(|envelope| match &envelope.event {
+            Event::ApprovalResolved {
+                approval_id: id,
+                decided_by,
+                ..
+            } if *id == approval_id => Some(decided_by.clone()),
+            _ => None,
+        })
+        .expect("the child's approval was resolved");
+    assert_eq!(decided_by, "mode");
+    assert!(!s.workspace().join("note.txt").exists());
+    let seen = child_tool_result(&s.mock);
+    assert!(seen.contains("attached any more"), "{seen}");
+}
+
 /// An agentctl environment whose daemon talks to `mock` and asks before shell and writes.
 fn asking_env(mock: &MockLlm) -> TestEnv {
     TestEnv::new()
