@@ -1,6 +1,7 @@
-//! The approvals of `agentctl run`'s own run: a pure state machine that takes events, key
-//! presses and failed answers and says what to do (print, answer, prompt, stop prompting).
-//! `follow` performs the actions; no I/O here.
+//! The approvals of `agentctl run`'s own run and of the child tasks that run started
+//! (`PendingApproval.parentRunId`): a pure state machine that takes events, key presses and
+//! failed answers and says what to do (print, answer, prompt, stop prompting). `follow`
+//! performs the actions; no I/O here.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -47,8 +48,11 @@ pub enum DeskAction {
 /// The approvals of one run (`run`), or of every run of a session (`attach`).
 #[derive(Debug)]
 pub struct ApprovalDesk {
-    /// The run whose approvals are ours; `None`: every run of the session.
+    /// The run whose approvals are ours, with its children's; `None`: every run of the session.
     run_id: Option<String>,
+    /// The runs of the child tasks our run started whose approvals we saw: their
+    /// resolutions are ours too.
+    child_runs: HashSet<String>,
     handling: Handling,
     /// `attach` replays the session first: requests are only queued (and resolutions take
     /// them back) until the replay reaches this seq, then what is still pending is prompted.
@@ -86,6 +90,7 @@ impl ApprovalDesk {
     ) -> ApprovalDesk {
         ApprovalDesk {
             run_id,
+            child_runs: HashSet::new(),
             handling,
             held_until,
             prompting: None,
@@ -104,7 +109,12 @@ impl ApprovalDesk {
     /// One event of the session (each once, in order).
     pub fn on_event(&mut self, event: &Event) -> Vec<DeskAction> {
         match event {
-            Event::ApprovalRequested { run_id, approval } if self.is_ours(run_id) => {
+            Event::ApprovalRequested { run_id, approval }
+                if self.is_ours(run_id) || self.is_our_child(approval) =>
+            {
+                if self.run_id.is_some() && !self.is_ours(run_id) {
+                    self.child_runs.insert(run_id.clone());
+                }
                 if !self.seen.insert(approval.approval_id.clone()) {
                     return Vec::new();
                 }
@@ -149,7 +159,14 @@ impl ApprovalDesk {
     }
 
     fn is_ours(&self, run_id: &str) -> bool {
-        self.run_id.as_deref().is_none_or(|ours| ours == run_id)
+        self.run_id.as_deref().is_none_or(|ours| ours == run_id) || self.child_runs.contains(run_id)
+    }
+
+    /// Asked by a child task our run started: answered as our run's own are.
+    fn is_our_child(&self, approval: &PendingApproval) -> bool {
+        self.run_id
+            .as_deref()
+            .is_some_and(|ours| approval.parent_run_id.as_deref() == Some(ours))
     }
 
     /// A key pressed while prompting.
@@ -280,7 +297,7 @@ impl ApprovalDesk {
         let Some((decision, reason)) = decide(policy, &approval) else {
             return vec![DeskAction::Note(wait_line(&approval))];
         };
-        let what = what(&approval);
+        let what = format!("{}{}", what(&approval), asked_by(&approval));
         let note = match (decision.allows(), policy) {
             (true, _) => format!(
                 "approval {}: {} {what} (--approve {})",
@@ -372,6 +389,15 @@ fn wait_line(approval: &PendingApproval) -> String {
         what(approval),
         because(approval)
     )
+}
+
+/// ` (asked by subagent TYPE, task ID)` for a child task's approval, else nothing.
+fn asked_by(approval: &PendingApproval) -> String {
+    match (&approval.agent_type, &approval.task_id) {
+        (Some(agent), Some(task)) => format!(" (asked by subagent {agent}, task {task})"),
+        (None, Some(task)) => format!(" (asked by task {task})"),
+        _ => String::new(),
+    }
 }
 
 /// ` (why)` when the reason says more than the summary, else nothing.

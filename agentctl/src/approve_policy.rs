@@ -143,6 +143,7 @@ mod tests {
             always_rule: None,
             task_id: None,
             agent_type: None,
+            parent_run_id: None,
             approval_id: "apr_1".to_owned(),
             session_id: "ses_1".to_owned(),
             run_id: "run_1".to_owned(),

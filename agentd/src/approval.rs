@@ -1,8 +1,9 @@
 //! The approval broker: tool calls that need a person wait here until any client answers
 //! (`approval/respond`), a timeout passes, or the run is cancelled. The first answer wins; later
-//! answers get a clear "already decided" error. An "always allow" answer is claimed first, then
-//! its rule is written to the user config, then the approval is resolved: a racing answer
-//! never sees a rule written for a call it denied.
+//! answers get a clear "already decided" error. An "always" answer (`allowAlways`,
+//! `denyAlways`) is claimed first, then its rule is written to the user config, then the
+//! approval is resolved: a racing answer never sees a rule written for a call it denied, and
+//! the claim carries its kind, so a rule lands as the kind it was answered.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -60,6 +61,21 @@ impl RespondError {
             | RespondError::NotOffered(_)
             | RespondError::ConfigEdit(_) => None,
         }
+    }
+}
+
+/// An `allowAlways` or `denyAlways` answer that has claimed its approval: the rule to write
+/// and which kind of rule it is. The kind travels with the claim, so releasing it never has to
+/// read it back from an approval that may be gone (withdrawn while the rule was written).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Claim {
+    rule: String,
+    decision: ApprovalDecision,
+}
+
+impl Claim {
+    fn is_deny(&self) -> bool {
+        !self.decision.allows()
     }
 }
 
@@ -121,29 +137,29 @@ impl ApprovalBroker {
         if !protocol::id::is_approval_id(id) {
             return Err(RespondError::InvalidId(id.to_owned()));
         }
-        let deny = match resolution.decision {
-            ApprovalDecision::AllowAlways => false,
-            ApprovalDecision::DenyAlways => true,
-            _ => {
-                self.decide(id, resolution)?;
-                return Ok(None);
-            }
-        };
-        let rule = self.claim(id, &resolution)?;
+        if !matches!(
+            resolution.decision,
+            ApprovalDecision::AllowAlways | ApprovalDecision::DenyAlways
+        ) {
+            self.decide(id, resolution)?;
+            return Ok(None);
+        }
+        let claim = self.claim(id, &resolution)?;
         let Some(config_path) = self.config_path.clone() else {
-            self.release_claim(id, false, &rule);
+            self.release_claim(id, false, &claim);
             return Err(RespondError::ConfigEdit(
                 "this daemon has no config file to add the rule to; use allowSession".to_owned(),
             ));
         };
         let broker = self.clone();
         let id_owned = id.to_owned();
-        let rule_owned = rule.clone();
+        let claim_owned = claim.clone();
         let written = tokio::task::spawn_blocking(move || {
-            let written = if deny {
-                crate::config_edit::append_deny_rule_blocking(&config_path, &rule_owned)
+            let rule = &claim_owned.rule;
+            let written = if claim_owned.is_deny() {
+                crate::config_edit::append_deny_rule_blocking(&config_path, rule)
             } else {
-                crate::config_edit::append_allow_rule_blocking(&config_path, &rule_owned)
+                crate::config_edit::append_allow_rule_blocking(&config_path, rule)
             };
             let written = written.map_err(|err| {
                     format!(
@@ -151,17 +167,17 @@ impl ApprovalBroker {
                         config_path.display()
                     )
                 });
-            broker.release_claim(&id_owned, written.is_ok(), &rule_owned);
+            broker.release_claim(&id_owned, written.is_ok(), &claim_owned);
             written
         })
         .await;
         match written {
-            Ok(Ok(())) => Ok(Some(rule)),
+            Ok(Ok(())) => Ok(Some(claim.rule)),
             Ok(Err(err)) => Err(RespondError::ConfigEdit(err)),
             Err(err) => {
                 // The edit panicked before releasing its claim: release it here (releasing
                 // twice is harmless), so the approval does not stay claimed.
-                self.release_claim(id, false, &rule);
+                self.release_claim(id, false, &claim);
                 Err(RespondError::ConfigEdit(format!(
                     "the config edit failed: {err}; answer again"
                 )))
@@ -169,8 +185,9 @@ impl ApprovalBroker {
         }
     }
 
-    /// Claim pending approval `id` for an `allowAlways` answer; returns the rule to write.
-    fn claim(&self, id: &str, resolution: &Resolution) -> Result<String, RespondError> {
+    /// Claim pending approval `id` for an `allowAlways` or `denyAlways` answer; returns the
+    /// rule to write and its kind.
+    fn claim(&self, id: &str, resolution: &Resolution) -> Result<Claim, RespondError> {
         let mut state = self.lock();
         let Some(waiting) = state.pending.get_mut(id) else {
             return Err(not_pending(&state, id));
@@ -187,27 +204,27 @@ impl ApprovalBroker {
             return Err(RespondError::NotOffered(message.to_owned()));
         };
         waiting.claimed = Some(resolution.clone());
-        Ok(rule)
+        Ok(Claim {
+            rule,
+            decision: resolution.decision,
+        })
     }
 
-    /// End the claim on `id`: resolve it by the claim when the rule was written (and remember
-    /// the rule for new runs); otherwise by the answer that raced it, or back to pending.
-    fn release_claim(&self, id: &str, written: bool, rule: &str) {
+    /// End `claim` on `id`: resolve it by the claim when the rule was written (and remember
+    /// the rule, as the kind the claim carries, for new runs); otherwise by the answer that
+    /// raced it, or back to pending. The approval may be gone (withdrawn meanwhile): the rule
+    /// was still written, and is remembered as what it is.
+    fn release_claim(&self, id: &str, written: bool, claim: &Claim) {
         let mut state = self.lock();
-        let deny = state
-            .pending
-            .get(id)
-            .and_then(|waiting| waiting.claimed.as_ref())
-            .is_some_and(|claim| claim.decision == ApprovalDecision::DenyAlways);
-        let rules = if deny {
+        let rules = if claim.is_deny() {
             &mut state.never_rules
         } else {
             &mut state.always_rules
         };
-        if written && !rules.iter().any(|known| known == rule) {
+        if written && !rules.contains(&claim.rule) {
             // New runs read the user rules from the config loaded at startup: hand them the
             // rule too, so "always" holds before the next restart.
-            rules.push(rule.to_owned());
+            rules.push(claim.rule.clone());
         }
         let Some(waiting) = state.pending.get_mut(id) else {
             return;
@@ -343,6 +360,7 @@ mod tests {
             always_rule: None,
             task_id: None,
             agent_type: None,
+            parent_run_id: None,
             approval_id: id.into(),
             session_id: session.into(),
             run_id: "run".into(),
@@ -394,10 +412,10 @@ mod tests {
     async fn an_answer_racing_a_claim_is_already_decided_and_decides_if_the_claim_falls_through() {
         let broker = ApprovalBroker::default();
         let decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
-        let rule = broker
+        let claim = broker
             .claim("apr_1", &by("client:a", ApprovalDecision::AllowAlways))
             .unwrap();
-        assert_eq!(rule, "run_shell(ls:*)");
+        assert_eq!(claim.rule, "run_shell(ls:*)");
         assert!(
             broker.list(None).is_empty(),
             "a claimed approval is not listed"
@@ -412,9 +430,40 @@ mod tests {
                 ..
             }
         ));
-        broker.release_claim("apr_1", false, &rule);
+        broker.release_claim("apr_1", false, &claim);
         assert_eq!(decided.await.unwrap().decided_by, "timeout");
         assert!(broker.always_rules().is_empty());
+    }
+
+    #[test]
+    fn a_deny_always_claim_released_after_its_approval_was_withdrawn_stays_a_deny_rule() {
+        let broker = ApprovalBroker::default();
+        let _decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(rm:*)".into()));
+        let claim = broker
+            .claim("apr_1", &by("client:a", ApprovalDecision::DenyAlways))
+            .unwrap();
+        // The run ended while the rule was being written: its approval is withdrawn.
+        assert!(broker.withdraw("apr_1"));
+        broker.release_claim("apr_1", true, &claim);
+        assert_eq!(broker.never_rules(), ["run_shell(rm:*)"]);
+        assert!(
+            broker.always_rules().is_empty(),
+            "a deny rule became an allow rule: {:?}",
+            broker.always_rules()
+        );
+    }
+
+    #[test]
+    fn an_allow_always_claim_released_after_its_approval_was_withdrawn_stays_an_allow_rule() {
+        let broker = ApprovalBroker::default();
+        let _decided = broker.register(approval("apr_1", "ses_1"), Some("run_shell(ls:*)".into()));
+        let claim = broker
+            .claim("apr_1", &by("client:a", ApprovalDecision::AllowAlways))
+            .unwrap();
+        assert!(broker.withdraw("apr_1"));
+        broker.release_claim("apr_1", true, &claim);
+        assert_eq!(broker.always_rules(), ["run_shell(ls:*)"]);
+        assert!(broker.never_rules().is_empty());
     }
 
     #[tokio::test]

@@ -565,6 +565,19 @@ fn tasks_section_sets_the_cap_and_refuses_zero() {
     assert_eq!(config.tasks.limits.max_running, 2);
     assert!(config.tasks.limits.parallel_writers);
     assert!(!config.tasks.notify_idle_parent);
+    assert_eq!(
+        config.tasks.max_notification_runs,
+        crate::task::DEFAULT_MAX_NOTIFICATION_RUNS
+    );
+    std::fs::write(&path, "[tasks]\nmax_notification_runs = 3\n").unwrap();
+    let config = load(Some(&path), &|_| None).unwrap();
+    assert_eq!(config.tasks.max_notification_runs, 3);
+    std::fs::write(&path, "[tasks]\nmax_notification_runs = 0\n").unwrap();
+    let err = load(Some(&path), &|_| None).unwrap_err().to_string();
+    assert!(
+        err.contains("tasks.max_notification_runs = 0 must be between 1 and 1000"),
+        "{err}"
+    );
     std::fs::write(&path, "[tasks]\nmax_running = 0\n").unwrap();
     let err = load(Some(&path), &|_| None).unwrap_err().to_string();
     assert!(

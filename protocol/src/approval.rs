@@ -114,6 +114,10 @@ pub struct PendingApproval {
     /// Asked by a subagent: its agent type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type: Option<String>,
+    /// Asked by a subagent the `task` tool started: the parent session's run whose call
+    /// started it, so the client answering that run answers its children too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
     /// What `allowSession` would allow for the rest of the session (tool + specifier, as
     /// `approvalResolved.sessionRule` says it afterwards), so a client can show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,6 +12,7 @@ fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingAppr
         always_rule: None,
         task_id: None,
         agent_type: None,
+        parent_run_id: None,
         approval_id: id.to_owned(),
         session_id: "ses_1".to_owned(),
         run_id: "run_1".to_owned(),
@@ -113,6 +114,57 @@ fn other_runs_are_not_ours() {
     let mut other = approval("apr_9", "run_shell", vec![]);
     other.run_id = "run_9".to_owned();
     assert_eq!(desk.on_event(&requested(other)), []);
+}
+
+#[test]
+fn a_child_task_of_our_run_is_answered_as_our_run_and_its_resolution_is_ours() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::All));
+    let mut child = approval("apr_c", "write_file", vec![]);
+    child.run_id = "run_child".to_owned();
+    child.session_id = "ses_child".to_owned();
+    child.task_id = Some("task_1".to_owned());
+    child.agent_type = Some("general-purpose".to_owned());
+    child.parent_run_id = Some("run_1".to_owned());
+    let actions = desk.on_event(&requested(child.clone()));
+    assert!(
+        actions.contains(&DeskAction::Respond {
+            approval_id: "apr_c".to_owned(),
+            decision: AllowOnce,
+            reason: None,
+            policy: Some("--approve all".to_owned()),
+        }),
+        "{actions:?}"
+    );
+    // Its resolution (in the child's run) is the one we gave: nothing more to say.
+    let mut done = resolved("apr_c", AllowOnce, "policy:agentctl");
+    if let Event::ApprovalResolved { run_id, .. } = &mut done {
+        *run_id = "run_child".to_owned();
+    }
+    assert_eq!(desk.on_event(&done), []);
+
+    // A child of another run of the session is not ours.
+    let mut stranger = child;
+    stranger.approval_id = "apr_s".to_owned();
+    stranger.run_id = "run_other_child".to_owned();
+    stranger.parent_run_id = Some("run_0".to_owned());
+    assert_eq!(desk.on_event(&requested(stranger)), []);
+}
+
+#[test]
+fn a_child_task_is_answered_by_never_too() {
+    let mut desk = desk(Handling::Policy(ApprovePolicy::Never));
+    let mut child = approval("apr_c", "run_shell", vec![]);
+    child.run_id = "run_child".to_owned();
+    child.task_id = Some("task_1".to_owned());
+    child.parent_run_id = Some("run_1".to_owned());
+    let actions = desk.on_event(&requested(child));
+    assert!(
+        actions.iter().any(|action| matches!(
+            action,
+            DeskAction::Respond { approval_id, decision: Deny, .. } if approval_id == "apr_c"
+        )),
+        "{actions:?}"
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ fn approval(tool: &str, summary: &str, input: serde_json::Value, reason: &str) -
         always_rule: None,
         task_id: None,
         agent_type: None,
+        parent_run_id: None,
         approval_id: "apr_1".to_owned(),
         session_id: "ses_1".to_owned(),
         run_id: "run_1".to_owned(),

@@ -426,6 +426,7 @@ fn pending(id: &str, tool: &str) -> PendingApproval {
         always_rule: None,
         task_id: None,
         agent_type: None,
+        parent_run_id: None,
         approval_id: id.to_owned(),
         session_id: "ses_1".to_owned(),
         run_id: "run_1".to_owned(),

@@ -35,6 +35,8 @@ pub struct RunPermissions {
     /// Approvals wait for an answer even while nobody who answers follows the session
     /// (`session/prompt {holdApprovals}`): the client that started the run answers later.
     pub hold_approvals: bool,
+    /// A subagent's run: the parent's run that started it, which labels its approvals.
+    pub parent_run_id: Option<String>,
 }
 
 /// The gate's verdict on one call.
@@ -219,6 +221,7 @@ impl Run {
                 .task_label
                 .as_ref()
                 .map(|(_, agent)| agent.clone()),
+            parent_run_id: self.permissions.parent_run_id.clone(),
             session_rule: (!every_time).then(|| key.to_string()),
             always_rule: always_rule.clone(),
         };
@@ -289,8 +292,28 @@ impl Run {
             })
             .await?;
         let mut decided = std::pin::pin!(decided);
+        // A child's approval waits only while someone could answer it (on the child or its
+        // parent): once the last one leaves, it is decided by mode, as it would have been had
+        // nobody been there when it was asked. A headless run never waits on a child.
+        let child_without_hold =
+            self.permissions.task_label.is_some() && !self.permissions.hold_approvals;
+        let nobody_left = async {
+            if child_without_hold {
+                self.log.answerers_left().await
+            } else {
+                std::future::pending().await
+            }
+        };
         let fallback = tokio::select! {
             answer = &mut decided => return Ok(answer.unwrap_or_else(|_| broker_gone())),
+            () = nobody_left => Resolution {
+                decision: ApprovalDecision::Deny,
+                decided_by: "mode".to_owned(),
+                reason: Some(format!(
+                    "no client that answers approvals is attached any more and the session's mode ({}) requires approval",
+                    self.permissions.mode
+                )),
+            },
             _ = tokio::time::sleep(self.permissions.approval_timeout) => Resolution {
                 decision: ApprovalDecision::Deny,
                 decided_by: "timeout".to_owned(),

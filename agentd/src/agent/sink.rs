@@ -42,6 +42,10 @@ pub trait RunLog: Send + Sync {
     /// Whether anyone could answer an approval of this session right now: a subscriber whose
     /// client declared that it answers approvals (viewers and status bars do not count).
     fn has_answerers(&self) -> bool;
+
+    /// Resolves once nobody could answer an approval of this session any more (at once when
+    /// nobody can now).
+    fn answerers_left(&self) -> BoxFuture<'_, ()>;
 }
 
 /// The context of an `append_message_then` error when the message itself was not written.

@@ -103,6 +103,7 @@ pub async fn prompt(
             crate::session::RunOptions {
                 hold_approvals: params.hold_approvals,
                 max_steps: params.max_steps,
+                parent_run_id: None,
             },
         )
         .await?)

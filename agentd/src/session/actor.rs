@@ -33,13 +33,16 @@ const COMMAND_QUEUE: usize = 64;
 /// no client's commands: what to do next is [`SessionError::suggested_method`], sent as
 /// `error.data`.
 /// How a prompted run goes, beyond its text.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Keep its approvals pending while no client that answers approvals follows
     /// (`session/prompt {holdApprovals}`).
     pub hold_approvals: bool,
     /// Its own step limit (`session/prompt {maxSteps}`), under the config's `max_steps`.
     pub max_steps: Option<u32>,
+    /// A subagent's run: the parent's run that started it, named in its approvals
+    /// (`PendingApproval.parentRunId`).
+    pub parent_run_id: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -254,6 +257,11 @@ impl Session {
         let unhandled_commands = Arc::new(AtomicUsize::new(0));
         let actor_stopped = CancellationToken::new();
         let closing = CancellationToken::new();
+        let notification_cap = deps
+            .config
+            .as_ref()
+            .map(|config| config.tasks.max_notification_runs)
+            .unwrap_or(crate::task::DEFAULT_MAX_NOTIFICATION_RUNS);
         let actor = Actor {
             header: header.clone(),
             settings: settings.clone(),
@@ -269,6 +277,7 @@ impl Session {
             _stopped: actor_stopped.clone().drop_guard(),
             closing: closing.clone(),
             mcp: super::mcp::SessionMcp::default(),
+            notification_chain: super::notification_chain::NotificationChain::new(notification_cap),
         };
         tasks.spawn(actor.run(commands_rx));
         Session {
@@ -533,6 +542,8 @@ struct Actor {
     closing: CancellationToken,
     /// The MCP servers the session holds while it is loaded (released when the actor ends).
     mcp: super::mcp::SessionMcp,
+    /// Runs started by task notifications since the user's last input, and their cap.
+    notification_chain: super::notification_chain::NotificationChain,
 }
 
 impl Actor {
@@ -623,6 +634,8 @@ impl Actor {
                 "the prompt is empty".to_owned(),
             ));
         }
+        // The user said something: task notifications may start runs again.
+        self.notification_chain.user_input();
         let result = match self.active_run_id() {
             Some(_) if queue_if_busy => {
                 let (run_id, queued) = self
@@ -665,6 +678,7 @@ impl Actor {
             SessionError::Conflict("no run is active to steer; send a prompt instead".to_owned())
         };
         let run_id = self.active_run_id().ok_or_else(no_run)?;
+        self.notification_chain.user_input();
         self.log
             .append(Event::SteerQueued {
                 run_id: run_id.clone(),
@@ -694,6 +708,13 @@ impl Actor {
         start_if_idle: bool,
     ) -> Result<(String, bool), SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        let from_task = matches!(
+            origin,
+            Some(protocol::event::FollowUpOrigin::TaskNotification)
+        );
+        if !from_task {
+            self.notification_chain.user_input();
+        }
         if let Some(run_id) = self.active_run_id() {
             self.log
                 .append(Event::FollowUpQueued {
@@ -713,12 +734,17 @@ impl Actor {
             }
         }
         if !start_if_idle {
-            let mut state = self.shared.lock();
-            if state.held.len() >= crate::agent::sink::MAX_HELD_MESSAGES {
-                state.held.pop_front();
-                tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
+            self.hold(text);
+            return Ok((String::new(), true));
+        }
+        if from_task
+            && let super::notification_chain::Admission::Hold { warning } =
+                self.notification_chain.admit()
+        {
+            self.hold(text);
+            if let Err(err) = self.log.append(Event::Warning { message: warning }).await {
+                tracing::warn!(session = %self.header.id, "a held notification's warning was not logged: {err:#}");
             }
-            state.held.push_back(text);
             return Ok((String::new(), true));
         }
         let run_id = self
@@ -730,6 +756,17 @@ impl Actor {
             )
             .await?;
         Ok((run_id, false))
+    }
+
+    /// Keep a daemon message for the session's next run, where it comes before that run's own
+    /// message (at most `MAX_HELD_MESSAGES`, the oldest dropped).
+    fn hold(&self, text: String) {
+        let mut state = self.shared.lock();
+        if state.held.len() >= crate::agent::sink::MAX_HELD_MESSAGES {
+            state.held.pop_front();
+            tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
+        }
+        state.held.push_back(text);
     }
 
     /// Prepare everything that can fail, persist `runStarted`, then spawn the run, which
@@ -757,6 +794,7 @@ impl Actor {
         );
         let (mut permissions, mut warnings) = permissions.map_err(internal)?;
         permissions.hold_approvals = options.hold_approvals;
+        permissions.parent_run_id = options.parent_run_id.clone();
         let servers = servers.map_err(internal)?;
         self.mcp
             .register_status_events(&self.deps.mcp_status, &self.log);
@@ -773,7 +811,6 @@ impl Actor {
         );
         tool_context.limits = self.deps.tool_limits.clone();
         tool_context.session_id = Some(self.header.id.clone());
-        tool_context.subagents = super::subagent::launcher_for(&self.header, &self.deps);
         tool_context.sandbox = Arc::clone(&self.deps.sandbox);
         tool_context.background = Some(crate::tools::BackgroundShells {
             tasks: Arc::clone(&self.deps.tasks),
@@ -793,6 +830,15 @@ impl Actor {
             let _ = previous.await;
         }
         let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        // Its children answer to whoever answers this run, and hold their approvals as it does.
+        tool_context.subagents = super::subagent::launcher_for(
+            &self.header,
+            &self.deps,
+            super::subagent::ParentRun {
+                run_id: run_id.clone(),
+                hold_approvals: options.hold_approvals,
+            },
+        );
         // A tool call left without a result (its pairing could not be written) is paired
         // before anything follows it: providers reject an unpaired call.
         crate::agent::pair_orphaned_tool_calls(

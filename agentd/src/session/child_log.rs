@@ -95,4 +95,12 @@ impl RunLog for ChildRunLog {
     fn has_answerers(&self) -> bool {
         self.own.has_answerers() || self.parent.has_answerers()
     }
+
+    fn answerers_left(&self) -> BoxFuture<'_, ()> {
+        let [own, daemon] = self.own.answerer_counts();
+        let [parent, _] = self.parent.answerer_counts();
+        Box::pin(crate::answerers::Answerers::all_left(vec![
+            own, daemon, parent,
+        ]))
+    }
 }

@@ -386,6 +386,14 @@ impl EventLog {
         self.inner.answerers.any() || self.inner.daemon.answerers.any()
     }
 
+    /// The counts `has_answerers` reads: this session's and the daemon stream's.
+    pub fn answerer_counts(&self) -> [Answerers; 2] {
+        [
+            self.inner.answerers.clone(),
+            self.inner.daemon.answerers.clone(),
+        ]
+    }
+
     /// An encoded `lagged` marker for a subscriber that fell behind.
     pub fn lagged_marker(&self, seq: u64) -> Result<Arc<Published>> {
         Ok(Arc::new(self.inner.encode(
@@ -429,6 +437,10 @@ impl RunLog for EventLog {
 
     fn has_answerers(&self) -> bool {
         EventLog::has_answerers(self)
+    }
+
+    fn answerers_left(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Answerers::all_left(self.answerer_counts().into()))
     }
 }
 

@@ -10,6 +10,7 @@ mod index;
 mod mcp;
 pub mod mcp_status;
 mod new_session;
+mod notification_chain;
 mod recovery;
 pub mod replay;
 mod run_permissions;

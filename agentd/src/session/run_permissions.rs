@@ -98,6 +98,7 @@ pub(super) async fn run_permissions(
         broker: deps.approvals.clone(),
         task_label: header.task_id.clone().zip(header.agent_type.clone()),
         hold_approvals: false,
+        parent_run_id: None,
     };
     Ok((permissions, warnings))
 }

@@ -23,10 +23,21 @@ use crate::tools::{SubagentLauncher, TaskParams, ToolOutput};
 /// The tool result of a foreground child that said nothing at the end.
 pub const NO_SUMMARY: &str = "(no summary)";
 
-/// Starts subagents for the runs of one parent session.
+/// Starts subagents for one run of a parent session.
 pub struct SubagentRunner {
     sessions: Weak<SessionManager>,
     parent: Arc<SessionHeader>,
+    parent_run: Arc<ParentRun>,
+}
+
+/// The parent's run whose `task` calls start children: its id labels their approvals, so
+/// the client answering that run answers them; they hold their approvals as it does. Without
+/// `hold_approvals`, a child's approval with nobody to answer it, on the child or the parent,
+/// is decided by mode at once: a headless run never waits on a child.
+#[derive(Clone, Debug)]
+pub struct ParentRun {
+    pub run_id: String,
+    pub hold_approvals: bool,
 }
 
 /// How a child's run ended, as its task records it.
@@ -40,10 +51,15 @@ struct ChildOutcome {
 }
 
 impl SubagentRunner {
-    pub fn new(sessions: Weak<SessionManager>, parent: SessionHeader) -> Self {
+    pub fn new(
+        sessions: Weak<SessionManager>,
+        parent: SessionHeader,
+        parent_run: ParentRun,
+    ) -> Self {
         Self {
             sessions,
             parent: Arc::new(parent),
+            parent_run: Arc::new(parent_run),
         }
     }
 }
@@ -56,15 +72,17 @@ impl SubagentLauncher for SubagentRunner {
     ) -> BoxFuture<'static, ToolOutput> {
         let sessions = self.sessions.clone();
         let parent = self.parent.clone();
+        let parent_run = self.parent_run.clone();
         Box::pin(async move {
             let Some(sessions) = sessions.upgrade() else {
                 return ToolOutput::error("the daemon is stopping; no subagent can start");
             };
             // In a task of the manager's tracker: a parent run cancelled mid-launch drops this
             // call, and the task record must still be finished (the cancel reaches the child).
-            let launching = sessions
-                .tasks
-                .spawn(launch(sessions.clone(), parent, params, cancel));
+            let launching =
+                sessions
+                    .tasks
+                    .spawn(launch(sessions.clone(), parent, parent_run, params, cancel));
             match launching.await {
                 Ok(output) => output,
                 Err(err) => ToolOutput::error(format!("the subagent stopped unexpectedly: {err}")),
@@ -97,12 +115,14 @@ impl PrepareError {
 
 /// Finds the definition, records the task and creates the child session. `base` gives the
 /// workspace, provider, permission mode, rules and MCP servers (the parent's header, or one
-/// made for `task/start`); `parent_id` is the session the task reports to, if any.
+/// made for `task/start`); `parent_id` is the session the task reports to, if any; `options`
+/// shape the child's run.
 async fn prepare(
     sessions: &Arc<SessionManager>,
     base: &SessionHeader,
     parent_id: Option<String>,
     params: &TaskParams,
+    options: super::RunOptions,
 ) -> Result<Prepared, PrepareError> {
     let agent_type = params
         .agent_type
@@ -193,6 +213,7 @@ async fn prepare(
         prompt: params.prompt.clone(),
         workspace: cwd,
         read_only: definition.read_only,
+        options,
     };
     Ok(Prepared {
         task,
@@ -204,14 +225,28 @@ async fn prepare(
 async fn launch(
     sessions: Arc<SessionManager>,
     parent: Arc<SessionHeader>,
+    parent_run: Arc<ParentRun>,
     params: TaskParams,
     cancel: CancellationToken,
 ) -> ToolOutput {
+    let options = super::RunOptions {
+        hold_approvals: parent_run.hold_approvals,
+        max_steps: None,
+        parent_run_id: Some(parent_run.run_id.clone()),
+    };
     let Prepared {
         task,
         run,
         definition,
-    } = match prepare(&sessions, &parent, Some(parent.id.clone()), &params).await {
+    } = match prepare(
+        &sessions,
+        &parent,
+        Some(parent.id.clone()),
+        &params,
+        options,
+    )
+    .await
+    {
         Ok(prepared) => prepared,
         Err(err) => return ToolOutput::error(err.message()),
     };
@@ -314,13 +349,19 @@ impl SessionManager {
             max_turns: None,
             max_budget_usd: None,
         };
-        let Prepared { task, run, .. } =
-            prepare(self, &base, None, &params)
-                .await
-                .map_err(|err| match err {
-                    PrepareError::UnknownAgent(message) => SessionError::InvalidParams(message),
-                    PrepareError::Failed(message) => SessionError::Internal(message),
-                })?;
+        // No parent to answer for it: its approvals wait for a client (or the timeout), as
+        // the client that started it may answer later.
+        let options = super::RunOptions {
+            hold_approvals: true,
+            max_steps: None,
+            parent_run_id: None,
+        };
+        let Prepared { task, run, .. } = prepare(self, &base, None, &params, options)
+            .await
+            .map_err(|err| match err {
+                PrepareError::UnknownAgent(message) => SessionError::InvalidParams(message),
+                PrepareError::Failed(message) => SessionError::Internal(message),
+            })?;
         self.tasks.spawn(async move {
             run.run(None).await;
         });
@@ -347,12 +388,17 @@ pub fn run_filter(header: &SessionHeader) -> Option<ToolFilter> {
 pub fn launcher_for(
     header: &SessionHeader,
     deps: &super::SessionDeps,
+    parent_run: ParentRun,
 ) -> Option<Arc<dyn SubagentLauncher>> {
     if header.parent_session_id.is_some() || header.task_id.is_some() {
         return None;
     }
     let manager = deps.manager.get()?.clone();
-    Some(Arc::new(SubagentRunner::new(manager, header.clone())))
+    Some(Arc::new(SubagentRunner::new(
+        manager,
+        header.clone(),
+        parent_run,
+    )))
 }
 
 impl SessionManager {
@@ -423,6 +469,8 @@ struct ChildRun {
     prompt: String,
     workspace: std::path::PathBuf,
     read_only: bool,
+    /// How its run goes: whether its approvals hold, the parent run they name.
+    options: super::RunOptions,
 }
 
 impl ChildRun {
@@ -484,15 +532,11 @@ impl ChildRun {
             Ok(subscription) => subscription.live,
             Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
         };
-        // A subagent's approvals wait for an answer (or the approval timeout) even while no
-        // client that answers follows: it is never silently denied.
-        let options = super::RunOptions {
-            hold_approvals: true,
-            max_steps: None,
-        };
+        // A child of a run decides as its parent would: with nobody who answers on either,
+        // by mode at once (unless the parent run holds its approvals); a client's task waits.
         let run_id = match self
             .child
-            .prompt(self.prompt.clone(), None, false, options)
+            .prompt(self.prompt.clone(), None, false, self.options.clone())
             .await
         {
             Ok(started) => started.run_id,

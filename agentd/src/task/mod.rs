@@ -89,6 +89,15 @@ impl Default for TaskLimits {
 /// session in memory.
 pub const MAX_MAX_RUNNING: u64 = 64;
 
+/// Runs in a row a session starts for background task notifications without user input
+/// (`[tasks] max_notification_runs`): enough for a model that works through a few rounds of
+/// background work on its own, few enough that one starting a new task on every result stops.
+pub const DEFAULT_MAX_NOTIFICATION_RUNS: u32 = 20;
+
+/// The most `[tasks] max_notification_runs` may be: each such run costs model tokens nobody
+/// asked for.
+pub const MAX_MAX_NOTIFICATION_RUNS: u64 = 1000;
+
 /// `[tasks]` of config.toml, resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskSettings {
@@ -99,6 +108,9 @@ pub struct TaskSettings {
     /// The cap of a background shell's output file (`shell_output_max_bytes`; head and tail
     /// kept).
     pub shell_output_max_bytes: usize,
+    /// Runs in a row started by task notifications without user input, after which results
+    /// wait for the user's next prompt (`max_notification_runs`).
+    pub max_notification_runs: u32,
 }
 
 impl Default for TaskSettings {
@@ -107,6 +119,7 @@ impl Default for TaskSettings {
             limits: TaskLimits::default(),
             notify_idle_parent: true,
             shell_output_max_bytes: shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES,
+            max_notification_runs: DEFAULT_MAX_NOTIFICATION_RUNS,
         }
     }
 }
@@ -119,10 +132,12 @@ pub struct TasksSection {
     pub parallel_writers: Option<bool>,
     pub notify_idle_parent: Option<bool>,
     pub shell_output_max_bytes: Option<u64>,
+    pub max_notification_runs: Option<u64>,
 }
 
 impl TasksSection {
-    /// The settings, or why not (`max_running` between 1 and [`MAX_MAX_RUNNING`]).
+    /// The settings, or why not (`max_running` between 1 and [`MAX_MAX_RUNNING`],
+    /// `max_notification_runs` between 1 and [`MAX_MAX_NOTIFICATION_RUNS`]).
     pub fn resolve(&self) -> Result<TaskSettings, String> {
         let defaults = TaskSettings::default();
         let max_running = self
@@ -146,6 +161,14 @@ impl TasksSection {
                 shell_output::DEFAULT_SHELL_OUTPUT_MAX_BYTES
             ));
         }
+        let max_notification_runs = self
+            .max_notification_runs
+            .unwrap_or(u64::from(defaults.max_notification_runs));
+        if !(1..=MAX_MAX_NOTIFICATION_RUNS).contains(&max_notification_runs) {
+            return Err(format!(
+                "tasks.max_notification_runs = {max_notification_runs} must be between 1 and {MAX_MAX_NOTIFICATION_RUNS}; set one in that range, or remove it for the default ({DEFAULT_MAX_NOTIFICATION_RUNS}); to never start a run for a task's result, set notify_idle_parent = false"
+            ));
+        }
         Ok(TaskSettings {
             limits: TaskLimits {
                 max_running: max_running as usize,
@@ -158,6 +181,8 @@ impl TasksSection {
                 .unwrap_or(defaults.notify_idle_parent),
             shell_output_max_bytes: usize::try_from(shell_output_max_bytes)
                 .unwrap_or(defaults.shell_output_max_bytes),
+            max_notification_runs: u32::try_from(max_notification_runs)
+                .unwrap_or(defaults.max_notification_runs),
         })
     }
 }

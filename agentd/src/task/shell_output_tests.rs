@@ -68,6 +68,7 @@ fn the_cap_is_configured_in_tasks_and_bounded() {
         max_running: None,
         parallel_writers: None,
         notify_idle_parent: None,
+        max_notification_runs: None,
         shell_output_max_bytes: bytes,
     };
     assert_eq!(
