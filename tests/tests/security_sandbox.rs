@@ -427,3 +427,48 @@ async fn the_shell_cannot_reach_the_daemons_socket() {
     // The daemon itself still answers on it.
     assert_eq!(t.status().await, status);
 }
+
+/// Landlock scopes (ABI 6 and later): a command cannot signal a process outside its sandbox
+/// (`kill -0` on the daemon is refused) nor connect to an abstract unix socket made outside it
+/// (the test's own listener gets no connection); the status says so. Below ABI 6 both work
+/// and the status says scopes need ABI 6.
+#[tokio::test]
+async fn the_shell_cannot_signal_the_daemon_nor_reach_abstract_sockets() {
+    use std::os::linux::net::SocketAddrExt;
+    let t = sandboxed("", &[]).await;
+    let status = t.status().await;
+    let name = format!("agentd-test-scope-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let output = t
+        .shell(&format!(
+            "kill -0 {pid} && echo signalled; \
+             python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); \
+             s.connect(chr(0) + '{name}'); print('connected')\"",
+            pid = t.scenario.daemon.pid(),
+        ))
+        .await;
+    let accepted = listener.accept();
+    if confined(&status) && kernel_landlock_abi() >= 6 {
+        assert!(
+            status.contains("signals and abstract sockets scoped"),
+            "{status}"
+        );
+        assert!(!output.contains("signalled"), "{output}");
+        assert!(!output.contains("connected"), "{output}");
+        assert!(output.contains("Operation not permitted"), "{output}");
+        assert!(
+            accepted
+                .as_ref()
+                .is_err_and(|error| error.kind() == std::io::ErrorKind::WouldBlock),
+            "a connection got through: {accepted:?}\n{output}"
+        );
+    } else {
+        assert!(output.contains("signalled"), "{output}");
+        assert!(output.contains("connected"), "{output}");
+        if confined(&status) {
+            assert!(status.contains("not scoped (needs landlock abi 6)"), "{status}");
+        }
+    }
+}

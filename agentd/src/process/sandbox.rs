@@ -10,8 +10,10 @@
 //! `skills/` (those that exist when the command starts: a mount needs something to cover) are
 //! read-only bind mounts in a mount namespace of the child, where the kernel lets us make one,
 //! and the daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
-//! TCP bind and connect (Landlock ABI 4 and later). Without Landlock the shell runs as before,
-//! and the status says why.
+//! TCP bind and connect (Landlock ABI 4 and later). From ABI 6 the shell is scoped: it cannot
+//! signal a process outside its sandbox (the daemon, the user's other programs) nor connect to
+//! an abstract unix socket made outside it. Without Landlock the shell runs as before, and the
+//! status says why.
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -20,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    path_beneath_rules,
 };
 
 use super::ProcessSpec;
@@ -133,6 +136,11 @@ fn gpu_devices(dev: &Path) -> Vec<PathBuf> {
 /// The Landlock ABI from which TCP bind and connect can be denied.
 const FIRST_NETWORK_ABI: i32 = 4;
 
+/// The Landlock ABI from which a sandboxed process can be scoped: no signal to a process
+/// outside its sandbox (the daemon, the user's other programs) and no connection to an
+/// abstract unix socket made outside it.
+const FIRST_SCOPE_ABI: i32 = 6;
+
 /// The daemon's sandbox for `run_shell`: the configuration and what this kernel enforces.
 #[derive(Debug)]
 pub struct ShellSandbox {
@@ -230,6 +238,13 @@ impl ShellSandbox {
                         ));
                     }
                 }
+                if *abi >= FIRST_SCOPE_ABI {
+                    status.push_str(", signals and abstract sockets scoped");
+                } else {
+                    status.push_str(&format!(
+                        ", signals and abstract sockets not scoped (needs landlock abi {FIRST_SCOPE_ABI})"
+                    ));
+                }
                 if !self.config.network {
                     if *abi >= FIRST_NETWORK_ABI {
                         status.push_str(", network denied");
@@ -325,8 +340,9 @@ impl ShellSandbox {
     }
 }
 
-/// A Landlock ruleset for `abi`: read and execute everywhere, everything in `writable`, and
-/// with `deny_network` no TCP bind or connect. Paths that do not exist are left out.
+/// A Landlock ruleset for `abi`: read and execute everywhere, everything in `writable`, with
+/// `deny_network` no TCP bind or connect, and from [`FIRST_SCOPE_ABI`] on no signal or
+/// abstract-socket connection out of the sandbox. Paths that do not exist are left out.
 pub(crate) fn landlock_ruleset(
     abi: i32,
     deny_network: bool,
@@ -340,6 +356,11 @@ pub(crate) fn landlock_ruleset(
     if deny_network {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(error)?;
+    }
+    if abi >= FIRST_SCOPE_ABI {
+        ruleset = ruleset
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .map_err(error)?;
     }
     let created = ruleset
