@@ -318,7 +318,10 @@ async fn a_stderr_flood_is_dropped_past_the_budget_and_the_server_still_answers(
     let started = std::time::Instant::now();
     let handle = setup.acquire(&config);
     ready(&handle).await;
-    assert_eq!(echo(&handle, "through the flood").await, "Echo: through the flood");
+    assert_eq!(
+        echo(&handle, "through the flood").await,
+        "Echo: through the flood"
+    );
     let log_file = setup.manager.servers()[0].log_file.clone().unwrap();
     let mut rotated = log_file.clone().into_os_string();
     rotated.push(".1");
@@ -328,7 +331,10 @@ async fn a_stderr_flood_is_dropped_past_the_budget_and_the_server_still_answers(
         if log.contains("bytes of stderr: over the budget") {
             break log;
         }
-        assert!(std::time::Instant::now() < deadline, "no drop notice in:\n{log:.2000}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no drop notice in:\n{log:.2000}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let recorded = std::fs::metadata(&log_file).map_or(0, |meta| meta.len())

@@ -1,6 +1,8 @@
 //! run_shell in a sandbox: with Landlock the shell writes only in the workspace (`.git`
-//! included), the temp dir and `[sandbox] writable` dirs; `.agents/`, `.claude/` and `skills/`
-//! stay read-only where a mount namespace can be made; `network = false` refuses TCP;
+//! included), the temp dir and `[sandbox] writable` dirs; the project's configuration
+//! (`.agents/`, `.claude/`, `skills/`, `.mcp.json`, `.git/hooks/`, `.git/config`, `AGENTS.md`,
+//! `CLAUDE.md`) stays read-only where a mount namespace can be made, and what a command
+//! creates of it is said in the result; signals and abstract sockets are scoped; `network = false` refuses TCP;
 //! `pass_env` lets named variables through. `daemon/status` and `agentctl status` say what is
 //! enforced. Scenarios run in `bypass` mode: the mode never turns the sandbox off.
 //!
@@ -213,7 +215,7 @@ async fn project_agent_dirs_are_read_only_for_the_shell() {
         .await;
     assert!(output.contains("other-written"), "{output}");
     assert_eq!(output.matches("original").count(), 3, "{output}");
-    if confined(&status) && status.contains("read-only .agents/.claude/skills") {
+    if confined(&status) && status.contains("read-only project configuration") {
         for dir in [".agents", ".claude", "skills"] {
             assert!(!output.contains(&format!("{dir}-created")), "{output}");
             assert!(!output.contains(&format!("{dir}-overwritten")), "{output}");
@@ -230,7 +232,7 @@ async fn project_agent_dirs_are_read_only_for_the_shell() {
     // On this kind of machine (root, or user namespaces allowed) the mounts are made.
     if kernel_landlock_abi() > 0 && unshare_works() {
         assert!(
-            status.contains("read-only .agents/.claude/skills"),
+            status.contains("read-only project configuration"),
             "{status}"
         );
     }
@@ -328,7 +330,7 @@ async fn pass_env_lets_listed_variables_through_and_keys_stay_out() {
 
 /// The helper an unprivileged daemon confines its shell with (`agentd __sandbox-exec`, which
 /// makes a user namespace for the read-only mounts), run as an unprivileged uid: writes land
-/// only where the plan allows, the read-only dir stays read-only, the masked socket is no
+/// only where the plan allows, the read-only dir and file stay read-only, the masked socket is no
 /// socket, and the shell keeps its uid.
 /// Needs root (to become that uid), Landlock and user namespaces; elsewhere there is nothing
 /// to run.
@@ -348,12 +350,14 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         std::fs::create_dir_all(root.join(sub)).unwrap();
     }
     std::fs::write(root.join("work/.agents/kept"), "original").unwrap();
+    std::fs::write(root.join("work/AGENTS.md"), "notes").unwrap();
     let _listener = std::os::unix::net::UnixListener::bind(root.join("daemon.sock")).unwrap();
     for path in [
         root.to_path_buf(),
         root.join("work"),
         root.join("work/.agents"),
         root.join("work/.agents/kept"),
+        root.join("work/AGENTS.md"),
         root.join("outside"),
     ] {
         std::os::unix::fs::chown(&path, Some(UID), Some(UID)).unwrap();
@@ -367,6 +371,8 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         .arg("/dev/null")
         .arg("--read-only")
         .arg(work.join(".agents"))
+        .arg("--read-only")
+        .arg(work.join("AGENTS.md"))
         .arg("--mask")
         .arg(root.join("daemon.sock"))
         .args(["--", "sh", "-c"])
@@ -374,6 +380,7 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
             "id -u; test -S {socket} && echo socket-visible; \
              echo x > {outside}/escaped && echo outside-written; \
              echo x > .agents/kept && echo agents-written; \
+             echo x > AGENTS.md && echo notes-written; rm -f AGENTS.md && echo notes-removed; \
              echo x > inside && echo inside-written; cat .agents/kept",
             outside = root.join("outside").display(),
             socket = root.join("daemon.sock").display(),
@@ -397,6 +404,10 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
     assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(stderr.contains("Read-only file system"), "{stderr}");
     assert!(!root.join("outside/escaped").exists());
+    assert_eq!(
+        std::fs::read_to_string(work.join("AGENTS.md")).unwrap(),
+        "notes"
+    );
 }
 
 /// The daemon's socket is covered by `/dev/null` in the shell's mount namespace where the
@@ -468,7 +479,130 @@ async fn the_shell_cannot_signal_the_daemon_nor_reach_abstract_sockets() {
         assert!(output.contains("signalled"), "{output}");
         assert!(output.contains("connected"), "{output}");
         if confined(&status) {
-            assert!(status.contains("not scoped (needs landlock abi 6)"), "{status}");
+            assert!(
+                status.contains("not scoped (needs landlock abi 6)"),
+                "{status}"
+            );
         }
     }
+}
+
+/// Runs `git args` in `dir` outside the sandbox (the test's own setup).
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Existing project configuration files are read-only for the shell as well as dirs: a hook
+/// cannot be appended to, `AGENTS.md` written, `.mcp.json` removed, `CLAUDE.md` renamed over,
+/// `.git/config` changed, nor a file created in an existing `.claude/`; while `git commit`,
+/// `mkdir build` and new files elsewhere keep working.
+#[tokio::test]
+async fn project_configuration_files_are_read_only_and_git_commit_still_works() {
+    let t = sandboxed("", &[]).await;
+    let status = t.status().await;
+    let workspace = t.scenario.workspace();
+    std::fs::create_dir_all(&workspace).unwrap();
+    git(&workspace, &["init", "-q"]);
+    std::fs::create_dir_all(workspace.join(".claude")).unwrap();
+    for file in ["AGENTS.md", "CLAUDE.md", ".mcp.json", "tracked.txt"] {
+        std::fs::write(workspace.join(file), "original").unwrap();
+    }
+    git(&workspace, &["add", "-A"]);
+    git(&workspace, &["commit", "-qm", "base"]);
+    let config_before = std::fs::read_to_string(workspace.join(".git/config")).unwrap();
+    let output = t
+        .shell(
+            "echo x >> .git/hooks/pre-commit && echo hook-written; \
+             echo x > AGENTS.md && echo agents-written; \
+             rm -f .mcp.json && echo mcp-removed; \
+             echo x > planted && mv -f planted CLAUDE.md && echo claude-renamed; \
+             git config user.name someone && echo config-written; \
+             mkdir -p .claude && echo x > .claude/settings.json && echo settings-written; \
+             mkdir build && touch new.txt && echo x >> tracked.txt && echo ordinary-written; \
+             git add -A && git -c user.name=t -c user.email=t@t commit -qm second \
+               && echo git-committed",
+        )
+        .await;
+    assert!(output.contains("ordinary-written"), "{output}");
+    assert!(output.contains("git-committed"), "{output}");
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&workspace)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&log.stdout), "second\nbase\n");
+    if confined(&status) && status.contains("read-only project configuration") {
+        for refused in [
+            "hook-written",
+            "agents-written",
+            "mcp-removed",
+            "claude-renamed",
+            "config-written",
+            "settings-written",
+        ] {
+            assert!(!output.contains(refused), "{refused}:\n{output}");
+        }
+        assert!(!workspace.join(".git/hooks/pre-commit").exists());
+        assert!(!workspace.join(".claude/settings.json").exists());
+        for file in ["AGENTS.md", "CLAUDE.md", ".mcp.json"] {
+            assert_eq!(
+                std::fs::read_to_string(workspace.join(file)).unwrap(),
+                "original",
+                "{file}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(workspace.join(".git/config")).unwrap(),
+            config_before
+        );
+        assert!(output.contains("Read-only file system"), "{output}");
+        assert!(
+            output.contains("busy"),
+            "unlink and rename-over: EBUSY\n{output}"
+        );
+        assert!(
+            !output.contains("this command"),
+            "nothing to report:\n{output}"
+        );
+    } else {
+        assert!(output.contains("agents-written"), "{output}");
+        assert!(output.contains("changed AGENTS.md"), "{output}");
+    }
+}
+
+/// Project configuration absent when the command starts cannot be covered by a mount (and
+/// nothing is written into the workspace to make one): a command that creates it, as a
+/// directory with a settings file or as a symlink to one, gets it said in its result.
+#[tokio::test]
+async fn absent_project_configuration_a_command_creates_is_reported() {
+    let t = sandboxed("", &[]).await;
+    let output = t
+        .shell("mkdir -p .claude && echo '{}' > .claude/settings.json && echo created")
+        .await;
+    assert!(output.contains("created\n"), "{output}");
+    assert!(
+        output.contains(
+            "[this command created .claude/settings.json; project configuration written by a \
+             command does not apply until the user reviews it and trusts the project again \
+             (`agentctl trust --show`)]"
+        ),
+        "{output}"
+    );
+    let output = t
+        .shell("mkdir real && ln -s real .agents && echo linked")
+        .await;
+    assert!(output.contains("linked"), "{output}");
+    assert!(
+        output.contains("[this command created .agents;"),
+        "{output}"
+    );
+    // An ordinary command reports nothing.
+    let output = t.shell("mkdir build && touch new.txt && echo made").await;
+    assert!(!output.contains("this command"), "{output}");
 }

@@ -427,7 +427,11 @@ mod tests {
         let text = std::fs::read_to_string(log.path()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let expected: Vec<String> = (0..100).map(|n| format!("line{n:05}")).collect();
-        assert_eq!(lines[..100], expected[..], "1000 bytes of budget: 100 lines");
+        assert_eq!(
+            lines[..100],
+            expected[..],
+            "1000 bytes of budget: 100 lines"
+        );
         assert_eq!(
             lines[100..],
             ["[agentd: dropped 49000 bytes of stderr: over the budget of 1000 bytes per second]"]
@@ -446,7 +450,11 @@ mod tests {
         assert_eq!(budget.roll(start + BUDGET_INTERVAL / 2), None);
         assert_eq!(budget.roll(start + BUDGET_INTERVAL), Some(30));
         assert_eq!(budget.take(60), 60);
-        assert_eq!(budget.roll(start + BUDGET_INTERVAL * 3), None, "nothing dropped");
+        assert_eq!(
+            budget.roll(start + BUDGET_INTERVAL * 3),
+            None,
+            "nothing dropped"
+        );
     }
 
     /// Lines across chunks, a cut line, and the resync after a drop.

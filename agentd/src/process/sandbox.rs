@@ -6,10 +6,13 @@
 //! With Landlock the shell writes only in the session's workspace (`.git` included), the temp
 //! dir, the devices a shell needs (and GPU devices, for CUDA and ROCm programs) and the dirs
 //! `[sandbox] writable` lists; it reads and runs everything else. Landlock cannot carve a
-//! read-only subtree out of a writable one, so the workspace's `.agents/`, `.claude/` and
-//! `skills/` (those that exist when the command starts: a mount needs something to cover) are
-//! read-only bind mounts in a mount namespace of the child, where the kernel lets us make one,
-//! and the daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
+//! read-only subtree out of a writable one, so the project's configuration
+//! ([`super::protected`]: `.agents/`, `.claude/`, `skills/`, `.mcp.json`, `.git/hooks/`,
+//! `.git/config`, `AGENTS.md`, `CLAUDE.md` of the workspace up to its git root; those that
+//! exist when the command starts, files as well as dirs: a mount needs something to cover, and
+//! a file's mount also refuses its unlink and a rename over it) is made of read-only bind
+//! mounts in a mount namespace of the child, where the kernel lets us make one, and the
+//! daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
 //! TCP bind and connect (Landlock ABI 4 and later). From ABI 6 the shell is scoped: it cannot
 //! signal a process outside its sandbox (the daemon, the user's other programs) nor connect to
 //! an abstract unix socket made outside it. Without Landlock the shell runs as before, and the
@@ -92,10 +95,6 @@ impl SandboxSection {
         })
     }
 }
-
-/// Workspace directories the shell may read but not write: the project's agent settings
-/// and skills, which would otherwise let a command loosen the policy of the next run.
-pub const READ_ONLY_IN_WORKSPACE: [&str; 3] = [".agents", ".claude", "skills"];
 
 /// Devices a shell writes or opens for writing in ordinary use; directories among them are
 /// writable below.
@@ -207,7 +206,7 @@ impl ShellSandbox {
             Support::None(why) => tracing::warn!("run_shell is not sandboxed: {why}"),
             Support::Landlock {
                 mounts: Err(why), ..
-            } => tracing::warn!("run_shell's .agents/, .claude/ and skills/ stay writable: {why}"),
+            } => tracing::warn!("run_shell may write the project's configuration: {why}"),
             Support::Landlock { .. } => {}
         }
         let sandbox = Self {
@@ -227,14 +226,14 @@ impl ShellSandbox {
                 let mut status = format!("landlock abi {abi}");
                 match mounts {
                     Ok(_) => {
-                        status.push_str(", read-only .agents/.claude/skills");
+                        status.push_str(", read-only project configuration");
                         if self.daemon_socket.is_some() {
                             status.push_str(", daemon socket hidden");
                         }
                     }
                     Err(why) => {
                         status.push_str(&format!(
-                            ", .agents/.claude/skills writable and the daemon socket reachable ({why})"
+                            ", project configuration writable and the daemon socket reachable ({why})"
                         ));
                     }
                 }
@@ -296,7 +295,7 @@ impl ShellSandbox {
                     abi: *abi,
                     deny_network,
                     writable,
-                    read_only: read_only_dirs(&spec.cwd),
+                    read_only: super::protected::existing(&spec.cwd),
                     masked: self.masked_files(),
                 };
                 spec.args = plan.to_args(&spec.program, &spec.args);
@@ -306,8 +305,11 @@ impl ShellSandbox {
                 let ruleset = landlock_ruleset(*abi, deny_network, &writable)?;
                 let mounts = match mounts {
                     Ok(_) => Some(
-                        read_only_mounts_of(Namespaces::MountOnly, &read_only_dirs(&spec.cwd))?
-                            .masking(&self.masked_files())?,
+                        read_only_mounts_of(
+                            Namespaces::MountOnly,
+                            &super::protected::existing(&spec.cwd),
+                        )?
+                        .masking(&self.masked_files())?,
                     ),
                     Err(_) => None,
                 };
@@ -442,16 +444,6 @@ async fn probe_mounts() -> Result<Mounts, String> {
             Err(format!("no mount namespace: {}", failures.join("; ")))
         }
     }
-}
-
-/// The workspace's read-only dirs that exist (symlinks resolved, so a link to a dir elsewhere
-/// is covered where it points).
-fn read_only_dirs(workspace: &Path) -> Vec<PathBuf> {
-    READ_ONLY_IN_WORKSPACE
-        .iter()
-        .filter_map(|name| std::fs::canonicalize(workspace.join(name)).ok())
-        .filter(|dir| dir.is_dir())
-        .collect()
 }
 
 pub(crate) fn read_only_mounts_of(
