@@ -753,7 +753,8 @@ fn memory_limits(
     })
 }
 
-/// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded.
+/// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded; the project
+/// servers that run unconfined.
 fn mcp_settings(
     path: &Path,
     mcp: &crate::mcp::config::McpSection,
@@ -784,6 +785,7 @@ fn mcp_settings(
     )?;
     settings.idle_stop = std::time::Duration::from_secs(idle_stop_secs);
     settings.startup_grace = std::time::Duration::from_secs(startup_grace_secs);
+    settings.unconfined = mcp.unconfined.clone();
     Ok(())
 }
 

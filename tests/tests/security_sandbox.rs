@@ -606,3 +606,88 @@ async fn absent_project_configuration_a_command_creates_is_reported() {
     let output = t.shell("mkdir build && touch new.txt && echo made").await;
     assert!(!output.contains("this command"), "{output}");
 }
+
+/// A stdio server that tries to write outside the workspace, then runs server-everything;
+/// it writes `ran-<name>` in its cwd (the project root) either way.
+fn writing_server(
+    name: &str,
+    outside: &std::path::Path,
+) -> agentd_tests::mcp_servers::ServerCommand {
+    let everything = agentd_tests::mcp_servers::everything_stdio();
+    let mut args = vec![
+        "-c".to_owned(),
+        format!(
+            "echo x > {outside}/{name}; echo ran > ran-{name}; exec \"$0\" \"$@\"",
+            outside = outside.display()
+        ),
+        everything.command,
+    ];
+    args.extend(everything.args);
+    agentd_tests::mcp_servers::ServerCommand {
+        command: "/bin/sh".to_owned(),
+        args,
+        env: everything.env,
+    }
+}
+
+/// The servers of a trusted project's `.mcp.json` run confined like the shell: one cannot
+/// write outside the workspace (and still answers tools), one listed in `[mcp] unconfined`
+/// can, and a server of the user's config.toml runs as before.
+#[tokio::test]
+async fn a_projects_mcp_servers_run_confined_unless_listed_unconfined() {
+    // `sandboxed` puts the test's dir in place of `{dir}`.
+    let placeholder = std::path::Path::new("{dir}/outside");
+    let user =
+        agentd_tests::mcp_scenario::server_toml("user", &writing_server("user", placeholder), "");
+    let t = sandboxed(
+        &format!("[mcp]\nunconfined = [\"free\"]\nstartup_grace_secs = 60\n\n{user}"),
+        &[],
+    )
+    .await;
+    let status = t.status().await;
+    let outside = t.env_dir.join("outside");
+    let workspace = t.scenario.workspace();
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join(".mcp.json"),
+        agentd_tests::mcp_scenario::mcp_json(&[
+            ("confined", writing_server("confined", &outside)),
+            ("free", writing_server("free", &outside)),
+        ]),
+    )
+    .unwrap();
+    let s = &t.scenario;
+    let (mut client, session) = s.session().await;
+    client
+        .request(
+            "project/trust",
+            json!({"path": workspace.display().to_string()}),
+        )
+        .await
+        .expect("project/trust");
+    s.mock.push(Reply::text("done"));
+    client.prompt(&session, "go").await;
+    client.events_until_run_finished().await;
+    let requests = s.mock.wait_for_requests(1).await;
+    let tools = agentd_tests::mcp_scenario::request_tool_names(Format::OpenAi, &requests[0]);
+    for name in ["confined", "free", "user"] {
+        assert!(
+            workspace.join(format!("ran-{name}")).exists(),
+            "{name} did not run"
+        );
+        assert!(
+            tools.contains(&format!("mcp__{name}__echo")),
+            "{name} is not ready: {tools:?}"
+        );
+    }
+    assert!(outside.join("free").exists(), "listed unconfined");
+    assert!(outside.join("user").exists(), "the user's server");
+    if confined(&status) {
+        assert!(
+            !outside.join("confined").exists(),
+            "a project's server wrote outside the workspace"
+        );
+    } else {
+        assert!(outside.join("confined").exists());
+    }
+}

@@ -46,6 +46,8 @@ pub struct McpSettings {
     pub startup_grace: Duration,
     /// The user's servers (`[mcp_servers.<name>]`), with the entries that could not be parsed.
     pub servers: McpEntries,
+    /// `unconfined`: project servers (by name) that run outside the shell's sandbox.
+    pub unconfined: Vec<String>,
 }
 
 impl Default for McpSettings {
@@ -54,6 +56,7 @@ impl Default for McpSettings {
             idle_stop: super::DEFAULT_IDLE_STOP,
             startup_grace: super::DEFAULT_STARTUP_GRACE,
             servers: McpEntries::default(),
+            unconfined: Vec::new(),
         }
     }
 }
@@ -64,6 +67,8 @@ impl Default for McpSettings {
 pub struct McpSection {
     pub idle_stop_secs: Option<u64>,
     pub startup_grace_secs: Option<u64>,
+    #[serde(default)]
+    pub unconfined: Vec<String>,
 }
 
 /// The entries of one source, parsed but not yet resolved (expansion happens per session).

@@ -274,28 +274,47 @@ impl ShellSandbox {
     /// every allowed path on the blocking pool (a path on a hung network mount blocks).
     pub async fn apply(self: &Arc<Self>, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
         spec.env = self.shell_env(spec.env);
+        let workspace = spec.cwd.clone();
+        self.confine_in(spec, workspace).await
+    }
+
+    /// `spec` (a project's MCP server) confined as a shell in `workspace` is, its environment
+    /// left as it is.
+    pub async fn confine_server(
+        self: &Arc<Self>,
+        spec: ProcessSpec,
+        workspace: &Path,
+    ) -> io::Result<ProcessSpec> {
+        self.confine_in(spec, workspace.to_path_buf()).await
+    }
+
+    async fn confine_in(
+        self: &Arc<Self>,
+        spec: ProcessSpec,
+        workspace: PathBuf,
+    ) -> io::Result<ProcessSpec> {
         if matches!(self.support, Support::None(_)) {
             return Ok(spec);
         }
         let sandbox = Arc::clone(self);
-        tokio::task::spawn_blocking(move || sandbox.confine(spec))
+        tokio::task::spawn_blocking(move || sandbox.confine(spec, &workspace))
             .await
             .map_err(io::Error::other)?
     }
 
-    fn confine(&self, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
+    fn confine(&self, mut spec: ProcessSpec, workspace: &Path) -> io::Result<ProcessSpec> {
         let Support::Landlock { abi, mounts } = &self.support else {
             return Ok(spec);
         };
         let deny_network = !self.config.network && *abi >= FIRST_NETWORK_ABI;
-        let writable = self.writable_paths(&spec.cwd);
+        let writable = self.writable_paths(workspace);
         match mounts {
             Ok(Mounts::Helper) => {
                 let plan = super::sandbox_exec::Plan {
                     abi: *abi,
                     deny_network,
                     writable,
-                    read_only: super::protected::existing(&spec.cwd),
+                    read_only: super::protected::existing(workspace),
                     masked: self.masked_files(),
                 };
                 spec.args = plan.to_args(&spec.program, &spec.args);
@@ -307,7 +326,7 @@ impl ShellSandbox {
                     Ok(_) => Some(
                         read_only_mounts_of(
                             Namespaces::MountOnly,
-                            &super::protected::existing(&spec.cwd),
+                            &super::protected::existing(workspace),
                         )?
                         .masking(&self.masked_files())?,
                     ),
