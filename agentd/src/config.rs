@@ -754,7 +754,7 @@ fn memory_limits(
 }
 
 /// `[mcp]`: the idle stop (at least 1 s) and the startup grace, each bounded; the variables a
-/// project's `.mcp.json` may expand.
+/// project's `.mcp.json` may expand; the project servers that run unconfined.
 fn mcp_settings(
     path: &Path,
     mcp: &crate::mcp::config::McpSection,
@@ -796,6 +796,7 @@ fn mcp_settings(
         });
     }
     settings.expand_env = mcp.expand_env.clone();
+    settings.unconfined = mcp.unconfined.clone();
     Ok(())
 }
 

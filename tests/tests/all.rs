@@ -62,6 +62,7 @@ mod security_links;
 mod security_project_files;
 mod security_redirect;
 mod security_sandbox;
+mod security_sandbox_config;
 mod security_shell;
 mod security_symlink;
 mod security_trust;

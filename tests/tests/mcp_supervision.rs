@@ -293,3 +293,71 @@ async fn an_http_server_that_went_away_fails_the_call_and_comes_back_on_restart(
     assert_eq!(echo(&handle, "back").await, "Echo: back");
     setup.manager.shutdown().await;
 }
+
+/// A server whose stderr is flooded (`yes` in its process group, in a tight loop) costs a
+/// bounded record: its log holds at most the per-second budget for each second it ran, says
+/// how much was dropped, and the server still answers tools.
+#[tokio::test]
+async fn a_stderr_flood_is_dropped_past_the_budget_and_the_server_still_answers() {
+    let setup = Setup::new();
+    let everything = mcp_servers::everything_stdio();
+    let mut args = vec![
+        "-c".to_owned(),
+        "yes 'a line of stderr flood' >&2 & exec \"$0\" \"$@\"".to_owned(),
+        everything.command,
+    ];
+    args.extend(everything.args);
+    let config = stdio(
+        "flooding",
+        ServerCommand {
+            command: "/bin/sh".into(),
+            args,
+            env: BTreeMap::new(),
+        },
+    );
+    let started = std::time::Instant::now();
+    let handle = setup.acquire(&config);
+    ready(&handle).await;
+    assert_eq!(
+        echo(&handle, "through the flood").await,
+        "Echo: through the flood"
+    );
+    let log_file = setup.manager.servers()[0].log_file.clone().unwrap();
+    let mut rotated = log_file.clone().into_os_string();
+    rotated.push(".1");
+    let deadline = started + Duration::from_secs(60);
+    let log = loop {
+        let log = std::fs::read_to_string(&log_file).unwrap_or_default();
+        if log.contains("bytes of stderr: over the budget") {
+            break log;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no drop notice in:\n{log:.2000}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let recorded = std::fs::metadata(&log_file).map_or(0, |meta| meta.len())
+        + std::fs::metadata(&rotated).map_or(0, |meta| meta.len());
+    let seconds = started.elapsed().as_secs() + 2;
+    let budget = agentd::mcp::log::StderrLimits::default().max_bytes_per_second as u64;
+    // The budget per second plus a notice per second.
+    assert!(
+        recorded <= seconds * (budget + 200),
+        "{recorded} bytes recorded in {seconds} s"
+    );
+    assert!(log.contains("a line of stderr flood\n"), "{log:.2000}");
+    let notice = log
+        .lines()
+        .find(|line| line.starts_with("[agentd: dropped "))
+        .unwrap();
+    let dropped: u64 = notice["[agentd: dropped ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(dropped > 0, "{notice}");
+    assert_eq!(echo(&handle, "still here").await, "Echo: still here");
+    setup.manager.shutdown().await;
+}

@@ -1,6 +1,8 @@
 //! run_shell in a sandbox: with Landlock the shell writes only in the workspace (`.git`
-//! included), the temp dir and `[sandbox] writable` dirs; `.agents/`, `.claude/` and `skills/`
-//! stay read-only where a mount namespace can be made; `network = false` refuses TCP;
+//! included), the temp dir and `[sandbox] writable` dirs; the project's configuration
+//! (`.agents/`, `.claude/`, `skills/`, `.mcp.json`, `.git/hooks/`, `.git/config`, `AGENTS.md`,
+//! `CLAUDE.md`) stays read-only where a mount namespace can be made, and what a command
+//! creates of it is said in the result; signals and abstract sockets are scoped; `network = false` refuses TCP;
 //! `pass_env` lets named variables through. `daemon/status` and `agentctl status` say what is
 //! enforced. Scenarios run in `bypass` mode: the mode never turns the sandbox off.
 //!
@@ -19,12 +21,12 @@ use serde_json::json;
 
 /// A daemon whose temp dir (`TMPDIR`) is the test's own `tmp/`, so the rest of the test's
 /// directory (under /tmp) is outside everything the sandbox lets the shell write.
-struct Sandboxed {
-    scenario: Scenario,
-    env_dir: PathBuf,
+pub(crate) struct Sandboxed {
+    pub(crate) scenario: Scenario,
+    pub(crate) env_dir: PathBuf,
 }
 
-async fn sandboxed(extra: &str, vars: &[(&str, &str)]) -> Sandboxed {
+pub(crate) async fn sandboxed(extra: &str, vars: &[(&str, &str)]) -> Sandboxed {
     let mock = MockLlm::start().await;
     let mut env = TestEnv::new();
     let env_dir = env.dir.path().to_path_buf();
@@ -48,7 +50,7 @@ async fn sandboxed(extra: &str, vars: &[(&str, &str)]) -> Sandboxed {
 }
 
 impl Sandboxed {
-    async fn status(&self) -> String {
+    pub(crate) async fn status(&self) -> String {
         let mut client = self.scenario.client().await;
         let status: DaemonStatusResult = client
             .call::<DaemonStatus>(&DaemonStatusParams {})
@@ -59,7 +61,7 @@ impl Sandboxed {
     }
 
     /// Runs `command` through run_shell in a new session; returns its output.
-    async fn shell(&self, command: &str) -> String {
+    pub(crate) async fn shell(&self, command: &str) -> String {
         let s = &self.scenario;
         s.mock.push(Reply::tool_call(
             "c_sh",
@@ -87,7 +89,7 @@ fn check_status_shape(status: &str) {
 }
 
 /// The kernel's Landlock ABI (0 without Landlock), asked directly.
-fn kernel_landlock_abi() -> i64 {
+pub(crate) fn kernel_landlock_abi() -> i64 {
     // SAFETY: with a null attribute and LANDLOCK_CREATE_RULESET_VERSION the call only returns
     // a number.
     let abi = unsafe {
@@ -102,7 +104,7 @@ fn kernel_landlock_abi() -> i64 {
 }
 
 /// Whether the reported status confines writes; on a kernel with Landlock it must.
-fn confined(status: &str) -> bool {
+pub(crate) fn confined(status: &str) -> bool {
     let confined = status.starts_with("landlock abi ");
     if kernel_landlock_abi() > 0 {
         assert!(
@@ -213,7 +215,7 @@ async fn project_agent_dirs_are_read_only_for_the_shell() {
         .await;
     assert!(output.contains("other-written"), "{output}");
     assert_eq!(output.matches("original").count(), 3, "{output}");
-    if confined(&status) && status.contains("read-only .agents/.claude/skills") {
+    if confined(&status) && status.contains("read-only project configuration") {
         for dir in [".agents", ".claude", "skills"] {
             assert!(!output.contains(&format!("{dir}-created")), "{output}");
             assert!(!output.contains(&format!("{dir}-overwritten")), "{output}");
@@ -230,7 +232,7 @@ async fn project_agent_dirs_are_read_only_for_the_shell() {
     // On this kind of machine (root, or user namespaces allowed) the mounts are made.
     if kernel_landlock_abi() > 0 && unshare_works() {
         assert!(
-            status.contains("read-only .agents/.claude/skills"),
+            status.contains("read-only project configuration"),
             "{status}"
         );
     }
@@ -328,7 +330,7 @@ async fn pass_env_lets_listed_variables_through_and_keys_stay_out() {
 
 /// The helper an unprivileged daemon confines its shell with (`agentd __sandbox-exec`, which
 /// makes a user namespace for the read-only mounts), run as an unprivileged uid: writes land
-/// only where the plan allows, the read-only dir stays read-only, the masked socket is no
+/// only where the plan allows, the read-only dir and file stay read-only, the masked socket is no
 /// socket, and the shell keeps its uid.
 /// Needs root (to become that uid), Landlock and user namespaces; elsewhere there is nothing
 /// to run.
@@ -348,12 +350,14 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         std::fs::create_dir_all(root.join(sub)).unwrap();
     }
     std::fs::write(root.join("work/.agents/kept"), "original").unwrap();
+    std::fs::write(root.join("work/AGENTS.md"), "notes").unwrap();
     let _listener = std::os::unix::net::UnixListener::bind(root.join("daemon.sock")).unwrap();
     for path in [
         root.to_path_buf(),
         root.join("work"),
         root.join("work/.agents"),
         root.join("work/.agents/kept"),
+        root.join("work/AGENTS.md"),
         root.join("outside"),
     ] {
         std::os::unix::fs::chown(&path, Some(UID), Some(UID)).unwrap();
@@ -367,6 +371,8 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
         .arg("/dev/null")
         .arg("--read-only")
         .arg(work.join(".agents"))
+        .arg("--read-only")
+        .arg(work.join("AGENTS.md"))
         .arg("--mask")
         .arg(root.join("daemon.sock"))
         .args(["--", "sh", "-c"])
@@ -374,6 +380,7 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
             "id -u; test -S {socket} && echo socket-visible; \
              echo x > {outside}/escaped && echo outside-written; \
              echo x > .agents/kept && echo agents-written; \
+             echo x > AGENTS.md && echo notes-written; rm -f AGENTS.md && echo notes-removed; \
              echo x > inside && echo inside-written; cat .agents/kept",
             outside = root.join("outside").display(),
             socket = root.join("daemon.sock").display(),
@@ -397,6 +404,10 @@ async fn the_sandbox_helper_confines_an_unprivileged_shell() {
     assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(stderr.contains("Read-only file system"), "{stderr}");
     assert!(!root.join("outside/escaped").exists());
+    assert_eq!(
+        std::fs::read_to_string(work.join("AGENTS.md")).unwrap(),
+        "notes"
+    );
 }
 
 /// The daemon's socket is covered by `/dev/null` in the shell's mount namespace where the
@@ -426,4 +437,52 @@ async fn the_shell_cannot_reach_the_daemons_socket() {
     }
     // The daemon itself still answers on it.
     assert_eq!(t.status().await, status);
+}
+
+/// Landlock scopes (ABI 6 and later): a command cannot signal a process outside its sandbox
+/// (`kill -0` on the daemon is refused) nor connect to an abstract unix socket made outside it
+/// (the test's own listener gets no connection); the status says so. Below ABI 6 both work
+/// and the status says scopes need ABI 6.
+#[tokio::test]
+async fn the_shell_cannot_signal_the_daemon_nor_reach_abstract_sockets() {
+    use std::os::linux::net::SocketAddrExt;
+    let t = sandboxed("", &[]).await;
+    let status = t.status().await;
+    let name = format!("agentd-test-scope-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let output = t
+        .shell(&format!(
+            "kill -0 {pid} && echo signalled; \
+             python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); \
+             s.connect(chr(0) + '{name}'); print('connected')\"",
+            pid = t.scenario.daemon.pid(),
+        ))
+        .await;
+    let accepted = listener.accept();
+    if confined(&status) && kernel_landlock_abi() >= 6 {
+        assert!(
+            status.contains("signals and abstract sockets scoped"),
+            "{status}"
+        );
+        assert!(!output.contains("signalled"), "{output}");
+        assert!(!output.contains("connected"), "{output}");
+        assert!(output.contains("Operation not permitted"), "{output}");
+        assert!(
+            accepted
+                .as_ref()
+                .is_err_and(|error| error.kind() == std::io::ErrorKind::WouldBlock),
+            "a connection got through: {accepted:?}\n{output}"
+        );
+    } else {
+        assert!(output.contains("signalled"), "{output}");
+        assert!(output.contains("connected"), "{output}");
+        if confined(&status) {
+            assert!(
+                status.contains("not scoped (needs landlock abi 6)"),
+                "{status}"
+            );
+        }
+    }
 }

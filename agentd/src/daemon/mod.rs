@@ -223,9 +223,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.sandbox.clone())
         .unwrap_or_default();
-    let sandbox =
+    let sandbox = Arc::new(
         crate::process::sandbox::ShellSandbox::probe(sandbox_config, Some(paths.socket.clone()))
-            .await;
+            .await,
+    );
     // Startup, before any client: reading the small trust file here blocks nobody.
     let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,
@@ -238,6 +239,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.mcp.idle_stop)
         .unwrap_or(crate::mcp::DEFAULT_IDLE_STOP);
+    let mcp_unconfined = config
+        .as_ref()
+        .map(|config| config.mcp.unconfined.clone())
+        .unwrap_or_default();
     Ok(SessionDeps {
         paths: paths.clone(),
         trust: Arc::new(trust),
@@ -246,13 +251,21 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,
-        mcp: crate::mcp::McpManager::new(paths.state_dir.join("mcp"), mcp_idle_stop),
+        mcp: crate::mcp::McpManager::confining(
+            paths.state_dir.join("mcp"),
+            mcp_idle_stop,
+            crate::mcp::McpLimits::default(),
+            crate::mcp::ServerConfinement {
+                sandbox: Some(Arc::clone(&sandbox)),
+                unconfined: mcp_unconfined,
+            },
+        ),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         tasks,
         manager: std::sync::OnceLock::new(),
         shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
         tool_limits,
-        sandbox: Arc::new(sandbox),
+        sandbox,
         approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
             paths.config.clone(),
         )),

@@ -51,6 +51,8 @@ pub struct McpSettings {
     /// The environment variables a project's `.mcp.json` may expand in `env` and `headers`
     /// (`expand_env`; none by default, so a repository cannot send the daemon's keys anywhere).
     pub expand_env: Vec<String>,
+    /// `unconfined`: project servers (by name) that run outside the shell's sandbox.
+    pub unconfined: Vec<String>,
 }
 
 impl Default for McpSettings {
@@ -60,6 +62,7 @@ impl Default for McpSettings {
             startup_grace: super::DEFAULT_STARTUP_GRACE,
             servers: McpEntries::default(),
             expand_env: Vec::new(),
+            unconfined: Vec::new(),
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct McpSection {
     pub startup_grace_secs: Option<u64>,
     #[serde(default)]
     pub expand_env: Vec<String>,
+    pub unconfined: Vec<String>,
 }
 
 /// The entries of one source, parsed but not yet resolved (expansion happens per session).

@@ -1,6 +1,7 @@
 //! The one place that speaks rmcp: one connection to one MCP server, stdio or streamable
 //! HTTP. A stdio server is a [`ChildProcess`] (own process group, death signal, recorded group,
-//! scrubbed environment plus the configured `env`, cwd = configured or the project root), its
+//! scrubbed environment plus the configured `env`, cwd = configured or the project root; a
+//! project's server confined by the shell's sandbox, see `ServerConfinement`), its
 //! stdin/stdout the rmcp transport, its stderr recorded by the server's [`ServerLog`]. The
 //! connection initializes, lists tools (paginated), calls tools with a timeout, progress and
 //! cancellation (`notifications/cancelled`), reports `notifications/tools/list_changed`, and
@@ -104,6 +105,7 @@ impl Connection {
         project_root: &Path,
         log: &Arc<ServerLog>,
         http: Option<&reqwest::Client>,
+        sandbox: Option<&Arc<crate::process::sandbox::ShellSandbox>>,
         tools_changed: mpsc::Sender<()>,
     ) -> Result<Connection, StartError> {
         let progress = ProgressRoutes::default();
@@ -137,6 +139,15 @@ impl Connection {
                     capture_stdout: true,
                     stderr: StderrMode::Capture,
                     confinement: None,
+                };
+                let spec = match sandbox {
+                    Some(sandbox) => sandbox.confine_server(spec, project_root).await.map_err(|error| {
+                        StartError(format!(
+                            "cannot confine the project's server: {error}; fix the path, or list \
+                             it in [mcp] unconfined of the daemon's config.toml to run it unconfined"
+                        ))
+                    })?,
+                    None => spec,
                 };
                 let mut process = ChildProcess::spawn(spec).await.map_err(|error| {
                     StartError(format!(

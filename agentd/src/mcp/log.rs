@@ -1,12 +1,17 @@
 //! What a stdio MCP server writes on stderr: each line goes to tracing, to the server's log
 //! file under the manager's log dir (0700 dir, 0600 file, rotated once past a size bound) and
-//! to a bounded in-memory tail that a `failed` status carries.
+//! to a bounded in-memory tail that a `failed` status carries. Stderr is read in large chunks
+//! and the record has a budget of bytes per second: what a flooding server writes beyond it is
+//! read and dropped, and the log says once per second how much ("dropped N bytes of stderr"),
+//! so a server writing stderr in a tight loop costs the daemon neither a core nor the disk.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
 /// Bounds of one server's stderr record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +24,9 @@ pub struct StderrLimits {
     /// Past this size the log file is renamed to `<name>.log.1` (replacing the older one) and a
     /// new file starts: at most twice this on disk per server.
     pub max_file_bytes: u64,
+    /// Bytes of stderr recorded per second (in [`BUDGET_INTERVAL`]s); the rest is dropped and
+    /// counted. Far above what a server says about itself, far below what a loop writes.
+    pub max_bytes_per_second: usize,
 }
 
 impl Default for StderrLimits {
@@ -27,9 +35,21 @@ impl Default for StderrLimits {
             tail_lines: 20,
             max_line_bytes: 4096,
             max_file_bytes: 1024 * 1024,
+            max_bytes_per_second: 64 * 1024,
         }
     }
 }
+
+/// The interval `max_bytes_per_second` is counted over, and how often a drop is said.
+pub const BUDGET_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One read of stderr: a flood is taken a pipe's worth at a time, not line by line.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// While a server is over its budget, the wait between two reads: the pipe fills meanwhile,
+/// so each read takes a pipe's worth and the daemon wakes at most about 100 times a second
+/// for a flood (a server writing faster waits on its pipe, as it would on a slow terminal).
+const OVER_BUDGET_PAUSE: Duration = Duration::from_millis(10);
 
 /// One server's stderr record, shared by its successive processes.
 #[derive(Debug)]
@@ -75,57 +95,67 @@ impl ServerLog {
             .clear();
     }
 
-    /// Reads `stderr` line by line until it ends, recording each line. The file is opened
-    /// once per process; if it cannot be, lines still reach tracing and the tail.
-    pub async fn record(self: Arc<Self>, stderr: impl AsyncRead + Unpin, pid: u32) {
-        let mut file = match self.open().await {
+    /// Reads `stderr` in chunks until it ends, recording each line within the budget. The
+    /// file is opened once per process; if it cannot be, lines still reach tracing and the
+    /// tail.
+    pub async fn record(self: Arc<Self>, mut stderr: impl AsyncRead + Unpin, pid: u32) {
+        let file = match self.open().await {
             Ok(file) => Some(file),
             Err(error) => {
                 tracing::warn!(server = %self.server, path = %self.path.display(), "cannot open the MCP server's log: {error:#}");
                 None
             }
         };
-        let mut reader = BufReader::new(stderr);
-        let mut buffer = Vec::new();
+        let mut sink = Sink {
+            log: &self,
+            pid,
+            file,
+        };
+        let mut lines = LineSplitter::new(self.limits.max_line_bytes);
+        let mut budget = Budget::new(self.limits.max_bytes_per_second, Instant::now());
+        let mut chunk = vec![0u8; READ_CHUNK_BYTES];
         loop {
-            buffer.clear();
-            let limit = u64::try_from(self.limits.max_line_bytes).unwrap_or(u64::MAX);
-            match (&mut reader)
-                .take(limit)
-                .read_until(b'\n', &mut buffer)
-                .await
-            {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            if budget.dropped > 0 {
+                tokio::time::sleep(OVER_BUDGET_PAUSE).await;
             }
-            let cut = buffer.last() != Some(&b'\n');
-            if cut {
-                // Skip the rest of an overlong line.
-                let mut rest = Vec::new();
-                loop {
-                    rest.clear();
-                    match (&mut reader).take(limit).read_until(b'\n', &mut rest).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) if rest.last() == Some(&b'\n') => break,
-                        Ok(_) => {}
+            let read = tokio::select! {
+                read = stderr.read(&mut chunk) => read,
+                // A drop is said when its interval ends, even if the server went quiet.
+                () = tokio::time::sleep_until(budget.window_end()), if budget.dropped > 0 => {
+                    if let Some(dropped) = budget.roll(Instant::now()) {
+                        sink.dropped(dropped).await;
                     }
+                    continue;
                 }
+            };
+            let read = match read {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            if let Some(dropped) = budget.roll(Instant::now()) {
+                sink.dropped(dropped).await;
             }
-            let text = String::from_utf8_lossy(&buffer);
-            let mut line = text.trim_end_matches(['\n', '\r']).to_owned();
-            if cut {
-                line.push_str(" […]");
+            let data = &chunk[..read];
+            let kept = budget.take(data.len());
+            for line in lines.push(&data[..kept]) {
+                sink.line(line).await;
             }
-            tracing::info!(target: "agentd::mcp", server = %self.server, pid, "{line}");
-            self.push_tail(&line);
-            if let Some(open) = file.as_mut()
-                && let Err(error) = self.append(open, &line).await
-            {
-                tracing::warn!(server = %self.server, "cannot write the MCP server's log: {error:#}");
-                file = None;
+            if kept < data.len() {
+                // The rest of this line and everything up to the next interval is dropped;
+                // recording starts again at a line's start.
+                if let Some(line) = lines.cut() {
+                    sink.line(line).await;
+                }
+                lines.resync();
             }
         }
-        if let Some(mut open) = file {
+        if let Some(line) = lines.finish() {
+            sink.line(line).await;
+        }
+        if budget.dropped > 0 {
+            sink.dropped(budget.dropped).await;
+        }
+        if let Some(mut open) = sink.file {
             let _ = open.file.flush().await;
         }
     }
@@ -175,6 +205,158 @@ impl ServerLog {
     }
 }
 
+/// Where recorded lines go: tracing, the tail and the file (until a write fails).
+struct Sink<'a> {
+    log: &'a ServerLog,
+    pid: u32,
+    file: Option<OpenLog>,
+}
+
+impl Sink<'_> {
+    async fn line(&mut self, line: String) {
+        let (log, pid) = (self.log, self.pid);
+        tracing::info!(target: "agentd::mcp", server = %log.server, pid, "{line}");
+        log.push_tail(&line);
+        if let Some(open) = self.file.as_mut()
+            && let Err(error) = log.append(open, &line).await
+        {
+            tracing::warn!(server = %log.server, "cannot write the MCP server's log: {error:#}");
+            self.file = None;
+        }
+    }
+
+    /// The notice of bytes dropped over the budget (in the file and tracing, not the tail,
+    /// which keeps the server's own words).
+    async fn dropped(&mut self, bytes: u64) {
+        let log = self.log;
+        let notice = format!(
+            "[agentd: dropped {bytes} bytes of stderr: over the budget of {} bytes per second]",
+            log.limits.max_bytes_per_second
+        );
+        tracing::warn!(server = %log.server, pid = self.pid, "{notice}");
+        if let Some(open) = self.file.as_mut()
+            && let Err(error) = log.append(open, &notice).await
+        {
+            tracing::warn!(server = %log.server, "cannot write the MCP server's log: {error:#}");
+            self.file = None;
+        }
+    }
+}
+
+/// Bytes recorded in the current interval and bytes dropped in it.
+struct Budget {
+    per_interval: usize,
+    window_start: Instant,
+    used: usize,
+    dropped: u64,
+}
+
+impl Budget {
+    fn new(per_interval: usize, now: Instant) -> Self {
+        Self {
+            per_interval,
+            window_start: now,
+            used: 0,
+            dropped: 0,
+        }
+    }
+
+    fn window_end(&self) -> Instant {
+        self.window_start + BUDGET_INTERVAL
+    }
+
+    /// Starts a new interval once the current one is over; the bytes it dropped, if any.
+    fn roll(&mut self, now: Instant) -> Option<u64> {
+        if now < self.window_end() {
+            return None;
+        }
+        let dropped = std::mem::take(&mut self.dropped);
+        self.window_start = now;
+        self.used = 0;
+        (dropped > 0).then_some(dropped)
+    }
+
+    /// How many of `len` new bytes may be recorded; the rest count as dropped.
+    fn take(&mut self, len: usize) -> usize {
+        let kept = len.min(self.per_interval.saturating_sub(self.used));
+        self.used += kept;
+        self.dropped += (len - kept) as u64;
+        kept
+    }
+}
+
+/// Cuts chunks into lines of at most `max_line_bytes` (a longer one ends in ` […]` and the
+/// rest of it is skipped), carrying an unfinished line over to the next chunk.
+struct LineSplitter {
+    max_line_bytes: usize,
+    partial: Vec<u8>,
+    /// Skipping to the next newline: the rest of a cut line, or bytes after a drop.
+    skipping: bool,
+}
+
+impl LineSplitter {
+    fn new(max_line_bytes: usize) -> Self {
+        Self {
+            max_line_bytes,
+            partial: Vec::new(),
+            skipping: false,
+        }
+    }
+
+    /// The lines `data` completes.
+    fn push(&mut self, mut data: &[u8]) -> Vec<String> {
+        let mut lines = Vec::new();
+        while !data.is_empty() {
+            let newline = data.iter().position(|&byte| byte == b'\n');
+            let (piece, rest) = match newline {
+                Some(at) => (&data[..at], &data[at + 1..]),
+                None => (data, &[][..]),
+            };
+            data = rest;
+            if self.skipping {
+                self.skipping = newline.is_none();
+                continue;
+            }
+            let room = self.max_line_bytes.saturating_sub(self.partial.len());
+            if piece.len() > room {
+                self.partial.extend_from_slice(&piece[..room]);
+                lines.extend(self.cut());
+                self.skipping = newline.is_none();
+            } else {
+                self.partial.extend_from_slice(piece);
+                if newline.is_some() {
+                    lines.push(self.take_line(""));
+                }
+            }
+        }
+        lines
+    }
+
+    /// The unfinished line, marked as cut (None when there is none).
+    fn cut(&mut self) -> Option<String> {
+        (!self.partial.is_empty()).then(|| self.take_line(" […]"))
+    }
+
+    /// Skip to the next newline: what follows a drop starts mid-line.
+    fn resync(&mut self) {
+        self.partial.clear();
+        self.skipping = true;
+    }
+
+    /// The last line, when the stream ended without a newline.
+    fn finish(&mut self) -> Option<String> {
+        (!self.partial.is_empty()).then(|| self.take_line(""))
+    }
+
+    fn take_line(&mut self, suffix: &str) -> String {
+        let text = String::from_utf8_lossy(&self.partial);
+        let mut line = text.trim_end_matches('\r').to_owned();
+        line.push_str(suffix);
+        self.partial.clear();
+        line
+    }
+}
+
 struct OpenLog {
     file: tokio::fs::File,
     size: u64,
@@ -208,6 +390,7 @@ mod tests {
             tail_lines: 2,
             max_line_bytes: 8,
             max_file_bytes: 20,
+            ..StderrLimits::default()
         };
         let log = ServerLog::new("srv", &logs, "srv-x", limits);
         let input: &[u8] = b"one\ntwo\nthree\na-very-long-line\nfive\n";
@@ -223,5 +406,68 @@ mod tests {
             "one\ntwo\nthree\na-very-l […]\nfive\n"
         );
         assert!(current.len() as u64 <= 20, "{current:?}");
+    }
+
+    /// A flood is recorded up to the budget of its interval, the rest read, dropped and
+    /// counted in one notice.
+    #[tokio::test]
+    async fn a_flood_is_recorded_up_to_the_budget_and_the_drop_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = StderrLimits {
+            max_bytes_per_second: 1000,
+            max_file_bytes: 1024 * 1024,
+            ..StderrLimits::default()
+        };
+        let log = ServerLog::new("srv", dir.path(), "srv-x", limits);
+        // 5000 lines of 10 bytes: one read.
+        let flood: Vec<u8> = (0..5000)
+            .flat_map(|n| format!("line{n:05}\n").into_bytes())
+            .collect();
+        log.clone().record(&flood[..], 1).await;
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let expected: Vec<String> = (0..100).map(|n| format!("line{n:05}")).collect();
+        assert_eq!(
+            lines[..100],
+            expected[..],
+            "1000 bytes of budget: 100 lines"
+        );
+        assert_eq!(
+            lines[100..],
+            ["[agentd: dropped 49000 bytes of stderr: over the budget of 1000 bytes per second]"]
+        );
+        assert_eq!(log.tail().lines().last(), Some("line00099"));
+    }
+
+    /// The budget starts over each interval and hands back what the last one dropped.
+    #[test]
+    fn the_budget_starts_over_each_interval() {
+        let start = Instant::now();
+        let mut budget = Budget::new(100, start);
+        assert_eq!(budget.take(60), 60);
+        assert_eq!(budget.take(60), 40);
+        assert_eq!(budget.take(10), 0);
+        assert_eq!(budget.roll(start + BUDGET_INTERVAL / 2), None);
+        assert_eq!(budget.roll(start + BUDGET_INTERVAL), Some(30));
+        assert_eq!(budget.take(60), 60);
+        assert_eq!(
+            budget.roll(start + BUDGET_INTERVAL * 3),
+            None,
+            "nothing dropped"
+        );
+    }
+
+    /// Lines across chunks, a cut line, and the resync after a drop.
+    #[test]
+    fn the_splitter_carries_cuts_and_resyncs() {
+        let mut lines = LineSplitter::new(8);
+        assert_eq!(lines.push(b"one\ntw"), ["one"]);
+        assert_eq!(lines.push(b"o\nlong-long"), ["two", "long-lon […]"]);
+        assert_eq!(lines.push(b"-line\nok\n"), ["ok"]);
+        assert_eq!(lines.push(b"half"), Vec::<String>::new());
+        assert_eq!(lines.cut().as_deref(), Some("half […]"));
+        lines.resync();
+        assert_eq!(lines.push(b"dropped tail\nnext\nlast"), ["next"]);
+        assert_eq!(lines.finish().as_deref(), Some("last"));
     }
 }

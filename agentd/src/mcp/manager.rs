@@ -53,6 +53,34 @@ pub struct McpManager {
     stop: CancellationToken,
     /// For streamable HTTP servers (None: it could not be built; they fail to start).
     http: Option<reqwest::Client>,
+    confinement: ServerConfinement,
+}
+
+/// How the stdio servers of a project's `.mcp.json` are confined: by the shell's sandbox, with
+/// the project root as their workspace (Landlock writes there, in the temp dir and the
+/// `[sandbox] writable` dirs only; the project's configuration read-only; scoped signals and
+/// abstract sockets; the daemon's socket hidden). A repository's server is code the repository
+/// chose. The user's own servers and a client's `session/create` servers run as before.
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfinement {
+    /// The shell's sandbox (None: project servers run unconfined too).
+    pub sandbox: Option<Arc<crate::process::sandbox::ShellSandbox>>,
+    /// `[mcp] unconfined`: names of project servers the user lets run unconfined.
+    pub unconfined: Vec<String>,
+}
+
+impl ServerConfinement {
+    /// The sandbox `config` runs in, if any.
+    fn for_server(
+        &self,
+        config: &McpServerConfig,
+    ) -> Option<Arc<crate::process::sandbox::ShellSandbox>> {
+        let from_project = matches!(config.source, super::McpSource::Project { .. });
+        if !from_project || self.unconfined.contains(&config.name) {
+            return None;
+        }
+        self.sandbox.clone()
+    }
 }
 
 impl McpManager {
@@ -68,6 +96,16 @@ impl McpManager {
 
     /// [`McpManager::new`] with other supervision timings and bounds.
     pub fn with_limits(log_dir: PathBuf, idle_stop: Duration, limits: McpLimits) -> Arc<Self> {
+        Self::confining(log_dir, idle_stop, limits, ServerConfinement::default())
+    }
+
+    /// [`McpManager::with_limits`] whose project servers are confined by `confinement`.
+    pub fn confining(
+        log_dir: PathBuf,
+        idle_stop: Duration,
+        limits: McpLimits,
+        confinement: ServerConfinement,
+    ) -> Arc<Self> {
         let (changes, _) = broadcast::channel(Self::CHANGES_CAPACITY);
         let http = match crate::llm::LlmClient::http_client() {
             Ok(http) => Some(http),
@@ -85,6 +123,7 @@ impl McpManager {
             tasks: TaskTracker::new(),
             stop: CancellationToken::new(),
             http,
+            confinement,
         })
     }
 
@@ -128,6 +167,7 @@ impl McpManager {
             limits: self.limits.clone(),
             idle_stop: self.idle_stop,
             http: self.http.clone(),
+            sandbox: self.confinement.for_server(config),
             changes: self.changes.clone(),
             stop: self.stop.child_token(),
             remove_if_unused: Box::new(move |server| {

@@ -16,7 +16,7 @@ pub mod manager;
 mod server;
 pub mod tools;
 
-pub use manager::{McpHandle, McpLimits, McpManager};
+pub use manager::{McpHandle, McpLimits, McpManager, ServerConfinement};
 
 /// Default of `startup_timeout_secs`: how long a server may take to answer `initialize`.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

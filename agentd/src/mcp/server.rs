@@ -84,6 +84,8 @@ pub(super) struct RunContext {
     pub(super) limits: McpLimits,
     pub(super) idle_stop: Duration,
     pub(super) http: Option<reqwest::Client>,
+    /// The sandbox a stdio server runs in (a project's server, see `ServerConfinement`).
+    pub(super) sandbox: Option<Arc<crate::process::sandbox::ShellSandbox>>,
     pub(super) changes: broadcast::Sender<McpStatusChange>,
     pub(super) stop: CancellationToken,
     /// Removes the server from the manager's map if it still has no users (under the map's
@@ -147,6 +149,7 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                 &server.key.project_root,
                 &server.log,
                 context.http.as_ref(),
+                context.sandbox.as_ref(),
                 tools_changed.clone(),
             ) => started,
             () = context.stop.cancelled() => break,

@@ -1,8 +1,7 @@
 //! What a sandboxed child does between fork and exec: enter its own mount namespace (and a user
-//! namespace when the daemon is not root) where the workspace's `.agents/`, `.claude/` and
-//! `skills/` are read-only bind mounts and the daemon's socket is covered by `/dev/null`, then
-//! restrict itself with the Landlock ruleset the
-//! daemon built. Everything is prepared in the daemon (paths as `CString`s, the id maps as
+//! namespace when the daemon is not root) where the project's configuration (directories and
+//! files, see [`super::protected`]) is made of read-only bind mounts and the daemon's socket is
+//! covered by `/dev/null`, then restrict itself with the Landlock ruleset the daemon built. Everything is prepared in the daemon (paths as `CString`s, the id maps as
 //! bytes, the ruleset fd); the child only makes system calls, which are async-signal-safe.
 
 use std::ffi::{CStr, CString};
@@ -23,7 +22,7 @@ pub(crate) enum Namespaces {
 #[derive(Debug)]
 pub(crate) struct ReadOnlyMounts {
     pub(crate) namespaces: Namespaces,
-    /// Directories to make read-only, each with the flags its mount already has that a
+    /// Directories and files to make read-only, each with the flags its mount already has that a
     /// remount inside a user namespace must keep (nosuid, nodev, noexec, atime flags).
     pub(crate) dirs: Vec<(CString, libc::c_ulong)>,
     /// Files covered by a bind mount of `/dev/null` (the daemon's socket: a shell that could
@@ -58,7 +57,7 @@ impl Confinement {
 }
 
 impl ReadOnlyMounts {
-    /// Unshares the namespaces, makes each directory a read-only bind mount of itself and
+    /// Unshares the namespaces, makes each path a read-only bind mount of itself and
     /// covers each masked file with `/dev/null`. Only async-signal-safe calls.
     pub(crate) fn enter(&self) -> io::Result<()> {
         match self.namespaces {

@@ -13,6 +13,7 @@
 
 mod confine;
 mod procfs;
+pub mod protected;
 pub mod sandbox;
 pub mod sandbox_exec;
 pub mod supervisor;

@@ -6,12 +6,17 @@
 //! With Landlock the shell writes only in the session's workspace (`.git` included), the temp
 //! dir, the devices a shell needs (and GPU devices, for CUDA and ROCm programs) and the dirs
 //! `[sandbox] writable` lists; it reads and runs everything else. Landlock cannot carve a
-//! read-only subtree out of a writable one, so the workspace's `.agents/`, `.claude/` and
-//! `skills/` (those that exist when the command starts: a mount needs something to cover) are
-//! read-only bind mounts in a mount namespace of the child, where the kernel lets us make one,
-//! and the daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
-//! TCP bind and connect (Landlock ABI 4 and later). Without Landlock the shell runs as before,
-//! and the status says why.
+//! read-only subtree out of a writable one, so the project's configuration
+//! ([`super::protected`]: `.agents/`, `.claude/`, `skills/`, `.mcp.json`, `.git/hooks/`,
+//! `.git/config`, `AGENTS.md`, `CLAUDE.md` of the workspace up to its git root; those that
+//! exist when the command starts, files as well as dirs: a mount needs something to cover, and
+//! a file's mount also refuses its unlink and a rename over it) is made of read-only bind
+//! mounts in a mount namespace of the child, where the kernel lets us make one, and the
+//! daemon's socket is covered there by `/dev/null`. `[sandbox] network = false` denies
+//! TCP bind and connect (Landlock ABI 4 and later). From ABI 6 the shell is scoped: it cannot
+//! signal a process outside its sandbox (the daemon, the user's other programs) nor connect to
+//! an abstract unix socket made outside it. Without Landlock the shell runs as before, and the
+//! status says why.
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -20,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    path_beneath_rules,
 };
 
 use super::ProcessSpec;
@@ -90,10 +96,6 @@ impl SandboxSection {
     }
 }
 
-/// Workspace directories the shell may read but not write: the project's agent settings
-/// and skills, which would otherwise let a command loosen the policy of the next run.
-pub const READ_ONLY_IN_WORKSPACE: [&str; 3] = [".agents", ".claude", "skills"];
-
 /// Devices a shell writes or opens for writing in ordinary use; directories among them are
 /// writable below.
 const WRITABLE_DEVICES: [&str; 9] = [
@@ -132,6 +134,11 @@ fn gpu_devices(dev: &Path) -> Vec<PathBuf> {
 
 /// The Landlock ABI from which TCP bind and connect can be denied.
 const FIRST_NETWORK_ABI: i32 = 4;
+
+/// The Landlock ABI from which a sandboxed process can be scoped: no signal to a process
+/// outside its sandbox (the daemon, the user's other programs) and no connection to an
+/// abstract unix socket made outside it.
+const FIRST_SCOPE_ABI: i32 = 6;
 
 /// The daemon's sandbox for `run_shell`: the configuration and what this kernel enforces.
 #[derive(Debug)]
@@ -199,7 +206,7 @@ impl ShellSandbox {
             Support::None(why) => tracing::warn!("run_shell is not sandboxed: {why}"),
             Support::Landlock {
                 mounts: Err(why), ..
-            } => tracing::warn!("run_shell's .agents/, .claude/ and skills/ stay writable: {why}"),
+            } => tracing::warn!("run_shell may write the project's configuration: {why}"),
             Support::Landlock { .. } => {}
         }
         let sandbox = Self {
@@ -219,16 +226,23 @@ impl ShellSandbox {
                 let mut status = format!("landlock abi {abi}");
                 match mounts {
                     Ok(_) => {
-                        status.push_str(", read-only .agents/.claude/skills");
+                        status.push_str(", read-only project configuration");
                         if self.daemon_socket.is_some() {
                             status.push_str(", daemon socket hidden");
                         }
                     }
                     Err(why) => {
                         status.push_str(&format!(
-                            ", .agents/.claude/skills writable and the daemon socket reachable ({why})"
+                            ", project configuration writable and the daemon socket reachable ({why})"
                         ));
                     }
+                }
+                if *abi >= FIRST_SCOPE_ABI {
+                    status.push_str(", signals and abstract sockets scoped");
+                } else {
+                    status.push_str(&format!(
+                        ", signals and abstract sockets not scoped (needs landlock abi {FIRST_SCOPE_ABI})"
+                    ));
                 }
                 if !self.config.network {
                     if *abi >= FIRST_NETWORK_ABI {
@@ -260,28 +274,47 @@ impl ShellSandbox {
     /// every allowed path on the blocking pool (a path on a hung network mount blocks).
     pub async fn apply(self: &Arc<Self>, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
         spec.env = self.shell_env(spec.env);
+        let workspace = spec.cwd.clone();
+        self.confine_in(spec, workspace).await
+    }
+
+    /// `spec` (a project's MCP server) confined as a shell in `workspace` is, its environment
+    /// left as it is.
+    pub async fn confine_server(
+        self: &Arc<Self>,
+        spec: ProcessSpec,
+        workspace: &Path,
+    ) -> io::Result<ProcessSpec> {
+        self.confine_in(spec, workspace.to_path_buf()).await
+    }
+
+    async fn confine_in(
+        self: &Arc<Self>,
+        spec: ProcessSpec,
+        workspace: PathBuf,
+    ) -> io::Result<ProcessSpec> {
         if matches!(self.support, Support::None(_)) {
             return Ok(spec);
         }
         let sandbox = Arc::clone(self);
-        tokio::task::spawn_blocking(move || sandbox.confine(spec))
+        tokio::task::spawn_blocking(move || sandbox.confine(spec, &workspace))
             .await
             .map_err(io::Error::other)?
     }
 
-    fn confine(&self, mut spec: ProcessSpec) -> io::Result<ProcessSpec> {
+    fn confine(&self, mut spec: ProcessSpec, workspace: &Path) -> io::Result<ProcessSpec> {
         let Support::Landlock { abi, mounts } = &self.support else {
             return Ok(spec);
         };
         let deny_network = !self.config.network && *abi >= FIRST_NETWORK_ABI;
-        let writable = self.writable_paths(&spec.cwd);
+        let writable = self.writable_paths(workspace);
         match mounts {
             Ok(Mounts::Helper) => {
                 let plan = super::sandbox_exec::Plan {
                     abi: *abi,
                     deny_network,
                     writable,
-                    read_only: read_only_dirs(&spec.cwd),
+                    read_only: super::protected::existing(workspace),
                     masked: self.masked_files(),
                 };
                 spec.args = plan.to_args(&spec.program, &spec.args);
@@ -291,8 +324,11 @@ impl ShellSandbox {
                 let ruleset = landlock_ruleset(*abi, deny_network, &writable)?;
                 let mounts = match mounts {
                     Ok(_) => Some(
-                        read_only_mounts_of(Namespaces::MountOnly, &read_only_dirs(&spec.cwd))?
-                            .masking(&self.masked_files())?,
+                        read_only_mounts_of(
+                            Namespaces::MountOnly,
+                            &super::protected::existing(workspace),
+                        )?
+                        .masking(&self.masked_files())?,
                     ),
                     Err(_) => None,
                 };
@@ -325,8 +361,9 @@ impl ShellSandbox {
     }
 }
 
-/// A Landlock ruleset for `abi`: read and execute everywhere, everything in `writable`, and
-/// with `deny_network` no TCP bind or connect. Paths that do not exist are left out.
+/// A Landlock ruleset for `abi`: read and execute everywhere, everything in `writable`, with
+/// `deny_network` no TCP bind or connect, and from [`FIRST_SCOPE_ABI`] on no signal or
+/// abstract-socket connection out of the sandbox. Paths that do not exist are left out.
 pub(crate) fn landlock_ruleset(
     abi: i32,
     deny_network: bool,
@@ -340,6 +377,11 @@ pub(crate) fn landlock_ruleset(
     if deny_network {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(error)?;
+    }
+    if abi >= FIRST_SCOPE_ABI {
+        ruleset = ruleset
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .map_err(error)?;
     }
     let created = ruleset
@@ -421,16 +463,6 @@ async fn probe_mounts() -> Result<Mounts, String> {
             Err(format!("no mount namespace: {}", failures.join("; ")))
         }
     }
-}
-
-/// The workspace's read-only dirs that exist (symlinks resolved, so a link to a dir elsewhere
-/// is covered where it points).
-fn read_only_dirs(workspace: &Path) -> Vec<PathBuf> {
-    READ_ONLY_IN_WORKSPACE
-        .iter()
-        .filter_map(|name| std::fs::canonicalize(workspace.join(name)).ok())
-        .filter(|dir| dir.is_dir())
-        .collect()
 }
 
 pub(crate) fn read_only_mounts_of(

@@ -28,7 +28,7 @@ fn status_says_what_is_enforced() {
             abi: 7,
             mounts: Ok(Mounts::InChild),
         },
-        "landlock abi 7, read-only .agents/.claude/skills, daemon socket hidden",
+        "landlock abi 7, read-only project configuration, daemon socket hidden, signals and abstract sockets scoped",
     );
     check(
         false,
@@ -36,7 +36,7 @@ fn status_says_what_is_enforced() {
             abi: 7,
             mounts: Err("no mount namespace: eperm".to_owned()),
         },
-        "landlock abi 7, .agents/.claude/skills writable and the daemon socket reachable (no mount namespace: eperm), network denied",
+        "landlock abi 7, project configuration writable and the daemon socket reachable (no mount namespace: eperm), signals and abstract sockets scoped, network denied",
     );
     check(
         false,
@@ -44,7 +44,7 @@ fn status_says_what_is_enforced() {
             abi: 3,
             mounts: Ok(Mounts::Helper),
         },
-        "landlock abi 3, read-only .agents/.claude/skills, daemon socket hidden, network allowed (denying it needs landlock abi 4)",
+        "landlock abi 3, read-only project configuration, daemon socket hidden, signals and abstract sockets not scoped (needs landlock abi 6), network allowed (denying it needs landlock abi 4)",
     );
     check(
         true,

@@ -1,6 +1,7 @@
 //! Background shell tasks (`run_shell {runInBackground: true}`): the command runs through the
 //! one process wrapper (its own group, the sandbox, the scrubbed environment) while its
-//! stdout and stderr go to the task's capped output file; its exit is recorded on the task.
+//! stdout and stderr go to the task's capped output file; its exit is recorded on the task,
+//! with what it created or changed of the project's configuration (`process::protected`).
 //! [`ShellTasks`] owns every runner (a `TaskTracker`) and each one's stop token, listed by the
 //! session that started it, so `task/stop`, session delete and daemon shutdown kill the whole
 //! group. A daemon that is killed takes the groups with it (the death signal and the
@@ -17,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::shell_output::OutputFile;
 use super::{NewTask, TaskManager};
+use crate::process::protected::Snapshot;
 use crate::process::sandbox::ShellSandbox;
 use crate::process::{ChildProcess, ProcessSpec};
 
@@ -144,6 +146,7 @@ impl ShellTasks {
                 .await);
             }
         };
+        let snapshot = Snapshot::take_async(&start.cwd).await;
         // Started here, on the tool call's task (a worker thread), never on the blocking pool.
         let child = match ChildProcess::spawn(spec).await {
             Ok(child) => child,
@@ -201,7 +204,11 @@ impl ShellTasks {
             if let Ok(mut running) = this.running.lock() {
                 running.remove(&task_id);
             }
-            record_ending(&tasks, &task_id, ending).await;
+            let protected = Snapshot::report_async(snapshot).await;
+            if let Some(report) = &protected {
+                tracing::warn!(task_id, "{report}");
+            }
+            record_ending(&tasks, &task_id, ending, protected).await;
         });
         Ok(info)
     }
@@ -340,8 +347,14 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 /// instead of growing the daemon's memory.
 const CHUNKS_CAPACITY: usize = 64;
 
-/// Records how the task ended: `completed` (exit 0), `failed`, or `cancelled`.
-async fn record_ending(tasks: &TaskManager, task_id: &str, ending: ShellEnding) {
+/// Records how the task ended: `completed` (exit 0), `failed`, or `cancelled`, and what the
+/// command created or changed of the project's configuration (`protected`, after the result).
+async fn record_ending(
+    tasks: &TaskManager,
+    task_id: &str,
+    ending: ShellEnding,
+    protected: Option<String>,
+) {
     let recorded = tasks
         .update(task_id, move |task| {
             task.finished_at = Some(now());
@@ -369,6 +382,17 @@ async fn record_ending(tasks: &TaskManager, task_id: &str, ending: ShellEnding) 
                     task.status = TaskStatus::Failed;
                     task.error = Some(reason);
                 }
+            }
+            if let Some(report) = protected {
+                let said = if task.error.is_some() {
+                    &mut task.error
+                } else {
+                    &mut task.result
+                };
+                *said = Some(match said.take() {
+                    Some(text) => format!("{text}\n{report}"),
+                    None => report,
+                });
             }
         })
         .await;

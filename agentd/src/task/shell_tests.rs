@@ -173,6 +173,32 @@ async fn a_background_command_records_its_exit_and_output_on_the_task() {
     assert_eq!(done.exit_code, Some(0));
 }
 
+/// What a background command created of the project's configuration is said after its
+/// result.
+#[tokio::test]
+async fn a_background_command_that_plants_configuration_has_it_said_on_the_task() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join(".git")).unwrap();
+    let (manager, shells, sandbox) = daemon_parts(state.path());
+    let mut changes = manager.changes();
+    let task = shells
+        .start(
+            &manager,
+            &sandbox,
+            shell("echo notes > AGENTS.md", work.path(), "ses_a"),
+        )
+        .await
+        .unwrap();
+    let done = finished(&mut changes, &task.task_id).await;
+    assert_eq!(done.status, TaskStatus::Completed);
+    let result = done.result.unwrap();
+    assert!(
+        result.starts_with("exited with code 0\n[this command created AGENTS.md;"),
+        "{result}"
+    );
+}
+
 #[tokio::test]
 async fn task_stop_kills_the_whole_group_and_records_cancelled() {
     let state = tempfile::tempdir().unwrap();

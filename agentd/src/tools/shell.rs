@@ -2,7 +2,8 @@
 //! [`crate::process`]), confined by the sandbox ([`crate::process::sandbox`]), with a scrubbed
 //! environment, a timeout, bounded output capture and throttled progress. Timeout and
 //! cancellation kill the whole group and what escaped it; the call never outlives its timeout
-//! by more than the kill and a bounded drain of the pipes.
+//! by more than the kill and a bounded drain of the pipes. What the command created or changed
+//! of the project's configuration ([`crate::process::protected`]) is said in its result.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::{
     HeadTailBuffer, ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field,
 };
+use crate::process::protected::Snapshot;
 use crate::process::{ChildProcess, ProcessSpec};
 
 /// Runs a shell command.
@@ -39,7 +41,8 @@ impl TypedTool for RunShell {
          managers). stdin is empty, so interactive commands fail; pass flags like `--yes`. The \
          environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Where \
          the sandbox is on, the command may write only in the workspace and the temp dir \
-         (elsewhere: Permission denied; .agents/, .claude/ and skills/ are read-only). Returns \
+         (elsewhere: Permission denied; the project's configuration is read-only: .agents/, \
+         .claude/, skills/, .mcp.json, .git/hooks/, .git/config, AGENTS.md, CLAUDE.md). Returns \
          stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
          command and everything it started are killed after `timeoutMs` (default 2 minutes, \
          at most 10 minutes) and when the command exits. For a server or a long job, pass \
@@ -91,6 +94,7 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
             ));
         }
     };
+    let snapshot = Snapshot::take_async(&ctx.workspace).await;
     let mut child = match ChildProcess::spawn(spec).await {
         Ok(child) => child,
         Err(error) => return ToolOutput::error(format!("cannot start sh: {error}")),
@@ -170,6 +174,11 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
             "[output may be incomplete: a process it started kept the output open after it \
              ended; it was not found to kill]\n",
         );
+    }
+    if let Some(report) = Snapshot::report_async(snapshot).await {
+        tracing::warn!(command = %one_line(&params.command, 200), "{report}");
+        text.push_str(&report);
+        text.push('\n');
     }
     text.push_str(&footer);
     ToolOutput {
