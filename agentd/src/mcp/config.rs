@@ -75,6 +75,7 @@ pub struct McpSection {
     pub startup_grace_secs: Option<u64>,
     #[serde(default)]
     pub expand_env: Vec<String>,
+    #[serde(default)]
     pub unconfined: Vec<String>,
 }
 
