@@ -60,6 +60,7 @@ mod security_filter;
 mod security_harden;
 mod security_redirect;
 mod security_sandbox;
+mod security_server;
 mod security_shell;
 mod security_symlink;
 mod security_trust;

@@ -18,14 +18,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
-use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
+use super::outbound::{OutboundBudget, bounded_error, response_too_big_message, write_loop};
 use super::request::{IncomingCall, VerbatimId, error_response, parse_call};
 use super::subscriptions::SubscriptionTable;
 pub use super::subscriptions::{
     SendFailed, SubscriptionKind, TooManySubscriptions, TrackedSubscription,
 };
 use protocol::Method;
-use protocol::error as codes;
+use protocol::error::{self as codes, echo, echo_message};
 
 /// Per-connection state that handlers reach through the request `Extensions`.
 #[derive(Debug)]
@@ -316,7 +316,7 @@ impl Dispatcher {
                 self.send_error(
                     Id::Null,
                     codes::PARSE_ERROR,
-                    &format!("invalid JSON: {err}"),
+                    &format!("invalid JSON: {}", echo_message(&err.to_string())),
                 )
                 .await;
                 return;
@@ -443,6 +443,7 @@ impl Dispatcher {
                 return (response, verbatim_id);
             }
         };
+        let response = bounded_error(id.clone(), response);
         (self.within_line_limit(id, &method, response), verbatim_id)
     }
     /// jsonrpsee stops encoding an answer at the limit and answers its own "oversized" error,
@@ -498,7 +499,7 @@ impl Dispatcher {
                 id,
                 ErrorObject::owned(
                     codes::METHOD_NOT_FOUND,
-                    format!("method not found: {method}"),
+                    format!("method not found: {}", echo(&method)),
                     None::<()>,
                 ),
             );

@@ -114,6 +114,47 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = writer.flush().await;
 }
 
+/// Error answers longer than this are rebuilt with their message cut
+/// (`protocol::error::echo_message`): handlers quote a client's value through
+/// `protocol::error::echo` (at most `MAX_ECHOED_CHARS`), and this catches a message that
+/// quotes one whole anyway, before it is queued. Our own messages are far shorter.
+pub const MAX_ERROR_ANSWER_BYTES: usize = 8 * 1024;
+
+/// `response` when it is no error, or an error within `MAX_ERROR_ANSWER_BYTES`; else the same
+/// error for `id` with its message cut and its `data` dropped when that is the long part.
+pub fn bounded_error(
+    id: Id<'static>,
+    response: jsonrpsee::MethodResponse,
+) -> jsonrpsee::MethodResponse {
+    if !response.is_error() || response.as_json().get().len() <= MAX_ERROR_ANSWER_BYTES {
+        return response;
+    }
+    #[derive(Deserialize)]
+    struct Answer {
+        error: ErrorParts,
+    }
+    #[derive(Deserialize)]
+    struct ErrorParts {
+        code: i32,
+        message: String,
+        data: Option<Box<RawValue>>,
+    }
+    let Ok(Answer { error }) = serde_json::from_str::<Answer>(response.as_json().get()) else {
+        return response;
+    };
+    drop(response);
+    tracing::warn!(
+        code = error.code,
+        len = error.message.len(),
+        "an error message quotes too much; cutting it"
+    );
+    let message = protocol::error::echo_message(&error.message).into_owned();
+    let data = error
+        .data
+        .filter(|data| data.get().len() <= MAX_ERROR_ANSWER_BYTES / 2);
+    jsonrpsee::MethodResponse::error(id, ErrorObject::owned(error.code, message, data))
+}
+
 /// The error text of an answer that did not fit in one line.
 pub fn response_too_big_message(what: &str, max_line_bytes: usize) -> String {
     format!(
@@ -214,6 +255,35 @@ mod tests {
         assert_eq!(budget.available(), 100);
         budget.reserve(&second).await;
         assert_eq!(100 - budget.available(), second.get().len());
+    }
+
+    #[test]
+    fn a_long_error_message_is_cut_and_a_short_one_kept() {
+        let long = format!("no such thing: {}", "Z".repeat(100_000));
+        let response = jsonrpsee::MethodResponse::error(
+            Id::Number(3),
+            ErrorObject::owned(
+                codes::NOT_FOUND,
+                long,
+                Some(protocol::error::ErrorData::suggest_method("session/list")),
+            ),
+        );
+        let cut = bounded_error(Id::Number(3), response);
+        let value: serde_json::Value = serde_json::from_str(cut.as_json().get()).unwrap();
+        assert_eq!(value["id"], 3);
+        assert_eq!(value["error"]["code"], codes::NOT_FOUND);
+        assert_eq!(value["error"]["data"]["suggest"]["method"], "session/list");
+        let message = value["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("no such thing: ZZ"), "{message}");
+        assert!(message.contains("characters left out"), "{message}");
+        assert!(cut.as_json().get().len() < 1024, "{}", cut.as_json().get());
+
+        let short = jsonrpsee::MethodResponse::error(
+            Id::Number(4),
+            ErrorObject::owned(codes::NOT_FOUND, "x".repeat(2000), None::<()>),
+        );
+        let text = short.as_json().get().to_owned();
+        assert_eq!(bounded_error(Id::Number(4), short).as_json().get(), text);
     }
 
     #[test]
