@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use agentd_tests::harness::{Daemon, WAIT, mib};
+use agentd_tests::harness::{Daemon, WAIT, mib, raise_open_file_limit, text};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -139,4 +139,53 @@ async fn a_15_mib_invalid_value_is_never_echoed_back_whole() {
         .request("daemon/status", json!({}))
         .await
         .expect("daemon/status after the burst");
+}
+
+/// Item 6: 512 silent initialised connections (the limit) no longer lock everyone out. A new
+/// connection evicts the longest idle one that has no subscription and no request in flight
+/// (it is told why, then closed) and is served; a subscribed connection, idle for longer
+/// still, is kept.
+#[tokio::test]
+async fn a_full_daemon_evicts_the_longest_idle_connection_but_not_a_subscribed_one() {
+    raise_open_file_limit();
+    let daemon = Daemon::start().await;
+    let limit = agentd::server::ServerLimits::default().max_connections;
+    let mut subscribed = daemon.client().await;
+    subscribed
+        .request("daemon/subscribe", json!({}))
+        .await
+        .expect("daemon/subscribe");
+    let mut idle = Vec::new();
+    for _ in 1..limit {
+        idle.push(daemon.client().await);
+    }
+
+    let mut newcomer = daemon.client().await;
+    newcomer
+        .request("daemon/status", json!({}))
+        .await
+        .expect("a new client is served when the daemon is full");
+    let evicted = &mut idle[0];
+    let notice = evicted.read_message().await;
+    assert_eq!(
+        notice["error"]["code"],
+        protocol::error::OVERLOADED,
+        "{notice}"
+    );
+    let message = notice["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("longest idle"), "{notice}");
+    evicted.wait_closed_by_daemon().await;
+    subscribed
+        .request("daemon/status", json!({}))
+        .await
+        .expect("the subscribed connection is kept");
+    // agentctl too gets a slot (the next idle connection's).
+    let output = daemon.env.run_agentctl(&["--json", "status"]).await;
+    assert!(
+        output.status.success(),
+        "agentctl status failed on a full daemon: {}",
+        text(&output.stderr)
+    );
+    // The next idlest made room.
+    idle[1].wait_closed_by_daemon().await;
 }

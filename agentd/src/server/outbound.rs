@@ -13,6 +13,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::registry::ConnectionRegistry;
 use protocol::error as codes;
 
 /// Bytes of answers queued for one connection and not yet taken by its writer. The queue
@@ -26,6 +27,9 @@ pub struct OutboundBudget {
     /// The most one message takes: the whole budget.
     capacity: usize,
     held: Mutex<HashMap<usize, OwnedSemaphorePermit>>,
+    /// The daemon's connections and this one's id there: what this budget holds also counts
+    /// against `ServerLimits::outbound_bytes_total`. None in tests of one connection.
+    registry: Option<(Arc<ConnectionRegistry>, u64)>,
 }
 
 impl OutboundBudget {
@@ -35,7 +39,14 @@ impl OutboundBudget {
             bytes: Arc::new(Semaphore::new(capacity)),
             capacity,
             held: Mutex::new(HashMap::new()),
+            registry: None,
         }
+    }
+
+    /// This budget, counted also in `registry` as connection `connection_id`'s.
+    pub fn counted_in(mut self, registry: Arc<ConnectionRegistry>, connection_id: u64) -> Self {
+        self.registry = Some((registry, connection_id));
+        self
     }
 
     /// Wait until `message` fits, and count it until the writer takes it.
@@ -49,12 +60,18 @@ impl OutboundBudget {
         else {
             return;
         };
+        if let Some((registry, connection_id)) = &self.registry {
+            registry.add_outbound(*connection_id, permit.num_permits());
+        }
         self.lock().insert(address(message), permit);
     }
 
     /// The writer took `message`: give its bytes back (nothing for a message not counted).
     fn release(&self, message: &RawValue) {
-        self.lock().remove(&address(message));
+        let permit = self.lock().remove(&address(message));
+        if let (Some(permit), Some((registry, connection_id))) = (permit, &self.registry) {
+            registry.release_outbound(*connection_id, permit.num_permits());
+        }
     }
 
     /// Bytes free now (tests).
