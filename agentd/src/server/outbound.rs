@@ -1,7 +1,9 @@
 //! The outbound half of a connection: one writer task drains the connection's bounded queue
 //! and writes one message per line, flushing when the queue is empty. It is also the last
 //! guard of the line limit: nothing longer than `max_line_bytes` leaves the daemon. Answers
-//! also count against the connection's `OutboundBudget` until the writer takes them.
+//! also count against the connection's `OutboundBudget` (and, through it, the daemon-wide
+//! count of `registry`) until the writer takes them. An error answer is the last place a
+//! client's value can be echoed whole: `bounded_error` cuts one that got through.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
