@@ -29,9 +29,12 @@ pub struct Resolution {
 /// [`RespondError::suggested_method`], sent as `error.data`.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RespondError {
-    #[error("approval not found: {0}; list the pending approvals to see which wait for an answer")]
+    #[error("approval not found: {}; list the pending approvals to see which wait for an answer", protocol::error::echo(.0))]
     NotFound(String),
-    #[error("approval {id} was already decided ({decision:?} by {decided_by})")]
+    #[error(
+        "approval {} was already decided ({decision:?} by {decided_by})",
+        protocol::error::echo(id)
+    )]
     AlreadyDecided {
         id: String,
         decision: ApprovalDecision,
@@ -40,7 +43,8 @@ pub enum RespondError {
     #[error("{0}")]
     NotOffered(String),
     #[error(
-        "invalid approval id {0:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list the pending approvals to see which wait for an answer"
+        "invalid approval id {:?}: approval ids are `apr_` followed by letters, digits, `_` or `-`; list the pending approvals to see which wait for an answer",
+        protocol::error::echo(.0)
     )]
     InvalidId(String),
     /// The rule of an `allowAlways` answer could not be written; the approval is pending again

@@ -146,8 +146,9 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Make sure one of the daemon's own directories (the state dir, `sessions/`, `processes/`)
-/// exists and is private (0700): it holds transcripts, logs and process records. Created 0700
+/// Make sure one of the daemon's own directories (the state dir, `sessions/`, `processes/`,
+/// the data dir) exists and is private (0700): they hold transcripts, logs, process records
+/// and the user's memory. Created 0700
 /// whatever the umask (missing parents above it, such as `~/.local/state`, get the usual
 /// mode). An existing one that belongs to this user is tightened to 0700 (an older agentd made
 /// it 0755); one that belongs to another user is refused, never changed. Symlinks are followed:
@@ -185,7 +186,7 @@ pub fn prepare_private_dir(dir: &Path) -> Result<bool> {
     }
     if meta.uid() != current_uid() {
         bail!(
-            "{} belongs to another user (uid {}); agentd keeps private state there: remove it or set XDG_STATE_HOME to a directory of your own",
+            "{} belongs to another user (uid {}); agentd keeps private state there: remove it, or set XDG_STATE_HOME (or XDG_DATA_HOME, for the data dir) to a directory of your own",
             dir.display(),
             meta.uid()
         );

@@ -87,3 +87,151 @@ impl ErrorData {
         }
     }
 }
+
+/// The most characters of a client's value (an id, a name, a path, a method name) an error
+/// message quotes: an invalid 15 MiB id echoed back whole, on many connections at once, once
+/// took the daemon to 2 GB. Past it the value is cut, and says how long it was.
+pub const MAX_ECHOED_CHARS: usize = 200;
+
+/// `value` as an error message may quote it: whole up to [`MAX_ECHOED_CHARS`] characters,
+/// else its first ones (cut on a character boundary), an ellipsis and its length.
+pub fn echo(value: &str) -> std::borrow::Cow<'_, str> {
+    match value.char_indices().nth(MAX_ECHOED_CHARS) {
+        None => std::borrow::Cow::Borrowed(value),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} characters)",
+            &value[..cut],
+            value.chars().count()
+        )),
+    }
+}
+
+/// A message that may quote client values (a parser's reason, such as serde's
+/// `invalid type: string "…", expected …` or ``unknown variant `…` ``): each part between
+/// quotes or backticks is cut as [`echo`] cuts a value, so the kind of error and what was
+/// expected stay whole. Should that still leave more than [`MAX_MESSAGE_CHARS`] characters,
+/// its first and last [`MAX_ECHOED_CHARS`] halves are kept around what was left out.
+pub fn echo_message(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_ECHOED_CHARS {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(open) = rest.find(['"', '`']) {
+        let quote = &rest[open..=open];
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let close = closing(rest, quote.as_bytes()[0]);
+        out.push_str(&echo(&rest[..close]));
+        rest = &rest[close..];
+        if let Some(after) = rest.strip_prefix(quote) {
+            out.push_str(quote);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    let total = out.chars().count();
+    if total <= MAX_MESSAGE_CHARS {
+        return std::borrow::Cow::Owned(out);
+    }
+    let half = MAX_ECHOED_CHARS / 2;
+    let at = |nth: usize| out.char_indices().nth(nth).map_or(out.len(), |(at, _)| at);
+    let (head_end, tail_start) = (at(half), at(total - half));
+    std::borrow::Cow::Owned(format!(
+        "{}… ({} characters left out) …{}",
+        &out[..head_end],
+        total - 2 * half,
+        &out[tail_start..]
+    ))
+}
+
+/// Where the quoted part at the start of `text` ends: the first `quote` not escaped by a
+/// backslash (Rust's `{:?}`, which serde uses, escapes quotes inside), or the end of `text`.
+fn closing(text: &str, quote: u8) -> usize {
+    let mut escaped = false;
+    for (at, byte) in text.bytes().enumerate() {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            _ if byte == quote => return at,
+            _ => {}
+        }
+    }
+    text.len()
+}
+
+/// The most characters [`echo_message`] leaves in a message.
+pub const MAX_MESSAGE_CHARS: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_quoted_whole() {
+        assert_eq!(echo("ses_1"), "ses_1");
+        let exact = "é".repeat(MAX_ECHOED_CHARS);
+        assert_eq!(echo(&exact), exact);
+        assert_eq!(echo_message("invalid type"), "invalid type");
+    }
+
+    #[test]
+    fn long_values_are_cut_on_a_character_boundary_with_their_length() {
+        let long = "é".repeat(MAX_ECHOED_CHARS + 1);
+        let echoed = echo(&long);
+        assert_eq!(
+            echoed,
+            format!(
+                "{}… ({} characters)",
+                "é".repeat(MAX_ECHOED_CHARS),
+                MAX_ECHOED_CHARS + 1
+            )
+        );
+    }
+
+    #[test]
+    fn long_messages_keep_their_start_and_end() {
+        let message = format!(
+            "invalid type: string \"{}\", expected u32 at line 1 column 9",
+            "x".repeat(10_000)
+        );
+        let echoed = echo_message(&message);
+        let value = format!("{}… (10000 characters)", "x".repeat(MAX_ECHOED_CHARS));
+        assert_eq!(
+            echoed,
+            format!("invalid type: string \"{value}\", expected u32 at line 1 column 9")
+        );
+        let variant = format!(
+            "unknown variant `{}`, expected one of `allow`, `deny`",
+            "y".repeat(5000)
+        );
+        let echoed = echo_message(&variant);
+        assert!(echoed.starts_with("unknown variant `yyy"), "{echoed}");
+        assert!(
+            echoed.ends_with("… (5000 characters)`, expected one of `allow`, `deny`"),
+            "{echoed}"
+        );
+        let escaped = format!(
+            "invalid type: string {:?}, expected u32",
+            format!("a\"{}", "q".repeat(500))
+        );
+        let echoed = echo_message(&escaped);
+        assert!(
+            echoed.ends_with("… (503 characters)\", expected u32"),
+            "{echoed}"
+        );
+        // Our own words stay whole, however long.
+        let ours = format!("expected one of {}", "`mode`, ".repeat(40));
+        assert_eq!(echo_message(&ours), ours);
+    }
+
+    #[test]
+    fn a_message_long_without_quotes_keeps_its_start_and_end() {
+        let message = format!("bad {} end", "z".repeat(5000));
+        let echoed = echo_message(&message);
+        assert!(echoed.starts_with("bad zz"), "{echoed}");
+        assert!(echoed.ends_with("zz end"), "{echoed}");
+        assert!(echoed.contains("characters left out"), "{echoed}");
+        assert!(echoed.chars().count() < MAX_ECHOED_CHARS + 50, "{echoed}");
+    }
+}

@@ -690,3 +690,62 @@ async fn acp_load_asks_the_approvals_still_pending_and_a_rejection_goes_to_the_m
         .await;
     assert!(!failed.is_empty());
 }
+
+/// A line that is not UTF-8 and one over the line limit are each answered `-32700` (id
+/// null), and `agentctl acp` goes on: the request after them is answered. It used to exit.
+#[tokio::test]
+async fn acp_answers_a_non_utf8_or_over_long_line_with_a_parse_error_and_goes_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let daemon = agentd_tests::harness::Daemon::start().await;
+    let mut child = daemon
+        .env
+        .agentctl()
+        .arg("acp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start agentctl acp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let writer = tokio::spawn(async move {
+        stdin.write_all(b"\xff\xfe{\"jsonrpc\"}\n").await.unwrap();
+        let mut long = vec![b'x'; agentctl::transport::MAX_LINE_BYTES + 10];
+        long.push(b'\n');
+        stdin.write_all(&long).await.unwrap();
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+        stdin
+            .write_all(format!("{initialize}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin
+    });
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(agentd_tests::harness::WAIT, lines.next_line())
+            .await
+            .expect("a line from agentctl acp in time")
+            .expect("read agentctl acp")
+            .expect("agentctl acp ended its output");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    for expected in ["not UTF-8", "longer than"] {
+        let answer = next().await;
+        assert_eq!(
+            answer["error"]["code"],
+            protocol::error::PARSE_ERROR,
+            "{answer}"
+        );
+        assert!(answer["id"].is_null(), "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{answer}");
+    }
+    let answer = next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    let stdin = writer.await.expect("writer");
+    drop(stdin);
+    let status = tokio::time::timeout(agentd_tests::harness::WAIT, child.wait())
+        .await
+        .expect("agentctl acp ends once stdin closes")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}

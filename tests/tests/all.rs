@@ -63,6 +63,7 @@ mod security_project_files;
 mod security_redirect;
 mod security_sandbox;
 mod security_sandbox_config;
+mod security_server;
 mod security_shell;
 mod security_symlink;
 mod security_trust;

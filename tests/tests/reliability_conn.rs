@@ -210,15 +210,21 @@ async fn big_lines_on_many_connections_share_a_memory_budget_and_memory_is_given
         .expect("daemon/status after the burst");
 }
 
-/// Item 9: when every connection slot is taken, agentctl says agentd is busy (it is running;
-/// starting it would not help).
+/// Item 9: when every connection slot is taken by a connection that cannot be evicted (each
+/// has a subscription), agentctl says agentd is busy (it is running; starting it would not
+/// help).
 #[tokio::test]
 async fn agentctl_says_busy_when_the_connection_limit_is_reached() {
     raise_open_file_limit();
     let daemon = Daemon::start().await;
     let mut held = Vec::new();
     for _ in 0..512 {
-        held.push(daemon.client().await);
+        let mut client = daemon.client().await;
+        client
+            .request("daemon/subscribe", json!({}))
+            .await
+            .expect("daemon/subscribe");
+        held.push(client);
     }
     let output = daemon.env.run_agentctl(&["status"]).await;
     let stderr = text(&output.stderr);

@@ -133,3 +133,22 @@ async fn state_is_private_whatever_the_umask() {
         assert_eq!(mode(&log), "600", "{}", log.display());
     }
 }
+
+/// `$XDG_DATA_HOME/agentd` (the user's memory stores) is made 0700 at startup under umask
+/// 022, and one left 0755 by an older daemon is tightened.
+#[tokio::test]
+async fn the_data_dir_is_private_whatever_the_umask() {
+    let env = TestEnv::new().umask(0o022);
+    let data = env.path("data").join("agentd");
+    let daemon = Daemon::start_in(env).await;
+    assert_eq!(mode(&data), "700", "{}", data.display());
+    drop(daemon);
+
+    let env = TestEnv::new().umask(0o022);
+    let data = env.path("data").join("agentd");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let daemon = Daemon::start_in(env).await;
+    assert_eq!(mode(&data), "700", "{}", data.display());
+    drop(daemon);
+}

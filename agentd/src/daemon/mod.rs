@@ -42,17 +42,23 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     // refused (checked again under the lock, where a stale socket is removed).
     existing_socket(&paths.socket)?;
     // Transcripts: private whatever the umask, and so is the state dir above them (logging
-    // prepared it already when `run_main` started the daemon).
+    // prepared it already when `run_main` started the daemon). The data dir holds the user's
+    // memory stores: private too, before anything is written there.
     let (state_dir, sessions_dir) = (paths.state_dir.clone(), paths.sessions_dir.clone());
-    let tightened = tokio::task::spawn_blocking(move || {
-        anyhow::Ok(
+    let data_dir = paths.data_dir.clone();
+    let (tightened, data_tightened) = tokio::task::spawn_blocking(move || {
+        anyhow::Ok((
             paths::prepare_private_dir(&state_dir)? | paths::prepare_private_dir(&sessions_dir)?,
-        )
+            paths::prepare_private_dir(&data_dir)?,
+        ))
     })
     .await
-    .context("cannot prepare the state directory")??;
+    .context("cannot prepare the state and data directories")??;
     if tightened {
         tracing::info!(dir = %paths.state_dir.display(), "made the state directory private (0700)");
+    }
+    if data_tightened {
+        tracing::info!(dir = %paths.data_dir.display(), "made the data directory private (0700)");
     }
 
     raise_open_file_limit();

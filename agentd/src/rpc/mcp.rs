@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use protocol::Method;
-use protocol::error as codes;
+use protocol::error::{self as codes, echo};
 use protocol::mcp::*;
 use protocol::methods::McpList;
 
@@ -94,14 +94,15 @@ fn only_root_of(state: &DaemonState, name: &str) -> RpcResult<PathBuf> {
     match roots.as_slice() {
         [] => Err(rpc_error_suggesting(
             codes::NOT_FOUND,
-            format!("no MCP server named {name} runs"),
+            format!("no MCP server named {} runs", echo(name)),
             Some(McpList::NAME),
         )),
         [root] => Ok(root.clone()),
         several => Err(rpc_error(
             codes::INVALID_PARAMS,
             format!(
-                "MCP servers named {name} run for several projects ({}); send the cwd of the one to restart",
+                "MCP servers named {} run for several projects ({}); send the cwd of the one to restart",
+                echo(name),
                 several
                     .iter()
                     .map(|root| root.display().to_string())

@@ -8,6 +8,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, ResponsePayload, RpcModule};
 use protocol::Method;
 use protocol::daemon::*;
+use protocol::error::echo;
 use protocol::methods;
 
 mod agents;
@@ -278,7 +279,8 @@ pub(super) async fn workspace_dir(cwd: &str) -> RpcResult<PathBuf> {
         return Err(rpc_error(
             protocol::error::INVALID_PARAMS,
             format!(
-                "cwd must be an absolute path, got {cwd:?}; send the workspace directory's absolute path"
+                "cwd must be an absolute path, got {:?}; send the workspace directory's absolute path",
+                echo(cwd)
             ),
         ));
     }
@@ -293,7 +295,10 @@ pub(super) async fn workspace_dir(cwd: &str) -> RpcResult<PathBuf> {
         Some(dir) if is_dir => Ok(dir),
         _ => Err(rpc_error(
             protocol::error::INVALID_PARAMS,
-            format!("cwd {cwd} is not a directory; send the workspace directory of the session"),
+            format!(
+                "cwd {} is not a directory; send the workspace directory of the session",
+                echo(cwd)
+            ),
         )),
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use jsonrpsee::types::ErrorObjectOwned;
-use protocol::error as codes;
+use protocol::error::{self as codes, echo};
 use protocol::project::*;
 
 use super::{RpcResult, internal, rpc_error};
@@ -104,7 +104,7 @@ fn absolute(path: &str) -> Result<PathBuf, ErrorObjectOwned> {
             codes::INVALID_PARAMS,
             format!(
                 "path {} is not absolute; send the project directory's absolute path",
-                path.display()
+                echo(&path.to_string_lossy())
             ),
         ));
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use jsonrpsee::types::ErrorObjectOwned;
 use protocol::Method;
-use protocol::error as codes;
+use protocol::error::{self as codes, echo};
 use protocol::methods;
 use protocol::task::*;
 
@@ -28,7 +28,10 @@ impl From<TaskError> for ErrorObjectOwned {
 fn not_found(task_id: &str) -> ErrorObjectOwned {
     rpc_error_suggesting(
         codes::NOT_FOUND,
-        format!("task not found: {task_id}; list the tasks to see which exist"),
+        format!(
+            "task not found: {}; list the tasks to see which exist",
+            echo(task_id)
+        ),
         Some(methods::TaskList::NAME),
     )
 }

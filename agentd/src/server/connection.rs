@@ -18,14 +18,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::ServerLimits;
 use super::line::{Frame, FrameBudget, Line, LineReader};
-use super::outbound::{OutboundBudget, response_too_big_message, write_loop};
+use super::outbound::{OutboundBudget, bounded_error, response_too_big_message, write_loop};
+use super::registry::{ConnectionRegistry, Eviction};
 use super::request::{IncomingCall, VerbatimId, error_response, parse_call};
 use super::subscriptions::SubscriptionTable;
 pub use super::subscriptions::{
     SendFailed, SubscriptionKind, TooManySubscriptions, TrackedSubscription,
 };
 use protocol::Method;
-use protocol::error as codes;
+use protocol::error::{self as codes, echo, echo_message};
 
 /// Per-connection state that handlers reach through the request `Extensions`.
 #[derive(Debug)]
@@ -97,16 +98,19 @@ impl ConnectionContext {
 }
 
 /// Serve one connection until the client hangs up, does not `initialize` in time
-/// (`limits.initialize_deadline`) or `shutdown` fires, then finish in-flight requests and flush
-/// what is queued, within one deadline (`limits.stop_flush_deadline` when the daemon stops,
-/// `limits.drain_deadline` after a hang-up); the writer is then aborted. `frame_budget` is
-/// shared by every connection: the bytes of big lines (`limits.frame_memory_budget`).
+/// (`limits.initialize_deadline`), `shutdown` fires or `registry` evicts it, then finish
+/// in-flight requests and flush what is queued, within one deadline
+/// (`limits.stop_flush_deadline` when the daemon stops or evicted it as idle,
+/// `limits.drain_deadline` after a hang-up, none when evicted for what it does not read); the
+/// writer is then aborted. `frame_budget` is shared by every connection: the bytes of big
+/// lines (`limits.frame_memory_budget`).
 pub async fn serve_connection<S>(
     stream: S,
     connection_id: u64,
     methods: Methods,
     limits: ServerLimits,
     frame_budget: Arc<Semaphore>,
+    registry: Arc<ConnectionRegistry>,
     shutdown: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -114,9 +118,10 @@ pub async fn serve_connection<S>(
     let (read_half, write_half) = tokio::io::split(stream);
     let (out_tx, out_rx) = mpsc::channel::<Box<RawValue>>(limits.outbound_queue);
     let writer_done = CancellationToken::new();
-    let outbound = Arc::new(OutboundBudget::new(
-        limits.outbound_bytes.max(limits.max_line_bytes),
-    ));
+    let outbound = Arc::new(
+        OutboundBudget::new(limits.outbound_bytes.max(limits.max_line_bytes))
+            .counted_in(registry.clone(), connection_id),
+    );
     let mut writer = tokio::spawn(write_loop(
         write_half,
         out_rx,
@@ -130,6 +135,8 @@ pub async fn serve_connection<S>(
         out_tx.clone(),
         limits.max_subscriptions_per_connection as usize,
     ));
+    let registered = registry.register(connection_id, ctx.clone());
+    let activity = registered.activity.clone();
     let dispatcher = Arc::new(Dispatcher {
         methods,
         sink: MethodSink::new_with_limit(out_tx.clone(), limits.max_line_bytes as u32),
@@ -151,8 +158,26 @@ pub async fn serve_connection<S>(
     tokio::pin!(initialize_deadline);
     loop {
         let uninitialized = !ctx.initialized.load(Ordering::Acquire);
+        activity.set_in_flight(in_flight.len());
         tokio::select! {
             _ = shutdown.cancelled() => break,
+            () = activity.evicted() => {
+                if activity.eviction() == Some(Eviction::Idle) {
+                    let message = format!(
+                        "agentd is full ({} connections) and this connection was the longest idle one, with no subscription and no request; closing it: reconnect when needed",
+                        limits.max_connections
+                    );
+                    let error = MethodResponse::error(
+                        Id::Null,
+                        ErrorObject::owned(codes::OVERLOADED, message, None::<()>),
+                    );
+                    let _ = dispatcher
+                        .sink
+                        .send_timeout(error.into_json(), std::time::Duration::ZERO)
+                        .await;
+                }
+                break;
+            }
             Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
             _ = &mut initialize_deadline, if uninitialized => {
                 tracing::debug!(connection_id, "no initialize in time; closing the connection");
@@ -174,6 +199,7 @@ pub async fn serve_connection<S>(
             // At the cap the connection is not read: its client waits, nobody else does.
             frame = reader.next_frame(), if in_flight.len() < limits.max_in_flight_per_connection => match frame {
                 Ok(Some(Frame::Line(line))) => {
+                    activity.touch();
                     dispatcher.clone().handle_line(line, &mut in_flight).await;
                 }
                 Ok(Some(Frame::TooLong(len))) => {
@@ -199,10 +225,12 @@ pub async fn serve_connection<S>(
     // Finish what the client already asked for, then stop the writer after it flushed, all
     // within one deadline: a short one when the daemon stops (its whole stop has a budget),
     // the drain deadline when the client hung up.
-    let budget = if shutdown.is_cancelled() {
-        limits.stop_flush_deadline
-    } else {
-        limits.drain_deadline
+    let budget = match activity.eviction() {
+        // It does not read: nothing it was sent would reach it.
+        Some(Eviction::OutboundBytes) => std::time::Duration::ZERO,
+        Some(Eviction::Idle) => limits.stop_flush_deadline,
+        None if shutdown.is_cancelled() => limits.stop_flush_deadline,
+        None => limits.drain_deadline,
     };
     let drain_until = tokio::time::Instant::now() + budget;
     let drained = tokio::time::timeout_at(drain_until, async {
@@ -238,6 +266,7 @@ pub async fn serve_connection<S>(
         );
         writer.abort();
     }
+    drop(registered);
     tracing::debug!(connection_id, "connection closed");
 }
 
@@ -316,7 +345,7 @@ impl Dispatcher {
                 self.send_error(
                     Id::Null,
                     codes::PARSE_ERROR,
-                    &format!("invalid JSON: {err}"),
+                    &format!("invalid JSON: {}", echo_message(&err.to_string())),
                 )
                 .await;
                 return;
@@ -443,6 +472,7 @@ impl Dispatcher {
                 return (response, verbatim_id);
             }
         };
+        let response = bounded_error(id.clone(), response);
         (self.within_line_limit(id, &method, response), verbatim_id)
     }
     /// jsonrpsee stops encoding an answer at the limit and answers its own "oversized" error,
@@ -498,7 +528,7 @@ impl Dispatcher {
                 id,
                 ErrorObject::owned(
                     codes::METHOD_NOT_FOUND,
-                    format!("method not found: {method}"),
+                    format!("method not found: {}", echo(&method)),
                     None::<()>,
                 ),
             );

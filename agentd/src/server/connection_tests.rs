@@ -46,6 +46,7 @@ async fn answers_built(limits: ServerLimits, answer_bytes: usize, requests: usiz
         methods(calls.clone(), answer_bytes),
         limits,
         Arc::new(Semaphore::new(64 * 1024 * 1024)),
+        ConnectionRegistry::new(usize::MAX),
         shutdown.clone(),
     ));
     let mut payload =
@@ -142,6 +143,7 @@ async fn a_batch_stops_running_once_its_answer_cannot_fit_in_a_line() {
         methods(calls.clone(), 1024 * 1024),
         limits,
         Arc::new(Semaphore::new(64 * 1024 * 1024)),
+        ConnectionRegistry::new(usize::MAX),
         CancellationToken::new(),
     ));
     let (read_half, mut write_half) = tokio::io::split(client);
@@ -169,4 +171,79 @@ async fn a_batch_stops_running_once_its_answer_cannot_fit_in_a_line() {
     // Two answers of just over 1 MiB each pass 2 MiB: the other 98 requests never ran.
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     connection.abort();
+}
+
+/// Two clients pipeline 1 MiB answers and read none, each within its own 4 MiB budget but
+/// together past the daemon's 6 MiB: the one holding the most is closed, the other stays, and
+/// a third client that reads is answered.
+#[tokio::test]
+async fn past_the_daemon_wide_outbound_cap_the_biggest_holder_is_closed() {
+    const MIB: usize = 1024 * 1024;
+    let limits = ServerLimits {
+        max_in_flight_per_connection: 8,
+        outbound_bytes: 4 * MIB,
+        max_line_bytes: 2 * MIB,
+        ..ServerLimits::default()
+    };
+    let registry = ConnectionRegistry::new(6 * MIB);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let serve = |id: u64, server: tokio::io::DuplexStream| {
+        tokio::spawn(serve_connection(
+            server,
+            id,
+            methods(calls.clone(), MIB),
+            limits.clone(),
+            Arc::new(Semaphore::new(64 * MIB)),
+            registry.clone(),
+            CancellationToken::new(),
+        ))
+    };
+    let initialize = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n";
+    let mut hogs = Vec::new();
+    for id in 1..=2 {
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let connection = serve(id, server);
+        let mut payload = String::from(initialize);
+        for request in 1..=100 {
+            payload.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{request},\"method\":\"answer\"}}\n"
+            ));
+        }
+        let writer = tokio::spawn(async move {
+            let _ = client.write_all(payload.as_bytes()).await;
+            client
+        });
+        run_until_idle().await;
+        hogs.push((connection, writer));
+    }
+    let closed: Vec<bool> = hogs
+        .iter()
+        .map(|(connection, _)| connection.is_finished())
+        .collect();
+    assert_eq!(
+        closed.iter().filter(|closed| **closed).count(),
+        1,
+        "exactly one hog is closed: {closed:?}"
+    );
+    assert!(registry.outbound_total() <= 6 * MIB);
+
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let reader_connection = serve(3, server);
+    let (read_half, mut write_half) = tokio::io::split(client);
+    write_half
+        .write_all(
+            format!("{initialize}{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"answer\"}}\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(read_half).lines();
+    let _initialized = lines.next_line().await.unwrap().unwrap();
+    let answer = lines.next_line().await.unwrap().unwrap();
+    assert!(answer.contains("\"result\":\"xxx"), "{}", &answer[..200]);
+    reader_connection.abort();
+    for (connection, writer) in hogs {
+        connection.abort();
+        writer.abort();
+    }
 }

@@ -1,10 +1,12 @@
 //! The socket server: accepts local-socket connections, checks the peer is our user, enforces
-//! the connection limit and hands each connection to the NDJSON loop in `connection`.
+//! the connection limit (when full, the longest idle connection with nothing going on makes
+//! room, `registry`) and hands each connection to the NDJSON loop in `connection`.
 
 pub mod connection;
 pub mod line;
 pub mod outbound;
 pub mod params;
+mod registry;
 pub mod request;
 mod subscriptions;
 
@@ -33,8 +35,10 @@ pub struct ServerLimits {
     /// Largest accepted line, and largest response (16 MiB): big enough for any tool output we
     /// send, small enough that a runaway client cannot make us buffer gigabytes.
     pub max_line_bytes: usize,
-    /// Open connections at once; past it new connections get an "overloaded" error and are
-    /// closed, so a leaking client cannot exhaust file descriptors.
+    /// Open connections at once, so a leaking client cannot exhaust file descriptors. At it,
+    /// a new connection evicts the longest idle one that has no subscription and no request
+    /// in flight (told why with an "overloaded" error line) and takes its slot; when there is
+    /// none, the new one gets the "overloaded" error and is closed.
     pub max_connections: usize,
     /// Messages queued for one connection before senders wait (or, for best-effort events,
     /// drop); bounds memory per slow client.
@@ -43,6 +47,12 @@ pub struct ServerLimits {
     /// alone, a client that pipelines big answers (`session/get` with a long history) and reads
     /// nothing would hold `outbound_queue` times 16 MiB. Never below `max_line_bytes`.
     pub outbound_bytes: usize,
+    /// Bytes of answers queued on all connections together: `outbound_bytes` bounds one
+    /// connection, but many that pipeline big answers and read nothing would hold that many
+    /// times it. Past it the connection holding the most is closed at once, as a reader that
+    /// does not read; so the daemon holds at most about this plus one connection's
+    /// `outbound_bytes`. Never below `outbound_bytes`.
+    pub outbound_bytes_total: usize,
     /// Live subscriptions per connection (both kinds together); past it subscribing is
     /// refused with `-32001`. Each holds a forwarder task and a broadcast receiver.
     pub max_subscriptions_per_connection: u32,
@@ -92,6 +102,7 @@ impl Default for ServerLimits {
             max_connections: 512,
             outbound_queue: 1024,
             outbound_bytes: 32 * 1024 * 1024,
+            outbound_bytes_total: 256 * 1024 * 1024,
             max_subscriptions_per_connection: 64,
             drain_deadline: Duration::from_secs(10),
             stop_flush_deadline: Duration::from_secs(3),
@@ -162,6 +173,11 @@ pub async fn serve(
     let connections = TaskTracker::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(limits.max_refusals));
+    let registry = registry::ConnectionRegistry::new(
+        limits
+            .outbound_bytes_total
+            .max(limits.outbound_bytes.max(limits.max_line_bytes)),
+    );
     let frame_budget = Arc::new(Semaphore::new(
         limits
             .frame_memory_budget
@@ -195,19 +211,33 @@ pub async fn serve(
             );
             continue;
         }
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            let message = format!(
-                "agentd is busy: too many connections (limit {}); close idle clients and retry",
-                limits.max_connections
-            );
-            refuse_bounded(
-                &connections,
-                &refusals,
-                stream,
-                protocol::error::OVERLOADED,
-                message,
-            );
-            continue;
+        let busy = format!(
+            "agentd is busy: too many connections (limit {}), all of them subscribed or working; close some clients and retry",
+            limits.max_connections
+        );
+        // Full: an idle connection makes room, and this one waits (bounded, like refusals)
+        // for its slot.
+        let (slot, waiting) = match slots.clone().try_acquire_owned() {
+            Ok(slot) => (Some(slot), None),
+            Err(_) => match refusals.clone().try_acquire_owned() {
+                Ok(waiting) if registry.evict_idle() => (None, Some(waiting)),
+                Ok(waiting) => {
+                    drop(waiting);
+                    refuse_bounded(
+                        &connections,
+                        &refusals,
+                        stream,
+                        protocol::error::OVERLOADED,
+                        busy,
+                    );
+                    continue;
+                }
+                Err(_) => {
+                    tracing::debug!("too many refusals at once; closing a connection unanswered");
+                    drop(stream);
+                    continue;
+                }
+            },
         };
         let connection_id = stats.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let methods = methods.clone();
@@ -215,7 +245,23 @@ pub async fn serve(
         let stats = stats.clone();
         let shutdown = shutdown.clone();
         let frame_budget = frame_budget.clone();
+        let registry = registry.clone();
+        let slots = slots.clone();
         connections.spawn(async move {
+            let slot = match slot {
+                Some(slot) => slot,
+                None => {
+                    let wait = limits.stop_flush_deadline + REFUSAL_GRACE;
+                    match tokio::time::timeout(wait, slots.acquire_owned()).await {
+                        Ok(Ok(slot)) => slot,
+                        _ => {
+                            refuse(stream, protocol::error::OVERLOADED, busy).await;
+                            return;
+                        }
+                    }
+                }
+            };
+            drop(waiting);
             stats.open.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(connection_id, "client connected");
             connection::serve_connection(
@@ -224,6 +270,7 @@ pub async fn serve(
                 methods,
                 limits,
                 frame_budget,
+                registry,
                 shutdown,
             )
             .await;

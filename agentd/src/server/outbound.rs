@@ -1,7 +1,9 @@
 //! The outbound half of a connection: one writer task drains the connection's bounded queue
 //! and writes one message per line, flushing when the queue is empty. It is also the last
 //! guard of the line limit: nothing longer than `max_line_bytes` leaves the daemon. Answers
-//! also count against the connection's `OutboundBudget` until the writer takes them.
+//! also count against the connection's `OutboundBudget` (and, through it, the daemon-wide
+//! count of `registry`) until the writer takes them. An error answer is the last place a
+//! client's value can be echoed whole: `bounded_error` cuts one that got through.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::registry::ConnectionRegistry;
 use protocol::error as codes;
 
 /// Bytes of answers queued for one connection and not yet taken by its writer. The queue
@@ -26,6 +29,9 @@ pub struct OutboundBudget {
     /// The most one message takes: the whole budget.
     capacity: usize,
     held: Mutex<HashMap<usize, OwnedSemaphorePermit>>,
+    /// The daemon's connections and this one's id there: what this budget holds also counts
+    /// against `ServerLimits::outbound_bytes_total`. None in tests of one connection.
+    registry: Option<(Arc<ConnectionRegistry>, u64)>,
 }
 
 impl OutboundBudget {
@@ -35,7 +41,14 @@ impl OutboundBudget {
             bytes: Arc::new(Semaphore::new(capacity)),
             capacity,
             held: Mutex::new(HashMap::new()),
+            registry: None,
         }
+    }
+
+    /// This budget, counted also in `registry` as connection `connection_id`'s.
+    pub fn counted_in(mut self, registry: Arc<ConnectionRegistry>, connection_id: u64) -> Self {
+        self.registry = Some((registry, connection_id));
+        self
     }
 
     /// Wait until `message` fits, and count it until the writer takes it.
@@ -49,12 +62,18 @@ impl OutboundBudget {
         else {
             return;
         };
+        if let Some((registry, connection_id)) = &self.registry {
+            registry.add_outbound(*connection_id, permit.num_permits());
+        }
         self.lock().insert(address(message), permit);
     }
 
     /// The writer took `message`: give its bytes back (nothing for a message not counted).
     fn release(&self, message: &RawValue) {
-        self.lock().remove(&address(message));
+        let permit = self.lock().remove(&address(message));
+        if let (Some(permit), Some((registry, connection_id))) = (permit, &self.registry) {
+            registry.release_outbound(*connection_id, permit.num_permits());
+        }
     }
 
     /// Bytes free now (tests).
@@ -112,6 +131,47 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     let _ = writer.flush().await;
+}
+
+/// Error answers longer than this are rebuilt with their message cut
+/// (`protocol::error::echo_message`): handlers quote a client's value through
+/// `protocol::error::echo` (at most `MAX_ECHOED_CHARS`), and this catches a message that
+/// quotes one whole anyway, before it is queued. Our own messages are far shorter.
+pub const MAX_ERROR_ANSWER_BYTES: usize = 8 * 1024;
+
+/// `response` when it is no error, or an error within `MAX_ERROR_ANSWER_BYTES`; else the same
+/// error for `id` with its message cut and its `data` dropped when that is the long part.
+pub fn bounded_error(
+    id: Id<'static>,
+    response: jsonrpsee::MethodResponse,
+) -> jsonrpsee::MethodResponse {
+    if !response.is_error() || response.as_json().get().len() <= MAX_ERROR_ANSWER_BYTES {
+        return response;
+    }
+    #[derive(Deserialize)]
+    struct Answer {
+        error: ErrorParts,
+    }
+    #[derive(Deserialize)]
+    struct ErrorParts {
+        code: i32,
+        message: String,
+        data: Option<Box<RawValue>>,
+    }
+    let Ok(Answer { error }) = serde_json::from_str::<Answer>(response.as_json().get()) else {
+        return response;
+    };
+    drop(response);
+    tracing::warn!(
+        code = error.code,
+        len = error.message.len(),
+        "an error message quotes too much; cutting it"
+    );
+    let message = protocol::error::echo_message(&error.message).into_owned();
+    let data = error
+        .data
+        .filter(|data| data.get().len() <= MAX_ERROR_ANSWER_BYTES / 2);
+    jsonrpsee::MethodResponse::error(id, ErrorObject::owned(error.code, message, data))
 }
 
 /// The error text of an answer that did not fit in one line.
@@ -214,6 +274,35 @@ mod tests {
         assert_eq!(budget.available(), 100);
         budget.reserve(&second).await;
         assert_eq!(100 - budget.available(), second.get().len());
+    }
+
+    #[test]
+    fn a_long_error_message_is_cut_and_a_short_one_kept() {
+        let long = format!("no such thing: {}", "Z".repeat(100_000));
+        let response = jsonrpsee::MethodResponse::error(
+            Id::Number(3),
+            ErrorObject::owned(
+                codes::NOT_FOUND,
+                long,
+                Some(protocol::error::ErrorData::suggest_method("session/list")),
+            ),
+        );
+        let cut = bounded_error(Id::Number(3), response);
+        let value: serde_json::Value = serde_json::from_str(cut.as_json().get()).unwrap();
+        assert_eq!(value["id"], 3);
+        assert_eq!(value["error"]["code"], codes::NOT_FOUND);
+        assert_eq!(value["error"]["data"]["suggest"]["method"], "session/list");
+        let message = value["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("no such thing: ZZ"), "{message}");
+        assert!(message.contains("characters left out"), "{message}");
+        assert!(cut.as_json().get().len() < 1024, "{}", cut.as_json().get());
+
+        let short = jsonrpsee::MethodResponse::error(
+            Id::Number(4),
+            ErrorObject::owned(codes::NOT_FOUND, "x".repeat(2000), None::<()>),
+        );
+        let text = short.as_json().get().to_owned();
+        assert_eq!(bounded_error(Id::Number(4), short).as_json().get(), text);
     }
 
     #[test]

@@ -20,7 +20,10 @@ pub fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectO
     result.map_err(|err| {
         ErrorObjectOwned::owned(
             protocol::error::INVALID_PARAMS,
-            format!("invalid params: {err}"),
+            format!(
+                "invalid params: {}",
+                protocol::error::echo_message(&err.to_string())
+            ),
             None::<()>,
         )
     })

@@ -8,7 +8,7 @@ use jsonrpsee::types::{ErrorObjectOwned, Id};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use protocol::error as codes;
+use protocol::error::{self as codes, echo, echo_message};
 
 /// A request parsed off the wire, owned so it can move into a task.
 pub struct IncomingCall {
@@ -69,7 +69,7 @@ pub fn parse_call(text: &str) -> Result<Option<IncomingCall>, Refusal> {
                 None,
                 &verbatim_id,
                 codes::PARSE_ERROR,
-                format!("invalid JSON: {err}"),
+                format!("invalid JSON: {}", echo_message(&err.to_string())),
             ));
         }
         Err(err) => {
@@ -77,7 +77,7 @@ pub fn parse_call(text: &str) -> Result<Option<IncomingCall>, Refusal> {
                 None,
                 &verbatim_id,
                 codes::INVALID_REQUEST,
-                format!("invalid request: {err}"),
+                format!("invalid request: {}", echo_message(&err.to_string())),
             ));
         }
     };
@@ -132,7 +132,7 @@ pub fn parse_call(text: &str) -> Result<Option<IncomingCall>, Refusal> {
     }
     let Some(id) = id else {
         // A notification from the client: JSON-RPC forbids answering it.
-        tracing::debug!(%method, "ignoring client notification");
+        tracing::debug!(method = %echo(&method), "ignoring client notification");
         return Ok(None);
     };
     Ok(Some(IncomingCall {

@@ -90,8 +90,7 @@ impl SubscriptionTable {
         }
     }
 
-    /// No live subscription (tests).
-    #[cfg(test)]
+    /// No live subscription.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }

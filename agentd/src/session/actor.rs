@@ -68,7 +68,8 @@ pub enum SessionError {
 impl SessionError {
     pub fn not_found(id: &str) -> Self {
         SessionError::NotFound(format!(
-            "session not found: {id}; list the sessions to see which exist"
+            "session not found: {}; list the sessions to see which exist",
+            protocol::error::echo(id)
         ))
     }
 

@@ -26,6 +26,7 @@ use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use anyhow::Context;
+use protocol::error::echo;
 use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
@@ -241,11 +242,11 @@ impl SessionManager {
         if !cwd.is_absolute() {
             return Err(SessionError::InvalidParams(format!(
                 "cwd must be an absolute path, got {:?}",
-                params.cwd
+                echo(&params.cwd)
             )));
         }
         let cwd = tokio::fs::canonicalize(&cwd).await.map_err(|err| {
-            SessionError::InvalidParams(format!("cwd {} is not usable: {err}", params.cwd))
+            SessionError::InvalidParams(format!("cwd {} is not usable: {err}", echo(&params.cwd)))
         })?;
         let is_dir = tokio::fs::metadata(&cwd)
             .await
@@ -413,7 +414,7 @@ impl SessionManager {
             Some(cursor) => {
                 check_session_id(cursor)?;
                 order.position(cursor).map(|pos| pos + 1).ok_or_else(|| {
-                    SessionError::InvalidParams(format!("unknown cursor {cursor:?}"))
+                    SessionError::InvalidParams(format!("unknown cursor {:?}", echo(cursor)))
                 })?
             }
             None => 0,
@@ -524,7 +525,8 @@ pub fn check_session_id(id: &str) -> Result<(), SessionError> {
         return Ok(());
     }
     Err(SessionError::InvalidId(format!(
-        "invalid session id {id:?}: session ids are `ses_` followed by letters, digits, `_` or `-`; list the sessions to see which exist"
+        "invalid session id {:?}: session ids are `ses_` followed by letters, digits, `_` or `-`; list the sessions to see which exist",
+        echo(id)
     )))
 }
 

@@ -60,11 +60,11 @@ pub enum TaskChange {
 /// Why a task operation failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TaskError {
-    #[error("no task {0}")]
+    #[error("no task {}", protocol::error::echo(.0))]
     NotFound(String),
-    #[error("task {task_id} has already ended ({status})")]
+    #[error("task {} has already ended ({status})", protocol::error::echo(task_id))]
     Finished { task_id: String, status: String },
-    #[error("cannot record task {task_id}: {reason}")]
+    #[error("cannot record task {}: {reason}", protocol::error::echo(task_id))]
     Persist { task_id: String, reason: String },
 }
 
