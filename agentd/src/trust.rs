@@ -482,7 +482,7 @@ fn check_expected(found: &Found, expected: &[(PathBuf, String)]) -> Result<(), T
         let shown = expected.iter().find(|(path, _)| *path == file.path);
         if shown.is_none_or(|(_, digest)| *digest != file.digest) {
             return Err(TrustError::ChangedSinceReview {
-                file: file.path.display().to_string(),
+                file: protocol::error::echo(&file.path.display().to_string()).into_owned(),
             });
         }
     }
@@ -491,7 +491,7 @@ fn check_expected(found: &Found, expected: &[(PathBuf, String)]) -> Result<(), T
         .find(|(path, _)| !found.files.iter().any(|file| file.path == *path))
     {
         return Err(TrustError::ChangedSinceReview {
-            file: gone.display().to_string(),
+            file: protocol::error::echo(&gone.display().to_string()).into_owned(),
         });
     }
     Ok(())
@@ -501,7 +501,8 @@ fn check_expected(found: &Found, expected: &[(PathBuf, String)]) -> Result<(), T
 /// `permission::project_dirs`), or the directory itself outside a repository. Only a directory
 /// of the user's own on a real filesystem is a project. Blocking.
 pub fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustError> {
-    let shown = || path.display().to_string();
+    // The path is the client's: quoted in errors at most `protocol::error::echo` long.
+    let shown = || protocol::error::echo(&path.display().to_string()).into_owned();
     let canonical =
         std::fs::canonicalize(path).map_err(|_| TrustError::NotADirectory { path: shown() })?;
     let metadata =
