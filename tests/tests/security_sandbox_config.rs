@@ -111,8 +111,8 @@ async fn absent_project_configuration_a_command_creates_is_reported() {
     assert!(
         output.contains(
             "[this command created .claude/settings.json; project configuration written by a \
-             command does not apply until the user reviews it and trusts the project again \
-             (`agentctl trust --show`)]"
+             command does not apply until the user reviews what it would apply and trusts the \
+             project again (project/trust)]"
         ),
         "{output}"
     );

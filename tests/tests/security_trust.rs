@@ -24,7 +24,8 @@ fn write_project_settings(workspace: &Path, text: &str) {
     std::fs::write(workspace.join(".agents/settings.toml"), text).unwrap();
 }
 
-fn warnings(events: &[Envelope]) -> Vec<String> {
+/// The messages of the `warning` events among `events`.
+pub(crate) fn warnings(events: &[Envelope]) -> Vec<String> {
     events
         .iter()
         .filter_map(|envelope| match &envelope.event {

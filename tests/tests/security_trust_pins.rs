@@ -9,20 +9,11 @@ use std::path::Path;
 use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::*;
 use protocol::error as codes;
-use protocol::event::{Event, RunStatus};
+use protocol::event::RunStatus;
 use serde_json::{Value, json};
 
 use crate::approvals::{ASK, requested, respond, shell, started, until_approval};
-
-fn warnings(events: &[Envelope]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|envelope| match &envelope.event {
-            Event::Warning { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::security_trust::warnings;
 
 fn canonical(path: &Path) -> std::path::PathBuf {
     std::fs::canonicalize(path).unwrap()

@@ -440,38 +440,30 @@ fn project_files(
     let mut files = Vec::new();
     for dir in dirs.settings_dirs() {
         let path = dir.join(MCP_JSON);
+        // A file that cannot be used: one problem, and nothing of it applies.
+        let unusable = |reason: String| {
+            let problem = McpConfigProblem {
+                file: Some(path.clone()),
+                server: None,
+                reason,
+            };
+            let entries = McpEntries {
+                file: Some(path.clone()),
+                entries: BTreeMap::new(),
+                problems: vec![problem],
+            };
+            (entries, FileTrust::Untrusted)
+        };
         match crate::regular_file::read_own_text(&path, MAX_MCP_JSON_BYTES) {
-            Ok(read) if read.truncated => files.push((
-                McpEntries {
-                    file: Some(path.clone()),
-                    entries: BTreeMap::new(),
-                    problems: vec![McpConfigProblem {
-                        file: Some(path),
-                        server: None,
-                        reason: format!(
-                            "the file is larger than {MAX_MCP_JSON_BYTES} bytes and was not read"
-                        ),
-                    }],
-                },
-                FileTrust::Untrusted,
-            )),
+            Ok(read) if read.truncated => files.push(unusable(format!(
+                "the file is larger than {MAX_MCP_JSON_BYTES} bytes and was not read"
+            ))),
             Ok(read) => {
                 let verdict = project.verdict(&path, &read.text);
                 files.push((McpEntries::from_mcp_json(&path, &read.text), verdict));
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => files.push((
-                McpEntries {
-                    file: Some(path.clone()),
-                    entries: BTreeMap::new(),
-                    problems: vec![McpConfigProblem {
-                        file: Some(path),
-                        server: None,
-                        reason: format!("cannot be read: {error}"),
-                    }],
-                },
-                FileTrust::Untrusted,
-            )),
+            Err(error) => files.push(unusable(format!("cannot be read: {error}"))),
         }
     }
     files

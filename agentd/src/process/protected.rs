@@ -210,7 +210,7 @@ pub fn report(changes: &[Change]) -> Option<String> {
     }
     Some(format!(
         "[this command {}; project configuration written by a command does not apply until \
-         the user reviews it and trusts the project again (`agentctl trust --show`)]",
+         the user reviews what it would apply and trusts the project again (project/trust)]",
         parts.join("; ")
     ))
 }
@@ -290,8 +290,8 @@ mod tests {
             report(&changes).unwrap(),
             "[this command created .claude/agents/a.md, .claude/settings.json; created \
              .mcp.json; changed .git/hooks; changed AGENTS.md; removed CLAUDE.md; project \
-             configuration written by a command does not apply until the user reviews it and \
-             trusts the project again (`agentctl trust --show`)]"
+             configuration written by a command does not apply until the user reviews what it \
+             would apply and trusts the project again (project/trust)]"
         );
         assert_eq!(report(&[]), None);
     }
