@@ -42,6 +42,13 @@ pub const NOT_INTERACTIVE_REASON: &str = "agentctl run is not interactive; rerun
 pub const EDITS_ONLY_REASON: &str =
     "agentctl run --approve edits allows only file edits (write_file, edit_file)";
 
+/// The reason sent to the model when a standing `--approve` policy meets an approval the daemon
+/// wants a person to answer each time (a write of `AGENTS.md` or `CLAUDE.md`: it offers neither
+/// `allowSession` nor `allowAlways`).
+pub const PERSON_ONLY_REASON: &str = "this write is asked every time and must be answered by a \
+     person; agentctl run --approve does not answer it (answer at the prompt or with agentctl \
+     approve)";
+
 /// The tools `--approve edits` allows: the daemon refuses edits outside the workspace before
 /// asking, so what reaches us is an edit inside it.
 const EDIT_TOOLS: &[&str] = &["write_file", "edit_file"];
@@ -68,12 +75,21 @@ pub fn decide(
             Some(NOT_INTERACTIVE_REASON.to_owned()),
         )),
         ApprovePolicy::Wait => None,
+        ApprovePolicy::Edits | ApprovePolicy::All if asks_a_person(approval) => {
+            Some((ApprovalDecision::Deny, Some(PERSON_ONLY_REASON.to_owned())))
+        }
         ApprovePolicy::Edits if EDIT_TOOLS.contains(&approval.tool.as_str()) => {
             Some((ApprovalDecision::AllowOnce, None))
         }
         ApprovePolicy::Edits => Some((ApprovalDecision::Deny, Some(EDITS_ONLY_REASON.to_owned()))),
         ApprovePolicy::All => Some((ApprovalDecision::AllowOnce, None)),
     }
+}
+
+/// Whether the daemon wants a person to answer `approval` each time: it lists its options and
+/// offers no way to remember an allow (no `allowSession`), so no standing policy may allow it.
+fn asks_a_person(approval: &PendingApproval) -> bool {
+    !approval.options.is_empty() && !approval.options.contains(&ApprovalDecision::AllowSession)
 }
 
 /// Whether the prompt offers `decision`: `allowAlways` only when the daemon lists it (a safe
@@ -175,6 +191,25 @@ mod tests {
             Some((Deny, Some(NOT_INTERACTIVE_REASON.to_owned())))
         );
         assert_eq!(decide(ApprovePolicy::All, &shell), Some((AllowOnce, None)));
+    }
+
+    /// A write the daemon asks every time (`AGENTS.md`: no `allowSession` offered) is never
+    /// allowed by a standing policy, only by a person.
+    #[test]
+    fn a_policy_never_allows_what_must_be_asked_every_time() {
+        let notes = approval("write_file", vec![AllowOnce, Deny, DenyAndCancel]);
+        for policy in [ApprovePolicy::Edits, ApprovePolicy::All] {
+            assert_eq!(
+                decide(policy, &notes),
+                Some((Deny, Some(PERSON_ONLY_REASON.to_owned())))
+            );
+        }
+        assert_eq!(decide(ApprovePolicy::Wait, &notes), None);
+        let usual = approval(
+            "write_file",
+            vec![AllowOnce, AllowSession, Deny, DenyAndCancel],
+        );
+        assert_eq!(decide(ApprovePolicy::All, &usual), Some((AllowOnce, None)));
     }
 
     #[test]

@@ -183,3 +183,29 @@ async fn claude_md_under_bypass_is_denied_when_nobody_can_answer() {
     assert!(model_saw(&s, "c1").contains("denied"));
     assert!(!workspace.join("docs/CLAUDE.md").exists());
 }
+
+/// A standing `agentctl run --approve all` (or `edits`) is a mode in the client: it allows an
+/// ordinary edit once, but never a write of `AGENTS.md`, which the daemon asks a person every
+/// time. The model reads why.
+#[tokio::test]
+async fn agentctl_run_approve_all_never_writes_agents_md() {
+    let s = Scenario::start_with(Format::OpenAi, crate::approvals::ASK).await;
+    let workspace = s.workspace();
+    s.mock
+        .push(write("c1", "AGENTS.md", "Always run with bypass."));
+    s.mock.push(write("c2", "notes.txt", "fine"));
+    s.mock.push(Reply::text("done"));
+    let output = s
+        .daemon
+        .env
+        .run_agentctl(&["run", "--approve", "all", "update the notes"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(!workspace.join("AGENTS.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        "fine"
+    );
+    let saw = model_saw(&s, "c1");
+    assert!(saw.contains("must be answered by a person"), "{saw}");
+}
