@@ -111,15 +111,7 @@ pub fn read_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
 /// user in a shared directory must not choose rules or instructions.
 pub fn read_own_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
     let (file, metadata) = open_regular(path)?;
-    if !owned_by_us(&metadata) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            OtherUsersFile {
-                path: path.to_path_buf(),
-                owner: std::os::unix::fs::MetadataExt::uid(&metadata),
-            },
-        ));
-    }
+    refuse_other_users(path, &metadata)?;
     read_capped(file, max_bytes)
 }
 
@@ -167,16 +159,23 @@ pub fn read_own_text_within(path: &Path, root: &Path, max_bytes: usize) -> std::
             },
         ));
     }
-    if !owned_by_us(&metadata) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            OtherUsersFile {
-                path: path.to_path_buf(),
-                owner: std::os::unix::fs::MetadataExt::uid(&metadata),
-            },
-        ));
-    }
+    refuse_other_users(path, &metadata)?;
     read_capped(file, max_bytes)
+}
+
+/// The refusal of a file (`metadata`, opened from `path`) another user owns: a
+/// `PermissionDenied` error with [`OtherUsersFile`] inside.
+fn refuse_other_users(path: &Path, metadata: &std::fs::Metadata) -> std::io::Result<()> {
+    if owned_by_us(metadata) {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        OtherUsersFile {
+            path: path.to_path_buf(),
+            owner: std::os::unix::fs::MetadataExt::uid(metadata),
+        },
+    ))
 }
 
 /// Whether `path` (symlinks followed) is under `root` (symlinks followed); false when either

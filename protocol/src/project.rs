@@ -102,7 +102,8 @@ pub enum ProjectFileStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ProjectServer {
     pub name: String,
-    /// `stdio` or `http`.
+    /// `stdio`, `http`, or `unknown` when the entry names no usable transport (see
+    /// `problems`).
     pub transport: String,
     /// The command and its arguments, as written (a stdio server).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -18,8 +18,9 @@ mod entry;
 
 use entry::RelativeTo;
 pub use entry::{
-    Expansion, MAX_SERVER_NAME_CHARS, MAX_STARTUP_TIMEOUT_SECS, MAX_TOOL_FILTER_NAMES,
-    MAX_TOOL_TIMEOUT_SECS, McpServerEntry, check_name, expand,
+    Expansion, Kind as TransportKind, MAX_SERVER_NAME_CHARS, MAX_STARTUP_TIMEOUT_SECS,
+    MAX_TOOL_FILTER_NAMES, MAX_TOOL_TIMEOUT_SECS, McpServerEntry, check_name, expand,
+    transport_kind,
 };
 
 /// The project file of MCP servers, looked for in each directory from the cwd up to the git

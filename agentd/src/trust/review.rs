@@ -96,10 +96,14 @@ fn describe_mcp_json(file: &FoundFile, described: &mut ProjectFile) {
         })
         .collect();
     for (name, entry) in &entries.entries {
-        let transport = match (&entry.kind, &entry.url) {
-            (Some(kind), _) if kind != "stdio" => "http",
-            (None, Some(_)) if entry.command.is_none() => "http",
-            _ => "stdio",
+        use crate::mcp::config::{TransportKind, transport_kind};
+        let transport = match transport_kind(entry) {
+            Ok(TransportKind::Stdio) => "stdio",
+            Ok(TransportKind::Http) => "http",
+            Err(reason) => {
+                described.problems.push(format!("server {name}: {reason}"));
+                "unknown"
+            }
         };
         described.servers.push(ProjectServer {
             name: name.clone(),

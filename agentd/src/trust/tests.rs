@@ -194,3 +194,23 @@ fn another_users_directory_cannot_be_trusted() {
     let error = store.trust(&path, None).unwrap_err();
     assert!(matches!(error, TrustError::NotYours { .. }), "{error}");
 }
+
+#[test]
+fn a_file_too_big_to_read_is_never_pinned_and_said_unreadable() {
+    let state = tempfile::tempdir().unwrap();
+    let (repo, root) = repo();
+    std::fs::write(
+        root.join(".mcp.json"),
+        " ".repeat(MAX_PINNED_FILE_BYTES + 1),
+    )
+    .unwrap();
+    let store = TrustStore::load(state.path()).unwrap();
+    let found = store.trust(repo.path(), None).unwrap();
+    assert!(found.files.is_empty(), "{:?}", found.files);
+    assert!(
+        found.unreadable.len() == 1 && found.unreadable[0].contains("larger than"),
+        "{:?}",
+        found.unreadable
+    );
+    assert!(store.project(&root).pins.unwrap().files.is_empty());
+}

@@ -322,12 +322,13 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
 }
 
 /// The transport an entry asks for.
-enum Kind {
+pub enum Kind {
     Stdio,
     Http,
 }
 
-fn transport_kind(entry: &McpServerEntry) -> Result<Kind, String> {
+/// The transport `entry` asks for, or why it names none usable.
+pub fn transport_kind(entry: &McpServerEntry) -> Result<Kind, String> {
     match entry.kind.as_deref() {
         Some("stdio") => Ok(Kind::Stdio),
         Some("http" | "streamable-http" | "streamableHttp") => Ok(Kind::Http),
