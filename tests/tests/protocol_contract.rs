@@ -4,7 +4,7 @@
 
 use agentd_tests::harness::{Client, Daemon};
 use agentd_tests::mock_llm::Format;
-use agentd_tests::scenario::Scenario;
+use agentd_tests::scenario::{Scenario, wait_until};
 use serde_json::{Value, json};
 
 /// One raw line, and the one message it is answered with.
@@ -187,11 +187,12 @@ async fn a_session_file_of_a_newer_format_is_refused_by_version() {
         .filter_map(|info| info["sessionId"].as_str())
         .collect();
     assert_eq!(ids, [kept.as_str()], "{list}");
-    let log = s.daemon.log();
-    assert!(
-        log.contains(&session_id) && log.contains("format 2"),
-        "{log}"
-    );
+    // The daemon's log is written by a background writer: wait for the line.
+    wait_until("the refusal in the daemon's log", || {
+        let log = s.daemon.log();
+        log.contains(&session_id) && log.contains("format 2")
+    })
+    .await;
     // The file is left as it was, for a daemon that reads it.
     assert!(
         std::fs::read_to_string(&path)
