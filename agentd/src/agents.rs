@@ -236,7 +236,7 @@ pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) 
     // Each agents directory, whether it is the project's, and what its files may lead to
     // through symlinks: the project's root, or the user's config dir (`user_dir`'s parent).
     let mut roots: Vec<(PathBuf, bool, PathBuf)> = Vec::new();
-    let project_dirs = crate::permission::project_dirs(cwd);
+    let project_dirs = crate::workspace::project_dirs(cwd);
     for dir in &project_dirs.dirs {
         let containment = project_dirs.containment_for(dir).to_path_buf();
         for sub in PROJECT_AGENT_DIRS {

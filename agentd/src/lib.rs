@@ -32,6 +32,7 @@ pub mod text_position;
 pub mod tools;
 pub mod trust;
 pub mod wire;
+pub mod workspace;
 
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {

@@ -67,7 +67,7 @@ pub fn socket_path(socket_override: Option<&Path>) -> Result<PathBuf> {
     let path = protocol::socket::resolve_socket_path(
         socket_override,
         |name| std::env::var_os(name),
-        current_uid(),
+        crate::regular_file::current_uid(),
         &std::env::temp_dir(),
     );
     if path.as_os_str().len() >= MAX_SOCKET_PATH_BYTES {
@@ -86,12 +86,6 @@ pub fn lock_path_for(socket: &Path) -> PathBuf {
     let mut name = socket.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
     socket.with_file_name(name)
-}
-
-/// The real user id of this process.
-pub fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
 }
 
 /// Make sure the socket's directory exists and nobody else can swap the socket inside it,
@@ -136,7 +130,7 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
         );
     }
     let others_may_replace = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
-    if meta.uid() != current_uid() && (meta.uid() != 0 || others_may_replace) {
+    if meta.uid() != crate::regular_file::current_uid() && (meta.uid() != 0 || others_may_replace) {
         bail!(
             "{} belongs to another user (uid {}); remove it or choose a socket path in a directory of your own (--socket or AGENTD_SOCKET)",
             dir.display(),
@@ -184,7 +178,7 @@ pub fn prepare_private_dir(dir: &Path) -> Result<bool> {
             crate::regular_file::kind_of(&meta.file_type())
         );
     }
-    if meta.uid() != current_uid() {
+    if meta.uid() != crate::regular_file::current_uid() {
         bail!(
             "{} belongs to another user (uid {}); agentd keeps private state there: remove it, or set XDG_STATE_HOME (or XDG_DATA_HOME, for the data dir) to a directory of your own",
             dir.display(),
@@ -275,7 +269,7 @@ mod tests {
         let theirs = tmp.path().join("theirs");
         std::fs::create_dir(&theirs).unwrap();
         std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dir = match std::os::unix::fs::chown(&theirs, Some(current_uid() + 1), None) {
+        let dir = match std::os::unix::fs::chown(&theirs, Some(crate::regular_file::current_uid() + 1), None) {
             Ok(()) => theirs.as_path(),
             Err(_) => Path::new("/"),
         };

@@ -44,6 +44,12 @@ pub fn open_with(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File
     Ok(file)
 }
 
+/// The real user id of this process.
+pub fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
 /// A short name for what a non-regular file is, for error messages.
 pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -79,7 +85,7 @@ pub struct Text {
     "{} belongs to another user (uid {owner}), and files of other users are never read; \
      if you trust it, make it yours: chown {} {}",
     path.display(),
-    crate::paths::current_uid(),
+    current_uid(),
     path.display()
 )]
 pub struct OtherUsersFile {
@@ -221,7 +227,7 @@ pub fn read_config_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> 
 
 /// Whether `metadata` (of a file or a directory) belongs to the user the daemon runs as.
 pub fn owned_by_us(metadata: &std::fs::Metadata) -> bool {
-    std::os::unix::fs::MetadataExt::uid(metadata) == crate::paths::current_uid()
+    std::os::unix::fs::MetadataExt::uid(metadata) == current_uid()
 }
 
 /// Whether `path` is a directory of the user the daemon runs as (symlinks followed). False

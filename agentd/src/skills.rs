@@ -4,7 +4,7 @@
 //!
 //! Where skills come from, nearer first: `skills/*/SKILL.md`, `.agents/skills/*/SKILL.md` and
 //! `.claude/skills/*/SKILL.md` in the workspace and each parent up to the git root (the walk of
-//! `permission::project_dirs`, which stops at another user's directory), then the user's
+//! `workspace::project_dirs`, which stops at another user's directory), then the user's
 //! `$XDG_CONFIG_HOME/agentd/skills/*/SKILL.md`. A name found twice: the nearer one wins, with a
 //! warning. Everything here blocks (file I/O): call it on the blocking pool.
 
@@ -134,7 +134,7 @@ pub fn is_skill_result(tool_name: &str, text: &str) -> bool {
 pub fn discover(cwd: &Path, user_dir: Option<&Path>, limits: &SkillLimits) -> Catalogue {
     // Each skills directory with the directory its skills must stay in (`Skill::root`).
     let mut roots: Vec<(PathBuf, SkillSource, PathBuf)> = Vec::new();
-    let project = crate::permission::project_dirs(cwd);
+    let project = crate::workspace::project_dirs(cwd);
     for dir in &project.dirs {
         let containment = project.containment_for(dir);
         for sub in PROJECT_SKILL_DIRS {

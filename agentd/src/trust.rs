@@ -425,9 +425,9 @@ impl ProjectTrust {
 }
 
 /// The directories whose pinned files a trust of `canonical` covers: from it up to the root
-/// (the settings dirs of `permission::project_dirs`).
+/// (the settings dirs of `workspace::project_dirs`).
 fn chain(canonical: &Path) -> Vec<PathBuf> {
-    crate::permission::project_dirs(canonical)
+    crate::workspace::project_dirs(canonical)
         .settings_dirs()
         .to_vec()
 }
@@ -498,7 +498,7 @@ fn check_expected(found: &Found, expected: &[(PathBuf, String)]) -> Result<(), T
 }
 
 /// The canonical `path` and its project root: its git root (the walk of
-/// `permission::project_dirs`), or the directory itself outside a repository. Only a directory
+/// `workspace::project_dirs`), or the directory itself outside a repository. Only a directory
 /// of the user's own on a real filesystem is a project. Blocking.
 pub fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustError> {
     // The path is the client's: quoted in errors at most `protocol::error::echo` long.
@@ -554,7 +554,7 @@ fn on_pseudo_filesystem(path: &Path) -> bool {
 
 /// The project root of a canonical workspace: the git root, or the workspace itself.
 pub fn project_root(workspace: &Path) -> PathBuf {
-    let dirs = crate::permission::project_dirs(workspace);
+    let dirs = crate::workspace::project_dirs(workspace);
     match (dirs.in_repository, dirs.dirs.last()) {
         (true, Some(root)) => root.clone(),
         _ => workspace.to_path_buf(),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Project notes files read from the workspace and its parents up to the git root (the file
 /// tools write them only after an approval naming them).
-use crate::tools::NOTES_FILES;
+use crate::workspace::NOTES_FILES;
 /// Notes longer than this are cut: they go into every request.
 const MAX_NOTES_CHARS: usize = 20_000;
 
@@ -123,11 +123,11 @@ pub fn appended_section(text: &str) -> String {
 }
 
 /// Notes files from the git root (or as far up as the walk goes outside a repository) down to
-/// `cwd`, outermost first. The directories are those of `permission::project_dirs` (no
+/// `cwd`, outermost first. The directories are those of `workspace::project_dirs` (no
 /// parent of another user); a notes file of another user is skipped, never read (a warning in
 /// the log says which and what to do), and the next name in the same directory is tried.
 fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut dirs = crate::permission::project_dirs(cwd).dirs;
+    let mut dirs = crate::workspace::project_dirs(cwd).dirs;
     dirs.reverse();
     let mut notes = Vec::new();
     let mut budget = MAX_NOTES_CHARS;

@@ -31,7 +31,7 @@ impl InstanceLock {
         )
         .with_context(|| format!("cannot use lock file {}", path.display()))?;
         let meta = file.metadata()?;
-        if meta.uid() != crate::paths::current_uid() {
+        if meta.uid() != crate::regular_file::current_uid() {
             bail!(
                 "lock file {} belongs to another user (uid {}); choose a socket path in a directory of your own",
                 path.display(),

@@ -437,7 +437,7 @@ fn project_files(
     project: &crate::trust::ProjectTrust,
 ) -> Vec<(McpEntries, crate::trust::FileTrust)> {
     use crate::trust::FileTrust;
-    let dirs = crate::permission::project_dirs(cwd);
+    let dirs = crate::workspace::project_dirs(cwd);
     let mut files = Vec::new();
     for dir in dirs.settings_dirs() {
         let path = dir.join(MCP_JSON);

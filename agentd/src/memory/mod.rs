@@ -4,7 +4,7 @@
 //!
 //! The stores live in `<data dir>/memory/` (one pair per user), or in the project's
 //! `.agents/memory/` when the session's project has one (the walk of
-//! `permission::project_dirs`, nearest first, our own directories only, none that a symlink
+//! `workspace::project_dirs`, nearest first, our own directories only, none that a symlink
 //! leads out of the project). The user's `<data dir>/memory/` must be a directory of ours,
 //! not a symlink; a store file must not lead out of its directory (`file::load`). What fails
 //! these is not read nor written, with a warning. A session's system prompt holds a
@@ -234,7 +234,7 @@ impl MemoryStores {
 /// See [`MemoryStores::locate`]. A project's directory a symlink leads out of the project is
 /// not used (a warning says where it leads), like one of another user.
 fn locate(user_dir: &Path, cwd: &Path) -> Location {
-    let project = crate::permission::project_dirs(cwd);
+    let project = crate::workspace::project_dirs(cwd);
     for dir in &project.dirs {
         let candidate = dir.join(".agents").join(MEMORY_DIR);
         if candidate.symlink_metadata().is_err() {

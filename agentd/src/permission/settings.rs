@@ -67,16 +67,6 @@ pub struct SettingsError {
     pub message: String,
 }
 
-/// Where a project's files are looked for: see [`project_dirs`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProjectDirs {
-    /// The workspace, then its parents up to the git root, innermost first; without a git
-    /// root, every parent the walk crossed.
-    pub dirs: Vec<PathBuf>,
-    /// Whether the walk found a git root (the last of `dirs`).
-    pub in_repository: bool,
-}
-
 /// The `[permissions]` table of `.agents/settings.toml`, with positions for messages.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -103,7 +93,7 @@ struct TomlSettings {
 const MAX_SETTINGS_BYTES: usize = 1024 * 1024;
 
 /// Loads the project settings for `workspace`: the first directory from the workspace up to
-/// the git root (the workspace alone when it is in no repository; see [`project_dirs`])
+/// the git root (the workspace alone when it is in no repository; see [`crate::workspace::project_dirs`])
 /// holding a settings file of our own. Both files of that directory are read and their rules
 /// merged (TOML first). Another user's settings file is never read: it is listed in
 /// [`ProjectSettings::refused`] and the walk goes on as if it were not there, so a file
@@ -114,7 +104,7 @@ pub fn load_project_settings(
     trust: &crate::trust::ProjectTrust,
 ) -> Result<ProjectSettings, SettingsError> {
     let mut settings = ProjectSettings::default();
-    for directory in project_dirs(workspace).settings_dirs() {
+    for directory in crate::workspace::project_dirs(workspace).settings_dirs() {
         let mut texts = Vec::new();
         for path in PROJECT_SETTINGS_FILES
             .iter()
@@ -177,53 +167,6 @@ pub fn load_project_settings(
     Ok(settings)
 }
 
-impl ProjectDirs {
-    /// The directories project settings are looked for in: up to the git root, or the
-    /// workspace alone outside a repository.
-    pub fn settings_dirs(&self) -> &[PathBuf] {
-        if self.in_repository {
-            &self.dirs
-        } else {
-            &self.dirs[..self.dirs.len().min(1)]
-        }
-    }
-
-    /// Where files found in `dir` (one of `dirs`) may lead through symlinks: the git root in a
-    /// repository, else `dir` itself (outside a repository the walk may have reached the home
-    /// directory, which is no project).
-    pub fn containment_for<'a>(&'a self, dir: &'a Path) -> &'a Path {
-        match self.dirs.last() {
-            Some(root) if self.in_repository => root,
-            _ => dir,
-        }
-    }
-}
-
-/// Walks from `workspace` up to the git root (a directory holding `.git`), innermost first.
-/// The walk never enters a parent that belongs to another user: a `.git`, settings and notes
-/// planted by someone else in a shared, world-writable parent (their `/tmp/x` above our
-/// `/tmp/x/work`) make no project of the workspace. The workspace itself is always the first
-/// directory (the user chose it); the files read in any of them are checked one by one
-/// (`regular_file::read_own_text`). Blocking (metadata of each parent).
-pub fn project_dirs(workspace: &Path) -> ProjectDirs {
-    let mut dirs = Vec::new();
-    for directory in workspace.ancestors() {
-        if !dirs.is_empty() && !crate::regular_file::is_own_dir(directory) {
-            break;
-        }
-        dirs.push(directory.to_path_buf());
-        if directory.join(".git").exists() {
-            return ProjectDirs {
-                dirs,
-                in_repository: true,
-            };
-        }
-    }
-    ProjectDirs {
-        dirs,
-        in_repository: false,
-    }
-}
 
 /// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
 /// rule in `text`.

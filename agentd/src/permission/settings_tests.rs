@@ -1,11 +1,12 @@
 //! Tests of project settings loading and of `[permissions]` in config.toml.
 
+use crate::workspace::{ProjectDirs, project_dirs};
 use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
 use super::{
-    PROJECT_SETTINGS_FILES, PermissionMode, ProjectDirs, load_project_settings, project_dirs,
+    PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings,
 };
 use crate::test_support::give_to_other_user;
 

@@ -1,6 +1,6 @@
 //! The project configuration a shell must not write: the names ([`PROTECTED_IN_PROJECT`]) in
 //! each directory the project discovery reads (the workspace up to its git root,
-//! `permission::project_dirs`), what of it exists now ([`existing`]: the read-only bind mounts
+//! `workspace::project_dirs`), what of it exists now ([`existing`]: the read-only bind mounts
 //! of the sandbox, files and directories alike), and what a command did to it
 //! ([`Snapshot`]: taken before a `run_shell` command and compared after it).
 //!
@@ -217,7 +217,7 @@ pub fn report(changes: &[Change]) -> Option<String> {
 
 /// Every protected name of every project directory of `workspace`, innermost first.
 fn candidates(workspace: &Path) -> Vec<PathBuf> {
-    crate::permission::project_dirs(workspace)
+    crate::workspace::project_dirs(workspace)
         .dirs
         .iter()
         .flat_map(|dir| PROTECTED_IN_PROJECT.iter().map(move |name| dir.join(name)))

@@ -11,7 +11,6 @@ mod fetch_access;
 mod files;
 mod load_skill;
 mod memory;
-mod path;
 mod read_filter;
 mod search;
 mod shell;
@@ -40,10 +39,6 @@ pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use load_skill::LoadSkill;
 pub use memory::MemoryTool;
-pub use path::{
-    NOTES_FILES, PROTECTED_PATHS, display_path, is_notes_name, notes_file, notes_through_link,
-    protected_component, resolve_in_workspace, resolve_in_workspace_async,
-};
 pub use read_filter::{ReadFilter, ReadRules};
 pub use search::{Glob, Grep};
 pub use shell::RunShell;

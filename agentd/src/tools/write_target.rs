@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::path::{
+use crate::workspace::{
     PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
 };
 use super::text_file;
@@ -57,7 +57,7 @@ impl WriteTarget {
         // Resolved now, at execution: `..` after a missing directory, dangling links and
         // escapes are refused with the gate's messages; the lookup below makes sure the path
         // still leads where it resolved to.
-        let resolved = super::resolve_in_workspace(&workspace, path)?;
+        let resolved = crate::workspace::resolve_in_workspace(&workspace, path)?;
         let relative = resolved
             .strip_prefix(&workspace)
             .map(Path::to_path_buf)

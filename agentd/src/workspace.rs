@@ -1,6 +1,7 @@
-//! Workspace containment and protected paths, hard limits no permission rule overrides: every
-//! path a file tool touches is resolved through `..` and symlinks and must stay under the
-//! workspace root, and no file tool writes inside a protected path.
+//! The workspace and its project: containment and protected paths, hard limits no permission
+//! rule overrides (every path a file tool touches is resolved through `..` and symlinks and must
+//! stay under the workspace root, and no file tool writes inside a protected path), and where a
+//! project's own files are looked for ([`project_dirs`]: settings, notes, skills, agents, memory).
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -156,6 +157,64 @@ fn deepest_existing_ancestor(path: &Path) -> Result<(PathBuf, PathBuf), String> 
         return Ok((ancestor.to_path_buf(), rest.to_path_buf()));
     }
     Err(format!("{}: no part of the path exists", path.display()))
+}
+
+/// Where a project's files are looked for: see [`project_dirs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectDirs {
+    /// The workspace, then its parents up to the git root, innermost first; without a git
+    /// root, every parent the walk crossed.
+    pub dirs: Vec<PathBuf>,
+    /// Whether the walk found a git root (the last of `dirs`).
+    pub in_repository: bool,
+}
+
+impl ProjectDirs {
+    /// The directories project settings are looked for in: up to the git root, or the
+    /// workspace alone outside a repository.
+    pub fn settings_dirs(&self) -> &[PathBuf] {
+        if self.in_repository {
+            &self.dirs
+        } else {
+            &self.dirs[..self.dirs.len().min(1)]
+        }
+    }
+
+    /// Where files found in `dir` (one of `dirs`) may lead through symlinks: the git root in a
+    /// repository, else `dir` itself (outside a repository the walk may have reached the home
+    /// directory, which is no project).
+    pub fn containment_for<'a>(&'a self, dir: &'a Path) -> &'a Path {
+        match self.dirs.last() {
+            Some(root) if self.in_repository => root,
+            _ => dir,
+        }
+    }
+}
+
+/// Walks from `workspace` up to the git root (a directory holding `.git`), innermost first.
+/// The walk never enters a parent that belongs to another user: a `.git`, settings and notes
+/// planted by someone else in a shared, world-writable parent (their `/tmp/x` above our
+/// `/tmp/x/work`) make no project of the workspace. The workspace itself is always the first
+/// directory (the user chose it); the files read in any of them are checked one by one
+/// (`regular_file::read_own_text`). Blocking (metadata of each parent).
+pub fn project_dirs(workspace: &Path) -> ProjectDirs {
+    let mut dirs = Vec::new();
+    for directory in workspace.ancestors() {
+        if !dirs.is_empty() && !crate::regular_file::is_own_dir(directory) {
+            break;
+        }
+        dirs.push(directory.to_path_buf());
+        if directory.join(".git").exists() {
+            return ProjectDirs {
+                dirs,
+                in_repository: true,
+            };
+        }
+    }
+    ProjectDirs {
+        dirs,
+        in_repository: false,
+    }
 }
 
 #[cfg(test)]
