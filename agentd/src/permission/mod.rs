@@ -47,7 +47,7 @@ use std::str::FromStr;
 pub use destructive::destructive_reason;
 pub use notes::asks_every_time;
 pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
-pub use read_rules::ReadWithholdRules;
+pub use read_rules::{ReadRules, ReadWithholdRules};
 pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
     RuleSet, RuleSource,
@@ -88,7 +88,7 @@ pub struct ToolRequest<'a> {
     /// Our tool name (`run_shell`, `read_file`, `mcp__github__create_issue`).
     pub tool: &'a str,
     pub input: &'a serde_json::Value,
-    /// [`crate::tools::Tool::read_only`]; for MCP tools the server's `readOnlyHint`.
+    /// `tools::Tool::read_only`; for MCP tools the server's `readOnlyHint`.
     pub read_only: bool,
     /// The session's canonical workspace root.
     pub workspace: &'a Path,

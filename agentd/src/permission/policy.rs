@@ -212,7 +212,11 @@ impl Policy {
 pub fn session_key(request: &ToolRequest<'_>) -> RuleKey {
     let tool = request.tool;
     let field = |name: &str| {
-        crate::tools::str_field(request.input, name)
+        request
+            .input
+            .get(name)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
             .trim()
             .to_owned()
     };

@@ -1,6 +1,6 @@
 //! The deny and ask rules for reading, applied to each path a listing or search would return:
 //! the gate decides a `grep`, `glob` or `list_dir` call on the path it names, and these rules
-//! decide every path it finds below (see [`crate::tools::ReadFilter`]). A path an ask rule
+//! decide every path it finds below (see `tools::ReadFilter`). A path an ask rule
 //! covers is withheld too: a search cannot stop to ask per file, and showing it would read it
 //! without the approval the rule requires (`read_file` on it asks).
 
@@ -75,7 +75,16 @@ impl ReadWithholdRules {
     }
 }
 
-impl crate::tools::ReadRules for ReadWithholdRules {
+/// The deny and ask rules a listing or search applies to each path it would return (implemented by
+/// [`ReadWithholdRules`]; a listing or search of `tools` holds them in its `ReadFilter`). Paths are absolute and resolved.
+pub trait ReadRules: Send + Sync {
+    /// Whether a deny rule for `tool` (or for reading files) covers `path`.
+    fn denies(&self, tool: &str, path: &Path) -> bool;
+    /// Whether such a rule covers every path under the directory `dir`.
+    fn denies_everything_under(&self, tool: &str, dir: &Path) -> bool;
+}
+
+impl ReadRules for ReadWithholdRules {
     fn denies(&self, tool: &str, path: &Path) -> bool {
         ReadWithholdRules::denies(self, tool, path)
     }

@@ -9,6 +9,8 @@ use jsonrpsee::types::ErrorObjectOwned;
 use protocol::error::{self as codes, echo};
 use protocol::project::*;
 
+mod review;
+
 use super::{RpcResult, internal, rpc_error};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
@@ -59,7 +61,7 @@ pub async fn trust(
         );
     }
     let trusted = !dry_run || found.was_trusted;
-    Ok(crate::trust::review::result(&found, trusted))
+    Ok(review::result(&found, trusted))
 }
 
 pub async fn untrust(

@@ -39,7 +39,7 @@ pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
 pub use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use load_skill::LoadSkill;
 pub use memory::MemoryTool;
-pub use read_filter::{ReadFilter, ReadRules};
+pub use read_filter::ReadFilter;
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
 pub use task::{SubagentLauncher, TaskParams, TaskTool};
@@ -550,7 +550,7 @@ pub(crate) mod test_support {
         }
     }
 
-    impl super::ReadRules for DenyUnder {
+    impl crate::permission::ReadRules for DenyUnder {
         fn denies(&self, _tool: &str, path: &std::path::Path) -> bool {
             self.asked.lock().unwrap().push(path.to_path_buf());
             path.starts_with(&self.dir) && path != self.dir

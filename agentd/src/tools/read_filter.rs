@@ -8,14 +8,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The deny and ask rules a listing or search applies to each path it would return (implemented by
-/// `permission::ReadWithholdRules`). Paths are absolute and resolved.
-pub trait ReadRules: Send + Sync {
-    /// Whether a deny rule for `tool` (or for reading files) covers `path`.
-    fn denies(&self, tool: &str, path: &Path) -> bool;
-    /// Whether such a rule covers every path under the directory `dir`.
-    fn denies_everything_under(&self, tool: &str, dir: &Path) -> bool;
-}
+use crate::permission::ReadRules;
 
 /// The run's [`ReadRules`], or none (tests, tools used outside a run). Cheap to clone.
 #[derive(Clone, Default)]

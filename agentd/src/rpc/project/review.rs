@@ -4,7 +4,7 @@
 
 use protocol::project::{ProjectFile, ProjectFileStatus, ProjectServer, ProjectTrustResult};
 
-use super::{FileTrust, Found, FoundFile};
+use crate::trust::{FileTrust, Found, FoundFile};
 
 /// The wire form of `found`; `trusted` is whether the root is trusted after the call.
 pub fn result(found: &Found, trusted: bool) -> ProjectTrustResult {
@@ -133,7 +133,7 @@ mod tests {
         FoundFile {
             path: std::path::PathBuf::from(path),
             text: text.to_owned(),
-            digest: super::super::digest(text),
+            digest: crate::trust::digest(text),
             status: FileTrust::Changed,
         }
     }
