@@ -269,7 +269,11 @@ mod tests {
         let theirs = tmp.path().join("theirs");
         std::fs::create_dir(&theirs).unwrap();
         std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dir = match std::os::unix::fs::chown(&theirs, Some(crate::regular_file::current_uid() + 1), None) {
+        let dir = match std::os::unix::fs::chown(
+            &theirs,
+            Some(crate::regular_file::current_uid() + 1),
+            None,
+        ) {
             Ok(()) => theirs.as_path(),
             Err(_) => Path::new("/"),
         };

@@ -9,7 +9,6 @@
 //! the state dir, replaced atomically on every change; a store from before pinning (a list of
 //! roots) loads with nothing pinned, so its projects need one review and trust again.
 
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

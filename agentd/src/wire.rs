@@ -37,12 +37,12 @@ pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
 /// A discovered skill as `skills/list` shows it.
 /// A configured provider as `daemon/status` shows it: name, kind, model, base URL, where its
 /// key comes from and whether it is there; never the key.
-pub fn provider_info(provider: &crate::config::ProviderConfig) -> protocol::daemon::ProviderInfo {
+pub fn provider_info(provider: &crate::llm::ProviderConfig) -> protocol::daemon::ProviderInfo {
     protocol::daemon::ProviderInfo {
         name: provider.name.clone(),
         kind: match provider.kind {
-            crate::config::ProviderKind::OpenAi => "openai",
-            crate::config::ProviderKind::Anthropic => "anthropic",
+            crate::llm::ProviderKind::OpenAi => "openai",
+            crate::llm::ProviderKind::Anthropic => "anthropic",
         }
         .to_owned(),
         model: provider.model.clone(),

@@ -2,8 +2,8 @@
 //! the agent it runs as (`maxBudgetUsd` of its definition). Checked before each model call
 //! against what the run has used so far; the cost goes into `runFinished.costUsd`.
 
-use crate::config::Prices;
 use crate::conversation::Usage;
+use crate::llm::Prices;
 
 /// A run's prices and budget.
 #[derive(Clone, Copy, Debug, Default)]
@@ -18,7 +18,7 @@ impl RunBudget {
     /// budget cannot be kept (no prices for the model).
     pub fn for_run(
         header: &crate::store::SessionHeader,
-        provider: &crate::config::ProviderConfig,
+        provider: &crate::llm::ProviderConfig,
     ) -> (RunBudget, Option<String>) {
         let budget = RunBudget {
             prices: provider.prices,

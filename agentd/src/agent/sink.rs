@@ -103,7 +103,7 @@ impl SessionState {
     pub fn add_usage(
         &mut self,
         usage: &crate::conversation::Usage,
-        prices: Option<crate::config::Prices>,
+        prices: Option<crate::llm::Prices>,
     ) {
         self.usage.add(usage);
         if let Some(prices) = prices {

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ProviderConfig;
 use super::{ChatRequest, Completion, StreamError};
-use crate::config::ProviderConfig;
 use crate::conversation::{Message, ToolCall, ToolImage, Usage};
 
 /// `max_tokens` is required by the API; used when the provider config sets none.

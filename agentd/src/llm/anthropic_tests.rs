@@ -4,7 +4,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::config::ProviderKind;
+use crate::llm::ProviderKind;
 use crate::llm::openai::tests::{history, history_with_image, provider, tools};
 
 fn body_json(messages: &[Message]) -> serde_json::Value {

@@ -9,6 +9,8 @@ mod anthropic;
 mod error;
 mod http;
 mod openai;
+mod prices;
+mod provider;
 mod retry;
 
 use std::sync::Arc;
@@ -20,7 +22,8 @@ use sse_stream::SseStream;
 
 pub use self::error::LlmError;
 pub use self::http::HttpClients;
-use crate::config::{ProviderConfig, ProviderKind};
+pub use self::prices::{FilePrices, MAX_PRICE_PER_MTOK, Prices};
+pub use self::provider::{MissingApiKey, ProviderConfig, ProviderKind};
 use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
 
 /// One model call: the frozen system prompt, the history and the tools on offer.

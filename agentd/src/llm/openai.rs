@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ProviderConfig;
 use super::{ChatRequest, Completion, StreamError};
-use crate::config::ProviderConfig;
 use crate::conversation::{Message, ToolCall, Usage};
 
 /// Serialises the request body for `POST {base_url}/chat/completions`.

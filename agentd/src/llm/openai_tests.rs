@@ -4,8 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::config::{ProviderKind, load};
+use crate::config::load;
 use crate::conversation::ToolSpec;
+use crate::llm::ProviderKind;
 
 pub(crate) fn provider(kind: ProviderKind, base_url: &str) -> ProviderConfig {
     let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());

@@ -167,7 +167,6 @@ pub fn load_project_settings(
     Ok(settings)
 }
 
-
 /// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
 /// rule in `text`.
 pub(crate) fn toml_entries(

@@ -5,9 +5,7 @@ use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
-use super::{
-    PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings,
-};
+use super::{PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings};
 use crate::test_support::give_to_other_user;
 
 /// The settings of `workspace` with every file trusted as it is now.

@@ -13,10 +13,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use super::text_file;
 use crate::workspace::{
     PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
 };
-use super::text_file;
 
 /// Times a lookup is retried when the kernel reports a rename raced with it (`EAGAIN`).
 const LOOKUP_RETRIES: usize = 8;
