@@ -70,6 +70,7 @@ mod security_trust;
 mod security_trust_pins;
 mod security_uid;
 mod sessions;
+mod snapshots;
 mod tasks_approvals;
 mod tasks_clients;
 mod tasks_faults;
