@@ -7,6 +7,7 @@ pub mod answerers;
 pub mod approval;
 pub mod config;
 pub mod config_edit;
+pub mod context;
 pub mod conversation;
 pub mod daemon;
 pub mod frontmatter;

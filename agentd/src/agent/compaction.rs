@@ -6,8 +6,8 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use super::context::{self, SUMMARY_PROMPT};
 use super::sink::{RunLog, SessionShared};
+use crate::context::{self, SUMMARY_PROMPT};
 use crate::conversation::{ContextChange, Message, ToolSpec};
 use crate::llm::{ChatRequest, LlmClient};
 use protocol::event::Event;

@@ -6,7 +6,6 @@
 
 pub mod budget;
 pub mod compaction;
-pub mod context;
 mod ending;
 pub mod gate;
 pub mod prompt;
@@ -69,7 +68,7 @@ pub struct Run {
     /// How tool calls are decided (policy inputs, approval broker, timeout).
     pub permissions: gate::RunPermissions,
     /// When old tool results are cleared and the history compacted.
-    pub context_limits: context::ContextLimits,
+    pub context_limits: crate::context::ContextLimits,
 }
 
 /// How the run ended.

@@ -3,7 +3,7 @@
 
 use super::{Actor, SessionError, closed};
 use crate::agent::compaction::{Compacted, Compactor};
-use crate::agent::context::{ContextLimits, context_window};
+use crate::context::{ContextLimits, context_window};
 use crate::llm::LlmClient;
 use protocol::session::SessionCompactResult;
 
