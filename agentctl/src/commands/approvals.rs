@@ -1,7 +1,6 @@
 //! `agentctl approvals list`, `agentctl approve` and `agentctl deny`: answer pending approvals
 //! from another terminal than the run's.
 
-use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use protocol::approval::{
@@ -130,23 +129,7 @@ pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    let header_row = header.map(str::to_owned);
-    for row in std::iter::once(&header_row).chain(&rows) {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(widths) {
-            let _ = write!(line, "{cell:<width$}  ");
-        }
-        table.push_str(line.trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// `45s`, `3m`, `2h`, `4d`; a time in the future (clock skew) is `0s`.

@@ -147,27 +147,7 @@ pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    let header_row = header.map(str::to_owned);
-    for row in std::iter::once(&header_row).chain(&rows) {
-        let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                let _ = write!(line, "{cell:<width$}  ");
-            }
-        }
-        table.push_str(line.trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// `sessions show`: details, then the history as a readable transcript.
