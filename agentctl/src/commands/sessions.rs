@@ -10,6 +10,7 @@ use protocol::session::{
 };
 
 use crate::Context;
+use crate::commands::approvals::short_time;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
 
@@ -247,15 +248,6 @@ fn tokens(count: u64) -> String {
     }
 }
 
-fn short_time(rfc3339: &str) -> String {
-    match (rfc3339.get(..10), rfc3339.get(11..16)) {
-        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
-            format!("{date} {time}")
-        }
-        _ => rfc3339.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use protocol::event::{ToolCallInfo, Usage};
@@ -353,11 +345,5 @@ mod tests {
             "\n> list files\n> please\nLooking.\n  → list_dir({\"path\":\".\"})\n  \
              ← list_dir: a.rs …\n  ✗ read_file: not found\nTwo files.\n"
         ));
-    }
-
-    #[test]
-    fn short_time_keeps_what_it_cannot_read() {
-        assert_eq!(short_time("2026-11-30T09:21:37.123Z"), "2026-11-30 09:21");
-        assert_eq!(short_time("yesterday"), "yesterday");
     }
 }

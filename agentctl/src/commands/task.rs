@@ -15,6 +15,7 @@ use protocol::task::{
 use crate::Context;
 use crate::cli::TaskAction;
 use crate::client::{Connection, EventStream};
+use crate::commands::approvals::short_time;
 use crate::commands::message_text;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
@@ -313,13 +314,4 @@ pub fn format_task(task: &TaskInfo) -> String {
         let _ = writeln!(text, "result:\n{result}");
     }
     text
-}
-
-fn short_time(rfc3339: &str) -> String {
-    match (rfc3339.get(..10), rfc3339.get(11..16)) {
-        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
-            format!("{date} {time}")
-        }
-        _ => rfc3339.to_owned(),
-    }
 }
