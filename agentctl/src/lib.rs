@@ -16,6 +16,7 @@ pub mod ids;
 pub mod output;
 pub mod render;
 pub mod safe_text;
+pub mod table;
 pub mod terminal;
 pub mod transport;
 

@@ -2,14 +2,18 @@
 //! event envelope at a time and answers with what to write on stdout and stderr and, once the
 //! stream has said what it had to say, the exit code. No I/O here, so every rendering rule is
 //! unit-tested.
+//!
+//! Here the renderer's state and API; `events` says what each event shows, `lines` writes the
+//! messages, tools and the run's end, `draw` puts text on stdout, notes on stderr and the line
+//! drawn in place (`activity`, or the approval prompt); `text` has the helpers the list
+//! commands share.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use protocol::event::{Event, MessageRole, RunStatus, SessionEventEnvelope};
+use protocol::event::{Event, RunStatus, SessionEventEnvelope};
 
 use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK};
-use crate::safe_text::neutralise;
 
 /// What the renderer is following, which decides what it shows and when it is done.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,42 +134,6 @@ impl Renderer {
         }
     }
 
-    /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
-    pub fn show_prompt(&mut self, header: &str, question: &str) -> Vec<Output> {
-        let mut out = Vec::new();
-        // The first line (what is asked) stands out; the details below it do not.
-        let (first, details) = header.split_once('\n').unwrap_or((header, ""));
-        self.stderr_styled(Style::Attention, first, &mut out);
-        if !details.is_empty() {
-            self.stderr_line(details, &mut out);
-        }
-        self.prompt = Some(question.to_owned());
-        self.prompt_keeps_tail = false;
-        self.draw_spinner(&mut out);
-        out
-    }
-
-    /// Change the prompt's line (the reason typed so far), keeping its header.
-    pub fn reprompt(&mut self, question: &str) -> Vec<Output> {
-        let mut out = Vec::new();
-        self.clear_spinner(&mut out);
-        self.prompt = Some(question.to_owned());
-        self.prompt_keeps_tail = true;
-        self.draw_spinner(&mut out);
-        out
-    }
-
-    /// Erase the prompt (answered, decided elsewhere, or given up).
-    pub fn close_prompt(&mut self) -> Vec<Output> {
-        let mut out = Vec::new();
-        self.prompt_keeps_tail = false;
-        if self.prompt.take().is_some() {
-            self.clear_spinner(&mut out);
-            self.draw_spinner(&mut out);
-        }
-        out
-    }
-
     /// Seq of the last persisted event handled: re-subscribe with `afterSeq` = this.
     pub fn last_seq(&self) -> u64 {
         self.last_seq
@@ -271,13 +239,6 @@ impl Renderer {
         out
     }
 
-    /// Put the prompt back after other output erased it.
-    fn redraw_prompt(&mut self, out: &mut Vec<Output>) {
-        if self.prompt.is_some() && !self.spinner_drawn {
-            self.draw_spinner(out);
-        }
-    }
-
     /// In `--json` mode only the exit decision is needed.
     fn track_exit(&mut self, event: &Event) {
         if let Event::RunFinished { run_id, status, .. } = event
@@ -309,307 +270,6 @@ impl Renderer {
     fn is_transcript(&self) -> bool {
         matches!(self.mode, Mode::Attach { .. })
     }
-
-    fn render(
-        &mut self,
-        session_id: &str,
-        event: &Event,
-        cost_usd: Option<f64>,
-        out: &mut Vec<Output>,
-    ) {
-        if !self.shows_run(event.run_id()) {
-            return;
-        }
-        match event {
-            Event::RunStarted { run_id, .. } => {
-                if self.is_goal_run(run_id) {
-                    self.run_started = Some(self.now);
-                }
-            }
-            Event::TurnStarted { run_id, step } => {
-                if self.is_goal_run(run_id) {
-                    self.steps = *step;
-                }
-                if self.tracks_activity() {
-                    self.activity.start_thinking(self.now);
-                    self.draw_spinner(out);
-                }
-            }
-            Event::ToolProgress {
-                tool_call_id,
-                message,
-                ..
-            } => {
-                if self.activity.progress(tool_call_id, message) {
-                    self.draw_spinner(out);
-                } else if self.options.stderr_is_tty && !self.options.redraws() {
-                    // A person watches a terminal whose width is unknown: plain lines.
-                    self.stderr_line(&format!("[tool] … {}", one_line(message)), out);
-                }
-            }
-            // The activity line already says the model is thinking; the text is for
-            // clients that show it (`--json` keeps it).
-            Event::ThinkingDelta { .. } => {}
-            Event::MessageDelta { run_id, text } => {
-                self.activity.stop_thinking();
-                self.streamed
-                    .entry(run_id.clone())
-                    .or_default()
-                    .push_str(text);
-                self.stdout(text, out);
-            }
-            Event::MessageCompleted {
-                run_id,
-                role: MessageRole::Assistant,
-                content,
-                ..
-            } => {
-                self.activity.stop_thinking();
-                self.assistant_completed(run_id, content, out);
-            }
-            Event::MessageCompleted {
-                role: MessageRole::User,
-                content,
-                kind,
-                ..
-            } => self.user_message(content, *kind, out),
-            Event::ToolStarted {
-                tool_call_id,
-                tool,
-                summary,
-                ..
-            } => self.tool_started(tool_call_id, tool, summary, out),
-            Event::ToolCompleted {
-                tool_call_id,
-                tool,
-                output,
-                is_error,
-                duration_ms,
-                ..
-            } => self.tool_completed(tool_call_id, tool, output, *is_error, *duration_ms, out),
-            Event::SteerDelivered { text, .. } => {
-                // A transcript shows the steer as a user message (`messageCompleted`).
-                if !self.is_transcript() {
-                    self.stderr_line(&format!("steer delivered: {}", one_line(text)), out);
-                }
-            }
-            Event::Warning { message } => {
-                let line = format!("warning: {}", one_line(message));
-                self.stderr_styled(Style::Attention, &line, out);
-            }
-            Event::TodoUpdated { items, .. } => {
-                for line in todo::lines(items) {
-                    self.stderr_line(&line, out);
-                }
-            }
-            Event::ToolsChanged {
-                added,
-                removed,
-                changed,
-                ..
-            } => {
-                let mut parts = Vec::new();
-                for (sign, names) in [("+", added), ("-", removed), ("~", changed)] {
-                    parts.extend(names.iter().map(|name| format!("{sign}{name}")));
-                }
-                self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
-            }
-            Event::CompactionStarted { .. } => {
-                self.stderr_line("compacting the conversation…", out);
-            }
-            Event::CompactionCompleted {
-                tokens_before,
-                tokens_after,
-                ..
-            } => {
-                self.stderr_line(
-                    &format!("compacted: {tokens_before} → about {tokens_after} prompt tokens"),
-                    out,
-                );
-            }
-            Event::Error {
-                message,
-                will_retry,
-                ..
-            } => {
-                let (prefix, style) = if *will_retry {
-                    ("retrying", Style::Attention)
-                } else {
-                    ("error", Style::Bad)
-                };
-                self.stderr_styled(style, &format!("{prefix}: {}", one_line(message)), out);
-            }
-            Event::RunFinished {
-                run_id,
-                status,
-                error,
-                usage,
-                ..
-            } => {
-                let finished = Finished {
-                    status: *status,
-                    error: error.as_deref(),
-                    usage,
-                    cost_usd,
-                };
-                self.run_finished(session_id, run_id, finished, out);
-            }
-            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
-                if self.approvals_handled => {}
-            Event::ApprovalRequested { approval, .. } => {
-                let because = crate::approval_view::why(approval)
-                    .map(|why| format!(" ({why})"))
-                    .unwrap_or_default();
-                self.stderr_line(
-                    &format!(
-                        "approval needed: {}{because}; answer with `agentctl approve {}` or `agentctl deny {}`",
-                        crate::approval_view::what(approval),
-                        approval.approval_id,
-                        approval.approval_id
-                    ),
-                    out,
-                );
-            }
-            Event::ApprovalResolved {
-                approval_id,
-                decision,
-                decided_by,
-                ..
-            } => {
-                self.stderr_line(
-                    &format!(
-                        "approval {approval_id}: {} by {decided_by}",
-                        crate::approve_policy::decision_words(*decision)
-                    ),
-                    out,
-                );
-            }
-            Event::McpServerStatus {
-                server,
-                status,
-                error,
-                attempt,
-                ..
-            } => {
-                if let Some(line) = mcp::status_line(server, *status, error.as_deref(), *attempt) {
-                    self.stderr_line(&line, out);
-                }
-            }
-            Event::TaskStarted { task } | Event::TaskFinished { task } => {
-                let agent = task.agent_type.as_deref().unwrap_or("task");
-                let status = serde_json::to_value(task.status)
-                    .ok()
-                    .and_then(|status| status.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                self.stderr_line(
-                    &format!(
-                        "task {} ({agent}) {status}: {}",
-                        task.task_id, task.description
-                    ),
-                    out,
-                );
-            }
-            Event::SessionUpdated {
-                permission_mode,
-                provider,
-                model,
-                title,
-            } => {
-                let mut changes = Vec::new();
-                if let Some(mode) = permission_mode {
-                    changes.push(format!("mode {}", mode.as_str()));
-                }
-                if let (Some(provider), Some(model)) = (provider, model) {
-                    changes.push(format!("model {provider}:{model}"));
-                }
-                if let Some(title) = title {
-                    changes.push(format!("title {title:?}"));
-                }
-                self.stderr_line(&format!("[session] now: {}", changes.join(", ")), out);
-            }
-            Event::SessionCreated { .. }
-            | Event::SessionDeleted {}
-            | Event::TaskUpdated { .. }
-            | Event::FollowUpQueued { .. }
-            | Event::SteerQueued { .. }
-            | Event::UsageUpdated { .. }
-            | Event::Lagged {}
-            | Event::SessionUnloaded {} => {}
-        }
-    }
-
-    /// Write assistant or transcript text on stdout.
-    fn stdout(&mut self, text: &str, out: &mut Vec<Output>) {
-        if text.is_empty() {
-            return;
-        }
-        self.clear_spinner(out);
-        self.stdout_line_open = !text.ends_with('\n');
-        out.push(Output::Stdout(neutralise(text).into_owned()));
-    }
-
-    fn end_stdout_line(&mut self, out: &mut Vec<Output>) {
-        if self.stdout_line_open {
-            self.stdout_line_open = false;
-            out.push(Output::Stdout("\n".to_owned()));
-        }
-    }
-
-    /// Write one note on stderr, on its own line even when stdout's line is unfinished (both
-    /// usually share a terminal). Stdout itself is never changed for stderr's sake.
-    fn stderr_line(&mut self, line: &str, out: &mut Vec<Output>) {
-        self.clear_spinner(out);
-        let lead = if self.stdout_line_open { "\n" } else { "" };
-        out.push(Output::Stderr(format!("{lead}{}\n", neutralise(line))));
-    }
-
-    /// `stderr_line` in a colour (when colours are on).
-    fn stderr_styled(&mut self, style: Style, line: &str, out: &mut Vec<Output>) {
-        self.clear_spinner(out);
-        let lead = if self.stdout_line_open { "\n" } else { "" };
-        let line = paint(self.options.color, style, &neutralise(line));
-        out.push(Output::Stderr(format!("{lead}{line}\n")));
-    }
-
-    fn draw_spinner(&mut self, out: &mut Vec<Output>) {
-        if let Some(question) = &self.prompt {
-            // The prompt must show even after unfinished stdout text: start a line for it.
-            let lead = if self.stdout_line_open {
-                // The prompt's own line: stdout's text goes on below it afterwards.
-                self.stdout_line_open = false;
-                "\n"
-            } else {
-                CLEAR_LINE
-            };
-            let mut text = neutralise(question).into_owned();
-            if let Some(width) = self.options.width.filter(|_| self.prompt_keeps_tail) {
-                text = width::tail_to_width(&text, width.saturating_sub(1));
-            }
-            out.push(Output::Stderr(format!("{lead}{text}")));
-            self.spinner_drawn = true;
-            return;
-        }
-        // Redrawing erases the cursor's line; never do that to unfinished stdout text.
-        let Some(width) = self.options.width.filter(|_| self.options.redraws()) else {
-            return;
-        };
-        if self.stdout_line_open || self.status_drawn_by_caller {
-            return;
-        }
-        let Some(line) = self.status_line(width) else {
-            self.clear_spinner(out);
-            return;
-        };
-        out.push(Output::Stderr(format!("{CLEAR_LINE}{line}")));
-        self.spinner_drawn = true;
-    }
-
-    fn clear_spinner(&mut self, out: &mut Vec<Output>) {
-        if self.spinner_drawn {
-            self.spinner_drawn = false;
-            out.push(Output::Stderr(CLEAR_LINE.to_owned()));
-        }
-    }
 }
 
 /// The exit code of a run's final status.
@@ -621,53 +281,23 @@ pub fn exit_code_for(status: RunStatus) -> u8 {
     }
 }
 
-/// `12 ms`, `1.5 s`, `2 min 5 s`.
-pub fn format_duration(duration_ms: u64) -> String {
-    if duration_ms < 1000 {
-        format!("{duration_ms} ms")
-    } else if duration_ms < 60_000 {
-        format!("{:.1} s", duration_ms as f64 / 1000.0)
-    } else {
-        let secs = duration_ms / 1000;
-        format!("{} min {} s", secs / 60, secs % 60)
-    }
-}
-
-/// The first non-empty line of `text`, trimmed, with a `…` when more lines follow.
-pub fn one_line(text: &str) -> String {
-    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
-    let first = lines.next().unwrap_or_default();
-    if lines.next().is_some() {
-        format!("{first} …")
-    } else {
-        first.to_owned()
-    }
-}
-
-/// At most `max_chars` characters, ending in `…` when cut.
-pub fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 mod activity;
 mod caller_status;
+mod draw;
+mod events;
 mod lines;
 mod mcp;
 mod style;
 mod summary;
+mod text;
 mod todo;
 mod width;
 
 pub use style::{Style, auto_color, paint};
+pub use text::{format_duration, one_line, truncate};
 pub use width::{display_width, split_at_width, truncate_to_width};
 
 use activity::Activity;
-use lines::Finished;
 
 #[cfg(test)]
 mod tests;

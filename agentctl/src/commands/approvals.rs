@@ -1,7 +1,6 @@
 //! `agentctl approvals list`, `agentctl approve` and `agentctl deny`: answer pending approvals
 //! from another terminal than the run's.
 
-use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use protocol::approval::{
@@ -130,23 +129,7 @@ pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    let header_row = header.map(str::to_owned);
-    for row in std::iter::once(&header_row).chain(&rows) {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(widths) {
-            let _ = write!(line, "{cell:<width$}  ");
-        }
-        table.push_str(line.trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// `45s`, `3m`, `2h`, `4d`; a time in the future (clock skew) is `0s`.
@@ -161,58 +144,52 @@ pub fn format_age(seconds: i64) -> String {
 }
 
 /// Seconds since the epoch of an RFC 3339 time (`2026-11-30T09:21:37.5Z`,
-/// `…+02:00`); `None` when it cannot be read.
+/// `…+02:00`); `None` when it cannot be read. humantime reads the date and time (in UTC
+/// only), so an offset is taken off here first.
 pub fn unix_seconds(rfc3339: &str) -> Option<i64> {
-    let bytes = rfc3339.as_bytes();
-    let number = |range: std::ops::Range<usize>| -> Option<i64> {
-        let text = rfc3339.get(range)?;
-        if text.bytes().all(|byte| byte.is_ascii_digit()) {
-            text.parse().ok()
-        } else {
-            None
+    // RFC 3339 allows `t` and `z`; humantime reads them upper case.
+    let upper = rfc3339.to_ascii_uppercase();
+    let (utc, offset) = split_offset(&upper)?;
+    // Nothing but fractional seconds may follow the seconds (humantime would take a second
+    // `+00:00` there).
+    let after_seconds = utc.get(19..)?;
+    if let Some(fraction) = after_seconds.strip_prefix('.') {
+        if !fraction.bytes().all(|byte| byte.is_ascii_digit()) {
+            return None;
         }
-    };
-    if bytes.len() < 20
-        || bytes[4] != b'-'
-        || bytes[7] != b'-'
-        || !matches!(bytes[10], b'T' | b't' | b' ')
-        || bytes[13] != b':'
-        || bytes[16] != b':'
-    {
+    } else if !after_seconds.is_empty() {
         return None;
     }
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    // Skip fractional seconds, then read the offset.
-    let mut rest = &rfc3339[19..];
-    if let Some(fraction) = rest.strip_prefix('.') {
-        rest = fraction.trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    let offset = match rest.as_bytes().first()? {
-        b'Z' | b'z' if rest.len() == 1 => 0,
-        sign @ (b'+' | b'-') if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let hours: i64 = rest.get(1..3)?.parse().ok()?;
-            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
-            let offset = hours * 3600 + minutes * 60;
-            if *sign == b'+' { offset } else { -offset }
-        }
-        _ => return None,
-    };
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset)
+    let at = humantime::parse_rfc3339_weak(utc).ok()?;
+    let seconds = i64::try_from(at.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
+    Some(seconds - offset)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = (month + 9) % 12;
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+/// An RFC 3339 time split into the time without its offset and the offset in seconds east of
+/// UTC (`Z`: 0); `None` without an offset.
+fn split_offset(rfc3339: &str) -> Option<(&str, i64)> {
+    if let Some(utc) = rfc3339.strip_suffix('Z') {
+        return Some((utc, 0));
+    }
+    let (utc, offset) = rfc3339.split_at_checked(rfc3339.len().checked_sub(6)?)?;
+    let sign = match offset.as_bytes() {
+        [b'+', _, _, b':', _, _] => 1,
+        [b'-', _, _, b':', _, _] => -1,
+        _ => return None,
+    };
+    let hours: i64 = offset.get(1..3)?.parse().ok()?;
+    let minutes: i64 = offset.get(4..6)?.parse().ok()?;
+    Some((utc, sign * (hours * 3600 + minutes * 60)))
+}
+
+/// `2026-11-30 09:21` from an RFC 3339 time, for tables; what it cannot read is kept as it is.
+pub fn short_time(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
+            format!("{date} {time}")
+        }
+        _ => rfc3339.to_owned(),
+    }
 }
 
 pub fn now_unix() -> i64 {
@@ -242,6 +219,20 @@ mod tests {
         assert_eq!(unix_seconds("yesterday"), None);
         assert_eq!(unix_seconds("2026-11-30T09:21:37"), None);
         assert_eq!(unix_seconds("2026-13-30T09:21:37Z"), None);
+        assert_eq!(unix_seconds("2026-11-30t09:21:37z"), Some(1_796_030_497));
+        assert_eq!(
+            unix_seconds("2026-11-30 07:21:37-02:00"),
+            Some(1_796_030_497)
+        );
+        assert_eq!(unix_seconds("2026-11-30T09:21:37+00:00+02:00"), None);
+        assert_eq!(unix_seconds("2026-11-30T09:21:37.12a4Z"), None);
+        assert_eq!(unix_seconds("2026-11-30T09:21:37+2:000"), None);
+    }
+
+    #[test]
+    fn short_time_keeps_what_it_cannot_read() {
+        assert_eq!(short_time("2026-11-30T09:21:37.123Z"), "2026-11-30 09:21");
+        assert_eq!(short_time("yesterday"), "yesterday");
     }
 
     #[test]

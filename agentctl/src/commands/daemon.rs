@@ -79,23 +79,7 @@ pub fn format_models(status: &DaemonStatusResult) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    for row in std::iter::once(&header.map(str::to_owned)).chain(&rows) {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        table.push_str(line.join("  ").trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// Where a provider's key comes from, and whether it is there; never the key.

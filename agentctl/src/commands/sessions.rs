@@ -10,6 +10,7 @@ use protocol::session::{
 };
 
 use crate::Context;
+use crate::commands::approvals::short_time;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
 
@@ -147,27 +148,7 @@ pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    let header_row = header.map(str::to_owned);
-    for row in std::iter::once(&header_row).chain(&rows) {
-        let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                let _ = write!(line, "{cell:<width$}  ");
-            }
-        }
-        table.push_str(line.trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// `sessions show`: details, then the history as a readable transcript.
@@ -264,15 +245,6 @@ fn tokens(count: u64) -> String {
         0..1_000 => count.to_string(),
         1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
         _ => format!("{:.1}M", count as f64 / 1_000_000.0),
-    }
-}
-
-fn short_time(rfc3339: &str) -> String {
-    match (rfc3339.get(..10), rfc3339.get(11..16)) {
-        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
-            format!("{date} {time}")
-        }
-        _ => rfc3339.to_owned(),
     }
 }
 
@@ -373,11 +345,5 @@ mod tests {
             "\n> list files\n> please\nLooking.\n  → list_dir({\"path\":\".\"})\n  \
              ← list_dir: a.rs …\n  ✗ read_file: not found\nTwo files.\n"
         ));
-    }
-
-    #[test]
-    fn short_time_keeps_what_it_cannot_read() {
-        assert_eq!(short_time("2026-11-30T09:21:37.123Z"), "2026-11-30 09:21");
-        assert_eq!(short_time("yesterday"), "yesterday");
     }
 }

@@ -15,6 +15,7 @@ use protocol::task::{
 use crate::Context;
 use crate::cli::TaskAction;
 use crate::client::{Connection, EventStream};
+use crate::commands::approvals::short_time;
 use crate::commands::message_text;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
@@ -267,7 +268,7 @@ fn kind_name(task: &TaskInfo) -> String {
 
 /// The `task list` table: id, status, kind (agent type), created, description.
 pub fn format_table(tasks: &[TaskInfo]) -> String {
-    let header = ["ID", "STATUS", "KIND", "CREATED", "DESCRIPTION"].map(str::to_owned);
+    let header = ["ID", "STATUS", "KIND", "CREATED", "DESCRIPTION"];
     let rows: Vec<[String; 5]> = tasks
         .iter()
         .map(|task| {
@@ -280,26 +281,7 @@ pub fn format_table(tasks: &[TaskInfo]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.clone().map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut table = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if index + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                let _ = write!(line, "{cell:<width$}  ");
-            }
-        }
-        table.push_str(line.trim_end());
-        table.push('\n');
-    }
-    table
+    crate::table::format(header, &rows)
 }
 
 /// `task show`: one `field: value` line each, then the result.
@@ -332,13 +314,4 @@ pub fn format_task(task: &TaskInfo) -> String {
         let _ = writeln!(text, "result:\n{result}");
     }
     text
-}
-
-fn short_time(rfc3339: &str) -> String {
-    match (rfc3339.get(..10), rfc3339.get(11..16)) {
-        (Some(date), Some(time)) if rfc3339.as_bytes().get(10) == Some(&b'T') => {
-            format!("{date} {time}")
-        }
-        _ => rfc3339.to_owned(),
-    }
 }

@@ -2,10 +2,11 @@
 //! the files but opens them with the process's umask and no mode of its own, so this writer
 //! wraps it and creates each day's file 0600 before tracing-appender writes to it.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tracing_appender::rolling::RollingFileAppender;
 
@@ -87,30 +88,21 @@ fn today() -> u64 {
         .map_or(0, |since| since.as_secs() / 86_400)
 }
 
-/// `agentd.YYYY-MM-DD.log` for a UTC day, as tracing-appender names it.
+/// `agentd.YYYY-MM-DD.log` for a UTC day, as tracing-appender names it: the date part of the
+/// day's start in RFC 3339 (humantime). A day humantime cannot write (past the year 9999, where
+/// tracing-appender's own clock gives out too) is named by its number.
 fn file_name(day: u64) -> String {
-    let (year, month, day) = civil_date(day);
-    format!("{PREFIX}.{year:04}-{month:02}-{day:02}.{SUFFIX}")
-}
-
-/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for days on or after the epoch).
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    let shifted = days + 719_468;
-    let era = shifted / 146_097;
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    let start = day
+        .checked_mul(86_400)
+        .and_then(|seconds| UNIX_EPOCH.checked_add(Duration::from_secs(seconds)));
+    let mut stamp = String::new();
+    if let Some(start) = start {
+        let _ = write!(stamp, "{}", humantime::format_rfc3339_seconds(start));
+    }
+    match stamp.get(..10) {
+        Some(date) => format!("{PREFIX}.{date}.{SUFFIX}"),
+        None => format!("{PREFIX}.{day}.{SUFFIX}"),
+    }
 }
 
 #[cfg(test)]
@@ -118,13 +110,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn days_become_dates() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(11_016), (2000, 2, 29));
-        assert_eq!(civil_date(11_017), (2000, 3, 1));
-        assert_eq!(civil_date(20_787), (2026, 11, 30));
-        assert_eq!(civil_date(20_818), (2026, 12, 31));
-        assert_eq!(civil_date(20_819), (2027, 1, 1));
+    fn days_become_dated_file_names() {
+        for (day, date) in [
+            (0, "1970-01-01"),
+            (11_016, "2000-02-29"),
+            (11_017, "2000-03-01"),
+            (20_787, "2026-11-30"),
+            (20_818, "2026-12-31"),
+            (20_819, "2027-01-01"),
+            (2_932_896, "9999-12-31"),
+        ] {
+            assert_eq!(file_name(day), format!("agentd.{date}.log"));
+        }
+        assert_eq!(file_name(2_932_897), "agentd.2932897.log");
+        assert_eq!(file_name(u64::MAX), format!("agentd.{}.log", u64::MAX));
     }
 
     /// The file this writer makes private is the one tracing-appender writes to, and it is 0600

@@ -44,11 +44,11 @@ impl TypedTool for FetchUrl {
         &'a self,
         params: FetchUrlParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
             tokio::select! {
-                output = fetch(params, ctx) => output.unwrap_or_else(ToolOutput::error),
-                () = ctx.cancel.cancelled() => ToolOutput::error("cancelled"),
+                output = fetch(params, ctx) => output,
+                () = ctx.cancel.cancelled() => Err("cancelled".to_owned()),
             }
         })
     }

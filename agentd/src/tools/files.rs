@@ -49,12 +49,8 @@ impl TypedTool for ReadFile {
         &'a self,
         params: ReadFileParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            read_file(params, ctx)
-                .await
-                .unwrap_or_else(ToolOutput::error)
-        })
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(read_file(params, ctx))
     }
 }
 
@@ -189,12 +185,8 @@ impl TypedTool for WriteFile {
         &'a self,
         params: WriteFileParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            write_file(params, ctx)
-                .await
-                .unwrap_or_else(ToolOutput::error)
-        })
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(write_file(params, ctx))
     }
 }
 
@@ -252,12 +244,8 @@ impl TypedTool for EditFile {
         &'a self,
         params: EditFileParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            edit_file(params, ctx)
-                .await
-                .unwrap_or_else(ToolOutput::error)
-        })
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(edit_file(params, ctx))
     }
 }
 
@@ -413,12 +401,12 @@ impl TypedTool for ListDir {
         }
     }
 
-    fn run<'a>(&'a self, params: ListDirParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            list_dir(params, ctx)
-                .await
-                .unwrap_or_else(ToolOutput::error)
-        })
+    fn run<'a>(
+        &'a self,
+        params: ListDirParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(list_dir(params, ctx))
     }
 }
 

@@ -79,7 +79,7 @@ instructions need them.";
         &'a self,
         params: LoadSkillParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         let workspace = ctx.workspace.clone();
         let user_dir = self.user_dir.clone();
         let limits = self.limits.clone();
@@ -91,12 +91,9 @@ instructions need them.";
                 let loaded = apply_read_rules(loaded, &read_filter)?;
                 Ok::<_, String>(crate::skills::render(&loaded, &workspace))
             })
-            .await;
-            match loaded {
-                Ok(Ok(text)) => ToolOutput::ok(text),
-                Ok(Err(message)) => ToolOutput::error(message),
-                Err(err) => ToolOutput::error(format!("load_skill failed: {err}")),
-            }
+            .await
+            .map_err(|err| format!("load_skill failed: {err}"))?;
+            loaded.map(ToolOutput::ok)
         })
     }
 }

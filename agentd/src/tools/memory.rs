@@ -84,20 +84,17 @@ full, an add is refused with the current entries: merge or remove stale ones, th
         one_line(&format!("{action} {target}: {text}"), 80)
     }
 
-    fn run<'a>(&'a self, params: MemoryParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(
+        &'a self,
+        params: MemoryParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
-            let edit = match edit_of(params.action, &params) {
-                Ok(edit) => edit,
-                Err(message) => return ToolOutput::error(message),
-            };
-            match self
-                .stores
+            let edit = edit_of(params.action, &params)?;
+            self.stores
                 .edit(ctx.workspace.clone(), params.target, edit)
                 .await
-            {
-                Ok(said) => ToolOutput::ok(said),
-                Err(refusal) => ToolOutput::error(refusal),
-            }
+                .map(ToolOutput::ok)
         })
     }
 }

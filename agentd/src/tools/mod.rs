@@ -19,6 +19,7 @@ mod task_tools;
 mod text_file;
 mod todo;
 mod truncate;
+mod typed;
 mod write_target;
 
 use std::collections::BTreeMap;
@@ -46,6 +47,7 @@ pub use task::{SubagentLauncher, TaskParams, TaskTool};
 pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
 pub use truncate::{HeadTailBuffer, truncate_middle};
+pub(crate) use typed::TypedTool;
 
 /// A tool the model can call.
 ///
@@ -90,64 +92,6 @@ pub trait Tool: Send + Sync + 'static {
         input: serde_json::Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, ToolOutput>;
-}
-
-/// A built-in tool described by its typed params: the schema offered to the model, the
-/// validation and the parsing all come from `Params`, so they cannot drift apart. Every
-/// `TypedTool` is a [`Tool`].
-pub(crate) trait TypedTool: Send + Sync + 'static {
-    type Params: JsonSchema + DeserializeOwned + Send + 'static;
-    const NAME: &'static str;
-    /// Written for the model: when to use the tool, what it returns, its limits.
-    const DESCRIPTION: &'static str;
-    const READ_ONLY: bool;
-    /// Whether the executor may cut the output to the output cap (see [`Tool::truncate_output`]).
-    const TRUNCATE_OUTPUT: bool = true;
-    /// One line for UIs, e.g. "ls -la" or "src/main.rs".
-    fn summary(&self, input: &serde_json::Value) -> String;
-    /// Run with parsed params; failures are error outputs the model reads.
-    fn run<'a>(&'a self, params: Self::Params, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
-}
-
-impl<T: TypedTool> Tool for T {
-    fn name(&self) -> &str {
-        T::NAME
-    }
-
-    fn description(&self) -> &str {
-        T::DESCRIPTION
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        schema_of::<T::Params>()
-    }
-
-    fn read_only(&self) -> bool {
-        T::READ_ONLY
-    }
-
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<T::Params>(T::NAME, input).map(drop)
-    }
-
-    fn truncate_output(&self) -> bool {
-        T::TRUNCATE_OUTPUT
-    }
-
-    fn summary(&self, input: &serde_json::Value) -> String {
-        TypedTool::summary(self, input)
-    }
-
-    fn call<'a>(
-        &'a self,
-        input: serde_json::Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        match parse_input::<T::Params>(T::NAME, &input) {
-            Ok(params) => self.run(params, ctx),
-            Err(message) => Box::pin(std::future::ready(ToolOutput::error(message))),
-        }
-    }
 }
 
 /// What a tool call produced: text for the model, whether it is an error, and the images it

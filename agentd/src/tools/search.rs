@@ -48,8 +48,12 @@ impl TypedTool for Glob {
         with_path(str_field(input, "pattern"), str_field(input, "path"))
     }
 
-    fn run<'a>(&'a self, params: GlobParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { glob(params, ctx).await.unwrap_or_else(ToolOutput::error) })
+    fn run<'a>(
+        &'a self,
+        params: GlobParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(glob(params, ctx))
     }
 }
 
@@ -123,8 +127,12 @@ impl TypedTool for Grep {
         with_path(str_field(input, "pattern"), str_field(input, "path"))
     }
 
-    fn run<'a>(&'a self, params: GrepParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { grep(params, ctx).await.unwrap_or_else(ToolOutput::error) })
+    fn run<'a>(
+        &'a self,
+        params: GrepParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(grep(params, ctx))
     }
 }
 

@@ -59,8 +59,8 @@ impl TypedTool for RunShell {
         &'a self,
         params: RunShellParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { run_shell(params, ctx).await })
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(run_shell(params, ctx))
     }
 }
 
@@ -71,9 +71,9 @@ enum Ending {
     Cancelled,
 }
 
-async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
+async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     if params.command.trim().is_empty() {
-        return ToolOutput::error("command is empty");
+        return Err("command is empty".to_owned());
     }
     if params.run_in_background == Some(true) {
         return run_in_background(params.command, ctx).await;
@@ -85,22 +85,18 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         .min(limits.shell_max_timeout);
 
     let spec = ProcessSpec::shell(&params.command, ctx.workspace.clone());
-    let spec = match ctx.sandbox.apply(spec).await {
-        Ok(spec) => spec,
-        Err(error) => {
-            return ToolOutput::error(format!(
-                "cannot sandbox the command: {error}; fix the path, or set [sandbox] enabled = \
-                 false in the daemon's config.toml to run commands unconfined"
-            ));
-        }
-    };
+    let spec = ctx.sandbox.apply(spec).await.map_err(|error| {
+        format!(
+            "cannot sandbox the command: {error}; fix the path, or set [sandbox] enabled = \
+             false in the daemon's config.toml to run commands unconfined"
+        )
+    })?;
     let snapshot = Snapshot::take_async(&ctx.workspace).await;
-    let mut child = match ChildProcess::spawn(spec).await {
-        Ok(child) => child,
-        Err(error) => return ToolOutput::error(format!("cannot start sh: {error}")),
-    };
+    let mut child = ChildProcess::spawn(spec)
+        .await
+        .map_err(|error| format!("cannot start sh: {error}"))?;
     let (Some(mut stdout), Some(mut stderr)) = (child.take_stdout(), child.take_stderr()) else {
-        return ToolOutput::error("cannot capture the command's output");
+        return Err("cannot capture the command's output".to_owned());
     };
 
     let mut out = HeadTailBuffer::new(limits.shell_capture_max_bytes);
@@ -181,20 +177,21 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> ToolOutput {
         text.push('\n');
     }
     text.push_str(&footer);
-    ToolOutput {
+    Ok(ToolOutput {
         content: text,
         is_error,
         images: Vec::new(),
-    }
+    })
 }
 
 /// Starts the command as a background shell task; the result names the task and how to
 /// read its output. Its permission was decided like a foreground call's, before this.
-async fn run_in_background(command: String, ctx: &ToolContext) -> ToolOutput {
+async fn run_in_background(command: String, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let Some(background) = &ctx.background else {
-        return ToolOutput::error(
+        return Err(
             "background commands are not available here; run the command in the foreground \
-             (with a timeoutMs if it takes long)",
+             (with a timeoutMs if it takes long)"
+                .to_owned(),
         );
     };
     let start = crate::task::shell::ShellStart {
@@ -202,20 +199,17 @@ async fn run_in_background(command: String, ctx: &ToolContext) -> ToolOutput {
         cwd: ctx.workspace.clone(),
         session_id: Some(background.session_id.clone()),
     };
-    match background
+    let task = background
         .shells
         .start(&background.tasks, &ctx.sandbox, start)
-        .await
-    {
-        Ok(task) => ToolOutput::ok(format!(
-            "started background task {id}: the command runs on its own (no timeout) and is \
-             killed with everything it started when stopped or when this session is deleted. \
-             Read its output with task_output {{\"taskId\": \"{id}\"}}; see whether it ended \
-             (and its exit code) with task_get; stop it with task_stop.",
-            id = task.task_id
-        )),
-        Err(message) => ToolOutput::error(message),
-    }
+        .await?;
+    Ok(ToolOutput::ok(format!(
+        "started background task {id}: the command runs on its own (no timeout) and is \
+         killed with everything it started when stopped or when this session is deleted. \
+         Read its output with task_output {{\"taskId\": \"{id}\"}}; see whether it ended \
+         (and its exit code) with task_get; stop it with task_stop.",
+        id = task.task_id
+    )))
 }
 
 #[cfg(unix)]

@@ -66,13 +66,17 @@ impl TypedTool for TaskTool {
         format!("{agent}: {}", what.chars().take(80).collect::<String>())
     }
 
-    fn run<'a>(&'a self, params: TaskParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(
+        &'a self,
+        params: TaskParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         let launcher: Option<Arc<dyn SubagentLauncher>> = ctx.subagents.clone();
         let cancel = ctx.cancel.clone();
         Box::pin(async move {
             match launcher {
-                Some(launcher) => launcher.launch(params, cancel).await,
-                None => ToolOutput::error("subagents are not available in this session"),
+                Some(launcher) => Ok(launcher.launch(params, cancel).await),
+                None => Err("subagents are not available in this session".to_owned()),
             }
         })
     }

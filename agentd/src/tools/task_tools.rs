@@ -78,16 +78,16 @@ running ones unless `all` is true.";
         &'a self,
         params: TaskListParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         let output = match ctx.session_id.as_deref() {
-            None => ToolOutput::error("task_list works only in a session"),
+            None => Err("task_list works only in a session".to_owned()),
             Some(session_id) => {
                 let tasks = self.0.list(&TaskFilter {
                     parent_session_id: Some(session_id.to_owned()),
                     status: None,
                     all: params.all,
                 });
-                ToolOutput::ok(render_list(&tasks, params.all))
+                Ok(ToolOutput::ok(render_list(&tasks, params.all)))
             }
         };
         Box::pin(std::future::ready(output))
@@ -105,11 +105,13 @@ description, times, result or error, exit code. Use task_output for its output."
         super::str_field(input, "taskId").to_owned()
     }
 
-    fn run<'a>(&'a self, params: TaskIdParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        let output = match own_task(&self.0, &params.task_id, ctx) {
-            Err(message) => ToolOutput::error(message),
-            Ok(task) => ToolOutput::ok(render_task(&task)),
-        };
+    fn run<'a>(
+        &'a self,
+        params: TaskIdParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        let output =
+            own_task(&self.0, &params.task_id, ctx).map(|task| ToolOutput::ok(render_task(&task)));
         Box::pin(std::future::ready(output))
     }
 }
@@ -130,12 +132,9 @@ command's output so far, or a subagent's final message. Returns its last `tail` 
         &'a self,
         params: TaskOutputParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
-            let task = match own_task(&self.0, &params.task_id, ctx) {
-                Ok(task) => task,
-                Err(message) => return ToolOutput::error(message),
-            };
+            let task = own_task(&self.0, &params.task_id, ctx)?;
             let tail = params.tail.unwrap_or(TASK_OUTPUT_DEFAULT_TAIL_LINES).max(1);
             // Read the end of the output: find its length first, then read the last part.
             let path = self.0.output_path(&task.task_id);
@@ -144,25 +143,21 @@ command's output so far, or a subagent's final message. Returns its last `tail` 
                 .map(|meta| meta.len())
                 .unwrap_or(0);
             let from = length.saturating_sub(TASK_OUTPUT_READ_BYTES as u64);
-            match view::read_output(path, &task, from, TASK_OUTPUT_READ_BYTES).await {
-                Err(message) => ToolOutput::error(message),
-                Ok(chunk) => {
-                    let shown = last_lines(&chunk.text, tail);
-                    let mut text = format!("task {} is {}", task.task_id, status_name(task.status));
-                    if shown.len() < chunk.text.len() || from > 0 {
-                        let _ = write!(text, "; the last {tail} lines of its output:");
-                    } else if shown.is_empty() {
-                        text.push_str("; no output yet");
-                    } else {
-                        text.push_str("; its output:");
-                    }
-                    if !shown.is_empty() {
-                        text.push('\n');
-                        text.push_str(shown);
-                    }
-                    ToolOutput::ok(text)
-                }
+            let chunk = view::read_output(path, &task, from, TASK_OUTPUT_READ_BYTES).await?;
+            let shown = last_lines(&chunk.text, tail);
+            let mut text = format!("task {} is {}", task.task_id, status_name(task.status));
+            if shown.len() < chunk.text.len() || from > 0 {
+                let _ = write!(text, "; the last {tail} lines of its output:");
+            } else if shown.is_empty() {
+                text.push_str("; no output yet");
+            } else {
+                text.push_str("; its output:");
             }
+            if !shown.is_empty() {
+                text.push('\n');
+                text.push_str(shown);
+            }
+            Ok(ToolOutput::ok(text))
         })
     }
 }
@@ -178,25 +173,28 @@ cancelled, a shell command is killed with its whole process group. It ends `canc
         super::str_field(input, "taskId").to_owned()
     }
 
-    fn run<'a>(&'a self, params: TaskIdParams, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(
+        &'a self,
+        params: TaskIdParams,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
-            let task = match own_task(&self.0, &params.task_id, ctx) {
-                Ok(task) => task,
-                Err(message) => return ToolOutput::error(message),
-            };
+            let task = own_task(&self.0, &params.task_id, ctx)?;
             if task.status.is_finished() {
-                return ToolOutput::error(format!(
+                return Err(format!(
                     "task {} has already ended ({}); nothing to stop",
                     task.task_id,
                     status_name(task.status)
                 ));
             }
-            match self.0.stop(&task.task_id).await {
-                Ok(_) => {
-                    ToolOutput::ok(format!("stopping task {}; it ends cancelled", task.task_id))
-                }
-                Err(err) => ToolOutput::error(format!("cannot stop task {}: {err}", task.task_id)),
-            }
+            self.0
+                .stop(&task.task_id)
+                .await
+                .map_err(|err| format!("cannot stop task {}: {err}", task.task_id))?;
+            Ok(ToolOutput::ok(format!(
+                "stopping task {}; it ends cancelled",
+                task.task_id
+            )))
         })
     }
 }

@@ -101,17 +101,11 @@ trivial one-step tasks. The user sees the list as your plan.";
         &'a self,
         params: TodoWriteParams,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        let output = match check(&params.items) {
-            Err(message) => ToolOutput::error(message),
-            Ok(()) => {
-                let text = render(&params.items);
-                match ctx.todo.record(params.items) {
-                    Ok(()) => ToolOutput::ok(text),
-                    Err(message) => ToolOutput::error(message),
-                }
-            }
-        };
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        let output = check(&params.items).and_then(|()| {
+            let text = render(&params.items);
+            ctx.todo.record(params.items).map(|()| ToolOutput::ok(text))
+        });
         Box::pin(std::future::ready(output))
     }
 }

@@ -1,0 +1,238 @@
+//! What each event of the stream shows: the one match over [`Event`], which hands the
+//! messages, tools and the run's end to `lines` and writes the other events' notes itself.
+
+use protocol::event::{Event, MessageRole};
+
+use super::lines::Finished;
+use super::style::Style;
+use super::{Output, Renderer, mcp, one_line, todo};
+
+impl Renderer {
+    pub(super) fn render(
+        &mut self,
+        session_id: &str,
+        event: &Event,
+        cost_usd: Option<f64>,
+        out: &mut Vec<Output>,
+    ) {
+        if !self.shows_run(event.run_id()) {
+            return;
+        }
+        match event {
+            Event::RunStarted { run_id, .. } => {
+                if self.is_goal_run(run_id) {
+                    self.run_started = Some(self.now);
+                }
+            }
+            Event::TurnStarted { run_id, step } => {
+                if self.is_goal_run(run_id) {
+                    self.steps = *step;
+                }
+                if self.tracks_activity() {
+                    self.activity.start_thinking(self.now);
+                    self.draw_spinner(out);
+                }
+            }
+            Event::ToolProgress {
+                tool_call_id,
+                message,
+                ..
+            } => {
+                if self.activity.progress(tool_call_id, message) {
+                    self.draw_spinner(out);
+                } else if self.options.stderr_is_tty && !self.options.redraws() {
+                    // A person watches a terminal whose width is unknown: plain lines.
+                    self.stderr_line(&format!("[tool] … {}", one_line(message)), out);
+                }
+            }
+            // The activity line already says the model is thinking; the text is for
+            // clients that show it (`--json` keeps it).
+            Event::ThinkingDelta { .. } => {}
+            Event::MessageDelta { run_id, text } => {
+                self.activity.stop_thinking();
+                self.streamed
+                    .entry(run_id.clone())
+                    .or_default()
+                    .push_str(text);
+                self.stdout(text, out);
+            }
+            Event::MessageCompleted {
+                run_id,
+                role: MessageRole::Assistant,
+                content,
+                ..
+            } => {
+                self.activity.stop_thinking();
+                self.assistant_completed(run_id, content, out);
+            }
+            Event::MessageCompleted {
+                role: MessageRole::User,
+                content,
+                kind,
+                ..
+            } => self.user_message(content, *kind, out),
+            Event::ToolStarted {
+                tool_call_id,
+                tool,
+                summary,
+                ..
+            } => self.tool_started(tool_call_id, tool, summary, out),
+            Event::ToolCompleted {
+                tool_call_id,
+                tool,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } => self.tool_completed(tool_call_id, tool, output, *is_error, *duration_ms, out),
+            Event::SteerDelivered { text, .. } => {
+                // A transcript shows the steer as a user message (`messageCompleted`).
+                if !self.is_transcript() {
+                    self.stderr_line(&format!("steer delivered: {}", one_line(text)), out);
+                }
+            }
+            Event::Warning { message } => {
+                let line = format!("warning: {}", one_line(message));
+                self.stderr_styled(Style::Attention, &line, out);
+            }
+            Event::TodoUpdated { items, .. } => {
+                for line in todo::lines(items) {
+                    self.stderr_line(&line, out);
+                }
+            }
+            Event::ToolsChanged {
+                added,
+                removed,
+                changed,
+                ..
+            } => {
+                let mut parts = Vec::new();
+                for (sign, names) in [("+", added), ("-", removed), ("~", changed)] {
+                    parts.extend(names.iter().map(|name| format!("{sign}{name}")));
+                }
+                self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
+            }
+            Event::CompactionStarted { .. } => {
+                self.stderr_line("compacting the conversation…", out);
+            }
+            Event::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!("compacted: {tokens_before} → about {tokens_after} prompt tokens"),
+                    out,
+                );
+            }
+            Event::Error {
+                message,
+                will_retry,
+                ..
+            } => {
+                let (prefix, style) = if *will_retry {
+                    ("retrying", Style::Attention)
+                } else {
+                    ("error", Style::Bad)
+                };
+                self.stderr_styled(style, &format!("{prefix}: {}", one_line(message)), out);
+            }
+            Event::RunFinished {
+                run_id,
+                status,
+                error,
+                usage,
+                ..
+            } => {
+                let finished = Finished {
+                    status: *status,
+                    error: error.as_deref(),
+                    usage,
+                    cost_usd,
+                };
+                self.run_finished(session_id, run_id, finished, out);
+            }
+            Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
+                if self.approvals_handled => {}
+            Event::ApprovalRequested { approval, .. } => {
+                let because = crate::approval_view::why(approval)
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default();
+                self.stderr_line(
+                    &format!(
+                        "approval needed: {}{because}; answer with `agentctl approve {}` or `agentctl deny {}`",
+                        crate::approval_view::what(approval),
+                        approval.approval_id,
+                        approval.approval_id
+                    ),
+                    out,
+                );
+            }
+            Event::ApprovalResolved {
+                approval_id,
+                decision,
+                decided_by,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!(
+                        "approval {approval_id}: {} by {decided_by}",
+                        crate::approve_policy::decision_words(*decision)
+                    ),
+                    out,
+                );
+            }
+            Event::McpServerStatus {
+                server,
+                status,
+                error,
+                attempt,
+                ..
+            } => {
+                if let Some(line) = mcp::status_line(server, *status, error.as_deref(), *attempt) {
+                    self.stderr_line(&line, out);
+                }
+            }
+            Event::TaskStarted { task } | Event::TaskFinished { task } => {
+                let agent = task.agent_type.as_deref().unwrap_or("task");
+                let status = serde_json::to_value(task.status)
+                    .ok()
+                    .and_then(|status| status.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                self.stderr_line(
+                    &format!(
+                        "task {} ({agent}) {status}: {}",
+                        task.task_id, task.description
+                    ),
+                    out,
+                );
+            }
+            Event::SessionUpdated {
+                permission_mode,
+                provider,
+                model,
+                title,
+            } => {
+                let mut changes = Vec::new();
+                if let Some(mode) = permission_mode {
+                    changes.push(format!("mode {}", mode.as_str()));
+                }
+                if let (Some(provider), Some(model)) = (provider, model) {
+                    changes.push(format!("model {provider}:{model}"));
+                }
+                if let Some(title) = title {
+                    changes.push(format!("title {title:?}"));
+                }
+                self.stderr_line(&format!("[session] now: {}", changes.join(", ")), out);
+            }
+            Event::SessionCreated { .. }
+            | Event::SessionDeleted {}
+            | Event::TaskUpdated { .. }
+            | Event::FollowUpQueued { .. }
+            | Event::SteerQueued { .. }
+            | Event::UsageUpdated { .. }
+            | Event::Lagged {}
+            | Event::SessionUnloaded {} => {}
+        }
+    }
+}
