@@ -264,10 +264,10 @@ impl ContextState {
                     tool_name, content, ..
                 } => format!("[tool result: {tool_name}] {content}"),
             };
-            lines.push(crate::tools::truncate_middle(&line, SUMMARY_MESSAGE_CHARS).into_owned());
+            lines.push(crate::truncate::truncate_middle(&line, SUMMARY_MESSAGE_CHARS).into_owned());
         }
         let input = lines.join("\n");
-        match crate::tools::truncate_middle(&input, max_chars) {
+        match crate::truncate::truncate_middle(&input, max_chars) {
             std::borrow::Cow::Borrowed(_) => input,
             std::borrow::Cow::Owned(cut) => cut,
         }

@@ -239,7 +239,7 @@ pub fn cap_message_text(text: String) -> String {
     if text.len() <= MAX_MESSAGE_CHARS || text.chars().count() <= MAX_MESSAGE_CHARS {
         return text;
     }
-    match crate::tools::truncate_middle(&text, MAX_MESSAGE_CHARS - CUT_NOTE_CHARS) {
+    match crate::truncate::truncate_middle(&text, MAX_MESSAGE_CHARS - CUT_NOTE_CHARS) {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(cut) => cut,
     }

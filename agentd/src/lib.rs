@@ -31,6 +31,7 @@ pub mod test_seam;
 mod test_support;
 pub mod text_position;
 pub mod tools;
+pub mod truncate;
 pub mod trust;
 pub mod wire;
 pub mod workspace;

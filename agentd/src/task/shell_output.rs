@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 use super::{TaskError, TaskManager};
-use crate::tools::HeadTailBuffer;
+use crate::truncate::HeadTailBuffer;
 
 /// Default cap on a background shell's output file (`[tasks] shell_output_max_bytes`): big
 /// enough for a long build log's start and end, small enough that a runaway `yes` cannot fill

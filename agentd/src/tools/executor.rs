@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 
-use super::{ProgressSink, Tool, ToolContext, ToolOutput, ToolRegistry, truncate_middle};
+use super::{ProgressSink, Tool, ToolContext, ToolOutput, ToolRegistry};
 use crate::conversation::ToolCall;
+use crate::truncate::truncate_middle;
 
 /// Watches a batch: UIs show calls starting, progressing and completing.
 ///

@@ -18,7 +18,6 @@ mod task;
 mod task_tools;
 mod text_file;
 mod todo;
-mod truncate;
 mod typed;
 mod write_target;
 
@@ -46,7 +45,6 @@ pub use shell::RunShell;
 pub use task::{SubagentLauncher, TaskParams, TaskTool};
 pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
-pub use truncate::{HeadTailBuffer, truncate_middle};
 pub(crate) use typed::TypedTool;
 
 /// A tool the model can call.

@@ -12,11 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{
-    HeadTailBuffer, ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field,
-};
+use super::{ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field};
 use crate::process::protected::Snapshot;
 use crate::process::{ChildProcess, ProcessSpec};
+use crate::truncate::HeadTailBuffer;
 
 /// Runs a shell command.
 #[derive(Clone, Copy, Debug, Default)]
