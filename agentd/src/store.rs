@@ -7,7 +7,7 @@
 mod log_file;
 mod settings;
 
-pub use log_file::{LogFile, WRITE_FAULT_ENV};
+pub use log_file::LogFile;
 pub use settings::SessionSettings;
 
 use std::io::BufRead;

@@ -29,7 +29,7 @@ pub fn binary(name: &str) -> PathBuf {
         .find(|path| path.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "{name} is missing next to {}: build the binaries first (`cargo build --workspace`)",
+                "{name} is missing next to {}: build the binaries first (`cargo build --workspace --all-targets`)",
                 exe.display()
             )
         })
@@ -75,7 +75,9 @@ impl TestEnv {
         self.path("work")
     }
 
+    /// An extra variable; a test seam's (`test_seams`) only for a daemon built with its seams.
     pub fn var(mut self, key: &str, value: impl Into<String>) -> Self {
+        crate::test_seams::require_if_seam(key);
         self.vars.push((key.to_owned(), value.into()));
         self
     }

@@ -13,3 +13,4 @@ pub mod scenario;
 pub mod subscription;
 pub mod task_records;
 pub mod terminal;
+pub mod test_seams;

@@ -89,7 +89,7 @@ impl Scenario {
 
     /// With extra config lines and the daemon's test-only write fault seam armed: while the
     /// returned file exists, session-file writes of lines containing its text fail like a
-    /// full disk (all writes when it is empty). See `agentd::store::WRITE_FAULT_ENV`.
+    /// full disk (all writes when it is empty). See `agentd::test_seam`.
     pub async fn start_with_write_fault(
         format: Format,
         extra: &str,
@@ -97,7 +97,7 @@ impl Scenario {
         let mock = MockLlm::start().await;
         let env = TestEnv::new().config(&config_toml(&mock, format, extra));
         let fault = env.path("write-fault");
-        let env = env.var("AGENTD_TEST_WRITE_FAULT", fault.display().to_string());
+        let env = env.var(crate::test_seams::WRITE_FAULT, fault.display().to_string());
         let daemon = Daemon::start_in(env).await;
         let scenario = Scenario {
             daemon,

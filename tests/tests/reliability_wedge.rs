@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use agentd_tests::harness::{Client, Daemon, TestEnv, decode, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use agentd_tests::scenario::*;
+use agentd_tests::test_seams;
 use pretty_assertions::assert_eq;
 use protocol::daemon::DaemonStatusResult;
 use protocol::error as codes;
@@ -208,7 +209,7 @@ async fn a_run_asking_with_the_longest_approval_timeout_does_not_wedge(format: F
 
 both_formats!(a_run_that_panics_ends_failed_with_its_tool_calls_paired);
 async fn a_run_that_panics_ends_failed_with_its_tool_calls_paired(format: Format) {
-    let s = Scenario::start_with_vars(format, "", &[("AGENTD_TEST_PANIC_TOOL", "explode")]).await;
+    let s = Scenario::start_with_vars(format, "", &[(test_seams::PANIC_TOOL, "explode")]).await;
     s.mock.push(Reply::tool_calls(vec![
         ("call_a", "read_file", r#"{"path":"notes.txt"}"#),
         ("call_b", "explode", "{}"),
@@ -262,7 +263,7 @@ async fn a_run_that_panics_ends_failed_with_its_tool_calls_paired(format: Format
 
 #[tokio::test]
 async fn a_handler_that_panics_answers_internal_error_and_the_daemon_keeps_serving() {
-    let env = TestEnv::new().var("AGENTD_TEST_PANIC_METHOD", "session/list");
+    let env = TestEnv::new().var(test_seams::PANIC_METHOD, "session/list");
     let daemon = Daemon::start_in(env).await;
     let mut client = daemon.client().await;
     let error = client

@@ -6,15 +6,8 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-
-/// Test-only write fault seam: when this variable names a file and that file exists, every
-/// session-file write whose line contains the file's (trimmed) text fails like a full disk,
-/// after writing half of the line; an empty file fails every write. Read once, at the first
-/// write. Production never sets it.
-pub const WRITE_FAULT_ENV: &str = "AGENTD_TEST_WRITE_FAULT";
 
 /// A session file open for appending whole lines.
 #[derive(Debug)]
@@ -120,32 +113,15 @@ fn open_new(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
-/// `write_all`, through the test-only fault seam.
+/// `write_all`, through the test-only write fault seam (`test_seam::write_fault`, which fails
+/// a write like a full disk: half the line written, then the error).
 fn write_checked(file: &mut File, line: &[u8]) -> io::Result<()> {
-    if injected_fault(line) {
+    if let Some(err) = crate::test_seam::write_fault(line) {
         let half = line.len() / 2;
         file.write_all(&line[..half])?;
-        return Err(io::Error::new(
-            io::ErrorKind::StorageFull,
-            format!("no space left on device (injected by {WRITE_FAULT_ENV})"),
-        ));
+        return Err(err);
     }
     file.write_all(line)
-}
-
-/// Whether the test-only seam says this write fails.
-fn injected_fault(line: &[u8]) -> bool {
-    static FAULT_FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let Some(fault_file) =
-        FAULT_FILE.get_or_init(|| std::env::var_os(WRITE_FAULT_ENV).map(PathBuf::from))
-    else {
-        return false;
-    };
-    let Ok(pattern) = std::fs::read_to_string(fault_file) else {
-        return false;
-    };
-    let pattern = pattern.trim().as_bytes();
-    pattern.is_empty() || line.windows(pattern.len()).any(|window| window == pattern)
 }
 
 #[cfg(test)]
