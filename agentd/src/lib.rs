@@ -4,6 +4,7 @@ pub mod agent;
 pub mod agents;
 pub mod allocator;
 pub mod answerers;
+pub mod atomic_file;
 pub mod approval;
 pub mod config;
 pub mod config_edit;
