@@ -1,12 +1,10 @@
 //! Edits of the user's config file made on the user's behalf (an "always allow" answer),
 //! keeping the file's comments and layout. One writer: edits of this process are serialised,
-//! each writes a temp file of its own, syncs it, renames it over the config and syncs the
-//! directory, so concurrent answers keep every rule and a crash leaves the old or the new file.
+//! each replaces the config whole (`atomic_file`), so concurrent answers keep every rule and a
+//! crash leaves the old or the new file.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use toml_edit::{Array, DocumentMut, Item, Table, value};
@@ -14,9 +12,6 @@ use toml_edit::{Array, DocumentMut, Item, Table, value};
 /// Serialises every read-modify-write of the config in this process. A blocking mutex, taken
 /// on the blocking thread that does the edit: a caller that goes away cannot release it early.
 static CONFIG_WRITER: Mutex<()> = Mutex::new(());
-
-/// Makes every temp file name unique within this process (the pid makes it unique across).
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Append `rule` to `[permissions] allow` in the config file at `path` (created if missing).
 /// A rule already present is not added twice. See [`append_allow_rule_blocking`].
@@ -29,8 +24,7 @@ pub async fn append_allow_rule(path: &Path, rule: &str) -> Result<()> {
 }
 
 /// As [`append_allow_rule`], on the calling thread (blocking): takes the one-writer lock, reads
-/// the file, writes the edited text to a unique temp file beside it, syncs it, renames it over
-/// the config and syncs the directory.
+/// the file and replaces it with the edited text (`atomic_file::replace_atomically`).
 pub fn append_allow_rule_blocking(path: &Path, rule: &str) -> Result<()> {
     append_rule_blocking(path, "allow", rule)
 }
@@ -58,50 +52,12 @@ fn append_rule_blocking(path: &Path, list: &str, rule: &str) -> Result<()> {
     }
     let dir = path.parent().context("config path has no directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let temp = temp_path(path);
-    let replaced = write_and_rename(path, &temp, updated.as_bytes());
-    if replaced.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    replaced?;
-    sync_dir(dir)
-}
-
-/// A temp file name of its own beside `path`: `.config.toml.<pid>.<n>.tmp`.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "config.toml".to_owned());
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
-}
-
-/// Write `bytes` to the new file `temp` (same permissions as the config, else 0600), sync it
-/// and rename it over `path`.
-fn write_and_rename(path: &Path, temp: &Path, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    // The same permissions as the config it replaces (the umask applies), else 0600.
     let mode = std::fs::metadata(path)
-        .map(|meta| meta.permissions().mode() & 0o7777)
+        .map(|meta| std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777)
         .unwrap_or(0o600);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(temp)
-        .with_context(|| format!("cannot create {}", temp.display()))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", temp.display()))?;
-    drop(file);
-    std::fs::rename(temp, path).with_context(|| format!("cannot replace {}", path.display()))
-}
-
-/// Make a rename in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("cannot sync directory {}", dir.display()))
+    crate::atomic_file::replace_atomically(path, updated.as_bytes(), mode)
+        .with_context(|| format!("cannot replace {}", path.display()))
 }
 
 /// The config text with `rule` in `[permissions] allow`.

@@ -10,7 +10,6 @@
 //! roots) loads with nothing pinned, so its projects need one review and trust again.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -310,10 +309,8 @@ impl TrustStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Writes `projects` to a temp file (0600), syncs it, renames it over the store and syncs
-    /// the directory.
+    /// Replaces the store with `projects` (0600, `atomic_file`).
     fn save(&self, projects: &BTreeMap<PathBuf, Pins>) -> anyhow::Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
         let file = TrustFile {
             version: TRUST_FILE_VERSION,
             projects: projects
@@ -325,28 +322,8 @@ impl TrustStore {
                 .collect(),
         };
         let bytes = serde_json::to_vec_pretty(&file)?;
-        let temp = self
-            .path
-            .with_file_name(format!(".{TRUST_FILE}.{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&temp);
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .with_context(|| format!("cannot create {}", temp.display()))?;
-        out.write_all(&bytes)
-            .and_then(|()| out.sync_all())
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        drop(out);
-        std::fs::rename(&temp, &self.path)
-            .with_context(|| format!("cannot replace {}", self.path.display()))?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|dir| dir.sync_all())
-                .with_context(|| format!("cannot sync directory {}", dir.display()))?;
-        }
-        Ok(())
+        crate::atomic_file::replace_atomically(&self.path, &bytes, 0o600)
+            .with_context(|| format!("cannot replace {}", self.path.display()))
     }
 }
 

@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
+use agentd::task::TaskRecord;
 use protocol::event::Usage;
-use protocol::task::{TaskInfo, TaskKind, TaskStatus};
+use protocol::task::{TaskKind, TaskStatus};
 
 use crate::harness::TestEnv;
 
@@ -22,8 +23,8 @@ pub fn record(
     kind: TaskKind,
     status: TaskStatus,
     created_at: &str,
-) -> TaskInfo {
-    TaskInfo {
+) -> TaskRecord {
+    TaskRecord {
         task_id: task_id.to_owned(),
         kind,
         status,
@@ -43,7 +44,7 @@ pub fn record(
 }
 
 /// Writes `task`'s record (and, when given, its output file) where the daemon keeps them.
-pub fn seed(env: &TestEnv, task: &TaskInfo, output: Option<&str>) {
+pub fn seed(env: &TestEnv, task: &TaskRecord, output: Option<&str>) {
     let dir = tasks_dir(env);
     agentd::paths::prepare_private_dir(&dir).expect("tasks dir");
     agentd::task::store::write_record(&dir, task).expect("write task record");

@@ -191,6 +191,9 @@ impl ServerLog {
             let file = tokio::task::spawn_blocking(move || {
                 let mut rotated = path.clone().into_os_string();
                 rotated.push(".1");
+                // A rotation (the full log moved aside to `.1`), not a replacement of a
+                // state file: nothing is written through the rename.
+                #[allow(clippy::disallowed_methods)]
                 std::fs::rename(&path, &rotated)?;
                 open_private_append(&path)
             })

@@ -1,11 +1,8 @@
 //! Reading and writing one store file. Reads are bounded and refuse another user's file;
-//! writes replace the file atomically (a unique temp file in the same directory, 0600, synced,
-//! renamed over the store, the directory synced), so a crash leaves the old file or the new
-//! one, never a torn mix. Blocking: callers use `spawn_blocking`.
+//! writes replace the file atomically (`atomic_file`, 0600), so a crash leaves the old file or
+//! the new one, never a torn mix. Blocking: callers use `spawn_blocking`.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -14,9 +11,6 @@ use super::entries::Entries;
 /// Bytes of a store file read at most: far above any sensible limit (4 bytes a char at most),
 /// so a huge or endless file cannot fill the daemon's memory.
 pub const MAX_FILE_BYTES: usize = 256 * 1024;
-
-/// Makes temp file names unique within the process (several stores save at once).
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A store file as read.
 #[derive(Debug, Default)]
@@ -54,48 +48,16 @@ pub(crate) fn save_with(
     entries: &Entries,
     before_rename: &dyn Fn() -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let mut text = entries.render();
     if !text.is_empty() {
         text.push('\n');
     }
-    let temp = temp_path(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&temp)
-        .with_context(|| format!("cannot create {}", temp.display()))?;
-    let written = file
-        .write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .and_then(|()| before_rename());
-    drop(file);
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(error).with_context(|| format!("cannot write {}", temp.display()));
-    }
-    if let Err(error) = std::fs::rename(&temp, path) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(error).with_context(|| format!("cannot replace {}", path.display()));
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|dir| dir.sync_all())
-            .with_context(|| format!("cannot sync directory {}", dir.display()))?;
-    }
-    Ok(())
-}
-
-/// `.MEMORY.md.<pid>.<n>.tmp` beside the store.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+    let options = crate::atomic_file::Options {
+        before_rename: Some(before_rename),
+        ..Default::default()
+    };
+    crate::atomic_file::replace_atomically_with(path, text.as_bytes(), 0o600, &options)
+        .with_context(|| format!("cannot replace {}", path.display()))
 }
 
 #[cfg(test)]

@@ -159,6 +159,8 @@ fn run(plan: &Plan, program: &OsStr, args: &[OsString]) -> io::Error {
             return io::Error::other(format!("cannot confine the command: {error}"));
         }
     }
+    // The helper replaces itself with the confined shell (exec, no child): inside `process`.
+    #[allow(clippy::disallowed_methods)]
     let error = std::process::Command::new(program).args(args).exec();
     io::Error::other(format!("cannot run {}: {error}", program.to_string_lossy()))
 }

@@ -12,7 +12,7 @@ use protocol::task::*;
 use super::{RpcResult, rpc_error, rpc_error_suggesting};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
-use crate::task::{TaskError, TaskFilter, view};
+use crate::task::{TaskError, TaskFilter, TaskRecord, view};
 
 impl From<TaskError> for ErrorObjectOwned {
     fn from(err: TaskError) -> Self {
@@ -36,7 +36,7 @@ fn not_found(task_id: &str) -> ErrorObjectOwned {
     )
 }
 
-fn task(state: &DaemonState, task_id: &str) -> RpcResult<TaskInfo> {
+fn task(state: &DaemonState, task_id: &str) -> RpcResult<TaskRecord> {
     state.tasks.get(task_id).ok_or_else(|| not_found(task_id))
 }
 
@@ -55,7 +55,12 @@ pub async fn list(
         status: params.status,
     };
     Ok(TaskListResult {
-        tasks: state.tasks.list(&filter),
+        tasks: state
+            .tasks
+            .list(&filter)
+            .iter()
+            .map(TaskRecord::to_info)
+            .collect(),
     })
 }
 
@@ -67,7 +72,7 @@ pub async fn get(
     let task = task(&state, &params.task_id)?;
     Ok(TaskGetResult {
         hint: view::hint(&task),
-        task,
+        task: task.to_info(),
     })
 }
 
@@ -148,7 +153,9 @@ pub async fn stop(
             }
         }
     }
-    Ok(TaskStopResult { task: stopping })
+    Ok(TaskStopResult {
+        task: stopping.to_info(),
+    })
 }
 
 pub async fn start(
@@ -180,7 +187,7 @@ pub async fn start(
         .await?;
     Ok(TaskStartResult {
         task_id: task.task_id.clone(),
-        task,
+        task: task.to_info(),
     })
 }
 
@@ -210,7 +217,7 @@ fn running_child(state: &DaemonState, task_id: &str, what: &str) -> RpcResult<St
 }
 
 /// A task that has ended takes no more messages and cannot be stopped.
-fn finished(task: &TaskInfo, what: &str) -> ErrorObjectOwned {
+fn finished(task: &TaskRecord, what: &str) -> ErrorObjectOwned {
     let status = crate::task::status_name(task.status);
     rpc_error(
         codes::CONFLICT,

@@ -2,7 +2,7 @@
 //! usage), kept in memory and in `sessions/index.json` so listing never re-reads session files.
 //! An entry is valid while its file's length and mtime are those recorded; at startup stale or
 //! missing entries are dropped and re-summarised from the files when first listed. The file is
-//! written whole (temp + fsync + rename + directory fsync) by one writer at a time.
+//! written whole (`atomic_file::replace_atomically`) by one writer at a time.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -347,37 +347,11 @@ fn remove_stale_temps(sessions_dir: &Path) {
     }
 }
 
-/// Replace `index.json` atomically: a unique temp file, fsync, rename, directory fsync.
-/// Blocking.
+/// Replace `index.json` atomically (`atomic_file`). Blocking.
 fn write_index(path: &Path, index: &IndexFile) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no directory", path.display()))?;
     let bytes = serde_json::to_vec(index).context("cannot encode the session index")?;
-    let temp = dir.join(format!(".{INDEX_FILE}.{}", uuid::Uuid::new_v4().simple()));
-    let written = crate::regular_file::open_with(
-        &temp,
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600),
-    )
-    .and_then(|mut file| {
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        Ok(())
-    })
-    .and_then(|()| Ok(std::fs::rename(&temp, path)?));
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(err).with_context(|| format!("cannot replace {}", path.display()));
-    }
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("cannot sync {}", dir.display()))?;
-    Ok(())
+    crate::atomic_file::replace_atomically(path, &bytes, 0o600)
+        .with_context(|| format!("cannot replace {}", path.display()))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use protocol::event::{Event, RunStatus};
-use protocol::task::{TaskInfo, TaskKind, TaskStatus};
+use protocol::task::{TaskKind, TaskStatus};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +17,7 @@ use super::{Session, SessionError, SessionManager};
 use crate::agents::{AgentDefinition, ToolFilter};
 use crate::conversation::Message;
 use crate::store::SessionHeader;
-use crate::task::{NewTask, TaskManager};
+use crate::task::{NewTask, TaskManager, TaskRecord};
 use crate::tools::{SubagentLauncher, TaskParams, ToolOutput};
 
 /// The tool result of a foreground child that said nothing at the end.
@@ -93,7 +93,7 @@ impl SubagentLauncher for SubagentRunner {
 
 /// A subagent ready to run: its task record (pending) and its child session.
 struct Prepared {
-    task: TaskInfo,
+    task: TaskRecord,
     run: ChildRun,
     definition: AgentDefinition,
 }
@@ -316,7 +316,7 @@ impl SessionManager {
         cwd: std::path::PathBuf,
         params: TaskParams,
         permission_mode: Option<protocol::approval::PermissionMode>,
-    ) -> Result<TaskInfo, SessionError> {
+    ) -> Result<TaskRecord, SessionError> {
         let config = self
             .deps
             .config

@@ -35,13 +35,13 @@ impl SessionManager {
 pub fn task_event(change: &TaskChange) -> Event {
     match change {
         TaskChange::Started(task) => Event::TaskStarted {
-            task: Box::new(task.clone()),
+            task: Box::new(task.to_info()),
         },
         TaskChange::Updated(task) => Event::TaskUpdated {
-            task: Box::new(task.clone()),
+            task: Box::new(task.to_info()),
         },
         TaskChange::Finished(task) => Event::TaskFinished {
-            task: Box::new(task.clone()),
+            task: Box::new(task.to_info()),
         },
     }
 }

@@ -4,8 +4,10 @@
 //! daemon stopped is `interrupted` at the next start, never re-run), announces changes, holds
 //! each running task's stop token, and hands out run slots (a cap on running subagents with a
 //! queue; at most one writing agent per workspace unless configured).
+//! `record` is the record (`TaskRecord`, converted to the wire's `TaskInfo` in one place),
 //! `store` keeps the records on disk, `slots` the run slots.
 
+mod record;
 pub mod session_stop;
 pub mod shell;
 pub mod shell_output;
@@ -17,9 +19,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use protocol::task::{TaskInfo, TaskKind, TaskStatus};
+use protocol::task::{TaskKind, TaskStatus};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+pub use record::TaskRecord;
 
 /// Default cap on running subagents (`[tasks] max_running`).
 pub const DEFAULT_MAX_RUNNING: usize = 4;
@@ -52,9 +56,9 @@ pub struct TaskFilter {
 /// A change of one task, for the parent session's stream and the daemon stream.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TaskChange {
-    Started(TaskInfo),
-    Updated(TaskInfo),
-    Finished(TaskInfo),
+    Started(TaskRecord),
+    Updated(TaskRecord),
+    Finished(TaskRecord),
 }
 
 /// Why a task operation failed.
@@ -212,7 +216,7 @@ pub struct TaskManager {
 #[derive(Default)]
 struct Records {
     order: Vec<String>,
-    by_id: HashMap<String, TaskInfo>,
+    by_id: HashMap<String, TaskRecord>,
     /// Stop tokens of tasks that have not finished.
     tokens: HashMap<String, CancellationToken>,
     /// Versions of records not yet known to be on disk as they are: a change bumps one, a
@@ -304,13 +308,13 @@ impl TaskManager {
     }
 
     /// Records a new `pending` task and announces it; returns its record.
-    pub async fn create(&self, new: NewTask) -> Result<TaskInfo, TaskError> {
+    pub async fn create(&self, new: NewTask) -> Result<TaskRecord, TaskError> {
         self.create_as(TaskManager::new_id(), new).await
     }
 
     /// `create` under an id from [`TaskManager::new_id`] (known before the record is, so
     /// what the task needs can be made at the same time).
-    pub async fn create_as(&self, task_id: String, new: NewTask) -> Result<TaskInfo, TaskError> {
+    pub async fn create_as(&self, task_id: String, new: NewTask) -> Result<TaskRecord, TaskError> {
         let description = new
             .description
             .as_deref()
@@ -318,7 +322,7 @@ impl TaskManager {
             .filter(|description| !description.is_empty())
             .map(|description| cut_chars(first_line(description), MAX_DESCRIPTION_CHARS))
             .unwrap_or_else(|| cut_chars(first_line(&new.prompt), MAX_DESCRIPTION_CHARS));
-        let record = TaskInfo {
+        let record = TaskRecord {
             task_id: task_id.clone(),
             kind: new.kind,
             status: TaskStatus::Pending,
@@ -362,8 +366,8 @@ impl TaskManager {
     pub async fn update(
         &self,
         task_id: &str,
-        change: impl FnOnce(&mut TaskInfo) + Send,
-    ) -> Result<TaskInfo, TaskError> {
+        change: impl FnOnce(&mut TaskRecord) + Send,
+    ) -> Result<TaskRecord, TaskError> {
         let Some((record, finished_now)) = self.change_record(task_id, change, true)? else {
             return self
                 .get(task_id)
@@ -389,8 +393,8 @@ impl TaskManager {
     pub fn update_deferred(
         self: &Arc<Self>,
         task_id: &str,
-        change: impl FnOnce(&mut TaskInfo) + Send,
-    ) -> Result<TaskInfo, TaskError> {
+        change: impl FnOnce(&mut TaskRecord) + Send,
+    ) -> Result<TaskRecord, TaskError> {
         // Never an end: that is written before it is announced (`update`).
         let Some((record, _)) = self.change_record(task_id, change, false)? else {
             return self
@@ -415,9 +419,9 @@ impl TaskManager {
     fn change_record(
         &self,
         task_id: &str,
-        change: impl FnOnce(&mut TaskInfo),
+        change: impl FnOnce(&mut TaskRecord),
         may_end: bool,
-    ) -> Result<Option<(TaskInfo, bool)>, TaskError> {
+    ) -> Result<Option<(TaskRecord, bool)>, TaskError> {
         let mut records = self.lock();
         let Some(record) = records.by_id.get_mut(task_id) else {
             return Err(TaskError::NotFound(task_id.to_owned()));
@@ -445,12 +449,12 @@ impl TaskManager {
         Ok(Some((record, finished_now)))
     }
 
-    pub fn get(&self, task_id: &str) -> Option<TaskInfo> {
+    pub fn get(&self, task_id: &str) -> Option<TaskRecord> {
         self.lock().by_id.get(task_id).cloned()
     }
 
     /// Tasks matching `filter`, newest first.
-    pub fn list(&self, filter: &TaskFilter) -> Vec<TaskInfo> {
+    pub fn list(&self, filter: &TaskFilter) -> Vec<TaskRecord> {
         let records = self.lock();
         records
             .order
@@ -489,7 +493,7 @@ impl TaskManager {
 
     /// Stops a task: cancels its token; the task's runner records `cancelled` when it has
     /// stopped. Err: unknown or already finished.
-    pub async fn stop(&self, task_id: &str) -> Result<TaskInfo, TaskError> {
+    pub async fn stop(&self, task_id: &str) -> Result<TaskRecord, TaskError> {
         let records = self.lock();
         let Some(record) = records.by_id.get(task_id) else {
             return Err(TaskError::NotFound(task_id.to_owned()));

@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use protocol::task::{TaskInfo, TaskKind, TaskStatus};
+use protocol::task::{TaskKind, TaskStatus};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::shell_output::OutputFile;
-use super::{NewTask, TaskManager};
+use super::{NewTask, TaskManager, TaskRecord};
 use crate::process::protected::Snapshot;
 use crate::process::sandbox::ShellSandbox;
 use crate::process::{ChildProcess, ProcessSpec};
@@ -93,7 +93,7 @@ impl ShellTasks {
         tasks: &Arc<TaskManager>,
         sandbox: &Arc<ShellSandbox>,
         start: ShellStart,
-    ) -> Result<TaskInfo, String> {
+    ) -> Result<TaskRecord, String> {
         // Checked before the task is recorded; two calls racing may pass it together, which
         // only bends the cap by the calls of one batch.
         if self.running() >= self.max_running {

@@ -241,22 +241,10 @@ impl OutputFile {
     }
 }
 
-/// Replaces `path` with `bytes` (a 0600 temp file renamed over it), so a reader sees the old
-/// or the new file, never half of one.
+/// Replaces `path` with `bytes` (0600, `atomic_file`), so a reader sees the old or the new
+/// file, never half of one.
 fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)?;
-    file.write_all(bytes)?;
-    std::fs::rename(&temp, path)
+    crate::atomic_file::replace_atomically(path, bytes, 0o600)
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ fn daemon_parts(state: &std::path::Path) -> (Arc<TaskManager>, Arc<ShellTasks>, 
 async fn finished(
     changes: &mut tokio::sync::broadcast::Receiver<super::super::TaskChange>,
     task_id: &str,
-) -> TaskInfo {
+) -> TaskRecord {
     loop {
         if let super::super::TaskChange::Finished(info) = changes.recv().await.unwrap()
             && info.task_id == task_id

@@ -1,25 +1,33 @@
 //! Task records on disk: one JSON file per task under `<state>/tasks/` (the dir 0700, files
-//! 0600), each replaced whole (unique temp file, fsync, rename, directory fsync). Read once at
-//! startup; the manager keeps every record in memory afterwards. All functions here block.
+//! 0600), each replaced whole (`atomic_file`). A file is a [`TaskRecord`]'s fields with the
+//! format's `version` beside them; a file without one is format 1 (written before records had
+//! a version), a file of a newer format is refused ([`NewerRecordFormat`]) and left alone. Read
+//! once at startup; the manager keeps every record in memory afterwards. All functions here
+//! block.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use protocol::task::TaskInfo;
+use serde::{Deserialize, Serialize};
+
+use super::TaskRecord;
+
+/// The format of the record files this daemon writes (`version` in each). A file of a higher
+/// version is refused on load, never read as if it were this one.
+pub const RECORD_FORMAT_VERSION: u32 = 1;
 
 /// Suffix of a task record's file.
 const RECORD_SUFFIX: &str = ".json";
-/// Prefix of the temp files a write goes through (a leftover one is removed at load).
-const TEMP_PREFIX: &str = ".tmp.";
+/// Prefix of the temp files writes went through before `atomic_file` (a leftover one is
+/// removed at load, as the writer's own temp files are).
+const OLD_TEMP_PREFIX: &str = ".tmp.";
 /// A record bigger than this is not a task record (results are capped well below it).
 pub const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
 
 /// What `load_records` found.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub records: Vec<TaskInfo>,
+    pub records: Vec<TaskRecord>,
     /// Files that could not be read as records (kept on disk, logged).
     pub unreadable: Vec<(PathBuf, String)>,
 }
@@ -34,7 +42,7 @@ pub fn load_records(dir: &Path) -> Result<Loaded> {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
-        if name.starts_with(TEMP_PREFIX) {
+        if name.starts_with(OLD_TEMP_PREFIX) || crate::atomic_file::is_temp_name(&name) {
             let _ = std::fs::remove_file(&path);
             continue;
         }
@@ -53,31 +61,31 @@ pub fn load_records(dir: &Path) -> Result<Loaded> {
 }
 
 /// Replaces the record of `record.task_id` atomically.
-pub fn write_record(dir: &Path, record: &TaskInfo) -> Result<()> {
+pub fn write_record(dir: &Path, record: &TaskRecord) -> Result<()> {
     let path = record_path(dir, &record.task_id);
-    let bytes = serde_json::to_vec(record).context("cannot encode the task record")?;
-    let temp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-    let written = crate::regular_file::open_with(
-        &temp,
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600),
-    )
-    .and_then(|mut file| {
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        Ok(())
-    })
-    .and_then(|()| Ok(std::fs::rename(&temp, &path)?));
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(err).with_context(|| format!("cannot replace {}", path.display()));
-    }
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("cannot sync {}", dir.display()))?;
-    Ok(())
+    let bytes = encode_record(record)?;
+    crate::atomic_file::replace_atomically(&path, &bytes, 0o600)
+        .with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// A record's file content: its fields and the format's version.
+pub fn encode_record(record: &TaskRecord) -> Result<Vec<u8>> {
+    let file = RecordFile {
+        version: RECORD_FORMAT_VERSION,
+        record,
+    };
+    serde_json::to_vec(&file).context("cannot encode the task record")
+}
+
+/// A record file written in a format newer than [`RECORD_FORMAT_VERSION`], by a newer agentd.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} is in task record format {version}, written by a newer agentd; this daemon reads format {RECORD_FORMAT_VERSION} and older, so it leaves the task alone: upgrade agentd to see it",
+    path.display()
+)]
+pub struct NewerRecordFormat {
+    pub path: PathBuf,
+    pub version: u32,
 }
 
 /// Where the record of `task_id` is kept.
@@ -85,7 +93,27 @@ pub fn record_path(dir: &Path, task_id: &str) -> PathBuf {
     dir.join(format!("{task_id}{RECORD_SUFFIX}"))
 }
 
-fn read_record(path: &Path) -> Result<TaskInfo> {
+/// What a record file holds: the format's version, then the record's fields.
+#[derive(Serialize)]
+struct RecordFile<'a> {
+    version: u32,
+    #[serde(flatten)]
+    record: &'a TaskRecord,
+}
+
+/// The format version of a record file, read before the record (a file without one is
+/// format 1).
+#[derive(Deserialize)]
+struct RecordVersion {
+    #[serde(default = "first_format")]
+    version: u32,
+}
+
+fn first_format() -> u32 {
+    1
+}
+
+fn read_record(path: &Path) -> Result<TaskRecord> {
     use std::io::Read;
     let file = crate::regular_file::open(path)?;
     let mut bytes = Vec::new();
@@ -97,6 +125,18 @@ fn read_record(path: &Path) -> Result<TaskInfo> {
         "{} is bigger than {MAX_RECORD_BYTES} bytes",
         path.display()
     );
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not a task record", path.display()))
+    let not_a_record = || format!("{} is not a task record", path.display());
+    let RecordVersion { version } = serde_json::from_slice(&bytes).with_context(not_a_record)?;
+    if version > RECORD_FORMAT_VERSION {
+        return Err(NewerRecordFormat {
+            path: path.to_path_buf(),
+            version,
+        }
+        .into());
+    }
+    serde_json::from_slice(&bytes).with_context(not_a_record)
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

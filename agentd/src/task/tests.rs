@@ -90,7 +90,7 @@ async fn pending_and_running_tasks_are_interrupted_at_the_next_start() {
     }
     assert_eq!(again.get(&done.task_id).unwrap().status, TaskStatus::Failed);
     // Newest first; finished ones only with `all`.
-    let ids = |list: Vec<TaskInfo>| list.into_iter().map(|t| t.task_id).collect::<Vec<_>>();
+    let ids = |list: Vec<TaskRecord>| list.into_iter().map(|t| t.task_id).collect::<Vec<_>>();
     assert!(again.list(&TaskFilter::default()).is_empty());
     let all = TaskFilter {
         all: true,
@@ -156,7 +156,7 @@ async fn listing_ten_thousand_finished_tasks_reads_memory_only() {
     let dir = state.path().join("tasks");
     crate::paths::prepare_private_dir(&dir).unwrap();
     for index in 0..10_000 {
-        let record = TaskInfo {
+        let record = TaskRecord {
             task_id: format!("task_{index:08x}"),
             kind: TaskKind::Subagent,
             status: TaskStatus::Completed,

@@ -5,7 +5,9 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-use protocol::task::{TaskInfo, TaskKind, TaskStatus};
+use protocol::task::{TaskKind, TaskStatus};
+
+use super::TaskRecord;
 
 /// Bytes of output one `task/output` answer carries at most: a client reads on from
 /// `nextOffset`, and an answer stays far below the line limit.
@@ -26,7 +28,7 @@ pub struct OutputChunk {
 /// result (or error) as if it were the file. Runs the file I/O on the blocking pool.
 pub async fn read_output(
     output_path: PathBuf,
-    task: &TaskInfo,
+    task: &TaskRecord,
     after_offset: u64,
     max_bytes: usize,
 ) -> Result<OutputChunk, String> {
@@ -43,7 +45,7 @@ pub async fn read_output(
 }
 
 /// What the user can do next with a task, when there is something to say.
-pub fn hint(task: &TaskInfo) -> Option<String> {
+pub fn hint(task: &TaskRecord) -> Option<String> {
     match (task.status, task.kind) {
         (TaskStatus::Interrupted, TaskKind::Subagent) => Some(match &task.child_session_id {
             Some(child) => format!(
@@ -59,7 +61,7 @@ pub fn hint(task: &TaskInfo) -> Option<String> {
 }
 
 /// A task without an output file: a finished subagent's final message or error.
-fn fallback_text(task: &TaskInfo) -> String {
+fn fallback_text(task: &TaskRecord) -> String {
     if !task.status.is_finished() {
         return String::new();
     }

@@ -7,12 +7,11 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use protocol::task::TaskInfo;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolOutput, TypedTool};
-use crate::task::{TaskFilter, TaskManager, status_name, view};
+use crate::task::{TaskFilter, TaskManager, TaskRecord, status_name, view};
 
 /// Lines of output `task_output` returns by default (its tail): enough to judge a build or a
 /// test run, small next to the context (the executor's output cap applies on top).
@@ -209,7 +208,7 @@ fn last_lines(text: &str, count: usize) -> &str {
 }
 
 /// The task, when this session started it; otherwise a message for the model.
-fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<TaskInfo, String> {
+fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<TaskRecord, String> {
     let unknown = || format!("no task {task_id} of yours; call task_list to see your tasks");
     let task = tasks.get(task_id).ok_or_else(unknown)?;
     match (&task.parent_session_id, &ctx.session_id) {
@@ -218,7 +217,7 @@ fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<Tas
     }
 }
 
-fn kind_name(task: &TaskInfo) -> String {
+fn kind_name(task: &TaskRecord) -> String {
     match task.kind {
         protocol::task::TaskKind::Shell => "shell".to_owned(),
         protocol::task::TaskKind::Subagent => match &task.agent_type {
@@ -228,7 +227,7 @@ fn kind_name(task: &TaskInfo) -> String {
     }
 }
 
-fn render_list(tasks: &[TaskInfo], all: bool) -> String {
+fn render_list(tasks: &[TaskRecord], all: bool) -> String {
     if tasks.is_empty() {
         return if all {
             "you have started no background tasks".to_owned()
@@ -252,7 +251,7 @@ fn render_list(tasks: &[TaskInfo], all: bool) -> String {
     text
 }
 
-fn render_task(task: &TaskInfo) -> String {
+fn render_task(task: &TaskRecord) -> String {
     let mut text = format!(
         "task {}\nstatus: {}\nkind: {}\ndescription: {}\ncwd: {}\ncreated: {}",
         task.task_id,

@@ -7,10 +7,9 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
@@ -113,31 +112,15 @@ impl WriteTarget {
         Ok(file)
     }
 
-    /// Writes `bytes` to a temp file in the directory, syncs it and renames it over the file,
-    /// keeping the permissions of a file it replaces. A symlink put at the name since is
-    /// replaced, never written through.
+    /// Replaces the file with `bytes` through the open directory (`atomic_file::replace_in_dir`),
+    /// keeping the permissions of a file it replaces (a new one: 0666 less the umask). A
+    /// symlink put at the name since is replaced, never written through.
     pub(crate) fn write_atomic(&self, bytes: &[u8]) -> io::Result<()> {
-        let temp = OsString::from(format!(
-            ".{}.{}.tmp",
-            self.name.to_string_lossy(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        let mut file = File::from(open_at(self.dir.as_fd(), &temp, flags, 0o666)?);
-        let result = (|| {
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            if let Ok(stat) = stat_at(self.dir.as_fd(), &self.name)
-                && stat.st_mode & libc::S_IFMT == libc::S_IFREG
-            {
-                file.set_permissions(std::fs::Permissions::from_mode(stat.st_mode & 0o7777))?;
-            }
-            rename_at(self.dir.as_fd(), &temp, &self.name)
-        })();
-        if result.is_err() {
-            let _ = unlink_at(self.dir.as_fd(), &temp);
-        }
-        result
+        let options = crate::atomic_file::Options {
+            keep_existing_mode: true,
+            ..Default::default()
+        };
+        crate::atomic_file::replace_in_dir(self.dir.as_fd(), &self.name, bytes, 0o666, &options)
     }
 }
 
@@ -316,26 +299,6 @@ fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     Ok(())
 }
 
-fn rename_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr) -> io::Result<()> {
-    let (from, to) = (c_path(from)?, c_path(to)?);
-    // SAFETY: a valid directory fd and NUL-terminated names.
-    let result =
-        unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    let name = c_path(name)?;
-    // SAFETY: a valid directory fd and a NUL-terminated name.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 fn open_path(path: &Path) -> io::Result<OwnedFd> {
     let name = c_path(path.as_os_str())?;
     // SAFETY: a NUL-terminated path.
@@ -360,6 +323,7 @@ fn c_path(name: &OsStr) -> io::Result<CString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     /// A canonical workspace with `.git/config` and a `dir/` holding `file.txt`.
     fn workspace() -> (tempfile::TempDir, PathBuf) {

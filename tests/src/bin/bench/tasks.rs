@@ -248,7 +248,7 @@ async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
         );
         task.result = Some(format!("result of {task_id}"));
         // Written plainly (no fsync per file): the bench times reading them, not writing.
-        let bytes = serde_json::to_vec(&task).expect("encode record");
+        let bytes = agentd::task::store::encode_record(&task).expect("encode record");
         std::fs::write(agentd::task::store::record_path(&dir, &task_id), bytes)
             .expect("write record");
     }
