@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::tools::ToolRegistry;
 
-/// The default agent type.
-pub const GENERAL_PURPOSE: &str = "general-purpose";
+/// The default agent type: the one the task tool names when the model names none.
+pub const GENERAL_PURPOSE: &str = crate::tools::DEFAULT_AGENT_TYPE;
 /// The read-only built-in.
 pub const EXPLORE: &str = "explore";
 /// The agent directories looked for in each project directory, in this order.
@@ -221,7 +221,7 @@ pub fn child_system_prompt(
         .cloned()
         .collect();
     let mut prompt = definition.body.clone();
-    prompt.push_str(&crate::agent::prompt::skills_section(&declared));
+    prompt.push_str(&crate::skills::skills_section(&declared));
     prompt
 }
 

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod wire;
+
 /// One message of a session's history, in the order the model saw it.
 ///
 /// The history is append-only: the same messages serialised by the same provider code give the

@@ -473,6 +473,25 @@ fn list_files(
     }
 }
 
+/// The skills catalogue: name and description of each skill (sorted by name), with the
+/// instruction to load one with `load_skill` when a task matches; empty without skills. Part of
+/// the frozen prompt: skills added later show in the next session (`load_skill` finds them
+/// already).
+pub fn skills_section(skills: &[Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut section = String::from(
+        "\n\n<available_skills>\nSkills are instructions for specific tasks. When a task matches a \
+skill's description, call load_skill with its name before starting, then follow what it says.\n",
+    );
+    for skill in skills {
+        section.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+    }
+    section.push_str("</available_skills>");
+    section
+}
+
 #[cfg(test)]
 #[path = "skills_tests.rs"]
 mod tests;

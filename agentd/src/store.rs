@@ -386,7 +386,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         total_cost_usd,
                         ..
                     } => {
-                        loaded.usage = crate::wire::usage_from(total);
+                        loaded.usage = crate::conversation::wire::usage_from(total);
                         loaded.cost_usd = *total_cost_usd;
                     }
                     Event::SessionUpdated { .. } => {
@@ -466,7 +466,7 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         };
         last_seq.get_or_insert(seq);
         if let Event::UsageUpdated { total, .. } = event {
-            usage = Some(crate::wire::usage_from(&total));
+            usage = Some(crate::conversation::wire::usage_from(&total));
             break;
         }
     }

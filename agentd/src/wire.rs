@@ -1,39 +1,16 @@
-//! Conversions between the daemon's own types and the wire types of `protocol`: the one home
-//! for them, so LLM, tool and store code never build wire types by hand and a wire change has
-//! one place to follow.
+//! Conversions between the daemon's own types and the wire types of `protocol` for the
+//! methods that list and show them (providers, skills, agents, memory, MCP servers, the
+//! permission mode). Conversation types have theirs in `conversation::wire`, a todo list in
+//! `tools::todo`, a task record in `task::record`: each beside its type, so lower layers never
+//! import this one, and a wire change has one place per type to follow.
 
 mod mcp;
 
+use crate::permission::PermissionMode;
 pub use mcp::{
     mcp_configured_server, mcp_problem, mcp_running_server, mcp_state, mcp_status_event,
 };
-use protocol::event::ToolCallInfo;
-use protocol::session::HistoryMessage;
 
-use crate::conversation::{Message, ToolCall, Usage, cap_message_text, cap_tool_call};
-use crate::permission::PermissionMode;
-
-/// Token usage as the wire reports it.
-pub fn usage(usage: &Usage) -> protocol::event::Usage {
-    protocol::event::Usage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cached_input_tokens: usage.cached_input_tokens,
-        cache_creation_input_tokens: usage.cache_creation_input_tokens,
-    }
-}
-
-/// Token usage read back from a persisted event (`usageUpdated`).
-pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
-    Usage {
-        input_tokens: wire.input_tokens,
-        output_tokens: wire.output_tokens,
-        cached_input_tokens: wire.cached_input_tokens,
-        cache_creation_input_tokens: wire.cache_creation_input_tokens,
-    }
-}
-
-/// A tool call as events and history show it.
 /// A discovered skill as `skills/list` shows it.
 /// A configured provider as `daemon/status` shows it: name, kind, model, base URL, where its
 /// key comes from and whether it is there; never the key.
@@ -82,63 +59,6 @@ pub fn agent_info(agent: &crate::agents::AgentDefinition) -> protocol::agents::A
         model: agent.model.clone(),
         read_only: agent.read_only,
         background: agent.background,
-    }
-}
-
-/// A todo list as `todoUpdated` carries it.
-pub fn todo_items(items: &[crate::tools::TodoItem]) -> Vec<protocol::todo::TodoItem> {
-    use crate::tools::TodoStatus;
-    use protocol::todo::TodoStatus as Wire;
-    items
-        .iter()
-        .map(|item| protocol::todo::TodoItem {
-            content: item.content.trim().to_owned(),
-            status: match item.status {
-                TodoStatus::Pending => Wire::Pending,
-                TodoStatus::InProgress => Wire::InProgress,
-                TodoStatus::Completed => Wire::Completed,
-            },
-        })
-        .collect()
-}
-
-pub fn tool_call(call: &ToolCall) -> ToolCallInfo {
-    ToolCallInfo {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
-    }
-}
-
-/// The wire form of a history message. Text is capped again here: a session written before
-/// messages were capped may hold longer ones.
-pub fn history_message(message: &Message) -> HistoryMessage {
-    match message {
-        Message::User { content } => HistoryMessage::User {
-            content: cap_message_text(content.clone()),
-        },
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => HistoryMessage::Assistant {
-            content: cap_message_text(content.clone()),
-            tool_calls: tool_calls
-                .iter()
-                .map(|call| tool_call(&cap_tool_call(call.clone())))
-                .collect(),
-        },
-        Message::Tool {
-            tool_call_id,
-            tool_name,
-            content,
-            is_error,
-            ..
-        } => HistoryMessage::Tool {
-            tool_call_id: tool_call_id.clone(),
-            tool_name: tool_name.clone(),
-            content: cap_message_text(content.clone()),
-            is_error: *is_error,
-        },
     }
 }
 

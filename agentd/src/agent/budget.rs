@@ -14,15 +14,16 @@ pub struct RunBudget {
 }
 
 impl RunBudget {
-    /// The budget of a run of `header` on `provider`, and a warning for the run when the
-    /// budget cannot be kept (no prices for the model).
+    /// The budget of a run on `provider` of a session whose agent may spend `max_usd` (its
+    /// header's `max_budget_usd`), and a warning for the run when the budget cannot be kept (no
+    /// prices for the model).
     pub fn for_run(
-        header: &crate::store::SessionHeader,
+        max_usd: Option<f64>,
         provider: &crate::llm::ProviderConfig,
     ) -> (RunBudget, Option<String>) {
         let budget = RunBudget {
             prices: provider.prices,
-            max_usd: header.max_budget_usd,
+            max_usd,
         };
         let warning = match (budget.max_usd, budget.prices) {
             (Some(limit), None) => Some(format!(

@@ -225,7 +225,7 @@ impl RunEnding {
             run_id: self.run_id.clone(),
             status: outcome.status,
             error: outcome.error.clone(),
-            usage: crate::wire::usage(&outcome.usage),
+            usage: crate::conversation::wire::usage(&outcome.usage),
             cost_usd: self.budget.cost(&outcome.usage),
         };
         if let Err(err) = self.log.append(finished).await {

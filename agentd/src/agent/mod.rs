@@ -232,8 +232,8 @@ impl Run {
             self.log
                 .append(Event::UsageUpdated {
                     run_id: self.run_id.clone(),
-                    usage: crate::wire::usage(&completion.usage),
-                    total: crate::wire::usage(&total),
+                    usage: crate::conversation::wire::usage(&completion.usage),
+                    total: crate::conversation::wire::usage(&total),
                     context_window: Some(self.context_limits.window),
                     total_cost_usd,
                 })
@@ -476,7 +476,10 @@ impl Run {
             role: MessageRole::Assistant,
             content: content.clone(),
             kind: None,
-            tool_calls: tool_calls.iter().map(crate::wire::tool_call).collect(),
+            tool_calls: tool_calls
+                .iter()
+                .map(crate::conversation::wire::tool_call)
+                .collect(),
         };
         self.push_message_then(
             history,
@@ -594,7 +597,7 @@ fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> crate::tools::TodoS
     crate::tools::TodoSink::new(move |items| {
         let event = Event::TodoUpdated {
             run_id: run_id.clone(),
-            items: crate::wire::todo_items(&items),
+            items: crate::tools::todo_wire_items(&items),
         };
         events.try_send(event).map_err(|_| {
             "the todo list could not be recorded (too many pending events); call todo_write again"

@@ -55,25 +55,6 @@ pub fn build(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
     prompt
 }
 
-/// The skills catalogue: name and description of each skill (sorted by name), with the
-/// instruction to load one with `load_skill` when a task matches; empty without skills. Part of
-/// the frozen prompt: skills added later show in the next session (`load_skill` finds them
-/// already).
-pub fn skills_section(skills: &[crate::skills::Skill]) -> String {
-    if skills.is_empty() {
-        return String::new();
-    }
-    let mut section = String::from(
-        "\n\n<available_skills>\nSkills are instructions for specific tasks. When a task matches a \
-skill's description, call load_skill with its name before starting, then follow what it says.\n",
-    );
-    for skill in skills {
-        section.push_str(&format!("- {}: {}\n", skill.name, skill.description));
-    }
-    section.push_str("</available_skills>");
-    section
-}
-
 /// The agents catalogue: name and description of each subagent (built-ins first), with the
 /// instruction to delegate with the `task` tool. Part of the frozen prompt of a top-level
 /// session only: a subagent's own prompt never has it (no recursion).
@@ -202,6 +183,7 @@ pub fn memory_section(snapshot: &crate::memory::MemorySnapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skills::skills_section;
 
     #[test]
     fn includes_environment_and_project_notes_outermost_first() {

@@ -66,7 +66,7 @@ pub async fn get(
         shared
             .history
             .iter()
-            .map(crate::wire::history_message)
+            .map(crate::conversation::wire::history_message)
             .collect()
     });
     Ok(SessionGetResult {

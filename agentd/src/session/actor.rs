@@ -342,7 +342,7 @@ impl Session {
             },
             run_id: state.run_id.clone(),
             last_seq: self.log.last_seq(),
-            usage: crate::wire::usage(&state.usage),
+            usage: crate::conversation::wire::usage(&state.usage),
             preview,
             parent_session_id: self.header.parent_session_id.clone(),
             cost_usd: state.cost_usd,
@@ -890,7 +890,7 @@ impl Actor {
         // A subagent's approvals also reach its parent's subscribers.
         let run_log = super::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
         let (budget, budget_warning) =
-            crate::agent::budget::RunBudget::for_run(&self.header, llm.provider());
+            crate::agent::budget::RunBudget::for_run(self.header.max_budget_usd, llm.provider());
         warnings.extend(budget_warning);
         let run = Run {
             session_id: self.header.id.as_str().into(),

@@ -277,7 +277,7 @@ impl SessionManager {
 fn listed(slot: &Slot, entry: &SummaryEntry) -> SessionInfo {
     let mut info = header_info(&slot.header, Some(entry.stamp.modified()));
     info.last_seq = entry.last_seq;
-    info.usage = crate::wire::usage(&entry.usage);
+    info.usage = crate::conversation::wire::usage(&entry.usage);
     info.preview.clone_from(&entry.preview);
     if let Some(settings) = &entry.settings {
         info.provider.clone_from(&settings.provider);

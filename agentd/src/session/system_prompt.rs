@@ -95,7 +95,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
     // The memory snapshot is frozen with the rest: writes show in later sessions.
     let snapshot = sources.memory.snapshot(cwd);
     prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
-    prompt.push_str(&crate::agent::prompt::skills_section(&skills.skills));
+    prompt.push_str(&crate::skills::skills_section(&skills.skills));
     prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
     if let Some(append) = &sources.append {
         prompt.push_str(&crate::agent::prompt::appended_section(append));

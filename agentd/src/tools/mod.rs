@@ -42,9 +42,9 @@ pub use memory::MemoryTool;
 pub use read_filter::ReadFilter;
 pub use search::{Glob, Grep};
 pub use shell::RunShell;
-pub use task::{SubagentLauncher, TaskParams, TaskTool};
+pub use task::{DEFAULT_AGENT_TYPE, SubagentLauncher, TaskParams, TaskTool};
 pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
-pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite};
+pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite, wire_items as todo_wire_items};
 pub(crate) use typed::TypedTool;
 
 /// A tool the model can call.

@@ -10,6 +10,10 @@ use serde::Deserialize;
 
 use super::{ToolContext, ToolOutput, TypedTool};
 
+/// The agent a task runs as when the model names none (`agents::GENERAL_PURPOSE`, the
+/// built-in general-purpose definition).
+pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
+
 /// What the model asks of a subagent.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -56,7 +60,7 @@ impl TypedTool for TaskTool {
         let agent = input
             .get("agentType")
             .and_then(|value| value.as_str())
-            .unwrap_or(crate::agents::GENERAL_PURPOSE);
+            .unwrap_or(DEFAULT_AGENT_TYPE);
         let what = input
             .get("description")
             .or_else(|| input.get("prompt"))

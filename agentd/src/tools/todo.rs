@@ -161,6 +161,22 @@ fn render(items: &[TodoItem]) -> String {
     text
 }
 
+/// A todo list as `todoUpdated` carries it.
+pub fn wire_items(items: &[TodoItem]) -> Vec<protocol::todo::TodoItem> {
+    use protocol::todo::TodoStatus as Wire;
+    items
+        .iter()
+        .map(|item| protocol::todo::TodoItem {
+            content: item.content.trim().to_owned(),
+            status: match item.status {
+                TodoStatus::Pending => Wire::Pending,
+                TodoStatus::InProgress => Wire::InProgress,
+                TodoStatus::Completed => Wire::Completed,
+            },
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
