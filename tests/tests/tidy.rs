@@ -5,93 +5,287 @@ use std::path::{Path, PathBuf};
 
 use agentd_tests::scenario::rust_files;
 
-/// Lines of the non-test sources under `agentd/src/<under>` (a dir or a file) that name
-/// module `module` (`crate::<module>`, or inside a one-line `crate::{…}` import).
-fn lines_naming(under: &str, module: &str) -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../agentd/src")
-        .join(under);
-    let files = if root.is_dir() {
-        rust_files(&root)
-    } else {
-        vec![root.clone()]
-    };
-    assert!(
-        files.iter().all(|file| file.is_file()),
-        "no source at {}",
-        root.display()
-    );
-    let path = format!("crate::{module}");
-    let mut found = Vec::new();
-    for file in files {
-        let is_test = file
-            .file_name()
-            .and_then(|name| name.to_str())
-            .is_some_and(|name| name.ends_with("_tests.rs") || name == "tests.rs");
-        if is_test {
+/// agentd's modules in layers, bottom first. A module names (`crate::x`, `super::…::x`,
+/// `use crate::{x, …}`) only modules listed before it: an edge upward, or between two modules
+/// that name each other, fails `the_module_graph_follows_the_declared_layers`. A new module
+/// must be placed here. The same order is ARCHITECTURE.md's layer diagram.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "core",
+        &[
+            "allocator",
+            "answerers",
+            "test_seam",
+            "text_position",
+            "frontmatter",
+            "truncate",
+            "conversation",
+            "regular_file",
+            "atomic_file",
+            "config_edit",
+            "paths",
+            "logging",
+            "workspace",
+        ],
+    ),
+    ("policy", &["trust", "permission", "process", "approval"]),
+    ("llm", &["llm"]),
+    ("knowledge", &["memory", "skills", "context"]),
+    ("work", &["task", "tools", "agents", "mcp"]),
+    ("agent", &["agent"]),
+    ("assembly", &["config", "wire", "store"]),
+    ("session", &["session"]),
+    ("daemon", &["server", "state", "rpc", "daemon"]),
+];
+
+/// Files that are only tests (their module is `#[cfg(test)]`), by name.
+fn is_test_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| {
+            name.ends_with("_tests.rs") || name == "tests.rs" || name == "test_support.rs"
+        })
+        || path.components().any(|part| part.as_os_str() == "tests")
+}
+
+/// The lines of `text` that are compiled outside tests, with their 1-based numbers: comments
+/// and every item under `#[cfg(test)]` (a `mod tests { … }`, a `mod tests;`, a test-only
+/// function) left out.
+fn code_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut kept = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((index, line)) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("//") {
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (number, line) in text.lines().enumerate() {
-            let names = line.contains(&path)
-                || line.contains(&format!("super::super::{module}"))
-                || (line.contains("crate::{") && line.contains(module));
-            if names {
-                found.push(format!(
-                    "{}:{}: {}",
-                    file.display(),
-                    number + 1,
-                    line.trim()
-                ));
+        if !trimmed.starts_with("#[cfg(test)]") {
+            kept.push((index + 1, line));
+            continue;
+        }
+        // Skip the item the attribute applies to: up to a `;` at depth 0 or its closing brace.
+        let mut depth = 0i32;
+        let mut opened = false;
+        for (_, line) in lines.by_ref() {
+            let code = line.split("//").next().unwrap_or("");
+            for ch in code.chars() {
+                match ch {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            let trimmed = code.trim();
+            if trimmed.starts_with("#[") && !opened {
+                continue;
+            }
+            if (opened && depth <= 0) || (!opened && trimmed.ends_with(';')) {
+                break;
             }
         }
+    }
+    kept
+}
+
+/// The first segments of the paths of a `use crate::{…}` group starting at `text` (just after
+/// the `{`), across lines.
+fn group_heads(text: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for ch in text.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        if depth == 0 {
+            current.push(ch);
+        }
+    }
+    heads.push(current);
+    heads
+        .into_iter()
+        .filter_map(|head| {
+            let head = head.split("::").next()?.trim().to_owned();
+            (!head.is_empty()).then_some(head)
+        })
+        .collect()
+}
+
+/// The top-level modules `file` (module path `own`, e.g. `["session", "actor"]`) names in
+/// code compiled outside tests, each with the line naming it.
+fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines = code_lines(&text);
+    let code: String = lines.iter().map(|(_, line)| format!("{line}\n")).collect();
+    let line_of = |offset: usize| {
+        let index = code[..offset].matches('\n').count();
+        lines[index].0
+    };
+    let mut found = Vec::new();
+    let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
+    for (offset, _) in code.match_indices("crate::") {
+        if offset > 0 && code[..offset].ends_with(|ch: char| is_ident(ch) || ch == ':') {
+            continue; // `agentd::crate::`, `$crate::`: not this crate's root
+        }
+        let rest = &code[offset + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            for head in group_heads(group) {
+                found.push((line_of(offset), head));
+            }
+        } else {
+            let head: String = rest.chars().take_while(|&ch| is_ident(ch)).collect();
+            found.push((line_of(offset), head));
+        }
+    }
+    // `super::super::x` from a file `depth` modules deep reaches the root's `x`.
+    let climb = "super::".repeat(own.len());
+    for (offset, _) in code.match_indices(&climb) {
+        if code[..offset].ends_with("super::") {
+            continue;
+        }
+        let rest = &code[offset + climb.len()..];
+        let head: String = rest.chars().take_while(|&ch| is_ident(ch)).collect();
+        found.push((line_of(offset), head));
     }
     found
 }
 
-/// The module graph has no cycles where there were some: `state` is data and never names
-/// `rpc` (the rpc layer refuses work when stopping), `permission` never names `config`
-/// (positions in text live in `text_position`), and the next test covers `agent` → `session`.
-#[test]
-fn state_and_permission_do_not_name_their_users() {
-    for (under, module) in [("state.rs", "rpc"), ("permission", "config")] {
-        let found = lines_naming(under, module);
-        assert!(
-            found.is_empty(),
-            "{under} must not depend on {module} (it depends on {under}):\n{}",
-            found.join("\n")
-        );
+/// The module path of a source file under `src` (`session/actor.rs` → `session::actor`).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
     }
+    parts
 }
 
-/// `agent` never imports `session`: the run writes through `agent::sink` (`RunLog`,
-/// `SessionShared`), which the session implements and uses.
+/// The module graph of agentd follows `LAYERS`: each non-test line naming another top-level
+/// module names one listed before its own, so no cycle and no upward edge can come back; and
+/// every module of `lib.rs` is placed in a layer.
 #[test]
-fn agent_never_names_session() {
-    let agent_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentd/src/agent");
-    let files = rust_files(&agent_dir);
-    assert!(!files.is_empty(), "no source under {}", agent_dir.display());
-    let mut found = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (number, line) in text.lines().enumerate() {
-            let names_session = line.contains("crate::session")
-                || line.contains("super::super::session")
-                || (line.contains("crate::{") && line.contains("session"));
-            if names_session {
-                found.push(format!(
-                    "{}:{}: {}",
-                    file.display(),
-                    number + 1,
-                    line.trim()
+fn the_module_graph_follows_the_declared_layers() {
+    let src = repo_root().join("agentd/src");
+    let order: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|(_, modules)| modules.iter().copied())
+        .collect();
+    let layer_of = |module: &str| {
+        LAYERS
+            .iter()
+            .find(|(_, modules)| modules.contains(&module))
+            .map(|(layer, _)| *layer)
+    };
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let declared: Vec<String> = code_lines(&lib)
+        .iter()
+        .filter_map(|(_, line)| {
+            let line = line.trim().strip_prefix("pub ").unwrap_or(line.trim());
+            line.strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(str::to_owned)
+        })
+        .collect();
+    let unplaced: Vec<&String> = declared
+        .iter()
+        .filter(|module| !order.contains(&module.as_str()))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules of agentd/src/lib.rs in no layer: {unplaced:?}; add each to LAYERS in \
+         tests/tests/tidy.rs (and to ARCHITECTURE.md's layer diagram) above the modules it uses"
+    );
+    let gone: Vec<&&str> = order
+        .iter()
+        .filter(|module| !declared.iter().any(|declared| declared == *module))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "LAYERS names modules agentd/src/lib.rs does not declare: {gone:?}"
+    );
+
+    let mut upward = Vec::new();
+    let mut edges = 0;
+    for file in rust_files(&src) {
+        let own = module_path(&src, &file);
+        if is_test_file(&file.strip_prefix(&src).unwrap().to_path_buf()) || own.len() < 1 {
+            continue;
+        }
+        let me = own[0].as_str();
+        let Some(my_rank) = order.iter().position(|module| *module == me) else {
+            continue; // lib.rs, main.rs
+        };
+        for (line, named) in named_modules(&file, &own) {
+            let Some(rank) = order.iter().position(|module| *module == named) else {
+                continue; // a macro, `crate::Something` at the root
+            };
+            edges += 1;
+            if rank > my_rank {
+                upward.push(format!(
+                    "{}:{line}: `{me}` (layer {}) names `{named}` (layer {}), which is above \
+                     it in LAYERS",
+                    file.strip_prefix(repo_root()).unwrap_or(&file).display(),
+                    layer_of(me).unwrap_or("?"),
+                    layer_of(&named).unwrap_or("?"),
                 ));
             }
         }
     }
     assert!(
-        found.is_empty(),
-        "agent must not depend on session (write through agent::sink instead):\n{}",
-        found.join("\n")
+        edges > 100,
+        "too few module references found ({edges}): is the scan broken?"
+    );
+    assert!(
+        upward.is_empty(),
+        "imports against the layer order (move the item down to a module both can use, or \
+         pass it in from above):\n{}",
+        upward.join("\n")
+    );
+}
+
+/// The scanner the layer test relies on sees every form of naming a module, and nothing in
+/// comments or under `#[cfg(test)]`.
+#[test]
+fn the_layer_scan_reads_every_form_of_naming_a_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("actor.rs");
+    std::fs::write(
+        &file,
+        "//! about crate::doc\n\
+         use crate::{\n    alpha::{A, B},\n    beta,\n};\n\
+         use crate::gamma::C;\n\
+         fn f() { crate::delta::go(); super::super::epsilon::run(); super::sibling(); }\n\
+         /// see crate::comment\n\
+         #[cfg(test)]\n\
+         fn only_tests() {\n    crate::hidden::x();\n}\n\
+         #[cfg(test)]\n\
+         mod tests {\n    use crate::hidden;\n}\n\
+         fn after() { crate::zeta::z(); }\n",
+    )
+    .unwrap();
+    let own = vec!["session".to_owned(), "actor".to_owned()];
+    let named: Vec<String> = named_modules(&file, &own)
+        .into_iter()
+        .map(|(_, module)| module)
+        .collect();
+    assert_eq!(
+        named,
+        ["alpha", "beta", "gamma", "delta", "zeta", "epsilon"],
+        "lines: {:?}",
+        named_modules(&file, &own)
     );
 }
 
