@@ -4,6 +4,7 @@
 
 pub mod actor;
 mod child_log;
+mod error;
 pub mod events;
 mod evict;
 mod index;
