@@ -3,6 +3,7 @@
 //! in `agent::sink`, and re-exported here.
 
 pub mod actor;
+mod change_forward;
 mod child_log;
 mod error;
 pub mod events;
