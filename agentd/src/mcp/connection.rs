@@ -7,7 +7,7 @@
 //! cancellation (`notifications/cancelled`), reports `notifications/tools/list_changed`, and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -15,11 +15,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientNotification, ClientRequest, ContentBlock,
-    Implementation, ProgressNotificationParam, ProgressToken, ResourceContents, ServerResult,
+    ClientNotification, ClientRequest, ContentBlock, ResourceContents, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::service::{PeerRequestOptions, RunningServiceCancellationToken};
+use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -30,39 +29,10 @@ use super::{
     McpTransport,
 };
 use crate::process::{ChildProcess, ProcessSpec, StderrMode};
+use progress::{Handler, ProgressRoute, ProgressRoutes};
 
-/// Where progress notifications of running calls go.
-type ProgressRoutes = Arc<Mutex<ProgressTable>>;
-
-/// Progress notifications by progress token.
-#[derive(Default)]
-struct ProgressTable {
-    routes: HashMap<ProgressToken, mpsc::Sender<McpProgress>>,
-    /// Notifications that came before their call registered its route (rmcp sends the request
-    /// before it hands back the token): kept until the route comes, the oldest dropped past
-    /// [`MAX_EARLY_PROGRESS`].
-    early: VecDeque<(ProgressToken, McpProgress)>,
-}
-
-impl ProgressTable {
-    /// To the call's channel (dropped when it is full), or kept for a route still to come.
-    fn deliver(&mut self, token: ProgressToken, progress: McpProgress) {
-        match self.routes.get(&token) {
-            Some(sender) => {
-                let _ = sender.try_send(progress);
-            }
-            None => {
-                if self.early.len() >= MAX_EARLY_PROGRESS {
-                    self.early.pop_front();
-                }
-                self.early.push_back((token, progress));
-            }
-        }
-    }
-}
-
-/// Bound of [`ProgressTable::early`].
-const MAX_EARLY_PROGRESS: usize = 32;
+#[path = "connection_progress.rs"]
+mod progress;
 
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -487,84 +457,6 @@ const EXIT_REASON_WAIT: Duration = Duration::from_millis(500);
 /// How long sending `notifications/cancelled` may take.
 const CANCEL_SEND_DEADLINE: Duration = Duration::from_secs(2);
 
-/// A call's entry in the progress routes, removed when the call ends.
-struct ProgressRoute {
-    routes: ProgressRoutes,
-    token: ProgressToken,
-}
-
-impl ProgressRoute {
-    fn new(
-        routes: &ProgressRoutes,
-        token: ProgressToken,
-        sender: mpsc::Sender<McpProgress>,
-    ) -> Self {
-        let mut table = routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let early = std::mem::take(&mut table.early);
-        for (early_token, progress) in early {
-            if early_token == token {
-                let _ = sender.try_send(progress);
-            } else {
-                table.early.push_back((early_token, progress));
-            }
-        }
-        table.routes.insert(token.clone(), sender);
-        drop(table);
-        Self {
-            routes: routes.clone(),
-            token,
-        }
-    }
-}
-
-impl Drop for ProgressRoute {
-    fn drop(&mut self) {
-        let mut table = self
-            .routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        table.routes.remove(&self.token);
-        table.early.retain(|(token, _)| *token != self.token);
-    }
-}
-
-/// Our side of the MCP session: routes progress, reports tool-list changes.
-struct Handler {
-    progress: ProgressRoutes,
-    tools_changed: mpsc::Sender<()>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let progress = McpProgress {
-            progress: params.progress,
-            total: params.total,
-            message: params.message,
-        };
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .deliver(params.progress_token, progress);
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.tools_changed.try_send(());
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("agentd", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
-
 fn content(block: ContentBlock) -> McpContent {
     match block {
         ContentBlock::Text(text) => McpContent::Text(text.text),
@@ -612,48 +504,5 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => format!("ended ({status})"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::model::NumberOrString;
-
-    fn step(progress: f64) -> McpProgress {
-        McpProgress {
-            progress,
-            total: None,
-            message: None,
-        }
-    }
-
-    #[test]
-    fn progress_that_comes_before_its_route_is_delivered_when_the_route_comes() {
-        let routes = ProgressRoutes::default();
-        let token = ProgressToken(NumberOrString::Number(7));
-        let other = ProgressToken(NumberOrString::Number(8));
-        routes.lock().unwrap().deliver(token.clone(), step(1.0));
-        routes.lock().unwrap().deliver(other.clone(), step(9.0));
-        let (sender, mut receiver) = mpsc::channel(4);
-        let route = ProgressRoute::new(&routes, token.clone(), sender);
-        routes.lock().unwrap().deliver(token.clone(), step(2.0));
-        assert_eq!(receiver.try_recv().unwrap(), step(1.0));
-        assert_eq!(receiver.try_recv().unwrap(), step(2.0));
-        assert!(receiver.try_recv().is_err());
-        drop(route);
-        let table = routes.lock().unwrap();
-        assert!(table.routes.is_empty());
-        assert_eq!(table.early.len(), 1, "another call's early progress stays");
-    }
-
-    #[test]
-    fn early_progress_is_bounded() {
-        let mut table = ProgressTable::default();
-        for n in 0..(MAX_EARLY_PROGRESS + 10) {
-            let token = ProgressToken(NumberOrString::Number(n as i64));
-            table.deliver(token, step(1.0));
-        }
-        assert_eq!(table.early.len(), MAX_EARLY_PROGRESS);
     }
 }

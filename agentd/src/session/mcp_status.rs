@@ -4,20 +4,17 @@
 //! handles ([`McpStatusRegistry::register`]); the registration ends when its guard is dropped.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionManager;
-use super::events::{DaemonStream, EventLog, Published};
+use super::change_forward::{ChangeNames, SESSION_APPEND_DEADLINE, forward_changes};
+use super::events::{DaemonStream, EventLog};
 use crate::mcp::{McpStatusChange, ServerKey};
-
-/// How long one session log may take to write a status event before the forwarder moves on
-/// (a log stuck on a full disk must not hold up the other sessions or the daemon stream).
-pub const SESSION_APPEND_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Which sessions use which servers, for the forwarder.
 #[derive(Debug, Default)]
@@ -112,74 +109,51 @@ impl SessionManager {
 /// Forward each change to the daemon stream, then to the sessions using the server. A
 /// forwarder that falls behind loses changes (said in the daemon log); servers never wait on it.
 async fn forward_status_changes(
-    mut changes: broadcast::Receiver<McpStatusChange>,
+    changes: broadcast::Receiver<McpStatusChange>,
     registry: Arc<McpStatusRegistry>,
     daemon: DaemonStream,
     stop: CancellationToken,
 ) {
-    loop {
-        let change = tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            change = changes.recv() => change,
-        };
-        let change = match change {
-            Ok(change) => change,
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(missed, "MCP status events were missed");
-                continue;
-            }
-            Err(RecvError::Closed) => return,
-        };
-        let event = crate::wire::mcp_status_event(&change);
-        match daemon_event(event.clone()) {
-            Ok(published) => {
-                let _ = daemon.events.send(Arc::new(published));
-            }
-            Err(err) => tracing::warn!("cannot encode an mcpServerStatus event: {err:#}"),
-        }
-        let logs = registry.logs_for(&change.key);
-        let appends = logs.iter().map(|log| {
-            let event = event.clone();
-            async move {
-                match tokio::time::timeout(SESSION_APPEND_DEADLINE, log.append(event)).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(err)) => tracing::debug!("an mcpServerStatus event not logged: {err:#}"),
-                    Err(_) => tracing::warn!(
-                        "a session log took too long to take an mcpServerStatus event"
-                    ),
-                }
-            }
-        });
-        futures::future::join_all(appends).await;
-    }
+    let names = ChangeNames {
+        missed: "MCP status events",
+        one: "an mcpServerStatus event",
+    };
+    let event_of: fn(&McpStatusChange) -> protocol::event::Event = crate::wire::mcp_status_event;
+    forward_changes(changes, daemon, stop, names, event_of, |change, event| {
+        log_in_sessions(registry.logs_for(&change.key), event)
+    })
+    .await;
 }
 
-/// An event of no session for the daemon stream: `sessionId` `""`, `seq` 0, not persisted.
-pub(super) fn daemon_event(event: protocol::event::Event) -> anyhow::Result<Published> {
-    let envelope = protocol::event::SessionEventEnvelope {
-        session_id: String::new(),
-        seq: 0,
-        event,
-        not_persisted: false,
-    };
-    let json = serde_json::value::to_raw_value(&envelope)?;
-    Ok(Published {
-        seq: 0,
-        persisted: false,
-        not_persisted: false,
-        json,
-        event: envelope.event,
-    })
+/// Append `event` to each of `logs`, at the same time.
+async fn log_in_sessions(
+    logs: Vec<Arc<EventLog>>,
+    event: protocol::event::Event,
+) -> ControlFlow<()> {
+    let appends = logs.iter().map(|log| {
+        let event = event.clone();
+        async move {
+            match tokio::time::timeout(SESSION_APPEND_DEADLINE, log.append(event)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => tracing::debug!("an mcpServerStatus event not logged: {err:#}"),
+                Err(_) => {
+                    tracing::warn!("a session log took too long to take an mcpServerStatus event")
+                }
+            }
+        }
+    });
+    futures::future::join_all(appends).await;
+    ControlFlow::Continue(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mcp::McpStatus;
-    use crate::session::events::LogPosition;
+    use crate::session::events::{LogPosition, Published};
     use protocol::event::Event;
     use protocol::mcp::McpServerState;
+    use std::time::Duration;
     use tokio_util::task::TaskTracker;
 
     async fn open_log(dir: &std::path::Path, id: &str, tasks: &TaskTracker) -> Arc<EventLog> {

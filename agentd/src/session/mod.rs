@@ -3,7 +3,9 @@
 //! in `agent::sink`, and re-exported here.
 
 pub mod actor;
+mod change_forward;
 mod child_log;
+mod error;
 pub mod events;
 mod evict;
 mod index;
@@ -14,6 +16,7 @@ mod notification_chain;
 mod recovery;
 pub mod replay;
 mod run_permissions;
+mod scan;
 mod status;
 pub mod subagent;
 mod system_prompt;
@@ -37,7 +40,7 @@ use crate::tools::{ToolLimits, ToolRegistry};
 use actor::Session;
 use events::Published;
 use protocol::event::Event;
-use protocol::session::{SessionCreateParams, SessionInfo, SessionStatus};
+use protocol::session::{SessionInfo, SessionStatus};
 
 pub use crate::agent::sink::SessionShared;
 pub use actor::{RunOptions, SessionError};
@@ -113,7 +116,7 @@ impl SessionManager {
     pub async fn open(deps: SessionDeps) -> anyhow::Result<SessionManager> {
         let dir = deps.paths.sessions_dir.clone();
         let ((headers, refused), summaries) = tokio::task::spawn_blocking(move || {
-            let (headers, refused) = scan(&dir)?;
+            let (headers, refused) = scan::scan(&dir)?;
             let stamps: Vec<(String, index::FileStamp)> = headers
                 .iter()
                 .filter_map(|(header, stamp)| Some((header.id.clone(), (*stamp)?)))
@@ -226,152 +229,6 @@ impl SessionManager {
     /// holds a guard of it while it lasts); they count for the approvals of every session.
     pub fn daemon_answerers(&self) -> &crate::answerers::Answerers {
         &self.daemon.answerers
-    }
-
-    /// Create a session in `params.cwd`.
-    pub async fn create(&self, params: SessionCreateParams) -> Result<Arc<Session>, SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(params.model.as_deref())
-            .map_err(|err| SessionError::Config(err.to_string()))?;
-        let cwd = PathBuf::from(&params.cwd);
-        if !cwd.is_absolute() {
-            return Err(SessionError::InvalidParams(format!(
-                "cwd must be an absolute path, got {:?}",
-                echo(&params.cwd)
-            )));
-        }
-        let cwd = tokio::fs::canonicalize(&cwd).await.map_err(|err| {
-            SessionError::InvalidParams(format!("cwd {} is not usable: {err}", echo(&params.cwd)))
-        })?;
-        let is_dir = tokio::fs::metadata(&cwd)
-            .await
-            .is_ok_and(|metadata| metadata.is_dir());
-        if !is_dir {
-            return Err(SessionError::InvalidParams(format!(
-                "cwd {} is not a directory",
-                cwd.display()
-            )));
-        }
-        let asked = system_prompt::Asked::of(&params);
-        let mcp_servers = params.mcp_servers.unwrap_or_default();
-        crate::mcp::config::check_session_param(&mcp_servers)
-            .map_err(SessionError::InvalidParams)?;
-        let session_rules = params.permission_rules.unwrap_or_default();
-        let (_, rule_errors) = crate::permission::RuleSet::parse(
-            &crate::permission::RuleSource::session(),
-            &session_rules.allow,
-            &session_rules.ask,
-            &session_rules.deny,
-        );
-        if !rule_errors.is_empty() {
-            let errors: Vec<String> = rule_errors.iter().map(ToString::to_string).collect();
-            return Err(SessionError::InvalidParams(format!(
-                "bad permission rules: {}",
-                errors.join("; ")
-            )));
-        }
-        // A project mode looser than the user's, not used because the project is untrusted:
-        // said in the new session's log, so whoever watches it knows why.
-        let (permission_mode, ignored_mode) = match params.permission_mode {
-            Some(mode) => (mode, None),
-            None => self.default_mode(&cwd).await?,
-        };
-        let now = SystemTime::now();
-        let created_at = humantime::format_rfc3339_seconds(now).to_string();
-        let date = created_at.get(..10).unwrap_or(&created_at).to_owned();
-        let prompt_cwd = cwd.clone();
-        let sources = system_prompt::PromptSources {
-            memory: self.deps.memory.clone(),
-            user_skills: self.deps.paths.skills_dir.clone(),
-            user_agents: self.deps.paths.agents_dir.clone(),
-            agent_type: params.agent_type.clone(),
-            user_notes: self.deps.paths.user_notes.clone(),
-            append: params.append_system_prompt.clone(),
-        };
-        let frozen =
-            tokio::task::spawn_blocking(move || system_prompt::build(&prompt_cwd, &date, &sources))
-                .await
-                .map_err(|err| SessionError::Internal(err.to_string()))?
-                .map_err(SessionError::InvalidParams)?;
-        let (permission_mode, provider, agent_notes) =
-            frozen.agent_settings(permission_mode, provider, config, &asked);
-        provider
-            .require_key()
-            .map_err(|err| SessionError::Config(err.to_string()))?;
-        let notes = ignored_mode.into_iter().chain(agent_notes);
-        let id = format!("ses_{}", uuid::Uuid::new_v4().simple());
-        let header = SessionHeader {
-            version: store::FORMAT_VERSION,
-            id: id.clone(),
-            created_at,
-            cwd: cwd.display().to_string(),
-            provider: provider.name.clone(),
-            model: provider.model.clone(),
-            title: params.title.filter(|t| !t.trim().is_empty()),
-            permission_mode,
-            permission_rules: session_rules,
-            mcp_servers,
-            system_prompt: frozen.system_prompt,
-            agent: None,
-            parent_session_id: None,
-            agent_type: params.agent_type,
-            task_id: None,
-            tool_filter: frozen.tool_filter,
-            max_turns: frozen.max_turns,
-            max_budget_usd: frozen.max_budget_usd,
-        };
-        self.add_session(header, notes.collect()).await
-    }
-
-    /// The permission mode of a new session in `cwd` that names none: the project's
-    /// (`.agents/settings.json`, …) when it is trusted or not looser than the user's, else the
-    /// user's; the note says why a looser project mode was not used.
-    pub async fn default_mode(
-        &self,
-        cwd: &std::path::Path,
-    ) -> Result<(protocol::approval::PermissionMode, Option<String>), SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
-        let settings_cwd = cwd.to_path_buf();
-        let trust = self.deps.trust.clone();
-        let (project, project_trust) = tokio::task::spawn_blocking(move || {
-            let project_trust = trust.project(&crate::trust::project_root(&settings_cwd));
-            (
-                crate::permission::load_project_settings(&settings_cwd, &project_trust),
-                project_trust,
-            )
-        })
-        .await
-        .map_err(|err| SessionError::Internal(err.to_string()))?;
-        let user_mode = config.permissions.default_mode;
-        let Some(settings) = project.ok() else {
-            return Ok((user_mode.into(), None));
-        };
-        Ok(match (settings.default_mode, settings.mode_source) {
-            (Some(mode), Some((file, verdict)))
-                if verdict != crate::trust::FileTrust::Pinned && mode.loosens(user_mode) =>
-            {
-                (
-                    user_mode.into(),
-                    Some(format!(
-                        "{}, so its permission mode {mode}, looser than yours ({user_mode}), is \
-                         not used. To use it, {}",
-                        project_trust.why_withheld(&file, verdict),
-                        project_trust.how_to_trust()
-                    )),
-                )
-            }
-            (Some(mode), _) => (mode.into(), None),
-            (None, _) => (user_mode.into(), None),
-        })
     }
 
     /// Change a session's mode, model or title from its next run on; the session as it now
@@ -551,62 +408,4 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         parent_session_id: header.parent_session_id.clone(),
         cost_usd: None,
     }
-}
-
-/// Read every session header in `dir`, with the file's stamp (length and mtime, for the listing
-/// index). Blocking. Only regular `<id>.jsonl` files whose header names the same, well-formed
-/// id are indexed: the id builds the session's file path, so a hostile header (`../../x`) must
-/// never be trusted. Anything else (a FIFO, a directory, a symlink, a foreign id) is skipped
-/// with a warning and never opened in a way that blocks; so is a file of a newer format
-/// (`store::NewerFormat`), which is also returned, by session id, with the reason.
-fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
-    let mut found = Vec::new();
-    let mut refused = HashMap::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((found, refused)),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", dir.display())),
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
-        match scan_one(&path) {
-            Ok(found_one) => found.push(found_one),
-            Err(err) => {
-                tracing::warn!("skipping session file {}: {err:#}", path.display());
-                let stem = path.file_stem().and_then(|stem| stem.to_str());
-                if let Some(newer) = err.downcast_ref::<store::NewerFormat>()
-                    && stem == Some(newer.session_id.as_str())
-                    && protocol::id::is_session_id(&newer.session_id)
-                {
-                    refused.insert(newer.session_id.clone(), newer.to_string());
-                }
-            }
-        }
-    }
-    Ok((found, refused))
-}
-
-/// What `scan` found: the headers (with file stamps) and the sessions refused by format.
-type Scanned = (
-    Vec<(SessionHeader, Option<index::FileStamp>)>,
-    HashMap<String, String>,
-);
-
-/// The header and stamp (length, mtime) of one session file, if it may be indexed.
-fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<index::FileStamp>)> {
-    let file = crate::regular_file::open(path)?;
-    // Stamped from the opened file itself, so the stamp describes the file whose header is read.
-    let stamp = file.metadata().ok().map(|m| index::FileStamp::of(&m));
-    let header = store::read_header_from(file, path)?;
-    let stem = path.file_stem().and_then(|stem| stem.to_str());
-    if !protocol::id::is_session_id(&header.id) || stem != Some(header.id.as_str()) {
-        anyhow::bail!(
-            "its header names session {:?}, which is not a valid id matching the file name",
-            header.id
-        );
-    }
-    Ok((header, stamp))
 }

@@ -2,15 +2,16 @@
 //! daemon stream (`daemon/subscribe`, not persisted there) and to the log of the task's parent
 //! session (persisted), in the order the task manager announced them.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Weak};
 
 use protocol::event::Event;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionManager;
+use super::change_forward::{ChangeNames, SESSION_APPEND_DEADLINE, forward_changes};
 use super::events::DaemonStream;
-use super::mcp_status::{SESSION_APPEND_DEADLINE, daemon_event};
 use crate::task::TaskChange;
 
 impl SessionManager {
@@ -49,49 +50,45 @@ pub fn task_event(change: &TaskChange) -> Event {
 /// Forward each change to the daemon stream, then to the parent session's log. A forwarder
 /// that falls behind loses changes (said in the daemon log); tasks never wait on it.
 async fn forward_task_changes(
-    mut changes: broadcast::Receiver<TaskChange>,
+    changes: broadcast::Receiver<TaskChange>,
     sessions: Weak<SessionManager>,
     daemon: DaemonStream,
     stop: CancellationToken,
 ) {
-    loop {
-        let change = tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            change = changes.recv() => change,
-        };
-        let change = match change {
-            Ok(change) => change,
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(missed, "task events were missed");
-                continue;
-            }
-            Err(RecvError::Closed) => return,
-        };
-        let event = task_event(&change);
-        match daemon_event(event.clone()) {
-            Ok(published) => {
-                let _ = daemon.events.send(Arc::new(published));
-            }
-            Err(err) => tracing::warn!("cannot encode a task event: {err:#}"),
-        }
-        let (TaskChange::Started(task) | TaskChange::Updated(task) | TaskChange::Finished(task)) =
-            &change;
-        let Some(parent) = task.parent_session_id.as_deref() else {
-            continue;
-        };
-        let Some(sessions) = sessions.upgrade() else {
-            return;
-        };
-        let append = async {
-            let session = sessions.get(parent).await?;
-            session.log.append(event).await?;
-            anyhow::Ok(())
-        };
-        match tokio::time::timeout(SESSION_APPEND_DEADLINE, append).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::debug!("a task event not logged in {parent}: {err:#}"),
-            Err(_) => tracing::warn!("the log of {parent} took too long to take a task event"),
-        }
+    let names = ChangeNames {
+        missed: "task events",
+        one: "a task event",
+    };
+    forward_changes(changes, daemon, stop, names, task_event, |change, event| {
+        log_in_parent(sessions.clone(), change, event)
+    })
+    .await;
+}
+
+/// Append the event of `change` to the log of the task's parent session, if it has one; the
+/// forwarder ends once the session manager is gone.
+async fn log_in_parent(
+    sessions: Weak<SessionManager>,
+    change: TaskChange,
+    event: Event,
+) -> ControlFlow<()> {
+    let (TaskChange::Started(task) | TaskChange::Updated(task) | TaskChange::Finished(task)) =
+        &change;
+    let Some(parent) = task.parent_session_id.as_deref() else {
+        return ControlFlow::Continue(());
+    };
+    let Some(sessions) = sessions.upgrade() else {
+        return ControlFlow::Break(());
+    };
+    let append = async {
+        let session = sessions.get(parent).await?;
+        session.log.append(event).await?;
+        anyhow::Ok(())
+    };
+    match tokio::time::timeout(SESSION_APPEND_DEADLINE, append).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::debug!("a task event not logged in {parent}: {err:#}"),
+        Err(_) => tracing::warn!("the log of {parent} took too long to take a task event"),
     }
+    ControlFlow::Continue(())
 }

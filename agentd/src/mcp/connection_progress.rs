@@ -1,0 +1,169 @@
+//! Our side of an MCP session (`Handler`): progress notifications routed to the call that
+//! asked for them, by progress token (kept a while when they come before the call's route),
+//! and tool-list changes reported to the connection's supervisor.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, RoleClient};
+use tokio::sync::mpsc;
+
+use crate::mcp::McpProgress;
+
+/// Where progress notifications of running calls go.
+pub(super) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
+
+/// Progress notifications by progress token.
+#[derive(Default)]
+pub(super) struct ProgressTable {
+    routes: HashMap<ProgressToken, mpsc::Sender<McpProgress>>,
+    /// Notifications that came before their call registered its route (rmcp sends the request
+    /// before it hands back the token): kept until the route comes, the oldest dropped past
+    /// [`MAX_EARLY_PROGRESS`].
+    early: VecDeque<(ProgressToken, McpProgress)>,
+}
+
+impl ProgressTable {
+    /// To the call's channel (dropped when it is full), or kept for a route still to come.
+    fn deliver(&mut self, token: ProgressToken, progress: McpProgress) {
+        match self.routes.get(&token) {
+            Some(sender) => {
+                let _ = sender.try_send(progress);
+            }
+            None => {
+                if self.early.len() >= MAX_EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back((token, progress));
+            }
+        }
+    }
+}
+
+/// Bound of [`ProgressTable::early`].
+const MAX_EARLY_PROGRESS: usize = 32;
+
+/// A call's entry in the progress routes, removed when the call ends.
+pub(super) struct ProgressRoute {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl ProgressRoute {
+    pub(super) fn new(
+        routes: &ProgressRoutes,
+        token: ProgressToken,
+        sender: mpsc::Sender<McpProgress>,
+    ) -> Self {
+        let mut table = routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let early = std::mem::take(&mut table.early);
+        for (early_token, progress) in early {
+            if early_token == token {
+                let _ = sender.try_send(progress);
+            } else {
+                table.early.push_back((early_token, progress));
+            }
+        }
+        table.routes.insert(token.clone(), sender);
+        drop(table);
+        Self {
+            routes: routes.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        let mut table = self
+            .routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        table.routes.remove(&self.token);
+        table.early.retain(|(token, _)| *token != self.token);
+    }
+}
+
+/// Our side of the MCP session: routes progress, reports tool-list changes.
+pub(super) struct Handler {
+    pub(super) progress: ProgressRoutes,
+    pub(super) tools_changed: mpsc::Sender<()>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let progress = McpProgress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .deliver(params.progress_token, progress);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.tools_changed.try_send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agentd", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn step(progress: f64) -> McpProgress {
+        McpProgress {
+            progress,
+            total: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn progress_that_comes_before_its_route_is_delivered_when_the_route_comes() {
+        let routes = ProgressRoutes::default();
+        let token = ProgressToken(NumberOrString::Number(7));
+        let other = ProgressToken(NumberOrString::Number(8));
+        routes.lock().unwrap().deliver(token.clone(), step(1.0));
+        routes.lock().unwrap().deliver(other.clone(), step(9.0));
+        let (sender, mut receiver) = mpsc::channel(4);
+        let route = ProgressRoute::new(&routes, token.clone(), sender);
+        routes.lock().unwrap().deliver(token.clone(), step(2.0));
+        assert_eq!(receiver.try_recv().unwrap(), step(1.0));
+        assert_eq!(receiver.try_recv().unwrap(), step(2.0));
+        assert!(receiver.try_recv().is_err());
+        drop(route);
+        let table = routes.lock().unwrap();
+        assert!(table.routes.is_empty());
+        assert_eq!(table.early.len(), 1, "another call's early progress stays");
+    }
+
+    #[test]
+    fn early_progress_is_bounded() {
+        let mut table = ProgressTable::default();
+        for n in 0..(MAX_EARLY_PROGRESS + 10) {
+            let token = ProgressToken(NumberOrString::Number(n as i64));
+            table.deliver(token, step(1.0));
+        }
+        assert_eq!(table.early.len(), MAX_EARLY_PROGRESS);
+    }
+}

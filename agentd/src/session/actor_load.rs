@@ -1,0 +1,160 @@
+//! How a session's actor starts: from its file (read back, an interrupted run repaired) or
+//! from a file just created, and the actor task spawned beside the `Session` handle.
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Actor, Session, SessionError};
+use crate::session::events::{DaemonStream, EventLog, LogPosition};
+use crate::session::{SessionDeps, SessionShared};
+use crate::store::{self, SessionHeader, SessionSettings};
+
+/// Commands queued per session before senders wait.
+const COMMAND_QUEUE: usize = 64;
+
+impl Session {
+    /// Load a session from its file, repair an interrupted run, and start its actor.
+    pub(in crate::session) async fn load(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        daemon: DaemonStream,
+        tasks: &TaskTracker,
+    ) -> Result<Session, SessionError> {
+        let path = store::session_path(&deps.paths.sessions_dir, &header.id);
+        let load_path = path.clone();
+        let loaded = tokio::task::spawn_blocking(move || store::load(&load_path))
+            .await
+            .map_err(|err| SessionError::Internal(err.to_string()))?
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        for warning in &loaded.warnings {
+            tracing::warn!(session = %header.id, "{warning}");
+        }
+        let position = LogPosition {
+            last_seq: loaded.last_seq,
+            valid_len: loaded.valid_len,
+            missing_newline: loaded.missing_newline,
+        };
+        let log = EventLog::open(&header.id, path, position, daemon, tasks)
+            .await
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        let log = Arc::new(log);
+        // The header as `sessionUpdated` events left it: runs start with these settings.
+        let mut header = header;
+        let settings = SessionSettings::of(&loaded.header);
+        settings.write_into(&mut header);
+        let settings = Arc::new(Mutex::new(settings));
+        let shared = Arc::new(SessionShared::default());
+        {
+            let mut state = shared.lock();
+            state.history = loaded.history;
+            state.usage = loaded.usage;
+            state.cost_usd = loaded.cost_usd;
+            state.remembered_allow_rules = loaded.session_allow_rules;
+            state.context = loaded.context;
+        }
+        for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
+            crate::session::recovery::expire_approval(&log, run_id, approval_id, tool_call_id)
+                .await
+                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        }
+        if let Some(run_id) = loaded.unfinished_run {
+            crate::session::recovery::repair_interrupted_run(
+                &log,
+                &shared,
+                &run_id,
+                loaded.queued_steers,
+                loaded.queued_follow_ups,
+            )
+            .await
+            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        }
+        Ok(Session::start(
+            header,
+            deps,
+            log,
+            shared,
+            settings,
+            loaded.request_ids.into_iter().collect(),
+            tasks,
+        ))
+    }
+
+    /// A session whose file `log` has just created: nothing to read back or repair.
+    pub(in crate::session) fn create(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        log: EventLog,
+        tasks: &TaskTracker,
+    ) -> Session {
+        let settings = Arc::new(Mutex::new(SessionSettings::of(&header)));
+        Session::start(
+            header,
+            deps,
+            Arc::new(log),
+            Arc::new(SessionShared::default()),
+            settings,
+            VecDeque::new(),
+            tasks,
+        )
+    }
+
+    /// Start the actor of a session whose state is known.
+    fn start(
+        header: SessionHeader,
+        deps: Arc<SessionDeps>,
+        log: Arc<EventLog>,
+        shared: Arc<SessionShared>,
+        settings: Arc<Mutex<SessionSettings>>,
+        recent_requests: VecDeque<(String, String)>,
+        tasks: &TaskTracker,
+    ) -> Session {
+        let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
+        let active = Arc::new(Mutex::new(None));
+        let (run_finished, _) = broadcast::channel(4);
+        let unhandled_commands = Arc::new(AtomicUsize::new(0));
+        let actor_stopped = CancellationToken::new();
+        let closing = CancellationToken::new();
+        let notification_cap = deps
+            .config
+            .as_ref()
+            .map(|config| config.tasks.max_notification_runs)
+            .unwrap_or(crate::task::DEFAULT_MAX_NOTIFICATION_RUNS);
+        let actor = Actor {
+            header: header.clone(),
+            settings: settings.clone(),
+            deps,
+            log: log.clone(),
+            shared: shared.clone(),
+            active: active.clone(),
+            recent_requests,
+            tasks: tasks.clone(),
+            previous_run: None,
+            run_finished: run_finished.clone(),
+            unhandled_commands: unhandled_commands.clone(),
+            _stopped: actor_stopped.clone().drop_guard(),
+            closing: closing.clone(),
+            mcp: crate::session::mcp::SessionMcp::default(),
+            notification_chain: crate::session::notification_chain::NotificationChain::new(
+                notification_cap,
+            ),
+        };
+        tasks.spawn(actor.run(commands_rx));
+        Session {
+            header,
+            settings,
+            log,
+            shared,
+            commands: Mutex::new(Some(commands_tx)),
+            active,
+            run_finished,
+            unhandled_commands,
+            actor_stopped,
+            closing,
+        }
+    }
+}

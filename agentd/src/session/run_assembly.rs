@@ -1,0 +1,322 @@
+//! Run assembly: how the session's actor puts a run together. What can fail is prepared first
+//! (`Prepared`); the run's parts are then named one by one (`ToolParts`, `RunParts`), so a
+//! part left out is a compile error rather than a default, and the run is spawned.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{ActiveRun, Actor, SessionError};
+use crate::agent::budget::RunBudget;
+use crate::agent::gate::RunPermissions;
+use crate::agent::sink::RunLog;
+use crate::agent::tool_set::RunTools;
+use crate::agent::{Run, RunStart};
+use crate::context::ContextLimits;
+use crate::llm::LlmClient;
+use crate::session::SessionShared;
+use crate::store::SessionHeader;
+use crate::tools::{
+    BackgroundShells, FetchClients, NoFetchRules, ProgressSink, ReadFilter, SubagentLauncher,
+    TodoSink, ToolContext, ToolLimits,
+};
+use protocol::event::{Event, UserMessageKind};
+
+/// How a prompted run goes, beyond its text.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Keep its approvals pending while no client that answers approvals follows
+    /// (`session/prompt {holdApprovals}`).
+    pub hold_approvals: bool,
+    /// Its own step limit (`session/prompt {maxSteps}`), under the config's `max_steps`.
+    pub max_steps: Option<u32>,
+    /// A subagent's run: the parent's run that started it, named in its approvals
+    /// (`PendingApproval.parentRunId`).
+    pub parent_run_id: Option<String>,
+}
+
+/// What preparing a run found; everything in it could fail, before anything was written.
+struct Prepared {
+    llm: LlmClient,
+    context_limits: ContextLimits,
+    /// The run's step limit: the agent's, the prompt's and the config's, the smallest.
+    max_steps: u32,
+    permissions: RunPermissions,
+    /// The built-ins and the session's MCP servers, filtered for a subagent.
+    tools: RunTools,
+    /// Announced as `warning` events once the run has started.
+    warnings: Vec<String>,
+}
+
+/// What a run's tools work with, from its session: the session's parts of a `ToolContext`.
+struct ToolParts {
+    /// The session's cwd, the workspace root.
+    workspace: PathBuf,
+    session_id: String,
+    fetch: FetchClients,
+    limits: ToolLimits,
+    sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    background: BackgroundShells,
+    /// The run's Read deny rules, which listings and searches apply to every path they find.
+    read_filter: ReadFilter,
+    /// None for a subagent's run (its children answer to no one), or before the manager exists.
+    subagents: Option<Arc<dyn SubagentLauncher>>,
+}
+
+impl ToolParts {
+    fn into_context(self) -> ToolContext {
+        ToolContext {
+            workspace: self.workspace,
+            // The run gives each batch of calls its cancellation, fetch rules and todo list
+            // (`Run::execute_allowed`), and each call its progress sink.
+            cancel: CancellationToken::new(),
+            progress: ProgressSink::none(),
+            fetch: self.fetch,
+            fetch_rules: Arc::new(NoFetchRules),
+            read_filter: self.read_filter,
+            todo: TodoSink::default(),
+            sandbox: self.sandbox,
+            subagents: self.subagents,
+            background: Some(self.background),
+            limits: self.limits,
+            session_id: Some(self.session_id),
+        }
+    }
+}
+
+/// Every part of a run, once it has an id and its `runStarted` is written.
+struct RunParts {
+    run_id: String,
+    prepared: Prepared,
+    tools: ToolParts,
+    budget: RunBudget,
+    shared: Arc<SessionShared>,
+    /// The session's log, or one that also tells a subagent's parent of its approvals.
+    log: Arc<dyn RunLog>,
+    /// Its cancellation and why it stopped, shared with the `Session` handle.
+    active: ActiveRun,
+}
+
+impl RunParts {
+    fn into_run(self, header: &SessionHeader) -> Run {
+        Run {
+            session_id: header.id.as_str().into(),
+            run_id: self.run_id,
+            system: header.system_prompt.as_str().into(),
+            llm: self.prepared.llm,
+            tools: self.prepared.tools,
+            tool_context: self.tools.into_context(),
+            max_steps: self.prepared.max_steps,
+            budget: self.budget,
+            shared: self.shared,
+            log: self.log,
+            cancel: self.active.cancel,
+            stop_reason: self.active.stop_reason,
+            permissions: self.prepared.permissions,
+            context_limits: self.prepared.context_limits,
+        }
+    }
+}
+
+impl Actor {
+    /// Prepare everything that can fail, persist `runStarted`, then spawn the run, which
+    /// persists the user's message; returns once that message is persisted (or the run already
+    /// ended). From `runStarted` on, whatever fails or panics ends the run with `runFinished`
+    /// (`Run::execute_guarded`), so the session never stays `running` without a run.
+    pub(super) async fn start_run(
+        &mut self,
+        text: String,
+        kind: UserMessageKind,
+        client_request_id: Option<String>,
+        options: RunOptions,
+    ) -> Result<String, SessionError> {
+        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        let mut prepared = self.prepare_run(&options).await?;
+        let workspace = PathBuf::from(&self.header.cwd);
+        // Listings and searches apply the run's Read deny rules to every path they find.
+        let read_filter = ReadFilter::new(Arc::new(crate::permission::ReadWithholdRules::new(
+            &prepared.permissions.rules,
+            &workspace,
+            prepared.permissions.home.as_deref(),
+        )));
+        // The previous run may still be writing its `runFinished`: runs of a session never
+        // overlap in the log.
+        if let Some(previous) = self.previous_run.take() {
+            let _ = previous.await;
+        }
+        let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        // Its children answer to whoever answers this run, and hold their approvals as it does.
+        let subagents = crate::session::subagent::launcher_for(
+            &self.header,
+            &self.deps,
+            crate::session::subagent::ParentRun {
+                run_id: run_id.clone(),
+                hold_approvals: options.hold_approvals,
+            },
+        );
+        let tools = ToolParts {
+            workspace,
+            session_id: self.header.id.clone(),
+            fetch: self.deps.fetch.clone(),
+            limits: self.deps.tool_limits.clone(),
+            sandbox: Arc::clone(&self.deps.sandbox),
+            background: BackgroundShells {
+                tasks: Arc::clone(&self.deps.tasks),
+                shells: Arc::clone(&self.deps.shell_tasks),
+                session_id: self.header.id.clone(),
+            },
+            read_filter,
+            subagents,
+        };
+        // A tool call left without a result (its pairing could not be written) is paired
+        // before anything follows it: providers reject an unpaired call.
+        crate::agent::pair_orphaned_tool_calls(
+            &*self.log,
+            &self.shared,
+            "interrupted: the result of this tool call was lost (the session log could not be written)",
+            crate::agent::Pairing::Quiet,
+        )
+        .await
+        .map_err(internal)?;
+        self.log
+            .append(Event::RunStarted {
+                run_id: run_id.clone(),
+                prompt: text.clone(),
+                client_request_id,
+            })
+            .await
+            .map_err(internal)?;
+        self.mark_running(&run_id);
+
+        let active = ActiveRun {
+            run_id: run_id.clone(),
+            cancel: CancellationToken::new(),
+            stop_reason: Arc::new(Mutex::new(None)),
+        };
+        if let Ok(mut slot) = self.active.lock() {
+            *slot = Some(active.clone());
+        }
+        // A subagent's approvals also reach its parent's subscribers.
+        let log = crate::session::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
+        let (budget, budget_warning) =
+            RunBudget::for_run(self.header.max_budget_usd, prepared.llm.provider());
+        prepared.warnings.extend(budget_warning);
+        let start = RunStart {
+            text,
+            kind,
+            warnings: std::mem::take(&mut prepared.warnings),
+        };
+        let run = RunParts {
+            run_id: run_id.clone(),
+            prepared,
+            tools,
+            budget,
+            shared: self.shared.clone(),
+            log,
+            active,
+        }
+        .into_run(&self.header);
+        self.spawn_run(run, start).await;
+        Ok(run_id)
+    }
+
+    /// The model, the configuration, the permissions and the MCP servers of the next run:
+    /// whatever of it fails refuses the prompt, before anything is written.
+    async fn prepare_run(&mut self, options: &RunOptions) -> Result<Prepared, SessionError> {
+        let (llm, context_limits) = self.model()?;
+        let config = self
+            .deps
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
+        // Both read the workspace's files (on the blocking pool): at the same time.
+        let (permissions, servers) = tokio::join!(
+            crate::session::run_permissions::run_permissions(
+                &self.header,
+                &self.shared,
+                &self.deps,
+                config
+            ),
+            self.mcp.for_run(&self.header, &self.deps, config),
+        );
+        let (mut permissions, mut warnings) = permissions.map_err(internal)?;
+        permissions.hold_approvals = options.hold_approvals;
+        permissions.parent_run_id = options.parent_run_id.clone();
+        let servers = servers.map_err(internal)?;
+        self.mcp
+            .register_status_events(&self.deps.mcp_status, &self.log);
+        warnings.extend(servers.warnings);
+        let tools = RunTools::new(
+            self.deps.tools.clone(),
+            servers.handles,
+            config.mcp.startup_grace,
+        )
+        .with_filter(crate::session::subagent::run_filter(&self.header));
+        let max_steps = [self.header.max_turns, options.max_steps]
+            .into_iter()
+            .flatten()
+            .fold(config.max_steps, u32::min)
+            .max(1);
+        Ok(Prepared {
+            llm,
+            context_limits,
+            max_steps,
+            permissions,
+            tools,
+            warnings,
+        })
+    }
+
+    /// Make `run_id` the session's active run, with empty queues.
+    fn mark_running(&self, run_id: &str) {
+        let mut state = self.shared.lock();
+        // Steers and follow-ups still queued belong to an earlier run that ended without
+        // delivering them (cancelled or failed): they stayed visible in `session/get` for
+        // the user to resend. Left here, a stale steer would make this run skip its tool
+        // calls ("skipped: user steered") and a stale follow-up would be sent after this
+        // run's answer, so a new run starts with empty queues.
+        let stale_steers = std::mem::take(&mut state.steers);
+        let stale_follow_ups = std::mem::take(&mut state.follow_ups);
+        if !stale_steers.is_empty() || !stale_follow_ups.is_empty() {
+            tracing::debug!(
+                session = %self.header.id,
+                steers = stale_steers.len(),
+                follow_ups = stale_follow_ups.len(),
+                "dropping messages queued for an earlier run"
+            );
+        }
+        state.run_id = Some(run_id.to_owned());
+        state.updated_at = Some(SystemTime::now());
+    }
+
+    /// Spawn the run, and wait until its prompt is in the history (or it already ended).
+    async fn spawn_run(&mut self, run: Run, start: RunStart) {
+        let ended_run_id = run.run_id.clone();
+        let active_slot = self.active.clone();
+        let shared = self.shared.clone();
+        let run_finished = self.run_finished.clone();
+        let (begun, begun_rx) = oneshot::channel();
+        let handle = self.tasks.spawn(async move {
+            let outcome = run.execute_guarded(start, begun).await;
+            tracing::debug!(run = %ended_run_id, status = ?outcome.status, "run finished");
+            // Clear the active run here, not only in the actor: the actor may be gone.
+            {
+                let mut state = shared.lock();
+                state.run_id = None;
+                state.updated_at = Some(SystemTime::now());
+            }
+            if let Ok(mut slot) = active_slot.lock()
+                && slot.as_ref().map(|a| a.run_id.as_str()) == Some(ended_run_id.as_str())
+            {
+                *slot = None;
+            }
+            let _ = run_finished.send(());
+        });
+        self.previous_run = Some(handle);
+        let _ = begun_rx.await;
+    }
+}

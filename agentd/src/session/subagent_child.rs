@@ -1,0 +1,226 @@
+//! A subagent's child run: it waits for a task slot, runs the child's one prompt to its end,
+//! records the outcome in the task, and hands a background child's result to its parent as a
+//! `<task-notification>` follow-up.
+
+use std::sync::Arc;
+
+use protocol::event::{Event, RunStatus};
+use protocol::task::TaskStatus;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChildOutcome, NO_SUMMARY};
+use crate::agents::AgentDefinition;
+use crate::conversation::Message;
+use crate::session::{Session, SessionManager};
+use crate::task::TaskManager;
+
+/// One child run and its task record.
+pub(super) struct ChildRun {
+    pub(super) tasks: Arc<TaskManager>,
+    pub(super) task_id: String,
+    pub(super) child: Arc<Session>,
+    pub(super) prompt: String,
+    pub(super) workspace: std::path::PathBuf,
+    pub(super) read_only: bool,
+    /// How its run goes: whether its approvals hold, the parent run they name.
+    pub(super) options: crate::session::RunOptions,
+}
+
+impl ChildRun {
+    /// Waits for a slot, runs the child's one prompt to its end and records the outcome.
+    /// `parent_cancel`: a foreground child stops with its parent's run.
+    pub(super) async fn run(self, parent_cancel: Option<CancellationToken>) -> ChildOutcome {
+        let stop = self.tasks.stop_token(&self.task_id);
+        let stopped = || stopped(stop.clone(), parent_cancel.clone());
+        // The slot is held until the end is recorded: no record shows more tasks running
+        // than the cap (or two writers in one workspace), even for a moment.
+        let (outcome, slot) = tokio::select! {
+            slot = self.tasks.slot(&self.workspace, self.read_only) => {
+                (self.run_in_slot(stopped).await, Some(slot))
+            }
+            () = stopped() => (
+                ChildOutcome {
+                    status: TaskStatus::Cancelled,
+                    result: None,
+                    error: Some("stopped before it started".to_owned()),
+                    usage: None,
+                },
+                None,
+            ),
+        };
+        tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
+        let recorded = self
+            .tasks
+            .update(&self.task_id, |task| {
+                task.status = outcome.status;
+                task.result = outcome.result.clone();
+                task.error = outcome.error.clone();
+                if let Some(usage) = &outcome.usage {
+                    task.usage = *usage;
+                }
+            })
+            .await;
+        if let Err(err) = recorded {
+            tracing::warn!("cannot record the end of task {}: {err}", self.task_id);
+        }
+        drop(slot);
+        outcome
+    }
+
+    async fn run_in_slot<F, Fut>(&self, stopped: F) -> ChildOutcome
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let failed = |error: String| ChildOutcome {
+            status: TaskStatus::Failed,
+            result: None,
+            error: Some(error),
+            usage: None,
+        };
+        let _ = self
+            .tasks
+            .update_deferred(&self.task_id, |task| task.status = TaskStatus::Running);
+        let mut events = match self.child.log.subscribe(None).await {
+            Ok(subscription) => subscription.live,
+            Err(err) => return failed(format!("cannot follow the child session: {err:#}")),
+        };
+        // A child of a run decides as its parent would: with nobody who answers on either,
+        // by mode at once (unless the parent run holds its approvals); a client's task waits.
+        let run_id = match self
+            .child
+            .prompt(self.prompt.clone(), None, false, self.options.clone())
+            .await
+        {
+            Ok(started) => started.run_id,
+            Err(err) => return failed(err.to_string()),
+        };
+        tracing::debug!(task = %self.task_id, %run_id, "subagent run started");
+        let mut stop_requested = std::pin::pin!(stopped());
+        let mut cancel_sent = false;
+        let (status, error, usage) = loop {
+            tokio::select! {
+                () = &mut stop_requested, if !cancel_sent => {
+                    cancel_sent = true;
+                    let cancelled = self.child.cancel();
+                    tracing::debug!(task = %self.task_id, ?cancelled, "subagent cancelled");
+                }
+                event = events.recv() => match event {
+                    Ok(published) => {
+                        if let Event::RunFinished { run_id: ended, status, error, usage, .. } =
+                            &published.event
+                            && *ended == run_id
+                        {
+                            break (*status, error.clone(), Some(*usage));
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        if self.child.shared.lock().run_id.as_deref() != Some(run_id.as_str()) {
+                            break (RunStatus::Completed, None, None);
+                        }
+                    }
+                    Err(RecvError::Closed) => {
+                        break (
+                            RunStatus::Failed,
+                            Some("the child session closed".to_owned()),
+                            None,
+                        );
+                    }
+                },
+            }
+        };
+        tracing::debug!(task = %self.task_id, ?status, "subagent run ended");
+        let final_message = last_assistant_text(&self.child.shared.lock().history);
+        match status {
+            RunStatus::Completed => ChildOutcome {
+                status: TaskStatus::Completed,
+                result: Some(final_message.unwrap_or_else(|| NO_SUMMARY.to_owned())),
+                error: None,
+                usage,
+            },
+            RunStatus::Cancelled | RunStatus::Interrupted => ChildOutcome {
+                status: TaskStatus::Cancelled,
+                result: final_message,
+                error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
+                usage,
+            },
+            RunStatus::Failed | RunStatus::MaxSteps => ChildOutcome {
+                status: TaskStatus::Failed,
+                result: final_message,
+                error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),
+                usage,
+            },
+        }
+    }
+}
+
+/// Resolves when the task is stopped or the parent run (if any) is cancelled.
+async fn stopped(stop: CancellationToken, parent: Option<CancellationToken>) {
+    match parent {
+        Some(parent) => tokio::select! {
+            () = stop.cancelled() => {}
+            () = parent.cancelled() => {}
+        },
+        None => stop.cancelled().await,
+    }
+}
+
+/// The last non-empty assistant text of a history.
+fn last_assistant_text(history: &[Message]) -> Option<String> {
+    history.iter().rev().find_map(|message| match message {
+        Message::Assistant { content, .. } if !content.trim().is_empty() => Some(content.clone()),
+        _ => None,
+    })
+}
+
+/// The follow-up a background task's end becomes in its parent: marked as a notification,
+/// not the user's words.
+pub fn task_notification(
+    task_id: &str,
+    agent_type: &str,
+    outcome_status: TaskStatus,
+    body: &str,
+) -> String {
+    format!(
+        "<task-notification>\n<task-id>{task_id}</task-id>\n<agent-type>{agent_type}</agent-type>\n<status>{}</status>\n<result>\n{body}\n</result>\n</task-notification>",
+        crate::task::status_name(outcome_status)
+    )
+}
+
+/// Hands a background task's outcome to its parent: a follow-up of the active run, or a new
+/// run when the parent is idle (unless `notify_idle_parent` is off: then it opens the
+/// parent's next run).
+pub(super) async fn deliver(
+    sessions: &SessionManager,
+    parent_id: &str,
+    task_id: &str,
+    definition: &AgentDefinition,
+    outcome: &ChildOutcome,
+    notify_idle_parent: bool,
+) {
+    let body = match (&outcome.result, &outcome.error) {
+        (Some(result), None) => result.clone(),
+        (result, Some(error)) => match result {
+            Some(result) => format!("error: {error}\n{result}"),
+            None => format!("error: {error}"),
+        },
+        (None, None) => NO_SUMMARY.to_owned(),
+    };
+    let text = task_notification(task_id, &definition.name, outcome.status, &body);
+    let parent = match sessions.get(parent_id).await {
+        Ok(parent) => parent,
+        Err(err) => {
+            tracing::debug!("task {task_id} not delivered to {parent_id}: {err}");
+            return;
+        }
+    };
+    // With `notify_idle_parent` off, an idle parent holds it for its next run.
+    let origin = Some(protocol::event::FollowUpOrigin::TaskNotification);
+    if let Err(err) = parent
+        .follow_up_from(text, origin, notify_idle_parent)
+        .await
+    {
+        tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
+    }
+}
