@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::llm::{FilePrices, ProviderConfig, ProviderKind};
-use crate::permission::{PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource};
+use crate::permission::{
+    PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
+};
 use crate::text_position::line_and_column;
 
 /// The daemon configuration.
@@ -311,7 +313,7 @@ struct FileConfig {
     tool_output_max_chars: Option<usize>,
     #[serde(default)]
     providers: BTreeMap<String, FileProvider>,
-    permissions: Option<FilePermissions>,
+    permissions: Option<TomlPermissions>,
     sessions: Option<FileSessions>,
     memory: Option<FileMemory>,
     sandbox: Option<crate::process::sandbox::SandboxSection>,
@@ -344,20 +346,6 @@ struct FileContext {
 #[serde(deny_unknown_fields)]
 struct FileSessions {
     idle_unload_secs: Option<u64>,
-}
-
-/// `[permissions]` as written; rules keep their positions for messages.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FilePermissions {
-    #[serde(default)]
-    allow: Vec<toml::Spanned<String>>,
-    #[serde(default)]
-    ask: Vec<toml::Spanned<String>>,
-    #[serde(default)]
-    deny: Vec<toml::Spanned<String>>,
-    default_mode: Option<toml::Spanned<String>>,
-    approval_timeout_secs: Option<u64>,
 }
 
 /// `provider` asked for another model: its prices are its configured model's, so they go.
@@ -576,16 +564,10 @@ fn apply_file(
 fn parse_permissions(
     path: &Path,
     text: &str,
-    permissions: &FilePermissions,
+    permissions: &TomlPermissions,
 ) -> Result<PermissionsConfig, ConfigError> {
     let source = RuleSource::file(RuleLayer::User, path);
-    let entries = crate::permission::toml_entries(
-        text,
-        &permissions.allow,
-        &permissions.ask,
-        &permissions.deny,
-    );
-    let (rules, mut errors) = RuleSet::parse_entries(&source, entries);
+    let (rules, mut errors) = permissions.rules(&source, text);
     let mut default_mode = PermissionMode::Default;
     if let Some(mode) = &permissions.default_mode {
         match mode.get_ref().parse::<PermissionMode>() {
@@ -605,7 +587,10 @@ fn parse_permissions(
     let approval_timeout_secs = bounded(
         path,
         "permissions.approval_timeout_secs",
-        permissions.approval_timeout_secs,
+        permissions
+            .approval_timeout_secs
+            .as_ref()
+            .map(|timeout| *timeout.get_ref()),
         DEFAULT_APPROVAL_TIMEOUT_SECS,
         MAX_APPROVAL_TIMEOUT_SECS,
         "seconds",

@@ -52,9 +52,8 @@ pub use rule::{
     BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
     RuleSet, RuleSource,
 };
-pub(crate) use settings::toml_entries;
 pub use settings::{
-    PROJECT_SETTINGS_FILES, ProjectSettings, SettingsError, WithheldSettings,
+    PROJECT_SETTINGS_FILES, ProjectSettings, SettingsError, TomlPermissions, WithheldSettings,
     load_project_settings, parse_settings_text,
 };
 pub use shell::split_shell_command;

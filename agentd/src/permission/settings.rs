@@ -67,10 +67,12 @@ pub struct SettingsError {
     pub message: String,
 }
 
-/// The `[permissions]` table of `.agents/settings.toml`, with positions for messages.
+/// A `[permissions]` table in TOML, with positions for messages: the one shape of both
+/// config.toml's (the user layer, read by `config`) and `.agents/settings.toml`'s. Only the
+/// user's may set `approval_timeout_secs`.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-struct TomlPermissions {
+pub struct TomlPermissions {
     #[serde(default)]
     allow: Vec<toml::Spanned<String>>,
     #[serde(default)]
@@ -78,7 +80,20 @@ struct TomlPermissions {
     #[serde(default)]
     deny: Vec<toml::Spanned<String>>,
     #[serde(default, alias = "defaultMode")]
-    default_mode: Option<toml::Spanned<String>>,
+    pub default_mode: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    pub approval_timeout_secs: Option<toml::Spanned<u64>>,
+}
+
+impl TomlPermissions {
+    /// The rules of the table (read from `text`, the file's whole text, for line numbers),
+    /// attributed to `source`, and every rule that does not parse.
+    pub fn rules(&self, source: &RuleSource, text: &str) -> (RuleSet, Vec<RuleError>) {
+        RuleSet::parse_entries(
+            source,
+            toml_entries(text, &self.allow, &self.ask, &self.deny),
+        )
+    }
 }
 
 /// `.agents/settings.toml`: only `[permissions]` is read here.
@@ -169,7 +184,7 @@ pub fn load_project_settings(
 
 /// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
 /// rule in `text`.
-pub(crate) fn toml_entries(
+fn toml_entries(
     text: &str,
     allow: &[toml::Spanned<String>],
     ask: &[toml::Spanned<String>],
@@ -250,15 +265,18 @@ fn parse_toml_settings(path: &Path, text: &str) -> Result<Parsed, SettingsError>
         }
     })?;
     let source = RuleSource::file(RuleLayer::Project, path);
-    let (rules, mut errors) = RuleSet::parse_entries(
-        &source,
-        toml_entries(
-            text,
-            &file.permissions.allow,
-            &file.permissions.ask,
-            &file.permissions.deny,
-        ),
-    );
+    if let Some(timeout) = &file.permissions.approval_timeout_secs {
+        let (line, column) = line_and_column(text, timeout.span().start);
+        return Err(SettingsError {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: "permissions.approval_timeout_secs is a user setting: a project cannot set \
+                      how long approvals wait (set it in config.toml)"
+                .to_owned(),
+        });
+    }
+    let (rules, mut errors) = file.permissions.rules(&source, text);
     let mut mode = None;
     if let Some(spanned) = &file.permissions.default_mode {
         let line_col = Some(line_and_column(text, spanned.span().start));

@@ -109,6 +109,21 @@ fn settings_are_found_up_to_the_git_root_and_syntax_errors_fail() {
     assert!(error.contains(":2:1: unknown field `allw`"), "{error}");
 }
 
+/// config.toml and a project's settings.toml share one `[permissions]` shape; what only the
+/// user may set is refused in a project's, naming where, and nothing of the file applies.
+#[test]
+fn a_project_cannot_set_the_approval_timeout() {
+    let dir = project(&[(
+        ".agents/settings.toml",
+        "[permissions]\nallow = [\"Read\"]\napproval_timeout_secs = 5\n",
+    )]);
+    let error = load_trusted(dir.path()).unwrap_err().to_string();
+    assert!(
+        error.contains(":3:25: permissions.approval_timeout_secs is a user setting"),
+        "{error}"
+    );
+}
+
 #[test]
 fn config_toml_permissions_section() {
     let load = |text: &str| {
