@@ -1,4 +1,4 @@
-//! Subagent definitions: Markdown with a frontmatter (`crate::frontmatter`), from
+//! Subagent definitions: Markdown with a frontmatter (`agentd_core::frontmatter`), from
 //! `.agents/agents/*.md` and `.claude/agents/*.md` (the project, from the cwd up to the git
 //! root) and `$XDG_CONFIG_HOME/agentd/agents/*.md` (the user's); the nearer project file wins,
 //! the project wins over the user. Built-ins: `general-purpose` (the default) and `explore`
@@ -97,7 +97,7 @@ pub struct AgentDefinition {
     pub permission_mode: Option<String>,
     /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
     /// parent's servers.
-    pub mcp_servers: Option<crate::frontmatter::Value>,
+    pub mcp_servers: Option<agentd_core::frontmatter::Value>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
@@ -236,7 +236,7 @@ pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) 
     // Each agents directory, whether it is the project's, and what its files may lead to
     // through symlinks: the project's root, or the user's config dir (`user_dir`'s parent).
     let mut roots: Vec<(PathBuf, bool, PathBuf)> = Vec::new();
-    let project_dirs = crate::workspace::project_dirs(cwd);
+    let project_dirs = agentd_core::workspace::project_dirs(cwd);
     for dir in &project_dirs.dirs {
         let containment = project_dirs.containment_for(dir).to_path_buf();
         for sub in PROJECT_AGENT_DIRS {
@@ -354,7 +354,7 @@ fn definition_files(
     if !root.is_dir() {
         return Vec::new();
     }
-    if !crate::regular_file::is_own_dir(root) {
+    if !agentd_core::regular_file::is_own_dir(root) {
         problems.push(AgentProblem {
             path: root.to_path_buf(),
             reason: "not used: the directory belongs to another user".to_owned(),
@@ -401,7 +401,8 @@ fn read_definition(
     source: AgentSource,
     limits: &AgentLimits,
 ) -> Result<AgentDefinition, String> {
-    let read = crate::regular_file::read_own_text_within(path, containment, limits.max_file_bytes);
+    let read =
+        agentd_core::regular_file::read_own_text_within(path, containment, limits.max_file_bytes);
     let text = match read {
         Ok(read) if read.truncated => {
             return Err(format!(
@@ -411,17 +412,17 @@ fn read_definition(
         }
         Ok(read) => read.text,
         Err(err) => {
-            if let Some(refusal) = crate::regular_file::OutsideRoot::of(&err) {
+            if let Some(refusal) = agentd_core::regular_file::OutsideRoot::of(&err) {
                 return Err(format!("not used: {refusal}"));
             }
-            return Err(match crate::regular_file::OtherUsersFile::of(&err) {
+            return Err(match agentd_core::regular_file::OtherUsersFile::of(&err) {
                 Some(refusal) => refusal.to_string(),
                 None => format!("cannot read it: {err}"),
             });
         }
     };
     let document =
-        crate::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
+        agentd_core::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
     parse_definition(&document, path, source, limits)
 }
 

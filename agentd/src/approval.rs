@@ -161,9 +161,9 @@ impl ApprovalBroker {
         let written = tokio::task::spawn_blocking(move || {
             let rule = &claim_owned.rule;
             let written = if claim_owned.is_deny() {
-                crate::config_edit::append_deny_rule_blocking(&config_path, rule)
+                agentd_core::config_edit::append_deny_rule_blocking(&config_path, rule)
             } else {
-                crate::config_edit::append_allow_rule_blocking(&config_path, rule)
+                agentd_core::config_edit::append_allow_rule_blocking(&config_path, rule)
             };
             let written = written.map_err(|err| {
                     format!(

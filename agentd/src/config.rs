@@ -13,7 +13,7 @@ use crate::llm::{FilePrices, ProviderConfig, ProviderKind};
 use crate::permission::{
     PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
 };
-use crate::text_position::line_and_column;
+use agentd_core::text_position::line_and_column;
 
 /// The daemon configuration.
 #[derive(Clone, Debug)]
@@ -194,7 +194,7 @@ pub fn load(
         tasks: crate::task::TaskSettings::default(),
     };
     if let Some(path) = path {
-        match crate::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
+        match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
             Ok(read) if read.truncated => {
                 return Err(ConfigError::Read {
                     path: path.to_path_buf(),

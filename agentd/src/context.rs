@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::conversation::{ContextChange, Message};
+use agentd_core::conversation::{ContextChange, Message};
 
 /// The window assumed for a model neither the config nor [`KNOWN_WINDOWS`] names.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -264,10 +264,12 @@ impl ContextState {
                     tool_name, content, ..
                 } => format!("[tool result: {tool_name}] {content}"),
             };
-            lines.push(crate::truncate::truncate_middle(&line, SUMMARY_MESSAGE_CHARS).into_owned());
+            lines.push(
+                agentd_core::truncate::truncate_middle(&line, SUMMARY_MESSAGE_CHARS).into_owned(),
+            );
         }
         let input = lines.join("\n");
-        match crate::truncate::truncate_middle(&input, max_chars) {
+        match agentd_core::truncate::truncate_middle(&input, max_chars) {
             std::borrow::Cow::Borrowed(_) => input,
             std::borrow::Cow::Owned(cut) => cut,
         }

@@ -1,7 +1,7 @@
 //! Unit tests of the context view: windows, clearing, compaction cuts.
 
 use super::*;
-use crate::conversation::ToolCall;
+use agentd_core::conversation::ToolCall;
 
 fn user(text: &str) -> Message {
     Message::User {

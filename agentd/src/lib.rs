@@ -8,23 +8,15 @@
 pub mod agent;
 pub mod agents;
 pub mod allocator;
-pub mod answerers;
 pub mod approval;
-pub mod atomic_file;
 pub mod config;
-pub mod config_edit;
 pub mod context;
-pub mod conversation;
 pub mod daemon;
-pub mod frontmatter;
 pub mod llm;
-pub mod logging;
 pub mod mcp;
 pub mod memory;
-pub mod paths;
 pub mod permission;
 pub mod process;
-pub mod regular_file;
 pub mod rpc;
 pub mod server;
 pub mod session;
@@ -32,24 +24,18 @@ pub mod skills;
 pub mod state;
 pub mod store;
 pub mod task;
-pub mod test_seam;
-#[cfg(test)]
-mod test_support;
-pub mod text_position;
 pub mod tools;
-pub mod truncate;
 pub mod trust;
 pub mod wire;
-pub mod workspace;
 
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
-    let paths = paths::Paths::resolve(options.socket.as_deref())?;
-    let _log_guard = logging::init(&paths.log_dir)?;
-    logging::install_panic_hook();
+    let paths = agentd_core::paths::Paths::resolve(options.socket.as_deref())?;
+    let _log_guard = agentd_core::logging::init(&paths.log_dir)?;
+    agentd_core::logging::install_panic_hook();
     // Before any thread or tool starts: tools must not read the daemon's memory or environment.
     daemon::harden_process();
-    test_seam::init_from_env();
+    agentd_core::test_seam::init_from_env();
     allocator::configure();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -134,7 +134,7 @@ pub fn is_skill_result(tool_name: &str, text: &str) -> bool {
 pub fn discover(cwd: &Path, user_dir: Option<&Path>, limits: &SkillLimits) -> Catalogue {
     // Each skills directory with the directory its skills must stay in (`Skill::root`).
     let mut roots: Vec<(PathBuf, SkillSource, PathBuf)> = Vec::new();
-    let project = crate::workspace::project_dirs(cwd);
+    let project = agentd_core::workspace::project_dirs(cwd);
     for dir in &project.dirs {
         let containment = project.containment_for(dir);
         for sub in PROJECT_SKILL_DIRS {
@@ -210,7 +210,7 @@ pub fn load(
             catalogue.names()
         ));
     };
-    if !crate::regular_file::resolves_within(skill.dir(), &skill.root) {
+    if !agentd_core::regular_file::resolves_within(skill.dir(), &skill.root) {
         return Err(format!(
             "skill `{name}` cannot be loaded: its directory {} leads out of {} through a \
              symbolic link",
@@ -219,7 +219,7 @@ pub fn load(
         ));
     }
     let text = read_skill_text(&skill.path, &skill.root, limits)?;
-    let document = crate::frontmatter::parse(&text)
+    let document = agentd_core::frontmatter::parse(&text)
         .map_err(|err| format!("cannot read {}: {err}", skill.path.display()))?;
     let mut files = Vec::new();
     let mut more_files = false;
@@ -292,14 +292,14 @@ fn skill_files(
     if !root.is_dir() {
         return Vec::new();
     }
-    if !crate::regular_file::is_own_dir(root) {
+    if !agentd_core::regular_file::is_own_dir(root) {
         warnings.push(format!(
             "skills in {} are not used: the directory belongs to another user",
             root.display()
         ));
         return Vec::new();
     }
-    if !crate::regular_file::resolves_within(root, containment) {
+    if !agentd_core::regular_file::resolves_within(root, containment) {
         warnings.push(outside_warning("the skills in it are", root, containment));
         return Vec::new();
     }
@@ -325,7 +325,7 @@ fn skill_files(
         if !path.is_dir() {
             continue;
         }
-        if !crate::regular_file::resolves_within(&path, containment) {
+        if !agentd_core::regular_file::resolves_within(&path, containment) {
             warnings.push(outside_warning("it is", &path, containment));
             continue;
         }
@@ -360,7 +360,7 @@ fn read_skill(
     limits: &SkillLimits,
 ) -> Result<Skill, String> {
     let text = read_skill_text(path, root, limits)?;
-    let document = crate::frontmatter::parse(&text)
+    let document = agentd_core::frontmatter::parse(&text)
         .map_err(|err| format!("skill {} is skipped: {err}", path.display()))?;
     let dir_name = path
         .parent()
@@ -410,7 +410,7 @@ fn read_skill(
 /// The whole text of a `SKILL.md` (ours, regular, under `root`, under the size cap), or why
 /// not.
 fn read_skill_text(path: &Path, root: &Path, limits: &SkillLimits) -> Result<String, String> {
-    match crate::regular_file::read_own_text_within(path, root, limits.max_file_bytes) {
+    match agentd_core::regular_file::read_own_text_within(path, root, limits.max_file_bytes) {
         Ok(read) if read.truncated => Err(format!(
             "skill {} is skipped: it is larger than {} KiB; move details into other files of its directory",
             path.display(),
@@ -418,10 +418,10 @@ fn read_skill_text(path: &Path, root: &Path, limits: &SkillLimits) -> Result<Str
         )),
         Ok(read) => Ok(read.text),
         Err(err) => {
-            if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&err) {
+            if let Some(refusal) = agentd_core::regular_file::OtherUsersFile::of(&err) {
                 return Err(format!("skill {} is skipped: {refusal}", path.display()));
             }
-            if let Some(refusal) = crate::regular_file::OutsideRoot::of(&err) {
+            if let Some(refusal) = agentd_core::regular_file::OutsideRoot::of(&err) {
                 return Err(format!("skill {} is skipped: {refusal}", path.display()));
             }
             Err(format!("skill {} is skipped: {err}", path.display()))
@@ -461,7 +461,8 @@ fn list_files(
         if file_type.is_dir() {
             list_files(root, &path, containment, depth + 1, limits, files, more);
         } else if (dir == root && entry.file_name() == SKILL_FILE)
-            || (file_type.is_symlink() && !crate::regular_file::resolves_within(&path, containment))
+            || (file_type.is_symlink()
+                && !agentd_core::regular_file::resolves_within(&path, containment))
         {
             continue;
         } else if files.len() >= limits.max_listed_files {

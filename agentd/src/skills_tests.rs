@@ -161,7 +161,7 @@ fn reads_are_bounded_in_size_and_count() {
     // `max_skills`.
     let fifo = t.workspace.join("skills/aa-fifo/SKILL.md");
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
-    crate::test_support::mkfifo(&fifo);
+    agentd_core::test_support::mkfifo(&fifo);
     let catalogue = discover(&t.workspace, None, &limits);
     assert_eq!(catalogue.names(), "a, b");
     let warnings = catalogue.warnings.join("\n");

@@ -5,9 +5,9 @@ use std::time::{Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::paths::Paths;
 use crate::server::ConnectionStats;
 use crate::session::SessionManager;
+use agentd_core::paths::Paths;
 
 /// Everything handlers share. Owned by `daemon::run`; cloned as `Arc<DaemonState>`.
 pub struct DaemonState {

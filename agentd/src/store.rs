@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::conversation::Message;
+use agentd_core::conversation::Message;
 use protocol::event::Event;
 
 /// Format version written in every header (`version`). A file of a higher version is refused
@@ -120,7 +120,7 @@ pub enum Entry {
     /// A deliberate change to what the model is sent (clearing, compaction); the messages
     /// stay whole, and loading applies these to rebuild the same view.
     Context {
-        change: crate::conversation::ContextChange,
+        change: agentd_core::conversation::ContextChange,
     },
     /// Seqs `from..=to` went to events the daemon could not write (disk full). Written once
     /// the log can be written again, so those seqs are never given out twice.
@@ -142,7 +142,7 @@ pub struct LoadedSession {
     /// The last `runStarted` without a matching `runFinished`: the run the daemon was in when
     /// it stopped.
     pub unfinished_run: Option<String>,
-    pub usage: crate::conversation::Usage,
+    pub usage: agentd_core::conversation::Usage,
     /// The session's cost so far, from its last `usageUpdated`.
     pub cost_usd: Option<f64>,
     /// Approvals requested and never resolved (the daemon stopped while they waited):
@@ -226,7 +226,7 @@ fn line_of<T: Serialize>(value: &T) -> Result<String> {
 
 /// Read only the header of a session file (for listing without loading everything).
 pub fn read_header(path: &Path) -> Result<SessionHeader> {
-    read_header_from(crate::regular_file::open(path)?, path)
+    read_header_from(agentd_core::regular_file::open(path)?, path)
 }
 
 /// Read the header from `file`, already opened from `path` (named in errors).
@@ -244,7 +244,7 @@ pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeade
 
 /// Load a whole session file. Blocking: call from `spawn_blocking`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
-    let file = crate::regular_file::open(path)?;
+    let file = agentd_core::regular_file::open(path)?;
     let file_len = file
         .metadata()
         .with_context(|| format!("cannot read {}", path.display()))?
@@ -386,7 +386,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         total_cost_usd,
                         ..
                     } => {
-                        loaded.usage = crate::conversation::wire::usage_from(total);
+                        loaded.usage = agentd_core::conversation::wire::usage_from(total);
                         loaded.cost_usd = *total_cost_usd;
                     }
                     Event::SessionUpdated { .. } => {
@@ -432,7 +432,7 @@ fn remember_request(
 pub struct Summary {
     pub last_seq: u64,
     /// The session's token usage after its last model call.
-    pub usage: crate::conversation::Usage,
+    pub usage: agentd_core::conversation::Usage,
 }
 
 /// Bytes read from the end of a session file for its [`Summary`].
@@ -442,7 +442,7 @@ const SUMMARY_TAIL_BYTES: u64 = 256 * 1024;
 /// does not say (a last model call further back): load the session instead. Blocking.
 pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = crate::regular_file::open(path)?;
+    let mut file = agentd_core::regular_file::open(path)?;
     let len = file.metadata()?.len();
     let start = len.saturating_sub(SUMMARY_TAIL_BYTES);
     file.seek(SeekFrom::Start(start))?;
@@ -466,7 +466,7 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
         };
         last_seq.get_or_insert(seq);
         if let Event::UsageUpdated { total, .. } = event {
-            usage = Some(crate::conversation::wire::usage_from(&total));
+            usage = Some(agentd_core::conversation::wire::usage_from(&total));
             break;
         }
     }
@@ -487,7 +487,7 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
 /// the settings as `sessionUpdated` events left them. Reads the file line by line, parsing only
 /// the lines of those two event types. Blocking.
 pub fn read_listing_facts(path: &Path) -> Result<(Option<String>, SessionSettings)> {
-    let file = crate::regular_file::open(path)?;
+    let file = agentd_core::regular_file::open(path)?;
     let mut lines = std::io::BufReader::new(file).split(b'\n');
     let first = lines
         .next()

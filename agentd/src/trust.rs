@@ -171,7 +171,7 @@ impl TrustStore {
     /// daemon says why rather than overwriting it).
     pub fn load(state_dir: &Path) -> anyhow::Result<TrustStore> {
         let path = state_dir.join(TRUST_FILE);
-        let projects = match crate::regular_file::read_own_text(&path, MAX_TRUST_FILE_BYTES) {
+        let projects = match agentd_core::regular_file::read_own_text(&path, MAX_TRUST_FILE_BYTES) {
             Ok(read) => {
                 let file: TrustFile = serde_json::from_str(&read.text).with_context(|| {
                     format!(
@@ -322,7 +322,7 @@ impl TrustStore {
                 .collect(),
         };
         let bytes = serde_json::to_vec_pretty(&file)?;
-        crate::atomic_file::replace_atomically(&self.path, &bytes, 0o600)
+        agentd_core::atomic_file::replace_atomically(&self.path, &bytes, 0o600)
             .with_context(|| format!("cannot replace {}", self.path.display()))
     }
 }
@@ -402,7 +402,7 @@ impl ProjectTrust {
 /// The directories whose pinned files a trust of `canonical` covers: from it up to the root
 /// (the settings dirs of `workspace::project_dirs`).
 fn chain(canonical: &Path) -> Vec<PathBuf> {
-    crate::workspace::project_dirs(canonical)
+    agentd_core::workspace::project_dirs(canonical)
         .settings_dirs()
         .to_vec()
 }
@@ -419,7 +419,7 @@ fn find_pinned_files(canonical: &Path, project: &ProjectTrust) -> Found {
     for dir in chain(canonical) {
         for name in PINNED_FILES {
             let path = dir.join(name);
-            match crate::regular_file::read_own_text(&path, MAX_PINNED_FILE_BYTES) {
+            match agentd_core::regular_file::read_own_text(&path, MAX_PINNED_FILE_BYTES) {
                 Ok(read) if read.truncated => found.unreadable.push(format!(
                     "{}: larger than {MAX_PINNED_FILE_BYTES} bytes, never read",
                     path.display()
@@ -485,7 +485,7 @@ pub fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustError> {
     if !metadata.is_dir() {
         return Err(TrustError::NotADirectory { path: shown() });
     }
-    if !crate::regular_file::owned_by_us(&metadata) {
+    if !agentd_core::regular_file::owned_by_us(&metadata) {
         return Err(TrustError::NotYours {
             path: shown(),
             owner: std::os::unix::fs::MetadataExt::uid(&metadata),
@@ -529,7 +529,7 @@ fn on_pseudo_filesystem(path: &Path) -> bool {
 
 /// The project root of a canonical workspace: the git root, or the workspace itself.
 pub fn project_root(workspace: &Path) -> PathBuf {
-    let dirs = crate::workspace::project_dirs(workspace);
+    let dirs = agentd_core::workspace::project_dirs(workspace);
     match (dirs.in_repository, dirs.dirs.last()) {
         (true, Some(root)) => root.clone(),
         _ => workspace.to_path_buf(),

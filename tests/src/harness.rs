@@ -208,7 +208,7 @@ impl Drop for TestEnv {
 
 /// The daemon's lock file for `socket` (it holds the daemon's pid).
 pub fn lock_path(socket: &Path) -> PathBuf {
-    agentd::paths::lock_path_for(socket)
+    agentd_core::paths::lock_path_for(socket)
 }
 
 impl Default for TestEnv {

@@ -89,7 +89,7 @@ impl Scenario {
 
     /// With extra config lines and the daemon's test-only write fault seam armed: while the
     /// returned file exists, session-file writes of lines containing its text fail like a
-    /// full disk (all writes when it is empty). See `agentd::test_seam`.
+    /// full disk (all writes when it is empty). See `agentd_core::test_seam`.
     pub async fn start_with_write_fault(
         format: Format,
         extra: &str,

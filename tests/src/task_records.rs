@@ -46,7 +46,7 @@ pub fn record(
 /// Writes `task`'s record (and, when given, its output file) where the daemon keeps them.
 pub fn seed(env: &TestEnv, task: &TaskRecord, output: Option<&str>) {
     let dir = tasks_dir(env);
-    agentd::paths::prepare_private_dir(&dir).expect("tasks dir");
+    agentd_core::paths::prepare_private_dir(&dir).expect("tasks dir");
     agentd::task::store::write_record(&dir, task).expect("write task record");
     if let Some(output) = output {
         std::fs::write(dir.join(format!("{}.out", task.task_id)), output).expect("write output");

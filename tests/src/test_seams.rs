@@ -1,4 +1,4 @@
-//! The daemon's test seams as the tests see them: the trigger variables of `agentd::test_seam`,
+//! The daemon's test seams as the tests see them: the trigger variables of `agentd_core::test_seam`,
 //! and a guard that a test arming one runs a daemon built with them.
 //!
 //! The seams are compiled in only with agentd's `test-seams` feature, which reaches the binary

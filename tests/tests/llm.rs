@@ -3,9 +3,9 @@
 // Helpers outside `#[test]` functions are test code too.
 #![allow(clippy::unwrap_used)]
 
-use agentd::conversation::{Message, ToolCall, ToolSpec, Usage};
 use agentd::llm::{ChatRequest, Completion, LlmClient, LlmError, LlmEvent};
 use agentd::llm::{ProviderConfig, ProviderKind};
+use agentd_core::conversation::{Message, ToolCall, ToolSpec, Usage};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use pretty_assertions::assert_eq;
 use std::time::Duration;

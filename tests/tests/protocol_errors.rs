@@ -103,7 +103,8 @@ async fn agentctl_words_the_suggestion_as_its_own_command() {
     }
 }
 
-/// Files of `agentd/src` whose messages may name agentctl, with why.
+/// Files of the daemon's crates (paths under their `src`) whose messages may name agentctl,
+/// with why.
 const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
     (
         "daemon/lock.rs",
@@ -125,9 +126,17 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
 /// test modules aside) names agentctl, except the files listed with their reason.
 #[test]
 fn no_daemon_message_names_agentctl() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentd/src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for file in rust_files(&src) {
+    for (src, file) in ["agentd/src", "crates/core/src"]
+        .into_iter()
+        .map(|dir| root.join(dir))
+        .flat_map(|src| {
+            rust_files(&src)
+                .into_iter()
+                .map(move |file| (src.clone(), file))
+        })
+    {
         let relative = file.strip_prefix(&src).unwrap().display().to_string();
         let is_test_file = relative.ends_with("tests.rs") || relative.ends_with("test_support.rs");
         if is_test_file || MAY_NAME_AGENTCTL.iter().any(|(path, _)| *path == relative) {

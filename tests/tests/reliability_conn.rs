@@ -368,7 +368,7 @@ async fn an_answer_over_the_line_limit_is_response_too_big() {
     let (mut client, session_id) = scenario.session().await;
     // Three prompts of the longest text a message may hold, of a char that JSON escapes to 6
     // bytes (`\u0001`): the history passes 16 MiB while each line stays under it.
-    let prompt = "\u{1}".repeat(agentd::conversation::MAX_MESSAGE_CHARS);
+    let prompt = "\u{1}".repeat(agentd_core::conversation::MAX_MESSAGE_CHARS);
     for _ in 0..3 {
         scenario.mock.push(Reply::text("ok"));
         client.prompt(&session_id, &prompt).await;

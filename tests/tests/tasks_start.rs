@@ -170,7 +170,7 @@ async fn task_start_refuses_bad_requests_with_what_to_do() {
     assert_eq!(code, -32602, "{message}");
     assert!(message.contains("empty"), "{message}");
     // Longer than one message may be (a client's text is refused, not cut).
-    let huge = "x".repeat(agentd::conversation::MAX_MESSAGE_CHARS + 1);
+    let huge = "x".repeat(agentd_core::conversation::MAX_MESSAGE_CHARS + 1);
     let (code, message) = refusal(
         client
             .request("task/start", json!({"cwd": cwd, "prompt": huge}))

@@ -5,15 +5,19 @@ use std::path::{Path, PathBuf};
 
 use agentd_tests::scenario::rust_files;
 
-/// agentd's modules in layers, bottom first. A module names (`crate::x`, `super::…::x`,
-/// `use crate::{x, …}`) only modules listed before it: an edge upward, or between two modules
-/// that name each other, fails `the_module_graph_follows_the_declared_layers`. A new module
-/// must be placed here. The same order is ARCHITECTURE.md's layer diagram.
+/// The daemon's crates, bottom first: the source dir and the name other crates use. A layer
+/// lives in one crate; `core` is the crate `agentd_core`, the rest are still `agentd`'s modules.
+const CRATES: &[(&str, &str)] = &[("crates/core/src", "agentd_core"), ("agentd/src", "agentd")];
+
+/// agentd's modules in layers, bottom first. A module names (`crate::x`, `agentd_core::x`,
+/// `super::…::x`, `use crate::{x, …}`) only modules listed before it: an edge upward, or
+/// between two modules that name each other, fails
+/// `the_module_graph_follows_the_declared_layers`. A new module must be placed here. The same
+/// order is ARCHITECTURE.md's layer diagram.
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
-            "allocator",
             "answerers",
             "test_seam",
             "text_position",
@@ -26,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "paths",
             "logging",
             "workspace",
+            "test_support",
         ],
     ),
     ("policy", &["trust", "permission", "process", "approval"]),
@@ -35,7 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("agent", &["agent"]),
     ("assembly", &["config", "wire", "store"]),
     ("session", &["session"]),
-    ("daemon", &["server", "state", "rpc", "daemon"]),
+    ("daemon", &["server", "state", "rpc", "daemon", "allocator"]),
 ];
 
 /// Files that are only tests (their module is `#[cfg(test)]`), by name.
@@ -133,11 +138,22 @@ fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
     };
     let mut found = Vec::new();
     let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
-    for (offset, _) in code.match_indices("crate::") {
-        if offset > 0 && code[..offset].ends_with(|ch: char| is_ident(ch) || ch == ':') {
-            continue; // `agentd::crate::`, `$crate::`: not this crate's root
+    let roots = std::iter::once("crate::".to_owned())
+        .chain(CRATES.iter().map(|(_, name)| format!("{name}::")));
+    let mut starts: Vec<(usize, String)> = Vec::new();
+    for root in roots {
+        starts.extend(
+            code.match_indices(root.as_str())
+                .map(|(offset, _)| (offset, root.clone())),
+        );
+    }
+    starts.sort();
+    for (offset, root) in starts {
+        let before = &code[..offset];
+        if before.ends_with(|ch: char| is_ident(ch) || ch == ':' || ch == '$') {
+            continue; // `$crate::`, `x::crate::`, `my_agentd_core::`: not a crate's root
         }
-        let rest = &code[offset + "crate::".len()..];
+        let rest = &code[offset + root.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             for head in group_heads(group) {
                 found.push((line_of(offset), head));
@@ -178,7 +194,6 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
 /// every module of `lib.rs` is placed in a layer.
 #[test]
 fn the_module_graph_follows_the_declared_layers() {
-    let src = repo_root().join("agentd/src");
     let order: Vec<&str> = LAYERS
         .iter()
         .flat_map(|(_, modules)| modules.iter().copied())
@@ -189,15 +204,33 @@ fn the_module_graph_follows_the_declared_layers() {
             .find(|(_, modules)| modules.contains(&module))
             .map(|(layer, _)| *layer)
     };
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let declared: Vec<String> = code_lines(&lib)
+    let declared_in = |src: &str| -> Vec<String> {
+        let lib = std::fs::read_to_string(repo_root().join(src).join("lib.rs")).unwrap();
+        code_lines(&lib)
+            .iter()
+            .filter_map(|(_, line)| {
+                let line = line.trim().strip_prefix("pub ").unwrap_or(line.trim());
+                line.strip_prefix("mod ")?
+                    .strip_suffix(';')
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let mut core: Vec<String> = LAYERS[0]
+        .1
         .iter()
-        .filter_map(|(_, line)| {
-            let line = line.trim().strip_prefix("pub ").unwrap_or(line.trim());
-            line.strip_prefix("mod ")?
-                .strip_suffix(';')
-                .map(str::to_owned)
-        })
+        .map(|module| module.to_string())
+        .collect();
+    core.sort_unstable();
+    let mut in_core = declared_in(CRATES[0].0);
+    in_core.sort_unstable();
+    assert_eq!(
+        in_core, core,
+        "the crate agentd_core holds exactly the core layer (LAYERS[0])"
+    );
+    let declared: Vec<String> = CRATES
+        .iter()
+        .flat_map(|(src, _)| declared_in(src))
         .collect();
     let unplaced: Vec<&String> = declared
         .iter()
@@ -205,7 +238,7 @@ fn the_module_graph_follows_the_declared_layers() {
         .collect();
     assert!(
         unplaced.is_empty(),
-        "modules of agentd/src/lib.rs in no layer: {unplaced:?}; add each to LAYERS in \
+        "modules of the daemon's crates in no layer: {unplaced:?}; add each to LAYERS in \
          tests/tests/tidy.rs (and to ARCHITECTURE.md's layer diagram) above the modules it uses"
     );
     let gone: Vec<&&str> = order
@@ -214,14 +247,20 @@ fn the_module_graph_follows_the_declared_layers() {
         .collect();
     assert!(
         gone.is_empty(),
-        "LAYERS names modules agentd/src/lib.rs does not declare: {gone:?}"
+        "LAYERS names modules no lib.rs of the daemon's crates declares: {gone:?}"
     );
 
     let mut upward = Vec::new();
     let mut edges = 0;
-    for file in rust_files(&src) {
+    let files = CRATES.iter().flat_map(|(src, _)| {
+        let src = repo_root().join(src);
+        rust_files(&src)
+            .into_iter()
+            .map(move |file| (src.clone(), file))
+    });
+    for (src, file) in files {
         let own = module_path(&src, &file);
-        if is_test_file(&file.strip_prefix(&src).unwrap().to_path_buf()) || own.len() < 1 {
+        if is_test_file(file.strip_prefix(&src).unwrap()) || own.is_empty() {
             continue;
         }
         let me = own[0].as_str();
@@ -267,7 +306,7 @@ fn the_layer_scan_reads_every_form_of_naming_a_module() {
         "//! about crate::doc\n\
          use crate::{\n    alpha::{A, B},\n    beta,\n};\n\
          use crate::gamma::C;\n\
-         fn f() { crate::delta::go(); super::super::epsilon::run(); super::sibling(); }\n\
+         fn f() { crate::delta::go(); agentd_core::theta::t(); super::super::epsilon::run(); super::sibling(); }\n\
          /// see crate::comment\n\
          #[cfg(test)]\n\
          fn only_tests() {\n    crate::hidden::x();\n}\n\
@@ -283,7 +322,9 @@ fn the_layer_scan_reads_every_form_of_naming_a_module() {
         .collect();
     assert_eq!(
         named,
-        ["alpha", "beta", "gamma", "delta", "zeta", "epsilon"],
+        [
+            "alpha", "beta", "gamma", "delta", "theta", "zeta", "epsilon"
+        ],
         "lines: {:?}",
         named_modules(&file, &own)
     );

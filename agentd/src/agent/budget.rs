@@ -2,8 +2,8 @@
 //! the agent it runs as (`maxBudgetUsd` of its definition). Checked before each model call
 //! against what the run has used so far; the cost goes into `runFinished.costUsd`.
 
-use crate::conversation::Usage;
 use crate::llm::Prices;
+use agentd_core::conversation::Usage;
 
 /// A run's prices and budget.
 #[derive(Clone, Copy, Debug, Default)]

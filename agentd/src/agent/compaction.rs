@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 use super::Run;
 use super::sink::{RunLog, SessionShared};
 use crate::context::{self, SUMMARY_PROMPT};
-use crate::conversation::{ContextChange, Message, ToolSpec};
 use crate::llm::{ChatRequest, LlmClient};
+use agentd_core::conversation::{ContextChange, Message, ToolSpec};
 use protocol::event::Event;
 
 use anyhow::Result;

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::sink::{RunLog, SessionShared};
 use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart};
 use crate::approval::{ApprovalBroker, Resolution};
-use crate::conversation::{Message, Usage, orphaned_tool_calls};
+use agentd_core::conversation::{Message, Usage, orphaned_tool_calls};
 use protocol::approval::ApprovalDecision;
 use protocol::event::{Event, RunStatus};
 
@@ -116,7 +116,7 @@ impl Run {
         {
             Ok(outcome) => outcome,
             Err(payload) => {
-                let message = crate::logging::panic_message(&*payload);
+                let message = agentd_core::logging::panic_message(&*payload);
                 tracing::error!(session = %ending.session_id, run = %ending.run_id, "the run panicked: {message}");
                 ending.close_after_failure().await;
                 let outcome = RunOutcome {
@@ -225,7 +225,7 @@ impl RunEnding {
             run_id: self.run_id.clone(),
             status: outcome.status,
             error: outcome.error.clone(),
-            usage: crate::conversation::wire::usage(&outcome.usage),
+            usage: agentd_core::conversation::wire::usage(&outcome.usage),
             cost_usd: self.budget.cost(&outcome.usage),
         };
         if let Err(err) = self.log.append(finished).await {

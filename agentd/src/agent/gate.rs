@@ -10,12 +10,12 @@ use anyhow::Result;
 
 use super::Run;
 use crate::approval::{ApprovalBroker, Resolution};
-use crate::conversation::ToolCall;
 use crate::permission::{
     Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule,
     asks_every_time, session_key,
 };
 use crate::tools::{FetchDecision, FetchRules, ToolOutput};
+use agentd_core::conversation::ToolCall;
 use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::event::Event;
 

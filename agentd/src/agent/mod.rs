@@ -21,9 +21,9 @@ use anyhow::Result;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Message, ToolCall, Usage};
 use crate::llm::{ChatRequest, LlmClient, LlmEvent};
 use crate::tools::{BatchObserver, ToolContext, ToolOutput, execute_batch};
+use agentd_core::conversation::{Message, ToolCall, Usage};
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
 use sink::{RunLog, SessionShared};
 
@@ -225,15 +225,15 @@ impl Run {
             let tool_calls: Vec<ToolCall> = completion
                 .tool_calls
                 .into_iter()
-                .map(crate::conversation::cap_tool_call)
+                .map(agentd_core::conversation::cap_tool_call)
                 .collect();
             self.push_assistant(history, completion.content, tool_calls.clone())
                 .await?;
             self.log
                 .append(Event::UsageUpdated {
                     run_id: self.run_id.clone(),
-                    usage: crate::conversation::wire::usage(&completion.usage),
-                    total: crate::conversation::wire::usage(&total),
+                    usage: agentd_core::conversation::wire::usage(&completion.usage),
+                    total: agentd_core::conversation::wire::usage(&total),
                     context_window: Some(self.context_limits.window),
                     total_cost_usd,
                 })
@@ -405,7 +405,7 @@ impl Run {
     /// model's order.
     async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
         for call in calls {
-            crate::test_seam::panic_in_tool_call(&call.name);
+            agentd_core::test_seam::panic_in_tool_call(&call.name);
         }
         let verdicts = self.authorize(calls).await?;
         let allowed: Vec<ToolCall> = calls
@@ -470,7 +470,7 @@ impl Run {
         tool_calls: Vec<ToolCall>,
     ) -> Result<()> {
         // A runaway reply is cut before it is stored or sent (head and tail kept).
-        let content = crate::conversation::cap_message_text(content);
+        let content = agentd_core::conversation::cap_message_text(content);
         let event = Event::MessageCompleted {
             run_id: self.run_id.clone(),
             role: MessageRole::Assistant,
@@ -478,7 +478,7 @@ impl Run {
             kind: None,
             tool_calls: tool_calls
                 .iter()
-                .map(crate::conversation::wire::tool_call)
+                .map(agentd_core::conversation::wire::tool_call)
                 .collect(),
         };
         self.push_message_then(
@@ -499,7 +499,7 @@ impl Run {
         kind: UserMessageKind,
         then: Vec<Event>,
     ) -> Result<()> {
-        let text = crate::conversation::cap_message_text(text);
+        let text = agentd_core::conversation::cap_message_text(text);
         let mut events = vec![Event::MessageCompleted {
             run_id: self.run_id.clone(),
             role: MessageRole::User,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Project notes files read from the workspace and its parents up to the git root (the file
 /// tools write them only after an approval naming them).
-use crate::workspace::NOTES_FILES;
+use agentd_core::workspace::NOTES_FILES;
 /// Notes longer than this are cut: they go into every request.
 const MAX_NOTES_CHARS: usize = 20_000;
 
@@ -78,13 +78,13 @@ prompt, since it sees nothing of this conversation. The default agentType is gen
 /// The user's notes file, when it exists, is theirs and is not empty (cut at
 /// `MAX_NOTES_CHARS`, read like project notes: regular file only, bounded).
 fn user_notes_file(path: &Path) -> Option<(std::path::PathBuf, String)> {
-    match crate::regular_file::read_own_text(path, MAX_NOTES_CHARS.saturating_mul(4)) {
+    match agentd_core::regular_file::read_own_text(path, MAX_NOTES_CHARS.saturating_mul(4)) {
         Ok(read) => {
             let text: String = read.text.chars().take(MAX_NOTES_CHARS).collect();
             (!text.trim().is_empty()).then(|| (path.to_path_buf(), text))
         }
         Err(error) => {
-            if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&error) {
+            if let Some(refusal) = agentd_core::regular_file::OtherUsersFile::of(&error) {
                 tracing::warn!("user notes not used: {refusal}");
             }
             None
@@ -108,7 +108,7 @@ pub fn appended_section(text: &str) -> String {
 /// parent of another user); a notes file of another user is skipped, never read (a warning in
 /// the log says which and what to do), and the next name in the same directory is tried.
 fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut dirs = crate::workspace::project_dirs(cwd).dirs;
+    let mut dirs = agentd_core::workspace::project_dirs(cwd).dirs;
     dirs.reverse();
     let mut notes = Vec::new();
     let mut budget = MAX_NOTES_CHARS;
@@ -120,15 +120,17 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
             }
             // At most four bytes a character: enough bytes for the budget, never the whole of a
             // huge file, and a FIFO named AGENTS.md is refused instead of waited on.
-            let read = match crate::regular_file::read_own_text(&path, budget.saturating_mul(4)) {
-                Ok(read) => read,
-                Err(error) => {
-                    if let Some(refusal) = crate::regular_file::OtherUsersFile::of(&error) {
-                        tracing::warn!("project notes not used: {refusal}");
+            let read =
+                match agentd_core::regular_file::read_own_text(&path, budget.saturating_mul(4)) {
+                    Ok(read) => read,
+                    Err(error) => {
+                        if let Some(refusal) = agentd_core::regular_file::OtherUsersFile::of(&error)
+                        {
+                            tracing::warn!("project notes not used: {refusal}");
+                        }
+                        continue;
                     }
-                    continue;
-                }
-            };
+                };
             let text: String = read.text.chars().take(budget).collect();
             budget -= text.chars().count();
             notes.push((path, text));

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 
-use crate::conversation::{ContextChange, Message, Usage};
+use agentd_core::conversation::{ContextChange, Message, Usage};
 use protocol::event::Event;
 
 /// The log a run writes through (persist first, publish second); implemented by
@@ -94,7 +94,7 @@ pub struct SessionState {
     pub context: crate::context::ContextState,
     /// The tools of the session's previous model call (None: none since it was loaded), to
     /// record `toolsChanged` when the next call's differ.
-    pub offered_tools: Option<std::sync::Arc<[crate::conversation::ToolSpec]>>,
+    pub offered_tools: Option<std::sync::Arc<[agentd_core::conversation::ToolSpec]>>,
 }
 
 impl SessionState {
@@ -102,7 +102,7 @@ impl SessionState {
     /// totals: `usageUpdated.total` and `totalCostUsd`).
     pub fn add_usage(
         &mut self,
-        usage: &crate::conversation::Usage,
+        usage: &agentd_core::conversation::Usage,
         prices: Option<crate::llm::Prices>,
     ) {
         self.usage.add(usage);

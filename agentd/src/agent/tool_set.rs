@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::Run;
-use crate::conversation::ToolSpec;
 use crate::mcp::{McpHandle, McpStatus};
 use crate::tools::ToolRegistry;
+use agentd_core::conversation::ToolSpec;
 use protocol::event::Event;
 
 /// The tools of one step: what the model is offered and what the gate and executor look up.

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{AgentDefinition, AgentLimits, AgentSource};
-use crate::frontmatter::{Document, Value};
+use agentd_core::frontmatter::{Document, Value};
 
 /// Claude Code's tool names and ours.
 const TOOL_ALIASES: &[(&str, &str)] = &[

@@ -73,7 +73,7 @@ fn claude_code_spelling() {
     assert_eq!(agent.permission_mode.as_deref(), Some("acceptEdits"));
     assert_eq!(
         agent.mcp_servers,
-        Some(crate::frontmatter::Value::List(vec!["github".into()]))
+        Some(agentd_core::frontmatter::Value::List(vec!["github".into()]))
     );
     assert!(agent.background);
     assert_eq!(agent.skills, vec!["pdf".to_owned(), "review".to_owned()]);

@@ -20,7 +20,7 @@ impl InstanceLock {
     /// Take the lock or explain who holds it.
     pub fn acquire(path: &Path, socket: &Path) -> Result<InstanceLock> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let mut file = crate::regular_file::open_with(
+        let mut file = agentd_core::regular_file::open_with(
             path,
             std::fs::OpenOptions::new()
                 .read(true)
@@ -31,7 +31,7 @@ impl InstanceLock {
         )
         .with_context(|| format!("cannot use lock file {}", path.display()))?;
         let meta = file.metadata()?;
-        if meta.uid() != crate::regular_file::current_uid() {
+        if meta.uid() != agentd_core::regular_file::current_uid() {
             bail!(
                 "lock file {} belongs to another user (uid {}); choose a socket path in a directory of your own",
                 path.display(),

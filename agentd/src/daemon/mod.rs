@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use lock::InstanceLock;
 
-use crate::paths::{self, Paths};
 use crate::server::{self, ConnectionStats, ServerLimits};
 use crate::session::{SessionDeps, SessionManager};
 use crate::state::DaemonState;
+use agentd_core::paths::{self, Paths};
 
 /// How the daemon was asked to start.
 #[derive(Clone, Debug, Default)]
@@ -283,7 +283,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 /// never offered to a subagent) and the `task_*` tools (which read and stop the session's own
 /// tasks).
 fn tool_registry(
-    paths: &crate::paths::Paths,
+    paths: &agentd_core::paths::Paths,
     memory: &Arc<crate::memory::MemoryStores>,
     tasks: &Arc<crate::task::TaskManager>,
 ) -> crate::tools::ToolRegistry {
@@ -315,7 +315,7 @@ fn existing_socket(socket: &Path) -> Result<bool> {
         bail!(
             "{} exists and is not a socket ({}); agentd will not replace it: move it away or choose another socket path (--socket or AGENTD_SOCKET)",
             socket.display(),
-            crate::regular_file::kind_of(&meta.file_type())
+            agentd_core::regular_file::kind_of(&meta.file_type())
         );
     }
     Ok(true)

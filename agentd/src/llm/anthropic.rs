@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProviderConfig;
 use super::{ChatRequest, Completion, StreamError};
-use crate::conversation::{Message, ToolCall, ToolImage, Usage};
+use agentd_core::conversation::{Message, ToolCall, ToolImage, Usage};
 
 /// `max_tokens` is required by the API; used when the provider config sets none.
 pub(crate) const DEFAULT_MAX_TOKENS: u64 = 8192;

@@ -24,7 +24,7 @@ pub use self::error::LlmError;
 pub use self::http::HttpClients;
 pub use self::prices::{FilePrices, MAX_PRICE_PER_MTOK, Prices};
 pub use self::provider::{MissingApiKey, ProviderConfig, ProviderKind};
-use crate::conversation::{Message, ToolCall, ToolSpec, Usage};
+use agentd_core::conversation::{Message, ToolCall, ToolSpec, Usage};
 
 /// One model call: the frozen system prompt, the history and the tools on offer.
 #[derive(Clone, Copy, Debug)]

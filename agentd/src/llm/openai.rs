@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProviderConfig;
 use super::{ChatRequest, Completion, StreamError};
-use crate::conversation::{Message, ToolCall, Usage};
+use agentd_core::conversation::{Message, ToolCall, Usage};
 
 /// Serialises the request body for `POST {base_url}/chat/completions`.
 pub(crate) fn request_body(

@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::*;
 use crate::config::load;
-use crate::conversation::ToolSpec;
 use crate::llm::ProviderKind;
+use agentd_core::conversation::ToolSpec;
 
 pub(crate) fn provider(kind: ProviderKind, base_url: &str) -> ProviderConfig {
     let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
@@ -58,7 +58,7 @@ pub(crate) fn history() -> Vec<Message> {
 pub(crate) fn history_with_image() -> Vec<Message> {
     let mut messages = history();
     if let Some(Message::Tool { images, .. }) = messages.get_mut(2) {
-        images.push(crate::conversation::ToolImage {
+        images.push(agentd_core::conversation::ToolImage {
             mime_type: "image/png".to_owned(),
             data: "iVBORw0KGgo=".to_owned(),
         });

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::conversation::Usage;
+use agentd_core::conversation::Usage;
 
 /// The highest price per million tokens accepted (anything above is a typo, not a model).
 pub const MAX_PRICE_PER_MTOK: f64 = 10_000.0;

@@ -437,7 +437,7 @@ fn project_files(
     project: &crate::trust::ProjectTrust,
 ) -> Vec<(McpEntries, crate::trust::FileTrust)> {
     use crate::trust::FileTrust;
-    let dirs = crate::workspace::project_dirs(cwd);
+    let dirs = agentd_core::workspace::project_dirs(cwd);
     let mut files = Vec::new();
     for dir in dirs.settings_dirs() {
         let path = dir.join(MCP_JSON);
@@ -455,7 +455,7 @@ fn project_files(
             };
             (entries, FileTrust::Untrusted)
         };
-        match crate::regular_file::read_own_text(&path, MAX_MCP_JSON_BYTES) {
+        match agentd_core::regular_file::read_own_text(&path, MAX_MCP_JSON_BYTES) {
             Ok(read) if read.truncated => files.push(unusable(format!(
                 "the file is larger than {MAX_MCP_JSON_BYTES} bytes and was not read"
             ))),

@@ -595,7 +595,7 @@ fn another_users_mcp_json_is_a_problem_and_not_used() {
     let path = tree.repo.join(MCP_JSON);
     write(&path, &mcp_json(&[("planted", "evil")]));
     let test = "another_users_mcp_json_is_a_problem_and_not_used";
-    if !crate::test_support::give_to_other_user(test, &path) {
+    if !agentd_core::test_support::give_to_other_user(test, &path) {
         return;
     }
     let set = servers_for(

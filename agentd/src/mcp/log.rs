@@ -369,14 +369,14 @@ struct OpenLog {
 fn open_private_append(path: &Path) -> anyhow::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
-        crate::paths::prepare_private_dir(dir)?;
+        agentd_core::paths::prepare_private_dir(dir)?;
     }
-    crate::regular_file::open_with(
+    agentd_core::regular_file::open_with(
         path,
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
-            .mode(crate::paths::PRIVATE_FILE_MODE),
+            .mode(agentd_core::paths::PRIVATE_FILE_MODE),
     )
 }
 

@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use super::{McpCallError, McpCallResult, McpContent, McpHandle, McpProgress, McpToolInfo};
-use crate::conversation::ToolImage;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use agentd_core::conversation::ToolImage;
 
 /// Longest tool name the providers accept (OpenAI and Anthropic both cap names at 64).
 pub const MAX_TOOL_NAME_CHARS: usize = 64;

@@ -26,7 +26,7 @@ pub struct Loaded {
 /// refused, never read into a prompt.
 pub fn load(path: &Path) -> anyhow::Result<Loaded> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    match crate::regular_file::read_own_text_within(path, dir, MAX_FILE_BYTES) {
+    match agentd_core::regular_file::read_own_text_within(path, dir, MAX_FILE_BYTES) {
         Ok(read) => Ok(Loaded {
             entries: Entries::parse(&read.text),
             truncated: read.truncated,
@@ -52,11 +52,11 @@ pub(crate) fn save_with(
     if !text.is_empty() {
         text.push('\n');
     }
-    let options = crate::atomic_file::Options {
+    let options = agentd_core::atomic_file::Options {
         before_rename: Some(before_rename),
         ..Default::default()
     };
-    crate::atomic_file::replace_atomically_with(path, text.as_bytes(), 0o600, &options)
+    agentd_core::atomic_file::replace_atomically_with(path, text.as_bytes(), 0o600, &options)
         .with_context(|| format!("cannot replace {}", path.display()))
 }
 

@@ -234,15 +234,15 @@ impl MemoryStores {
 /// See [`MemoryStores::locate`]. A project's directory a symlink leads out of the project is
 /// not used (a warning says where it leads), like one of another user.
 fn locate(user_dir: &Path, cwd: &Path) -> Location {
-    let project = crate::workspace::project_dirs(cwd);
+    let project = agentd_core::workspace::project_dirs(cwd);
     for dir in &project.dirs {
         let candidate = dir.join(".agents").join(MEMORY_DIR);
         if candidate.symlink_metadata().is_err() {
             continue;
         }
         let containment = project.containment_for(dir);
-        let inside = crate::regular_file::resolves_within(&candidate, containment);
-        if inside && crate::regular_file::is_own_dir(&candidate) {
+        let inside = agentd_core::regular_file::resolves_within(&candidate, containment);
+        if inside && agentd_core::regular_file::is_own_dir(&candidate) {
             return Location {
                 dir: candidate,
                 scope: Scope::Project,
@@ -288,7 +288,7 @@ fn usable(location: &Location) -> Result<(), String> {
             where_it_leads(dir)
         ));
     }
-    if !crate::regular_file::is_own_real_dir(dir) {
+    if !agentd_core::regular_file::is_own_real_dir(dir) {
         return Err(format!(
             "{} is not a directory of ours (uid {} owns it, or it is a file), and memory is kept \
              only in a directory of agentd's own; remove it (agentd makes it again)",
@@ -318,7 +318,7 @@ fn edit_file(
     let name = target.file_name();
     usable(location).map_err(|refusal| format!("cannot save memory: {refusal}"))?;
     if location.scope == Scope::User {
-        crate::paths::prepare_private_dir(&location.dir)
+        agentd_core::paths::prepare_private_dir(&location.dir)
             .map_err(|error| format!("cannot save memory: {error:#}"))?;
     }
     let loaded = file::load(path).map_err(|error| format!("cannot read memory: {error:#}"))?;

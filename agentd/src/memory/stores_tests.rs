@@ -245,7 +245,7 @@ fn a_user_memory_dir_of_another_user_is_not_read() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("USER.md"), "planted").unwrap();
     let test = "a_user_memory_dir_of_another_user_is_not_read";
-    if !crate::test_support::give_to_other_user(test, &dir) {
+    if !agentd_core::test_support::give_to_other_user(test, &dir) {
         return;
     }
     let snapshot = stores(data.path()).snapshot(work.path());

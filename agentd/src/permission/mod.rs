@@ -4,15 +4,15 @@
 //!
 //! [`Policy::evaluate`] decides in this order, the first step that decides wins:
 //! 1. hard limits, never lifted by rules, modes or hooks: file tools stay inside the workspace
-//!    (paths resolved through `..` and symlinks, [`crate::workspace::resolve_in_workspace`]);
-//!    protected paths ([`crate::workspace::protected_component`]: `.git` (hooks and config
+//!    (paths resolved through `..` and symlinks, [`agentd_core::workspace::resolve_in_workspace`]);
+//!    protected paths ([`agentd_core::workspace::protected_component`]: `.git` (hooks and config
 //!    included), `.agents`, `.claude` and `.mcp.json` at any depth, `skills/` at the root,
 //!    existing or not) are not written by `write_file` / `edit_file` (which check both again on
 //!    the path they really open); shell commands on the destructive list
 //!    ([`destructive_reason`]) are refused;
 //! 2. deny rules of every layer → [`Decision::Deny`];
 //! 3. plan mode: tools that are not read-only → [`Decision::Deny`], telling the model it plans;
-//! 4. a write of a notes file (`AGENTS.md`, `CLAUDE.md`, [`crate::workspace::notes_file`]) →
+//! 4. a write of a notes file (`AGENTS.md`, `CLAUDE.md`, [`agentd_core::workspace::notes_file`]) →
 //!    [`Decision::Ask`] naming it, in every mode and whatever allow rule or session answer
 //!    covers it; its approval offers only "allow once" ([`asks_every_time`]);
 //! 5. ask rules of every layer → [`Decision::Ask`];

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::ToolRequest;
-use crate::workspace::{is_notes_name, notes_file, resolve_in_workspace};
+use agentd_core::workspace::{is_notes_name, notes_file, resolve_in_workspace};
 
 /// Whether `request` writes a notes file (`AGENTS.md`, `CLAUDE.md`): such a call asks every
 /// time (see [`super::Policy::evaluate`]), so its approval offers neither "allow for session" nor
@@ -44,7 +44,7 @@ pub(super) fn notes_written(
 ) -> Result<Option<String>, String> {
     let named = Path::new(path).file_name().is_some_and(is_notes_name);
     match notes_file(resolved, workspace) {
-        Some(notes) if !named => Err(crate::workspace::notes_through_link(path, &notes)),
+        Some(notes) if !named => Err(agentd_core::workspace::notes_through_link(path, &notes)),
         Some(notes) => Ok(Some(notes)),
         None if named => Ok(Some(path.trim_start_matches("./").to_owned())),
         None => Ok(None),

@@ -13,7 +13,9 @@ use super::{
     Decision, PermissionMode, Rule, RuleList, RuleSet, RuleSource, ToolKind, ToolRequest,
     destructive_reason, split_shell_command,
 };
-use crate::workspace::{PROTECTED_PATHS, notes_file, protected_component, resolve_in_workspace};
+use agentd_core::workspace::{
+    PROTECTED_PATHS, notes_file, protected_component, resolve_in_workspace,
+};
 
 /// Everything that decides tool calls for one session.
 #[derive(Clone, Debug, Default)]

@@ -60,7 +60,7 @@ pub(crate) fn place_of(
     if target.contains(EXPANDING) || (changes_dir && !target.starts_with('/')) {
         return (TargetPlace::Unknown, None);
     }
-    match crate::workspace::resolve_in_workspace(workspace, target) {
+    match agentd_core::workspace::resolve_in_workspace(workspace, target) {
         Ok(resolved) => match protected(&resolved) {
             Some(component) => (TargetPlace::Protected(component), Some(resolved)),
             None => (TargetPlace::Workspace, Some(resolved)),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{PermissionMode, RuleEntry, RuleError, RuleLayer, RuleList, RuleSet, RuleSource};
-use crate::text_position::line_and_column;
+use agentd_core::text_position::line_and_column;
 
 /// Where project settings live, relative to a project directory, in the order they are read.
 /// `.claude/settings.json` is Claude Code's project file: its `permissions` keys are the same
@@ -108,7 +108,7 @@ struct TomlSettings {
 const MAX_SETTINGS_BYTES: usize = 1024 * 1024;
 
 /// Loads the project settings for `workspace`: the first directory from the workspace up to
-/// the git root (the workspace alone when it is in no repository; see [`crate::workspace::project_dirs`])
+/// the git root (the workspace alone when it is in no repository; see [`agentd_core::workspace::project_dirs`])
 /// holding a settings file of our own. Both files of that directory are read and their rules
 /// merged (TOML first). Another user's settings file is never read: it is listed in
 /// [`ProjectSettings::refused`] and the walk goes on as if it were not there, so a file
@@ -119,16 +119,16 @@ pub fn load_project_settings(
     trust: &crate::trust::ProjectTrust,
 ) -> Result<ProjectSettings, SettingsError> {
     let mut settings = ProjectSettings::default();
-    for directory in crate::workspace::project_dirs(workspace).settings_dirs() {
+    for directory in agentd_core::workspace::project_dirs(workspace).settings_dirs() {
         let mut texts = Vec::new();
         for path in PROJECT_SETTINGS_FILES
             .iter()
             .map(|file| directory.join(file))
             .filter(|path| path.is_file())
         {
-            match crate::regular_file::read_own_text(&path, MAX_SETTINGS_BYTES) {
+            match agentd_core::regular_file::read_own_text(&path, MAX_SETTINGS_BYTES) {
                 Ok(read) => texts.push((path, read)),
-                Err(error) => match crate::regular_file::OtherUsersFile::of(&error) {
+                Err(error) => match agentd_core::regular_file::OtherUsersFile::of(&error) {
                     Some(refusal) => settings.refused.push(refusal.to_string()),
                     None => {
                         return Err(SettingsError {

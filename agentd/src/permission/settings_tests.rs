@@ -1,12 +1,12 @@
 //! Tests of project settings loading and of `[permissions]` in config.toml.
 
-use crate::workspace::{ProjectDirs, project_dirs};
+use agentd_core::workspace::{ProjectDirs, project_dirs};
 use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
 use super::{PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings};
-use crate::test_support::give_to_other_user;
+use agentd_core::test_support::give_to_other_user;
 
 /// The settings of `workspace` with every file trusted as it is now.
 fn load_trusted(

@@ -46,7 +46,7 @@ pub(crate) fn boot_id() -> String {
 /// entry owned by root: its real uid is read from its `status` instead.
 pub(crate) fn own_pids() -> Vec<i32> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
-    let uid = crate::regular_file::current_uid();
+    let uid = agentd_core::regular_file::current_uid();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -120,7 +120,7 @@ mod tests {
         );
         assert_eq!(parse_real_uid("Name:\tx\n"), None);
         let me = i32::try_from(std::process::id()).unwrap();
-        assert_eq!(real_uid(me), Some(crate::regular_file::current_uid()));
+        assert_eq!(real_uid(me), Some(agentd_core::regular_file::current_uid()));
         let me = stat(i32::try_from(std::process::id()).unwrap()).unwrap();
         assert!(me.ppid > 0 && me.start_time > 0, "{me:?}");
     }

@@ -217,7 +217,7 @@ pub fn report(changes: &[Change]) -> Option<String> {
 
 /// Every protected name of every project directory of `workspace`, innermost first.
 fn candidates(workspace: &Path) -> Vec<PathBuf> {
-    crate::workspace::project_dirs(workspace)
+    agentd_core::workspace::project_dirs(workspace)
         .dirs
         .iter()
         .flat_map(|dir| PROTECTED_IN_PROJECT.iter().map(move |name| dir.join(name)))

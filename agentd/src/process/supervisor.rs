@@ -57,7 +57,7 @@ pub fn install(state_dir: &Path, socket: &Path) -> io::Result<usize> {
     }
     let records_dir = state_dir.join("processes");
     // Records name the tools' process groups: private, like the rest of the state dir.
-    crate::paths::prepare_private_dir(&records_dir)
+    agentd_core::paths::prepare_private_dir(&records_dir)
         .map_err(|error| io::Error::other(format!("{error:#}")))?;
     let owner = format!("{:016x}", fnv1a(socket.as_os_str().as_encoded_bytes()));
     let killed = kill_leftovers(&owner, &records_dir);
@@ -103,16 +103,16 @@ pub(crate) fn record_group(pgid: i32) -> Option<PathBuf> {
 fn write_record(path: &Path, record: &str) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut file = crate::regular_file::open_with(
+    let mut file = agentd_core::regular_file::open_with(
         path,
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(crate::paths::PRIVATE_FILE_MODE),
+            .mode(agentd_core::paths::PRIVATE_FILE_MODE),
     )?;
     file.set_permissions(std::fs::Permissions::from_mode(
-        crate::paths::PRIVATE_FILE_MODE,
+        agentd_core::paths::PRIVATE_FILE_MODE,
     ))?;
     file.write_all(record.as_bytes())?;
     Ok(())

@@ -86,7 +86,7 @@ where
     module.register_async_method(M::NAME, move |raw, state, extensions: Extensions| {
         let handler = handler.clone();
         async move {
-            crate::test_seam::panic_in_method(M::NAME);
+            agentd_core::test_seam::panic_in_method(M::NAME);
             let params = params::parse::<M::Params>(&raw)?;
             let connection = extensions
                 .get::<Arc<ConnectionContext>>()
@@ -118,7 +118,7 @@ where
     module.register_async_method(M::NAME, move |raw, state, extensions: Extensions| {
         let handler = handler.clone();
         async move {
-            crate::test_seam::panic_in_method(M::NAME);
+            agentd_core::test_seam::panic_in_method(M::NAME);
             let params = match params::parse::<M::Params>(&raw) {
                 Ok(params) => params,
                 Err(err) => return ResponsePayload::error(err),
@@ -241,7 +241,7 @@ async fn daemon_status(
             mcp_servers: state.mcp.running() as u64,
         },
         connected_clients: state.connections.open_connections(),
-        panics: crate::logging::panic_count(),
+        panics: agentd_core::logging::panic_count(),
         sandbox: state.sessions.sandbox_status(),
         config_loaded: state.sessions.config_loaded(),
         providers: state.sessions.providers(),

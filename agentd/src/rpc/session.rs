@@ -66,7 +66,7 @@ pub async fn get(
         shared
             .history
             .iter()
-            .map(crate::conversation::wire::history_message)
+            .map(agentd_core::conversation::wire::history_message)
             .collect()
     });
     Ok(SessionGetResult {
@@ -166,7 +166,7 @@ pub async fn update(
 /// User text longer than one message may be is refused (a model reply is cut instead): the
 /// user can still decide what to send.
 pub(super) fn check_text_length(what: &str, text: &str) -> RpcResult<()> {
-    let limit = crate::conversation::MAX_MESSAGE_CHARS;
+    let limit = agentd_core::conversation::MAX_MESSAGE_CHARS;
     if text.len() <= limit {
         return Ok(());
     }

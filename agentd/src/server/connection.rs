@@ -460,7 +460,7 @@ impl Dispatcher {
         {
             Ok(response) => response,
             Err(payload) => {
-                let message = crate::logging::panic_message(&*payload);
+                let message = agentd_core::logging::panic_message(&*payload);
                 tracing::error!(connection_id = self.ctx.connection_id, %method, "the handler panicked: {message}");
                 let response = error_response(
                     id,

@@ -200,7 +200,7 @@ pub async fn serve(
         if let Err(uid) = check_peer(&stream) {
             let message = format!(
                 "connection refused: this daemon serves only uid {}, not uid {uid}",
-                crate::regular_file::current_uid()
+                agentd_core::regular_file::current_uid()
             );
             refuse_bounded(
                 &connections,
@@ -288,7 +288,7 @@ pub async fn serve(
 fn check_peer(stream: &Stream) -> Result<(), String> {
     match stream.peer_creds() {
         Ok(creds) => match creds.euid() {
-            Some(uid) if uid == crate::regular_file::current_uid() => Ok(()),
+            Some(uid) if uid == agentd_core::regular_file::current_uid() => Ok(()),
             Some(uid) => {
                 tracing::warn!(uid, "refused a connection from another user");
                 Err(uid.to_string())

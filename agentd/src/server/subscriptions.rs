@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::ConnectionContext;
-use crate::answerers::{AnswererGuard, Answerers};
+use agentd_core::answerers::{AnswererGuard, Answerers};
 
 /// What a subscription follows; an unsubscribe method ends only subscriptions of its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -88,7 +88,7 @@ impl Session {
     pub fn preview(&self) -> Option<String> {
         let state = self.shared.lock();
         state.history.iter().find_map(|message| match message {
-            crate::conversation::Message::User { content } => {
+            agentd_core::conversation::Message::User { content } => {
                 Some(protocol::session::preview_of(content))
             }
             _ => None,
@@ -119,7 +119,7 @@ impl Session {
             },
             run_id: state.run_id.clone(),
             last_seq: self.log.last_seq(),
-            usage: crate::conversation::wire::usage(&state.usage),
+            usage: agentd_core::conversation::wire::usage(&state.usage),
             preview,
             parent_session_id: self.header.parent_session_id.clone(),
             cost_usd: state.cost_usd,

@@ -23,7 +23,7 @@ impl Actor {
         let history = self.shared.lock().history.clone();
         // The tools of the session's last model call (MCP tools included), so the summary
         // request shares its prefix; the built-ins before any.
-        let tool_specs: std::sync::Arc<[crate::conversation::ToolSpec]> =
+        let tool_specs: std::sync::Arc<[agentd_core::conversation::ToolSpec]> =
             match self.shared.lock().offered_tools.clone() {
                 Some(offered) => offered,
                 None => self.deps.tools.specs().into(),

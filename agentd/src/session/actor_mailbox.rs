@@ -88,7 +88,7 @@ impl Actor {
                 tracing::error!(
                     session = %self.header.id,
                     "a session command panicked: {}; the session keeps serving",
-                    crate::logging::panic_message(&*payload)
+                    agentd_core::logging::panic_message(&*payload)
                 );
             }
             self.unhandled_commands.fetch_sub(1, Ordering::AcqRel);

@@ -10,7 +10,7 @@ use protocol::event::Event;
 
 use super::events::EventLog;
 use crate::agent::sink::RunLog;
-use crate::conversation::{ContextChange, Message};
+use agentd_core::conversation::{ContextChange, Message};
 
 /// The log a run of the session `header` writes through: a child's `ChildRunLog` (its
 /// parent loaded), else the session's own log.
@@ -99,7 +99,7 @@ impl RunLog for ChildRunLog {
     fn answerers_left(&self) -> BoxFuture<'_, ()> {
         let [own, daemon] = self.own.answerer_counts();
         let [parent, _] = self.parent.answerer_counts();
-        Box::pin(crate::answerers::Answerers::all_left(vec![
+        Box::pin(agentd_core::answerers::Answerers::all_left(vec![
             own, daemon, parent,
         ]))
     }

@@ -18,9 +18,9 @@ use tokio_util::task::TaskTracker;
 
 use super::replay::{self, ReplayCursor, SeqIndex};
 use crate::agent::sink::RunLog;
-use crate::answerers::Answerers;
-use crate::conversation::{ContextChange, Message};
 use crate::store::{self, LogFile, Replayed};
+use agentd_core::answerers::Answerers;
+use agentd_core::conversation::{ContextChange, Message};
 use protocol::event::Event;
 use writer::{Writer, write_loop};
 

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{SessionManager, Slot, header_info};
-use crate::conversation::Usage;
+use agentd_core::conversation::Usage;
 use protocol::session::SessionInfo;
 
 /// The index file's name in the sessions dir (not `*.jsonl`, so never taken for a session).
@@ -277,7 +277,7 @@ impl SessionManager {
 fn listed(slot: &Slot, entry: &SummaryEntry) -> SessionInfo {
     let mut info = header_info(&slot.header, Some(entry.stamp.modified()));
     info.last_seq = entry.last_seq;
-    info.usage = crate::conversation::wire::usage(&entry.usage);
+    info.usage = agentd_core::conversation::wire::usage(&entry.usage);
     info.preview.clone_from(&entry.preview);
     if let Some(settings) = &entry.settings {
         info.provider.clone_from(&settings.provider);
@@ -312,7 +312,7 @@ fn summarise(path: &Path) -> Result<SummaryEntry> {
 /// hang the daemon), of bounded size, of our version. Blocking.
 fn read_index(path: &Path) -> Result<HashMap<String, SummaryEntry>> {
     use std::io::Read;
-    let file = crate::regular_file::open(path)?;
+    let file = agentd_core::regular_file::open(path)?;
     let metadata = file
         .metadata()
         .with_context(|| format!("cannot inspect {}", path.display()))?;
@@ -350,7 +350,7 @@ fn remove_stale_temps(sessions_dir: &Path) {
 /// Replace `index.json` atomically (`atomic_file`). Blocking.
 fn write_index(path: &Path, index: &IndexFile) -> Result<()> {
     let bytes = serde_json::to_vec(index).context("cannot encode the session index")?;
-    crate::atomic_file::replace_atomically(path, &bytes, 0o600)
+    agentd_core::atomic_file::replace_atomically(path, &bytes, 0o600)
         .with_context(|| format!("cannot replace {}", path.display()))
 }
 
@@ -414,7 +414,7 @@ mod tests {
         assert_eq!(SummaryIndex::load(dir.path(), &files).get("a"), None);
 
         std::fs::remove_file(dir.path().join(INDEX_FILE)).unwrap();
-        crate::test_support::mkfifo(&dir.path().join(INDEX_FILE));
+        agentd_core::test_support::mkfifo(&dir.path().join(INDEX_FILE));
         assert_eq!(SummaryIndex::load(dir.path(), &files).get("a"), None);
     }
 }

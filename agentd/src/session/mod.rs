@@ -34,10 +34,10 @@ use tokio::sync::broadcast;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::paths::Paths;
 use crate::store::{self, SessionHeader};
 use crate::tools::{ToolLimits, ToolRegistry};
 use actor::Session;
+use agentd_core::paths::Paths;
 use events::Published;
 use protocol::event::Event;
 use protocol::session::{SessionInfo, SessionStatus};
@@ -227,7 +227,7 @@ impl SessionManager {
 
     /// The count of `daemon/subscribe` subscriptions whose client answers approvals (each
     /// holds a guard of it while it lasts); they count for the approvals of every session.
-    pub fn daemon_answerers(&self) -> &crate::answerers::Answerers {
+    pub fn daemon_answerers(&self) -> &agentd_core::answerers::Answerers {
         &self.daemon.answerers
     }
 

@@ -53,7 +53,7 @@ impl SeqIndex {
     /// last line without its newline (torn) gets no mark.
     pub fn build(path: &Path, len: u64) -> Result<SeqIndex> {
         // A regular file only, opened without blocking (as every session file is read).
-        let file = crate::regular_file::open(path)?;
+        let file = agentd_core::regular_file::open(path)?;
         let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(len));
         let mut index = SeqIndex::default();
         let mut line = Vec::new();
@@ -164,7 +164,7 @@ pub fn read_page(path: &Path, cursor: &mut ReplayCursor) -> Result<Vec<Replayed>
 
 /// The reading part of [`read_page`]: events of the page and the gaps before them.
 fn read_lines(path: &Path, cursor: &mut ReplayCursor, items: &mut Vec<Replayed>) -> Result<()> {
-    let mut file = crate::regular_file::open(path)?;
+    let mut file = agentd_core::regular_file::open(path)?;
     file.seek(SeekFrom::Start(cursor.offset))
         .with_context(|| format!("cannot read {}", path.display()))?;
     let mut reader = std::io::BufReader::new(file.take(cursor.end - cursor.offset));
@@ -253,7 +253,7 @@ mod tests {
     }
 
     fn message_line() -> String {
-        crate::store::encode_message(&crate::conversation::Message::User {
+        crate::store::encode_message(&agentd_core::conversation::Message::User {
             content: "hi".into(),
         })
         .unwrap()

@@ -52,7 +52,7 @@ pub(super) type Scanned = (
 
 /// The header and stamp (length, mtime) of one session file, if it may be indexed.
 fn scan_one(path: &std::path::Path) -> anyhow::Result<(SessionHeader, Option<index::FileStamp>)> {
-    let file = crate::regular_file::open(path)?;
+    let file = agentd_core::regular_file::open(path)?;
     // Stamped from the opened file itself, so the stamp describes the file whose header is read.
     let stamp = file.metadata().ok().map(|m| index::FileStamp::of(&m));
     let header = store::read_header_from(file, path)?;

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ChildOutcome, NO_SUMMARY};
 use crate::agents::AgentDefinition;
-use crate::conversation::Message;
 use crate::session::{Session, SessionManager};
 use crate::task::TaskManager;
+use agentd_core::conversation::Message;
 
 /// One child run and its task record.
 pub(super) struct ChildRun {

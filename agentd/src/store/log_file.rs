@@ -28,8 +28,9 @@ impl LogFile {
     pub fn open(path: &Path, valid_len: u64, missing_newline: bool) -> Result<LogFile> {
         // Regular files only, opened without blocking or following a symlink: the file may
         // have been swapped since it was loaded.
-        let file = crate::regular_file::open_with(path, std::fs::OpenOptions::new().append(true))
-            .with_context(|| format!("cannot open session log {}", path.display()))?;
+        let file =
+            agentd_core::regular_file::open_with(path, std::fs::OpenOptions::new().append(true))
+                .with_context(|| format!("cannot open session log {}", path.display()))?;
         let len = file
             .metadata()
             .with_context(|| format!("cannot read {}", path.display()))?
@@ -107,7 +108,7 @@ fn open_new(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     options
         .create_new(true)
-        .mode(crate::paths::PRIVATE_FILE_MODE)
+        .mode(agentd_core::paths::PRIVATE_FILE_MODE)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)
         .with_context(|| format!("cannot create {}", path.display()))
@@ -116,7 +117,7 @@ fn open_new(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
 /// `write_all`, through the test-only write fault seam (`test_seam::write_fault`, which fails
 /// a write like a full disk: half the line written, then the error).
 fn write_checked(file: &mut File, line: &[u8]) -> io::Result<()> {
-    if let Some(err) = crate::test_seam::write_fault(line) {
+    if let Some(err) = agentd_core::test_seam::write_fault(line) {
         let half = line.len() / 2;
         file.write_all(&line[..half])?;
         return Err(err);

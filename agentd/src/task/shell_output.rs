@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 use super::{TaskError, TaskManager};
-use crate::truncate::HeadTailBuffer;
+use agentd_core::truncate::HeadTailBuffer;
 
 /// Default cap on a background shell's output file (`[tasks] shell_output_max_bytes`): big
 /// enough for a long build log's start and end, small enough that a runaway `yes` cannot fill
@@ -244,7 +244,7 @@ impl OutputFile {
 /// Replaces `path` with `bytes` (0600, `atomic_file`), so a reader sees the old or the new
 /// file, never half of one.
 fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    crate::atomic_file::replace_atomically(path, bytes, 0o600)
+    agentd_core::atomic_file::replace_atomically(path, bytes, 0o600)
 }
 
 #[cfg(test)]

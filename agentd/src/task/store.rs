@@ -35,14 +35,14 @@ pub struct Loaded {
 /// Creates the tasks dir (0700) and reads every record in it, oldest first. Temp files a
 /// writer left behind are removed.
 pub fn load_records(dir: &Path) -> Result<Loaded> {
-    crate::paths::prepare_private_dir(dir)?;
+    agentd_core::paths::prepare_private_dir(dir)?;
     let mut loaded = Loaded::default();
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
-        if name.starts_with(OLD_TEMP_PREFIX) || crate::atomic_file::is_temp_name(&name) {
+        if name.starts_with(OLD_TEMP_PREFIX) || agentd_core::atomic_file::is_temp_name(&name) {
             let _ = std::fs::remove_file(&path);
             continue;
         }
@@ -64,7 +64,7 @@ pub fn load_records(dir: &Path) -> Result<Loaded> {
 pub fn write_record(dir: &Path, record: &TaskRecord) -> Result<()> {
     let path = record_path(dir, &record.task_id);
     let bytes = encode_record(record)?;
-    crate::atomic_file::replace_atomically(&path, &bytes, 0o600)
+    agentd_core::atomic_file::replace_atomically(&path, &bytes, 0o600)
         .with_context(|| format!("cannot replace {}", path.display()))
 }
 
@@ -115,7 +115,7 @@ fn first_format() -> u32 {
 
 fn read_record(path: &Path) -> Result<TaskRecord> {
     use std::io::Read;
-    let file = crate::regular_file::open(path)?;
+    let file = agentd_core::regular_file::open(path)?;
     let mut bytes = Vec::new();
     file.take(MAX_RECORD_BYTES as u64 + 1)
         .read_to_end(&mut bytes)

@@ -26,7 +26,7 @@ fn sample(task_id: &str) -> TaskRecord {
 fn tasks_dir() -> (tempfile::TempDir, PathBuf) {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().join("tasks");
-    crate::paths::prepare_private_dir(&dir).unwrap();
+    agentd_core::paths::prepare_private_dir(&dir).unwrap();
     (state, dir)
 }
 

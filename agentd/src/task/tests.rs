@@ -154,7 +154,7 @@ async fn stop_cancels_the_token_and_shutdown_cancels_every_task() {
 async fn listing_ten_thousand_finished_tasks_reads_memory_only() {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().join("tasks");
-    crate::paths::prepare_private_dir(&dir).unwrap();
+    agentd_core::paths::prepare_private_dir(&dir).unwrap();
     for index in 0..10_000 {
         let record = TaskRecord {
             task_id: format!("task_{index:08x}"),

@@ -7,15 +7,15 @@
 
 use std::panic::AssertUnwindSafe;
 
-use crate::logging::panic_message;
+use agentd_core::logging::panic_message;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 
 use super::{ProgressSink, Tool, ToolContext, ToolOutput, ToolRegistry};
-use crate::conversation::ToolCall;
-use crate::truncate::truncate_middle;
+use agentd_core::conversation::ToolCall;
+use agentd_core::truncate::truncate_middle;
 
 /// Watches a batch: UIs show calls starting, progressing and completing.
 ///

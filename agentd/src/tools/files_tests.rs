@@ -314,7 +314,7 @@ async fn edit_file_keeps_crlf_line_ends() {
 async fn file_tools_refuse_a_fifo_without_blocking() {
     let (_dir, ctx) = workspace();
     let fifo = ctx.workspace.join("pipe");
-    crate::test_support::mkfifo(&fifo);
+    agentd_core::test_support::mkfifo(&fifo);
     let inputs = [
         (&ReadFile as &dyn Tool, json!({"path": "pipe"})),
         (

@@ -31,7 +31,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::conversation::ToolSpec;
+use agentd_core::conversation::ToolSpec;
 
 pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
 pub use fetch::FetchUrl;
@@ -98,7 +98,7 @@ pub trait Tool: Send + Sync + 'static {
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
-    pub images: Vec<crate::conversation::ToolImage>,
+    pub images: Vec<agentd_core::conversation::ToolImage>,
 }
 
 impl ToolOutput {

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::read_filter::{Withheld, WithheldBy};
 use super::{ReadFilter, ToolContext, ToolOutput, TypedTool, str_field, text_file};
-use crate::workspace::{display_path, resolve_in_workspace_async};
+use agentd_core::workspace::{display_path, resolve_in_workspace_async};
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them); grep skips those.
 const BINARY_SNIFF_BYTES: usize = 8192;

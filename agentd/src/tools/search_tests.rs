@@ -133,7 +133,7 @@ async fn grep_caps_and_reports_errors() {
 async fn grep_skips_a_fifo_without_blocking() {
     let (_dir, ctx) = workspace();
     let fifo = ctx.workspace.join("pipe");
-    crate::test_support::mkfifo(&fifo);
+    agentd_core::test_support::mkfifo(&fifo);
     for input in [
         json!({"pattern": "x", "path": "pipe"}),
         json!({"pattern": "x"}),

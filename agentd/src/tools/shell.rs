@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::{ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field};
 use crate::process::protected::Snapshot;
 use crate::process::{ChildProcess, ProcessSpec};
-use crate::truncate::HeadTailBuffer;
+use agentd_core::truncate::HeadTailBuffer;
 
 /// Runs a shell command.
 #[derive(Clone, Copy, Debug, Default)]

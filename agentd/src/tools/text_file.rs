@@ -184,7 +184,7 @@ mod tests {
     fn fifos_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
-        crate::test_support::mkfifo(&fifo);
+        agentd_core::test_support::mkfifo(&fifo);
         let error = open_regular(&fifo).unwrap_err();
         assert_eq!(
             error.to_string(),

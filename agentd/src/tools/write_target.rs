@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
-use crate::workspace::{
+use agentd_core::workspace::{
     PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
 };
 
@@ -56,7 +56,7 @@ impl WriteTarget {
         // Resolved now, at execution: `..` after a missing directory, dangling links and
         // escapes are refused with the gate's messages; the lookup below makes sure the path
         // still leads where it resolved to.
-        let resolved = crate::workspace::resolve_in_workspace(&workspace, path)?;
+        let resolved = agentd_core::workspace::resolve_in_workspace(&workspace, path)?;
         let relative = resolved
             .strip_prefix(&workspace)
             .map(Path::to_path_buf)
@@ -116,11 +116,17 @@ impl WriteTarget {
     /// keeping the permissions of a file it replaces (a new one: 0666 less the umask). A
     /// symlink put at the name since is replaced, never written through.
     pub(crate) fn write_atomic(&self, bytes: &[u8]) -> io::Result<()> {
-        let options = crate::atomic_file::Options {
+        let options = agentd_core::atomic_file::Options {
             keep_existing_mode: true,
             ..Default::default()
         };
-        crate::atomic_file::replace_in_dir(self.dir.as_fd(), &self.name, bytes, 0o666, &options)
+        agentd_core::atomic_file::replace_in_dir(
+            self.dir.as_fd(),
+            &self.name,
+            bytes,
+            0o666,
+            &options,
+        )
     }
 }
 

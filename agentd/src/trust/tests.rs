@@ -183,7 +183,7 @@ fn kernel_directories_cannot_be_trusted() {
 fn another_users_directory_cannot_be_trusted() {
     // As root, a directory given to another uid; otherwise `/`, which belongs to root.
     let other = tempfile::tempdir().unwrap();
-    let path = if crate::regular_file::current_uid() == 0 {
+    let path = if agentd_core::regular_file::current_uid() == 0 {
         std::os::unix::fs::chown(other.path(), Some(4242), Some(4242)).unwrap();
         other.path().to_path_buf()
     } else {

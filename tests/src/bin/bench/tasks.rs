@@ -230,7 +230,7 @@ async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
         .var("OPENAI_API_KEY", "bench")
         .var("AGENTD_LOG", "warn");
     let dir = tasks_dir(&env);
-    agentd::paths::prepare_private_dir(&dir).expect("tasks dir");
+    agentd_core::paths::prepare_private_dir(&dir).expect("tasks dir");
     for i in 0..count {
         let task_id = format!("task_{i:032x}");
         let created = format!(

@@ -1,4 +1,8 @@
-//! Helpers shared by the daemon crate's unit tests.
+//! Helpers shared by the unit tests of agentd's crates: compiled for this crate's tests and,
+//! through the `test-support` feature, for those of the crates above.
+
+// Test helpers fail loudly and say why a test is skipped.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
 
 use std::path::Path;
 
