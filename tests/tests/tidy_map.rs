@@ -279,6 +279,66 @@ fn every_path_the_map_names_resolves() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// The layers of the map's diagram (the first fenced block, top layer first, a row's further
+/// modules on indented lines, up to the `─` rule), bottom first: `[layer, module, …]` each.
+fn diagram_layers(map: &str) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let block = map
+        .split("```")
+        .nth(1)
+        .expect("a fenced layer diagram in ARCHITECTURE.md");
+    for line in block.lines().skip(1) {
+        if line.contains('─') {
+            break;
+        }
+        let words = line.split_whitespace().map(str::to_owned);
+        match rows.last_mut() {
+            Some(row) if line.starts_with(' ') => row.extend(words),
+            _ if line.trim().is_empty() => {}
+            _ => rows.push(words.collect()),
+        }
+    }
+    rows.reverse();
+    rows
+}
+
+/// The layers of `tidy.rs`'s `LAYERS` list, bottom first: its string literals, a layer's name
+/// opening each `(` tuple.
+fn tidy_layers(tidy_rs: &str) -> Vec<Vec<String>> {
+    let start = tidy_rs
+        .find("const LAYERS")
+        .expect("a `const LAYERS` list in tests/tests/tidy.rs");
+    let list = &tidy_rs[start..];
+    let list = &list[..list.find("];").expect("the end of LAYERS")];
+    let literal = Regex::new(r#"(\()?\s*"([a-z_]+)""#).unwrap();
+    let mut layers: Vec<Vec<String>> = Vec::new();
+    for captures in literal.captures_iter(list) {
+        let name = captures[2].to_owned();
+        match layers.last_mut() {
+            Some(layer) if captures.get(1).is_none() => layer.push(name),
+            _ => layers.push(vec![name]),
+        }
+    }
+    layers
+}
+
+#[test]
+fn the_layer_diagram_is_the_tidy_list() {
+    let root = repo_root();
+    let map = read(&root.join("ARCHITECTURE.md"));
+    let declared = tidy_layers(&read(&root.join(TEST_MODULES).join("tidy.rs")));
+    assert!(
+        declared.len() >= 5,
+        "LAYERS not read from tidy.rs: {declared:?}"
+    );
+    pretty_assertions::assert_eq!(
+        diagram_layers(&map),
+        declared,
+        "ARCHITECTURE.md's layer diagram (bottom first here) differs from `LAYERS` in \
+         tests/tests/tidy.rs: redraw the diagram from that list"
+    );
+}
+
 /// The wire name of each method type in `protocol/src/methods.rs`'s table
 /// (`SessionGet = "session/get": …`).
 fn wire_names(methods_rs: &str) -> Vec<(String, String)> {
@@ -451,6 +511,18 @@ fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
         ],
         "{stale:#?}"
     );
+}
+
+#[test]
+fn the_layer_check_reads_both_lists_bottom_first() {
+    let map = "text\n```\ntop     c\nbottom  a\n        b\n──\nprotocol\n```\n";
+    let tidy = "const LAYERS: &[(&str, &[&str])] = &[\n    (\"bottom\", &[\"a\", \"b\"]),\n    \
+                (\"top\", &[\"c\"]),\n];\n";
+    let expected = vec![vec!["bottom", "a", "b"], vec!["top", "c"]];
+    assert_eq!(diagram_layers(map), expected);
+    assert_eq!(tidy_layers(tidy), expected);
+    let moved = "```\ntop     c  a\nbottom  b\n──\n```\n";
+    assert_ne!(diagram_layers(moved), tidy_layers(tidy));
 }
 
 #[test]
