@@ -79,4 +79,5 @@ mod tasks_shell;
 mod tasks_start;
 mod tasks_subagents;
 mod tidy;
+mod tidy_map;
 mod tools_runs;

@@ -1,7 +1,11 @@
 //! The permission gate of a run: before a tool batch executes, every call is decided by the
 //! session's policy (hard limits, rules, mode); calls that need a person wait for an approval
-//! that any attached client can answer, bounded by the approval timeout. A session nobody
-//! watches decides by mode and never waits.
+//! that any attached client can answer, bounded by the approval timeout. An approval is
+//! registered with the broker, persisted, then announced; it is withdrawn when it cannot be
+//! persisted or its waiter goes away undecided. A pending one names the rules `allowSession`
+//! and `allowAlways` would add; a decision by `policy:<client>` reaches the model as that
+//! client's policy, not the user's. A session nobody who answers follows decides by mode and
+//! never waits, unless the run was prompted with `holdApprovals`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

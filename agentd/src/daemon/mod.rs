@@ -1,5 +1,9 @@
 //! Startup and shutdown: paths, the single-instance lock, the stale-socket check, binding the
 //! socket, signals, and the graceful drain that ends with the socket removed and exit 0.
+//! The socket is 0600, its dir made 0700 only when the daemon creates it; a socket passed by
+//! systemd is served and never unlinked. The process is hardened before any thread starts
+//! (`harden_process`: not dumpable, no core file). A stop interrupts runs, then drains
+//! in-flight requests, all within [`STOP_DEADLINE`]; a second signal exits at once.
 
 mod lock;
 

@@ -1,5 +1,6 @@
 //! The conversation vocabulary shared by the agent loop, the LLM providers, the tools and the
-//! session store: messages, tool calls, tool specs and token usage. Provider-neutral; each
+//! session store: messages, tool calls, tool specs and token usage. A message's text is at most
+//! [`MAX_MESSAGE_CHARS`] so its event fits in a line. Provider-neutral; each
 //! provider maps it to its own wire format.
 
 use serde::{Deserialize, Serialize};
