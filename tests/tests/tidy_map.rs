@@ -13,6 +13,7 @@ use serde_json::json;
 
 /// The directories whose every `.rs` file must open with a `//!` line.
 const SOURCE_DIRS: &[&str] = &[
+    "crates/core/src",
     "agentd/src",
     "agentctl/src",
     "protocol/src",
@@ -23,6 +24,7 @@ const SOURCE_DIRS: &[&str] = &[
 /// The crates an `a::b` path of the map may start with, and where their sources are.
 const CRATES: &[(&str, &str)] = &[
     ("agentd", "agentd/src"),
+    ("agentd_core", "crates/core/src"),
     ("protocol", "protocol/src"),
     ("agentctl", "agentctl/src"),
     ("agentd_tests", "tests/src"),
@@ -238,7 +240,7 @@ fn unresolved(root: &Path, path: &str) -> Option<String> {
     }
     if places.is_empty() {
         return Some(format!(
-            "`{}` is no crate (agentd, protocol, agentctl, agentd_tests), no top module of one \
+            "`{}` is no crate (agentd, agentd_core, protocol, agentctl, agentd_tests), no top module of one \
              and no test module",
             segments[0]
         ));
@@ -453,6 +455,7 @@ fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
 #[test]
 fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
     let tree = fixture(&[
+        ("crates/core/src/lib.rs", "//! The core.\n"),
         ("agentd/src/lib.rs", "//! The daemon.\npub mod session;\n"),
         (
             "agentd/src/session/mod.rs",
