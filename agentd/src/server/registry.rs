@@ -128,7 +128,14 @@ impl ConnectionRegistry {
                     && activity.in_flight.load(Ordering::Acquire) == 0
                     && activity.connection.subscriptions.is_empty()
             })
-            .min_by_key(|activity| activity.last_read.load(Ordering::Acquire));
+            // Reads are timed to the millisecond: of connections that last read in the same
+            // one, the oldest (the lowest id) goes, so the order is that of the connections.
+            .min_by_key(|activity| {
+                (
+                    activity.last_read.load(Ordering::Acquire),
+                    activity.connection_id,
+                )
+            });
         match idlest {
             Some(activity) => {
                 tracing::info!(
@@ -297,5 +304,22 @@ mod tests {
         );
         assert_eq!(subscribed.activity.eviction(), None);
         assert_eq!(busy.activity.eviction(), None);
+    }
+
+    /// Connections that last read in the same millisecond go oldest first, whatever order the
+    /// registry keeps them in.
+    #[test]
+    fn of_connections_idle_since_the_same_millisecond_the_oldest_is_evicted() {
+        let registry = ConnectionRegistry::new(100);
+        let connections: Vec<_> = (1..=40)
+            .map(|id| registry.register(id, connection(id)))
+            .collect();
+        for registered in &connections {
+            registered.activity.last_read.store(7, Ordering::Release);
+        }
+        for registered in &connections {
+            assert!(registry.evict_idle());
+            assert_eq!(registered.activity.eviction(), Some(Eviction::Idle));
+        }
     }
 }
