@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::llm::{FilePrices, ProviderConfig, ProviderKind};
 use crate::permission::{
     PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
 };
 use agentd_core::text_position::line_and_column;
+use agentd_llm::{FilePrices, ProviderConfig, ProviderKind};
 
 /// The daemon configuration.
 #[derive(Clone, Debug)]

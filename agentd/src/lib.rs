@@ -12,7 +12,6 @@ pub mod approval;
 pub mod config;
 pub mod context;
 pub mod daemon;
-pub mod llm;
 pub mod mcp;
 pub mod memory;
 pub mod permission;

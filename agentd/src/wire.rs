@@ -14,12 +14,12 @@ pub use mcp::{
 /// A discovered skill as `skills/list` shows it.
 /// A configured provider as `daemon/status` shows it: name, kind, model, base URL, where its
 /// key comes from and whether it is there; never the key.
-pub fn provider_info(provider: &crate::llm::ProviderConfig) -> protocol::daemon::ProviderInfo {
+pub fn provider_info(provider: &agentd_llm::ProviderConfig) -> protocol::daemon::ProviderInfo {
     protocol::daemon::ProviderInfo {
         name: provider.name.clone(),
         kind: match provider.kind {
-            crate::llm::ProviderKind::OpenAi => "openai",
-            crate::llm::ProviderKind::Anthropic => "anthropic",
+            agentd_llm::ProviderKind::OpenAi => "openai",
+            agentd_llm::ProviderKind::Anthropic => "anthropic",
         }
         .to_owned(),
         model: provider.model.clone(),

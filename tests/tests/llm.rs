@@ -3,9 +3,9 @@
 // Helpers outside `#[test]` functions are test code too.
 #![allow(clippy::unwrap_used)]
 
-use agentd::llm::{ChatRequest, Completion, LlmClient, LlmError, LlmEvent};
-use agentd::llm::{ProviderConfig, ProviderKind};
 use agentd_core::conversation::{Message, ToolCall, ToolSpec, Usage};
+use agentd_llm::{ChatRequest, Completion, LlmClient, LlmError, LlmEvent};
+use agentd_llm::{ProviderConfig, ProviderKind};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
 use pretty_assertions::assert_eq;
 use std::time::Duration;
@@ -46,7 +46,7 @@ fn client_with(
 ) -> LlmClient {
     let mut provider = provider(mock, format);
     tweak(&mut provider);
-    LlmClient::new(provider, agentd::llm::HttpClients::new().unwrap())
+    LlmClient::new(provider, agentd_llm::HttpClients::new().unwrap())
 }
 
 fn user(text: &str) -> Message {
@@ -506,7 +506,7 @@ async fn mock_llm_binary_serves_script_then_echo_and_control_endpoints() {
     let base_url = line.strip_prefix("listening on ").unwrap().to_owned();
     assert!(base_url.starts_with("http://127.0.0.1:"), "{line}");
 
-    let clients = agentd::llm::HttpClients::new().unwrap();
+    let clients = agentd_llm::HttpClients::new().unwrap();
     let http = clients.for_url(&base_url).await.unwrap();
     let mut provider = ProviderConfig {
         kind: ProviderKind::OpenAi,

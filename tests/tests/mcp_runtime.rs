@@ -277,6 +277,7 @@ fn rmcp_is_named_only_in_mcp_connection() {
     for crate_dir in [
         "agentd/src",
         "crates/core/src",
+        "crates/llm/src",
         "agentctl/src",
         "protocol/src",
         "tests/src",

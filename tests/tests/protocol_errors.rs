@@ -128,7 +128,7 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
 fn no_daemon_message_names_agentctl() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for (src, file) in ["agentd/src", "crates/core/src"]
+    for (src, file) in ["agentd/src", "crates/core/src", "crates/llm/src"]
         .into_iter()
         .map(|dir| root.join(dir))
         .flat_map(|src| {

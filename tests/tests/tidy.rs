@@ -5,9 +5,15 @@ use std::path::{Path, PathBuf};
 
 use agentd_tests::scenario::rust_files;
 
-/// The daemon's crates, bottom first: the source dir and the name other crates use. A layer
-/// lives in one crate; `core` is the crate `agentd_core`, the rest are still `agentd`'s modules.
-const CRATES: &[(&str, &str)] = &[("crates/core/src", "agentd_core"), ("agentd/src", "agentd")];
+/// The daemon's crates, bottom first: the source dir, the name other crates use, and the
+/// layer module the crate is as a whole (None: its top-level modules are layer modules). The
+/// crate `agentd_core` is the core layer, `agentd_llm` the module `llm`; the rest are still
+/// `agentd`'s modules.
+const CRATES: &[(&str, &str, Option<&str>)] = &[
+    ("crates/core/src", "agentd_core", None),
+    ("crates/llm/src", "agentd_llm", Some("llm")),
+    ("agentd/src", "agentd", None),
+];
 
 /// agentd's modules in layers, bottom first. A module names (`crate::x`, `agentd_core::x`,
 /// `super::…::x`, `use crate::{x, …}`) only modules listed before it: an edge upward, or
@@ -127,8 +133,9 @@ fn group_heads(text: &str) -> Vec<String> {
 }
 
 /// The top-level modules `file` (module path `own`, e.g. `["session", "actor"]`) names in
-/// code compiled outside tests, each with the line naming it.
-fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
+/// code compiled outside tests, each with the line naming it. In a crate that is one layer
+/// module as a whole (`whole`), its own paths (`crate::…`, `super::…`) are inside that module.
+fn named_modules(file: &Path, own: &[String], whole: Option<&str>) -> Vec<(usize, String)> {
     let text = std::fs::read_to_string(file).unwrap();
     let lines = code_lines(&text);
     let code: String = lines.iter().map(|(_, line)| format!("{line}\n")).collect();
@@ -139,7 +146,7 @@ fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
     let roots = std::iter::once("crate::".to_owned())
-        .chain(CRATES.iter().map(|(_, name)| format!("{name}::")));
+        .chain(CRATES.iter().map(|(_, name, _)| format!("{name}::")));
     let mut starts: Vec<(usize, String)> = Vec::new();
     for root in roots {
         starts.extend(
@@ -154,7 +161,16 @@ fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
             continue; // `$crate::`, `x::crate::`, `my_agentd_core::`: not a crate's root
         }
         let rest = &code[offset + root.len()..];
-        if let Some(group) = rest.strip_prefix('{') {
+        if root == "crate::" && whole.is_some() {
+            continue;
+        }
+        let crate_module = CRATES
+            .iter()
+            .find(|(_, name, _)| root == format!("{name}::"))
+            .and_then(|(_, _, module)| *module);
+        if let Some(module) = crate_module {
+            found.push((line_of(offset), module.to_owned()));
+        } else if let Some(group) = rest.strip_prefix('{') {
             for head in group_heads(group) {
                 found.push((line_of(offset), head));
             }
@@ -164,6 +180,9 @@ fn named_modules(file: &Path, own: &[String]) -> Vec<(usize, String)> {
         }
     }
     // `super::super::x` from a file `depth` modules deep reaches the root's `x`.
+    if whole.is_some() {
+        return found;
+    }
     let climb = "super::".repeat(own.len());
     for (offset, _) in code.match_indices(&climb) {
         if code[..offset].ends_with("super::") {
@@ -230,7 +249,10 @@ fn the_module_graph_follows_the_declared_layers() {
     );
     let declared: Vec<String> = CRATES
         .iter()
-        .flat_map(|(src, _)| declared_in(src))
+        .flat_map(|(src, _, whole)| match whole {
+            Some(module) => vec![module.to_string()],
+            None => declared_in(src),
+        })
         .collect();
     let unplaced: Vec<&String> = declared
         .iter()
@@ -252,14 +274,17 @@ fn the_module_graph_follows_the_declared_layers() {
 
     let mut upward = Vec::new();
     let mut edges = 0;
-    let files = CRATES.iter().flat_map(|(src, _)| {
+    let files = CRATES.iter().flat_map(|(src, _, whole)| {
         let src = repo_root().join(src);
         rust_files(&src)
             .into_iter()
-            .map(move |file| (src.clone(), file))
+            .map(move |file| (src.clone(), file, *whole))
     });
-    for (src, file) in files {
-        let own = module_path(&src, &file);
+    for (src, file, whole) in files {
+        let own = match whole {
+            Some(module) => vec![module.to_owned()],
+            None => module_path(&src, &file),
+        };
         if is_test_file(file.strip_prefix(&src).unwrap()) || own.is_empty() {
             continue;
         }
@@ -267,7 +292,7 @@ fn the_module_graph_follows_the_declared_layers() {
         let Some(my_rank) = order.iter().position(|module| *module == me) else {
             continue; // lib.rs, main.rs
         };
-        for (line, named) in named_modules(&file, &own) {
+        for (line, named) in named_modules(&file, &own, whole) {
             let Some(rank) = order.iter().position(|module| *module == named) else {
                 continue; // a macro, `crate::Something` at the root
             };
@@ -306,7 +331,7 @@ fn the_layer_scan_reads_every_form_of_naming_a_module() {
         "//! about crate::doc\n\
          use crate::{\n    alpha::{A, B},\n    beta,\n};\n\
          use crate::gamma::C;\n\
-         fn f() { crate::delta::go(); agentd_core::theta::t(); super::super::epsilon::run(); super::sibling(); }\n\
+         fn f() { crate::delta::go(); agentd_core::theta::t(); agentd_llm::Client::new(); super::super::epsilon::run(); super::sibling(); }\n\
          /// see crate::comment\n\
          #[cfg(test)]\n\
          fn only_tests() {\n    crate::hidden::x();\n}\n\
@@ -316,17 +341,17 @@ fn the_layer_scan_reads_every_form_of_naming_a_module() {
     )
     .unwrap();
     let own = vec!["session".to_owned(), "actor".to_owned()];
-    let named: Vec<String> = named_modules(&file, &own)
+    let named: Vec<String> = named_modules(&file, &own, None)
         .into_iter()
         .map(|(_, module)| module)
         .collect();
     assert_eq!(
         named,
         [
-            "alpha", "beta", "gamma", "delta", "theta", "zeta", "epsilon"
+            "alpha", "beta", "gamma", "delta", "theta", "llm", "zeta", "epsilon"
         ],
         "lines: {:?}",
-        named_modules(&file, &own)
+        named_modules(&file, &own, None)
     );
 }
 

@@ -14,6 +14,7 @@ use serde_json::json;
 /// The directories whose every `.rs` file must open with a `//!` line.
 const SOURCE_DIRS: &[&str] = &[
     "crates/core/src",
+    "crates/llm/src",
     "agentd/src",
     "agentctl/src",
     "protocol/src",
@@ -25,6 +26,7 @@ const SOURCE_DIRS: &[&str] = &[
 const CRATES: &[(&str, &str)] = &[
     ("agentd", "agentd/src"),
     ("agentd_core", "crates/core/src"),
+    ("agentd_llm", "crates/llm/src"),
     ("protocol", "protocol/src"),
     ("agentctl", "agentctl/src"),
     ("agentd_tests", "tests/src"),
@@ -240,7 +242,7 @@ fn unresolved(root: &Path, path: &str) -> Option<String> {
     }
     if places.is_empty() {
         return Some(format!(
-            "`{}` is no crate (agentd, agentd_core, protocol, agentctl, agentd_tests), no top module of one \
+            "`{}` is no crate (agentd, agentd_core, agentd_llm, protocol, agentctl, agentd_tests), no top module of one \
              and no test module",
             segments[0]
         ));
@@ -456,6 +458,7 @@ fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
 fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
     let tree = fixture(&[
         ("crates/core/src/lib.rs", "//! The core.\n"),
+        ("crates/llm/src/lib.rs", "//! The clients.\n"),
         ("agentd/src/lib.rs", "//! The daemon.\npub mod session;\n"),
         (
             "agentd/src/session/mod.rs",

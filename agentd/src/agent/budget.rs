@@ -2,8 +2,8 @@
 //! the agent it runs as (`maxBudgetUsd` of its definition). Checked before each model call
 //! against what the run has used so far; the cost goes into `runFinished.costUsd`.
 
-use crate::llm::Prices;
 use agentd_core::conversation::Usage;
+use agentd_llm::Prices;
 
 /// A run's prices and budget.
 #[derive(Clone, Copy, Debug, Default)]
@@ -19,7 +19,7 @@ impl RunBudget {
     /// prices for the model).
     pub fn for_run(
         max_usd: Option<f64>,
-        provider: &crate::llm::ProviderConfig,
+        provider: &agentd_llm::ProviderConfig,
     ) -> (RunBudget, Option<String>) {
         let budget = RunBudget {
             prices: provider.prices,

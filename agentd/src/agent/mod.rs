@@ -21,9 +21,9 @@ use anyhow::Result;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::llm::{ChatRequest, LlmClient, LlmEvent};
 use crate::tools::{BatchObserver, ToolContext, ToolOutput, execute_batch};
 use agentd_core::conversation::{Message, ToolCall, Usage};
+use agentd_llm::{ChatRequest, LlmClient, LlmEvent};
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
 use sink::{RunLog, SessionShared};
 
@@ -559,7 +559,7 @@ enum Pending {
 }
 
 enum ModelCall {
-    Done(crate::llm::Completion),
+    Done(agentd_llm::Completion),
     Failed(String),
     /// The provider refused the prompt as too long for the model.
     Overflow(String),

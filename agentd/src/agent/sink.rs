@@ -103,7 +103,7 @@ impl SessionState {
     pub fn add_usage(
         &mut self,
         usage: &agentd_core::conversation::Usage,
-        prices: Option<crate::llm::Prices>,
+        prices: Option<agentd_llm::Prices>,
     ) {
         self.usage.add(usage);
         if let Some(prices) = prices {

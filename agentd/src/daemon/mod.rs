@@ -257,7 +257,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         paths: paths.clone(),
         trust: Arc::new(trust),
         config,
-        http: crate::llm::HttpClients::new()?,
+        http: agentd_llm::HttpClients::new()?,
         fetch: crate::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,

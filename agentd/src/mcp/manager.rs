@@ -107,7 +107,7 @@ impl McpManager {
         confinement: ServerConfinement,
     ) -> Arc<Self> {
         let (changes, _) = broadcast::channel(Self::CHANGES_CAPACITY);
-        let http = match crate::llm::LlmClient::http_client() {
+        let http = match agentd_llm::LlmClient::http_client() {
             Ok(http) => Some(http),
             Err(error) => {
                 tracing::error!("MCP servers over HTTP cannot start: {error:#}");

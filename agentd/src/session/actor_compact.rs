@@ -4,7 +4,7 @@
 use super::{Actor, SessionError, closed};
 use crate::agent::compaction::{Compacted, Compactor};
 use crate::context::{ContextLimits, context_window};
-use crate::llm::LlmClient;
+use agentd_llm::LlmClient;
 use protocol::session::SessionCompactResult;
 
 impl Actor {

@@ -58,7 +58,7 @@ pub struct SessionDeps {
     /// The configuration, or why it is unusable (file, line, reason).
     pub config: Result<Config, String>,
     /// The LLM providers' HTTP client.
-    pub http: crate::llm::HttpClients,
+    pub http: agentd_llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
     pub fetch: crate::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,

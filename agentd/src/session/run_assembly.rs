@@ -16,13 +16,13 @@ use crate::agent::sink::RunLog;
 use crate::agent::tool_set::RunTools;
 use crate::agent::{Run, RunStart};
 use crate::context::ContextLimits;
-use crate::llm::LlmClient;
 use crate::session::SessionShared;
 use crate::store::SessionHeader;
 use crate::tools::{
     BackgroundShells, FetchClients, NoFetchRules, ProgressSink, ReadFilter, SubagentLauncher,
     TodoSink, ToolContext, ToolLimits,
 };
+use agentd_llm::LlmClient;
 use protocol::event::{Event, UserMessageKind};
 
 /// How a prompted run goes, beyond its text.

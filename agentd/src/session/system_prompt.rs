@@ -116,10 +116,10 @@ impl FrozenPrompt {
     pub fn agent_settings(
         &self,
         mode: PermissionMode,
-        provider: crate::llm::ProviderConfig,
+        provider: agentd_llm::ProviderConfig,
         config: &crate::config::Config,
         asked: &Asked,
-    ) -> (PermissionMode, crate::llm::ProviderConfig, Vec<String>) {
+    ) -> (PermissionMode, agentd_llm::ProviderConfig, Vec<String>) {
         let agent_type = asked.agent_type.as_deref();
         let (mode, mode_note) = self.mode_for(mode, asked.mode, agent_type);
         let (provider, model_note) = self.provider_for(provider, config, asked.model, agent_type);
@@ -162,11 +162,11 @@ impl FrozenPrompt {
     /// would fail every request), the note says the session keeps `provider`.
     pub fn provider_for(
         &self,
-        provider: crate::llm::ProviderConfig,
+        provider: agentd_llm::ProviderConfig,
         config: &crate::config::Config,
         explicit: bool,
         agent_type: Option<&str>,
-    ) -> (crate::llm::ProviderConfig, Option<String>) {
+    ) -> (agentd_llm::ProviderConfig, Option<String>) {
         let Some(wanted) = self.agent_model.as_deref().filter(|_| !explicit) else {
             return (provider, None);
         };

@@ -4,8 +4,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::llm::ProviderKind;
-use crate::llm::openai::tests::{history, history_with_image, provider, tools};
+use crate::ProviderKind;
+use crate::openai::tests::{history, history_with_image, provider, tools};
 
 fn body_json(messages: &[Message]) -> serde_json::Value {
     let provider = provider(ProviderKind::Anthropic, "https://api.anthropic.com");

@@ -503,11 +503,7 @@ mod tests {
     #[test]
     fn complete_future_is_send() {
         fn assert_send<T: Send>(_: &T) {}
-        let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
-        let provider = crate::config::load(None, &env)
-            .unwrap()
-            .resolve_provider(None)
-            .unwrap();
+        let provider = crate::provider::tests::openai_quick_start();
         let client = LlmClient::new(provider, HttpClients::new().unwrap());
         let request = ChatRequest {
             session_id: "s",
@@ -523,11 +519,7 @@ mod tests {
     #[test]
     fn endpoint_urls() {
         let url = |kind: ProviderKind, base: &str| {
-            let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
-            let mut provider = crate::config::load(None, &env)
-                .unwrap()
-                .resolve_provider(None)
-                .unwrap();
+            let mut provider = crate::provider::tests::openai_quick_start();
             provider.kind = kind;
             provider.base_url = base.to_owned();
             LlmClient::new(provider, HttpClients::new().unwrap())

@@ -4,17 +4,16 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::config::load;
-use crate::llm::ProviderKind;
+use crate::ProviderKind;
 use agentd_core::conversation::ToolSpec;
 
 pub(crate) fn provider(kind: ProviderKind, base_url: &str) -> ProviderConfig {
-    let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "k".to_owned());
-    let mut provider = load(None, &env).unwrap().resolve_provider(None).unwrap();
-    provider.kind = kind;
-    provider.base_url = base_url.to_owned();
-    provider.model = "m".to_owned();
-    provider
+    ProviderConfig {
+        kind,
+        base_url: base_url.to_owned(),
+        model: "m".to_owned(),
+        ..crate::provider::tests::openai_quick_start()
+    }
 }
 
 pub(crate) fn history() -> Vec<Message> {

@@ -83,3 +83,29 @@ pub struct MissingApiKey {
     pub provider: String,
     pub var: String,
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The provider `config` makes of `OPENAI_API_KEY=k` alone (its quick start, with its
+    /// defaults), for tests of the clients without the layer above.
+    pub(crate) fn openai_quick_start() -> ProviderConfig {
+        ProviderConfig {
+            name: "openai".to_owned(),
+            kind: ProviderKind::OpenAi,
+            base_url: "https://api.openai.com/v1".to_owned(),
+            api_key: Some("k".to_owned()),
+            api_key_env: Some("OPENAI_API_KEY".to_owned()),
+            model: "gpt-4o-mini".to_owned(),
+            context_window: None,
+            max_output_tokens: None,
+            reasoning_effort: None,
+            max_retries: 4,
+            retry_base_delay_ms: 500,
+            retry_max_delay_ms: 30_000,
+            stream_idle_timeout_secs: 90,
+            prices: None,
+        }
+    }
+}
