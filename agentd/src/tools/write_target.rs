@@ -5,7 +5,7 @@
 //! (by a shell command earlier in the batch) cannot lead a write out of the workspace or into
 //! a protected path. Blocking: call it on the blocking pool.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -13,6 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
+use agentd_core::atomic_file::{c_name, open_at, stat_at};
 use agentd_core::workspace::{
     PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
 };
@@ -223,7 +224,7 @@ fn fd_path(file: &OwnedFd, path: &str) -> Result<PathBuf, String> {
 /// `openat2` (before 5.6) a plain `openat`, whose result [`fd_path`] and [`check_limits`]
 /// still judge by the path it really has.
 fn beneath(root: BorrowedFd<'_>, path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let name = c_path(path.as_os_str())?;
+    let name = c_name(path.as_os_str())?;
     // SAFETY: open_how is plain data; all-zero is its documented default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
@@ -254,50 +255,8 @@ fn beneath(root: BorrowedFd<'_>, path: &Path, flags: libc::c_int) -> io::Result<
     Err(last)
 }
 
-fn open_at(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
-    flags: libc::c_int,
-    mode: libc::mode_t,
-) -> io::Result<OwnedFd> {
-    let name = c_path(name)?;
-    // SAFETY: a valid directory fd and a NUL-terminated path.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            libc::c_uint::from(mode),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<libc::stat> {
-    let name = c_path(name)?;
-    // SAFETY: stat is plain data, filled by the kernel.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid directory fd, a NUL-terminated path and a live stat buffer.
-    let result = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut stat,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(stat)
-}
-
 fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    let name = c_path(name)?;
+    let name = c_name(name)?;
     // SAFETY: a valid directory fd and a NUL-terminated name.
     if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } != 0 {
         return Err(io::Error::last_os_error());
@@ -306,7 +265,7 @@ fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 }
 
 fn open_path(path: &Path) -> io::Result<OwnedFd> {
-    let name = c_path(path.as_os_str())?;
+    let name = c_name(path.as_os_str())?;
     // SAFETY: a NUL-terminated path.
     let fd = unsafe {
         libc::open(
@@ -319,11 +278,6 @@ fn open_path(path: &Path) -> io::Result<OwnedFd> {
     }
     // SAFETY: the kernel returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn c_path(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
 }
 
 #[cfg(test)]

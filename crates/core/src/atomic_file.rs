@@ -213,7 +213,9 @@ fn step(what: &str, name: &OsStr, error: io::Error) -> io::Error {
     )
 }
 
-fn open_at(
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`: a file named relative to a directory already
+/// open (the writer here, and `tools`' writes beneath the workspace).
+pub fn open_at(
     dir: BorrowedFd<'_>,
     name: &OsStr,
     flags: libc::c_int,
@@ -237,7 +239,9 @@ fn open_at(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<libc::stat> {
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what `name` in the open directory is, a link
+/// itself rather than its target.
+pub fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<libc::stat> {
     let name = c_name(name)?;
     // SAFETY: stat is plain data, filled by the kernel.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
@@ -276,9 +280,10 @@ fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     Ok(())
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
+/// `name` for a system call; a name with a NUL byte is refused.
+pub fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name contains a NUL byte"))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
 }
 
 #[cfg(test)]
