@@ -4,6 +4,7 @@
 //! the batch executor, deliver steers after a batch and follow-ups when the run would end, and
 //! stop on completion, cancellation, failure or the step limit.
 
+mod batch;
 pub mod budget;
 pub mod compaction;
 mod ending;
@@ -15,13 +16,12 @@ pub mod tool_set;
 pub use ending::{Pairing, pair_orphaned_tool_calls, report_undelivered};
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::{BatchObserver, ToolContext, ToolOutput, execute_batch};
+use crate::tools::ToolContext;
 use agentd_core::conversation::{Message, ToolCall, Usage};
 use agentd_llm::{ChatRequest, LlmClient, LlmEvent};
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
@@ -401,68 +401,6 @@ impl Run {
         self.cancel.cancel();
     }
 
-    /// Decide the batch's calls, run the allowed ones, and return one result per call in the
-    /// model's order.
-    async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
-        for call in calls {
-            agentd_core::test_seam::panic_in_tool_call(&call.name);
-        }
-        let verdicts = self.authorize(calls).await?;
-        let allowed: Vec<ToolCall> = calls
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, verdict)| matches!(verdict, gate::Verdict::Run))
-            .map(|(call, _)| call.clone())
-            .collect();
-        let mut executed = self.execute_allowed(&allowed).await?.into_iter();
-        let mut results = Vec::with_capacity(calls.len());
-        for (call, verdict) in calls.iter().zip(verdicts) {
-            match verdict {
-                gate::Verdict::Run => match executed.next() {
-                    Some(result) => results.push(result),
-                    None => anyhow::bail!("the executor returned fewer results than calls"),
-                },
-                gate::Verdict::Done(output) => {
-                    self.log
-                        .append(Event::ToolCompleted {
-                            run_id: self.run_id.clone(),
-                            tool_call_id: call.id.clone(),
-                            tool: call.name.clone(),
-                            output: output.content.clone(),
-                            is_error: output.is_error,
-                            duration_ms: 0,
-                        })
-                        .await?;
-                    results.push(crate::tools::ToolResult {
-                        call: call.clone(),
-                        output,
-                    });
-                }
-            }
-        }
-        Ok(results)
-    }
-
-    async fn execute_allowed(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
-        if calls.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
-        let observer = RunObserver {
-            run_id: self.run_id.clone(),
-            events: pending_tx.clone(),
-            shared: self.shared.clone(),
-        };
-        let mut context = self.tool_context.clone();
-        context.cancel = self.cancel.clone();
-        context.fetch_rules = self.fetch_rules();
-        context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
-        let tools = self.tools.current();
-        let batch = execute_batch(&tools.registry, calls, &context, &observer);
-        let results = pump(&*self.log, pending_rx, batch).await?;
-        Ok(results)
-    }
-
     async fn push_assistant(
         &self,
         history: &mut Vec<Message>,
@@ -589,81 +527,4 @@ async fn pump<F: Future>(
         log.append(event).await?;
     }
     Ok(output)
-}
-
-/// todo_write's lists become `todoUpdated` events, persisted in order with the batch's other
-/// events (between the call's `toolStarted` and `toolCompleted`).
-fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> crate::tools::TodoSink {
-    crate::tools::TodoSink::new(move |items| {
-        let event = Event::TodoUpdated {
-            run_id: run_id.clone(),
-            items: crate::tools::todo_wire_items(&items),
-        };
-        events.try_send(event).map_err(|_| {
-            "the todo list could not be recorded (too many pending events); call todo_write again"
-                .to_owned()
-        })
-    })
-}
-
-/// Turns executor callbacks into run events and skips unstarted calls once the user steered.
-struct RunObserver {
-    run_id: String,
-    events: mpsc::Sender<Event>,
-    shared: Arc<SessionShared>,
-}
-
-impl RunObserver {
-    fn queue(&self, event: Event, what: &str) {
-        if self.events.try_send(event).is_err() {
-            tracing::warn!(what, "dropped a tool event: too many pending events");
-        }
-    }
-}
-
-impl BatchObserver for RunObserver {
-    fn started(&self, call: &ToolCall, summary: &str) {
-        self.queue(
-            Event::ToolStarted {
-                run_id: self.run_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                summary: summary.to_owned(),
-            },
-            "toolStarted",
-        );
-    }
-
-    fn progress(&self, call: &ToolCall, message: &str) {
-        self.queue(
-            Event::ToolProgress {
-                run_id: self.run_id.clone(),
-                tool_call_id: call.id.clone(),
-                message: message.to_owned(),
-            },
-            "toolProgress",
-        );
-    }
-
-    fn completed(&self, call: &ToolCall, output: &ToolOutput, duration: Duration) {
-        self.queue(
-            Event::ToolCompleted {
-                run_id: self.run_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                output: output.content.clone(),
-                is_error: output.is_error,
-                duration_ms: duration.as_millis() as u64,
-            },
-            "toolCompleted",
-        );
-    }
-
-    fn skip_reason(&self) -> Option<String> {
-        if self.shared.lock().steers.is_empty() {
-            None
-        } else {
-            Some(SKIPPED_FOR_STEER.to_owned())
-        }
-    }
 }

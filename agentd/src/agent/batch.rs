@@ -1,0 +1,156 @@
+//! One tool batch of a run: the permission gate over the model's calls (`gate`), the allowed
+//! ones executed together (`tools::execute_batch`), what they report turned into events on the
+//! run's bounded queue (`RunObserver`), and the results in the order of the calls.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::tools::{BatchObserver, ToolOutput, execute_batch};
+use agentd_core::conversation::ToolCall;
+use protocol::event::Event;
+
+impl Run {
+    /// Decide the batch's calls, run the allowed ones, and return one result per call in the
+    /// model's order.
+    pub(super) async fn run_tools(
+        &self,
+        calls: &[ToolCall],
+    ) -> Result<Vec<crate::tools::ToolResult>> {
+        for call in calls {
+            agentd_core::test_seam::panic_in_tool_call(&call.name);
+        }
+        let verdicts = self.authorize(calls).await?;
+        let allowed: Vec<ToolCall> = calls
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, verdict)| matches!(verdict, gate::Verdict::Run))
+            .map(|(call, _)| call.clone())
+            .collect();
+        let mut executed = self.execute_allowed(&allowed).await?.into_iter();
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, verdict) in calls.iter().zip(verdicts) {
+            match verdict {
+                gate::Verdict::Run => match executed.next() {
+                    Some(result) => results.push(result),
+                    None => anyhow::bail!("the executor returned fewer results than calls"),
+                },
+                gate::Verdict::Done(output) => {
+                    self.log
+                        .append(Event::ToolCompleted {
+                            run_id: self.run_id.clone(),
+                            tool_call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            output: output.content.clone(),
+                            is_error: output.is_error,
+                            duration_ms: 0,
+                        })
+                        .await?;
+                    results.push(crate::tools::ToolResult {
+                        call: call.clone(),
+                        output,
+                    });
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    async fn execute_allowed(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
+        let observer = RunObserver {
+            run_id: self.run_id.clone(),
+            events: pending_tx.clone(),
+            shared: self.shared.clone(),
+        };
+        let mut context = self.tool_context.clone();
+        context.cancel = self.cancel.clone();
+        context.fetch_rules = self.fetch_rules();
+        context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
+        let tools = self.tools.current();
+        let batch = execute_batch(&tools.registry, calls, &context, &observer);
+        let results = pump(&*self.log, pending_rx, batch).await?;
+        Ok(results)
+    }
+}
+
+/// todo_write's lists become `todoUpdated` events, persisted in order with the batch's other
+/// events (between the call's `toolStarted` and `toolCompleted`).
+fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> crate::tools::TodoSink {
+    crate::tools::TodoSink::new(move |items| {
+        let event = Event::TodoUpdated {
+            run_id: run_id.clone(),
+            items: crate::tools::todo_wire_items(&items),
+        };
+        events.try_send(event).map_err(|_| {
+            "the todo list could not be recorded (too many pending events); call todo_write again"
+                .to_owned()
+        })
+    })
+}
+
+/// Turns executor callbacks into run events and skips unstarted calls once the user steered.
+struct RunObserver {
+    run_id: String,
+    events: mpsc::Sender<Event>,
+    shared: Arc<SessionShared>,
+}
+
+impl RunObserver {
+    fn queue(&self, event: Event, what: &str) {
+        if self.events.try_send(event).is_err() {
+            tracing::warn!(what, "dropped a tool event: too many pending events");
+        }
+    }
+}
+
+impl BatchObserver for RunObserver {
+    fn started(&self, call: &ToolCall, summary: &str) {
+        self.queue(
+            Event::ToolStarted {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                summary: summary.to_owned(),
+            },
+            "toolStarted",
+        );
+    }
+
+    fn progress(&self, call: &ToolCall, message: &str) {
+        self.queue(
+            Event::ToolProgress {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                message: message.to_owned(),
+            },
+            "toolProgress",
+        );
+    }
+
+    fn completed(&self, call: &ToolCall, output: &ToolOutput, duration: Duration) {
+        self.queue(
+            Event::ToolCompleted {
+                run_id: self.run_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                output: output.content.clone(),
+                is_error: output.is_error,
+                duration_ms: duration.as_millis() as u64,
+            },
+            "toolCompleted",
+        );
+    }
+
+    fn skip_reason(&self) -> Option<String> {
+        if self.shared.lock().steers.is_empty() {
+            None
+        } else {
+            Some(SKIPPED_FOR_STEER.to_owned())
+        }
+    }
+}
