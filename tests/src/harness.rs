@@ -291,6 +291,29 @@ impl Daemon {
         child
     }
 
+    /// A raw connection that has called `initialize` as `client_name`, split so a test can
+    /// write without reading (a flooding or hostile client).
+    pub async fn initialized_stream(
+        &self,
+        client_name: &str,
+    ) -> (BufReader<OwnedReadHalf>, OwnedWriteHalf) {
+        let stream = UnixStream::connect(self.socket()).await.expect("connect");
+        let (read, mut write) = stream.into_split();
+        let mut read = BufReader::new(read);
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": client_name, "version": "0"}, "protocolVersion": protocol::PROTOCOL_VERSION}});
+        write
+            .write_all(format!("{initialize}\n").as_bytes())
+            .await
+            .expect("write initialize");
+        let mut line = String::new();
+        tokio::time::timeout(WAIT, read.read_line(&mut line))
+            .await
+            .expect("initialize answer in time")
+            .expect("read initialize answer");
+        assert!(line.contains("\"result\""), "initialize failed: {line}");
+        (read, write)
+    }
+
     pub fn socket(&self) -> &Path {
         &self.env.socket
     }

@@ -3,13 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use agentd_tests::harness::{Client, Daemon, TestEnv, WAIT, mib, raise_open_file_limit, text};
+use agentd_tests::harness::{Client, Daemon, TestEnv, mib, raise_open_file_limit, text};
 use agentd_tests::mock_llm::{Format, Reply};
 use agentd_tests::scenario::Scenario;
 use protocol::event::{Event, MessageRole, RunStatus};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -20,30 +19,6 @@ const FLOOD_STALL: Duration = Duration::from_secs(1);
 /// on a shared machine.
 const BURST_WAIT: Duration = Duration::from_secs(180);
 
-/// A raw connection that has called `initialize`, split so a test can write without reading.
-async fn initialized_stream(
-    daemon: &Daemon,
-) -> (
-    BufReader<tokio::net::unix::OwnedReadHalf>,
-    tokio::net::unix::OwnedWriteHalf,
-) {
-    let stream = UnixStream::connect(daemon.socket()).await.expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": "flood", "version": "0"}, "protocolVersion": protocol::PROTOCOL_VERSION}});
-    write
-        .write_all(format!("{initialize}\n").as_bytes())
-        .await
-        .expect("write initialize");
-    let mut line = String::new();
-    tokio::time::timeout(WAIT, read.read_line(&mut line))
-        .await
-        .expect("initialize answer in time")
-        .expect("read initialize answer");
-    assert!(line.contains("\"result\""), "initialize failed: {line}");
-    (read, write)
-}
-
 /// Item 7: a client pipelines 200,000 requests and reads no answer. The daemon stops reading
 /// it (its in-flight cap), so its memory stays flat and other clients are served at once.
 #[tokio::test]
@@ -52,7 +27,7 @@ async fn unread_pipelined_requests_neither_grow_the_daemon_nor_slow_other_client
     let mut other = daemon.client().await;
     let before = daemon.memory();
 
-    let (unread, mut write) = initialized_stream(&daemon).await;
+    let (unread, mut write) = daemon.initialized_stream("flood").await;
     let mut payload: Vec<u8> = Vec::new();
     for id in 1..=200_000u64 {
         payload.extend_from_slice(
@@ -144,7 +119,7 @@ async fn big_lines_on_many_connections_share_a_memory_budget_and_memory_is_given
     let deadline = tokio::time::Instant::now() + BURST_WAIT;
     let mut connections = Vec::new();
     for connection in 0..8 {
-        let (read, write) = initialized_stream(&daemon).await;
+        let (read, write) = daemon.initialized_stream("flood").await;
         let lines = lines.clone();
         connections.push(tokio::spawn(async move {
             let mut read = read;

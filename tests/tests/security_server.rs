@@ -4,40 +4,15 @@
 
 use std::time::Duration;
 
-use agentd_tests::harness::{Daemon, WAIT, mib, raise_open_file_limit, text};
+use agentd_tests::harness::{Daemon, mib, raise_open_file_limit, text};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const MIB: u64 = 1024 * 1024;
 
 /// How long the burst of big lines may take in all: hundreds of MiB of JSON, parsed by a
 /// debug build on a shared machine.
 const BURST_WAIT: Duration = Duration::from_secs(240);
-
-/// A raw connection that has called `initialize`, split so a test can write without reading.
-async fn initialized_stream(
-    daemon: &Daemon,
-) -> (
-    BufReader<tokio::net::unix::OwnedReadHalf>,
-    tokio::net::unix::OwnedWriteHalf,
-) {
-    let stream = UnixStream::connect(daemon.socket()).await.expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": "hostile", "version": "0"}, "protocolVersion": protocol::PROTOCOL_VERSION}});
-    write
-        .write_all(format!("{initialize}\n").as_bytes())
-        .await
-        .expect("write initialize");
-    let mut line = String::new();
-    tokio::time::timeout(WAIT, read.read_line(&mut line))
-        .await
-        .expect("initialize answer in time")
-        .expect("read initialize answer");
-    assert!(line.contains("\"result\""), "initialize failed: {line}");
-    (read, write)
-}
 
 /// One request line of `method` whose client value (`big`) is put where `place` says.
 fn hostile_line(id: u64, place: usize, big: &str) -> String {
@@ -76,7 +51,7 @@ async fn a_15_mib_invalid_value_is_never_echoed_back_whole() {
     let deadline = tokio::time::Instant::now() + BURST_WAIT;
     let mut connections = Vec::new();
     for connection in 0..CONNECTIONS {
-        let (read, write) = initialized_stream(&daemon).await;
+        let (read, write) = daemon.initialized_stream("hostile").await;
         let big = big.clone();
         connections.push(tokio::spawn(async move {
             let mut read = read;

@@ -63,17 +63,10 @@ impl Actor {
 
     /// The session's model client and its context limits, from the current config.
     pub(super) fn model(&self) -> Result<(LlmClient, ContextLimits), SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(Some(&format!(
-                "{}:{}",
-                self.header.provider, self.header.model
-            )))
-            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let (config, provider) = self.deps.provider(Some(&format!(
+            "{}:{}",
+            self.header.provider, self.header.model
+        )))?;
         let window = context_window(&provider.model, provider.context_window);
         let limits = ContextLimits::new(
             window,

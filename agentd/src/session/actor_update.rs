@@ -15,14 +15,7 @@ impl Actor {
     pub(super) async fn update(&mut self, params: SessionUpdateParams) -> Result<(), SessionError> {
         let provider_model = match params.model.as_deref() {
             Some(model) => {
-                let config = self
-                    .deps
-                    .config
-                    .as_ref()
-                    .map_err(|err| SessionError::Config(err.clone()))?;
-                let provider = config
-                    .resolve_provider(Some(model))
-                    .map_err(|err| SessionError::Config(err.to_string()))?;
+                let (_, provider) = self.deps.provider(Some(model))?;
                 provider
                     .require_key()
                     .map_err(|err| SessionError::Config(err.to_string()))?;

@@ -84,6 +84,24 @@ pub struct SessionDeps {
     pub manager: std::sync::OnceLock<std::sync::Weak<SessionManager>>,
 }
 
+impl SessionDeps {
+    /// The configuration and the provider `model` names in it (None: the default one), or why
+    /// either is unusable, as the error a session method answers.
+    pub fn provider(
+        &self,
+        model: Option<&str>,
+    ) -> Result<(&Config, agentd_llm::ProviderConfig), SessionError> {
+        let config = self
+            .config
+            .as_ref()
+            .map_err(|err| SessionError::Config(err.clone()))?;
+        let provider = config
+            .resolve_provider(model)
+            .map_err(|err| SessionError::Config(err.to_string()))?;
+        Ok((config, provider))
+    }
+}
+
 /// One known session: its header (always) and its loaded actor (on first use, until idle).
 struct Slot {
     header: SessionHeader,

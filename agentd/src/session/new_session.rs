@@ -66,14 +66,7 @@ impl SessionManager {
 
     /// Create a session in `params.cwd`.
     pub async fn create(&self, params: SessionCreateParams) -> Result<Arc<Session>, SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(params.model.as_deref())
-            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let (config, provider) = self.deps.provider(params.model.as_deref())?;
         let cwd = PathBuf::from(&params.cwd);
         if !cwd.is_absolute() {
             return Err(SessionError::InvalidParams(format!(

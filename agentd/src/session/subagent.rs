@@ -320,14 +320,7 @@ impl SessionManager {
         params: TaskParams,
         permission_mode: Option<protocol::approval::PermissionMode>,
     ) -> Result<TaskRecord, SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
-        let provider = config
-            .resolve_provider(None)
-            .map_err(|err| SessionError::Config(err.to_string()))?;
+        let (_, provider) = self.deps.provider(None)?;
         let permission_mode = match permission_mode {
             Some(mode) => mode,
             None => self.default_mode(&cwd).await?.0,
