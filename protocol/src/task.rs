@@ -35,6 +35,18 @@ impl TaskStatus {
     pub fn is_finished(self) -> bool {
         !matches!(self, TaskStatus::Pending | TaskStatus::Running)
     }
+
+    /// Its wire name (`running`, `completed`, …), as the JSON carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// One task, as `task/get`, `task/list` and the task events carry it.
@@ -206,4 +218,26 @@ pub struct TaskStartParams {
 pub struct TaskStartResult {
     pub task_id: String,
     pub task: TaskInfo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStatus;
+
+    #[test]
+    fn a_status_name_is_its_wire_name() {
+        for status in [
+            TaskStatus::Pending,
+            TaskStatus::Running,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+            TaskStatus::Interrupted,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).ok(),
+                Some(serde_json::json!(status.as_str()))
+            );
+        }
+    }
 }

@@ -92,7 +92,7 @@ async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), Comm
                 TaskStatus::Completed => Ok(()),
                 status => Err(CommandError::failed(format!(
                     "task {task_id} ended {}",
-                    status_name(status)
+                    status.as_str()
                 ))),
             };
         }
@@ -251,13 +251,6 @@ async fn start(
 }
 
 /// The wire name of a status.
-fn status_name(status: TaskStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 fn kind_name(task: &TaskInfo) -> String {
     match (task.kind, &task.agent_type) {
         (TaskKind::Shell, _) => "shell".to_owned(),
@@ -274,7 +267,7 @@ pub fn format_table(tasks: &[TaskInfo]) -> String {
         .map(|task| {
             [
                 task.task_id.clone(),
-                status_name(task.status),
+                task.status.as_str().to_owned(),
                 kind_name(task),
                 short_time(&task.created_at),
                 truncate(&one_line(&task.description), DESCRIPTION_MAX_CHARS),
@@ -289,7 +282,7 @@ pub fn format_task(task: &TaskInfo) -> String {
     let mut text = format!(
         "task:        {}\nstatus:      {}\nkind:        {}\ndescription: {}\ncwd:         {}\ncreated:     {}\n",
         task.task_id,
-        status_name(task.status),
+        task.status.as_str(),
         kind_name(task),
         task.description,
         task.cwd,

@@ -218,7 +218,7 @@ fn running_child(state: &DaemonState, task_id: &str, what: &str) -> RpcResult<St
 
 /// A task that has ended takes no more messages and cannot be stopped.
 fn finished(task: &TaskRecord, what: &str) -> ErrorObjectOwned {
-    let status = crate::task::status_name(task.status);
+    let status = task.status.as_str();
     rpc_error(
         codes::CONFLICT,
         format!(

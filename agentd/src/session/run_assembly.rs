@@ -164,8 +164,10 @@ impl Actor {
             limits: self.deps.tool_limits.clone(),
             sandbox: Arc::clone(&self.deps.sandbox),
             background: BackgroundShells {
-                tasks: Arc::clone(&self.deps.tasks),
-                shells: Arc::clone(&self.deps.shell_tasks),
+                shells: Arc::new(crate::task::BackgroundShellStarter {
+                    tasks: Arc::clone(&self.deps.tasks),
+                    shells: Arc::clone(&self.deps.shell_tasks),
+                }),
                 session_id: self.header.id.clone(),
             },
             read_filter,

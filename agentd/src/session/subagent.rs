@@ -304,7 +304,7 @@ async fn launch(
         _ => ToolOutput::error(format!(
             "the subagent ({agent_type}, task {}) ended {}: {}",
             task.task_id,
-            crate::task::status_name(outcome.status),
+            outcome.status.as_str(),
             outcome.error.unwrap_or_default()
         )),
     }

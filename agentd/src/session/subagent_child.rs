@@ -184,7 +184,7 @@ pub fn task_notification(
 ) -> String {
     format!(
         "<task-notification>\n<task-id>{task_id}</task-id>\n<agent-type>{agent_type}</agent-type>\n<status>{}</status>\n<result>\n{body}\n</result>\n</task-notification>",
-        crate::task::status_name(outcome_status)
+        outcome_status.as_str()
     )
 }
 

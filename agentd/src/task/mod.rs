@@ -7,6 +7,7 @@
 //! `record` is the record (`TaskRecord`, converted to the wire's `TaskInfo` in one place),
 //! `store` keeps the records on disk, `slots` the run slots.
 
+mod for_tools;
 mod record;
 pub mod session_stop;
 pub mod shell;
@@ -23,6 +24,7 @@ use protocol::task::{TaskKind, TaskStatus};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+pub use for_tools::BackgroundShellStarter;
 pub use record::TaskRecord;
 
 /// Default cap on running subagents (`[tasks] max_running`).
@@ -501,7 +503,7 @@ impl TaskManager {
         if record.status.is_finished() {
             return Err(TaskError::Finished {
                 task_id: task_id.to_owned(),
-                status: status_name(record.status).to_owned(),
+                status: record.status.as_str().to_owned(),
             });
         }
         if let Some(token) = records.tokens.get(task_id) {
@@ -614,18 +616,6 @@ pub const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5)
 /// The error of a task found pending or running at startup.
 pub const INTERRUPTED_ERROR: &str = "the daemon stopped while this task was running; it was not \
                                      re-run: start it again if it is still needed";
-
-/// The wire name of a status (`running`, `completed`, …).
-pub fn status_name(status: TaskStatus) -> &'static str {
-    match status {
-        TaskStatus::Pending => "pending",
-        TaskStatus::Running => "running",
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-        TaskStatus::Interrupted => "interrupted",
-    }
-}
 
 fn first_line(text: &str) -> &str {
     text.lines()

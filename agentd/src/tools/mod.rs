@@ -5,6 +5,7 @@
 //! executor ([`execute_batch`]) validates calls, decides between parallel and sequential
 //! execution, truncates output and pairs every call with exactly one result.
 
+mod background;
 mod executor;
 mod fetch;
 mod fetch_access;
@@ -33,6 +34,7 @@ use serde::de::DeserializeOwned;
 
 use agentd_core::conversation::ToolSpec;
 
+pub use background::{BackgroundShells, OutputTail, SessionTasks, ShellStarter, TaskSummary};
 pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
 pub use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
@@ -151,24 +153,6 @@ pub struct ToolContext {
     /// The session whose run makes the call (None outside a session): the `task_*` tools
     /// show and stop only its tasks.
     pub session_id: Option<String>,
-}
-
-/// What a background run_shell needs: the daemon's tasks and shells, and the session that
-/// starts it (deleting the session kills its shells).
-#[derive(Clone)]
-pub struct BackgroundShells {
-    pub tasks: Arc<crate::task::TaskManager>,
-    pub shells: Arc<crate::task::shell::ShellTasks>,
-    pub session_id: String,
-}
-
-impl std::fmt::Debug for BackgroundShells {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("BackgroundShells")
-            .field("session_id", &self.session_id)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ToolContext {

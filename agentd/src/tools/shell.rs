@@ -193,21 +193,21 @@ async fn run_in_background(command: String, ctx: &ToolContext) -> Result<ToolOut
                 .to_owned(),
         );
     };
-    let start = crate::task::shell::ShellStart {
-        command,
-        cwd: ctx.workspace.clone(),
-        session_id: Some(background.session_id.clone()),
-    };
-    let task = background
+    let task_id = background
         .shells
-        .start(&background.tasks, &ctx.sandbox, start)
+        .start(
+            command,
+            ctx.workspace.clone(),
+            &background.session_id,
+            &ctx.sandbox,
+        )
         .await?;
     Ok(ToolOutput::ok(format!(
         "started background task {id}: the command runs on its own (no timeout) and is \
          killed with everything it started when stopped or when this session is deleted. \
          Read its output with task_output {{\"taskId\": \"{id}\"}}; see whether it ended \
          (and its exit code) with task_get; stop it with task_stop.",
-        id = task.task_id
+        id = task_id
     )))
 }
 

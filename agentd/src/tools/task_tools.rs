@@ -10,8 +10,9 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::{SessionTasks, TaskSummary};
 use super::{ToolContext, ToolOutput, TypedTool};
-use crate::task::{TaskFilter, TaskManager, TaskRecord, status_name, view};
+use protocol::task::TaskKind;
 
 /// Lines of output `task_output` returns by default (its tail): enough to judge a build or a
 /// test run, small next to the context (the executor's output cap applies on top).
@@ -21,16 +22,16 @@ const TASK_OUTPUT_READ_BYTES: usize = 256 * 1024;
 
 /// `task_list`.
 #[derive(Clone)]
-pub struct TaskList(pub Arc<TaskManager>);
+pub struct TaskList(pub Arc<dyn SessionTasks>);
 /// `task_get`.
 #[derive(Clone)]
-pub struct TaskGet(pub Arc<TaskManager>);
+pub struct TaskGet(pub Arc<dyn SessionTasks>);
 /// `task_output`.
 #[derive(Clone)]
-pub struct TaskOutputTool(pub Arc<TaskManager>);
+pub struct TaskOutputTool(pub Arc<dyn SessionTasks>);
 /// `task_stop`.
 #[derive(Clone)]
-pub struct TaskStop(pub Arc<TaskManager>);
+pub struct TaskStop(pub Arc<dyn SessionTasks>);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -81,11 +82,7 @@ running ones unless `all` is true.";
         let output = match ctx.session_id.as_deref() {
             None => Err("task_list works only in a session".to_owned()),
             Some(session_id) => {
-                let tasks = self.0.list(&TaskFilter {
-                    parent_session_id: Some(session_id.to_owned()),
-                    status: None,
-                    all: params.all,
-                });
+                let tasks = self.0.list(session_id, params.all);
                 Ok(ToolOutput::ok(render_list(&tasks, params.all)))
             }
         };
@@ -110,7 +107,7 @@ description, times, result or error, exit code. Use task_output for its output."
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         let output =
-            own_task(&self.0, &params.task_id, ctx).map(|task| ToolOutput::ok(render_task(&task)));
+            own_task(&*self.0, &params.task_id, ctx).map(|task| ToolOutput::ok(render_task(&task)));
         Box::pin(std::future::ready(output))
     }
 }
@@ -133,19 +130,12 @@ command's output so far, or a subagent's final message. Returns its last `tail` 
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
-            let task = own_task(&self.0, &params.task_id, ctx)?;
+            let task = own_task(&*self.0, &params.task_id, ctx)?;
             let tail = params.tail.unwrap_or(TASK_OUTPUT_DEFAULT_TAIL_LINES).max(1);
-            // Read the end of the output: find its length first, then read the last part.
-            let path = self.0.output_path(&task.task_id);
-            let length = tokio::fs::metadata(&path)
-                .await
-                .map(|meta| meta.len())
-                .unwrap_or(0);
-            let from = length.saturating_sub(TASK_OUTPUT_READ_BYTES as u64);
-            let chunk = view::read_output(path, &task, from, TASK_OUTPUT_READ_BYTES).await?;
+            let chunk = self.0.output_tail(&task, TASK_OUTPUT_READ_BYTES).await?;
             let shown = last_lines(&chunk.text, tail);
-            let mut text = format!("task {} is {}", task.task_id, status_name(task.status));
-            if shown.len() < chunk.text.len() || from > 0 {
+            let mut text = format!("task {} is {}", task.task_id, task.status.as_str());
+            if shown.len() < chunk.text.len() || chunk.cut {
                 let _ = write!(text, "; the last {tail} lines of its output:");
             } else if shown.is_empty() {
                 text.push_str("; no output yet");
@@ -178,12 +168,12 @@ cancelled, a shell command is killed with its whole process group. It ends `canc
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, String>> {
         Box::pin(async move {
-            let task = own_task(&self.0, &params.task_id, ctx)?;
+            let task = own_task(&*self.0, &params.task_id, ctx)?;
             if task.status.is_finished() {
                 return Err(format!(
                     "task {} has already ended ({}); nothing to stop",
                     task.task_id,
-                    status_name(task.status)
+                    task.status.as_str()
                 ));
             }
             self.0
@@ -208,26 +198,27 @@ fn last_lines(text: &str, count: usize) -> &str {
 }
 
 /// The task, when this session started it; otherwise a message for the model.
-fn own_task(tasks: &TaskManager, task_id: &str, ctx: &ToolContext) -> Result<TaskRecord, String> {
+fn own_task(
+    tasks: &dyn SessionTasks,
+    task_id: &str,
+    ctx: &ToolContext,
+) -> Result<TaskSummary, String> {
     let unknown = || format!("no task {task_id} of yours; call task_list to see your tasks");
-    let task = tasks.get(task_id).ok_or_else(unknown)?;
-    match (&task.parent_session_id, &ctx.session_id) {
-        (Some(parent), Some(session)) if parent == session => Ok(task),
-        _ => Err(unknown()),
-    }
+    let session_id = ctx.session_id.as_deref().ok_or_else(unknown)?;
+    tasks.get(session_id, task_id).ok_or_else(unknown)
 }
 
-fn kind_name(task: &TaskRecord) -> String {
+fn kind_name(task: &TaskSummary) -> String {
     match task.kind {
-        protocol::task::TaskKind::Shell => "shell".to_owned(),
-        protocol::task::TaskKind::Subagent => match &task.agent_type {
+        TaskKind::Shell => "shell".to_owned(),
+        TaskKind::Subagent => match &task.agent_type {
             Some(agent) => format!("subagent {agent}"),
             None => "subagent".to_owned(),
         },
     }
 }
 
-fn render_list(tasks: &[TaskRecord], all: bool) -> String {
+fn render_list(tasks: &[TaskSummary], all: bool) -> String {
     if tasks.is_empty() {
         return if all {
             "you have started no background tasks".to_owned()
@@ -242,7 +233,7 @@ fn render_list(tasks: &[TaskRecord], all: bool) -> String {
             text,
             "{} {} {}: {}",
             task.task_id,
-            status_name(task.status),
+            task.status.as_str(),
             kind_name(task),
             task.description
         );
@@ -251,11 +242,11 @@ fn render_list(tasks: &[TaskRecord], all: bool) -> String {
     text
 }
 
-fn render_task(task: &TaskRecord) -> String {
+fn render_task(task: &TaskSummary) -> String {
     let mut text = format!(
         "task {}\nstatus: {}\nkind: {}\ndescription: {}\ncwd: {}\ncreated: {}",
         task.task_id,
-        status_name(task.status),
+        task.status.as_str(),
         kind_name(task),
         task.description,
         task.cwd,
@@ -276,7 +267,7 @@ fn render_task(task: &TaskRecord) -> String {
     if let Some(result) = &task.result {
         let _ = write!(text, "\nresult:\n{result}");
     }
-    if let Some(hint) = view::hint(task) {
+    if let Some(hint) = &task.hint {
         let _ = write!(text, "\n{hint}");
     }
     text
@@ -285,44 +276,6 @@ fn render_task(task: &TaskRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::test_support::{call, workspace};
-    use serde_json::json;
-
-    #[tokio::test]
-    async fn unknown_tasks_and_other_sessions_tasks_are_refused_with_what_to_do() {
-        let state = tempfile::tempdir().unwrap();
-        let tasks = TaskManager::load(state.path(), crate::task::TaskLimits::default());
-        let (_dir, mut ctx) = workspace();
-        ctx.session_id = Some("ses_0123456789abcdef0123456789abcdef".to_owned());
-        for (tool, input) in [
-            (
-                Arc::new(TaskGet(tasks.clone())) as Arc<dyn crate::tools::Tool>,
-                json!({"taskId": "task_nope"}),
-            ),
-            (
-                Arc::new(TaskOutputTool(tasks.clone())),
-                json!({"taskId": "task_nope"}),
-            ),
-            (
-                Arc::new(TaskStop(tasks.clone())),
-                json!({"taskId": "task_nope"}),
-            ),
-        ] {
-            let output = call(tool.as_ref(), input, &ctx).await;
-            assert!(output.is_error, "{}", output.content);
-            assert_eq!(
-                output.content,
-                "no task task_nope of yours; call task_list to see your tasks"
-            );
-        }
-        let listed = call(&TaskList(tasks.clone()), json!({}), &ctx).await;
-        assert!(!listed.is_error);
-        assert!(
-            listed.content.starts_with("no background task of yours"),
-            "{}",
-            listed.content
-        );
-    }
 
     #[test]
     fn the_tail_is_counted_in_lines() {
@@ -330,16 +283,5 @@ mod tests {
         assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
         assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
         assert_eq!(last_lines("", 1), "");
-    }
-
-    #[test]
-    fn the_read_only_tools_say_so_and_stop_does_not() {
-        use crate::tools::Tool;
-        let state = tempfile::tempdir().unwrap();
-        let tasks = TaskManager::load(state.path(), crate::task::TaskLimits::default());
-        assert!(TaskList(tasks.clone()).read_only());
-        assert!(TaskGet(tasks.clone()).read_only());
-        assert!(TaskOutputTool(tasks.clone()).read_only());
-        assert!(!TaskStop(tasks).read_only());
     }
 }
