@@ -1,6 +1,7 @@
 //! The one table layout of agentctl's lists (`sessions list`, `task list`, `approvals list`,
-//! `daemon models`): a header row, then one row each, columns left-aligned to their widest
-//! cell (in chars), two spaces apart, no trailing spaces. Cells arrive already made safe and
+//! `daemon models`, `mcp list`, `agents list`, `skills list`): a header row, then one row
+//! each, columns aligned to their widest cell (in chars), two spaces apart, no trailing
+//! spaces. Cells arrive already made safe and
 //! short (`render::one_line`, `render::truncate`); printing goes through `say_raw!` as before.
 
 use std::fmt::Write as _;
@@ -8,9 +9,27 @@ use std::fmt::Write as _;
 /// Columns between two cells.
 const GAP: &str = "  ";
 
-/// The table's text, one line per row with a newline each, the header first. The last column
-/// is not padded, so a long last cell (a title, a reason) does not widen the others.
+/// Where a column's cells sit in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    /// Counts and ids, so their digits line up.
+    Right,
+}
+
+/// The table's text, one line per row with a newline each, the header first, every column
+/// left-aligned. The last column is not padded, so a long last cell (a title, a reason) does
+/// not widen the others.
 pub fn format<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    format_aligned(header, rows, [Align::Left; N])
+}
+
+/// [`format`] with each column aligned as `align` says (the last one is never padded).
+pub fn format_aligned<const N: usize>(
+    header: [&str; N],
+    rows: &[[String; N]],
+    align: [Align; N],
+) -> String {
     let mut widths = header.map(|cell| cell.chars().count());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -21,9 +40,11 @@ pub fn format<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String
     let header = header.map(str::to_owned);
     for row in std::iter::once(&header).chain(rows) {
         let mut line = String::new();
-        for (index, (cell, width)) in row.iter().zip(widths).enumerate() {
+        for (index, ((cell, width), align)) in row.iter().zip(widths).zip(align).enumerate() {
             if index + 1 == N {
                 line.push_str(cell);
+            } else if align == Align::Right {
+                let _ = write!(line, "{cell:>width$}{GAP}");
             } else {
                 let _ = write!(line, "{cell:<width$}{GAP}");
             }
@@ -68,6 +89,20 @@ mod tests {
                 &[row(["*", "one", ""]), row(["", "two", "$K"])]
             ),
             "   NAME  KEY\n*  one\n   two   $K\n"
+        );
+    }
+
+    #[test]
+    fn right_aligned_columns_line_up_their_digits() {
+        assert_eq!(
+            format_aligned(
+                ["NAME", "PID", "NOTE"],
+                &[row(["a", "7", "x"]), row(["bb", "12345", ""])],
+                [Align::Left, Align::Right, Align::Left]
+            ),
+            "NAME    PID  NOTE\n\
+             a         7  x\n\
+             bb    12345\n"
         );
     }
 }

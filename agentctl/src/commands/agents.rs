@@ -1,7 +1,6 @@
 //! `agentctl agents list [--cwd DIR]`: the subagents a session in DIR (default: the current
 //! directory) can delegate to, as a table, and the definition files not used with why on stderr.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use protocol::agents::{AgentInfo, AgentSource, AgentsListParams};
@@ -41,14 +40,7 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
 /// One line per agent: name, source, tools (`all`, `read-only` or the list), description, then
 /// its file on the next line when it has one.
 pub fn format_table(agents: &[AgentInfo]) -> String {
-    let width = agents
-        .iter()
-        .map(|agent| agent.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("NAME".len());
-    let mut out = String::new();
-    let _ = writeln!(out, "{:width$}  {:8}  DESCRIPTION", "NAME", "SOURCE");
+    let mut rows: Vec<[String; 3]> = Vec::new();
     for agent in agents {
         let source = match agent.source {
             AgentSource::BuiltIn => "built-in",
@@ -70,15 +62,16 @@ pub fn format_table(agents: &[AgentInfo]) -> String {
         } else {
             format!(" [{}]", notes.join(", "))
         };
-        let _ = writeln!(
-            out,
-            "{:width$}  {source:8}  {}{notes}",
-            agent.name,
-            truncate(&one_line(&agent.description), DESCRIPTION_MAX_CHARS)
-        );
+        let description = truncate(&one_line(&agent.description), DESCRIPTION_MAX_CHARS);
+        rows.push([
+            agent.name.clone(),
+            source.to_owned(),
+            format!("{description}{notes}"),
+        ]);
+        // Its file, under the description.
         if let Some(path) = &agent.path {
-            let _ = writeln!(out, "{:width$}  {:8}  {path}", "", "");
+            rows.push([String::new(), String::new(), path.clone()]);
         }
     }
-    out
+    crate::table::format(["NAME", "SOURCE", "DESCRIPTION"], &rows)
 }

@@ -211,37 +211,38 @@ async fn copy_to_stdout(file: &mut tokio::fs::File) -> Result<u64, CommandError>
 /// One line per server: name, source, transport, status, tools count, pid, restarts, last
 /// error.
 pub fn format_table(servers: &[McpServerListing]) -> String {
-    let width = servers
+    use crate::table::Align::{Left, Right};
+    let header = [
+        "NAME",
+        "SOURCE",
+        "TRANSPORT",
+        "STATUS",
+        "TOOLS",
+        "PID",
+        "RESTARTS",
+        "LAST ERROR",
+    ];
+    let rows: Vec<[String; 8]> = servers
         .iter()
-        .map(|server| server.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("NAME".len());
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:width$}  {:7}  {:9}  {:10}  {:>5}  {:>7}  {:>8}  LAST ERROR",
-        "NAME", "SOURCE", "TRANSPORT", "STATUS", "TOOLS", "PID", "RESTARTS"
-    );
-    for server in servers {
-        let pid = server.pid.map(|pid| pid.to_string()).unwrap_or_default();
-        let error = server
-            .last_error
-            .as_deref()
-            .map(|error| truncate(&one_line(error), ERROR_MAX_CHARS))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{:width$}  {:7}  {:9}  {:10}  {:>5}  {pid:>7}  {:>8}  {error}",
-            server.name,
-            source_word(server.source),
-            transport_word(server.transport),
-            state_word(server.status),
-            server.tools.len(),
-            server.restarts,
-        );
-    }
-    out
+        .map(|server| {
+            [
+                server.name.clone(),
+                source_word(server.source).to_owned(),
+                transport_word(server.transport).to_owned(),
+                state_word(server.status).to_owned(),
+                server.tools.len().to_string(),
+                server.pid.map(|pid| pid.to_string()).unwrap_or_default(),
+                server.restarts.to_string(),
+                server
+                    .last_error
+                    .as_deref()
+                    .map(|error| truncate(&one_line(error), ERROR_MAX_CHARS))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let align = [Left, Left, Left, Left, Right, Right, Right, Left];
+    crate::table::format_aligned(header, &rows, align)
 }
 
 fn source_word(source: McpServerSource) -> &'static str {

@@ -1,7 +1,6 @@
 //! `agentctl skills list [--cwd DIR]`: the skills a session in DIR (default: the current
 //! directory) is offered, as a table, and the skills skipped with why on stderr.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use protocol::methods::SkillsList;
@@ -47,26 +46,19 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
 
 /// One line per skill: name, source, description, then its file on the next line.
 pub fn format_table(skills: &[SkillInfo]) -> String {
-    let width = skills
-        .iter()
-        .map(|skill| skill.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("NAME".len());
-    let mut out = String::new();
-    let _ = writeln!(out, "{:width$}  {:7}  DESCRIPTION", "NAME", "SOURCE");
+    let mut rows: Vec<[String; 3]> = Vec::new();
     for skill in skills {
         let source = match skill.source {
             SkillSource::Project => "project",
             SkillSource::User => "user",
         };
-        let _ = writeln!(
-            out,
-            "{:width$}  {source:7}  {}",
-            skill.name,
-            truncate(&one_line(&skill.description), DESCRIPTION_MAX_CHARS)
-        );
-        let _ = writeln!(out, "{:width$}  {:7}  {}", "", "", skill.path);
+        rows.push([
+            skill.name.clone(),
+            source.to_owned(),
+            truncate(&one_line(&skill.description), DESCRIPTION_MAX_CHARS),
+        ]);
+        // Its file, under the description.
+        rows.push([String::new(), String::new(), skill.path.clone()]);
     }
-    out
+    crate::table::format(["NAME", "SOURCE", "DESCRIPTION"], &rows)
 }
