@@ -62,7 +62,7 @@ impl Default for SandboxConfig {
 /// `[sandbox]` as written in config.toml.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SandboxSection {
+pub struct SandboxSection {
     enabled: Option<bool>,
     network: Option<bool>,
     #[serde(default)]
@@ -74,7 +74,7 @@ pub(crate) struct SandboxSection {
 impl SandboxSection {
     /// The configuration it sets: `~/x` in `writable` is below `home`, and every path there
     /// must be absolute (the error names the key and what to write).
-    pub(crate) fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
+    pub fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
         for dir in &mut self.writable {
             if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
                 *dir = home.join(rest);

@@ -337,8 +337,8 @@ impl ProjectTrust {
     }
 
     /// The trust of the project of `workspace` (canonical) with every pinned file pinned as it
-    /// is now: what trusting it would give (tests). Blocking.
-    #[cfg(test)]
+    /// is now: what trusting it would give (tests; `test-support` feature). Blocking.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn pin_as_found(workspace: &Path) -> ProjectTrust {
         let root = project_root(workspace);
         let found = find_pinned_files(workspace, &ProjectTrust::untrusted(&root));

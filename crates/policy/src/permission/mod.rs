@@ -191,6 +191,29 @@ impl FromStr for PermissionMode {
     }
 }
 
+/// The mode as the wire names it (`protocol::approval::PermissionMode`), and back.
+impl From<protocol::approval::PermissionMode> for PermissionMode {
+    fn from(mode: protocol::approval::PermissionMode) -> Self {
+        match mode {
+            protocol::approval::PermissionMode::Default => PermissionMode::Default,
+            protocol::approval::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
+            protocol::approval::PermissionMode::Plan => PermissionMode::Plan,
+            protocol::approval::PermissionMode::Bypass => PermissionMode::Bypass,
+        }
+    }
+}
+
+impl From<PermissionMode> for protocol::approval::PermissionMode {
+    fn from(mode: PermissionMode) -> Self {
+        match mode {
+            PermissionMode::Default => protocol::approval::PermissionMode::Default,
+            PermissionMode::AcceptEdits => protocol::approval::PermissionMode::AcceptEdits,
+            PermissionMode::Plan => protocol::approval::PermissionMode::Plan,
+            PermissionMode::Bypass => protocol::approval::PermissionMode::Bypass,
+        }
+    }
+}
+
 impl ToolKind {
     /// The kind of `tool`, given its `read_only` declaration.
     pub fn of(tool: &str, read_only: bool) -> ToolKind {
