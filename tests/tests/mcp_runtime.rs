@@ -274,14 +274,8 @@ fn rmcp_is_named_only_in_mcp_connection() {
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for crate_dir in [
-        "agentd/src",
-        "crates/core/src",
-        "crates/llm/src",
-        "agentctl/src",
-        "protocol/src",
-        "tests/src",
-    ] {
+    let others = ["agentctl/src", "protocol/src", "tests/src"];
+    for crate_dir in agentd_tests::sources::daemon_source_dirs().chain(others) {
         walk(&root.join(crate_dir), &mut found);
     }
     assert!(
