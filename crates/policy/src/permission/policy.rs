@@ -35,12 +35,12 @@ pub struct Policy {
 pub struct RuleKey {
     /// Our tool name, `Edit` for both file-editing tools, or the MCP tool's full name.
     pub tool: String,
-    pub specifier: KeySpecifier,
+    pub(crate) specifier: KeySpecifier,
 }
 
 /// The part of a [`RuleKey`] that narrows the tool.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum KeySpecifier {
+pub(crate) enum KeySpecifier {
     /// The whole tool (MCP tools, tools without input worth narrowing).
     None,
     /// Commands starting with these words (the first two words of the approved command).

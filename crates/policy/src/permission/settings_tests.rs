@@ -4,7 +4,8 @@ use agentd_core::workspace::{ProjectDirs, project_dirs};
 
 use pretty_assertions::assert_eq;
 
-use super::{PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings};
+use super::settings::PROJECT_SETTINGS_FILES;
+use super::{PermissionMode, load_project_settings};
 use agentd_core::test_support::give_to_other_user;
 
 /// The settings of `workspace` with every file trusted as it is now.

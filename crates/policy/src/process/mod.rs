@@ -86,7 +86,7 @@ pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
 }
 
 /// `vars` reduced to [`KEPT_ENV_VARS`] and `LC_*`.
-pub fn scrub_env(
+pub(crate) fn scrub_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
     vars.into_iter()

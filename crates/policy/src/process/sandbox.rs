@@ -259,7 +259,10 @@ impl ShellSandbox {
     }
 
     /// The shell's environment: `base` plus the `[sandbox] pass_env` variables the daemon has.
-    pub fn shell_env(&self, mut base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    pub(crate) fn shell_env(
+        &self,
+        mut base: Vec<(OsString, OsString)>,
+    ) -> Vec<(OsString, OsString)> {
         for name in &self.config.pass_env {
             if let Some(value) = std::env::var_os(name) {
                 base.retain(|(existing, _)| existing.as_os_str() != name.as_str());
