@@ -38,6 +38,7 @@ mod rule;
 mod script_runs;
 mod settings;
 mod shell;
+mod subject;
 mod wrapper;
 
 use std::fmt;
