@@ -195,10 +195,11 @@ pub fn filter_tools(definition: &AgentDefinition, registry: &ToolRegistry) -> To
 pub fn mode_within(
     base: protocol::approval::PermissionMode,
     wanted: Option<&str>,
-) -> Result<protocol::approval::PermissionMode, crate::permission::PermissionMode> {
-    let Some(wanted) =
-        wanted.and_then(|mode| mode.parse::<crate::permission::PermissionMode>().ok())
-    else {
+) -> Result<protocol::approval::PermissionMode, agentd_policy::permission::PermissionMode> {
+    let Some(wanted) = wanted.and_then(|mode| {
+        mode.parse::<agentd_policy::permission::PermissionMode>()
+            .ok()
+    }) else {
         return Ok(base);
     };
     if wanted.loosens(base.into()) {

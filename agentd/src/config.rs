@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::permission::{
-    PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
-};
 use agentd_core::text_position::line_and_column;
 use agentd_llm::{ProviderConfig, ProviderKind};
+use agentd_policy::permission::{
+    PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
+};
 
 mod file;
 
@@ -39,7 +39,7 @@ pub struct Config {
     /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
     pub memory: crate::memory::MemoryLimits,
     /// `[sandbox]`: how `run_shell` is confined.
-    pub sandbox: crate::process::sandbox::SandboxConfig,
+    pub sandbox: agentd_policy::process::sandbox::SandboxConfig,
     /// When old tool results are cleared and the history compacted (`[context]`).
     pub context: ContextConfig,
     /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
@@ -190,7 +190,7 @@ pub fn load(
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
         memory: crate::memory::MemoryLimits::default(),
-        sandbox: crate::process::sandbox::SandboxConfig::default(),
+        sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: crate::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),

@@ -402,7 +402,7 @@ fn sandbox_section_and_its_defaults() {
     let config = load_with(None, &[]).unwrap();
     assert_eq!(
         config.sandbox,
-        crate::process::sandbox::SandboxConfig::default()
+        agentd_policy::process::sandbox::SandboxConfig::default()
     );
     assert!(config.sandbox.enabled && config.sandbox.network);
     let config = load_with(

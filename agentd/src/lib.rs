@@ -8,14 +8,11 @@
 pub mod agent;
 pub mod agents;
 pub mod allocator;
-pub mod approval;
 pub mod config;
 pub mod context;
 pub mod daemon;
 pub mod mcp;
 pub mod memory;
-pub mod permission;
-pub mod process;
 pub mod rpc;
 pub mod server;
 pub mod session;
@@ -24,7 +21,6 @@ pub mod state;
 pub mod store;
 pub mod task;
 pub mod tools;
-pub mod trust;
 pub mod wire;
 
 /// Set up logging and the runtime, then run the daemon until it stops.

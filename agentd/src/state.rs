@@ -19,9 +19,9 @@ pub struct DaemonState {
     pub connections: Arc<ConnectionStats>,
     pub sessions: Arc<SessionManager>,
     /// Tool calls waiting for a person, across sessions.
-    pub approvals: Arc<crate::approval::ApprovalBroker>,
+    pub approvals: Arc<agentd_policy::approval::ApprovalBroker>,
     /// Trusted project roots (`project/trust`, `project/untrust`, `project/list`).
-    pub trust: Arc<crate::trust::TrustStore>,
+    pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores (`memory/get`; the `memory` tool writes through the same one).
     pub memory: Arc<crate::memory::MemoryStores>,
     /// The MCP servers sessions share (`mcp/list`, `mcp/restart`).

@@ -1,12 +1,11 @@
 //! Conversions between the daemon's own types and the wire types of `protocol` for the
-//! methods that list and show them (providers, skills, agents, memory, MCP servers, the
-//! permission mode). Conversation types have theirs in `conversation::wire`, a todo list in
-//! `tools::todo`, a task record in `task::record`: each beside its type, so lower layers never
-//! import this one, and a wire change has one place per type to follow.
+//! methods that list and show them (providers, skills, agents, memory, MCP servers).
+//! Conversation types have theirs in `conversation::wire`, a todo list in `tools::todo`, a task
+//! record in `task::record`, the permission mode in `permission`: each beside its type, so
+//! lower layers never import this one, and a wire change has one place per type to follow.
 
 mod mcp;
 
-use crate::permission::PermissionMode;
 pub use mcp::{
     mcp_configured_server, mcp_problem, mcp_running_server, mcp_state, mcp_status_event,
 };
@@ -59,28 +58,6 @@ pub fn agent_info(agent: &crate::agents::AgentDefinition) -> protocol::agents::A
         model: agent.model.clone(),
         read_only: agent.read_only,
         background: agent.background,
-    }
-}
-
-impl From<protocol::approval::PermissionMode> for PermissionMode {
-    fn from(mode: protocol::approval::PermissionMode) -> Self {
-        match mode {
-            protocol::approval::PermissionMode::Default => PermissionMode::Default,
-            protocol::approval::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
-            protocol::approval::PermissionMode::Plan => PermissionMode::Plan,
-            protocol::approval::PermissionMode::Bypass => PermissionMode::Bypass,
-        }
-    }
-}
-
-impl From<PermissionMode> for protocol::approval::PermissionMode {
-    fn from(mode: PermissionMode) -> Self {
-        match mode {
-            PermissionMode::Default => protocol::approval::PermissionMode::Default,
-            PermissionMode::AcceptEdits => protocol::approval::PermissionMode::AcceptEdits,
-            PermissionMode::Plan => protocol::approval::PermissionMode::Plan,
-            PermissionMode::Bypass => protocol::approval::PermissionMode::Bypass,
-        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod mcp_setup;
 pub mod mock_llm;
 pub mod pty;
 pub mod scenario;
+pub mod sources;
 pub mod subscription;
 pub mod task_records;
 pub mod terminal;

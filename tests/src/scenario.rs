@@ -630,21 +630,3 @@ impl Scenario {
             .collect()
     }
 }
-
-/// Every `.rs` file under `dir`, recursively, sorted (for checks on the source).
-pub fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read source dir") {
-            let path = entry.expect("source dir entry").path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}

@@ -197,10 +197,10 @@ async fn stdio_servers_get_the_project_root_as_cwd_and_no_secrets_of_the_daemon(
     assert_eq!(env["CONFIGURED_VAR"], "configured");
     for name in env.as_object().unwrap().keys() {
         assert!(
-            agentd::process::KEPT_ENV_VARS.contains(&name.as_str())
+            agentd_policy::process::KEPT_ENV_VARS.contains(&name.as_str())
                 || name.starts_with("LC_")
                 || name == "CONFIGURED_VAR"
-                || name == agentd::process::supervisor::MARKER_VAR,
+                || name == agentd_policy::process::supervisor::MARKER_VAR,
             "{name} reached the server: only the safe base and the configured env may"
         );
     }
@@ -274,14 +274,8 @@ fn rmcp_is_named_only_in_mcp_connection() {
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for crate_dir in [
-        "agentd/src",
-        "crates/core/src",
-        "crates/llm/src",
-        "agentctl/src",
-        "protocol/src",
-        "tests/src",
-    ] {
+    let others = ["agentctl/src", "protocol/src", "tests/src"];
+    for crate_dir in agentd_tests::sources::daemon_source_dirs().chain(others) {
         walk(&root.join(crate_dir), &mut found);
     }
     assert!(

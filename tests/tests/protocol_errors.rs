@@ -6,7 +6,8 @@ use std::path::Path;
 
 use agentd_tests::harness::text;
 use agentd_tests::mock_llm::Format;
-use agentd_tests::scenario::{Scenario, rust_files};
+use agentd_tests::scenario::Scenario;
+use agentd_tests::sources::{daemon_source_dirs, rust_files};
 use serde_json::{Value, json};
 
 /// A request the daemon refuses, the code it answers with and the method it suggests.
@@ -128,8 +129,7 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
 fn no_daemon_message_names_agentctl() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for (src, file) in ["agentd/src", "crates/core/src", "crates/llm/src"]
-        .into_iter()
+    for (src, file) in daemon_source_dirs()
         .map(|dir| root.join(dir))
         .flat_map(|src| {
             rust_files(&src)

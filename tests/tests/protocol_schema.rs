@@ -253,7 +253,7 @@ fn every_method_and_every_event_type_has_a_schema_document() {
 fn every_serde_type_of_the_protocol_crate_derives_json_schema() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../protocol/src");
     let mut missing = Vec::new();
-    for file in agentd_tests::scenario::rust_files(&src) {
+    for file in agentd_tests::sources::rust_files(&src) {
         let text = std::fs::read_to_string(&file).unwrap();
         for (number, line) in text.lines().enumerate() {
             let derive = line.trim_start().starts_with("#[derive(");

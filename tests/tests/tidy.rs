@@ -3,17 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentd_tests::scenario::rust_files;
-
-/// The daemon's crates, bottom first: the source dir, the name other crates use, and the
-/// layer module the crate is as a whole (None: its top-level modules are layer modules). The
-/// crate `agentd_core` is the core layer, `agentd_llm` the module `llm`; the rest are still
-/// `agentd`'s modules.
-const CRATES: &[(&str, &str, Option<&str>)] = &[
-    ("crates/core/src", "agentd_core", None),
-    ("crates/llm/src", "agentd_llm", Some("llm")),
-    ("agentd/src", "agentd", None),
-];
+use agentd_tests::sources::{DAEMON_CRATES, rust_files};
 
 /// agentd's modules in layers, bottom first. A module names (`crate::x`, `agentd_core::x`,
 /// `super::…::x`, `use crate::{x, …}`) only modules listed before it: an edge upward, or
@@ -147,7 +137,7 @@ fn named_modules(file: &Path, own: &[String], whole: Option<&str>) -> Vec<(usize
     let mut found = Vec::new();
     let is_ident = |ch: char| ch.is_ascii_alphanumeric() || ch == '_';
     let roots = std::iter::once("crate::".to_owned())
-        .chain(CRATES.iter().map(|(_, name, _)| format!("{name}::")));
+        .chain(DAEMON_CRATES.iter().map(|(_, name, _)| format!("{name}::")));
     let mut starts: Vec<(usize, String)> = Vec::new();
     for root in roots {
         starts.extend(
@@ -165,7 +155,7 @@ fn named_modules(file: &Path, own: &[String], whole: Option<&str>) -> Vec<(usize
         if root == "crate::" && whole.is_some() {
             continue;
         }
-        let crate_module = CRATES
+        let crate_module = DAEMON_CRATES
             .iter()
             .find(|(_, name, _)| root == format!("{name}::"))
             .and_then(|(_, _, module)| *module);
@@ -242,13 +232,13 @@ fn the_module_graph_follows_the_declared_layers() {
         .map(|module| module.to_string())
         .collect();
     core.sort_unstable();
-    let mut in_core = declared_in(CRATES[0].0);
+    let mut in_core = declared_in(DAEMON_CRATES[0].0);
     in_core.sort_unstable();
     assert_eq!(
         in_core, core,
         "the crate agentd_core holds exactly the core layer (LAYERS[0])"
     );
-    let declared: Vec<String> = CRATES
+    let declared: Vec<String> = DAEMON_CRATES
         .iter()
         .flat_map(|(src, _, whole)| match whole {
             Some(module) => vec![module.to_string()],
@@ -275,7 +265,7 @@ fn the_module_graph_follows_the_declared_layers() {
 
     let mut upward = Vec::new();
     let mut edges = 0;
-    let files = CRATES.iter().flat_map(|(src, _, whole)| {
+    let files = DAEMON_CRATES.iter().flat_map(|(src, _, whole)| {
         let src = repo_root().join(src);
         rust_files(&src)
             .into_iter()

@@ -7,30 +7,35 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use agentd_tests::harness::Daemon;
-use agentd_tests::scenario::rust_files;
+use agentd_tests::sources::{DAEMON_CRATES, daemon_source_dirs, rust_files};
 use regex::Regex;
 use serde_json::json;
 
-/// The directories whose every `.rs` file must open with a `//!` line.
-const SOURCE_DIRS: &[&str] = &[
-    "crates/core/src",
-    "crates/llm/src",
-    "agentd/src",
-    "agentctl/src",
-    "protocol/src",
-    "tests/src",
-    "tests/tests",
-];
+/// The source dirs besides the daemon's crates' (`DAEMON_CRATES`).
+const OTHER_SOURCE_DIRS: &[&str] = &["agentctl/src", "protocol/src", "tests/src", "tests/tests"];
 
-/// The crates an `a::b` path of the map may start with, and where their sources are.
-const CRATES: &[(&str, &str)] = &[
-    ("agentd", "agentd/src"),
-    ("agentd_core", "crates/core/src"),
-    ("agentd_llm", "crates/llm/src"),
+/// The crates besides the daemon's, with where their sources are.
+const OTHER_CRATES: &[(&str, &str)] = &[
     ("protocol", "protocol/src"),
     ("agentctl", "agentctl/src"),
     ("agentd_tests", "tests/src"),
 ];
+
+/// The directories whose every `.rs` file must open with a `//!` line.
+fn source_dirs() -> Vec<&'static str> {
+    daemon_source_dirs()
+        .chain(OTHER_SOURCE_DIRS.iter().copied())
+        .collect()
+}
+
+/// The crates an `a::b` path of the map may start with, and where their sources are.
+fn crates() -> Vec<(&'static str, &'static str)> {
+    DAEMON_CRATES
+        .iter()
+        .map(|(src, name, _)| (*name, *src))
+        .chain(OTHER_CRATES.iter().copied())
+        .collect()
+}
 
 /// The integration-test modules, each a file of this directory named in `all.rs`.
 const TEST_MODULES: &str = "tests/tests";
@@ -66,7 +71,7 @@ fn files_without_header(root: &Path, dirs: &[&str]) -> Vec<String> {
 
 #[test]
 fn every_source_file_opens_with_a_module_header() {
-    let found = files_without_header(&repo_root(), SOURCE_DIRS);
+    let found = files_without_header(&repo_root(), &source_dirs());
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
@@ -224,12 +229,13 @@ fn unresolved_below(
 /// that name and among the test modules (`daemon::…` is a module of agentd and of the tests).
 fn unresolved(root: &Path, path: &str) -> Option<String> {
     let segments: Vec<&str> = path.split("::").collect();
+    let crates = crates();
     let mut places: Vec<(PathBuf, PathBuf, Vec<&str>, PathBuf)> = Vec::new();
-    if let Some((_, src)) = CRATES.iter().find(|(name, _)| *name == segments[0]) {
+    if let Some((_, src)) = crates.iter().find(|(name, _)| *name == segments[0]) {
         let src = root.join(src);
         places.push((src.join("lib.rs"), src.clone(), segments[1..].to_vec(), src));
     } else {
-        for (_, src) in CRATES {
+        for (_, src) in &crates {
             let src = root.join(src);
             if module_at(&src.join("lib.rs"), &src, segments[0]).is_some() {
                 places.push((src.join("lib.rs"), src.clone(), segments.clone(), src));
@@ -241,10 +247,11 @@ fn unresolved(root: &Path, path: &str) -> Option<String> {
         }
     }
     if places.is_empty() {
+        let names: Vec<&str> = crates.iter().map(|(name, _)| *name).collect();
         return Some(format!(
-            "`{}` is no crate (agentd, agentd_core, agentd_llm, protocol, agentctl, agentd_tests), no top module of one \
-             and no test module",
-            segments[0]
+            "`{}` is no crate ({}), no top module of one and no test module",
+            segments[0],
+            names.join(", ")
         ));
     }
     let mut why = Vec::new();
@@ -457,8 +464,6 @@ fn fixture(files: &[(&str, &str)]) -> tempfile::TempDir {
 #[test]
 fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
     let tree = fixture(&[
-        ("crates/core/src/lib.rs", "//! The core.\n"),
-        ("crates/llm/src/lib.rs", "//! The clients.\n"),
         ("agentd/src/lib.rs", "//! The daemon.\npub mod session;\n"),
         (
             "agentd/src/session/mod.rs",
@@ -486,8 +491,15 @@ fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
         ("tests/src/lib.rs", "//! Support.\n"),
     ]);
     let root = tree.path();
+    for (src, _, _) in DAEMON_CRATES {
+        let lib = root.join(src).join("lib.rs");
+        if !lib.exists() {
+            std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+            std::fs::write(lib, "//! A crate of the daemon.\n").unwrap();
+        }
+    }
 
-    let headers = files_without_header(root, SOURCE_DIRS);
+    let headers = files_without_header(root, &source_dirs());
     assert_eq!(headers.len(), 1, "{headers:?}");
     assert!(headers[0].contains("session/actor.rs:1:"), "{headers:?}");
 

@@ -13,8 +13,8 @@ use tokio::sync::oneshot;
 
 use super::sink::{RunLog, SessionShared};
 use super::{NOT_RUN_RUN_FAILED, Run, RunOutcome, RunStart};
-use crate::approval::{ApprovalBroker, Resolution};
 use agentd_core::conversation::{Message, Usage, orphaned_tool_calls};
+use agentd_policy::approval::{ApprovalBroker, Resolution};
 use protocol::approval::ApprovalDecision;
 use protocol::event::{Event, RunStatus};
 

@@ -13,13 +13,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::Run;
-use crate::approval::{ApprovalBroker, Resolution};
-use crate::permission::{
+use crate::tools::{FetchDecision, FetchRules, ToolOutput};
+use agentd_core::conversation::ToolCall;
+use agentd_policy::approval::{ApprovalBroker, Resolution};
+use agentd_policy::permission::{
     Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule,
     asks_every_time, session_key,
 };
-use crate::tools::{FetchDecision, FetchRules, ToolOutput};
-use agentd_core::conversation::ToolCall;
 use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::event::Event;
 

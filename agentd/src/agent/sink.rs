@@ -85,7 +85,7 @@ pub struct SessionState {
     /// The active run's id, while it still takes steers and follow-ups.
     pub run_id: Option<String>,
     /// "Allow for session" answers of this daemon's lifetime.
-    pub session_allows: Vec<crate::permission::RuleKey>,
+    pub session_allows: Vec<agentd_policy::permission::RuleKey>,
     /// "Allow for session" rules remembered from the log (answers before a restart).
     pub remembered_allow_rules: Vec<String>,
     pub updated_at: Option<SystemTime>,

@@ -17,7 +17,7 @@ struct FileConfig {
     permissions: Option<TomlPermissions>,
     sessions: Option<FileSessions>,
     memory: Option<FileMemory>,
-    sandbox: Option<crate::process::sandbox::SandboxSection>,
+    sandbox: Option<agentd_policy::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
     mcp: Option<crate::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
@@ -397,3 +397,7 @@ fn mcp_settings(
     settings.unconfined = mcp.unconfined.clone();
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

@@ -88,12 +88,14 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
 
     // We own the socket now: kill what a previous daemon on it left running, before any tool.
     let (state_dir, socket) = (paths.state_dir.clone(), paths.socket.clone());
-    tokio::task::spawn_blocking(move || crate::process::supervisor::install(&state_dir, &socket))
-        .await
-        .context("cannot set up process supervision")?
-        .context("cannot set up process supervision")?;
+    tokio::task::spawn_blocking(move || {
+        agentd_policy::process::supervisor::install(&state_dir, &socket)
+    })
+    .await
+    .context("cannot set up process supervision")?
+    .context("cannot set up process supervision")?;
     let stop_reaping = CancellationToken::new();
-    let reaper = tokio::spawn(crate::process::supervisor::reap_orphans(
+    let reaper = tokio::spawn(agentd_policy::process::supervisor::reap_orphans(
         stop_reaping.clone(),
     ));
 
@@ -234,15 +236,18 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .map(|config| config.sandbox.clone())
         .unwrap_or_default();
     let sandbox = Arc::new(
-        crate::process::sandbox::ShellSandbox::probe(sandbox_config, Some(paths.socket.clone()))
-            .await,
+        agentd_policy::process::sandbox::ShellSandbox::probe(
+            sandbox_config,
+            Some(paths.socket.clone()),
+        )
+        .await,
     );
     // Startup, before any client: reading the small trust file here blocks nobody.
-    let trust = match crate::trust::TrustStore::load(&paths.state_dir) {
+    let trust = match agentd_policy::trust::TrustStore::load(&paths.state_dir) {
         Ok(trust) => trust,
         Err(err) => {
             tracing::error!("trusted projects not loaded, none is trusted: {err:#}");
-            crate::trust::TrustStore::empty(&paths.state_dir)
+            agentd_policy::trust::TrustStore::empty(&paths.state_dir)
         }
     };
     let mcp_idle_stop = config
@@ -276,7 +281,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
         tool_limits,
         sandbox,
-        approvals: Arc::new(crate::approval::ApprovalBroker::with_config(
+        approvals: Arc::new(agentd_policy::approval::ApprovalBroker::with_config(
             paths.config.clone(),
         )),
     })

@@ -249,7 +249,7 @@ pub fn servers_for(
     cwd: &Path,
     user: &McpEntries,
     session: &McpEntries,
-    project: &crate::trust::ProjectTrust,
+    project: &agentd_policy::trust::ProjectTrust,
     expand_env: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpServerSet {
@@ -280,7 +280,7 @@ pub fn servers_for(
         let file = entries.file.clone().unwrap_or_default();
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let source = McpSource::Project { file: file.clone() };
-        let pinned = verdict == crate::trust::FileTrust::Pinned;
+        let pinned = verdict == agentd_policy::trust::FileTrust::Pinned;
         for config in resolve_all(
             &entries,
             &source,
@@ -334,7 +334,7 @@ pub fn servers_for(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpResolution {
     pub set: McpServerSet,
-    pub project: crate::trust::ProjectTrust,
+    pub project: agentd_policy::trust::ProjectTrust,
 }
 
 impl McpResolution {
@@ -357,11 +357,11 @@ pub fn resolve_for(
     cwd: &Path,
     user: &McpEntries,
     session: &McpEntries,
-    trust: &crate::trust::TrustStore,
+    trust: &agentd_policy::trust::TrustStore,
     expand_env: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpResolution {
-    let project = trust.project(&crate::trust::project_root(cwd));
+    let project = trust.project(&agentd_policy::trust::project_root(cwd));
     let set = servers_for(cwd, user, session, &project, expand_env, env);
     McpResolution { set, project }
 }
@@ -369,7 +369,7 @@ pub fn resolve_for(
 /// The warning of a session whose project has a `.mcp.json` not trusted in this content: which
 /// servers wait, why, and how to review and trust the file.
 pub fn withheld_warning(
-    project: &crate::trust::ProjectTrust,
+    project: &agentd_policy::trust::ProjectTrust,
     withheld: &super::WithheldMcpFile,
 ) -> String {
     let mut names: Vec<String> = withheld
@@ -434,9 +434,9 @@ fn resolve_all(
 /// cannot be read (another user's, too big, not a regular file) is a problem.
 fn project_files(
     cwd: &Path,
-    project: &crate::trust::ProjectTrust,
-) -> Vec<(McpEntries, crate::trust::FileTrust)> {
-    use crate::trust::FileTrust;
+    project: &agentd_policy::trust::ProjectTrust,
+) -> Vec<(McpEntries, agentd_policy::trust::FileTrust)> {
+    use agentd_policy::trust::FileTrust;
     let dirs = agentd_core::workspace::project_dirs(cwd);
     let mut files = Vec::new();
     for dir in dirs.settings_dirs() {

@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::mcp::McpTransport;
-use crate::trust::ProjectTrust;
+use agentd_policy::trust::ProjectTrust;
 
 /// The trust of `cwd`'s project with every file trusted as it is now.
 fn trusted(cwd: &Path) -> ProjectTrust {
@@ -16,7 +16,7 @@ fn trusted(cwd: &Path) -> ProjectTrust {
 
 /// The trust of `cwd`'s project, not trusted.
 fn untrusted(cwd: &Path) -> ProjectTrust {
-    ProjectTrust::untrusted(&crate::trust::project_root(cwd))
+    ProjectTrust::untrusted(&agentd_policy::trust::project_root(cwd))
 }
 
 fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -393,7 +393,7 @@ fn an_untrusted_project_lists_its_servers_and_the_warning_says_how_to_trust() {
         &mcp_json(&[("a", "a"), ("b", "b")]),
     );
     let state = tempfile::tempdir().unwrap();
-    let trust = crate::trust::TrustStore::empty(state.path());
+    let trust = agentd_policy::trust::TrustStore::empty(state.path());
     let none = McpEntries::default();
     let resolution = resolve_for(&tree.sub, &none, &none, &trust, &[], &no_env);
     assert_eq!(resolution.project, untrusted(&tree.sub));
@@ -426,7 +426,7 @@ fn a_changed_or_new_mcp_json_waits_for_a_new_trust() {
     let tree = tree();
     write(&tree.repo.join(MCP_JSON), &mcp_json(&[("a", "a")]));
     let state = tempfile::tempdir().unwrap();
-    let trust = crate::trust::TrustStore::empty(state.path());
+    let trust = agentd_policy::trust::TrustStore::empty(state.path());
     let none = McpEntries::default();
     trust.trust(&tree.sub, None).unwrap();
 
@@ -469,7 +469,7 @@ fn a_changed_or_new_mcp_json_waits_for_a_new_trust() {
 fn the_withheld_warning_names_a_few_servers_and_counts_the_rest() {
     let withheld = crate::mcp::WithheldMcpFile {
         file: Path::new("/src/app/.mcp.json").to_path_buf(),
-        verdict: crate::trust::FileTrust::Untrusted,
+        verdict: agentd_policy::trust::FileTrust::Untrusted,
         servers: (0..13).map(|n| format!("s{n:02}")).collect(),
     };
     let warning = withheld_warning(&untrusted(Path::new("/src/app")), &withheld);
@@ -761,7 +761,7 @@ fn a_resolution_carries_the_trust_and_the_warnings_of_the_session() {
     let tree = tree();
     write(&tree.repo.join(MCP_JSON), &mcp_json(&[("proj", "p")]));
     let state = tempfile::tempdir().unwrap();
-    let trust = crate::trust::TrustStore::empty(state.path());
+    let trust = agentd_policy::trust::TrustStore::empty(state.path());
     let user = user_of(r#"bad = { command = "${MISSING}" }"#);
     let session = session_of(serde_json::json!({"mine": {"command": "m"}}));
     let resolution = resolve_for(&tree.sub, &user, &session, &trust, &[], &no_env);

@@ -28,7 +28,7 @@ use super::{
     McpCallError, McpCallResult, McpContent, McpProgress, McpServerConfig, McpToolInfo,
     McpTransport,
 };
-use crate::process::{ChildProcess, ProcessSpec, StderrMode};
+use agentd_policy::process::{ChildProcess, ProcessSpec, StderrMode};
 use progress::{Handler, ProgressRoute, ProgressRoutes};
 
 #[path = "connection_progress.rs"]
@@ -75,7 +75,7 @@ impl Connection {
         project_root: &Path,
         log: &Arc<ServerLog>,
         http: Option<&reqwest::Client>,
-        sandbox: Option<&Arc<crate::process::sandbox::ShellSandbox>>,
+        sandbox: Option<&Arc<agentd_policy::process::sandbox::ShellSandbox>>,
         tools_changed: mpsc::Sender<()>,
     ) -> Result<Connection, StartError> {
         let progress = ProgressRoutes::default();
@@ -95,7 +95,7 @@ impl Connection {
                     Some(cwd) => project_root.join(cwd),
                     None => project_root.to_path_buf(),
                 };
-                let mut child_env = crate::process::scrubbed_env();
+                let mut child_env = agentd_policy::process::scrubbed_env();
                 for (name, value) in env {
                     child_env.retain(|(existing, _)| existing != OsString::from(name).as_os_str());
                     child_env.push((name.into(), value.into()));

@@ -64,7 +64,7 @@ pub struct McpManager {
 #[derive(Clone, Debug, Default)]
 pub struct ServerConfinement {
     /// The shell's sandbox (None: project servers run unconfined too).
-    pub sandbox: Option<Arc<crate::process::sandbox::ShellSandbox>>,
+    pub sandbox: Option<Arc<agentd_policy::process::sandbox::ShellSandbox>>,
     /// `[mcp] unconfined`: names of project servers the user lets run unconfined.
     pub unconfined: Vec<String>,
 }
@@ -74,7 +74,7 @@ impl ServerConfinement {
     fn for_server(
         &self,
         config: &McpServerConfig,
-    ) -> Option<Arc<crate::process::sandbox::ShellSandbox>> {
+    ) -> Option<Arc<agentd_policy::process::sandbox::ShellSandbox>> {
         let from_project = matches!(config.source, super::McpSource::Project { .. });
         if !from_project || self.unconfined.contains(&config.name) {
             return None;
@@ -432,7 +432,7 @@ pub fn server_key(config: &McpServerConfig, project_root: &Path) -> ServerKey {
         config.enabled_tools,
         config.disabled_tools,
     );
-    let digest = crate::process::supervisor::fnv1a(identity.as_bytes());
+    let digest = agentd_policy::process::supervisor::fnv1a(identity.as_bytes());
     ServerKey {
         name: config.name.clone(),
         project_root: project_root.to_path_buf(),

@@ -90,7 +90,7 @@ pub struct McpConfigProblem {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WithheldMcpFile {
     pub file: PathBuf,
-    pub verdict: crate::trust::FileTrust,
+    pub verdict: agentd_policy::trust::FileTrust,
     /// The names of its entries.
     pub servers: Vec<String>,
 }

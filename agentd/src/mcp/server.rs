@@ -85,7 +85,7 @@ pub(super) struct RunContext {
     pub(super) idle_stop: Duration,
     pub(super) http: Option<reqwest::Client>,
     /// The sandbox a stdio server runs in (a project's server, see `ServerConfinement`).
-    pub(super) sandbox: Option<Arc<crate::process::sandbox::ShellSandbox>>,
+    pub(super) sandbox: Option<Arc<agentd_policy::process::sandbox::ShellSandbox>>,
     pub(super) changes: broadcast::Sender<McpStatusChange>,
     pub(super) stop: CancellationToken,
     /// Removes the server from the manager's map if it still has no users (under the map's

@@ -7,20 +7,19 @@ use protocol::approval::*;
 use protocol::error as codes;
 
 use super::{RpcResult, rpc_error_suggesting};
-use crate::approval::{Resolution, RespondError};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
+use agentd_policy::approval::{Resolution, RespondError};
 
-impl From<RespondError> for ErrorObjectOwned {
-    fn from(err: RespondError) -> Self {
-        let code = match &err {
-            RespondError::NotFound(_) => codes::NOT_FOUND,
-            RespondError::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
-            RespondError::NotOffered(_) | RespondError::InvalidId(_) => codes::INVALID_PARAMS,
-            RespondError::ConfigEdit(_) => codes::INTERNAL_ERROR,
-        };
-        rpc_error_suggesting(code, err.to_string(), err.suggested_method())
-    }
+/// The error a failed `approval/respond` answers with.
+fn respond_error(err: RespondError) -> ErrorObjectOwned {
+    let code = match &err {
+        RespondError::NotFound(_) => codes::NOT_FOUND,
+        RespondError::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
+        RespondError::NotOffered(_) | RespondError::InvalidId(_) => codes::INVALID_PARAMS,
+        RespondError::ConfigEdit(_) => codes::INTERNAL_ERROR,
+    };
+    rpc_error_suggesting(code, err.to_string(), err.suggested_method())
 }
 
 pub async fn list(
@@ -62,7 +61,8 @@ pub async fn respond(
                 reason: params.reason,
             },
         )
-        .await?;
+        .await
+        .map_err(respond_error)?;
     Ok(ApprovalRespondResult {
         approval_id: params.approval_id,
         decision: params.decision,

@@ -65,7 +65,7 @@ pub async fn restart(
     let root = match &params.cwd {
         Some(cwd) => {
             let cwd = super::workspace_dir(cwd).await?;
-            tokio::task::spawn_blocking(move || crate::trust::project_root(&cwd))
+            tokio::task::spawn_blocking(move || agentd_policy::trust::project_root(&cwd))
                 .await
                 .map_err(|err| internal(err.to_string()))?
         }

@@ -14,20 +14,19 @@ mod review;
 use super::{RpcResult, internal, rpc_error};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
-use crate::trust::TrustError;
+use agentd_policy::trust::TrustError;
 
-impl From<TrustError> for ErrorObjectOwned {
-    fn from(err: TrustError) -> Self {
-        let code = match &err {
-            TrustError::NotADirectory { .. }
-            | TrustError::NotYours { .. }
-            | TrustError::PseudoFilesystem { .. }
-            | TrustError::ChangedSinceReview { .. }
-            | TrustError::TooMany => codes::INVALID_PARAMS,
-            TrustError::Save(_) => codes::INTERNAL_ERROR,
-        };
-        rpc_error(code, err.to_string())
-    }
+/// The error a failed `project/trust` or `project/untrust` answers with.
+fn trust_error(err: TrustError) -> ErrorObjectOwned {
+    let code = match &err {
+        TrustError::NotADirectory { .. }
+        | TrustError::NotYours { .. }
+        | TrustError::PseudoFilesystem { .. }
+        | TrustError::ChangedSinceReview { .. }
+        | TrustError::TooMany => codes::INVALID_PARAMS,
+        TrustError::Save(_) => codes::INTERNAL_ERROR,
+    };
+    rpc_error(code, err.to_string())
 }
 
 pub async fn trust(
@@ -52,7 +51,8 @@ pub async fn trust(
         }
     })
     .await
-    .map_err(|err| internal(err.to_string()))??;
+    .map_err(|err| internal(err.to_string()))?
+    .map_err(trust_error)?;
     if !dry_run {
         tracing::info!(
             root = %found.root.display(),
@@ -73,7 +73,8 @@ pub async fn untrust(
     let store = state.trust.clone();
     let (root, was_trusted) = tokio::task::spawn_blocking(move || store.untrust(&path))
         .await
-        .map_err(|err| internal(err.to_string()))??;
+        .map_err(|err| internal(err.to_string()))?
+        .map_err(trust_error)?;
     tracing::info!(root = %root.display(), was_trusted, "project untrusted");
     Ok(ProjectUntrustResult {
         root: root.display().to_string(),

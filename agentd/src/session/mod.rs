@@ -64,11 +64,11 @@ pub struct SessionDeps {
     pub tools: Arc<ToolRegistry>,
     pub tool_limits: ToolLimits,
     /// How run_shell is confined, and what `daemon/status` says of it.
-    pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    pub sandbox: Arc<agentd_policy::process::sandbox::ShellSandbox>,
     /// Where runs park tool calls that need a person.
-    pub approvals: Arc<crate::approval::ApprovalBroker>,
+    pub approvals: Arc<agentd_policy::approval::ApprovalBroker>,
     /// The project roots whose settings may loosen policy.
-    pub trust: Arc<crate::trust::TrustStore>,
+    pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
     pub memory: Arc<crate::memory::MemoryStores>,
     /// The MCP servers sessions share.
@@ -169,11 +169,11 @@ impl SessionManager {
         })
     }
 
-    pub fn approvals(&self) -> Arc<crate::approval::ApprovalBroker> {
+    pub fn approvals(&self) -> Arc<agentd_policy::approval::ApprovalBroker> {
         self.deps.approvals.clone()
     }
 
-    pub fn trust(&self) -> Arc<crate::trust::TrustStore> {
+    pub fn trust(&self) -> Arc<agentd_policy::trust::TrustStore> {
         self.deps.trust.clone()
     }
 

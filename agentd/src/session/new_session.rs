@@ -91,8 +91,8 @@ impl SessionManager {
         crate::mcp::config::check_session_param(&mcp_servers)
             .map_err(SessionError::InvalidParams)?;
         let session_rules = params.permission_rules.unwrap_or_default();
-        let (_, rule_errors) = crate::permission::RuleSet::parse(
-            &crate::permission::RuleSource::session(),
+        let (_, rule_errors) = agentd_policy::permission::RuleSet::parse(
+            &agentd_policy::permission::RuleSource::session(),
             &session_rules.allow,
             &session_rules.ask,
             &session_rules.deny,
@@ -172,9 +172,9 @@ impl SessionManager {
         let settings_cwd = cwd.to_path_buf();
         let trust = self.deps.trust.clone();
         let (project, project_trust) = tokio::task::spawn_blocking(move || {
-            let project_trust = trust.project(&crate::trust::project_root(&settings_cwd));
+            let project_trust = trust.project(&agentd_policy::trust::project_root(&settings_cwd));
             (
-                crate::permission::load_project_settings(&settings_cwd, &project_trust),
+                agentd_policy::permission::load_project_settings(&settings_cwd, &project_trust),
                 project_trust,
             )
         })
@@ -186,7 +186,8 @@ impl SessionManager {
         };
         Ok(match (settings.default_mode, settings.mode_source) {
             (Some(mode), Some((file, verdict)))
-                if verdict != crate::trust::FileTrust::Pinned && mode.loosens(user_mode) =>
+                if verdict != agentd_policy::trust::FileTrust::Pinned
+                    && mode.loosens(user_mode) =>
             {
                 (
                     user_mode.into(),

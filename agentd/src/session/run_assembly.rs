@@ -58,7 +58,7 @@ struct ToolParts {
     session_id: String,
     fetch: FetchClients,
     limits: ToolLimits,
-    sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    sandbox: Arc<agentd_policy::process::sandbox::ShellSandbox>,
     background: BackgroundShells,
     /// The run's Read deny rules, which listings and searches apply to every path they find.
     read_filter: ReadFilter,
@@ -137,11 +137,12 @@ impl Actor {
         let mut prepared = self.prepare_run(&options).await?;
         let workspace = PathBuf::from(&self.header.cwd);
         // Listings and searches apply the run's Read deny rules to every path they find.
-        let read_filter = ReadFilter::new(Arc::new(crate::permission::ReadWithholdRules::new(
-            &prepared.permissions.rules,
-            &workspace,
-            prepared.permissions.home.as_deref(),
-        )));
+        let read_filter =
+            ReadFilter::new(Arc::new(agentd_policy::permission::ReadWithholdRules::new(
+                &prepared.permissions.rules,
+                &workspace,
+                prepared.permissions.home.as_deref(),
+            )));
         // The previous run may still be writing its `runFinished`: runs of a session never
         // overlap in the log.
         if let Some(previous) = self.previous_run.take() {

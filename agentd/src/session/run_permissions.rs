@@ -14,11 +14,11 @@ pub(super) async fn run_permissions(
     deps: &SessionDeps,
     config: &crate::config::Config,
 ) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
-    use crate::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
+    use agentd_policy::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
     let cwd = std::path::PathBuf::from(&header.cwd);
     let trust = deps.trust.clone();
     let (project, project_trust) = tokio::task::spawn_blocking(move || {
-        let project_trust = trust.project(&crate::trust::project_root(&cwd));
+        let project_trust = trust.project(&agentd_policy::trust::project_root(&cwd));
         (load_project_settings(&cwd, &project_trust), project_trust)
     })
     .await?;
@@ -60,7 +60,7 @@ pub(super) async fn run_permissions(
     let remembered = shared.lock().remembered_allow_rules.clone();
     for text in remembered {
         if let Ok(rule) =
-            crate::permission::Rule::parse(&text, RuleSource::session(), RuleList::Allow)
+            agentd_policy::permission::Rule::parse(&text, RuleSource::session(), RuleList::Allow)
         {
             session_rules.push(rule);
         }
@@ -68,7 +68,10 @@ pub(super) async fn run_permissions(
     // The user layer: config.toml as loaded at startup, plus the rules "always allow"
     // appended to it since (the config is not reloaded).
     let mut user_rules = config.permissions.rules.clone();
-    let user_source = RuleSource::file(crate::permission::RuleLayer::User, &deps.paths.config);
+    let user_source = RuleSource::file(
+        agentd_policy::permission::RuleLayer::User,
+        &deps.paths.config,
+    );
     let added = deps
         .approvals
         .always_rules()
@@ -80,7 +83,7 @@ pub(super) async fn run_permissions(
         .into_iter()
         .map(|text| (text, RuleList::Deny));
     for (text, list) in added.chain(denied) {
-        if let Ok(rule) = crate::permission::Rule::parse(&text, user_source.clone(), list) {
+        if let Ok(rule) = agentd_policy::permission::Rule::parse(&text, user_source.clone(), list) {
             user_rules.push(rule);
         }
     }
@@ -110,8 +113,8 @@ const MAX_RULES_NAMED_IN_WARNING: usize = 10;
 /// The warning of a run whose project has a settings file with allow rules the user has not
 /// trusted in this content: which file, which rules wait, and how to review and trust them.
 fn withheld_allow_warning(
-    withheld: &crate::permission::WithheldSettings,
-    project: &crate::trust::ProjectTrust,
+    withheld: &agentd_policy::permission::WithheldSettings,
+    project: &agentd_policy::trust::ProjectTrust,
 ) -> String {
     let mut rules: Vec<&str> = withheld
         .allow
@@ -140,8 +143,8 @@ fn withheld_allow_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::WithheldSettings;
-    use crate::trust::{FileTrust, ProjectTrust};
+    use agentd_policy::permission::WithheldSettings;
+    use agentd_policy::trust::{FileTrust, ProjectTrust};
 
     #[test]
     fn the_withheld_warning_names_the_file_a_few_rules_and_counts_the_rest() {

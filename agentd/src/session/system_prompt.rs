@@ -149,7 +149,7 @@ impl FrozenPrompt {
                 let note = format!(
                     "agent `{}` asks for permission mode {wanted_mode}, looser than the session's ({}); it is not used: choose it with the session's permissionMode",
                     agent_type.unwrap_or_default(),
-                    crate::permission::PermissionMode::from(mode)
+                    agentd_policy::permission::PermissionMode::from(mode)
                 );
                 (mode, Some(note))
             }

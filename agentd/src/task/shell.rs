@@ -18,9 +18,9 @@ use tokio_util::task::TaskTracker;
 
 use super::shell_output::OutputFile;
 use super::{NewTask, TaskManager, TaskRecord};
-use crate::process::protected::Snapshot;
-use crate::process::sandbox::ShellSandbox;
-use crate::process::{ChildProcess, ProcessSpec};
+use agentd_policy::process::protected::Snapshot;
+use agentd_policy::process::sandbox::ShellSandbox;
+use agentd_policy::process::{ChildProcess, ProcessSpec};
 
 /// What starts a background shell task.
 #[derive(Clone, Debug)]

@@ -2,8 +2,8 @@
 //! whole group.
 
 use super::*;
-use crate::process::tests::{process_is_dead, wait_until_dead};
 use crate::task::shell_output::read_file;
+use agentd_policy::process::test_support::{process_is_dead, wait_until_dead};
 
 async fn start(
     script: &str,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use protocol::task::{TaskKind, TaskStatus};
 
-use crate::process::sandbox::ShellSandbox;
+use agentd_policy::process::sandbox::ShellSandbox;
 
 /// A background task as the task tools show it to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]

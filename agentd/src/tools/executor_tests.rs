@@ -577,5 +577,5 @@ async fn cancelling_a_batch_kills_the_shell_and_its_grandchildren() {
         results[0].output
     );
     let pid = std::fs::read_to_string(ctx.workspace.join("pid")).unwrap();
-    crate::process::tests::wait_until_dead(pid.trim().parse().unwrap()).await;
+    agentd_policy::process::test_support::wait_until_dead(pid.trim().parse().unwrap()).await;
 }

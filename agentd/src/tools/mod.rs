@@ -143,7 +143,7 @@ pub struct ToolContext {
     pub todo: TodoSink,
     /// How run_shell confines its command (the daemon's `[sandbox]` and what the kernel
     /// offers).
-    pub sandbox: Arc<crate::process::sandbox::ShellSandbox>,
+    pub sandbox: Arc<agentd_policy::process::sandbox::ShellSandbox>,
     /// Where the `task` tool starts subagents (None: not in this context).
     pub subagents: Option<Arc<dyn SubagentLauncher>>,
     /// Where `run_shell {runInBackground: true}` starts its task; None where background
@@ -167,7 +167,7 @@ impl ToolContext {
             fetch_rules: Arc::new(NoFetchRules),
             read_filter: ReadFilter::none(),
             todo: TodoSink::default(),
-            sandbox: Arc::new(crate::process::sandbox::ShellSandbox::none(
+            sandbox: Arc::new(agentd_policy::process::sandbox::ShellSandbox::none(
                 "not configured for this context",
             )),
             subagents: None,
@@ -476,7 +476,7 @@ pub(crate) mod test_support {
         }
     }
 
-    impl crate::permission::ReadRules for DenyUnder {
+    impl agentd_policy::permission::ReadRules for DenyUnder {
         fn denies(&self, _tool: &str, path: &std::path::Path) -> bool {
             self.asked.lock().unwrap().push(path.to_path_buf());
             path.starts_with(&self.dir) && path != self.dir

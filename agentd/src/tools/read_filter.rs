@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::permission::ReadRules;
+use agentd_policy::permission::ReadRules;
 
 /// The run's [`ReadRules`], or none (tests, tools used outside a run). Cheap to clone.
 #[derive(Clone, Default)]

@@ -282,7 +282,7 @@ async fn withheld_files_are_counted_only_when_the_pattern_would_show_them() {
 /// Read rules that deny exactly these files.
 struct DenyFiles(Vec<PathBuf>);
 
-impl crate::permission::ReadRules for DenyFiles {
+impl agentd_policy::permission::ReadRules for DenyFiles {
     fn denies(&self, _tool: &str, path: &Path) -> bool {
         self.0.iter().any(|denied| denied == path)
     }

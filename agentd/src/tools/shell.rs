@@ -1,9 +1,9 @@
 //! run_shell: a command through `sh -c` in the workspace, in its own process group (through
-//! [`crate::process`]), confined by the sandbox ([`crate::process::sandbox`]), with a scrubbed
+//! [`agentd_policy::process`]), confined by the sandbox ([`agentd_policy::process::sandbox`]), with a scrubbed
 //! environment, a timeout, bounded output capture and throttled progress. Timeout and
 //! cancellation kill the whole group and what escaped it; the call never outlives its timeout
 //! by more than the kill and a bounded drain of the pipes. What the command created or changed
-//! of the project's configuration ([`crate::process::protected`]) is said in its result.
+//! of the project's configuration ([`agentd_policy::process::protected`]) is said in its result.
 
 use std::time::{Duration, Instant};
 
@@ -13,9 +13,9 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{ProgressSink, ToolContext, ToolOutput, TypedTool, one_line, str_field};
-use crate::process::protected::Snapshot;
-use crate::process::{ChildProcess, ProcessSpec};
 use agentd_core::truncate::HeadTailBuffer;
+use agentd_policy::process::protected::Snapshot;
+use agentd_policy::process::{ChildProcess, ProcessSpec};
 
 /// Runs a shell command.
 #[derive(Clone, Copy, Debug, Default)]

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::*;
-use crate::process::tests::wait_until_dead;
 use crate::tools::test_support::{call, workspace};
+use agentd_policy::process::test_support::wait_until_dead;
 
 #[tokio::test]
 async fn runs_in_the_workspace_and_reports_the_exit_code() {
@@ -35,10 +35,10 @@ async fn environment_is_scrubbed() {
     assert!(!output.is_error, "{}", output.content);
     for name in output.content.lines().filter(|line| !line.starts_with('[')) {
         assert!(
-            crate::process::KEPT_ENV_VARS.contains(&name)
+            agentd_policy::process::KEPT_ENV_VARS.contains(&name)
                 || name.starts_with("LC_")
                 || ["PWD", "SHLVL", "_", "OLDPWD"].contains(&name)
-                || name == crate::process::supervisor::MARKER_VAR,
+                || name == agentd_policy::process::supervisor::MARKER_VAR,
             "unexpected variable {name}"
         );
     }
@@ -224,5 +224,5 @@ async fn an_escapee_holding_the_output_cannot_hold_the_call_past_its_timeout() {
         .trim()
         .parse()
         .unwrap();
-    crate::process::tests::kill_for_test(pid);
+    agentd_policy::process::test_support::kill_for_test(pid);
 }

@@ -20,8 +20,10 @@ async fn main() -> anyhow::Result<()> {
         .into();
     let socket = state.join("agentd.sock");
     let supervised = state.clone();
-    tokio::task::spawn_blocking(move || agentd::process::supervisor::install(&supervised, &socket))
-        .await??;
+    tokio::task::spawn_blocking(move || {
+        agentd_policy::process::supervisor::install(&supervised, &socket)
+    })
+    .await??;
     let manager = McpManager::new(state.join("mcp"), Duration::from_secs(600));
     let server = mcp_servers::everything_stdio();
     let mut line = format!("sleep 1000 & exec '{}'", server.command);

@@ -4,7 +4,7 @@
 
 use protocol::project::{ProjectFile, ProjectFileStatus, ProjectServer, ProjectTrustResult};
 
-use crate::trust::{FileTrust, Found, FoundFile};
+use agentd_policy::trust::{FileTrust, Found, FoundFile};
 
 /// The wire form of `found`; `trusted` is whether the root is trusted after the call.
 pub fn result(found: &Found, trusted: bool) -> ProjectTrustResult {
@@ -53,9 +53,9 @@ fn describe(file: &FoundFile) -> ProjectFile {
 
 /// A settings file: its rules, its mode and its `hooks` as written.
 fn describe_settings(file: &FoundFile, described: &mut ProjectFile) {
-    match crate::permission::parse_settings_text(&file.path, &file.text) {
+    match agentd_policy::permission::parse_settings_text(&file.path, &file.text) {
         Ok((rules, mode, errors)) => {
-            let texts = |rules: &[crate::permission::Rule]| {
+            let texts = |rules: &[agentd_policy::permission::Rule]| {
                 rules.iter().map(|rule| rule.text.clone()).collect()
             };
             described.allow = texts(&rules.allow);
@@ -133,7 +133,7 @@ mod tests {
         FoundFile {
             path: std::path::PathBuf::from(path),
             text: text.to_owned(),
-            digest: crate::trust::digest(text),
+            digest: agentd_policy::trust::digest(text),
             status: FileTrust::Changed,
         }
     }

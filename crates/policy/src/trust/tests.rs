@@ -21,12 +21,12 @@ fn trust_persists_and_untrust_removes() {
         store.trust(&repo.path().join("sub"), None).unwrap().root,
         root
     );
-    assert!(store.is_trusted(&root));
+    assert!(store.project(&root).trusted());
 
     let reloaded = TrustStore::load(state.path()).unwrap();
     assert_eq!(reloaded.list(), vec![root.clone()]);
     assert_eq!(reloaded.untrust(repo.path()).unwrap(), (root.clone(), true));
-    assert!(!reloaded.is_trusted(&root));
+    assert!(!reloaded.project(&root).trusted());
     assert!(TrustStore::load(state.path()).unwrap().list().is_empty());
 }
 

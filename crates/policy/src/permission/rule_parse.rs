@@ -39,7 +39,7 @@ impl RuleSet {
     }
 
     /// [`RuleSet::parse`] for entries that carry their own positions.
-    pub fn parse_entries(
+    pub(crate) fn parse_entries(
         source: &RuleSource,
         entries: impl IntoIterator<Item = RuleEntry>,
     ) -> (RuleSet, Vec<RuleError>) {

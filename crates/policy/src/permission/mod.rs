@@ -38,25 +38,24 @@ mod rule;
 mod script_runs;
 mod settings;
 mod shell;
+mod subject;
 mod wrapper;
 
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-pub use destructive::destructive_reason;
+pub(crate) use destructive::destructive_reason;
 pub use notes::asks_every_time;
-pub use policy::{KeySpecifier, Policy, RuleKey, always_allow_rule, session_key};
+pub use policy::{Policy, RuleKey, always_allow_rule, session_key};
 pub use read_rules::{ReadRules, ReadWithholdRules};
-pub use rule::{
-    BUILTIN_TOOL_NAMES, CLAUDE_TOOL_NAMES, Rule, RuleEntry, RuleError, RuleLayer, RuleList,
-    RuleSet, RuleSource,
-};
+pub(crate) use rule::RuleEntry;
+pub use rule::{Rule, RuleError, RuleLayer, RuleList, RuleSet, RuleSource};
 pub use settings::{
-    PROJECT_SETTINGS_FILES, ProjectSettings, SettingsError, TomlPermissions, WithheldSettings,
-    load_project_settings, parse_settings_text,
+    ProjectSettings, SettingsError, TomlPermissions, WithheldSettings, load_project_settings,
+    parse_settings_text,
 };
-pub use shell::split_shell_command;
+pub(crate) use shell::split_shell_command;
 
 /// How much runs without asking. Hard limits and deny rules apply in every mode.
 ///
@@ -127,7 +126,7 @@ pub enum ToolKind {
 
 /// Tools that only keep the daemon's own bookkeeping (or spawn subagents, whose calls are
 /// checked on their own), so they run like read-only tools.
-pub const INTERNAL_TOOLS: &[&str] = &[
+pub(crate) const INTERNAL_TOOLS: &[&str] = &[
     "todo_write",
     "load_skill",
     "task",
@@ -138,7 +137,7 @@ pub const INTERNAL_TOOLS: &[&str] = &[
 ];
 
 /// Tools that write only the daemon's own stores ([`ToolKind::DaemonStore`]).
-pub const DAEMON_STORE_TOOLS: &[&str] = &["memory"];
+pub(crate) const DAEMON_STORE_TOOLS: &[&str] = &["memory"];
 
 impl PermissionMode {
     /// How much a mode lets happen without asking: plan < default < acceptEdits < bypass.
@@ -191,6 +190,29 @@ impl FromStr for PermissionMode {
     }
 }
 
+/// The mode as the wire names it (`protocol::approval::PermissionMode`), and back.
+impl From<protocol::approval::PermissionMode> for PermissionMode {
+    fn from(mode: protocol::approval::PermissionMode) -> Self {
+        match mode {
+            protocol::approval::PermissionMode::Default => PermissionMode::Default,
+            protocol::approval::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
+            protocol::approval::PermissionMode::Plan => PermissionMode::Plan,
+            protocol::approval::PermissionMode::Bypass => PermissionMode::Bypass,
+        }
+    }
+}
+
+impl From<PermissionMode> for protocol::approval::PermissionMode {
+    fn from(mode: PermissionMode) -> Self {
+        match mode {
+            PermissionMode::Default => protocol::approval::PermissionMode::Default,
+            PermissionMode::AcceptEdits => protocol::approval::PermissionMode::AcceptEdits,
+            PermissionMode::Plan => protocol::approval::PermissionMode::Plan,
+            PermissionMode::Bypass => protocol::approval::PermissionMode::Bypass,
+        }
+    }
+}
+
 impl ToolKind {
     /// The kind of `tool`, given its `read_only` declaration.
     pub fn of(tool: &str, read_only: bool) -> ToolKind {
@@ -206,7 +228,7 @@ impl ToolKind {
     }
 
     /// Whether the tool may run at all in plan mode.
-    pub fn allowed_in_plan(self) -> bool {
+    pub(crate) fn allowed_in_plan(self) -> bool {
         matches!(
             self,
             ToolKind::ReadOnly | ToolKind::Network | ToolKind::Mcp { read_only: true }

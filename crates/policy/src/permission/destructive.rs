@@ -26,7 +26,7 @@ use super::wrapper::{Run, runs, without_redirections};
 
 /// Why `command` is refused by the destructive-command list, or None. The reason names the
 /// offending part, e.g. "`rm -rf /` deletes `/` recursively".
-pub fn destructive_reason(command: &str) -> Option<String> {
+pub(crate) fn destructive_reason(command: &str) -> Option<String> {
     reason_at(command, 0)
 }
 

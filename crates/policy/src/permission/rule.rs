@@ -30,7 +30,7 @@ use globset::GlobMatcher;
 use parse::parse_tool_name;
 
 /// Claude Code tool names and the tools of ours each one covers.
-pub const CLAUDE_TOOL_NAMES: &[(&str, &[&str])] = &[
+pub(crate) const CLAUDE_TOOL_NAMES: &[(&str, &[&str])] = &[
     ("Bash", &["run_shell"]),
     ("Read", &["read_file", "list_dir", "glob", "grep"]),
     ("Edit", &["edit_file", "write_file"]),
@@ -45,7 +45,7 @@ pub const CLAUDE_TOOL_NAMES: &[(&str, &[&str])] = &[
 ];
 
 /// Our built-in tool names (DESIGN §8); rules naming anything else (but `mcp__…`) are errors.
-pub const BUILTIN_TOOL_NAMES: &[&str] = &[
+pub(crate) const BUILTIN_TOOL_NAMES: &[&str] = &[
     "read_file",
     "write_file",
     "edit_file",
@@ -93,7 +93,7 @@ pub enum RuleList {
 
 /// One rule as written, with where it was written, to be parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleEntry {
+pub(crate) struct RuleEntry {
     pub list: RuleList,
     /// Index in its list, for `permissions.allow[2]`.
     pub index: usize,
@@ -292,7 +292,7 @@ impl Rule {
     }
 
     /// Whether the rule names `tool` (our name, or `mcp__server__tool`).
-    pub fn names_tool(&self, tool: &str) -> bool {
+    pub(crate) fn names_tool(&self, tool: &str) -> bool {
         match &self.tools {
             ToolPattern::Builtin(names) => names.contains(&tool),
             ToolPattern::McpTool(name) => name == tool,
@@ -304,7 +304,7 @@ impl Rule {
     }
 
     /// Whether the rule has no specifier, so it matches every call of its tools.
-    pub fn is_whole_tool(&self) -> bool {
+    pub(crate) fn is_whole_tool(&self) -> bool {
         self.specifier.is_none()
     }
 

@@ -20,7 +20,7 @@ use agentd_core::text_position::line_and_column;
 /// Where project settings live, relative to a project directory, in the order they are read.
 /// `.claude/settings.json` is Claude Code's project file: its `permissions` keys are the same
 /// (other keys, such as `hooks` or `env`, are not read).
-pub const PROJECT_SETTINGS_FILES: &[&str] = &[
+pub(crate) const PROJECT_SETTINGS_FILES: &[&str] = &[
     ".agents/settings.toml",
     ".agents/settings.json",
     ".claude/settings.local.json",

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use super::confine::{Confinement, Namespaces};
 
 /// The first argument that turns agentd into the helper.
-pub const HELPER_ARG: &str = "__sandbox-exec";
+pub(crate) const HELPER_ARG: &str = "__sandbox-exec";
 
 /// The program a child runs to become the helper: the daemon's own binary, even after it was
 /// replaced on disk (the link names the running image).

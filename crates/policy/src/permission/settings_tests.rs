@@ -1,11 +1,11 @@
-//! Tests of project settings loading and of `[permissions]` in config.toml.
+//! Tests of project settings loading (`[permissions]` of config.toml is tested with config).
 
 use agentd_core::workspace::{ProjectDirs, project_dirs};
-use std::io::Write;
 
 use pretty_assertions::assert_eq;
 
-use super::{PROJECT_SETTINGS_FILES, PermissionMode, load_project_settings};
+use super::settings::PROJECT_SETTINGS_FILES;
+use super::{PermissionMode, load_project_settings};
 use agentd_core::test_support::give_to_other_user;
 
 /// The settings of `workspace` with every file trusted as it is now.
@@ -120,48 +120,6 @@ fn a_project_cannot_set_the_approval_timeout() {
     let error = load_trusted(dir.path()).unwrap_err().to_string();
     assert!(
         error.contains(":3:25: permissions.approval_timeout_secs is a user setting"),
-        "{error}"
-    );
-}
-
-#[test]
-fn config_toml_permissions_section() {
-    let load = |text: &str| {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        file.write_all(text.as_bytes()).unwrap();
-        let result = crate::config::load(Some(file.path()), &|_| None);
-        let path = file.path().display().to_string();
-        result.map_err(|error| error.to_string().replace(&path, "config.toml"))
-    };
-    let config = load(
-        "[permissions]\nallow = [\"Bash(npm test:*)\"]\ndeny = [\"Read(./secrets/**)\"]\ndefault_mode = \"bypassPermissions\"\n",
-    )
-    .unwrap();
-    assert_eq!(config.permissions.default_mode, PermissionMode::Bypass);
-    assert_eq!(config.permissions.approval_timeout_secs, 600);
-    assert_eq!(config.permissions.rules.deny.len(), 1);
-    assert_eq!(
-        load("").unwrap().permissions.default_mode,
-        PermissionMode::Default
-    );
-
-    let error = load(
-        "[permissions]\nask = [\"Bsh\"]\ndefault_mode = \"yolo\"\napproval_timeout_secs = 30\n",
-    )
-    .unwrap_err();
-    assert_eq!(
-        error,
-        "config.toml:2:8: permissions.ask[0] \"Bsh\": unknown tool \"Bsh\"; did you mean \"Bash\"?\n\
-         config.toml:3:16: permissions.default_mode \"yolo\": unknown permission mode \"yolo\"; expected default, acceptEdits, plan or bypass"
-    );
-    let error = load("[permissions]\nallow_all = true\n").unwrap_err();
-    assert!(
-        error.starts_with("config.toml:2:1: unknown field `allow_all`"),
-        "{error}"
-    );
-    let error = load("[permissions]\napproval_timeout_secs = 0\n").unwrap_err();
-    assert!(
-        error.contains("approval_timeout_secs must be at least 1"),
         "{error}"
     );
 }

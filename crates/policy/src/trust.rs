@@ -17,17 +17,17 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 /// The file of the trust store, in the state dir.
-pub const TRUST_FILE: &str = "trusted_projects.json";
+pub(crate) const TRUST_FILE: &str = "trusted_projects.json";
 
 /// The most trusted roots kept: a person trusts a handful of repositories, and the store is
 /// read whole at startup and written whole on every change.
-pub const MAX_TRUSTED_PROJECTS: usize = 4096;
+pub(crate) const MAX_TRUSTED_PROJECTS: usize = 4096;
 
 /// The files of a project directory whose content changes what runs or what is allowed, each
 /// applied only while its content is pinned: project settings (rules, mode, hooks) and MCP
 /// servers. Agent definitions are not among them: a definition can only narrow what its child
 /// may do (its mode is tightened to the parent's, its tools are a subset of the parent's).
-pub const PINNED_FILES: &[&str] = &[
+pub(crate) const PINNED_FILES: &[&str] = &[
     ".agents/settings.toml",
     ".agents/settings.json",
     ".claude/settings.json",
@@ -36,7 +36,7 @@ pub const PINNED_FILES: &[&str] = &[
 ];
 
 /// The largest pinned file read: the loaders of settings and `.mcp.json` read no more either.
-pub const MAX_PINNED_FILE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_PINNED_FILE_BYTES: usize = 1024 * 1024;
 
 /// The largest trust file read (`MAX_TRUSTED_PROJECTS` roots with their pins fit below it).
 const MAX_TRUST_FILE_BYTES: usize = 16 * 1024 * 1024;
@@ -55,7 +55,7 @@ pub struct TrustStore {
 
 /// What trusting a project pinned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Pins {
+pub(crate) struct Pins {
     /// Each pinned file (absolute) and the digest ([`digest`]) of the content trusted.
     pub files: BTreeMap<PathBuf, String>,
     /// Trusted before trust was pinned to content: nothing is pinned until trusted again.
@@ -68,7 +68,7 @@ pub struct ProjectTrust {
     /// The project root (`project_root`): what `project/trust` records.
     pub root: PathBuf,
     /// None: the root is not trusted.
-    pub pins: Option<Pins>,
+    pub(crate) pins: Option<Pins>,
 }
 
 /// Whether one file's content, as read now, may apply.
@@ -218,11 +218,6 @@ impl TrustStore {
         }
     }
 
-    /// Whether `root` (a canonical project root) is trusted (its pins may still withhold files).
-    pub fn is_trusted(&self, root: &Path) -> bool {
-        self.lock().contains_key(root)
-    }
-
     /// The trust of the project root `root` (canonical), for one session or run to ask per file.
     pub fn project(&self, root: &Path) -> ProjectTrust {
         ProjectTrust {
@@ -337,8 +332,8 @@ impl ProjectTrust {
     }
 
     /// The trust of the project of `workspace` (canonical) with every pinned file pinned as it
-    /// is now: what trusting it would give (tests). Blocking.
-    #[cfg(test)]
+    /// is now: what trusting it would give (tests; `test-support` feature). Blocking.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn pin_as_found(workspace: &Path) -> ProjectTrust {
         let root = project_root(workspace);
         let found = find_pinned_files(workspace, &ProjectTrust::untrusted(&root));
@@ -475,7 +470,7 @@ fn check_expected(found: &Found, expected: &[(PathBuf, String)]) -> Result<(), T
 /// The canonical `path` and its project root: its git root (the walk of
 /// `workspace::project_dirs`), or the directory itself outside a repository. Only a directory
 /// of the user's own on a real filesystem is a project. Blocking.
-pub fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustError> {
+pub(crate) fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustError> {
     // The path is the client's: quoted in errors at most `protocol::error::echo` long.
     let shown = || protocol::error::echo(&path.display().to_string()).into_owned();
     let canonical =

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// Names, relative to each project directory, whose content changes what runs or what is
 /// allowed: agent settings and skills, MCP servers, git hooks and git's config (which can name
 /// programs git runs), and the notes read into the prompt.
-pub const PROTECTED_IN_PROJECT: [&str; 8] = [
+pub(crate) const PROTECTED_IN_PROJECT: [&str; 8] = [
     ".agents",
     ".claude",
     "skills",

@@ -17,6 +17,9 @@ pub mod protected;
 pub mod sandbox;
 pub mod sandbox_exec;
 pub mod supervisor;
+/// Helpers for tests of children, here and in the crates above (`test-support` feature).
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 
 use std::ffi::OsString;
 use std::io;
@@ -83,7 +86,7 @@ pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
 }
 
 /// `vars` reduced to [`KEPT_ENV_VARS`] and `LC_*`.
-pub fn scrub_env(
+pub(crate) fn scrub_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
     vars.into_iter()
@@ -381,23 +384,10 @@ async fn log_lines(stderr: ChildStderr, program: String, pid: u32) {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use super::test_support::{process_is_dead, wait_until_dead};
     use super::*;
     use tokio::io::AsyncReadExt;
-
-    /// Whether `pid` is gone or a zombie (killed, waiting for init to reap it).
-    pub(crate) fn process_is_dead(pid: i32) -> bool {
-        // SAFETY: signal 0 only checks for existence.
-        if unsafe { libc::kill(pid, 0) } != 0 {
-            return true;
-        }
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| {
-                stat.rsplit_once(") ")
-                    .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
-            })
-            .unwrap_or(true)
-    }
 
     #[tokio::test]
     async fn env_is_exactly_the_given_one_and_cwd_is_set() {
@@ -489,32 +479,5 @@ pub(crate) mod tests {
         stdout.read_to_string(&mut text).await.unwrap();
         assert_eq!(text, "out\n");
         assert!(child.wait().await.unwrap().success());
-    }
-
-    /// Polls until `condition` holds, failing after a generous bound.
-    pub(crate) async fn wait_until(mut condition: impl FnMut() -> bool) {
-        for _ in 0..500 {
-            if condition() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        panic!("condition still false");
-    }
-
-    /// Kills a process a test left behind on purpose.
-    pub(crate) fn kill_for_test(pid: i32) {
-        super::procfs::kill(pid);
-    }
-
-    /// Polls the process table until `pid` is dead, failing after a generous bound.
-    pub(crate) async fn wait_until_dead(pid: i32) {
-        for _ in 0..500 {
-            if process_is_dead(pid) {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        panic!("process {pid} is still alive");
     }
 }

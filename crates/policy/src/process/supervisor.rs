@@ -253,7 +253,7 @@ fn kill_leftovers(owner: &str, records_dir: &Path) -> usize {
 
 /// FNV-1a: a hash that stays the same across builds (the owner must survive an upgrade); also
 /// the digest of an MCP server's configuration.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -262,7 +262,7 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::tests::wait_until_dead;
+    use crate::process::test_support::wait_until_dead;
 
     /// A `sleep` in a new process group, as a previous daemon's tool would have left it.
     fn leftover_group() -> std::process::Child {
@@ -330,7 +330,7 @@ mod tests {
             .unwrap();
         let pid = i32::try_from(marked.id()).unwrap();
         // The marker is in the environment once the child has exec'd.
-        crate::process::tests::wait_until(|| {
+        crate::process::test_support::wait_until(|| {
             procfs::environ_any(pid, |entry| entry.starts_with(MARKER_VAR.as_bytes()))
         })
         .await;
@@ -349,7 +349,7 @@ mod tests {
         let spec = crate::process::ProcessSpec::shell("exit 3", dir.path().to_path_buf());
         let mut child = crate::process::ChildProcess::spawn(spec).await.unwrap();
         let pid = i32::try_from(child.pid()).unwrap();
-        crate::process::tests::wait_until(|| {
+        crate::process::test_support::wait_until(|| {
             procfs::stat(pid).is_some_and(|stat| stat.state == 'Z')
         })
         .await;

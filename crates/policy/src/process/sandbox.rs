@@ -62,7 +62,7 @@ impl Default for SandboxConfig {
 /// `[sandbox]` as written in config.toml.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SandboxSection {
+pub struct SandboxSection {
     enabled: Option<bool>,
     network: Option<bool>,
     #[serde(default)]
@@ -74,7 +74,7 @@ pub(crate) struct SandboxSection {
 impl SandboxSection {
     /// The configuration it sets: `~/x` in `writable` is below `home`, and every path there
     /// must be absolute (the error names the key and what to write).
-    pub(crate) fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
+    pub fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
         for dir in &mut self.writable {
             if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
                 *dir = home.join(rest);
@@ -259,7 +259,10 @@ impl ShellSandbox {
     }
 
     /// The shell's environment: `base` plus the `[sandbox] pass_env` variables the daemon has.
-    pub fn shell_env(&self, mut base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    pub(crate) fn shell_env(
+        &self,
+        mut base: Vec<(OsString, OsString)>,
+    ) -> Vec<(OsString, OsString)> {
         for name in &self.config.pass_env {
             if let Some(value) = std::env::var_os(name) {
                 base.retain(|(existing, _)| existing.as_os_str() != name.as_str());

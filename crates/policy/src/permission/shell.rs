@@ -22,7 +22,7 @@ pub(crate) use super::wrapper::effective_words;
 /// substitution stays a part too (`echo $(date)` gives `echo $(date)` and `date`). Nothing is
 /// split inside single quotes; inside double quotes only substitutions are. Exact duplicates are
 /// listed once.
-pub fn split_shell_command(command: &str) -> Vec<String> {
+pub(crate) fn split_shell_command(command: &str) -> Vec<String> {
     let parsed = parse(command);
     let mut parts = Vec::new();
     collect_parts(&parsed.pipelines, &mut parts);

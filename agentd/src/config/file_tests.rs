@@ -1,0 +1,50 @@
+//! Tests of config.toml's sections as `config::file` checks them: `[permissions]`.
+
+use std::io::Write;
+
+use agentd_policy::permission::PermissionMode;
+use pretty_assertions::assert_eq;
+
+/// `[permissions]` of config.toml: rules and mode are read, the timeout defaults and is
+/// bounded, and every bad rule and mode is reported with its position.
+#[test]
+fn config_toml_permissions_section() {
+    let load = |text: &str| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let result = crate::config::load(Some(file.path()), &|_| None);
+        let path = file.path().display().to_string();
+        result.map_err(|error| error.to_string().replace(&path, "config.toml"))
+    };
+    let config = load(
+        "[permissions]\nallow = [\"Bash(npm test:*)\"]\ndeny = [\"Read(./secrets/**)\"]\ndefault_mode = \"bypassPermissions\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.permissions.default_mode, PermissionMode::Bypass);
+    assert_eq!(config.permissions.approval_timeout_secs, 600);
+    assert_eq!(config.permissions.rules.deny.len(), 1);
+    assert_eq!(
+        load("").unwrap().permissions.default_mode,
+        PermissionMode::Default
+    );
+
+    let error = load(
+        "[permissions]\nask = [\"Bsh\"]\ndefault_mode = \"yolo\"\napproval_timeout_secs = 30\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        error,
+        "config.toml:2:8: permissions.ask[0] \"Bsh\": unknown tool \"Bsh\"; did you mean \"Bash\"?\n\
+         config.toml:3:16: permissions.default_mode \"yolo\": unknown permission mode \"yolo\"; expected default, acceptEdits, plan or bypass"
+    );
+    let error = load("[permissions]\nallow_all = true\n").unwrap_err();
+    assert!(
+        error.starts_with("config.toml:2:1: unknown field `allow_all`"),
+        "{error}"
+    );
+    let error = load("[permissions]\napproval_timeout_secs = 0\n").unwrap_err();
+    assert!(
+        error.contains("approval_timeout_secs must be at least 1"),
+        "{error}"
+    );
+}
