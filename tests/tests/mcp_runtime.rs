@@ -278,6 +278,7 @@ fn rmcp_is_named_only_in_mcp_connection() {
         "agentd/src",
         "crates/core/src",
         "crates/llm/src",
+        "crates/knowledge/src",
         "agentctl/src",
         "protocol/src",
         "tests/src",

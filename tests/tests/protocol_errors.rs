@@ -128,15 +128,19 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
 fn no_daemon_message_names_agentctl() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for (src, file) in ["agentd/src", "crates/core/src", "crates/llm/src"]
-        .into_iter()
-        .map(|dir| root.join(dir))
-        .flat_map(|src| {
-            rust_files(&src)
-                .into_iter()
-                .map(move |file| (src.clone(), file))
-        })
-    {
+    for (src, file) in [
+        "agentd/src",
+        "crates/core/src",
+        "crates/llm/src",
+        "crates/knowledge/src",
+    ]
+    .into_iter()
+    .map(|dir| root.join(dir))
+    .flat_map(|src| {
+        rust_files(&src)
+            .into_iter()
+            .map(move |file| (src.clone(), file))
+    }) {
         let relative = file.strip_prefix(&src).unwrap().display().to_string();
         let is_test_file = relative.ends_with("tests.rs") || relative.ends_with("test_support.rs");
         if is_test_file || MAY_NAME_AGENTCTL.iter().any(|(path, _)| *path == relative) {

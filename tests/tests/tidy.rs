@@ -7,11 +7,12 @@ use agentd_tests::scenario::rust_files;
 
 /// The daemon's crates, bottom first: the source dir, the name other crates use, and the
 /// layer module the crate is as a whole (None: its top-level modules are layer modules). The
-/// crate `agentd_core` is the core layer, `agentd_llm` the module `llm`; the rest are still
-/// `agentd`'s modules.
+/// crate `agentd_core` is the core layer, `agentd_llm` the module `llm`, `agentd_knowledge`
+/// the knowledge layer; the rest are still `agentd`'s modules.
 const CRATES: &[(&str, &str, Option<&str>)] = &[
     ("crates/core/src", "agentd_core", None),
     ("crates/llm/src", "agentd_llm", Some("llm")),
+    ("crates/knowledge/src", "agentd_knowledge", None),
     ("agentd/src", "agentd", None),
 ];
 

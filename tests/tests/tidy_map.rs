@@ -15,6 +15,7 @@ use serde_json::json;
 const SOURCE_DIRS: &[&str] = &[
     "crates/core/src",
     "crates/llm/src",
+    "crates/knowledge/src",
     "agentd/src",
     "agentctl/src",
     "protocol/src",
@@ -27,6 +28,7 @@ const CRATES: &[(&str, &str)] = &[
     ("agentd", "agentd/src"),
     ("agentd_core", "crates/core/src"),
     ("agentd_llm", "crates/llm/src"),
+    ("agentd_knowledge", "crates/knowledge/src"),
     ("protocol", "protocol/src"),
     ("agentctl", "agentctl/src"),
     ("agentd_tests", "tests/src"),
@@ -242,7 +244,7 @@ fn unresolved(root: &Path, path: &str) -> Option<String> {
     }
     if places.is_empty() {
         return Some(format!(
-            "`{}` is no crate (agentd, agentd_core, agentd_llm, protocol, agentctl, agentd_tests), no top module of one \
+            "`{}` is no crate (agentd, agentd_core, agentd_llm, agentd_knowledge, protocol, agentctl, agentd_tests), no top module of one \
              and no test module",
             segments[0]
         ));
@@ -459,6 +461,7 @@ fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
     let tree = fixture(&[
         ("crates/core/src/lib.rs", "//! The core.\n"),
         ("crates/llm/src/lib.rs", "//! The clients.\n"),
+        ("crates/knowledge/src/lib.rs", "//! The knowledge.\n"),
         ("agentd/src/lib.rs", "//! The daemon.\npub mod session;\n"),
         (
             "agentd/src/session/mod.rs",
