@@ -213,16 +213,16 @@ pub fn mode_within(
 /// prompt, memory or agents catalogue.
 pub fn child_system_prompt(
     definition: &AgentDefinition,
-    skills: &crate::skills::Catalogue,
+    skills: &agentd_knowledge::skills::Catalogue,
 ) -> String {
-    let declared: Vec<crate::skills::Skill> = skills
+    let declared: Vec<agentd_knowledge::skills::Skill> = skills
         .skills
         .iter()
         .filter(|skill| definition.skills.contains(&skill.name))
         .cloned()
         .collect();
     let mut prompt = definition.body.clone();
-    prompt.push_str(&crate::skills::skills_section(&declared));
+    prompt.push_str(&agentd_knowledge::skills::skills_section(&declared));
     prompt
 }
 

@@ -37,7 +37,7 @@ pub struct Config {
     /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
     pub session_idle_unload: std::time::Duration,
     /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
-    pub memory: crate::memory::MemoryLimits,
+    pub memory: agentd_knowledge::memory::MemoryLimits,
     /// `[sandbox]`: how `run_shell` is confined.
     pub sandbox: agentd_policy::process::sandbox::SandboxConfig,
     /// When old tool results are cleared and the history compacted (`[context]`).
@@ -189,7 +189,7 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
-        memory: crate::memory::MemoryLimits::default(),
+        memory: agentd_knowledge::memory::MemoryLimits::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: crate::mcp::config::McpSettings::default(),

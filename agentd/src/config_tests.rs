@@ -378,10 +378,16 @@ fn session_idle_unload_is_read_and_bounded() {
 #[test]
 fn memory_limits_are_read_and_bounded() {
     let defaults = load_with(None, &[]).unwrap();
-    assert_eq!(defaults.memory, crate::memory::MemoryLimits::default());
+    assert_eq!(
+        defaults.memory,
+        agentd_knowledge::memory::MemoryLimits::default()
+    );
     let set = load_with(Some("[memory]\nmemory_chars = 4000\n"), &[]).unwrap();
     assert_eq!(set.memory.memory_chars, 4000);
-    assert_eq!(set.memory.user_chars, crate::memory::DEFAULT_USER_CHARS);
+    assert_eq!(
+        set.memory.user_chars,
+        agentd_knowledge::memory::DEFAULT_USER_CHARS
+    );
     for (text, expected) in [
         ("user_chars = 0", "memory.user_chars must be at least 1"),
         (

@@ -23,7 +23,7 @@ pub struct DaemonState {
     /// Trusted project roots (`project/trust`, `project/untrust`, `project/list`).
     pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores (`memory/get`; the `memory` tool writes through the same one).
-    pub memory: Arc<crate::memory::MemoryStores>,
+    pub memory: Arc<agentd_knowledge::memory::MemoryStores>,
     /// The MCP servers sessions share (`mcp/list`, `mcp/restart`).
     pub mcp: Arc<crate::mcp::McpManager>,
     /// Background tasks (`task/*`).

@@ -163,7 +163,7 @@ pub struct LoadedSession {
     /// Follow-ups queued for `unfinished_run` and not delivered, in order.
     pub queued_follow_ups: Vec<String>,
     /// The clearings and compactions recorded, applied in order.
-    pub context: crate::context::ContextState,
+    pub context: agentd_knowledge::context::ContextState,
     /// The first prompt's preview (`protocol::session::preview_of`), for listings.
     pub preview: Option<String>,
 }

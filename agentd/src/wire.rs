@@ -28,15 +28,15 @@ pub fn provider_info(provider: &agentd_llm::ProviderConfig) -> protocol::daemon:
     }
 }
 
-pub fn skill_info(skill: &crate::skills::Skill) -> protocol::skills::SkillInfo {
+pub fn skill_info(skill: &agentd_knowledge::skills::Skill) -> protocol::skills::SkillInfo {
     use protocol::skills::SkillSource as Wire;
     protocol::skills::SkillInfo {
         name: skill.name.clone(),
         description: skill.description.clone(),
         path: skill.path.display().to_string(),
         source: match skill.source {
-            crate::skills::SkillSource::Project => Wire::Project,
-            crate::skills::SkillSource::User => Wire::User,
+            agentd_knowledge::skills::SkillSource::Project => Wire::Project,
+            agentd_knowledge::skills::SkillSource::User => Wire::User,
         },
     }
 }
@@ -62,9 +62,11 @@ pub fn agent_info(agent: &crate::agents::AgentDefinition) -> protocol::agents::A
 }
 
 /// `memory/get`'s answer: both stores of a snapshot.
-pub fn memory_get(snapshot: &crate::memory::MemorySnapshot) -> protocol::memory::MemoryGetResult {
+pub fn memory_get(
+    snapshot: &agentd_knowledge::memory::MemorySnapshot,
+) -> protocol::memory::MemoryGetResult {
     use protocol::memory::{MemoryGetResult, MemoryScope, MemoryStore};
-    let store = |view: &crate::memory::StoreView| MemoryStore {
+    let store = |view: &agentd_knowledge::memory::StoreView| MemoryStore {
         path: view.path.display().to_string(),
         entries: view.entries.as_slice().to_vec(),
         usage_chars: view.entries.usage() as u64,
@@ -74,8 +76,8 @@ pub fn memory_get(snapshot: &crate::memory::MemorySnapshot) -> protocol::memory:
     MemoryGetResult {
         dir: snapshot.location.dir.display().to_string(),
         scope: match snapshot.location.scope {
-            crate::memory::Scope::User => MemoryScope::User,
-            crate::memory::Scope::Project => MemoryScope::Project,
+            agentd_knowledge::memory::Scope::User => MemoryScope::User,
+            agentd_knowledge::memory::Scope::Project => MemoryScope::Project,
         },
         memory: store(&snapshot.memory),
         user: store(&snapshot.user),

@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Run;
 use super::sink::{RunLog, SessionShared};
-use crate::context::{self, SUMMARY_PROMPT};
 use agentd_core::conversation::{ContextChange, Message, ToolSpec};
+use agentd_knowledge::context::{self, SUMMARY_PROMPT};
 use agentd_llm::{ChatRequest, LlmClient};
 use protocol::event::Event;
 

@@ -68,7 +68,7 @@ pub struct Run {
     /// How tool calls are decided (policy inputs, approval broker, timeout).
     pub permissions: gate::RunPermissions,
     /// When old tool results are cleared and the history compacted.
-    pub context_limits: crate::context::ContextLimits,
+    pub context_limits: agentd_knowledge::context::ContextLimits,
 }
 
 /// How the run ended.

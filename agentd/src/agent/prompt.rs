@@ -143,8 +143,8 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
 
 /// The curated memory block of the system prompt: both stores of `snapshot` with their usage
 /// (taken at session creation and frozen with the rest of the prompt).
-pub fn memory_section(snapshot: &crate::memory::MemorySnapshot) -> String {
-    use crate::memory::{DELIMITER, Scope, StoreView, usage_text};
+pub fn memory_section(snapshot: &agentd_knowledge::memory::MemorySnapshot) -> String {
+    use agentd_knowledge::memory::{DELIMITER, Scope, StoreView, usage_text};
     let store = |view: &StoreView, what: &str| {
         let (shown, left_out) = view.entries.within(view.limit);
         let mut body = if shown.is_empty() {
@@ -185,7 +185,7 @@ pub fn memory_section(snapshot: &crate::memory::MemorySnapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skills::skills_section;
+    use agentd_knowledge::skills::skills_section;
 
     #[test]
     fn includes_environment_and_project_notes_outermost_first() {
@@ -221,7 +221,7 @@ mod tests {
             "uses pnpm\n§\ntests: pnpm test\n",
         )
         .unwrap();
-        let stores = crate::memory::MemoryStores::new(data.path(), Default::default());
+        let stores = agentd_knowledge::memory::MemoryStores::new(data.path(), Default::default());
         let section = memory_section(&stores.snapshot(work.path()));
         assert!(
             section.contains(
@@ -253,11 +253,11 @@ mod tests {
     #[test]
     fn the_skills_section_lists_names_and_descriptions_only() {
         assert_eq!(skills_section(&[]), "");
-        let skill = |name: &str, description: &str| crate::skills::Skill {
+        let skill = |name: &str, description: &str| agentd_knowledge::skills::Skill {
             name: name.to_owned(),
             description: description.to_owned(),
             path: std::path::PathBuf::from(format!("/p/{name}/SKILL.md")),
-            source: crate::skills::SkillSource::Project,
+            source: agentd_knowledge::skills::SkillSource::Project,
             root: std::path::PathBuf::from("/p"),
         };
         let section =

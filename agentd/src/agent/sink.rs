@@ -91,7 +91,7 @@ pub struct SessionState {
     pub updated_at: Option<SystemTime>,
     /// What of the history the model is sent: clearings, the latest compaction, the last
     /// prompt's tokens.
-    pub context: crate::context::ContextState,
+    pub context: agentd_knowledge::context::ContextState,
     /// The tools of the session's previous model call (None: none since it was loaded), to
     /// record `toolsChanged` when the next call's differ.
     pub offered_tools: Option<std::sync::Arc<[agentd_core::conversation::ToolSpec]>>,

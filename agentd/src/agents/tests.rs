@@ -250,12 +250,12 @@ fn filter_never_gives_recursion_or_shared_state() {
 fn child_prompt_is_the_body_and_declared_skills() {
     let mut agent = built_ins().remove(0);
     agent.body = "Body.".into();
-    let skills = crate::skills::Catalogue {
-        skills: vec![crate::skills::Skill {
+    let skills = agentd_knowledge::skills::Catalogue {
+        skills: vec![agentd_knowledge::skills::Skill {
             name: "pdf".into(),
             description: "Fill PDF forms".into(),
             path: PathBuf::from("/x/pdf/SKILL.md"),
-            source: crate::skills::SkillSource::User,
+            source: agentd_knowledge::skills::SkillSource::User,
             root: PathBuf::from("/x"),
         }],
         warnings: Vec::new(),

@@ -322,8 +322,8 @@ fn bounded(
 fn memory_limits(
     path: &Path,
     memory: &FileMemory,
-) -> Result<crate::memory::MemoryLimits, ConfigError> {
-    use crate::memory::{DEFAULT_MEMORY_CHARS, DEFAULT_USER_CHARS, MAX_STORE_CHARS};
+) -> Result<agentd_knowledge::memory::MemoryLimits, ConfigError> {
+    use agentd_knowledge::memory::{DEFAULT_MEMORY_CHARS, DEFAULT_USER_CHARS, MAX_STORE_CHARS};
     let limit = |key: &str, value: Option<u64>, default: usize| {
         let chars = bounded(
             path,
@@ -341,7 +341,7 @@ fn memory_limits(
         }
         Ok(usize::try_from(chars).unwrap_or(MAX_STORE_CHARS))
     };
-    Ok(crate::memory::MemoryLimits {
+    Ok(agentd_knowledge::memory::MemoryLimits {
         memory_chars: limit(
             "memory.memory_chars",
             memory.memory_chars,

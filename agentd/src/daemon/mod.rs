@@ -215,7 +215,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.memory)
         .unwrap_or_default();
-    let memory = Arc::new(crate::memory::MemoryStores::new(
+    let memory = Arc::new(agentd_knowledge::memory::MemoryStores::new(
         &paths.data_dir,
         memory_limits,
     ));
@@ -293,7 +293,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 /// tasks).
 fn tool_registry(
     paths: &agentd_core::paths::Paths,
-    memory: &Arc<crate::memory::MemoryStores>,
+    memory: &Arc<agentd_knowledge::memory::MemoryStores>,
     tasks: &Arc<crate::task::TaskManager>,
 ) -> crate::tools::ToolRegistry {
     let mut tools = crate::tools::ToolRegistry::builtin();

@@ -17,10 +17,10 @@ pub async fn list(
     let cwd = super::workspace_dir(&params.cwd).await?;
     let user_dir = state.paths.skills_dir.clone();
     let found = tokio::task::spawn_blocking(move || {
-        crate::skills::discover(
+        agentd_knowledge::skills::discover(
             &cwd,
             Some(&user_dir),
-            &crate::skills::SkillLimits::default(),
+            &agentd_knowledge::skills::SkillLimits::default(),
         )
     })
     .await

@@ -3,7 +3,7 @@
 
 use super::{Actor, SessionError, closed};
 use crate::agent::compaction::{Compacted, Compactor};
-use crate::context::{ContextLimits, context_window};
+use agentd_knowledge::context::{ContextLimits, context_window};
 use agentd_llm::LlmClient;
 use protocol::session::SessionCompactResult;
 

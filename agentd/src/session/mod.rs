@@ -70,7 +70,7 @@ pub struct SessionDeps {
     /// The project roots whose settings may loosen policy.
     pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
-    pub memory: Arc<crate::memory::MemoryStores>,
+    pub memory: Arc<agentd_knowledge::memory::MemoryStores>,
     /// The MCP servers sessions share.
     pub mcp: Arc<crate::mcp::McpManager>,
     /// Background tasks: subagents and background shell commands.
@@ -177,7 +177,7 @@ impl SessionManager {
         self.deps.trust.clone()
     }
 
-    pub fn memory(&self) -> Arc<crate::memory::MemoryStores> {
+    pub fn memory(&self) -> Arc<agentd_knowledge::memory::MemoryStores> {
         self.deps.memory.clone()
     }
 

@@ -15,13 +15,13 @@ use crate::agent::gate::RunPermissions;
 use crate::agent::sink::RunLog;
 use crate::agent::tool_set::RunTools;
 use crate::agent::{Run, RunStart};
-use crate::context::ContextLimits;
 use crate::session::SessionShared;
 use crate::store::SessionHeader;
 use crate::tools::{
     BackgroundShells, FetchClients, NoFetchRules, ProgressSink, ReadFilter, SubagentLauncher,
     TodoSink, ToolContext, ToolLimits,
 };
+use agentd_knowledge::context::ContextLimits;
 use agentd_llm::LlmClient;
 use protocol::event::{Event, UserMessageKind};
 

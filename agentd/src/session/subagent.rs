@@ -138,10 +138,10 @@ async fn prepare(
     let discover_cwd = cwd.clone();
     let found = tokio::task::spawn_blocking(move || {
         let catalogue = crate::agents::discover(&discover_cwd, Some(&agents_dir));
-        let skills = crate::skills::discover(
+        let skills = agentd_knowledge::skills::discover(
             &discover_cwd,
             Some(&skills_dir),
-            &crate::skills::SkillLimits::default(),
+            &agentd_knowledge::skills::SkillLimits::default(),
         );
         (catalogue, skills)
     })

@@ -24,7 +24,7 @@ pub struct FrozenPrompt {
 
 /// Where the user's own definitions are, and what the new session is run as.
 pub struct PromptSources {
-    pub memory: std::sync::Arc<crate::memory::MemoryStores>,
+    pub memory: std::sync::Arc<agentd_knowledge::memory::MemoryStores>,
     pub user_skills: PathBuf,
     pub user_agents: PathBuf,
     /// `session/create {agentType}` (None: a normal top-level session).
@@ -57,10 +57,10 @@ impl Asked {
 /// The frozen prompt of a session in `cwd` created on `date`; the error (an unknown agent
 /// type, listing the available ones) is for the client. Blocking: reads files.
 pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPrompt, String> {
-    let skills = crate::skills::discover(
+    let skills = agentd_knowledge::skills::discover(
         cwd,
         Some(&sources.user_skills),
-        &crate::skills::SkillLimits::default(),
+        &agentd_knowledge::skills::SkillLimits::default(),
     );
     for warning in &skills.warnings {
         tracing::info!("{warning}");
@@ -95,7 +95,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
     // The memory snapshot is frozen with the rest: writes show in later sessions.
     let snapshot = sources.memory.snapshot(cwd);
     prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
-    prompt.push_str(&crate::skills::skills_section(&skills.skills));
+    prompt.push_str(&agentd_knowledge::skills::skills_section(&skills.skills));
     prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
     if let Some(append) = &sources.append {
         prompt.push_str(&crate::agent::prompt::appended_section(append));

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ReadFilter, ToolContext, ToolOutput, TypedTool, str_field};
-use crate::skills::{LoadedSkill, SkillLimits};
+use agentd_knowledge::skills::{LoadedSkill, SkillLimits};
 
 /// The `load_skill` tool; it knows the user's skills directory, the workspace comes with each
 /// call.
@@ -38,7 +38,7 @@ fn apply_read_rules(
 ) -> Result<LoadedSkill, String> {
     let denied = |path: &Path| {
         let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        read_filter.denies(crate::skills::LOAD_SKILL_TOOL, &resolved)
+        read_filter.denies(agentd_knowledge::skills::LOAD_SKILL_TOOL, &resolved)
     };
     if denied(&loaded.skill.path) {
         return Err(format!(
@@ -62,7 +62,7 @@ pub(crate) struct LoadSkillParams {
 
 impl TypedTool for LoadSkill {
     type Params = LoadSkillParams;
-    const NAME: &'static str = crate::skills::LOAD_SKILL_TOOL;
+    const NAME: &'static str = agentd_knowledge::skills::LOAD_SKILL_TOOL;
     const DESCRIPTION: &'static str = "Load the full instructions of a skill listed in \
 <available_skills> in the system prompt. Call it as soon as a task matches a skill's description, \
 before doing the task, then follow the instructions. Returns the skill's instructions and the \
@@ -86,10 +86,11 @@ instructions need them.";
         let read_filter = ctx.read_filter.clone();
         Box::pin(async move {
             let loaded = tokio::task::spawn_blocking(move || {
-                let catalogue = crate::skills::discover(&workspace, user_dir.as_deref(), &limits);
-                let loaded = crate::skills::load(&catalogue, &params.name, &limits)?;
+                let catalogue =
+                    agentd_knowledge::skills::discover(&workspace, user_dir.as_deref(), &limits);
+                let loaded = agentd_knowledge::skills::load(&catalogue, &params.name, &limits)?;
                 let loaded = apply_read_rules(loaded, &read_filter)?;
-                Ok::<_, String>(crate::skills::render(&loaded, &workspace))
+                Ok::<_, String>(agentd_knowledge::skills::render(&loaded, &workspace))
             })
             .await
             .map_err(|err| format!("load_skill failed: {err}"))?;

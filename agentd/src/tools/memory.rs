@@ -1,5 +1,5 @@
 //! The `memory` tool: the model adds, replaces and removes entries of its curated memory
-//! (`MEMORY.md`, `USER.md`; see `crate::memory`). It changes only the daemon's own stores, so
+//! (`MEMORY.md`, `USER.md`; see `agentd_knowledge::memory`). It changes only the daemon's own stores, so
 //! it asks no approval; plan mode refuses it like every write (`permission::ToolKind::DaemonStore`).
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ToolContext, ToolOutput, TypedTool, one_line, str_field};
-use crate::memory::{Edit, MemoryStores, MemoryTarget};
+use agentd_knowledge::memory::{Edit, MemoryStores, MemoryTarget};
 
 /// The tool, writing through the daemon's one [`MemoryStores`].
 pub struct MemoryTool {
@@ -130,8 +130,8 @@ fn edit_of(action: MemoryAction, params: &MemoryParams) -> Result<Edit, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::MemoryLimits;
     use crate::tools::test_support::{call, workspace};
+    use agentd_knowledge::memory::MemoryLimits;
     use serde_json::json;
 
     fn tool(data: &std::path::Path) -> MemoryTool {

@@ -11,12 +11,12 @@
 use std::path::{Path, PathBuf};
 
 /// The skill directories looked for in each project directory, in this order.
-pub const PROJECT_SKILL_DIRS: &[&str] = &["skills", ".agents/skills", ".claude/skills"];
+pub(crate) const PROJECT_SKILL_DIRS: &[&str] = &["skills", ".agents/skills", ".claude/skills"];
 /// The file that makes a directory a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 /// The prefix of every successful `load_skill` result: such results are never truncated by the
 /// output cap nor cleared from old context (`is_skill_result`).
-pub const SKILL_RESULT_PREFIX: &str = "[skill] ";
+pub(crate) const SKILL_RESULT_PREFIX: &str = "[skill] ";
 /// The tool that loads a skill.
 pub const LOAD_SKILL_TOOL: &str = "load_skill";
 
@@ -25,20 +25,20 @@ pub const LOAD_SKILL_TOOL: &str = "load_skill";
 pub struct SkillLimits {
     /// Bytes of one `SKILL.md` read at most; a bigger file is skipped with a warning (its body
     /// goes into the context whole, never cut, so it must stay small).
-    pub max_file_bytes: usize,
+    pub(crate) max_file_bytes: usize,
     /// Skills in one catalogue; more are skipped with a warning, so a repository with
     /// thousands of directories cannot fill the system prompt.
-    pub max_skills: usize,
+    pub(crate) max_skills: usize,
     /// `SKILL.md` files read by one discovery (usable or not), so a repository full of broken
     /// skills cannot make every session start read hundreds of megabytes.
-    pub max_files_read: usize,
+    pub(crate) max_files_read: usize,
     /// Entries of one skills directory looked at, so a huge directory cannot stall discovery.
-    pub max_dir_entries: usize,
+    pub(crate) max_dir_entries: usize,
     /// Characters of a description in the catalogue; longer ones are cut.
-    pub max_description_chars: usize,
+    pub(crate) max_description_chars: usize,
     /// Files of a skill's directory listed by `load_skill`, and how deep it looks.
-    pub max_listed_files: usize,
-    pub max_listed_depth: usize,
+    pub(crate) max_listed_files: usize,
+    pub(crate) max_listed_depth: usize,
 }
 
 impl Default for SkillLimits {
@@ -80,7 +80,7 @@ pub struct Skill {
 
 impl Skill {
     /// The skill's directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(&self.path)
     }
 }
@@ -93,12 +93,12 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    pub fn get(&self, name: &str) -> Option<&Skill> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|skill| skill.name == name)
     }
 
     /// The names, for messages ("available skills: …").
-    pub fn names(&self) -> String {
+    pub(crate) fn names(&self) -> String {
         if self.skills.is_empty() {
             return "none".to_owned();
         }
@@ -114,11 +114,11 @@ impl Catalogue {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedSkill {
     pub skill: Skill,
-    pub body: String,
+    pub(crate) body: String,
     /// Other files of the skill's directory, sorted (at most `max_listed_files`).
     pub files: Vec<PathBuf>,
     /// More files were there than listed.
-    pub more_files: bool,
+    pub(crate) more_files: bool,
     /// Files left out because the run's Read deny rules cover them (counted, never named).
     pub withheld: usize,
 }
@@ -126,7 +126,7 @@ pub struct LoadedSkill {
 /// Whether a tool result (of tool `tool_name`) is a loaded skill: `load_skill`'s text starting
 /// with `[skill] `. Such a result is never truncated nor cleared from old context; another
 /// tool's output that happens to start the same way is not protected.
-pub fn is_skill_result(tool_name: &str, text: &str) -> bool {
+pub(crate) fn is_skill_result(tool_name: &str, text: &str) -> bool {
     tool_name == LOAD_SKILL_TOOL && text.starts_with(SKILL_RESULT_PREFIX)
 }
 

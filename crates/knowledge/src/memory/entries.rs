@@ -31,7 +31,7 @@ pub enum Edit {
 
 /// What an edit did, for the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Applied {
+pub(crate) enum Applied {
     /// The entries changed: save them.
     Changed,
     /// Nothing to save: the entry is already there (an exact duplicate).
@@ -41,12 +41,12 @@ pub enum Applied {
 /// Why an edit was refused; the message is written for the model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct Refusal(pub String);
+pub(crate) struct Refusal(pub(crate) String);
 
 impl Entries {
     /// The entries of a store file's text: split at the delimiter, trimmed, empty ones and
     /// repeats of an earlier entry dropped.
-    pub fn parse(text: &str) -> Entries {
+    pub(crate) fn parse(text: &str) -> Entries {
         let mut entries = Entries::default();
         for entry in text.split(DELIMITER) {
             let entry = entry.trim();
@@ -58,7 +58,7 @@ impl Entries {
     }
 
     /// The store file's text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         self.entries.join(DELIMITER)
     }
 
@@ -78,7 +78,12 @@ impl Entries {
 
     /// Applies `edit`, keeping the usage within `limit`; `name` (`MEMORY.md`) is for messages.
     /// On a refusal the entries are unchanged.
-    pub fn apply(&mut self, edit: &Edit, name: &str, limit: usize) -> Result<Applied, Refusal> {
+    pub(crate) fn apply(
+        &mut self,
+        edit: &Edit,
+        name: &str,
+        limit: usize,
+    ) -> Result<Applied, Refusal> {
         match edit {
             Edit::Add { content } => {
                 let content = checked_content(content, "content")?;
@@ -198,7 +203,7 @@ impl Entries {
     }
 
     /// The entries as a list, each cut to `max_chars`.
-    pub fn listing(&self, max_chars: usize) -> String {
+    pub(crate) fn listing(&self, max_chars: usize) -> String {
         if self.entries.is_empty() {
             return "(none)".to_owned();
         }

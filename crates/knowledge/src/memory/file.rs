@@ -10,21 +10,21 @@ use super::entries::Entries;
 
 /// Bytes of a store file read at most: far above any sensible limit (4 bytes a char at most),
 /// so a huge or endless file cannot fill the daemon's memory.
-pub const MAX_FILE_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 256 * 1024;
 
 /// A store file as read.
 #[derive(Debug, Default)]
-pub struct Loaded {
-    pub entries: Entries,
+pub(crate) struct Loaded {
+    pub(crate) entries: Entries,
     /// The file is longer than [`MAX_FILE_BYTES`]: what was read is only its start, and
     /// saving it would lose the rest, so it must not be written.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// Reads the store at `path`; a missing file is an empty store. The file must be ours and in
 /// its own directory: a store that is a symlink to a file elsewhere (`~/.ssh/id_ed25519`) is
 /// refused, never read into a prompt.
-pub fn load(path: &Path) -> anyhow::Result<Loaded> {
+pub(crate) fn load(path: &Path) -> anyhow::Result<Loaded> {
     let dir = path.parent().unwrap_or(Path::new("."));
     match agentd_core::regular_file::read_own_text_within(path, dir, MAX_FILE_BYTES) {
         Ok(read) => Ok(Loaded {
@@ -37,7 +37,7 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
 }
 
 /// Writes `entries` to `path` atomically.
-pub fn save(path: &Path, entries: &Entries) -> anyhow::Result<()> {
+pub(crate) fn save(path: &Path, entries: &Entries) -> anyhow::Result<()> {
     save_with(path, entries, &|| Ok(()))
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use agentd_core::conversation::{ContextChange, Message};
 
 /// The window assumed for a model neither the config nor [`KNOWN_WINDOWS`] names.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
 /// Context windows of well-known models, by name prefix (the first match wins, so longer
 /// prefixes come first). A provider's `context_window` in config.toml overrides this.
@@ -25,20 +25,20 @@ const KNOWN_WINDOWS: &[(&str, u64)] = &[
 
 /// Tool results kept as they are by a clearing: the newest ones, which the model most likely
 /// still works from.
-pub const KEEP_RECENT_TOOL_RESULTS: usize = 3;
+pub(crate) const KEEP_RECENT_TOOL_RESULTS: usize = 3;
 
 /// User turns (and everything after them) a compaction keeps verbatim.
-pub const KEEP_LAST_USER_TURNS: usize = 2;
+pub(crate) const KEEP_LAST_USER_TURNS: usize = 2;
 
 /// What the model reads instead of a cleared tool result.
-pub const CLEARED_PLACEHOLDER: &str =
+pub(crate) const CLEARED_PLACEHOLDER: &str =
     "[this tool result was cleared to save context; run the tool again if you need it]";
 
 /// Opens the user message that carries a compaction's summary.
-pub const SUMMARY_INTRO: &str = "[summary of the earlier conversation, which was compacted]";
+pub(crate) const SUMMARY_INTRO: &str = "[summary of the earlier conversation, which was compacted]";
 
 /// The assistant's answer to the summary message, so roles keep alternating.
-pub const SUMMARY_ACK: &str = "Understood; I continue from that summary.";
+pub(crate) const SUMMARY_ACK: &str = "Understood; I continue from that summary.";
 
 /// The summariser's instructions.
 pub const SUMMARY_PROMPT: &str = "You summarise the history of an agent's conversation so the agent can go on without it. \
@@ -49,7 +49,7 @@ the summary.";
 
 /// Each message is cut to this many chars in the text given to the summariser, so the summary
 /// request stays far smaller than the history it replaces.
-pub const SUMMARY_MESSAGE_CHARS: usize = 4_000;
+pub(crate) const SUMMARY_MESSAGE_CHARS: usize = 4_000;
 
 /// The context window of `model`: `configured`, else [`KNOWN_WINDOWS`], else
 /// [`DEFAULT_CONTEXT_WINDOW`]. A `vendor/` prefix (OpenRouter style) is ignored.
@@ -98,9 +98,9 @@ impl ContextLimits {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContextState {
     /// Tool calls whose results are sent as [`CLEARED_PLACEHOLDER`].
-    pub cleared: HashSet<String>,
+    pub(crate) cleared: HashSet<String>,
     /// The latest compaction: the history before `first_kept` is sent as its summary.
-    pub compaction: Option<Compaction>,
+    pub(crate) compaction: Option<Compaction>,
     /// Prompt tokens of the last request (0 until one is made after loading).
     pub last_prompt_tokens: u64,
     /// A clearing fired and the prompt has not gone back under the soft limit since: the next
@@ -112,10 +112,10 @@ pub struct ContextState {
 
 /// The latest compaction of a session.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Compaction {
-    pub summary: String,
+pub(crate) struct Compaction {
+    pub(crate) summary: String,
     /// Index in the history of the first message sent verbatim.
-    pub first_kept: usize,
+    pub(crate) first_kept: usize,
 }
 
 impl ContextState {

@@ -20,7 +20,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use entries::{Applied, DELIMITER, Edit, Entries, Refusal, usage_text};
+use entries::Applied;
+pub use entries::{DELIMITER, Edit, Entries, usage_text};
 
 /// Default limit of `MEMORY.md` in characters (delimiters included): enough for a few dozen
 /// facts, small enough to sit in every request.
@@ -71,7 +72,7 @@ impl Default for MemoryLimits {
 }
 
 impl MemoryLimits {
-    pub fn of(self, target: MemoryTarget) -> usize {
+    pub(crate) fn of(self, target: MemoryTarget) -> usize {
         match target {
             MemoryTarget::Memory => self.memory_chars,
             MemoryTarget::User => self.user_chars,
@@ -135,13 +136,9 @@ impl MemoryStores {
         }
     }
 
-    pub fn limits(&self) -> MemoryLimits {
-        self.limits
-    }
-
     /// Where sessions in `cwd` keep memory: the nearest `.agents/memory/` directory of ours
     /// from `cwd` up to the git root, else the user's. Blocking (metadata of each directory).
-    pub fn locate(&self, cwd: &Path) -> Location {
+    pub(crate) fn locate(&self, cwd: &Path) -> Location {
         locate(&self.user_dir, cwd)
     }
 
