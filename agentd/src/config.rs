@@ -44,7 +44,7 @@ pub struct Config {
     pub context: ContextConfig,
     /// `[mcp]` (idle stop, startup grace) and the user's servers (`[mcp_servers.<name>]`;
     /// an entry that cannot be used is a problem the session reports, not a config error).
-    pub mcp: crate::mcp::config::McpSettings,
+    pub mcp: agentd_work::mcp::config::McpSettings,
     /// `[tasks]`: the cap on running subagents, parallel writers, idle parents notified.
     pub tasks: crate::task::TaskSettings,
 }
@@ -192,7 +192,7 @@ pub fn load(
         memory: agentd_knowledge::memory::MemoryLimits::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
-        mcp: crate::mcp::config::McpSettings::default(),
+        mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
     };
     if let Some(path) = path {

@@ -477,8 +477,11 @@ fn context_limits_are_read_and_checked() {
 #[test]
 fn mcp_settings_are_read_and_bounded() {
     let default = load_with(Some(""), &[]).unwrap();
-    assert_eq!(default.mcp.idle_stop, crate::mcp::DEFAULT_IDLE_STOP);
-    assert_eq!(default.mcp.startup_grace, crate::mcp::DEFAULT_STARTUP_GRACE);
+    assert_eq!(default.mcp.idle_stop, agentd_work::mcp::DEFAULT_IDLE_STOP);
+    assert_eq!(
+        default.mcp.startup_grace,
+        agentd_work::mcp::DEFAULT_STARTUP_GRACE
+    );
     assert_eq!(default.mcp.idle_stop.as_secs(), 600);
     assert_eq!(default.mcp.startup_grace.as_secs(), 5);
     let set = load_with(

@@ -6,18 +6,15 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod agent;
-pub mod agents;
 pub mod allocator;
 pub mod config;
 pub mod daemon;
-pub mod mcp;
 pub mod rpc;
 pub mod server;
 pub mod session;
 pub mod state;
 pub mod store;
 pub mod task;
-pub mod tools;
 pub mod wire;
 
 /// Set up logging and the runtime, then run the daemon until it stops.

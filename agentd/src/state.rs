@@ -25,7 +25,7 @@ pub struct DaemonState {
     /// The curated memory stores (`memory/get`; the `memory` tool writes through the same one).
     pub memory: Arc<agentd_knowledge::memory::MemoryStores>,
     /// The MCP servers sessions share (`mcp/list`, `mcp/restart`).
-    pub mcp: Arc<crate::mcp::McpManager>,
+    pub mcp: Arc<agentd_work::mcp::McpManager>,
     /// Background tasks (`task/*`).
     pub tasks: Arc<crate::task::TaskManager>,
 }

@@ -84,7 +84,7 @@ pub struct SessionHeader {
     /// The tools a session run as a subagent keeps, frozen at creation from its definition
     /// (None: every tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_filter: Option<crate::agents::ToolFilter>,
+    pub tool_filter: Option<agentd_work::agents::ToolFilter>,
     /// Model calls one run of a session run as an agent makes at most (its definition's
     /// `maxTurns`; the config's `max_steps` still caps it). None: the config's only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,8 +98,8 @@ pub struct SessionHeader {
 impl SessionHeader {
     /// The MCP server entries given at `session/create`, parsed (the `session` argument of
     /// `mcp::config::servers_for`).
-    pub fn mcp_servers(&self) -> crate::mcp::config::McpEntries {
-        crate::mcp::config::McpEntries::from_session(&self.mcp_servers)
+    pub fn mcp_servers(&self) -> agentd_work::mcp::config::McpEntries {
+        agentd_work::mcp::config::McpEntries::from_session(&self.mcp_servers)
     }
 }
 

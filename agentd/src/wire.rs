@@ -42,8 +42,8 @@ pub fn skill_info(skill: &agentd_knowledge::skills::Skill) -> protocol::skills::
 }
 
 /// A subagent definition as `agents/list` shows it.
-pub fn agent_info(agent: &crate::agents::AgentDefinition) -> protocol::agents::AgentInfo {
-    use crate::agents::AgentSource;
+pub fn agent_info(agent: &agentd_work::agents::AgentDefinition) -> protocol::agents::AgentInfo {
+    use agentd_work::agents::AgentSource;
     use protocol::agents::AgentSource as Wire;
     protocol::agents::AgentInfo {
         name: agent.name.clone(),

@@ -1,4 +1,4 @@
-//! Driving `agentd::mcp::McpManager` directly in tests: a manager with quick supervision
+//! Driving `agentd_work::mcp::McpManager` directly in tests: a manager with quick supervision
 //! timings in a temp dir (`Setup`), server configs, waiting on statuses, calls, and what is left
 //! of a process group.
 
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentd::mcp::{
+use agentd_work::mcp::{
     McpContent, McpHandle, McpLimits, McpManager, McpServerConfig, McpSource, McpStatus,
     McpTransport,
 };

@@ -4,14 +4,16 @@
 /// The daemon's crates, bottom first: the source dir (from the workspace root), the name other
 /// crates use, and the layer module the crate is as a whole (None: its top-level modules are
 /// layer modules, as `tests/tests/tidy.rs`'s `LAYERS` places them). The crate `agentd_core` is
-/// the core layer, `agentd_policy` the policy layer, `agentd_llm` the module `llm`, `agentd_knowledge`
-/// the knowledge layer; the rest are still `agentd`'s modules. The layer test, the map's checks and the scans of the daemon's code
-/// read this list: a new crate is one line here.
+/// the core layer, `agentd_policy` the policy layer, `agentd_llm` the module `llm`,
+/// `agentd_knowledge` the knowledge layer, `agentd_work` the work layer; the rest are still
+/// `agentd`'s modules. The layer test, the map's checks and the scans of the daemon's code read
+/// this list: a new crate is one line here.
 pub const DAEMON_CRATES: &[(&str, &str, Option<&str>)] = &[
     ("crates/core/src", "agentd_core", None),
     ("crates/policy/src", "agentd_policy", None),
     ("crates/llm/src", "agentd_llm", Some("llm")),
     ("crates/knowledge/src", "agentd_knowledge", None),
+    ("crates/work/src", "agentd_work", None),
     ("agentd/src", "agentd", None),
 ];
 

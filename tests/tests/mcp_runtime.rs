@@ -1,4 +1,4 @@
-//! The MCP runtime driven directly (`agentd::mcp::McpManager`) with real servers: npm
+//! The MCP runtime driven directly (`agentd_work::mcp::McpManager`) with real servers: npm
 //! server-everything over stdio and streamable HTTP, PyPI mcp-server-time. Start and tools,
 //! calls, filters, progress, timeouts and cancel, environment and cwd, `list_changed`.
 //! Supervision (crashes, restarts, sharing, idle stop, shutdown, orphans) is `mcp_supervision`.
@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentd::mcp::{McpCallError, McpStatus, McpTransport};
 use agentd_tests::mcp_servers::{self, EverythingHttp};
 use agentd_tests::mcp_setup::*;
+use agentd_work::mcp::{McpCallError, McpStatus, McpTransport};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -250,7 +250,7 @@ async fn a_tools_list_changed_notification_refreshes_the_tools() {
 fn rmcp_is_named_only_in_mcp_connection() {
     fn in_mcp_connection(path: &std::path::Path) -> bool {
         path.parent()
-            .is_some_and(|dir| dir.ends_with("agentd/src/mcp"))
+            .is_some_and(|dir| dir.ends_with("crates/work/src/mcp"))
             && path
                 .file_name()
                 .and_then(|name| name.to_str())

@@ -1,13 +1,13 @@
-//! Supervision of MCP servers, driven directly (`agentd::mcp::McpManager`) with real servers:
+//! Supervision of MCP servers, driven directly (`agentd_work::mcp::McpManager`) with real servers:
 //! a crash mid-call and the restart, a server that never starts, an HTTP server that went away,
 //! one process per key, the idle stop, shutdown, and no orphan when the owner is killed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentd::mcp::{McpCallError, McpStatus, McpTransport};
 use agentd_tests::mcp_servers::{self, EverythingHttp, ServerCommand};
 use agentd_tests::mcp_setup::*;
+use agentd_work::mcp::{McpCallError, McpStatus, McpTransport};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -334,7 +334,7 @@ async fn a_stderr_flood_is_dropped_past_the_budget_and_the_server_still_answers(
     let recorded = std::fs::metadata(&log_file).map_or(0, |meta| meta.len())
         + std::fs::metadata(&rotated).map_or(0, |meta| meta.len());
     let seconds = started.elapsed().as_secs() + 2;
-    let budget = agentd::mcp::log::StderrLimits::default().max_bytes_per_second as u64;
+    let budget = agentd_work::mcp::log::StderrLimits::default().max_bytes_per_second as u64;
     // The budget per second plus a notice per second.
     assert!(
         recorded <= seconds * (budget + 200),

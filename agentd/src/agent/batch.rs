@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::tools::{BatchObserver, ToolOutput, execute_batch};
 use agentd_core::conversation::ToolCall;
+use agentd_work::tools::{BatchObserver, ToolOutput, execute_batch};
 use protocol::event::Event;
 
 impl Run {
@@ -17,7 +17,7 @@ impl Run {
     pub(super) async fn run_tools(
         &self,
         calls: &[ToolCall],
-    ) -> Result<Vec<crate::tools::ToolResult>> {
+    ) -> Result<Vec<agentd_work::tools::ToolResult>> {
         for call in calls {
             agentd_core::test_seam::panic_in_tool_call(&call.name);
         }
@@ -47,7 +47,7 @@ impl Run {
                             duration_ms: 0,
                         })
                         .await?;
-                    results.push(crate::tools::ToolResult {
+                    results.push(agentd_work::tools::ToolResult {
                         call: call.clone(),
                         output,
                     });
@@ -57,7 +57,10 @@ impl Run {
         Ok(results)
     }
 
-    async fn execute_allowed(&self, calls: &[ToolCall]) -> Result<Vec<crate::tools::ToolResult>> {
+    async fn execute_allowed(
+        &self,
+        calls: &[ToolCall],
+    ) -> Result<Vec<agentd_work::tools::ToolResult>> {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
@@ -80,11 +83,11 @@ impl Run {
 
 /// todo_write's lists become `todoUpdated` events, persisted in order with the batch's other
 /// events (between the call's `toolStarted` and `toolCompleted`).
-fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> crate::tools::TodoSink {
-    crate::tools::TodoSink::new(move |items| {
+fn todo_sink(run_id: String, events: mpsc::Sender<Event>) -> agentd_work::tools::TodoSink {
+    agentd_work::tools::TodoSink::new(move |items| {
         let event = Event::TodoUpdated {
             run_id: run_id.clone(),
-            items: crate::tools::todo_wire_items(&items),
+            items: agentd_work::tools::todo_wire_items(&items),
         };
         events.try_send(event).map_err(|_| {
             "the todo list could not be recorded (too many pending events); call todo_write again"

@@ -13,13 +13,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::Run;
-use crate::tools::{FetchDecision, FetchRules, ToolOutput};
 use agentd_core::conversation::ToolCall;
 use agentd_policy::approval::{ApprovalBroker, Resolution};
 use agentd_policy::permission::{
     Decision, PermissionMode, Policy, RuleKey, RuleSet, ToolRequest, always_allow_rule,
     asks_every_time, session_key,
 };
+use agentd_work::tools::{FetchDecision, FetchRules, ToolOutput};
 use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::event::Event;
 
@@ -116,7 +116,9 @@ impl Run {
         let mut verdicts = Vec::with_capacity(calls.len());
         for ((call, checked), decision) in calls.iter().zip(checked).zip(decisions) {
             if self.cancel.is_cancelled() {
-                verdicts.push(Verdict::Done(ToolOutput::error(crate::tools::CANCELLED)));
+                verdicts.push(Verdict::Done(ToolOutput::error(
+                    agentd_work::tools::CANCELLED,
+                )));
                 continue;
             }
             let (Some(checked), Some(decision)) = (checked, decision) else {
@@ -377,7 +379,7 @@ impl Run {
             }
             ApprovalDecision::Deny | ApprovalDecision::DenyAlways => {
                 if matches!(resolution.decided_by.as_str(), "cancel" | "restart") {
-                    return Verdict::Done(ToolOutput::error(crate::tools::CANCELLED));
+                    return Verdict::Done(ToolOutput::error(agentd_work::tools::CANCELLED));
                 }
                 // The model must know a person said no (and why), not only which client did.
                 let by = if resolution.decided_by.starts_with("client:") {

@@ -21,9 +21,9 @@ use anyhow::Result;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::ToolContext;
 use agentd_core::conversation::{Message, ToolCall, Usage};
 use agentd_llm::{ChatRequest, LlmClient, LlmEvent};
+use agentd_work::tools::ToolContext;
 use protocol::event::{Event, MessageRole, RunStatus, UserMessageKind};
 use sink::{RunLog, SessionShared};
 

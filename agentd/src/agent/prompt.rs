@@ -58,7 +58,7 @@ pub fn build(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
 /// The agents catalogue: name and description of each subagent (built-ins first), with the
 /// instruction to delegate with the `task` tool. Part of the frozen prompt of a top-level
 /// session only: a subagent's own prompt never has it (no recursion).
-pub fn agents_section(agents: &[crate::agents::AgentDefinition]) -> String {
+pub fn agents_section(agents: &[agentd_work::agents::AgentDefinition]) -> String {
     if agents.is_empty() {
         return String::new();
     }

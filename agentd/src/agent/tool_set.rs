@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::Run;
-use crate::mcp::{McpHandle, McpStatus};
-use crate::tools::ToolRegistry;
 use agentd_core::conversation::ToolSpec;
+use agentd_work::mcp::{McpHandle, McpStatus};
+use agentd_work::tools::ToolRegistry;
 use protocol::event::Event;
 
 /// The tools of one step: what the model is offered and what the gate and executor look up.
@@ -43,7 +43,7 @@ pub struct RunTools {
     current: Mutex<Arc<ToolSet>>,
     /// A session run as a subagent keeps only the tools its definition allows (MCP tools
     /// included, as they come and go).
-    filter: Option<crate::agents::ToolFilter>,
+    filter: Option<agentd_work::agents::ToolFilter>,
 }
 
 impl RunTools {
@@ -63,7 +63,7 @@ impl RunTools {
     }
 
     /// Only the tools `filter` allows, from the first step on (a session run as a subagent).
-    pub fn with_filter(mut self, filter: Option<crate::agents::ToolFilter>) -> Self {
+    pub fn with_filter(mut self, filter: Option<agentd_work::agents::ToolFilter>) -> Self {
         if let Some(filter) = &filter {
             self.builtins = Arc::new(filter.apply(&self.builtins));
             self.current = Mutex::new(Arc::new(ToolSet::new((*self.builtins).clone())));
@@ -87,7 +87,8 @@ impl RunTools {
 
     /// Builds the set from what the servers offer now and makes it the current one.
     fn refresh(&self) -> Arc<ToolSet> {
-        let mut registry = crate::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        let mut registry =
+            agentd_work::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
         if let Some(filter) = &self.filter {
             registry = filter.apply(&registry);
         }

@@ -19,7 +19,7 @@ struct FileConfig {
     memory: Option<FileMemory>,
     sandbox: Option<agentd_policy::process::sandbox::SandboxSection>,
     context: Option<FileContext>,
-    mcp: Option<crate::mcp::config::McpSection>,
+    mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
@@ -151,7 +151,7 @@ pub(super) fn apply_file(
     if let Some(mcp) = &file.mcp {
         mcp_settings(path, mcp, &mut config.mcp)?;
     }
-    config.mcp.servers = crate::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
+    config.mcp.servers = agentd_work::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
     if let Some(tasks) = &file.tasks {
         config.tasks = tasks.resolve().map_err(invalid)?;
     }
@@ -355,10 +355,10 @@ fn memory_limits(
 /// project's `.mcp.json` may expand; the project servers that run unconfined.
 fn mcp_settings(
     path: &Path,
-    mcp: &crate::mcp::config::McpSection,
-    settings: &mut crate::mcp::config::McpSettings,
+    mcp: &agentd_work::mcp::config::McpSection,
+    settings: &mut agentd_work::mcp::config::McpSettings,
 ) -> Result<(), ConfigError> {
-    use crate::mcp::config::{MAX_IDLE_STOP_SECS, MAX_STARTUP_GRACE_SECS};
+    use agentd_work::mcp::config::{MAX_IDLE_STOP_SECS, MAX_STARTUP_GRACE_SECS};
     let idle_stop_secs = bounded(
         path,
         "mcp.idle_stop_secs",

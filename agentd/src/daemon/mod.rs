@@ -207,7 +207,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             Err(err.to_string())
         }
     };
-    let mut tool_limits = crate::tools::ToolLimits::default();
+    let mut tool_limits = agentd_work::tools::ToolLimits::default();
     if let Ok(config) = &config {
         tool_limits.output_max_chars = config.tool_output_max_chars;
     }
@@ -253,7 +253,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     let mcp_idle_stop = config
         .as_ref()
         .map(|config| config.mcp.idle_stop)
-        .unwrap_or(crate::mcp::DEFAULT_IDLE_STOP);
+        .unwrap_or(agentd_work::mcp::DEFAULT_IDLE_STOP);
     let mcp_unconfined = config
         .as_ref()
         .map(|config| config.mcp.unconfined.clone())
@@ -263,14 +263,14 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         trust: Arc::new(trust),
         config,
         http: agentd_llm::HttpClients::new()?,
-        fetch: crate::tools::FetchClients::new()?,
+        fetch: agentd_work::tools::FetchClients::new()?,
         tools: Arc::new(tools),
         memory,
-        mcp: crate::mcp::McpManager::confining(
+        mcp: agentd_work::mcp::McpManager::confining(
             paths.state_dir.join("mcp"),
             mcp_idle_stop,
-            crate::mcp::McpLimits::default(),
-            crate::mcp::ServerConfinement {
+            agentd_work::mcp::McpLimits::default(),
+            agentd_work::mcp::ServerConfinement {
                 sandbox: Some(Arc::clone(&sandbox)),
                 unconfined: mcp_unconfined,
             },
@@ -295,17 +295,19 @@ fn tool_registry(
     paths: &agentd_core::paths::Paths,
     memory: &Arc<agentd_knowledge::memory::MemoryStores>,
     tasks: &Arc<crate::task::TaskManager>,
-) -> crate::tools::ToolRegistry {
-    let mut tools = crate::tools::ToolRegistry::builtin();
-    tools.register(Arc::new(crate::tools::LoadSkill::new(Some(
+) -> agentd_work::tools::ToolRegistry {
+    let mut tools = agentd_work::tools::ToolRegistry::builtin();
+    tools.register(Arc::new(agentd_work::tools::LoadSkill::new(Some(
         paths.skills_dir.clone(),
     ))));
-    tools.register(Arc::new(crate::tools::MemoryTool::new(memory.clone())));
-    tools.register(Arc::new(crate::tools::TaskTool));
-    tools.register(Arc::new(crate::tools::TaskList(tasks.clone())));
-    tools.register(Arc::new(crate::tools::TaskGet(tasks.clone())));
-    tools.register(Arc::new(crate::tools::TaskOutputTool(tasks.clone())));
-    tools.register(Arc::new(crate::tools::TaskStop(tasks.clone())));
+    tools.register(Arc::new(agentd_work::tools::MemoryTool::new(
+        memory.clone(),
+    )));
+    tools.register(Arc::new(agentd_work::tools::TaskTool));
+    tools.register(Arc::new(agentd_work::tools::TaskList(tasks.clone())));
+    tools.register(Arc::new(agentd_work::tools::TaskGet(tasks.clone())));
+    tools.register(Arc::new(agentd_work::tools::TaskOutputTool(tasks.clone())));
+    tools.register(Arc::new(agentd_work::tools::TaskStop(tasks.clone())));
     tools
 }
 

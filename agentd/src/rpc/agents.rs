@@ -17,9 +17,10 @@ pub async fn list(
 ) -> RpcResult<AgentsListResult> {
     let cwd = super::workspace_dir(&params.cwd).await?;
     let user_dir = state.paths.agents_dir.clone();
-    let found = tokio::task::spawn_blocking(move || crate::agents::discover(&cwd, Some(&user_dir)))
-        .await
-        .map_err(|err| internal(err.to_string()))?;
+    let found =
+        tokio::task::spawn_blocking(move || agentd_work::agents::discover(&cwd, Some(&user_dir)))
+            .await
+            .map_err(|err| internal(err.to_string()))?;
     Ok(AgentsListResult {
         agents: found.agents.iter().map(crate::wire::agent_info).collect(),
         problems: found

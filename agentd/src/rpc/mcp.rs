@@ -10,9 +10,9 @@ use protocol::mcp::*;
 use protocol::methods::McpList;
 
 use super::{RpcResult, internal, refuse_if_stopping, rpc_error, rpc_error_suggesting};
-use crate::mcp::config::McpEntries;
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
+use agentd_work::mcp::config::McpEntries;
 
 pub async fn list(
     state: Arc<DaemonState>,

@@ -176,7 +176,7 @@ pub async fn start(
         .sessions
         .start_task(
             cwd,
-            crate::tools::TaskParams {
+            agentd_work::tools::TaskParams {
                 prompt: params.prompt,
                 agent_type: params.agent_type,
                 description: params.description,

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::SessionDeps;
-use crate::mcp::config::resolve_for;
-use crate::mcp::{McpHandle, McpServerConfig};
 use crate::store::SessionHeader;
+use agentd_work::mcp::config::resolve_for;
+use agentd_work::mcp::{McpHandle, McpServerConfig};
 
 /// The handles a session holds, in the order of its configuration (sorted by name).
 #[derive(Default)]

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::SessionManager;
 use super::change_forward::{ChangeNames, SESSION_APPEND_DEADLINE, forward_changes};
 use super::events::{DaemonStream, EventLog};
-use crate::mcp::{McpStatusChange, ServerKey};
+use agentd_work::mcp::{McpStatusChange, ServerKey};
 
 /// Which sessions use which servers, for the forwarder.
 #[derive(Debug, Default)]
@@ -149,8 +149,8 @@ async fn log_in_sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::McpStatus;
     use crate::session::events::{LogPosition, Published};
+    use agentd_work::mcp::McpStatus;
     use protocol::event::Event;
     use protocol::mcp::McpServerState;
     use std::time::Duration;

@@ -35,9 +35,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::store::{self, SessionHeader};
-use crate::tools::{ToolLimits, ToolRegistry};
 use actor::Session;
 use agentd_core::paths::Paths;
+use agentd_work::tools::{ToolLimits, ToolRegistry};
 use events::Published;
 use protocol::event::Event;
 use protocol::session::{SessionInfo, SessionStatus};
@@ -60,7 +60,7 @@ pub struct SessionDeps {
     /// The LLM providers' HTTP client.
     pub http: agentd_llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
-    pub fetch: crate::tools::FetchClients,
+    pub fetch: agentd_work::tools::FetchClients,
     pub tools: Arc<ToolRegistry>,
     pub tool_limits: ToolLimits,
     /// How run_shell is confined, and what `daemon/status` says of it.
@@ -72,7 +72,7 @@ pub struct SessionDeps {
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
     pub memory: Arc<agentd_knowledge::memory::MemoryStores>,
     /// The MCP servers sessions share.
-    pub mcp: Arc<crate::mcp::McpManager>,
+    pub mcp: Arc<agentd_work::mcp::McpManager>,
     /// Background tasks: subagents and background shell commands.
     pub tasks: Arc<crate::task::TaskManager>,
     /// Background run_shell commands: their runners and stop tokens.
@@ -181,7 +181,7 @@ impl SessionManager {
         self.deps.memory.clone()
     }
 
-    pub fn mcp(&self) -> Arc<crate::mcp::McpManager> {
+    pub fn mcp(&self) -> Arc<agentd_work::mcp::McpManager> {
         self.deps.mcp.clone()
     }
 
@@ -202,16 +202,23 @@ impl SessionManager {
     pub async fn mcp_servers(
         &self,
         cwd: PathBuf,
-        session: crate::mcp::config::McpEntries,
-    ) -> Result<crate::mcp::config::McpResolution, SessionError> {
+        session: agentd_work::mcp::config::McpEntries,
+    ) -> Result<agentd_work::mcp::config::McpResolution, SessionError> {
         let deps = self.deps.clone();
         tokio::task::spawn_blocking(move || {
             let (user, expand_env) = match &deps.config {
                 Ok(config) => (config.mcp.servers.clone(), config.mcp.expand_env.clone()),
-                Err(_) => (crate::mcp::config::McpEntries::default(), Vec::new()),
+                Err(_) => (agentd_work::mcp::config::McpEntries::default(), Vec::new()),
             };
             let env = |name: &str| std::env::var(name).ok();
-            crate::mcp::config::resolve_for(&cwd, &user, &session, &deps.trust, &expand_env, &env)
+            agentd_work::mcp::config::resolve_for(
+                &cwd,
+                &user,
+                &session,
+                &deps.trust,
+                &expand_env,
+                &env,
+            )
         })
         .await
         .map_err(|err| SessionError::Internal(err.to_string()))

@@ -88,7 +88,7 @@ impl SessionManager {
         }
         let asked = system_prompt::Asked::of(&params);
         let mcp_servers = params.mcp_servers.unwrap_or_default();
-        crate::mcp::config::check_session_param(&mcp_servers)
+        agentd_work::mcp::config::check_session_param(&mcp_servers)
             .map_err(SessionError::InvalidParams)?;
         let session_rules = params.permission_rules.unwrap_or_default();
         let (_, rule_errors) = agentd_policy::permission::RuleSet::parse(

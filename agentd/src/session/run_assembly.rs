@@ -17,12 +17,12 @@ use crate::agent::tool_set::RunTools;
 use crate::agent::{Run, RunStart};
 use crate::session::SessionShared;
 use crate::store::SessionHeader;
-use crate::tools::{
+use agentd_knowledge::context::ContextLimits;
+use agentd_llm::LlmClient;
+use agentd_work::tools::{
     BackgroundShells, FetchClients, NoFetchRules, ProgressSink, ReadFilter, SubagentLauncher,
     TodoSink, ToolContext, ToolLimits,
 };
-use agentd_knowledge::context::ContextLimits;
-use agentd_llm::LlmClient;
 use protocol::event::{Event, UserMessageKind};
 
 /// How a prompted run goes, beyond its text.

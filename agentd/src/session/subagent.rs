@@ -12,10 +12,10 @@ use protocol::task::{TaskKind, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 use super::{Session, SessionError, SessionManager};
-use crate::agents::{AgentDefinition, ToolFilter};
 use crate::store::SessionHeader;
 use crate::task::{NewTask, TaskManager, TaskRecord};
-use crate::tools::{SubagentLauncher, TaskParams, ToolOutput};
+use agentd_work::agents::{AgentDefinition, ToolFilter};
+use agentd_work::tools::{SubagentLauncher, TaskParams, ToolOutput};
 use child::{ChildRun, deliver};
 
 pub use child::task_notification;
@@ -131,13 +131,13 @@ async fn prepare(
         .agent_type
         .clone()
         .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| crate::agents::GENERAL_PURPOSE.to_owned());
+        .unwrap_or_else(|| agentd_work::agents::GENERAL_PURPOSE.to_owned());
     let cwd = std::path::PathBuf::from(&base.cwd);
     let agents_dir = sessions.deps.paths.agents_dir.clone();
     let skills_dir = sessions.deps.paths.skills_dir.clone();
     let discover_cwd = cwd.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let catalogue = crate::agents::discover(&discover_cwd, Some(&agents_dir));
+        let catalogue = agentd_work::agents::discover(&discover_cwd, Some(&agents_dir));
         let skills = agentd_knowledge::skills::discover(
             &discover_cwd,
             Some(&skills_dir),
@@ -155,7 +155,7 @@ async fn prepare(
         return Err(PrepareError::UnknownAgent(catalogue.unknown(&agent_type)));
     };
     let tasks = sessions.deps.tasks.clone();
-    let system_prompt = crate::agents::child_system_prompt(&definition, &skills);
+    let system_prompt = agentd_work::agents::child_system_prompt(&definition, &skills);
     // The record (written and synced) and the child's session file at the same time.
     let task_id = TaskManager::new_id();
     let (task, child) = tokio::join!(
@@ -454,5 +454,5 @@ fn tightened(
     base: protocol::approval::PermissionMode,
     definition: &AgentDefinition,
 ) -> protocol::approval::PermissionMode {
-    crate::agents::mode_within(base, definition.permission_mode.as_deref()).unwrap_or(base)
+    agentd_work::agents::mode_within(base, definition.permission_mode.as_deref()).unwrap_or(base)
 }

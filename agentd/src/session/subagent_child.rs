@@ -10,10 +10,10 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChildOutcome, NO_SUMMARY};
-use crate::agents::AgentDefinition;
 use crate::session::{Session, SessionManager};
 use crate::task::TaskManager;
 use agentd_core::conversation::Message;
+use agentd_work::agents::AgentDefinition;
 
 /// One child run and its task record.
 pub(super) struct ChildRun {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use protocol::approval::PermissionMode;
 
-use crate::agents::ToolFilter;
+use agentd_work::agents::ToolFilter;
 
 /// What `session/create` freezes: the prompt, and the tool filter of a subagent session.
 pub struct FrozenPrompt {
@@ -65,7 +65,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
     for warning in &skills.warnings {
         tracing::info!("{warning}");
     }
-    let agents = crate::agents::discover(cwd, Some(&sources.user_agents));
+    let agents = agentd_work::agents::discover(cwd, Some(&sources.user_agents));
     for problem in &agents.problems {
         tracing::info!(
             "agent definition {} is not used: {}",
@@ -78,7 +78,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         let definition = agents
             .get(agent_type)
             .ok_or_else(|| agents.unknown(agent_type))?;
-        let mut system_prompt = crate::agents::child_system_prompt(definition, &skills);
+        let mut system_prompt = agentd_work::agents::child_system_prompt(definition, &skills);
         if let Some(append) = &sources.append {
             system_prompt.push_str(&crate::agent::prompt::appended_section(append));
         }
@@ -143,7 +143,7 @@ impl FrozenPrompt {
         if explicit {
             return (mode, None);
         }
-        match crate::agents::mode_within(mode, self.agent_mode.as_deref()) {
+        match agentd_work::agents::mode_within(mode, self.agent_mode.as_deref()) {
             Ok(mode) => (mode, None),
             Err(wanted_mode) => {
                 let note = format!(

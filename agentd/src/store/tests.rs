@@ -270,7 +270,7 @@ fn a_header_without_mcp_servers_still_loads_and_one_with_them_keeps_them() {
     assert_eq!(loaded.mcp_servers, serde_json::Value::Null);
     assert_eq!(
         loaded.mcp_servers(),
-        crate::mcp::config::McpEntries::default()
+        agentd_work::mcp::config::McpEntries::default()
     );
 
     let servers = serde_json::json!({"time": {"command": "uvx", "args": ["mcp-server-time"]}});

@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 
 use super::shell::{ShellStart, ShellTasks};
 use super::{TaskFilter, TaskManager, TaskRecord, view};
-use crate::tools::{OutputTail, SessionTasks, ShellStarter, TaskSummary};
 use agentd_policy::process::sandbox::ShellSandbox;
+use agentd_work::tools::{OutputTail, SessionTasks, ShellStarter, TaskSummary};
 
 impl SessionTasks for TaskManager {
     fn get(&self, session_id: &str, task_id: &str) -> Option<TaskSummary> {

@@ -6,12 +6,31 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::task::{NewTask, TaskLimits, TaskManager};
-use crate::tools::test_support::{call, workspace};
-use crate::tools::{TaskGet, TaskList, TaskOutputTool, TaskStop, Tool};
+use agentd_work::tools::{
+    FetchClients, TaskGet, TaskList, TaskOutputTool, TaskStop, Tool, ToolContext, ToolOutput,
+};
 use protocol::task::TaskKind;
 
 const SESSION: &str = "ses_0123456789abcdef0123456789abcdef";
 const OTHER_SESSION: &str = "ses_fedcba9876543210fedcba9876543210";
+
+/// A temp workspace and a tool context on it.
+fn workspace() -> (tempfile::TempDir, ToolContext) {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(
+        dir.path().canonicalize().unwrap(),
+        FetchClients::new().unwrap(),
+    );
+    (dir, ctx)
+}
+
+/// Validates `input` like the executor does, then calls the tool.
+async fn call(tool: &dyn Tool, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+    if let Err(message) = tool.validate(&input) {
+        return ToolOutput::error(message);
+    }
+    tool.call(input, ctx).await
+}
 
 #[tokio::test]
 async fn unknown_tasks_and_other_sessions_tasks_are_refused_with_what_to_do() {

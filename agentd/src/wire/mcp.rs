@@ -7,8 +7,8 @@ use protocol::mcp::{
     McpTransportKind,
 };
 
-use crate::mcp::manager::McpServerInfo;
-use crate::mcp::{McpConfigProblem, McpServerConfig, McpSource, McpStatus, McpStatusChange};
+use agentd_work::mcp::manager::McpServerInfo;
+use agentd_work::mcp::{McpConfigProblem, McpServerConfig, McpSource, McpStatus, McpStatusChange};
 
 /// A status change as the `mcpServerStatus` event sessions and the daemon stream carry.
 pub fn mcp_status_event(change: &McpStatusChange) -> Event {
@@ -80,8 +80,8 @@ pub fn mcp_configured_server(config: &McpServerConfig, status: McpServerState) -
         McpSource::Session => (McpServerSource::Session, None),
     };
     let transport = match &config.transport {
-        crate::mcp::McpTransport::Stdio { .. } => McpTransportKind::Stdio,
-        crate::mcp::McpTransport::Http { .. } => McpTransportKind::Http,
+        agentd_work::mcp::McpTransport::Stdio { .. } => McpTransportKind::Stdio,
+        agentd_work::mcp::McpTransport::Http { .. } => McpTransportKind::Http,
     };
     McpServerListing {
         name: config.name.clone(),

@@ -1,7 +1,7 @@
 //! `mcp-host STATE_DIR`: a stand-in for the daemon that owns one MCP server, for the test that
 //! kills its owner with SIGKILL. Like the daemon it first installs the process supervisor for
 //! `STATE_DIR` (killing what a killed host left there), then starts server-everything over stdio
-//! through `agentd::mcp::McpManager`, wrapped in a shell that leaves a `sleep` in the server's
+//! through `agentd_work::mcp::McpManager`, wrapped in a shell that leaves a `sleep` in the server's
 //! process group (what a death signal on the leader alone cannot reach), prints the server's pid
 //! once it is ready, and waits until killed.
 
@@ -9,8 +9,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::mcp::{McpManager, McpServerConfig, McpSource, McpStatus, McpTransport};
 use agentd_tests::mcp_servers;
+use agentd_work::mcp::{McpManager, McpServerConfig, McpSource, McpStatus, McpTransport};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

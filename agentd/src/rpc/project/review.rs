@@ -42,7 +42,7 @@ fn describe(file: &FoundFile) -> ProjectFile {
     let is_mcp_json = file
         .path
         .file_name()
-        .is_some_and(|name| name == crate::mcp::config::MCP_JSON);
+        .is_some_and(|name| name == agentd_work::mcp::config::MCP_JSON);
     if is_mcp_json {
         describe_mcp_json(file, &mut described);
     } else {
@@ -86,7 +86,7 @@ fn hooks_of(file: &FoundFile) -> Option<serde_json::Value> {
 
 /// A `.mcp.json`: each server as it would run, variables unexpanded.
 fn describe_mcp_json(file: &FoundFile, described: &mut ProjectFile) {
-    let entries = crate::mcp::config::McpEntries::from_mcp_json(&file.path, &file.text);
+    let entries = agentd_work::mcp::config::McpEntries::from_mcp_json(&file.path, &file.text);
     described.problems = entries
         .problems
         .iter()
@@ -96,7 +96,7 @@ fn describe_mcp_json(file: &FoundFile, described: &mut ProjectFile) {
         })
         .collect();
     for (name, entry) in &entries.entries {
-        use crate::mcp::config::{TransportKind, transport_kind};
+        use agentd_work::mcp::config::{TransportKind, transport_kind};
         let transport = match transport_kind(entry) {
             Ok(TransportKind::Stdio) => "stdio",
             Ok(TransportKind::Http) => "http",

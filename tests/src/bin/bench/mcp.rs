@@ -10,10 +10,10 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentd::mcp::{McpManager, McpServerConfig, McpSource, McpStatus, McpTransport};
 use agentd_tests::harness::{Client, Daemon, TestEnv};
 use agentd_tests::mcp_servers::{ServerCommand, everything_stdio};
 use agentd_tests::mock_llm::{MockLlm, Reply};
+use agentd_work::mcp::{McpManager, McpServerConfig, McpSource, McpStatus, McpTransport};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -128,8 +128,8 @@ fn config(name: &str, server: &ServerCommand, file: &Path) -> McpServerConfig {
             cwd: None,
         },
         enabled: true,
-        startup_timeout: agentd::mcp::DEFAULT_STARTUP_TIMEOUT,
-        tool_timeout: agentd::mcp::DEFAULT_TOOL_TIMEOUT,
+        startup_timeout: agentd_work::mcp::DEFAULT_STARTUP_TIMEOUT,
+        tool_timeout: agentd_work::mcp::DEFAULT_TOOL_TIMEOUT,
         enabled_tools: None,
         disabled_tools: Vec::new(),
         source: McpSource::User {
