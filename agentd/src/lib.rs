@@ -5,7 +5,6 @@
 // build of this crate checks (clippy has no `allow-*-in-tests` setting for this lint).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
-pub mod agent;
 pub mod allocator;
 pub mod config;
 pub mod daemon;

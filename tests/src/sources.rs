@@ -5,15 +5,16 @@
 /// crates use, and the layer module the crate is as a whole (None: its top-level modules are
 /// layer modules, as `tests/tests/tidy.rs`'s `LAYERS` places them). The crate `agentd_core` is
 /// the core layer, `agentd_policy` the policy layer, `agentd_llm` the module `llm`,
-/// `agentd_knowledge` the knowledge layer, `agentd_work` the work layer; the rest are still
-/// `agentd`'s modules. The layer test, the map's checks and the scans of the daemon's code read
-/// this list: a new crate is one line here.
+/// `agentd_knowledge` the knowledge layer, `agentd_work` the work layer, `agentd_agent` the
+/// module `agent`; the rest are `agentd`'s modules. The layer test, the map's checks and the
+/// scans of the daemon's code read this list: a new crate is one line here.
 pub const DAEMON_CRATES: &[(&str, &str, Option<&str>)] = &[
     ("crates/core/src", "agentd_core", None),
     ("crates/policy/src", "agentd_policy", None),
     ("crates/llm/src", "agentd_llm", Some("llm")),
     ("crates/knowledge/src", "agentd_knowledge", None),
     ("crates/work/src", "agentd_work", None),
+    ("crates/agent/src", "agentd_agent", Some("agent")),
     ("agentd/src", "agentd", None),
 ];
 

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::SessionShared;
 use super::events::EventLog;
-use crate::agent::StopReason;
 use crate::store::{SessionHeader, SessionSettings};
+use agentd_agent::StopReason;
 use mailbox::{Actor, Command};
 use protocol::session::{
     QueueMessageResult, SessionCompactResult, SessionInfo, SessionPromptResult, SessionStatus,

@@ -2,7 +2,7 @@
 //! context limits (shared with starting a run).
 
 use super::{Actor, SessionError, closed};
-use crate::agent::compaction::{Compacted, Compactor};
+use agentd_agent::compaction::{Compacted, Compactor};
 use agentd_knowledge::context::{ContextLimits, context_window};
 use agentd_llm::LlmClient;
 use protocol::session::SessionCompactResult;

@@ -292,7 +292,7 @@ impl Actor {
     /// message (at most `MAX_HELD_MESSAGES`, the oldest dropped).
     fn hold(&self, text: String) {
         let mut state = self.shared.lock();
-        if state.held.len() >= crate::agent::sink::MAX_HELD_MESSAGES {
+        if state.held.len() >= agentd_agent::sink::MAX_HELD_MESSAGES {
             state.held.pop_front();
             tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
         }

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use protocol::event::Event;
 
 use super::events::EventLog;
-use crate::agent::sink::RunLog;
+use agentd_agent::sink::RunLog;
 use agentd_core::conversation::{ContextChange, Message};
 
 /// The log a run of the session `header` writes through: a child's `ChildRunLog` (its

@@ -17,8 +17,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
 use super::replay::{self, ReplayCursor, SeqIndex};
-use crate::agent::sink::RunLog;
 use crate::store::{self, LogFile, Replayed};
+use agentd_agent::sink::RunLog;
 use agentd_core::answerers::Answerers;
 use agentd_core::conversation::{ContextChange, Message};
 use protocol::event::Event;

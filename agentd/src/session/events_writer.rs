@@ -119,7 +119,7 @@ impl Inner {
                         .try_fold(self.last_seq.load(Ordering::Acquire), |_, event| {
                             self.write_event(writer, event)
                         }),
-                    Err(err) => Err(err.context(crate::agent::sink::MessageNotWritten)),
+                    Err(err) => Err(err.context(agentd_agent::sink::MessageNotWritten)),
                 };
                 let _ = done.send(written);
             }

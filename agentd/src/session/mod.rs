@@ -42,8 +42,8 @@ use events::Published;
 use protocol::event::Event;
 use protocol::session::{SessionInfo, SessionStatus};
 
-pub use crate::agent::sink::SessionShared;
 pub use actor::{RunOptions, SessionError};
+pub use agentd_agent::sink::SessionShared;
 
 /// Lifecycle events of all sessions buffered for `daemon/subscribe` before a subscriber lags.
 const DAEMON_EVENT_BUFFER: usize = 1024;
@@ -322,7 +322,7 @@ impl SessionManager {
         self.deps.tasks.stop_for_session(id).await;
         self.deps.shell_tasks.stop_for_session(id);
         session
-            .stop_and_wait(crate::agent::StopReason::Cancelled)
+            .stop_and_wait(agentd_agent::StopReason::Cancelled)
             .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
@@ -350,7 +350,7 @@ impl SessionManager {
         let stop_runs = futures::future::join_all(
             sessions
                 .iter()
-                .map(|session| session.stop_and_wait(crate::agent::StopReason::Shutdown)),
+                .map(|session| session.stop_and_wait(agentd_agent::StopReason::Shutdown)),
         );
         if tokio::time::timeout_at(deadline, stop_runs).await.is_err() {
             tracing::warn!("some runs did not stop in time");

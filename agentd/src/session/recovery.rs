@@ -6,7 +6,7 @@
 
 use super::SessionShared;
 use super::events::EventLog;
-use crate::agent::{INTERRUPTED, Pairing, pair_orphaned_tool_calls, report_undelivered};
+use agentd_agent::{INTERRUPTED, Pairing, pair_orphaned_tool_calls, report_undelivered};
 use protocol::event::{Event, RunStatus};
 
 /// An approval pending when the daemon stopped: nothing ran; it is recorded as expired.

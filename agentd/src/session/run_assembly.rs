@@ -10,13 +10,13 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{ActiveRun, Actor, SessionError};
-use crate::agent::budget::RunBudget;
-use crate::agent::gate::RunPermissions;
-use crate::agent::sink::RunLog;
-use crate::agent::tool_set::RunTools;
-use crate::agent::{Run, RunStart};
 use crate::session::SessionShared;
 use crate::store::SessionHeader;
+use agentd_agent::budget::RunBudget;
+use agentd_agent::gate::RunPermissions;
+use agentd_agent::sink::RunLog;
+use agentd_agent::tool_set::RunTools;
+use agentd_agent::{Run, RunStart};
 use agentd_knowledge::context::ContextLimits;
 use agentd_llm::LlmClient;
 use agentd_work::tools::{
@@ -176,11 +176,11 @@ impl Actor {
         };
         // A tool call left without a result (its pairing could not be written) is paired
         // before anything follows it: providers reject an unpaired call.
-        crate::agent::pair_orphaned_tool_calls(
+        agentd_agent::pair_orphaned_tool_calls(
             &*self.log,
             &self.shared,
             "interrupted: the result of this tool call was lost (the session log could not be written)",
-            crate::agent::Pairing::Quiet,
+            agentd_agent::Pairing::Quiet,
         )
         .await
         .map_err(internal)?;

@@ -13,7 +13,7 @@ pub(super) async fn run_permissions(
     shared: &SessionShared,
     deps: &SessionDeps,
     config: &crate::config::Config,
-) -> anyhow::Result<(crate::agent::gate::RunPermissions, Vec<String>)> {
+) -> anyhow::Result<(agentd_agent::gate::RunPermissions, Vec<String>)> {
     use agentd_policy::permission::{RuleList, RuleSet, RuleSource, load_project_settings};
     let cwd = std::path::PathBuf::from(&header.cwd);
     let trust = deps.trust.clone();
@@ -87,7 +87,7 @@ pub(super) async fn run_permissions(
             user_rules.push(rule);
         }
     }
-    let permissions = crate::agent::gate::RunPermissions {
+    let permissions = agentd_agent::gate::RunPermissions {
         mode: header.permission_mode.into(),
         rules: RuleSet::merge([user_rules, project_rules, session_rules]),
         home: directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),

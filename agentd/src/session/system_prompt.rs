@@ -80,7 +80,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             .ok_or_else(|| agents.unknown(agent_type))?;
         let mut system_prompt = agentd_work::agents::child_system_prompt(definition, &skills);
         if let Some(append) = &sources.append {
-            system_prompt.push_str(&crate::agent::prompt::appended_section(append));
+            system_prompt.push_str(&agentd_agent::prompt::appended_section(append));
         }
         return Ok(FrozenPrompt {
             system_prompt,
@@ -91,14 +91,14 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             max_budget_usd: definition.max_budget_usd,
         });
     }
-    let mut prompt = crate::agent::prompt::build(cwd, date, Some(&sources.user_notes));
+    let mut prompt = agentd_agent::prompt::build(cwd, date, Some(&sources.user_notes));
     // The memory snapshot is frozen with the rest: writes show in later sessions.
     let snapshot = sources.memory.snapshot(cwd);
-    prompt.push_str(&crate::agent::prompt::memory_section(&snapshot));
+    prompt.push_str(&agentd_agent::prompt::memory_section(&snapshot));
     prompt.push_str(&agentd_knowledge::skills::skills_section(&skills.skills));
-    prompt.push_str(&crate::agent::prompt::agents_section(&agents.agents));
+    prompt.push_str(&agentd_agent::prompt::agents_section(&agents.agents));
     if let Some(append) = &sources.append {
-        prompt.push_str(&crate::agent::prompt::appended_section(append));
+        prompt.push_str(&agentd_agent::prompt::appended_section(append));
     }
     Ok(FrozenPrompt {
         system_prompt: prompt,

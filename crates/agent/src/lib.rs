@@ -3,6 +3,14 @@
 //! compacted by `compaction` at the context limits), stream its text, run its tool calls through
 //! the batch executor, deliver steers after a batch and follow-ups when the run would end, and
 //! stop on completion, cancellation, failure or the step limit.
+//!
+//! The crate is the agent layer as a whole (`agentd_agent`): it names only the layers below it
+//! (core, policy, llm, knowledge, work), and what a run writes and shares with its session it
+//! names as `sink`'s traits.
+
+// Test code writes its fixtures with `std::fs::write`; the disallowed-methods rules of
+// clippy.toml are for the layer's own code, which the non-test build of this crate checks.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod batch;
 pub mod budget;
