@@ -5,16 +5,16 @@
 // build of this crate checks (clippy has no `allow-*-in-tests` setting for this lint).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
-pub mod allocator;
-pub mod config;
+mod allocator;
+mod config;
 pub mod daemon;
-pub mod rpc;
+mod rpc;
 pub mod server;
-pub mod session;
-pub mod state;
-pub mod store;
+mod session;
+mod state;
+mod store;
 pub mod task;
-pub mod wire;
+mod wire;
 
 /// Set up logging and the runtime, then run the daemon until it stops.
 pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {

@@ -224,7 +224,9 @@ fn line_of<T: Serialize>(value: &T) -> Result<String> {
     Ok(line)
 }
 
-/// Read only the header of a session file (for listing without loading everything).
+/// Read only the header of a session file (the tests; listing reads it from an open file with
+/// `read_header_from`).
+#[cfg(test)]
 pub fn read_header(path: &Path) -> Result<SessionHeader> {
     read_header_from(agentd_core::regular_file::open(path)?, path)
 }

@@ -6,9 +6,7 @@
 
 mod mcp;
 
-pub use mcp::{
-    mcp_configured_server, mcp_problem, mcp_running_server, mcp_state, mcp_status_event,
-};
+pub use mcp::{mcp_configured_server, mcp_problem, mcp_running_server, mcp_status_event};
 
 /// A discovered skill as `skills/list` shows it.
 /// A configured provider as `daemon/status` shows it: name, kind, model, base URL, where its

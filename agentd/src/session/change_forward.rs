@@ -80,7 +80,6 @@ fn daemon_event(event: Event) -> anyhow::Result<Published> {
     Ok(Published {
         seq: 0,
         persisted: false,
-        not_persisted: false,
         json,
         event: envelope.event,
     })

@@ -38,10 +38,9 @@ pub struct Published {
     pub seq: u64,
     /// True for events with their own seq, delivered reliably and in order; false for
     /// `messageDelta` and `lagged` (best-effort, they share the seq of the last event).
-    /// An event with its own seq may still be missing from the file: see `not_persisted`.
+    /// An event with its own seq may still be missing from the file: its envelope's
+    /// `notPersisted` says so (the log could not write it, and sends it anyway).
     pub persisted: bool,
-    /// The log could not write it (disk full); sent anyway, marked so on the wire.
-    pub not_persisted: bool,
     /// The encoded `SessionEventEnvelope`.
     pub json: Box<RawValue>,
     pub event: Event,

@@ -36,7 +36,6 @@ impl Inner {
         Ok(Published {
             seq,
             persisted,
-            not_persisted,
             json,
             event: envelope.event,
         })

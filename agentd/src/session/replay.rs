@@ -100,10 +100,6 @@ impl SeqIndex {
         self.end = end;
     }
 
-    pub fn end(&self) -> u64 {
-        self.end
-    }
-
     /// A replay of events after `after` up to `up_to`, starting at the last mark at or before
     /// the first wanted event (events are in seq order in the file); done at once when
     /// `after >= up_to`.
@@ -126,7 +122,8 @@ impl SeqIndex {
         }
     }
 
-    /// Marks held (for tests and figures).
+    /// Marks held.
+    #[cfg(test)]
     pub fn marks(&self) -> usize {
         self.marks.len()
     }

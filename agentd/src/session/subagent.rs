@@ -18,8 +18,6 @@ use agentd_work::agents::{AgentDefinition, ToolFilter};
 use agentd_work::tools::{SubagentLauncher, TaskParams, ToolOutput};
 use child::{ChildRun, deliver};
 
-pub use child::task_notification;
-
 #[path = "subagent_child.rs"]
 mod child;
 
