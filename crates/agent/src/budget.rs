@@ -8,9 +8,9 @@ use agentd_llm::Prices;
 /// A run's prices and budget.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunBudget {
-    pub prices: Option<Prices>,
+    pub(crate) prices: Option<Prices>,
     /// US dollars one run may spend; None: no limit.
-    pub max_usd: Option<f64>,
+    pub(crate) max_usd: Option<f64>,
 }
 
 impl RunBudget {
@@ -36,12 +36,12 @@ impl RunBudget {
     }
 
     /// What `usage` cost, when the prices are known.
-    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+    pub(crate) fn cost(&self, usage: &Usage) -> Option<f64> {
         self.prices.map(|prices| prices.cost(usage))
     }
 
     /// Why the run must stop before another model call: it has spent its budget.
-    pub fn exceeded(&self, used: &Usage) -> Option<String> {
+    pub(crate) fn exceeded(&self, used: &Usage) -> Option<String> {
         let limit = self.max_usd?;
         let spent = self.cost(used)?;
         (spent >= limit).then(|| {

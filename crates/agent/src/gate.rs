@@ -44,7 +44,7 @@ pub struct RunPermissions {
 }
 
 /// The gate's verdict on one call.
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Execute it.
     Run,
     /// Do not execute it; this is its result.

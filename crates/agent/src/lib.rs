@@ -40,11 +40,12 @@ use sink::{RunLog, SessionShared};
 const PENDING_EVENTS: usize = 1024;
 
 /// The result text given to tool calls skipped because the user steered.
-pub const SKIPPED_FOR_STEER: &str = "skipped: user steered";
+pub(crate) const SKIPPED_FOR_STEER: &str = "skipped: user steered";
 /// The result text given to tool calls orphaned by a daemon restart.
 pub const INTERRUPTED: &str = "interrupted: the daemon stopped before this tool call finished";
 /// The result text given to tool calls left without a result when their run failed.
-pub const NOT_RUN_RUN_FAILED: &str = "not run: the run failed before this tool call finished";
+pub(crate) const NOT_RUN_RUN_FAILED: &str =
+    "not run: the run failed before this tool call finished";
 
 /// Why a run's cancellation token fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +84,8 @@ pub struct Run {
 #[derive(Debug)]
 pub struct RunOutcome {
     pub status: RunStatus,
-    pub error: Option<String>,
-    pub usage: Usage,
+    pub(crate) error: Option<String>,
+    pub(crate) usage: Usage,
 }
 
 /// What a run starts from: the user's message and what preparing the run found.

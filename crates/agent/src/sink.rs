@@ -85,7 +85,7 @@ pub struct SessionState {
     /// The active run's id, while it still takes steers and follow-ups.
     pub run_id: Option<String>,
     /// "Allow for session" answers of this daemon's lifetime.
-    pub session_allows: Vec<agentd_policy::permission::RuleKey>,
+    pub(crate) session_allows: Vec<agentd_policy::permission::RuleKey>,
     /// "Allow for session" rules remembered from the log (answers before a restart).
     pub remembered_allow_rules: Vec<String>,
     pub updated_at: Option<SystemTime>,
@@ -100,7 +100,7 @@ pub struct SessionState {
 impl SessionState {
     /// Counts one model call's tokens, and its cost when `prices` are known (the session's
     /// totals: `usageUpdated.total` and `totalCostUsd`).
-    pub fn add_usage(
+    pub(crate) fn add_usage(
         &mut self,
         usage: &agentd_core::conversation::Usage,
         prices: Option<agentd_llm::Prices>,

@@ -16,14 +16,14 @@ use agentd_work::tools::ToolRegistry;
 use protocol::event::Event;
 
 /// The tools of one step: what the model is offered and what the gate and executor look up.
-pub struct ToolSet {
-    pub registry: Arc<ToolRegistry>,
+pub(crate) struct ToolSet {
+    pub(crate) registry: Arc<ToolRegistry>,
     /// `registry`'s specs, sorted by name.
-    pub specs: Arc<[ToolSpec]>,
+    pub(crate) specs: Arc<[ToolSpec]>,
 }
 
 impl ToolSet {
-    pub fn new(registry: ToolRegistry) -> Self {
+    pub(crate) fn new(registry: ToolRegistry) -> Self {
         let specs = registry.specs().into();
         Self {
             registry: Arc::new(registry),
@@ -72,13 +72,8 @@ impl RunTools {
         self
     }
 
-    /// Only the built-ins (tests, runs of sessions without MCP servers).
-    pub fn builtin_only(builtins: Arc<ToolRegistry>) -> Self {
-        Self::new(builtins, Vec::new(), Duration::ZERO)
-    }
-
     /// The set of the current step.
-    pub fn current(&self) -> Arc<ToolSet> {
+    pub(crate) fn current(&self) -> Arc<ToolSet> {
         match self.current.lock() {
             Ok(current) => Arc::clone(&current),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
@@ -107,7 +102,7 @@ impl RunTools {
 
 /// The names added, removed and changed (description or schema) from `before` to `after`,
 /// each sorted (specs are sorted by name).
-pub fn tool_changes(
+pub(crate) fn tool_changes(
     before: &[ToolSpec],
     after: &[ToolSpec],
 ) -> (Vec<String>, Vec<String>, Vec<String>) {

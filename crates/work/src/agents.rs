@@ -15,33 +15,33 @@ use crate::tools::ToolRegistry;
 /// The default agent type: the one the task tool names when the model names none.
 pub const GENERAL_PURPOSE: &str = crate::tools::DEFAULT_AGENT_TYPE;
 /// The read-only built-in.
-pub const EXPLORE: &str = "explore";
+pub(crate) const EXPLORE: &str = "explore";
 /// The agent directories looked for in each project directory, in this order.
-pub const PROJECT_AGENT_DIRS: &[&str] = &[".agents/agents", ".claude/agents"];
+pub(crate) const PROJECT_AGENT_DIRS: &[&str] = &[".agents/agents", ".claude/agents"];
 
 /// Tools a subagent never gets, whatever its definition lists (no recursion, no writes to
 /// shared state): `task`, every `task_*` tool, `memory`, `todo_write`.
-pub fn never_for_subagents(tool: &str) -> bool {
+pub(crate) fn never_for_subagents(tool: &str) -> bool {
     tool == "task" || tool.starts_with("task_") || tool == "memory" || tool == "todo_write"
 }
 
 /// Caps on discovery. Limits are data: each says why it exists.
 #[derive(Clone, Debug)]
-pub struct AgentLimits {
+pub(crate) struct AgentLimits {
     /// Bytes of one definition read at most; a bigger file is a problem (its body is a whole
     /// system prompt, sent with every request of the child).
-    pub max_file_bytes: usize,
+    pub(crate) max_file_bytes: usize,
     /// Agents in one catalogue; more are problems, so a repository cannot fill the parent's
     /// system prompt.
-    pub max_agents: usize,
+    pub(crate) max_agents: usize,
     /// Definition files read by one discovery (usable or not), so a directory full of broken
     /// files cannot make every session start slow.
-    pub max_files_read: usize,
+    pub(crate) max_files_read: usize,
     /// Entries of one agents directory looked at, so a huge directory cannot stall discovery.
-    pub max_dir_entries: usize,
+    pub(crate) max_dir_entries: usize,
     /// Characters of a description kept; longer ones are cut (the catalogue is in every
     /// request of the parent).
-    pub max_description_chars: usize,
+    pub(crate) max_description_chars: usize,
 }
 
 impl Default for AgentLimits {
@@ -80,13 +80,13 @@ pub struct AgentDefinition {
     pub name: String,
     pub description: String,
     /// The whole system prompt of the child.
-    pub body: String,
+    pub(crate) body: String,
     /// Only these tools (None: the parent's, minus the excluded ones). Claude Code's names
     /// (`Read`, `Bash`, …) are mapped to ours.
     pub tools: Option<Vec<String>>,
-    pub disallowed_tools: Vec<String>,
+    pub(crate) disallowed_tools: Vec<String>,
     /// Skills whose catalogue the child's prompt carries.
-    pub skills: Vec<String>,
+    pub(crate) skills: Vec<String>,
     /// None or `inherit`: the parent's model. Otherwise kept as written (a profile or an alias
     /// like `sonnet`), resolved by whoever starts the child.
     pub model: Option<String>,
@@ -97,7 +97,7 @@ pub struct AgentDefinition {
     pub permission_mode: Option<String>,
     /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
     /// parent's servers.
-    pub mcp_servers: Option<agentd_core::frontmatter::Value>,
+    pub(crate) mcp_servers: Option<agentd_core::frontmatter::Value>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
@@ -125,7 +125,7 @@ impl AgentCatalogue {
     }
 
     /// The names, for an "unknown agent type" error.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.agents
             .iter()
             .map(|agent| agent.name.as_str())
@@ -148,12 +148,12 @@ impl AgentCatalogue {
 pub struct ToolFilter {
     /// Only these names (None: every tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow: Option<Vec<String>>,
+    pub(crate) allow: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// Only tools that declare themselves read-only (built-in or MCP).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 impl ToolFilter {
@@ -166,7 +166,7 @@ impl ToolFilter {
     }
 
     /// Whether tool `name` (read-only or not) is kept; `never_for_subagents` always applies.
-    pub fn allows(&self, name: &str, read_only: bool) -> bool {
+    pub(crate) fn allows(&self, name: &str, read_only: bool) -> bool {
         !never_for_subagents(name)
             && !self.deny.iter().any(|denied| denied == name)
             && (!self.read_only || read_only)
@@ -184,7 +184,8 @@ impl ToolFilter {
 
 /// The tools of `registry` a child run as `definition` gets: its allow and deny lists, only
 /// read-only ones for a read-only agent, never `task`, `task_*`, `memory`, `todo_write`.
-pub fn filter_tools(definition: &AgentDefinition, registry: &ToolRegistry) -> ToolRegistry {
+#[cfg(test)]
+pub(crate) fn filter_tools(definition: &AgentDefinition, registry: &ToolRegistry) -> ToolRegistry {
     ToolFilter::of(definition).apply(registry)
 }
 
@@ -233,7 +234,11 @@ pub fn discover(cwd: &Path, user_dir: Option<&Path>) -> AgentCatalogue {
 }
 
 /// [`discover`] with explicit limits.
-pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) -> AgentCatalogue {
+pub(crate) fn discover_with(
+    cwd: &Path,
+    user_dir: Option<&Path>,
+    limits: &AgentLimits,
+) -> AgentCatalogue {
     // Each agents directory, whether it is the project's, and what its files may lead to
     // through symlinks: the project's root, or the user's config dir (`user_dir`'s parent).
     let mut roots: Vec<(PathBuf, bool, PathBuf)> = Vec::new();
@@ -303,7 +308,7 @@ pub fn discover_with(cwd: &Path, user_dir: Option<&Path>, limits: &AgentLimits) 
 }
 
 /// `general-purpose` and `explore`.
-pub fn built_ins() -> Vec<AgentDefinition> {
+pub(crate) fn built_ins() -> Vec<AgentDefinition> {
     let base = |name: &str, description: &str, body: &str| AgentDefinition {
         name: name.to_owned(),
         description: description.to_owned(),

@@ -17,20 +17,17 @@ use super::{McpConfigProblem, McpServerConfig, McpServerSet, McpSource};
 mod entry;
 
 use entry::RelativeTo;
-pub use entry::{
-    Expansion, Kind as TransportKind, MAX_SERVER_NAME_CHARS, MAX_STARTUP_TIMEOUT_SECS,
-    MAX_TOOL_FILTER_NAMES, MAX_TOOL_TIMEOUT_SECS, McpServerEntry, check_name, expand,
-    transport_kind,
-};
+pub(crate) use entry::{Expansion, McpServerEntry, check_name};
+pub use entry::{Kind as TransportKind, transport_kind};
 
 /// The project file of MCP servers, looked for in each directory from the cwd up to the git
 /// root.
 pub const MCP_JSON: &str = ".mcp.json";
 /// The largest `.mcp.json` read: a few kilobytes is usual; a bigger file is reported, not read.
-pub const MAX_MCP_JSON_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MCP_JSON_BYTES: usize = 1024 * 1024;
 /// The most servers one source (a file, config.toml, `session/create`) may configure: the
 /// rest are reported. Each one is a process or a connection, and its tools fill the context.
-pub const MAX_SERVERS_PER_SOURCE: usize = 100;
+pub(crate) const MAX_SERVERS_PER_SOURCE: usize = 100;
 /// The longest `[mcp] idle_stop_secs`: 30 days, far above any useful setting.
 pub const MAX_IDLE_STOP_SECS: u64 = 30 * 24 * 60 * 60;
 /// The longest `[mcp] startup_grace_secs`: a run waits at most five minutes for a server before
@@ -245,7 +242,7 @@ pub fn check_session_param(value: &serde_json::Value) -> Result<(), String> {
 /// is in [`McpServerSet::withheld`]; they expand only `expand_env`), and `session` (from
 /// `session/create`). On a name clash the session wins over the project, the project over the
 /// user; an entry that cannot be used shadows nothing. Blocking: reads files.
-pub fn servers_for(
+pub(crate) fn servers_for(
     cwd: &Path,
     user: &McpEntries,
     session: &McpEntries,
@@ -368,7 +365,7 @@ pub fn resolve_for(
 
 /// The warning of a session whose project has a `.mcp.json` not trusted in this content: which
 /// servers wait, why, and how to review and trust the file.
-pub fn withheld_warning(
+pub(crate) fn withheld_warning(
     project: &agentd_policy::trust::ProjectTrust,
     withheld: &super::WithheldMcpFile,
 ) -> String {

@@ -17,13 +17,13 @@ use tokio::time::Instant;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StderrLimits {
     /// Lines kept in memory for `Failed.stderr_tail`: enough to show why a start failed.
-    pub tail_lines: usize,
+    pub(crate) tail_lines: usize,
     /// A longer line is cut (in the tail, the file and tracing); a server writing without
     /// newlines cannot grow the daemon's memory.
-    pub max_line_bytes: usize,
+    pub(crate) max_line_bytes: usize,
     /// Past this size the log file is renamed to `<name>.log.1` (replacing the older one) and a
     /// new file starts: at most twice this on disk per server.
-    pub max_file_bytes: u64,
+    pub(crate) max_file_bytes: u64,
     /// Bytes of stderr recorded per second (in [`BUDGET_INTERVAL`]s); the rest is dropped and
     /// counted. Far above what a server says about itself, far below what a loop writes.
     pub max_bytes_per_second: usize,
@@ -41,7 +41,7 @@ impl Default for StderrLimits {
 }
 
 /// The interval `max_bytes_per_second` is counted over, and how often a drop is said.
-pub const BUDGET_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const BUDGET_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One read of stderr: a flood is taken a pipe's worth at a time, not line by line.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -53,7 +53,7 @@ const OVER_BUDGET_PAUSE: Duration = Duration::from_millis(10);
 
 /// One server's stderr record, shared by its successive processes.
 #[derive(Debug)]
-pub struct ServerLog {
+pub(crate) struct ServerLog {
     server: String,
     path: PathBuf,
     limits: StderrLimits,
@@ -62,7 +62,12 @@ pub struct ServerLog {
 
 impl ServerLog {
     /// The record of server `server` in `dir`, file `<file_stem>.log`.
-    pub fn new(server: &str, dir: &Path, file_stem: &str, limits: StderrLimits) -> Arc<Self> {
+    pub(crate) fn new(
+        server: &str,
+        dir: &Path,
+        file_stem: &str,
+        limits: StderrLimits,
+    ) -> Arc<Self> {
         Arc::new(Self {
             server: server.to_owned(),
             path: dir.join(format!("{file_stem}.log")),
@@ -71,12 +76,12 @@ impl ServerLog {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The last lines, oldest first, joined by newlines.
-    pub fn tail(&self) -> String {
+    pub(crate) fn tail(&self) -> String {
         let tail = self
             .tail
             .lock()
@@ -88,7 +93,7 @@ impl ServerLog {
     }
 
     /// Forgets the tail (a new start after `restart`).
-    pub fn clear_tail(&self) {
+    pub(crate) fn clear_tail(&self) {
         self.tail
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -98,7 +103,7 @@ impl ServerLog {
     /// Reads `stderr` in chunks until it ends, recording each line within the budget. The
     /// file is opened once per process; if it cannot be, lines still reach tracing and the
     /// tail.
-    pub async fn record(self: Arc<Self>, mut stderr: impl AsyncRead + Unpin, pid: u32) {
+    pub(crate) async fn record(self: Arc<Self>, mut stderr: impl AsyncRead + Unpin, pid: u32) {
         let file = match self.open().await {
             Ok(file) => Some(file),
             Err(error) => {

@@ -86,7 +86,7 @@ impl ServerConfinement {
 impl McpManager {
     /// Capacity of the status-change channel; a lagging receiver misses changes, never blocks
     /// a server.
-    pub const CHANGES_CAPACITY: usize = 256;
+    pub(crate) const CHANGES_CAPACITY: usize = 256;
 
     /// A manager whose stdio servers log their stderr under `log_dir` (created 0700 on first
     /// use) and stop after `idle_stop` without handles.
@@ -420,7 +420,7 @@ impl Drop for McpHandle {
 
 /// The key of `config` for `project_root`: the name, the root and a digest of the resolved
 /// settings (transport, filters, timeouts).
-pub fn server_key(config: &McpServerConfig, project_root: &Path) -> ServerKey {
+pub(crate) fn server_key(config: &McpServerConfig, project_root: &Path) -> ServerKey {
     // The whole resolved configuration but where it came from: a changed tool filter or
     // timeout is another server, never a running one keeping the old settings.
     let identity = format!(

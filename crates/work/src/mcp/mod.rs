@@ -88,11 +88,11 @@ pub struct McpConfigProblem {
 
 /// A project's `.mcp.json` whose servers do not start: its content is not the one trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WithheldMcpFile {
-    pub file: PathBuf,
-    pub verdict: agentd_policy::trust::FileTrust,
+pub(crate) struct WithheldMcpFile {
+    pub(crate) file: PathBuf,
+    pub(crate) verdict: agentd_policy::trust::FileTrust,
     /// The names of its entries.
-    pub servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
 }
 
 /// The servers configured for a session's cwd.
@@ -105,7 +105,7 @@ pub struct McpServerSet {
     /// never started.
     pub untrusted: Vec<McpServerConfig>,
     /// The `.mcp.json` files those come from, with why.
-    pub withheld: Vec<WithheldMcpFile>,
+    pub(crate) withheld: Vec<WithheldMcpFile>,
     /// Disabled entries (`enabled = false`): listed as `disabled`.
     pub disabled: Vec<McpServerConfig>,
     pub problems: Vec<McpConfigProblem>,
@@ -149,7 +149,7 @@ pub enum McpStatus {
 pub struct McpToolInfo {
     /// The server's own name for the tool.
     pub name: String,
-    pub description: String,
+    pub(crate) description: String,
     /// The input JSON schema, passed through.
     pub input_schema: serde_json::Value,
     /// The server's `readOnlyHint` annotation (false when absent).
@@ -161,7 +161,7 @@ pub struct McpToolInfo {
 pub struct McpCallResult {
     pub content: Vec<McpContent>,
     /// `structuredContent`, when the server sent it.
-    pub structured: Option<serde_json::Value>,
+    pub(crate) structured: Option<serde_json::Value>,
     /// The server's `isError`.
     pub is_error: bool,
 }
@@ -194,7 +194,7 @@ pub enum McpContent {
 pub struct McpProgress {
     pub progress: f64,
     pub total: Option<f64>,
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 /// Why a call did not produce a result.

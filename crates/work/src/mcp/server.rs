@@ -44,7 +44,7 @@ impl Default for McpLimits {
 
 impl McpLimits {
     /// The wait before restart `attempt` (from 1): `restart_backoff` × 2^(attempt − 1).
-    pub fn backoff(&self, attempt: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         self.restart_backoff
             .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)))
     }

@@ -16,24 +16,24 @@ use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
 use agentd_core::conversation::ToolImage;
 
 /// Longest tool name the providers accept (OpenAI and Anthropic both cap names at 64).
-pub const MAX_TOOL_NAME_CHARS: usize = 64;
+pub(crate) const MAX_TOOL_NAME_CHARS: usize = 64;
 /// Hex digits of the hash suffix that tells apart names that sanitise or cut to the same text.
 const HASH_SUFFIX_DIGITS: usize = 6;
 /// Largest image (its base64 text) passed to the model; a bigger one is described instead.
 /// Anthropic refuses images over 5 MB, and the result is stored in one line of the session
 /// file, whose lines stay far under the 16 MiB line limit.
-pub const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
+pub(crate) const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
 /// Base64 bytes of all images of one result together; the rest are described instead.
-pub const MAX_RESULT_IMAGES_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_RESULT_IMAGES_BYTES: usize = 8 * 1024 * 1024;
 /// Image types both providers take (Anthropic accepts exactly these); another type, sent on,
 /// would make every later request of the session fail, so it is described instead.
-pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub(crate) const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// Progress notifications of one call waiting to be reported; more are dropped (the next one
 /// says where the call is anyway), so a chatty server cannot grow the daemon's memory.
 const PROGRESS_QUEUE: usize = 64;
 
 /// One tool of one MCP server, callable by the model.
-pub struct McpTool {
+pub(crate) struct McpTool {
     /// `mcp__<server>__<tool>`, as offered to the model.
     name: String,
     info: McpToolInfo,
@@ -41,13 +41,8 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    pub fn new(name: String, info: McpToolInfo, handle: Arc<McpHandle>) -> Self {
+    pub(crate) fn new(name: String, info: McpToolInfo, handle: Arc<McpHandle>) -> Self {
         Self { name, info, handle }
-    }
-
-    /// The server's own name for the tool.
-    pub fn server_tool_name(&self) -> &str {
-        &self.info.name
     }
 }
 
@@ -143,7 +138,7 @@ pub fn session_tools(builtins: &ToolRegistry, servers: &[Arc<McpHandle>]) -> Too
 /// [`MAX_TOOL_NAME_CHARS`]. A name that had to be cut, or that an earlier pair (in sorted
 /// order) already has, gets `_` and a hash of the pair's own names, so it stays the same from
 /// one call to the next and across restarts.
-pub fn exposed_names(pairs: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn exposed_names(pairs: &[(&str, &str)]) -> Vec<String> {
     let mut order: Vec<usize> = (0..pairs.len()).collect();
     order.sort_by(|a, b| pairs[*a].cmp(&pairs[*b]));
     let mut taken: BTreeMap<String, ()> = BTreeMap::new();
@@ -235,7 +230,7 @@ fn number(value: f64) -> String {
 }
 
 /// What the model reads of a call: the server's result, or the call's error.
-pub fn output_of(tool: &str, result: Result<McpCallResult, McpCallError>) -> ToolOutput {
+pub(crate) fn output_of(tool: &str, result: Result<McpCallResult, McpCallError>) -> ToolOutput {
     match result {
         Ok(result) => convert_result(tool, result),
         Err(error) => ToolOutput::error(error.to_string()),
@@ -246,7 +241,7 @@ pub fn output_of(tool: &str, result: Result<McpCallResult, McpCallError>) -> Too
 /// [`MAX_IMAGE_BASE64_BYTES`] each and [`MAX_RESULT_IMAGES_BYTES`] together, else described),
 /// resource links listed, embedded text resources included, `structuredContent` as JSON when
 /// there is no text, `isError` an error.
-pub fn convert_result(tool: &str, result: McpCallResult) -> ToolOutput {
+pub(crate) fn convert_result(tool: &str, result: McpCallResult) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
     let mut images: Vec<ToolImage> = Vec::new();
     let mut image_bytes = 0usize;

@@ -15,7 +15,7 @@ use super::{ToolContext, ToolOutput, TypedTool, str_field};
 
 /// Fetches a web page or text resource.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FetchUrl;
+pub(crate) struct FetchUrl;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -53,7 +53,7 @@ pub struct FetchClients {
 
 /// Why an address is not public, as words for the refusal (`a loopback address`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddressClass {
+pub(crate) enum AddressClass {
     Loopback,
     Unspecified,
     Private,
@@ -70,10 +70,10 @@ pub enum AddressClass {
 
 /// A host fetch_url will not reach: which address, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub host: String,
-    pub address: IpAddr,
-    pub class: AddressClass,
+pub(crate) struct Refusal {
+    pub(crate) host: String,
+    pub(crate) address: IpAddr,
+    pub(crate) class: AddressClass,
 }
 
 impl FetchRules for NoFetchRules {
@@ -215,7 +215,7 @@ pub(crate) fn check_addresses(host: &str, addresses: &[IpAddr]) -> Option<Refusa
 /// Why `address` is not a public internet address, or None when it is. IPv6 addresses that
 /// carry an IPv4 address (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64
 /// `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that IPv4 address.
-pub fn address_class(address: IpAddr) -> Option<AddressClass> {
+pub(crate) fn address_class(address: IpAddr) -> Option<AddressClass> {
     match address {
         IpAddr::V4(v4) => ipv4_class(v4),
         IpAddr::V6(v6) => ipv6_class(v6),
@@ -295,7 +295,7 @@ fn ipv6_class(address: Ipv6Addr) -> Option<AddressClass> {
 
 impl AddressClass {
     /// The class with its article: `a loopback address`.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             AddressClass::Loopback => "a loopback address",
             AddressClass::Unspecified => "an unspecified address",

@@ -17,7 +17,7 @@ const BINARY_SNIFF_BYTES: usize = 8192;
 
 /// Reads a text file with line numbers.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ReadFile;
+pub(crate) struct ReadFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -158,7 +158,7 @@ fn read_lines(
 
 /// Creates or overwrites a file.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WriteFile;
+pub(crate) struct WriteFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -211,7 +211,7 @@ async fn write_file(params: WriteFileParams, ctx: &ToolContext) -> Result<ToolOu
 
 /// Replaces exact text in a file.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EditFile;
+pub(crate) struct EditFile;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -375,7 +375,7 @@ fn numbered_snippet(text: &str, start: usize, len: usize) -> String {
 
 /// Lists a directory.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ListDir;
+pub(crate) struct ListDir;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

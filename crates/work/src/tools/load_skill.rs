@@ -17,8 +17,8 @@ use agentd_knowledge::skills::{LoadedSkill, SkillLimits};
 #[derive(Clone, Debug)]
 pub struct LoadSkill {
     /// `$XDG_CONFIG_HOME/agentd/skills`, searched after the project's skill directories.
-    pub user_dir: Option<PathBuf>,
-    pub limits: SkillLimits,
+    pub(crate) user_dir: Option<PathBuf>,
+    pub(crate) limits: SkillLimits,
 }
 
 impl LoadSkill {

@@ -36,14 +36,14 @@ use agentd_core::conversation::ToolSpec;
 
 pub use background::{BackgroundShells, OutputTail, SessionTasks, ShellStarter, TaskSummary};
 pub use executor::{BatchObserver, CANCELLED, NoopObserver, ToolResult, execute_batch};
-pub use fetch::FetchUrl;
+pub(crate) use fetch::FetchUrl;
 pub use fetch_access::{FetchClients, FetchDecision, FetchRules, NoFetchRules};
-pub use files::{EditFile, ListDir, ReadFile, WriteFile};
+pub(crate) use files::{EditFile, ListDir, ReadFile, WriteFile};
 pub use load_skill::LoadSkill;
 pub use memory::MemoryTool;
 pub use read_filter::ReadFilter;
-pub use search::{Glob, Grep};
-pub use shell::RunShell;
+pub(crate) use search::{Glob, Grep};
+pub(crate) use shell::RunShell;
 pub use task::{DEFAULT_AGENT_TYPE, SubagentLauncher, TaskParams, TaskTool};
 pub use task_tools::{TaskGet, TaskList, TaskOutputTool, TaskStop};
 pub use todo::{TodoItem, TodoSink, TodoStatus, TodoWrite, wire_items as todo_wire_items};
@@ -183,7 +183,7 @@ impl ToolContext {
 pub struct ProgressSink(Option<Arc<dyn Fn(String) + Send + Sync>>);
 
 impl ProgressSink {
-    pub fn new(report: impl Fn(String) + Send + Sync + 'static) -> Self {
+    pub(crate) fn new(report: impl Fn(String) + Send + Sync + 'static) -> Self {
         Self(Some(Arc::new(report)))
     }
 
@@ -192,7 +192,7 @@ impl ProgressSink {
         Self(None)
     }
 
-    pub fn report(&self, message: impl Into<String>) {
+    pub(crate) fn report(&self, message: impl Into<String>) {
         if let Some(report) = &self.0 {
             report(message.into());
         }
@@ -217,52 +217,52 @@ pub struct ToolLimits {
     pub output_max_chars: usize,
     /// How many calls of a parallel batch run at once, so a model asking for 50 greps does not
     /// open 50 directory walks on a small machine.
-    pub parallel_max: usize,
+    pub(crate) parallel_max: usize,
     /// run_shell timeout when the model gives none: long enough for builds and test suites,
     /// short enough that a hung command does not stall the run for long.
-    pub shell_default_timeout: Duration,
+    pub(crate) shell_default_timeout: Duration,
     /// Upper bound on the timeout the model may ask for; a run must come back eventually.
-    pub shell_max_timeout: Duration,
+    pub(crate) shell_max_timeout: Duration,
     /// How long a cancelled call of a tool that winds down (MCP: telling the server) may
     /// still take, so a cancel reaches the server without a stuck server holding the run.
-    pub cancel_wind_down: Duration,
+    pub(crate) cancel_wind_down: Duration,
     /// Bytes of stdout (and, separately, stderr) kept in memory while a command runs (head and
     /// tail halves), so `yes` or a huge build log cannot exhaust the daemon's memory.
-    pub shell_capture_max_bytes: usize,
+    pub(crate) shell_capture_max_bytes: usize,
     /// How long run_shell still reads the output pipes once the command and everything it
     /// started were killed or exited: a process that escaped (and holds a pipe) cannot make
     /// the call outlive its timeout by more than this.
-    pub shell_drain_after_exit: Duration,
+    pub(crate) shell_drain_after_exit: Duration,
     /// Minimum time between two progress reports of run_shell, so chatty commands do not flood
     /// clients with events.
-    pub shell_progress_interval: Duration,
+    pub(crate) shell_progress_interval: Duration,
     /// Minimum time between two progress reports of one MCP call (a server may notify
     /// hundreds of times a second; each report is a persisted event).
-    pub mcp_progress_interval: Duration,
+    pub(crate) mcp_progress_interval: Duration,
     /// Bytes of a fetched body that are read at most; the rest is not downloaded.
-    pub fetch_max_bytes: usize,
+    pub(crate) fetch_max_bytes: usize,
     /// Whole-call timeout of fetch_url (every redirect hop and the body together), so a slow
     /// server cannot hold the run.
-    pub fetch_timeout: Duration,
+    pub(crate) fetch_timeout: Duration,
     /// Redirects fetch_url follows at most (each hop checked), so a redirect loop ends.
-    pub fetch_max_redirects: usize,
+    pub(crate) fetch_max_redirects: usize,
     /// Lines read_file returns when the model gives no limit; the model pages with offset.
-    pub read_file_default_lines: usize,
+    pub(crate) read_file_default_lines: usize,
     /// Longer lines are cut by read_file (minified files would otherwise fill the context).
-    pub read_file_max_line_chars: usize,
+    pub(crate) read_file_max_line_chars: usize,
     /// Bytes of numbered text one read_file call returns at most (the model reads on with
     /// `offset`), so its memory stays small whatever the line count and lengths.
-    pub read_file_max_bytes: usize,
+    pub(crate) read_file_max_bytes: usize,
     /// Bytes of one line grep searches and keeps; a longer line (minified code, a 300 MB
     /// one-line file) is searched in its first bytes only, so memory stays bounded.
-    pub grep_max_line_bytes: usize,
+    pub(crate) grep_max_line_bytes: usize,
     /// Largest file edit_file loads: it edits in memory, so a huge file is refused (the model
     /// can use run_shell tools like `sed` instead).
-    pub edit_file_max_bytes: u64,
+    pub(crate) edit_file_max_bytes: u64,
     /// Entries returned by list_dir and glob; the model narrows the pattern for more.
-    pub listing_max_entries: usize,
+    pub(crate) listing_max_entries: usize,
     /// Matching lines returned by grep; the model narrows the pattern or path for more.
-    pub grep_max_matches: usize,
+    pub(crate) grep_max_matches: usize,
 }
 
 impl Default for ToolLimits {
@@ -309,7 +309,7 @@ struct Registered {
 
 impl ToolRegistry {
     /// An empty registry.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -354,7 +354,8 @@ impl ToolRegistry {
     }
 
     /// The tools whose names `keep` accepts (subagent allow/deny lists, read-only agents).
-    pub fn filtered(&self, keep: impl Fn(&str) -> bool) -> Self {
+    #[cfg(test)]
+    pub(crate) fn filtered(&self, keep: impl Fn(&str) -> bool) -> Self {
         Self {
             tools: self
                 .tools
@@ -367,7 +368,7 @@ impl ToolRegistry {
 
     /// The tools `keep` accepts, looking at the tool itself (read-only agents keep only the
     /// tools that declare themselves read-only).
-    pub fn filtered_tools(&self, keep: impl Fn(&dyn Tool) -> bool) -> Self {
+    pub(crate) fn filtered_tools(&self, keep: impl Fn(&dyn Tool) -> bool) -> Self {
         Self {
             tools: self
                 .tools
@@ -379,12 +380,8 @@ impl ToolRegistry {
     }
 
     /// Tool names in order.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
     }
 }
 
@@ -396,7 +393,7 @@ impl fmt::Debug for ToolRegistry {
 
 /// The input schema of a params struct, without the `$schema` and `title` keys that providers
 /// do not need.
-pub fn schema_of<P: JsonSchema>() -> serde_json::Value {
+pub(crate) fn schema_of<P: JsonSchema>() -> serde_json::Value {
     let mut schema = schemars::schema_for!(P);
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
@@ -407,7 +404,7 @@ pub fn schema_of<P: JsonSchema>() -> serde_json::Value {
 
 /// Deserialises a tool's input into its params struct; the error is written for the model,
 /// e.g. "invalid arguments for read_file: missing field `path`".
-pub fn parse_input<P: DeserializeOwned>(
+pub(crate) fn parse_input<P: DeserializeOwned>(
     tool_name: &str,
     input: &serde_json::Value,
 ) -> Result<P, String> {

@@ -35,19 +35,19 @@ impl ReadFilter {
     }
 
     /// No rules: only the workspace boundary filters.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self(None)
     }
 
     /// Whether `tool` must not show `path` (absolute, resolved).
-    pub fn denies(&self, tool: &str, path: &Path) -> bool {
+    pub(crate) fn denies(&self, tool: &str, path: &Path) -> bool {
         self.0
             .as_ref()
             .is_some_and(|rules| rules.denies(tool, path))
     }
 
     /// Whether `tool` must not show anything under the directory `dir`, so it need not read it.
-    pub fn denies_everything_under(&self, tool: &str, dir: &Path) -> bool {
+    pub(crate) fn denies_everything_under(&self, tool: &str, dir: &Path) -> bool {
         self.0
             .as_ref()
             .is_some_and(|rules| rules.denies_everything_under(tool, dir))

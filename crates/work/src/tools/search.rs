@@ -22,7 +22,7 @@ const BINARY_SNIFF_BYTES: usize = 8192;
 
 /// Finds files by glob pattern.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Glob;
+pub(crate) struct Glob;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -98,7 +98,7 @@ async fn glob(params: GlobParams, ctx: &ToolContext) -> Result<ToolOutput, Strin
 
 /// Searches file contents by regex.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Grep;
+pub(crate) struct Grep;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -19,7 +19,7 @@ use agentd_policy::process::{ChildProcess, ProcessSpec};
 
 /// Runs a shell command.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RunShell;
+pub(crate) struct RunShell;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

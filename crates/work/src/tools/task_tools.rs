@@ -16,7 +16,7 @@ use protocol::task::TaskKind;
 
 /// Lines of output `task_output` returns by default (its tail): enough to judge a build or a
 /// test run, small next to the context (the executor's output cap applies on top).
-pub const TASK_OUTPUT_DEFAULT_TAIL_LINES: usize = 100;
+pub(crate) const TASK_OUTPUT_DEFAULT_TAIL_LINES: usize = 100;
 /// Bytes of a task's output `task_output` reads at most, from the end.
 const TASK_OUTPUT_READ_BYTES: usize = 256 * 1024;
 

@@ -87,8 +87,8 @@ pub(crate) struct BoundedLines<R> {
 
 /// One line as read: its first bytes (without the line end) and whether more was skipped.
 pub(crate) struct Line {
-    pub bytes: Vec<u8>,
-    pub cut: bool,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) cut: bool,
 }
 
 impl<R: BufRead> BoundedLines<R> {

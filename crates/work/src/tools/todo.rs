@@ -12,9 +12,9 @@ use serde::Deserialize;
 use super::{ToolContext, ToolOutput, TypedTool};
 
 /// Items one list holds at most: a plan, not a backlog, and every update goes into the context.
-pub const TODO_MAX_ITEMS: usize = 50;
+pub(crate) const TODO_MAX_ITEMS: usize = 50;
 /// Characters of one item's content at most; an item is one line.
-pub const TODO_MAX_CONTENT_CHARS: usize = 500;
+pub(crate) const TODO_MAX_CONTENT_CHARS: usize = 500;
 
 /// The `todo_write` tool.
 #[derive(Clone, Copy, Debug, Default)]
@@ -25,8 +25,8 @@ pub struct TodoWrite;
 #[serde(deny_unknown_fields)]
 pub struct TodoItem {
     /// What to do, in one short imperative line.
-    pub content: String,
-    pub status: TodoStatus,
+    pub(crate) content: String,
+    pub(crate) status: TodoStatus,
 }
 
 /// Where an item stands; at most one item is `in_progress`.

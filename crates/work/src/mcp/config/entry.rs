@@ -21,7 +21,7 @@ pub struct McpServerEntry {
     /// `stdio`, `http` (also `streamable-http`, `streamableHttp`); absent: stdio with a
     /// `command`, http with a `url`. `sse` is refused as unsupported.
     #[serde(default, rename = "type")]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     pub command: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
@@ -31,15 +31,15 @@ pub struct McpServerEntry {
     pub url: Option<String>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    pub enabled: Option<bool>,
+    pub(crate) enabled: Option<bool>,
     #[serde(alias = "startupTimeoutSecs")]
-    pub startup_timeout_secs: Option<u64>,
+    pub(crate) startup_timeout_secs: Option<u64>,
     #[serde(alias = "toolTimeoutSecs")]
     pub tool_timeout_secs: Option<u64>,
     #[serde(alias = "enabledTools")]
-    pub enabled_tools: Option<Vec<String>>,
+    pub(crate) enabled_tools: Option<Vec<String>>,
     #[serde(default, alias = "disabledTools")]
-    pub disabled_tools: Vec<String>,
+    pub(crate) disabled_tools: Vec<String>,
 }
 
 impl std::fmt::Debug for McpServerEntry {
@@ -66,7 +66,7 @@ impl std::fmt::Debug for McpServerEntry {
 
 /// The keys config.toml accepts in `[mcp_servers.<name>]`; any other is reported, so a typo
 /// does not silently drop a setting.
-pub const TOML_KEYS: &[&str] = &[
+pub(crate) const TOML_KEYS: &[&str] = &[
     "type",
     "command",
     "args",
@@ -83,19 +83,19 @@ pub const TOML_KEYS: &[&str] = &[
 
 /// The longest server name: it becomes part of tool names (`mcp__<server>__<tool>`), which
 /// providers cap at 64 characters.
-pub const MAX_SERVER_NAME_CHARS: usize = 64;
+pub(crate) const MAX_SERVER_NAME_CHARS: usize = 64;
 /// The longest `startup_timeout_secs`: a server that needs more than ten minutes to answer
 /// `initialize` is broken, and a bound keeps the value away from clock overflow.
-pub const MAX_STARTUP_TIMEOUT_SECS: u64 = 10 * 60;
+pub(crate) const MAX_STARTUP_TIMEOUT_SECS: u64 = 10 * 60;
 /// The longest `tool_timeout_secs`: a day, far above any interactive tool call.
-pub const MAX_TOOL_TIMEOUT_SECS: u64 = 24 * 60 * 60;
+pub(crate) const MAX_TOOL_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 /// The most names `enabled_tools` or `disabled_tools` may list: a server offers tens of tools,
 /// not thousands.
-pub const MAX_TOOL_FILTER_NAMES: usize = 1000;
+pub(crate) const MAX_TOOL_FILTER_NAMES: usize = 1000;
 
 /// Whether `name` may name a server: 1 to [`MAX_SERVER_NAME_CHARS`] of `[A-Za-z0-9_-]`, so it
 /// reads the same in tool names, log file names and messages.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the server name is empty; name it with letters, digits, _ or -".to_owned());
     }
@@ -117,7 +117,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// Where an entry's relative `cwd` is resolved.
 #[derive(Clone, Copy, Debug)]
-pub enum RelativeTo<'a> {
+pub(crate) enum RelativeTo<'a> {
     /// The directory of the `.mcp.json` (project entries) or the session's cwd.
     Dir(&'a Path),
     /// Nowhere: the `cwd` must be absolute (config.toml entries).
@@ -126,7 +126,7 @@ pub enum RelativeTo<'a> {
 
 /// Which variables an entry's `${VAR}` may read.
 #[derive(Clone, Copy, Debug)]
-pub enum Expansion<'a> {
+pub(crate) enum Expansion<'a> {
     /// The user's own entries (config.toml, `session/create`): every variable, everywhere.
     Full,
     /// A project file's: only the variables the user lists in `[mcp] expand_env`, and only in
@@ -137,7 +137,7 @@ pub enum Expansion<'a> {
 
 /// `entry` named `name`, resolved with `expansion` of `env`; the error is the reason the entry
 /// cannot be used.
-pub fn resolve(
+pub(crate) fn resolve(
     name: &str,
     entry: &McpServerEntry,
     source: McpSource,
@@ -278,7 +278,7 @@ fn expand_scoped(
 /// `text` with every `${VAR}` replaced by the variable's value and every `${VAR:-default}` by
 /// the value, or `default` when the variable is unset or empty. An unset `${VAR}` is an error
 /// naming it; a `$` not followed by `{` is kept as written.
-pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
