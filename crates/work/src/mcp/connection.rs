@@ -37,7 +37,7 @@ mod progress;
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(super) struct StartError(pub(crate) String);
+pub(super) struct StartError(pub(super) String);
 
 /// A connected server: the process (stdio) and the rmcp service.
 pub(super) struct Connection {
