@@ -193,8 +193,8 @@ async fn deleting_the_session_kills_its_background_command() {
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
 }
 
-/// The daemon's stop (SIGTERM) kills every background command, records it `cancelled`, and
-/// the daemon still exits 0.
+/// The daemon's stop (SIGTERM) kills every background command, records it `interrupted` (not
+/// `cancelled`: nobody stopped it), and the daemon still exits 0.
 #[tokio::test]
 async fn daemon_shutdown_kills_background_commands() {
     let mut s = Scenario::start(Format::OpenAi).await;
@@ -205,9 +205,16 @@ async fn daemon_shutdown_kills_background_commands() {
     assert!(status.success(), "{status}");
     drop(client);
     wait_until("the background sleep to be killed", || process_gone(pid)).await;
-    // Stopped and recorded before the daemon exited, not left to be found `interrupted`.
+    // Recorded before the daemon exited, not left for the next start to find.
     let task = record_of(&s, task_id_in(&output));
-    assert_eq!(task.status, TaskStatus::Cancelled, "{task:#?}");
+    assert_eq!(task.status, TaskStatus::Interrupted, "{task:#?}");
+    assert!(task.finished_at.is_some(), "{task:#?}");
+    assert!(
+        task.error.as_deref().is_some_and(
+            |error| error.starts_with("the daemon stopped while this task was running")
+        ),
+        "{task:#?}"
+    );
 }
 
 /// A daemon killed with SIGKILL leaves no background command running once it restarts (the

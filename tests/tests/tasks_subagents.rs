@@ -477,7 +477,7 @@ async fn a_childs_approval_reaches_the_parents_clients_labelled_and_another_clie
 }
 
 #[tokio::test]
-async fn a_daemon_shutdown_cancels_running_tasks() {
+async fn a_daemon_shutdown_records_running_tasks_interrupted_not_cancelled() {
     let mut s = Scenario::start(Format::OpenAi).await;
     s.mock.push(Reply::tool_call(
         "call_bg",
@@ -510,7 +510,15 @@ async fn a_daemon_shutdown_cancels_running_tasks() {
         .join("agentd/tasks")
         .join(format!("{task_id}.json"));
     let task: TaskInfo = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
-    assert_eq!(task.status, TaskStatus::Cancelled, "{task:#?}");
+    // Nobody stopped it: the daemon did, so it is `interrupted`, as a crash would leave it.
+    assert_eq!(task.status, TaskStatus::Interrupted, "{task:#?}");
+    assert!(
+        task.error.as_deref().is_some_and(
+            |error| error.starts_with("the daemon stopped while this task was running")
+        ),
+        "{task:#?}"
+    );
+    assert!(task.finished_at.is_some(), "{task:#?}");
     // No run was started in the stopping parent for the notification.
     assert_eq!(s.mock.requests().len(), 3);
 }

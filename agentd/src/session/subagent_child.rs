@@ -49,6 +49,17 @@ impl ChildRun {
                 None,
             ),
         };
+        let outcome = if outcome.status == TaskStatus::Cancelled && self.tasks.is_stopping() {
+            // Stopped because the daemon is stopping: nobody stopped it, so it is not
+            // `cancelled`; it is never re-run by itself (the task's hint says what to do).
+            ChildOutcome {
+                status: TaskStatus::Interrupted,
+                error: Some(crate::task::INTERRUPTED_ERROR.to_owned()),
+                ..outcome
+            }
+        } else {
+            outcome
+        };
         tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
         let recorded = self
             .tasks

@@ -347,14 +347,16 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 /// instead of growing the daemon's memory.
 const CHUNKS_CAPACITY: usize = 64;
 
-/// Records how the task ended: `completed` (exit 0), `failed`, or `cancelled`, and what the
-/// command created or changed of the project's configuration (`protected`, after the result).
+/// Records how the task ended: `completed` (exit 0), `failed`, `cancelled`, or `interrupted`
+/// (killed because the daemon is stopping), and what the command created or changed of the
+/// project's configuration (`protected`, after the result).
 async fn record_ending(
     tasks: &TaskManager,
     task_id: &str,
     ending: ShellEnding,
     protected: Option<String>,
 ) {
+    let stopping = tasks.is_stopping();
     let recorded = tasks
         .update(task_id, move |task| {
             task.finished_at = Some(now());
@@ -372,6 +374,12 @@ async fn record_ending(
                 ShellEnding::Signalled(signal) => {
                     task.status = TaskStatus::Failed;
                     task.result = Some(format!("killed by signal {signal}"));
+                }
+                // Killed because the daemon is stopping: nobody stopped it, so it is not
+                // `cancelled` (a shell cannot be resumed; its output file stays).
+                ShellEnding::Stopped if stopping => {
+                    task.status = TaskStatus::Interrupted;
+                    task.error = Some(super::INTERRUPTED_ERROR.to_owned());
                 }
                 ShellEnding::Stopped => {
                     task.status = TaskStatus::Cancelled;

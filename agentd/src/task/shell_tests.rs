@@ -257,9 +257,10 @@ async fn shutdown_kills_every_shell_and_waits_for_their_records() {
     // As the daemon does: the manager cancels every task, then the shells are awaited.
     manager.shutdown().await;
     shells.shutdown(std::time::Duration::from_secs(10)).await;
+    // Nobody stopped it: a shell killed by the daemon's stop ends `interrupted`.
     assert_eq!(
         manager.get(&task.task_id).unwrap().status,
-        TaskStatus::Cancelled
+        TaskStatus::Interrupted
     );
     wait_until_dead(pid).await;
 }
