@@ -419,8 +419,9 @@ impl TaskManager {
         self.slots.running()
     }
 
-    /// Stops every running task (daemon shutdown): subagents cancelled, shell groups killed.
-    /// Tasks created afterwards start cancelled. Waits at most [`SHUTDOWN_WAIT`] for their
+    /// Stops every running task (daemon shutdown): subagent runs cancelled, shell groups
+    /// killed, and their runners record them `interrupted` (nobody stopped them). Tasks created
+    /// afterwards get a stop token already cancelled. Waits at most [`SHUTDOWN_WAIT`] for the
     /// runners to record how they ended; those that did not are `interrupted` at next start.
     pub async fn shutdown(&self) {
         let mut changes = self.changes.subscribe();
