@@ -38,6 +38,9 @@ impl Actor {
             run_id: None,
             cancel: &self.closing,
             summary_input_chars: limits.summary_input_chars(),
+            interceptors: &agentd_agent::intercept::Interceptors::default(),
+            trigger: agentd_agent::intercept::CompactTrigger::Manual,
+            focus: None,
         }
         .compact(&history)
         .await

@@ -14,6 +14,7 @@ use crate::session::SessionShared;
 use crate::store::SessionHeader;
 use agentd_agent::budget::RunBudget;
 use agentd_agent::gate::RunPermissions;
+use agentd_agent::intercept::Interceptors;
 use agentd_agent::sink::RunLog;
 use agentd_agent::tool_set::RunTools;
 use agentd_agent::{Run, RunStart};
@@ -49,6 +50,8 @@ struct Prepared {
     tools: RunTools,
     /// Announced as `warning` events once the run has started.
     warnings: Vec<String>,
+    /// The session's hooks and extensions, asked at each point of the run.
+    interceptors: Interceptors,
 }
 
 /// What a run's tools work with, from its session: the session's parts of a `ToolContext`.
@@ -117,6 +120,7 @@ impl RunParts {
             stop_reason: self.active.stop_reason,
             permissions: self.prepared.permissions,
             context_limits: self.prepared.context_limits,
+            interceptors: self.prepared.interceptors,
         }
     }
 }
@@ -264,6 +268,8 @@ impl Actor {
             .flatten()
             .fold(config.max_steps, u32::min)
             .max(1);
+        // Hooks and extensions join the run here.
+        let interceptors = Interceptors::default();
         Ok(Prepared {
             llm,
             context_limits,
@@ -271,6 +277,7 @@ impl Actor {
             permissions,
             tools,
             warnings,
+            interceptors,
         })
     }
 

@@ -13,15 +13,18 @@ use protocol::event::Event;
 
 impl Run {
     /// Decide the batch's calls, run the allowed ones, and return one result per call in the
-    /// model's order.
+    /// model's order, and why an interceptor halted the run after this batch (if one did).
     pub(super) async fn run_tools(
         &self,
         calls: &[ToolCall],
-    ) -> Result<Vec<agentd_work::tools::ToolResult>> {
+    ) -> Result<(Vec<agentd_work::tools::ToolResult>, Option<String>)> {
         for call in calls {
             agentd_core::test_seam::panic_in_tool_call(&call.name);
         }
-        let verdicts = self.authorize(calls).await?;
+        let mut halted = None;
+        let intercepted = self.intercept_calls(calls, &mut halted).await?;
+        let calls = &intercepted.calls[..];
+        let verdicts = self.authorize(calls, &intercepted.said).await?;
         let allowed: Vec<ToolCall> = calls
             .iter()
             .zip(&verdicts)
@@ -54,7 +57,74 @@ impl Run {
                 }
             }
         }
-        Ok(results)
+        self.intercept_results(&mut results, &mut halted).await?;
+        Ok((results, halted))
+    }
+
+    /// Asks the interceptors about each call before the gate (`Point::ToolCall`), in the
+    /// model's order: their arguments replace the call's, their permission joins the rules'.
+    async fn intercept_calls(
+        &self,
+        calls: &[ToolCall],
+        halted: &mut Option<String>,
+    ) -> Result<Intercepted> {
+        let mut intercepted = Intercepted {
+            calls: calls.to_vec(),
+            said: vec![None; calls.len()],
+        };
+        if self.interceptors.is_empty() {
+            return Ok(intercepted);
+        }
+        for (call, said) in intercepted.calls.iter_mut().zip(&mut intercepted.said) {
+            let outcome = self
+                .interceptors
+                .at(self.at(), &intercept::Point::ToolCall { call })
+                .await;
+            self.warn(&outcome.warnings).await?;
+            if halted.is_none() {
+                *halted = outcome.halt;
+            }
+            if let Some(input) = outcome.updated_input.filter(serde_json::Value::is_object) {
+                call.arguments = input.to_string();
+            }
+            *said = match outcome.block {
+                Some(reason) => Some(intercept::Permission::Deny(reason)),
+                None => outcome.permission,
+            };
+        }
+        Ok(intercepted)
+    }
+
+    /// Asks the interceptors about each result before the model reads it
+    /// (`Point::ToolResult`): a rewrite replaces its text, context and a block's reason are
+    /// added to it.
+    async fn intercept_results(
+        &self,
+        results: &mut [agentd_work::tools::ToolResult],
+        halted: &mut Option<String>,
+    ) -> Result<()> {
+        if self.interceptors.is_empty() {
+            return Ok(());
+        }
+        for result in results.iter_mut() {
+            let point = intercept::Point::ToolResult {
+                call: &result.call,
+                output: &result.output,
+            };
+            let outcome = self.interceptors.at(self.at(), &point).await;
+            self.warn(&outcome.warnings).await?;
+            if halted.is_none() {
+                *halted = outcome.halt;
+            }
+            if let Some(text) = outcome.replace_text {
+                result.output.content = text;
+            }
+            for added in outcome.block.into_iter().chain(outcome.context) {
+                result.output.content.push_str("\n\n");
+                result.output.content.push_str(&added);
+            }
+        }
+        Ok(())
     }
 
     async fn execute_allowed(
@@ -79,6 +149,13 @@ impl Run {
         let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)
     }
+}
+
+/// A batch's calls as the interceptors left them, and what they said of each call's
+/// permission (a block is a deny).
+struct Intercepted {
+    calls: Vec<ToolCall>,
+    said: Vec<Option<intercept::Permission>>,
 }
 
 /// todo_write's lists become `todoUpdated` events, persisted in order with the batch's other

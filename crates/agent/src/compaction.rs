@@ -6,6 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
+use super::intercept::{At, CompactTrigger, Interceptors, Point};
 use super::sink::{RunLog, SessionShared};
 use agentd_core::conversation::{ContextChange, Message, ToolSpec};
 use agentd_knowledge::context::{self, SUMMARY_PROMPT};
@@ -29,6 +30,11 @@ pub struct Compactor<'a> {
     pub cancel: &'a CancellationToken,
     /// The most text the summariser is given (`ContextLimits::summary_input_chars`).
     pub summary_input_chars: usize,
+    /// Asked before and after (`Point::PreCompact`, `Point::PostCompact`).
+    pub interceptors: &'a Interceptors,
+    pub trigger: CompactTrigger,
+    /// What the user asked the summary to focus on (`/compact focus`).
+    pub focus: Option<&'a str>,
 }
 
 /// How a compaction went.
@@ -50,6 +56,35 @@ impl Compactor<'_> {
     /// Summarise the history before the last two user turns of `history` (the session's whole
     /// history) and record it; see the module docs.
     pub async fn compact(&self, history: &[Message]) -> anyhow::Result<Compacted> {
+        let compacted = self.summarise(history).await?;
+        if !self.interceptors.is_empty() && compacted != Compacted::NothingToCompact {
+            let summary = match &compacted {
+                Compacted::Done { .. } => self.shared.lock().context.summary().map(str::to_owned),
+                _ => None,
+            };
+            let point = Point::PostCompact {
+                trigger: self.trigger,
+                summary: summary.as_deref(),
+            };
+            self.intercept(&point).await?;
+        }
+        Ok(compacted)
+    }
+
+    /// Asks the interceptors at `point`; their warnings become `warning` events.
+    async fn intercept(&self, point: &Point<'_>) -> anyhow::Result<()> {
+        let at = At {
+            run_id: self.run_id.as_deref(),
+            log: self.log,
+        };
+        let outcome = self.interceptors.at(at, point).await;
+        for message in outcome.warnings {
+            self.log.append(Event::Warning { message }).await?;
+        }
+        Ok(())
+    }
+
+    async fn summarise(&self, history: &[Message]) -> anyhow::Result<Compacted> {
         let (state, cut) = {
             let state = self.shared.lock().context.clone();
             let Some(cut) = state.compaction_cut(history) else {
@@ -57,6 +92,13 @@ impl Compactor<'_> {
             };
             (state, cut)
         };
+        if !self.interceptors.is_empty() {
+            let point = Point::PreCompact {
+                trigger: self.trigger,
+                focus: self.focus,
+            };
+            self.intercept(&point).await?;
+        }
         self.log
             .append(Event::CompactionStarted {
                 run_id: self.run_id.clone(),
@@ -193,6 +235,9 @@ impl Run {
             run_id: Some(self.run_id.clone()),
             cancel: &self.cancel,
             summary_input_chars: self.context_limits.summary_input_chars(),
+            interceptors: &self.interceptors,
+            trigger: CompactTrigger::Auto,
+            focus: None,
         }
         .compact(history)
         .await?;

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::Run;
+use crate::intercept::Permission;
 use agentd_core::conversation::ToolCall;
 use agentd_policy::approval::{ApprovalBroker, Resolution};
 use agentd_policy::permission::{
@@ -87,8 +88,15 @@ struct Checked {
 }
 
 impl Run {
-    /// Decide every call of a batch, in the model's order, asking where needed.
-    pub(super) async fn authorize(&self, calls: &[ToolCall]) -> Result<Vec<Verdict>> {
+    /// Decide every call of a batch, in the model's order, asking where needed. `said` is
+    /// what interceptors said of each call: a deny refuses it, an ask asks where the rules
+    /// allow, an allow skips a prompt the rules would have asked (never a deny, a hard limit,
+    /// or a file that is asked about every time).
+    pub(super) async fn authorize(
+        &self,
+        calls: &[ToolCall],
+        said: &[Option<Permission>],
+    ) -> Result<Vec<Verdict>> {
         let checked: Vec<Option<Checked>> = calls.iter().map(|call| self.check(call)).collect();
         let policy = self.policy();
         let workspace = self.tool_context.workspace.clone();
@@ -114,11 +122,19 @@ impl Run {
         .await?;
 
         let mut verdicts = Vec::with_capacity(calls.len());
-        for ((call, checked), decision) in calls.iter().zip(checked).zip(decisions) {
+        for (((call, checked), decision), said) in
+            calls.iter().zip(checked).zip(decisions).zip(said)
+        {
             if self.cancel.is_cancelled() {
                 verdicts.push(Verdict::Done(ToolOutput::error(
                     agentd_work::tools::CANCELLED,
                 )));
+                continue;
+            }
+            if let Some(Permission::Deny(reason)) = said {
+                verdicts.push(Verdict::Done(ToolOutput::error(format!(
+                    "blocked by a hook: {reason}"
+                ))));
                 continue;
             }
             let (Some(checked), Some(decision)) = (checked, decision) else {
@@ -126,16 +142,70 @@ impl Run {
                 verdicts.push(Verdict::Run);
                 continue;
             };
-            let verdict = match decision {
-                Decision::Allow { .. } => Verdict::Run,
-                Decision::Deny { reason } => {
+            let verdict = match (decision, said) {
+                (Decision::Deny { reason }, _) => {
                     Verdict::Done(ToolOutput::error(format!("permission denied: {reason}")))
                 }
-                Decision::Ask { reason } => self.ask(call, &checked, reason).await?,
+                (Decision::Allow { .. }, Some(Permission::Ask(reason))) => {
+                    self.ask_unless_intercepted(call, &checked, reason.clone())
+                        .await?
+                }
+                (Decision::Allow { .. }, _) => Verdict::Run,
+                (Decision::Ask { .. }, Some(Permission::Allow))
+                    if !asks_every_time(&self.request(call, &checked)) =>
+                {
+                    Verdict::Run
+                }
+                (Decision::Ask { reason }, _) => {
+                    self.ask_unless_intercepted(call, &checked, reason).await?
+                }
             };
             verdicts.push(verdict);
         }
         Ok(verdicts)
+    }
+
+    fn request<'a>(&'a self, call: &'a ToolCall, checked: &'a Checked) -> ToolRequest<'a> {
+        ToolRequest {
+            tool: &call.name,
+            input: &checked.input,
+            read_only: checked.read_only,
+            workspace: &self.tool_context.workspace,
+        }
+    }
+
+    /// Before a person is asked, the interceptors may decide (`Point::PermissionRequest`):
+    /// allow or deny; anything else lets the approval go out.
+    async fn ask_unless_intercepted(
+        &self,
+        call: &ToolCall,
+        checked: &Checked,
+        reason: String,
+    ) -> Result<Verdict> {
+        if !self.interceptors.is_empty() {
+            let point = crate::intercept::Point::PermissionRequest {
+                call,
+                reason: &reason,
+            };
+            let outcome = self.interceptors.at(self.at(), &point).await;
+            self.warn(&outcome.warnings).await?;
+            let every_time = asks_every_time(&self.request(call, checked));
+            match outcome.permission {
+                Some(Permission::Allow) if !every_time => return Ok(Verdict::Run),
+                Some(Permission::Deny(why)) => {
+                    return Ok(Verdict::Done(ToolOutput::error(format!(
+                        "denied by a hook: {why}"
+                    ))));
+                }
+                _ => {}
+            }
+            if let Some(why) = outcome.block {
+                return Ok(Verdict::Done(ToolOutput::error(format!(
+                    "denied by a hook: {why}"
+                ))));
+            }
+        }
+        self.ask(call, checked, reason).await
     }
 
     /// The policy for this batch: the run's rules and mode plus the session's remembered
@@ -175,12 +245,7 @@ impl Run {
 
     /// Ask a person about one call and turn the answer into a verdict.
     async fn ask(&self, call: &ToolCall, checked: &Checked, reason: String) -> Result<Verdict> {
-        let request = ToolRequest {
-            tool: &call.name,
-            input: &checked.input,
-            read_only: checked.read_only,
-            workspace: &self.tool_context.workspace,
-        };
+        let request = self.request(call, checked);
         let key = session_key(&request);
         // A notes file is asked about each time: nothing an answer remembers may skip it.
         let every_time = asks_every_time(&request);
@@ -291,6 +356,7 @@ impl Run {
             broker,
             approval_id: &approval_id,
         };
+        let waiting = format!("agentd needs your permission to use {}", approval.tool);
         self.log
             .append(Event::ApprovalRequested {
                 run_id: self.run_id.clone(),
@@ -298,6 +364,10 @@ impl Run {
             })
             .await?;
         let mut decided = std::pin::pin!(decided);
+        // The interceptors hear that an approval waits while it waits; an answer does not
+        // wait for them.
+        let mut notify = std::pin::pin!(self.notify(waiting));
+        let mut notified = self.interceptors.is_empty();
         // A child's approval waits only while someone could answer it (on the child or its
         // parent): once the last one leaves, it is decided by mode, as it would have been had
         // nobody been there when it was asked. A headless run never waits on a child.
@@ -310,9 +380,17 @@ impl Run {
                 std::future::pending().await
             }
         };
-        let fallback = tokio::select! {
+        let mut nobody_left = std::pin::pin!(nobody_left);
+        let mut timeout = std::pin::pin!(tokio::time::sleep(self.permissions.approval_timeout));
+        let fallback = loop {
+            break tokio::select! {
             answer = &mut decided => return Ok(answer.unwrap_or_else(|_| broker_gone())),
-            () = nobody_left => Resolution {
+            notice = &mut notify, if !notified => {
+                notified = true;
+                notice?;
+                continue;
+            }
+            () = &mut nobody_left => Resolution {
                 decision: ApprovalDecision::Deny,
                 decided_by: "mode".to_owned(),
                 reason: Some(format!(
@@ -320,7 +398,7 @@ impl Run {
                     self.permissions.mode
                 )),
             },
-            _ = tokio::time::sleep(self.permissions.approval_timeout) => Resolution {
+            _ = &mut timeout => Resolution {
                 decision: ApprovalDecision::Deny,
                 decided_by: "timeout".to_owned(),
                 reason: Some(format!(
@@ -329,12 +407,23 @@ impl Run {
                 )),
             },
             _ = self.cancel.cancelled() => self.stopped_resolution(),
+            };
         };
         match broker.decide(&approval_id, fallback.clone()) {
             Ok(()) => Ok(fallback),
             // Someone answered at the same moment: their answer wins.
             Err(_) => Ok(decided.await.unwrap_or_else(|_| broker_gone())),
         }
+    }
+
+    /// Tells the interceptors that something waits for the user (`Point::Notification`).
+    pub(crate) async fn notify(&self, message: String) -> Result<()> {
+        if self.interceptors.is_empty() {
+            return Ok(());
+        }
+        let point = crate::intercept::Point::Notification { message: &message };
+        let outcome = self.interceptors.at(self.at(), &point).await;
+        self.warn(&outcome.warnings).await
     }
 
     /// How a cancel decides a pending approval: a daemon shutdown is recorded as `restart`

@@ -17,6 +17,7 @@ pub mod budget;
 pub mod compaction;
 mod ending;
 pub mod gate;
+pub mod intercept;
 pub mod prompt;
 pub mod sink;
 pub mod tool_set;
@@ -78,6 +79,8 @@ pub struct Run {
     pub permissions: gate::RunPermissions,
     /// When old tool results are cleared and the history compacted.
     pub context_limits: agentd_knowledge::context::ContextLimits,
+    /// Hooks and extensions, asked at each point of the run (`intercept`).
+    pub interceptors: intercept::Interceptors,
 }
 
 /// How the run ended.
@@ -146,15 +149,76 @@ impl Run {
             run_id: self.run_id.clone(),
             step: 1,
         });
-        self.push_user(&mut history, start.text, start.kind, then)
-            .await?;
+        let text = match self.intercept_prompt(start.text, start.kind).await? {
+            Ok(text) => text,
+            Err(blocked) => {
+                for event in then {
+                    if matches!(event, Event::Warning { .. }) {
+                        self.log.append(event).await?;
+                    }
+                }
+                return Err(blocked);
+            }
+        };
+        self.push_user(&mut history, text, start.kind, then).await?;
         Ok(history)
+    }
+
+    /// The user's prompt as the interceptors leave it (`Point::UserPrompt`): transformed, with
+    /// their context added, or refused (the inner error: the run fails with the reason and
+    /// nothing of the prompt is kept). Follow-ups and steers are not asked.
+    async fn intercept_prompt(
+        &self,
+        text: String,
+        kind: UserMessageKind,
+    ) -> Result<Result<String, anyhow::Error>> {
+        if self.interceptors.is_empty() || kind != UserMessageKind::Prompt {
+            return Ok(Ok(text));
+        }
+        let outcome = self
+            .interceptors
+            .at(self.at(), &intercept::Point::UserPrompt { text: &text })
+            .await;
+        self.warn(&outcome.warnings).await?;
+        if let Some(reason) = outcome.block.or(outcome.halt) {
+            return Ok(Err(anyhow::anyhow!(
+                "the prompt was blocked by a hook: {reason}"
+            )));
+        }
+        let mut text = outcome.replace_text.unwrap_or(text);
+        for context in outcome.context {
+            text.push_str("\n\n");
+            text.push_str(&context);
+        }
+        Ok(Ok(text))
+    }
+
+    /// Where interceptors are asked from within this run.
+    pub(crate) fn at(&self) -> intercept::At<'_> {
+        intercept::At {
+            run_id: Some(&self.run_id),
+            log: &*self.log,
+        }
+    }
+
+    /// Interceptors' warnings, as `warning` events.
+    pub(crate) async fn warn(&self, warnings: &[String]) -> Result<()> {
+        for message in warnings {
+            self.log
+                .append(Event::Warning {
+                    message: message.clone(),
+                })
+                .await?;
+        }
+        Ok(())
     }
 
     async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
         self.await_mcp_servers().await?;
         let mut run_usage = Usage::default();
         let mut step = 0;
+        // A Stop interceptor kept the run going; it may not again until new user input.
+        let mut stop_hook_active = false;
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(self.stopped(run_usage));
@@ -249,6 +313,12 @@ impl Run {
                 .await?;
 
             if tool_calls.is_empty() {
+                if let Some(reason) = self.intercept_stop(history, stop_hook_active).await? {
+                    stop_hook_active = true;
+                    self.push_user(history, reason, UserMessageKind::FollowUp, Vec::new())
+                        .await?;
+                    continue;
+                }
                 // The run would end. Under one lock: take what is queued, or stop accepting
                 // more, so a steer or follow-up sent now is either delivered by this run or
                 // starts the next one, never acknowledged and then lost.
@@ -265,10 +335,12 @@ impl Run {
                 };
                 match next {
                     Pending::Steers(steers) => {
+                        stop_hook_active = false;
                         self.push_steers(history, steers).await?;
                         continue;
                     }
                     Pending::FollowUp(text) => {
+                        stop_hook_active = false;
                         self.push_user(history, text, UserMessageKind::FollowUp, Vec::new())
                             .await?;
                         continue;
@@ -283,7 +355,7 @@ impl Run {
                 }
             }
 
-            let results = self.run_tools(&tool_calls).await?;
+            let (results, halted) = self.run_tools(&tool_calls).await?;
             for result in results {
                 let message = Message::Tool {
                     tool_call_id: result.call.id,
@@ -297,8 +369,46 @@ impl Run {
             if self.cancel.is_cancelled() {
                 return Ok(self.stopped(run_usage));
             }
+            if let Some(reason) = halted {
+                self.warn(&[format!("the run was stopped by a hook: {reason}")])
+                    .await?;
+                return Ok(RunOutcome {
+                    status: RunStatus::Completed,
+                    error: None,
+                    usage: run_usage,
+                });
+            }
             self.deliver_steers(history).await?;
         }
+    }
+
+    /// Asks the interceptors whether the run may end (`Point::Stop`); Some: the reason to go
+    /// on with, as the next user message. Once per chain: not while `stop_hook_active`.
+    async fn intercept_stop(
+        &self,
+        history: &[Message],
+        stop_hook_active: bool,
+    ) -> Result<Option<String>> {
+        if self.interceptors.is_empty() {
+            return Ok(None);
+        }
+        let last_message = match history.last() {
+            Some(Message::Assistant { content, .. }) => content.as_str(),
+            _ => "",
+        };
+        let agent_type = self
+            .permissions
+            .task_label
+            .as_ref()
+            .map(|(_, agent)| agent.as_str());
+        let point = intercept::Point::Stop {
+            stop_hook_active,
+            last_message,
+            agent_type,
+        };
+        let outcome = self.interceptors.at(self.at(), &point).await;
+        self.warn(&outcome.warnings).await?;
+        Ok(outcome.block.filter(|_| !stop_hook_active))
     }
 
     /// Deliver queued steering messages.
@@ -344,7 +454,17 @@ impl Run {
     /// One model call with deltas published as they stream and retries reported as events.
     async fn call_model(&self, history: &[Message]) -> Result<ModelCall> {
         // What the model is sent: the history with its clearings and compaction applied.
-        let view = self.shared.lock().context.view(history);
+        let mut view = self.shared.lock().context.view(history);
+        if !self.interceptors.is_empty() {
+            let outcome = self
+                .interceptors
+                .at(self.at(), &intercept::Point::Request { messages: &view })
+                .await;
+            self.warn(&outcome.warnings).await?;
+            if let Some(messages) = outcome.messages {
+                view = std::borrow::Cow::Owned(messages);
+            }
+        }
         let tools = self.tools.current();
         let request = ChatRequest {
             session_id: &self.session_id,

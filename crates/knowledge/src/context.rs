@@ -138,6 +138,13 @@ impl ContextState {
         }
     }
 
+    /// The latest compaction's summary, if the history was compacted.
+    pub fn summary(&self) -> Option<&str> {
+        self.compaction
+            .as_ref()
+            .map(|compaction| compaction.summary.as_str())
+    }
+
     /// Note the prompt tokens of a request just made: going back under a limit allows the
     /// next clearing or compaction.
     pub fn note_prompt_tokens(&mut self, tokens: u64, limits: ContextLimits) {
