@@ -63,19 +63,27 @@ impl Run {
 
     /// Asks the interceptors about each call before the gate (`Point::ToolCall`), in the
     /// model's order: their arguments replace the call's, their permission joins the rules'.
-    async fn intercept_calls(
+    async fn intercept_calls<'a>(
         &self,
-        calls: &[ToolCall],
+        calls: &'a [ToolCall],
         halted: &mut Option<String>,
-    ) -> Result<Intercepted> {
+    ) -> Result<Intercepted<'a>> {
+        if self.interceptors.is_empty() {
+            return Ok(Intercepted {
+                calls: std::borrow::Cow::Borrowed(calls),
+                said: Vec::new(),
+            });
+        }
         let mut intercepted = Intercepted {
-            calls: calls.to_vec(),
+            calls: std::borrow::Cow::Owned(calls.to_vec()),
             said: vec![None; calls.len()],
         };
-        if self.interceptors.is_empty() {
-            return Ok(intercepted);
-        }
-        for (call, said) in intercepted.calls.iter_mut().zip(&mut intercepted.said) {
+        for (call, said) in intercepted
+            .calls
+            .to_mut()
+            .iter_mut()
+            .zip(&mut intercepted.said)
+        {
             let outcome = self
                 .interceptors
                 .at(self.at(), &intercept::Point::ToolCall { call })
@@ -151,10 +159,10 @@ impl Run {
     }
 }
 
-/// A batch's calls as the interceptors left them, and what they said of each call's
-/// permission (a block is a deny).
-struct Intercepted {
-    calls: Vec<ToolCall>,
+/// A batch's calls as the interceptors left them (borrowed when none was asked), and what
+/// they said of each call's permission (a block is a deny; empty: nothing was said).
+struct Intercepted<'a> {
+    calls: std::borrow::Cow<'a, [ToolCall]>,
     said: Vec<Option<intercept::Permission>>,
 }
 

@@ -89,7 +89,7 @@ struct Checked {
 
 impl Run {
     /// Decide every call of a batch, in the model's order, asking where needed. `said` is
-    /// what interceptors said of each call: a deny refuses it, an ask asks where the rules
+    /// what interceptors said of each call (in order; missing at the end: nothing): a deny refuses it, an ask asks where the rules
     /// allow, an allow skips a prompt the rules would have asked (never a deny, a hard limit,
     /// or a file that is asked about every time).
     pub(super) async fn authorize(
@@ -122,9 +122,12 @@ impl Run {
         .await?;
 
         let mut verdicts = Vec::with_capacity(calls.len());
+        // Nothing said of the calls past `said`'s end (it is empty when nobody was asked).
+        let said = said.iter().map(Some).chain(std::iter::repeat(None));
         for (((call, checked), decision), said) in
             calls.iter().zip(checked).zip(decisions).zip(said)
         {
+            let said = said.and_then(Option::as_ref);
             if self.cancel.is_cancelled() {
                 verdicts.push(Verdict::Done(ToolOutput::error(
                     agentd_work::tools::CANCELLED,
