@@ -113,7 +113,8 @@ pub enum ToolKind {
     Shell,
     /// `fetch_url`: read-only but reaches the network.
     Network,
-    /// An MCP tool; `read_only` is the server's `readOnlyHint`.
+    /// An MCP tool (`read_only`: the server's `readOnlyHint`) or an extension's tool
+    /// (`read_only`: its `readOnly`).
     Mcp {
         read_only: bool,
     },
@@ -220,7 +221,10 @@ impl ToolKind {
             "run_shell" => ToolKind::Shell,
             "fetch_url" => ToolKind::Network,
             "write_file" | "edit_file" => ToolKind::FileEdit,
-            _ if tool.starts_with("mcp__") => ToolKind::Mcp { read_only },
+            // An extension's tool is judged like an MCP tool: `read_only` is its declaration.
+            _ if tool.starts_with("mcp__") || tool.starts_with("ext__") => {
+                ToolKind::Mcp { read_only }
+            }
             _ if read_only || INTERNAL_TOOLS.contains(&tool) => ToolKind::ReadOnly,
             _ if DAEMON_STORE_TOOLS.contains(&tool) => ToolKind::DaemonStore,
             _ => ToolKind::Write,

@@ -186,6 +186,11 @@ impl Policy {
         }
         match (self.mode, kind) {
             (_, ToolKind::ReadOnly) => Decision::Allow { reason: None },
+            (_, ToolKind::Mcp { read_only: true }) if tool.starts_with("ext__") => {
+                Decision::Allow {
+                    reason: Some("its extension declares it read-only (readOnly)".to_owned()),
+                }
+            }
             (_, ToolKind::Mcp { read_only: true }) => Decision::Allow {
                 reason: Some("its MCP server marks it read-only (readOnlyHint)".to_owned()),
             },

@@ -86,3 +86,50 @@ fn mcp_tools_by_rule_and_read_only_hint() {
         check(&policy, &root, cases);
     }
 }
+
+/// An extension's tools (`ext__name__tool`) are decided like MCP tools: its `readOnly`
+/// declaration, rules naming the tool or the extension (`ext__name`, `ext__name__*`).
+#[test]
+fn extension_tools_by_rule_and_read_only_declaration() {
+    let (_dir, root) = workspace();
+    let read = |tool: &'static str| (tool, json!({}), true);
+    let write = |tool: &'static str| (tool, json!({"x": 1}), false);
+    let rules = RuleSet::merge([layer(
+        RuleLayer::User,
+        &["ext__lint__fix", "ext__notes__*"],
+        &[],
+        &["ext__danger"],
+    )]);
+    let table: &[(PermissionMode, &[Case])] = &[
+        (
+            PermissionMode::Default,
+            &[
+                (
+                    write("ext__lint__format"),
+                    "ask approval needed to call ext__lint__format",
+                ),
+                (
+                    read("ext__lint__check"),
+                    "allow its extension declares it read-only",
+                ),
+                (write("ext__lint__fix"), "allow allowed by `ext__lint__fix`"),
+                (write("ext__notes__add"), "allow allowed by `ext__notes__*`"),
+                (read("ext__danger__look"), "deny"),
+                // An MCP server of the same name is another thing.
+                (write("mcp__notes__add"), "ask"),
+                (write("ext__notesx__add"), "ask"),
+            ],
+        ),
+        (
+            PermissionMode::Plan,
+            &[
+                (read("ext__lint__check"), "allow"),
+                (write("ext__lint__fix"), "deny plan mode"),
+            ],
+        ),
+    ];
+    for (mode, cases) in table {
+        let policy = Policy::new(*mode, rules.clone());
+        check(&policy, &root, cases);
+    }
+}

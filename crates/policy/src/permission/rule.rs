@@ -145,7 +145,10 @@ pub(crate) struct PathContext<'a> {
 #[derive(Clone, Debug)]
 enum ToolPattern {
     Builtin(&'static [&'static str]),
+    /// Every tool of one MCP server or extension: `mcp__server` or `ext__name`, the prefix
+    /// its tools' names start with (before `__tool`).
     McpServer(String),
+    /// One tool: `mcp__server__tool` or `ext__name__tool`.
     McpTool(String),
 }
 
@@ -291,14 +294,13 @@ impl Rule {
         }
     }
 
-    /// Whether the rule names `tool` (our name, or `mcp__server__tool`).
+    /// Whether the rule names `tool` (our name, `mcp__server__tool` or `ext__name__tool`).
     pub(crate) fn names_tool(&self, tool: &str) -> bool {
         match &self.tools {
             ToolPattern::Builtin(names) => names.contains(&tool),
             ToolPattern::McpTool(name) => name == tool,
-            ToolPattern::McpServer(server) => tool
-                .strip_prefix("mcp__")
-                .and_then(|rest| rest.strip_prefix(server.as_str()))
+            ToolPattern::McpServer(prefix) => tool
+                .strip_prefix(prefix.as_str())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with("__")),
         }
     }

@@ -94,7 +94,7 @@ impl Rule {
         let specifier = match (specifier, &tools) {
             (None, _) => None,
             (Some(_), ToolPattern::McpServer(_) | ToolPattern::McpTool(_)) => {
-                return Err("MCP rules take no specifier".to_owned());
+                return Err("MCP and extension rules take no specifier".to_owned());
             }
             (Some(specifier), ToolPattern::Builtin(names)) => {
                 Some(parse_specifier(name, names, specifier)?)
@@ -111,21 +111,28 @@ impl Rule {
 }
 
 pub(super) fn parse_tool_name(name: &str) -> Result<ToolPattern, String> {
-    if let Some(rest) = name.strip_prefix("mcp__") {
+    // MCP tools (`mcp__server__tool`) and extension tools (`ext__name__tool`) are named alike.
+    for (prefix, owner, what) in [("mcp__", "SERVER", "MCP"), ("ext__", "NAME", "extension")] {
+        let Some(rest) = name.strip_prefix(prefix) else {
+            continue;
+        };
         let valid = |part: &str| {
             !part.is_empty()
                 && part
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         };
+        let kind = &prefix[..3];
         return match rest.split_once("__") {
-            None if valid(rest) => Ok(ToolPattern::McpServer(rest.to_owned())),
-            Some((server, "*")) if valid(server) => Ok(ToolPattern::McpServer(server.to_owned())),
+            None if valid(rest) => Ok(ToolPattern::McpServer(name.to_owned())),
+            Some((server, "*")) if valid(server) => {
+                Ok(ToolPattern::McpServer(format!("{prefix}{server}")))
+            }
             Some((server, tool)) if valid(server) && valid(tool) => {
                 Ok(ToolPattern::McpTool(name.to_owned()))
             }
             _ => Err(format!(
-                "bad MCP tool name {name:?}; write mcp__SERVER, mcp__SERVER__* or mcp__SERVER__TOOL"
+                "bad {what} tool name {name:?}; write {kind}__{owner}, {kind}__{owner}__* or {kind}__{owner}__TOOL"
             )),
         };
     }
@@ -140,7 +147,7 @@ pub(super) fn parse_tool_name(name: &str) -> Result<ToolPattern, String> {
     Err(match suggest(name) {
         Some(close) => format!("unknown tool {name:?}; did you mean {close:?}?"),
         None => format!(
-            "unknown tool {name:?}; known tools are {}, {} and mcp__SERVER__TOOL",
+            "unknown tool {name:?}; known tools are {}, {}, mcp__SERVER__TOOL and ext__NAME__TOOL",
             CLAUDE_TOOL_NAMES
                 .iter()
                 .map(|(alias, _)| *alias)
