@@ -90,6 +90,10 @@ pub enum Point<'a> {
     /// The messages of one model request, before they are sent. `messages` replaces them for
     /// this request only; the history is not touched.
     Request { messages: &'a [Message] },
+    /// The raw body of one provider request, just before it is sent; asked only when an
+    /// interceptor [`Interceptor::wants_provider_request`] (the body is built and parsed for
+    /// it). `request_body` replaces it for this request.
+    ProviderRequest { body: &'a serde_json::Value },
 }
 
 impl Point<'_> {
@@ -113,6 +117,7 @@ impl Point<'_> {
             Point::PostCompact { .. } => "PostCompact",
             Point::Notification { .. } => "Notification",
             Point::Request { .. } => "Request",
+            Point::ProviderRequest { .. } => "ProviderRequest",
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// A request's replacement messages (`Point::Request` only).
     pub messages: Option<Vec<Message>>,
+    /// A provider request's replacement body (`Point::ProviderRequest` only).
+    pub request_body: Option<serde_json::Value>,
 }
 
 impl Outcome {
@@ -188,6 +195,9 @@ impl Outcome {
         if other.messages.is_some() {
             self.messages = other.messages;
         }
+        if other.request_body.is_some() {
+            self.request_body = other.request_body;
+        }
     }
 }
 
@@ -196,6 +206,87 @@ pub trait Interceptor: Send + Sync {
     /// Says what it wants at `point`. Bounded in time by the interceptor itself; failures are
     /// `warnings`, never an error.
     fn intercept<'a>(&'a self, at: At<'a>, point: &'a Point<'a>) -> BoxFuture<'a, Outcome>;
+
+    /// Whether it wants [`Point::ProviderRequest`] for the next request: the run builds and
+    /// parses the body only when one does.
+    fn wants_provider_request(&self) -> bool {
+        false
+    }
+
+    /// A watch over the answer about to stream (None: it does not watch). The run feeds it
+    /// every piece of text without waiting; its future resolves to a reason when the answer
+    /// must be cut off (the text so far is dropped, the run ends), or to None when it has
+    /// nothing more to say. Bounded in time by the interceptor, like `intercept`.
+    fn watch_stream<'a>(&'a self, at: At<'a>) -> Option<StreamWatch<'a>> {
+        let _ = at;
+        None
+    }
+}
+
+/// Pieces of a streaming answer would wait here for a watcher; more are joined with the last
+/// one waiting, so the stream never waits for a watcher and nothing of the text is lost.
+pub const STREAM_FEED_QUEUE: usize = 16;
+
+/// One interceptor's watch over a streaming answer ([`Interceptor::watch_stream`]).
+pub struct StreamWatch<'a> {
+    /// Where the run puts each piece of text.
+    pub feed: StreamFeed,
+    /// Resolves to why the answer is cut off, or None: no cut from this watcher.
+    pub cut: BoxFuture<'a, Option<String>>,
+}
+
+/// The sending side of a watch: never blocks; when the watcher lags, pieces are joined.
+pub struct StreamFeed {
+    sender: tokio::sync::mpsc::Sender<String>,
+    /// Text not yet taken by the queue (it was full), sent with the next piece.
+    unsent: String,
+}
+
+impl StreamFeed {
+    /// A feed and the watcher's end of it.
+    pub fn channel() -> (StreamFeed, tokio::sync::mpsc::Receiver<String>) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(STREAM_FEED_QUEUE);
+        let feed = StreamFeed {
+            sender,
+            unsent: String::new(),
+        };
+        (feed, receiver)
+    }
+
+    /// Hands `piece` (and what is waiting before it) to the watcher, without waiting.
+    pub fn push(&mut self, piece: &str) {
+        self.unsent.push_str(piece);
+        if self.unsent.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.unsent);
+        if let Err(tokio::sync::mpsc::error::TrySendError::Full(text)) =
+            self.sender.try_send(text)
+        {
+            self.unsent = text;
+        }
+    }
+}
+
+/// Every watch of one streaming answer ([`Interceptors::watch_stream`]).
+pub struct StreamWatches<'a> {
+    feeds: Vec<StreamFeed>,
+    cut: BoxFuture<'a, String>,
+}
+
+impl<'a> StreamWatches<'a> {
+    /// Hands a piece of the answer to every watcher.
+    pub fn push(&mut self, piece: &str) {
+        for feed in &mut self.feeds {
+            feed.push(piece);
+        }
+    }
+
+    /// The feeds, for the stream's callback, and the future of the first cut (it never
+    /// resolves when no watcher cuts).
+    pub fn split(self) -> (Vec<StreamFeed>, BoxFuture<'a, String>) {
+        (self.feeds, self.cut)
+    }
 }
 
 /// A session's interceptors, asked together. Cheap to clone; empty by default.
@@ -224,6 +315,40 @@ impl Interceptors {
 
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+
+    /// Whether one of them wants [`Point::ProviderRequest`] for the next request.
+    pub fn wants_provider_request(&self) -> bool {
+        self.list.iter().any(|one| one.wants_provider_request())
+    }
+
+    /// The watches of the answer about to stream (None: nobody watches). Their cut resolves
+    /// with the first reason any of them gives.
+    pub fn watch_stream<'a>(&'a self, at: At<'a>) -> Option<StreamWatches<'a>> {
+        let watches: Vec<StreamWatch<'a>> = self
+            .list
+            .iter()
+            .filter_map(|one| one.watch_stream(at))
+            .collect();
+        if watches.is_empty() {
+            return None;
+        }
+        let mut feeds = Vec::with_capacity(watches.len());
+        let mut cuts = futures::stream::FuturesUnordered::new();
+        for watch in watches {
+            feeds.push(watch.feed);
+            cuts.push(watch.cut);
+        }
+        let cut = Box::pin(async move {
+            use futures::StreamExt as _;
+            while let Some(said) = cuts.next().await {
+                if let Some(reason) = said {
+                    return reason;
+                }
+            }
+            futures::future::pending().await
+        });
+        Some(StreamWatches { feeds, cut })
     }
 
     /// Asks every interceptor at `point`, all at once, and merges what they said in their

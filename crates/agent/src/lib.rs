@@ -17,6 +17,7 @@ pub mod budget;
 pub mod compaction;
 mod ending;
 pub mod gate;
+mod interception;
 pub mod intercept;
 pub mod prompt;
 pub mod sink;
@@ -268,6 +269,9 @@ impl Run {
             let (completion, partial) = match model_call {
                 ModelCall::Done(completion) => (Some(completion), None),
                 ModelCall::Cancelled(partial) => (None, Some(partial)),
+                ModelCall::Cut { reason, partial } => {
+                    return self.cut_off(&reason, &partial, run_usage).await;
+                }
                 ModelCall::Failed(message) | ModelCall::Overflow(message) => {
                     return Ok(RunOutcome {
                         status: RunStatus::Failed,
@@ -472,6 +476,15 @@ impl Run {
             messages: &view,
             tools: &tools.specs,
         };
+        // Only when an interceptor wants the raw body is it built here (and maybe patched).
+        let body = self.intercept_provider_request(&request).await?;
+        let (mut feeds, cut) = match self.interceptors.watch_stream(self.at()) {
+            Some(watches) => {
+                let (feeds, cut) = watches.split();
+                (feeds, Some(cut))
+            }
+            None => (Vec::new(), None),
+        };
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
         let mut partial = String::new();
         let run_id = self.run_id.clone();
@@ -479,6 +492,9 @@ impl Run {
         let mut on_event = |event: LlmEvent| match event {
             LlmEvent::TextDelta(text) => {
                 partial.push_str(&text);
+                for feed in &mut feeds {
+                    feed.push(&text);
+                }
                 log.publish_transient(Event::MessageDelta {
                     run_id: run_id.clone(),
                     text,
@@ -509,15 +525,28 @@ impl Run {
                 }
             }
         };
-        let call = self.llm.complete(&request, &mut on_event);
+        let call = async {
+            match body {
+                Some(body) => self.llm.complete_body(body, &mut on_event).await,
+                None => self.llm.complete(&request, &mut on_event).await,
+            }
+        };
+        let cut = async {
+            match cut {
+                Some(cut) => cut.await,
+                None => futures::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
-            result = pump(&*self.log, pending_rx, call) => Some(result?),
+            result = pump(&*self.log, pending_rx, call) => Some(Ok(result?)),
+            reason = cut => Some(Err(reason)),
             _ = self.cancel.cancelled() => None,
         };
         Ok(match outcome {
-            Some(Ok(completion)) => ModelCall::Done(completion),
-            Some(Err(err)) if err.is_context_overflow() => ModelCall::Overflow(err.to_string()),
-            Some(Err(err)) => ModelCall::Failed(err.to_string()),
+            Some(Ok(Ok(completion))) => ModelCall::Done(completion),
+            Some(Ok(Err(err))) if err.is_context_overflow() => ModelCall::Overflow(err.to_string()),
+            Some(Ok(Err(err))) => ModelCall::Failed(err.to_string()),
+            Some(Err(reason)) => ModelCall::Cut { reason, partial },
             None => ModelCall::Cancelled(partial),
         })
     }
@@ -632,6 +661,9 @@ enum ModelCall {
     Overflow(String),
     /// Cancelled mid-stream, with the text streamed so far.
     Cancelled(String),
+    /// An interceptor cut the answer off mid-stream (`Interceptor::watch_stream`): the text
+    /// streamed so far is dropped.
+    Cut { reason: String, partial: String },
 }
 
 /// Drive `work` while persisting the events its synchronous callbacks queue, in order; the

@@ -1,6 +1,6 @@
 //! The tools of each model call: the built-ins plus the tools of every ready MCP server the
-//! session holds, sorted by name, decided once per step so the model, the gate and the
-//! executor see the same set. When the set differs from the session's previous model call,
+//! session holds and of its live extensions (`ToolSource`), sorted by name, decided once per
+//! step so the model, the gate and the executor see the same set. When the set differs from the session's previous model call,
 //! the step records `toolsChanged` first, so a break of the request's cached prefix is
 //! explicit in the log.
 
@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::Run;
 use agentd_core::conversation::ToolSpec;
 use agentd_work::mcp::{McpHandle, McpStatus};
-use agentd_work::tools::ToolRegistry;
+use agentd_work::tools::{Tool, ToolRegistry};
 use protocol::event::Event;
 
 /// The tools of one step: what the model is offered and what the gate and executor look up.
@@ -32,6 +32,13 @@ impl ToolSet {
     }
 }
 
+/// Tools that come and go while a session lives (the tools of the extensions in its scope),
+/// asked again at every step.
+pub trait ToolSource: Send + Sync {
+    /// The tools offered now; their names never collide with built-in or MCP ones.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
 /// Where a run's tools come from.
 pub struct RunTools {
     builtins: Arc<ToolRegistry>,
@@ -44,6 +51,8 @@ pub struct RunTools {
     /// A session run as a subagent keeps only the tools its definition allows (MCP tools
     /// included, as they come and go).
     filter: Option<agentd_work::agents::ToolFilter>,
+    /// Tools that come and go (extensions'), asked at every step.
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl RunTools {
@@ -59,7 +68,15 @@ impl RunTools {
             startup_grace,
             current,
             filter: None,
+            sources: Vec::new(),
         }
+    }
+
+    /// Also the tools `source` offers at each step (an extension's, from the next step after
+    /// it registered until its connection drops).
+    pub fn with_source(mut self, source: Option<Arc<dyn ToolSource>>) -> Self {
+        self.sources.extend(source);
+        self
     }
 
     /// Only the tools `filter` allows, from the first step on (a session run as a subagent).
@@ -84,6 +101,11 @@ impl RunTools {
     fn refresh(&self) -> Arc<ToolSet> {
         let mut registry =
             agentd_work::mcp::tools::session_tools(&self.builtins, &self.mcp_servers);
+        for source in &self.sources {
+            for tool in source.tools() {
+                registry.register(tool);
+            }
+        }
         if let Some(filter) = &self.filter {
             registry = filter.apply(&registry);
         }

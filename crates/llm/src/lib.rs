@@ -148,8 +148,19 @@ impl LlmClient {
         request: &ChatRequest<'_>,
         on_event: &mut (dyn FnMut(LlmEvent) + Send),
     ) -> Result<Completion, LlmError> {
+        let body = self.request_body(request)?;
+        self.complete_body(body, on_event).await
+    }
+
+    /// Runs one model call with `body` as the request body (what [`Self::request_body`] made,
+    /// perhaps patched by an extension), retrying like [`Self::complete`].
+    pub async fn complete_body(
+        &self,
+        body: Vec<u8>,
+        on_event: &mut (dyn FnMut(LlmEvent) + Send),
+    ) -> Result<Completion, LlmError> {
         let provider = &self.inner.provider;
-        let body = bytes::Bytes::from(self.request_body(request)?);
+        let body = bytes::Bytes::from(body);
         let base_delay = Duration::from_millis(provider.retry_base_delay_ms);
         let max_delay = Duration::from_millis(provider.retry_max_delay_ms);
         let mut retries = 0;
