@@ -53,8 +53,11 @@ impl Context {
     /// As `connect`, declaring `capabilities.approvals`: for `run`, which answers the approvals
     /// of the run it follows (prompt or `--approve` policy), so the daemon waits for it.
     pub async fn connect_answering_approvals(&self) -> Result<Connection, CommandError> {
-        self.connect_declaring(ClientCapabilities { approvals: true })
-            .await
+        self.connect_declaring(ClientCapabilities {
+            approvals: true,
+            ..ClientCapabilities::default()
+        })
+        .await
     }
 
     async fn connect_declaring(

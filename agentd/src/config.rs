@@ -47,6 +47,8 @@ pub struct Config {
     pub mcp: agentd_work::mcp::config::McpSettings,
     /// `[tasks]`: the cap on running subagents, parallel writers, idle parents notified.
     pub tasks: crate::task::TaskSettings,
+    /// How long the daemon waits for an extension's answer (`[extensions] call_timeout_ms`).
+    pub extension_call_timeout: std::time::Duration,
 }
 
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
@@ -194,6 +196,7 @@ pub fn load(
         context: ContextConfig::default(),
         mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
+        extension_call_timeout: crate::extension::DEFAULT_CALL_TIMEOUT,
     };
     if let Some(path) = path {
         match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {

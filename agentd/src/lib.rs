@@ -8,6 +8,7 @@
 mod allocator;
 mod config;
 pub mod daemon;
+mod extension;
 mod rpc;
 pub mod server;
 mod session;

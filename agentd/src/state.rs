@@ -28,4 +28,6 @@ pub struct DaemonState {
     pub mcp: Arc<agentd_work::mcp::McpManager>,
     /// Background tasks (`task/*`).
     pub tasks: Arc<crate::task::TaskManager>,
+    /// The live extensions (`extension/register`), which sessions in their scope use.
+    pub extensions: Arc<crate::extension::Extensions>,
 }

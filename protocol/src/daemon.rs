@@ -33,6 +33,10 @@ pub struct ClientCapabilities {
     /// decides an approval at once by its mode instead of waiting for the timeout.
     #[serde(default)]
     pub approvals: bool,
+    /// The client answers the daemon's requests (`extension/callTool`, `extension/runCommand`,
+    /// `extension/event`) on this connection: it may call `extension/register`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extensions: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -53,6 +57,10 @@ pub struct Capabilities {
     pub notifications: Vec<String>,
     /// Largest accepted line (one JSON-RPC message), in bytes.
     pub max_line_bytes: u64,
+    /// The daemon takes `extension/register` and sends extensions requests on their
+    /// connection.
+    #[serde(default)]
+    pub extensions: bool,
 }
 
 /// `daemon/status` takes no params; an empty object or array is accepted, and so are fields it

@@ -15,6 +15,7 @@ pub mod approval;
 pub mod daemon;
 pub mod error;
 pub mod event;
+pub mod extension;
 pub mod id;
 pub mod mcp;
 pub mod memory;

@@ -6,6 +6,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::agents::*;
 use crate::approval::*;
 use crate::daemon::*;
+use crate::extension::*;
 use crate::mcp::*;
 use crate::memory::*;
 use crate::project::*;
@@ -114,6 +115,9 @@ methods! {
     TaskStart = "task/start": TaskStartParams => TaskStartResult;
     /// Change a session's permission mode, model or title from its next run on.
     SessionUpdate = "session/update": SessionUpdateParams => SessionUpdateResult;
+    /// Add tools, commands and event handlers to the sessions of a scope, for as long as this
+    /// connection lives (needs `capabilities.extensions` in `initialize`).
+    ExtensionRegister = "extension/register": ExtensionRegisterParams => ExtensionRegisterResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

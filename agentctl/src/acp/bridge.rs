@@ -420,7 +420,12 @@ impl Bridge {
         after_seq: u64,
         replay: Option<Replay>,
     ) -> Result<(), Error> {
-        let connection = self.connect(ClientCapabilities { approvals: true }).await?;
+        let connection = self
+            .connect(ClientCapabilities {
+                approvals: true,
+                ..ClientCapabilities::default()
+            })
+            .await?;
         #[allow(clippy::needless_update)] // Fields later versions add keep their defaults.
         let params = SessionSubscribeParams {
             session_id: session_id.to_owned(),

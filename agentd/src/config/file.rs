@@ -21,10 +21,21 @@ struct FileConfig {
     context: Option<FileContext>,
     mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
+    extensions: Option<FileExtensions>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Value>,
 }
+
+/// `[extensions]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileExtensions {
+    call_timeout_ms: Option<u64>,
+}
+
+/// Longest `[extensions] call_timeout_ms`: a run waits this long at most for one extension.
+const MAX_EXTENSION_CALL_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
 /// `[memory]` as written.
 #[derive(Deserialize)]
@@ -152,6 +163,23 @@ pub(super) fn apply_file(
         mcp_settings(path, mcp, &mut config.mcp)?;
     }
     config.mcp.servers = agentd_work::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
+    if let Some(extensions) = &file.extensions {
+        let default = crate::extension::DEFAULT_CALL_TIMEOUT.as_millis() as u64;
+        let ms = bounded(
+            path,
+            "extensions.call_timeout_ms",
+            extensions.call_timeout_ms,
+            default,
+            MAX_EXTENSION_CALL_TIMEOUT_MS,
+            "milliseconds",
+        )?;
+        if ms == 0 {
+            return Err(invalid(
+                "extensions.call_timeout_ms must be at least 1".to_owned(),
+            ));
+        }
+        config.extension_call_timeout = std::time::Duration::from_millis(ms);
+    }
     if let Some(tasks) = &file.tasks {
         config.tasks = tasks.resolve().map_err(invalid)?;
     }

@@ -115,6 +115,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         memory: sessions.memory(),
         mcp: sessions.mcp(),
         tasks: sessions.tasks(),
+        extensions: sessions.extensions(),
         sessions: sessions.clone(),
     });
     let module = crate::rpc::build(state.clone())?;
@@ -258,6 +259,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         .as_ref()
         .map(|config| config.mcp.unconfined.clone())
         .unwrap_or_default();
+    let extension_call_timeout = config
+        .as_ref()
+        .map(|config| config.extension_call_timeout)
+        .unwrap_or(crate::extension::DEFAULT_CALL_TIMEOUT);
     Ok(SessionDeps {
         paths: paths.clone(),
         trust: Arc::new(trust),
@@ -276,6 +281,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             },
         ),
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
+        extensions: Arc::new(crate::extension::Extensions::new(extension_call_timeout)),
         tasks,
         manager: std::sync::OnceLock::new(),
         shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),

@@ -13,6 +13,7 @@ use protocol::methods;
 
 mod agents;
 mod approval;
+mod extension;
 mod mcp;
 mod memory;
 mod project;
@@ -66,6 +67,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<TaskStop, _, _>(&mut module, task::stop)?;
     register::<TaskStart, _, _>(&mut module, task::start)?;
     register::<SessionUpdate, _, _>(&mut module, session::update)?; // via the session actor
+    register::<ExtensionRegister, _, _>(&mut module, extension::register)?;
     Ok(module)
 }
 
@@ -191,6 +193,9 @@ async fn initialize(
     let _ = connection
         .approvals_capability
         .set(params.capabilities.approvals);
+    let _ = connection
+        .extensions_capability
+        .set(params.capabilities.extensions);
     connection
         .initialized
         .store(true, std::sync::atomic::Ordering::Release);
@@ -214,6 +219,7 @@ async fn initialize(
                 protocol::event::DAEMON_EVENT.to_owned(),
             ],
             max_line_bytes: crate::server::ServerLimits::default().max_line_bytes as u64,
+            extensions: true,
         },
     })
 }

@@ -54,6 +54,12 @@ pub struct ConnectionContext {
     /// The connection's bounded outbound queue: subscriptions queue their notifications here,
     /// behind the answers already queued (so never before their subscribe call's answer).
     pub(super) outbound: mpsc::Sender<Box<RawValue>>,
+    /// Whether the client declared `capabilities.extensions` in `initialize` (it answers the
+    /// daemon's requests; the first `initialize` decides).
+    pub extensions_capability: std::sync::OnceLock<bool>,
+    /// The requests the daemon sends this client (an extension's calls and events) and the
+    /// answers routed back to them; closed as soon as the connection ends.
+    pub peer: Arc<super::peer::Peer>,
 }
 
 impl ConnectionContext {
@@ -73,6 +79,11 @@ impl ConnectionContext {
             closed: CancellationToken::new(),
             forwarders: tokio_util::task::TaskTracker::new(),
             subscriptions: SubscriptionTable::new(max_subscriptions),
+            extensions_capability: std::sync::OnceLock::new(),
+            peer: Arc::new(super::peer::Peer::new(
+                outbound.clone(),
+                super::MAX_LINE_BYTES,
+            )),
             outbound,
         }
     }
@@ -222,6 +233,9 @@ pub async fn serve_connection<S>(
         }
     }
 
+    // The daemon's own requests to this client cannot be answered any more: they fail now
+    // (an extension's tools leave its sessions), not after the drain.
+    ctx.peer.close();
     // Finish what the client already asked for, then stop the writer after it flushed, all
     // within one deadline: a short one when the daemon stops (its whole stop has a budget),
     // the drain deadline when the client hung up.
@@ -304,6 +318,11 @@ impl Dispatcher {
             return;
         }
         let parsed = parse_call(text);
+        if matches!(parsed, Ok(None)) {
+            // A response to one of the daemon's requests (or a client's notification).
+            self.ctx.peer.accept_answer(text);
+            return;
+        }
         drop(bytes);
         match parsed {
             Ok(Some(call)) if call.method == protocol::methods::Initialize::NAME => {
@@ -380,7 +399,10 @@ impl Dispatcher {
             for (index, item) in items.into_iter().enumerate() {
                 let response = match parse_call(item.get()) {
                     Ok(Some(call)) => self.call(call).await,
-                    Ok(None) => continue,
+                    Ok(None) => {
+                        self.ctx.peer.accept_answer(item.get());
+                        continue;
+                    }
                     Err(refusal) => (refusal.response, refusal.verbatim_id),
                 };
                 answered_bytes = answered_bytes.saturating_add(response.0.as_json().get().len());

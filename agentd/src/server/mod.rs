@@ -6,6 +6,7 @@ pub mod connection;
 pub mod line;
 pub mod outbound;
 pub mod params;
+pub mod peer;
 mod registry;
 pub mod request;
 mod subscriptions;

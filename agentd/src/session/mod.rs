@@ -79,6 +79,8 @@ pub struct SessionDeps {
     pub shell_tasks: Arc<crate::task::shell::ShellTasks>,
     /// Which sessions use which MCP servers, for their `mcpServerStatus` events.
     pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
+    /// The live extensions: their tools and event handlers join the runs in their scope.
+    pub extensions: Arc<crate::extension::Extensions>,
     /// The manager itself, for the `task` tool's child sessions: set once it exists
     /// (`SessionManager::start_task_events`); weak, so the deps never keep it alive.
     pub manager: std::sync::OnceLock<std::sync::Weak<SessionManager>>,
@@ -187,6 +189,12 @@ impl SessionManager {
 
     pub fn tasks(&self) -> Arc<crate::task::TaskManager> {
         self.deps.tasks.clone()
+    }
+
+    /// The live extensions (`extension/register`; the commands dispatcher lists and runs
+    /// their commands through it).
+    pub fn extensions(&self) -> Arc<crate::extension::Extensions> {
+        self.deps.extensions.clone()
     }
 
     /// The daemon's background shell commands.

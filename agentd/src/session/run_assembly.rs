@@ -86,6 +86,7 @@ impl ToolParts {
             background: Some(self.background),
             limits: self.limits,
             session_id: Some(self.session_id),
+            tool_call_id: None,
         }
     }
 }
@@ -262,14 +263,18 @@ impl Actor {
             servers.handles,
             config.mcp.startup_grace,
         )
-        .with_filter(crate::session::subagent::run_filter(&self.header));
+        .with_filter(crate::session::subagent::run_filter(&self.header))
+        .with_source(Some(
+            self.deps.extensions.tools_for(self.header.cwd.as_ref()),
+        ));
         let max_steps = [self.header.max_turns, options.max_steps]
             .into_iter()
             .flatten()
             .fold(config.max_steps, u32::min)
             .max(1);
         // Hooks and extensions join the run here.
-        let interceptors = Interceptors::default();
+        let interceptors = Interceptors::default()
+            .with((self.deps.extensions).interceptor(self.header.cwd.as_ref(), &self.header.id));
         Ok(Prepared {
             llm,
             context_limits,

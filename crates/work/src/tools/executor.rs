@@ -190,6 +190,7 @@ async fn run_call(
         progress: ProgressSink::new(move |message| {
             let _ = progress_tx.send(message);
         }),
+        tool_call_id: Some(call.id.clone()),
         ..ctx.clone()
     };
     let running = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(input, &call_ctx))) {

@@ -153,6 +153,9 @@ pub struct ToolContext {
     /// The session whose run makes the call (None outside a session): the `task_*` tools
     /// show and stop only its tasks.
     pub session_id: Option<String>,
+    /// The id of the call being run (set per call by [`execute_batch`]; None outside one):
+    /// an extension's tool names it in `extension/callTool`.
+    pub tool_call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -174,6 +177,7 @@ impl ToolContext {
             background: None,
             limits: ToolLimits::default(),
             session_id: None,
+            tool_call_id: None,
         }
     }
 }
