@@ -260,8 +260,7 @@ impl StreamFeed {
             return;
         }
         let text = std::mem::take(&mut self.unsent);
-        if let Err(tokio::sync::mpsc::error::TrySendError::Full(text)) =
-            self.sender.try_send(text)
+        if let Err(tokio::sync::mpsc::error::TrySendError::Full(text)) = self.sender.try_send(text)
         {
             self.unsent = text;
         }

@@ -29,7 +29,10 @@ impl Run {
         };
         let outcome = self
             .interceptors
-            .at(self.at(), &intercept::Point::ProviderRequest { body: &body })
+            .at(
+                self.at(),
+                &intercept::Point::ProviderRequest { body: &body },
+            )
             .await;
         self.warn(&outcome.warnings).await?;
         Ok(Some(match outcome.request_body {

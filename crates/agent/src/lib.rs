@@ -17,8 +17,8 @@ pub mod budget;
 pub mod compaction;
 mod ending;
 pub mod gate;
-mod interception;
 pub mod intercept;
+mod interception;
 pub mod prompt;
 pub mod sink;
 pub mod tool_set;
@@ -663,7 +663,10 @@ enum ModelCall {
     Cancelled(String),
     /// An interceptor cut the answer off mid-stream (`Interceptor::watch_stream`): the text
     /// streamed so far is dropped.
-    Cut { reason: String, partial: String },
+    Cut {
+        reason: String,
+        partial: String,
+    },
 }
 
 /// Drive `work` while persisting the events its synchronous callbacks queue, in order; the

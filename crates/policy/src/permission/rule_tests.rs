@@ -41,7 +41,10 @@ fn parse_errors_table() {
         ("fetch_url(domain:a*b.com)", "bad domain"),
         ("fetch_url(domain:[::1)", "bad domain"),
         ("fetch_url(domain:[not:an:address])", "bad domain"),
-        ("mcp__github(x)", "MCP and extension rules take no specifier"),
+        (
+            "mcp__github(x)",
+            "MCP and extension rules take no specifier",
+        ),
         ("mcp__", "bad MCP tool name"),
         ("mcp____x", "bad MCP tool name"),
         ("todo_write(x)", "todo_write takes no specifier"),
