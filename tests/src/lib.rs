@@ -2,6 +2,7 @@
 //! MCP servers (`mcp_servers`).
 
 pub mod acp_client;
+pub mod extension;
 pub mod gate;
 pub mod harness;
 pub mod mcp_scenario;

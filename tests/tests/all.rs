@@ -34,6 +34,7 @@ mod daemon;
 mod daily_cli;
 mod daily_daemon;
 mod editors_plugin;
+mod extensions;
 mod llm;
 mod mcp_clients;
 mod mcp_config;
