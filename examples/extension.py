@@ -115,22 +115,11 @@ HANDLERS = {
 REGISTRATION = {
     "name": "example",
     "tools": [
-        {
-            "name": "shout",
-            "description": "Returns the text in capital letters.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"text": {"type": "string"}},
-                "required": ["text"],
-            },
-            "readOnly": True,
-        },
-        {
-            "name": "hold",
-            "description": "Waits for ever (a demonstration of a call in flight).",
-            "inputSchema": {"type": "object", "properties": {}},
-            "readOnly": True,
-        },
+        {"name": "shout", "description": "Returns the text in capital letters.", "readOnly": True,
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                         "required": ["text"]}},
+        {"name": "hold", "description": "Waits for ever (a demonstration of a call in flight).",
+         "inputSchema": {"type": "object", "properties": {}}, "readOnly": True},
     ],
     "commands": [{"name": "example-hello", "description": "Say hello", "argumentHint": "[name]"}],
     "events": ["input", "toolCall", "toolResult", "messageUpdate"],
