@@ -51,6 +51,11 @@ pub struct Config {
     pub extension_call_timeout: std::time::Duration,
 }
 
+/// How long the daemon waits for an extension's answer unless `[extensions] call_timeout_ms`
+/// says otherwise: long enough for a local process, short enough that a stuck one costs a
+/// run little.
+pub const DEFAULT_EXTENSION_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `[context]` of config.toml: the soft and hard limits, in percent of the model's window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextConfig {
@@ -196,7 +201,7 @@ pub fn load(
         context: ContextConfig::default(),
         mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
-        extension_call_timeout: crate::extension::DEFAULT_CALL_TIMEOUT,
+        extension_call_timeout: DEFAULT_EXTENSION_CALL_TIMEOUT,
     };
     if let Some(path) = path {
         match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {

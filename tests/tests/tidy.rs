@@ -36,7 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("agent", &["agent"]),
     ("tasks", &["task"]),
     ("assembly", &["config", "wire", "store"]),
-    ("session", &["session"]),
+    ("session", &["extension", "session"]),
     ("daemon", &["server", "state", "rpc", "daemon", "allocator"]),
 ];
 

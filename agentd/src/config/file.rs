@@ -164,7 +164,7 @@ pub(super) fn apply_file(
     }
     config.mcp.servers = agentd_work::mcp::config::McpEntries::from_toml(path, file.mcp_servers);
     if let Some(extensions) = &file.extensions {
-        let default = crate::extension::DEFAULT_CALL_TIMEOUT.as_millis() as u64;
+        let default = DEFAULT_EXTENSION_CALL_TIMEOUT.as_millis() as u64;
         let ms = bounded(
             path,
             "extensions.call_timeout_ms",
