@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
-//! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=extensions` only the
+//! extension ones (the prefix-stability counter), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 
 use std::time::{Duration, Instant};
@@ -16,6 +17,8 @@ use agentd_tests::harness::{Client, Daemon, TestEnv};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::{Value, json};
 
+#[path = "bench/extensions.rs"]
+mod extensions;
 #[path = "bench/mcp.rs"]
 mod mcp;
 #[path = "bench/tasks.rs"]
@@ -37,6 +40,12 @@ async fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "tasks") {
         let mut rows = Vec::new();
         tasks::figures(scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "extensions") {
+        let mut rows = Vec::new();
+        extensions::figures(scale, &mut rows).await;
         print_rows(scale, rows);
         return;
     }
@@ -226,7 +235,10 @@ async fn main() {
     // 8. Background tasks.
     tasks::figures(scale, &mut rows).await;
 
-    // 9. MCP servers.
+    // 9. Extensions: the prefix-stability counter.
+    extensions::figures(scale, &mut rows).await;
+
+    // 10. MCP servers.
     mcp::figures(scale, &mut rows).await;
 
     print_rows(scale, rows);
