@@ -324,6 +324,32 @@ pub enum Event {
     /// A task ended: `completed`, `failed` or `cancelled`, same streams.
     #[serde(rename_all = "camelCase")]
     TaskFinished { task: Box<crate::task::TaskInfo> },
+    /// A hook (a command from the user's config, a trusted project's settings or a subagent's
+    /// definition) started at `event` (Claude Code's name: `PreToolUse`, `Stop`, …).
+    #[serde(rename_all = "camelCase")]
+    HookStarted {
+        /// The run it belongs to; absent at a session's start or end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        event: String,
+        /// The command line, on one line, cut at 200 characters.
+        command: String,
+    },
+    /// A hook ended. `outcome`: `success`, `blocked` (it blocked or denied what it was asked
+    /// about), `error` (it failed or printed junk: a warning, the action went on) or
+    /// `timeout` (killed with everything it started).
+    #[serde(rename_all = "camelCase")]
+    HookCompleted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        event: String,
+        command: String,
+        duration_ms: u64,
+        outcome: String,
+        /// Why it blocked, or what went wrong.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// This subscriber fell behind and missed events; the daemon replays persisted events
     /// after `seq` next (deltas are lost).
     Lagged {},
@@ -372,6 +398,8 @@ impl Event {
             | Event::ToolsChanged { run_id, .. }
             | Event::RunFinished { run_id, .. } => Some(run_id),
             Event::Error { run_id, .. }
+            | Event::HookStarted { run_id, .. }
+            | Event::HookCompleted { run_id, .. }
             | Event::CompactionStarted { run_id }
             | Event::CompactionCompleted { run_id, .. } => run_id.as_deref(),
             Event::SessionCreated { .. }

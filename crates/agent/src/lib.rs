@@ -17,6 +17,7 @@ pub mod budget;
 pub mod compaction;
 mod ending;
 pub mod gate;
+pub mod hooks;
 pub mod intercept;
 mod interception;
 pub mod prompt;

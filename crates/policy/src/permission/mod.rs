@@ -52,8 +52,8 @@ pub use read_rules::{ReadRules, ReadWithholdRules};
 pub(crate) use rule::RuleEntry;
 pub use rule::{Rule, RuleError, RuleLayer, RuleList, RuleSet, RuleSource};
 pub use settings::{
-    ProjectSettings, SettingsError, TomlPermissions, WithheldSettings, load_project_settings,
-    parse_settings_text,
+    ProjectSettings, ProjectSettingsTexts, SettingsError, TomlPermissions, WithheldSettings,
+    load_project_settings, parse_settings_text, read_project_settings,
 };
 pub(crate) use shell::split_shell_command;
 

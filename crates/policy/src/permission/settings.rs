@@ -8,7 +8,8 @@
 //!
 //! Bad rules and a bad mode are collected in [`ProjectSettings::errors`] while the good rules
 //! load; a file that cannot be read or parsed at all is a [`SettingsError`]. Other top-level keys
-//! (hooks, …) belong to other modules and are left alone here.
+//! belong to other modules and are left alone here: `hooks` is read by `agentd_agent::hooks`
+//! from the same files ([`read_project_settings`]).
 
 use std::path::{Path, PathBuf};
 
@@ -119,6 +120,47 @@ pub fn load_project_settings(
     trust: &crate::trust::ProjectTrust,
 ) -> Result<ProjectSettings, SettingsError> {
     let mut settings = ProjectSettings::default();
+    let texts = read_project_settings(workspace)?;
+    settings.refused = texts.refused;
+    for (path, text) in texts.files {
+        let (mut rules, mode, errors) = parse_settings_text(&path, &text)?;
+        let verdict = trust.verdict(&path, &text);
+        let pinned = verdict == crate::trust::FileTrust::Pinned;
+        if !pinned && !rules.allow.is_empty() {
+            settings.withheld.push(WithheldSettings {
+                path: path.clone(),
+                verdict,
+                allow: rules.allow.iter().map(|rule| rule.text.clone()).collect(),
+            });
+            rules.allow.clear();
+        }
+        settings.rules = RuleSet::merge([std::mem::take(&mut settings.rules), rules]);
+        settings.errors.extend(errors);
+        if let Some(mode) = mode
+            && settings.default_mode.is_none()
+        {
+            settings.default_mode = Some(mode);
+            settings.mode_source = Some((path.clone(), verdict));
+        }
+        settings.sources.push(path);
+    }
+    Ok(settings)
+}
+
+/// The project settings files [`load_project_settings`] reads, as read: the files of the
+/// first directory holding one of our own, in [`PROJECT_SETTINGS_FILES`] order.
+#[derive(Clone, Debug, Default)]
+pub struct ProjectSettingsTexts {
+    /// Each file and its whole text.
+    pub files: Vec<(PathBuf, String)>,
+    /// Settings files of another user, found and not read (each says whose and what to do).
+    pub refused: Vec<String>,
+}
+
+/// Reads the project settings files for `workspace` (the walk of [`load_project_settings`],
+/// which other readers of the same files share: hooks). Blocking: reads files.
+pub fn read_project_settings(workspace: &Path) -> Result<ProjectSettingsTexts, SettingsError> {
+    let mut found = ProjectSettingsTexts::default();
     for directory in agentd_core::workspace::project_dirs(workspace).settings_dirs() {
         let mut texts = Vec::new();
         for path in PROJECT_SETTINGS_FILES
@@ -129,7 +171,7 @@ pub fn load_project_settings(
             match agentd_core::regular_file::read_own_text(&path, MAX_SETTINGS_BYTES) {
                 Ok(read) => texts.push((path, read)),
                 Err(error) => match agentd_core::regular_file::OtherUsersFile::of(&error) {
-                    Some(refusal) => settings.refused.push(refusal.to_string()),
+                    Some(refusal) => found.refused.push(refusal.to_string()),
                     None => {
                         return Err(SettingsError {
                             path: path.clone(),
@@ -155,31 +197,11 @@ pub fn load_project_settings(
                     ),
                 });
             }
-            let text = read.text;
-            let (mut rules, mode, errors) = parse_settings_text(&path, &text)?;
-            let verdict = trust.verdict(&path, &text);
-            let pinned = verdict == crate::trust::FileTrust::Pinned;
-            if !pinned && !rules.allow.is_empty() {
-                settings.withheld.push(WithheldSettings {
-                    path: path.clone(),
-                    verdict,
-                    allow: rules.allow.iter().map(|rule| rule.text.clone()).collect(),
-                });
-                rules.allow.clear();
-            }
-            settings.rules = RuleSet::merge([std::mem::take(&mut settings.rules), rules]);
-            settings.errors.extend(errors);
-            if let Some(mode) = mode
-                && settings.default_mode.is_none()
-            {
-                settings.default_mode = Some(mode);
-                settings.mode_source = Some((path.clone(), verdict));
-            }
-            settings.sources.push(path);
+            found.files.push((path, read.text));
         }
         break;
     }
-    Ok(settings)
+    Ok(found)
 }
 
 /// Rule entries of TOML `allow`, `ask` and `deny` lists, with 1-based line and column of each
