@@ -242,12 +242,19 @@ fn problem(event: Option<&str>, location: String, message: &str) -> HookProblem 
     }
 }
 
-/// The hooks of the project's settings files, each file with its trust verdict. Blocking:
-/// reads files.
-pub fn project_files(
+/// One project settings file's hooks, with the trust verdict of its content.
+pub(super) struct ProjectFile {
+    pub path: PathBuf,
+    pub verdict: FileTrust,
+    pub hooks: Vec<HookDef>,
+}
+
+/// The hooks of the project's settings files, each file with its trust verdict, and what
+/// could not be read. Blocking: reads files.
+pub(super) fn project_files(
     workspace: &Path,
     trust: &ProjectTrust,
-) -> (Vec<(PathBuf, FileTrust, Vec<HookDef>)>, Vec<String>) {
+) -> (Vec<ProjectFile>, Vec<String>) {
     let mut found = Vec::new();
     let mut warnings = Vec::new();
     let texts = match agentd_policy::permission::read_project_settings(workspace) {
@@ -283,7 +290,11 @@ pub fn project_files(
                 .iter()
                 .map(|problem| format!("{}: {problem}", path.display())),
         );
-        found.push((path, verdict, hooks));
+        found.push(ProjectFile {
+            path,
+            verdict,
+            hooks,
+        });
     }
     (found, warnings)
 }

@@ -288,8 +288,11 @@ pub struct HookEnv {
 /// the session and its runs' [`Hooks`].
 #[derive(Clone, Default)]
 pub struct PendingStart {
-    slot: Arc<Mutex<Option<Shared<BoxFuture<'static, Vec<String>>>>>>,
+    slot: Arc<Mutex<Option<HeldContext>>>,
 }
+
+/// The SessionStart hooks' context, awaited by whoever takes it.
+type HeldContext = Shared<BoxFuture<'static, Vec<String>>>;
 
 impl std::fmt::Debug for PendingStart {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -440,17 +443,17 @@ pub fn load(
 ) -> (Vec<HookDef>, Vec<String>) {
     let mut hooks: Vec<HookDef> = user.to_vec();
     let (files, mut warnings) = config::project_files(workspace, trust);
-    for (path, verdict, found) in files {
-        if found.is_empty() {
+    for file in files {
+        if file.hooks.is_empty() {
             continue;
         }
-        if verdict == FileTrust::Pinned {
-            hooks.extend(found);
+        if file.verdict == FileTrust::Pinned {
+            hooks.extend(file.hooks);
         } else {
             warnings.push(format!(
                 "{}, so its {} hook(s) do not run. To run them, {}",
-                trust.why_withheld(&path, verdict),
-                found.len(),
+                trust.why_withheld(&file.path, file.verdict),
+                file.hooks.len(),
                 trust.how_to_trust()
             ));
         }
@@ -552,9 +555,10 @@ pub fn describe(user: &[HookDef], workspace: &Path, trust: &ProjectTrust) -> Vec
         note,
     };
     let mut listed: Vec<HookListing> = user.iter().map(|hook| listing(hook, None)).collect();
-    for (path, verdict, found) in files {
-        let note = (verdict != FileTrust::Pinned).then(|| trust.why_withheld(&path, verdict));
-        listed.extend(found.iter().map(|hook| listing(hook, note.clone())));
+    for file in files {
+        let note = (file.verdict != FileTrust::Pinned)
+            .then(|| trust.why_withheld(&file.path, file.verdict));
+        listed.extend(file.hooks.iter().map(|hook| listing(hook, note.clone())));
     }
     listed
 }

@@ -282,7 +282,7 @@ async fn a_hook_reads_its_event_on_stdin_and_its_answer_is_recorded() {
     let outcome = hooks.ask(at, &Point::ToolCall { call: &call }).await;
     let expected = format!("denied in {}", dir.path().display());
     assert_eq!(outcome.block.as_deref(), Some(expected.as_str()));
-    let events = log.0.lock().unwrap();
+    let events: Vec<protocol::event::Event> = log.0.lock().unwrap().clone();
     assert!(
         matches!(&events[0], protocol::event::Event::HookStarted { event, .. } if event == "PreToolUse")
     );
@@ -290,7 +290,6 @@ async fn a_hook_reads_its_event_on_stdin_and_its_answer_is_recorded() {
         matches!(&events[1], protocol::event::Event::HookCompleted { outcome, .. } if outcome == "blocked")
     );
     // Another tool does not match: nothing runs.
-    drop(events);
     let other = ToolCall {
         name: "read_file".into(),
         ..call.clone()
