@@ -49,6 +49,11 @@ pub struct Config {
     pub tasks: crate::task::TaskSettings,
     /// How long the daemon waits for an extension's answer (`[extensions] call_timeout_ms`).
     pub extension_call_timeout: std::time::Duration,
+    /// `[hooks]`: the user's hooks (Claude Code's shape), for every session.
+    pub hooks: Vec<agentd_agent::hooks::HookDef>,
+    /// Problems of `[hooks]` that do not refuse the file (a bad matcher: its hooks are
+    /// skipped), announced as warnings at each run.
+    pub hook_warnings: Vec<String>,
 }
 
 /// How long the daemon waits for an extension's answer unless `[extensions] call_timeout_ms`
@@ -202,6 +207,8 @@ pub fn load(
         mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
         extension_call_timeout: DEFAULT_EXTENSION_CALL_TIMEOUT,
+        hooks: Vec::new(),
+        hook_warnings: Vec::new(),
     };
     if let Some(path) = path {
         match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {

@@ -25,6 +25,8 @@ struct FileConfig {
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Value>,
+    /// Claude Code's hooks shape; checked by `agentd_agent::hooks::parse_section`.
+    hooks: Option<BTreeMap<toml::Spanned<String>, toml::Value>>,
 }
 
 /// `[extensions]` as written.
@@ -182,6 +184,9 @@ pub(super) fn apply_file(
     }
     if let Some(tasks) = &file.tasks {
         config.tasks = tasks.resolve().map_err(invalid)?;
+    }
+    if let Some(hooks) = file.hooks {
+        hooks_section(config, path, text, hooks)?;
     }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
@@ -424,6 +429,59 @@ fn mcp_settings(
     settings.expand_env = mcp.expand_env.clone();
     settings.unconfined = mcp.unconfined.clone();
     Ok(())
+}
+
+/// `[hooks]`: the user's hooks. A structural problem (an unknown event, a hook without a
+/// command) refuses the file with its event's position; a bad matcher or a timeout cut to the
+/// cap is a warning of every run.
+fn hooks_section(
+    config: &mut Config,
+    path: &Path,
+    text: &str,
+    hooks: BTreeMap<toml::Spanned<String>, toml::Value>,
+) -> Result<(), ConfigError> {
+    let source = std::sync::Arc::new(agentd_agent::hooks::HookSource::Config(path.to_path_buf()));
+    for (event, groups) in hooks {
+        let (line, column) = line_and_column(text, event.span().start);
+        let mut one = serde_json::Map::new();
+        let groups = serde_json::to_value(groups).map_err(|error| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            reason: format!("hooks.{}: {error}", event.get_ref()),
+        })?;
+        one.insert(event.get_ref().clone(), groups);
+        let (found, problems) =
+            agentd_agent::hooks::parse_section(&serde_json::Value::Object(one), &source);
+        if let Some(problem) = problems.iter().find(|problem| !problem.minor) {
+            return Err(ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line,
+                column,
+                reason: problem.to_string(),
+            });
+        }
+        config.hook_warnings.extend(
+            problems
+                .iter()
+                .map(|problem| format!("{}: {problem}", path.display())),
+        );
+        config.hooks.extend(found);
+    }
+    if config.hooks.len() > agentd_agent::hooks::MAX_HOOKS_PER_SOURCE {
+        return Err(invalid_hooks(path, config.hooks.len()));
+    }
+    Ok(())
+}
+
+fn invalid_hooks(path: &Path, count: usize) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.to_path_buf(),
+        reason: format!(
+            "[hooks] defines {count} hooks; at most {} are allowed",
+            agentd_agent::hooks::MAX_HOOKS_PER_SOURCE
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Tests of config.toml's sections as `config::file` checks them: `[permissions]`.
+//! Tests of config.toml's sections as `config::file` checks them: `[permissions]`, `[hooks]`.
 
 use std::io::Write;
 
@@ -46,5 +46,49 @@ fn config_toml_permissions_section() {
     assert!(
         error.contains("approval_timeout_secs must be at least 1"),
         "{error}"
+    );
+}
+
+/// `[hooks]` of config.toml: Claude Code's shape in TOML; an unknown event or a hook without a
+/// command refuses the file at the event's position, a bad matcher is a warning of each run.
+#[test]
+fn config_toml_hooks_section() {
+    let load = |text: &str| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let result = crate::config::load(Some(file.path()), &|_| None);
+        let path = file.path().display().to_string();
+        result.map_err(|error| error.to_string().replace(&path, "config.toml"))
+    };
+    let config = load(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\nhooks = [{ type = \"command\", command = \"check.sh\", timeout = 5 }]\n\n[[hooks.Stop]]\nhooks = [{ type = \"command\", command = \"stop.sh\" }]\n",
+    )
+    .unwrap();
+    assert_eq!(config.hooks.len(), 2);
+    assert_eq!(config.hooks[0].command, "check.sh");
+    assert_eq!(config.hooks[0].timeout, std::time::Duration::from_secs(5));
+    assert_eq!(
+        config.hooks[1].timeout,
+        agentd_agent::hooks::DEFAULT_HOOK_TIMEOUT
+    );
+    assert_eq!(config.hook_warnings, Vec::<String>::new());
+
+    let error = load("max_steps = 3\n[[hooks.PreToolUze]]\nhooks = []\n").unwrap_err();
+    assert!(
+        error.starts_with("config.toml:2:9: hooks.PreToolUze: unknown event"),
+        "{error}"
+    );
+    let error = load("[[hooks.Stop]]\nhooks = [{ type = \"command\" }]\n").unwrap_err();
+    assert!(
+        error.contains("hooks.Stop[0].hooks[0].command: must be a command line"),
+        "{error}"
+    );
+    let config =
+        load("[[hooks.PreToolUse]]\nmatcher = \"(\"\nhooks = [{ command = \"x\" }]\n").unwrap();
+    assert!(config.hooks.is_empty());
+    assert!(
+        config.hook_warnings[0].contains("not a valid regex"),
+        "{:?}",
+        config.hook_warnings
     );
 }
