@@ -28,6 +28,14 @@ impl Actor {
                 Some(offered) => offered,
                 None => self.deps.tools.specs().into(),
             };
+        // PreCompact and PostCompact hooks (the summary itself is written by the actor too).
+        let (hooks, _) = crate::session::hooks::session_hooks(
+            &self.header,
+            &self.deps,
+            agentd_agent::hooks::PendingStart::default(),
+        )
+        .await;
+        let interceptors = crate::session::hooks::interceptors(hooks);
         let outcome = Compactor {
             llm: &llm,
             log: &*self.log,
@@ -38,7 +46,7 @@ impl Actor {
             run_id: None,
             cancel: &self.closing,
             summary_input_chars: limits.summary_input_chars(),
-            interceptors: &agentd_agent::intercept::Interceptors::default(),
+            interceptors: &interceptors,
             trigger: agentd_agent::intercept::CompactTrigger::Manual,
             focus: None,
         }

@@ -81,6 +81,7 @@ impl Session {
             settings,
             loaded.request_ids.into_iter().collect(),
             tasks,
+            "resume",
         ))
     }
 
@@ -100,10 +101,14 @@ impl Session {
             settings,
             VecDeque::new(),
             tasks,
+            "startup",
         )
     }
 
-    /// Start the actor of a session whose state is known.
+    /// Start the actor of a session whose state is known; `hook_source` is what its
+    /// SessionStart hooks are told (`startup` or `resume`).
+    // Each argument is a part of the session the two callers build differently.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         header: SessionHeader,
         deps: Arc<SessionDeps>,
@@ -112,6 +117,7 @@ impl Session {
         settings: Arc<Mutex<SessionSettings>>,
         recent_requests: VecDeque<(String, String)>,
         tasks: &TaskTracker,
+        hook_source: &'static str,
     ) -> Session {
         let (commands_tx, commands_rx) = mpsc::channel(COMMAND_QUEUE);
         let active = Arc::new(Mutex::new(None));
@@ -124,7 +130,21 @@ impl Session {
             .as_ref()
             .map(|config| config.tasks.max_notification_runs)
             .unwrap_or(crate::task::DEFAULT_MAX_NOTIFICATION_RUNS);
+        // SessionStart hooks run beside the actor (a top-level session's only); their context
+        // waits for the first prompt.
+        let session_start = agentd_agent::hooks::PendingStart::default();
+        if header.parent_session_id.is_none() && header.task_id.is_none() {
+            crate::session::hooks::session_start(
+                header.clone(),
+                Arc::clone(&deps),
+                log.clone(),
+                session_start.clone(),
+                hook_source,
+                tasks,
+            );
+        }
         let actor = Actor {
+            session_start,
             header: header.clone(),
             settings: settings.clone(),
             deps,

@@ -58,6 +58,8 @@ pub(super) struct Actor {
     pub(super) deps: Arc<SessionDeps>,
     pub(super) log: Arc<EventLog>,
     pub(super) shared: Arc<SessionShared>,
+    /// What the SessionStart hooks gave, until the first prompt takes it.
+    pub(super) session_start: agentd_agent::hooks::PendingStart,
     pub(super) active: Arc<Mutex<Option<ActiveRun>>>,
     pub(super) recent_requests: VecDeque<(String, String)>,
     pub(super) tasks: TaskTracker,

@@ -8,6 +8,7 @@ mod child_log;
 mod error;
 pub mod events;
 mod evict;
+pub mod hooks;
 mod index;
 mod mcp;
 pub mod mcp_status;
@@ -332,6 +333,13 @@ impl SessionManager {
         session
             .stop_and_wait(agentd_agent::StopReason::Cancelled)
             .await;
+        hooks::at_session_point(
+            &session.header,
+            &self.deps,
+            &*session.log,
+            agentd_agent::intercept::Point::SessionEnd { reason: "delete" },
+        )
+        .await;
         let _ = session.log.append(Event::SessionDeleted {}).await;
         self.write_slots().remove(id);
         self.listing.invalidate();

@@ -273,7 +273,14 @@ impl Actor {
             .fold(config.max_steps, u32::min)
             .max(1);
         // Hooks and extensions join the run here.
-        let interceptors = Interceptors::default()
+        let (hooks, hook_warnings) = crate::session::hooks::session_hooks(
+            &self.header,
+            &self.deps,
+            self.session_start.clone(),
+        )
+        .await;
+        warnings.extend(hook_warnings);
+        let interceptors = crate::session::hooks::interceptors(hooks)
             .with((self.deps.extensions).interceptor(self.header.cwd.as_ref(), &self.header.id));
         Ok(Prepared {
             llm,

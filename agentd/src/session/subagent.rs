@@ -203,6 +203,22 @@ async fn prepare(
             return Err(PrepareError::Failed(message));
         }
     };
+    // SubagentStart hooks of the parent's session (its header: the definition's own hooks are
+    // the child's), recorded in the parent's log (the child's for a task with no parent).
+    let parent = match &parent_id {
+        Some(parent) => sessions.get(parent).await.ok(),
+        None => None,
+    };
+    let hook_log = parent.as_ref().map_or(&child.log, |parent| &parent.log);
+    super::hooks::at_session_point(
+        base,
+        &sessions.deps,
+        &**hook_log,
+        agentd_agent::intercept::Point::SubagentStart {
+            agent_type: &definition.name,
+        },
+    )
+    .await;
     let child_id = child.id().to_owned();
     let task = tasks
         .update_deferred(&task.task_id, |task| task.child_session_id = Some(child_id))

@@ -234,4 +234,18 @@ pub(super) async fn deliver(
     {
         tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
     }
+    // The parent's Notification hooks hear of it (this runs in the task's own background
+    // task, never in an actor).
+    let message = format!(
+        "task {task_id} ({}) {}",
+        definition.name,
+        outcome.status.as_str()
+    );
+    crate::session::hooks::at_session_point(
+        &parent.header,
+        &sessions.deps,
+        &*parent.log,
+        agentd_agent::intercept::Point::Notification { message: &message },
+    )
+    .await;
 }

@@ -98,6 +98,9 @@ pub struct AgentDefinition {
     /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
     /// parent's servers.
     pub(crate) mcp_servers: Option<agentd_core::frontmatter::Value>,
+    /// `hooks` as written: Claude Code's hooks shape as a JSON text (the frontmatter holds no
+    /// nested mappings), active while this subagent runs (`agentd_agent::hooks`).
+    pub hooks: Option<String>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
@@ -321,6 +324,7 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
         max_budget_usd: None,
         permission_mode: None,
         mcp_servers: None,
+        hooks: None,
         background: false,
         read_only: false,
         source: AgentSource::BuiltIn,

@@ -119,6 +119,7 @@ pub(super) fn parse_definition(
         Some(raw) => Some(permission_mode(&raw)?),
     };
     let mcp_servers = field(&["mcpServers", "mcp_servers"])?.cloned();
+    let hooks = text(&["hooks"])?;
     let background = match text(&["background"])?.as_deref() {
         None | Some("false") => false,
         Some("true") => true,
@@ -136,6 +137,7 @@ pub(super) fn parse_definition(
         max_budget_usd,
         permission_mode,
         mcp_servers,
+        hooks,
         background,
         read_only: false,
         source,
