@@ -35,6 +35,7 @@ mod daily_cli;
 mod daily_daemon;
 mod editors_plugin;
 mod extensions;
+mod hooks;
 mod llm;
 mod mcp_clients;
 mod mcp_config;

@@ -112,6 +112,32 @@ impl Renderer {
                 }
                 self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
             }
+            Event::HookStarted { event, command, .. } => {
+                self.stderr_line(&format!("hook {event}: {}", one_line(command)), out);
+            }
+            Event::HookCompleted {
+                event,
+                command,
+                duration_ms,
+                outcome,
+                reason,
+                ..
+            } => {
+                let style = match outcome.as_str() {
+                    "success" => Style::Dim,
+                    "blocked" => Style::Attention,
+                    _ => Style::Bad,
+                };
+                let why = reason
+                    .as_deref()
+                    .map(|reason| format!(": {}", one_line(reason)))
+                    .unwrap_or_default();
+                let line = format!(
+                    "hook {event}: {} {outcome} ({duration_ms} ms){why}",
+                    one_line(command)
+                );
+                self.stderr_styled(style, &line, out);
+            }
             Event::CompactionStarted { .. } => {
                 self.stderr_line("compacting the conversation…", out);
             }
