@@ -360,3 +360,57 @@ async fn an_untrusted_or_changed_projects_hooks_do_not_run() {
         warnings(&events)
     );
 }
+
+/// A subagent definition of the user's brings hooks active while that subagent runs (its
+/// PreToolUse blocks the child's write, and the child's next request reads why); the same
+/// definition in the project is not pinned, so its hooks do not run. The parent's
+/// SubagentStart hook is recorded in the parent's log.
+#[tokio::test]
+async fn a_users_subagent_definition_brings_its_hooks_and_a_projects_does_not() {
+    const WRITER: &str = "---\nname: writer\ndescription: Writes files\ntools: write_file\nhooks: '{\"PreToolUse\": [{\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"cat > /dev/null; echo the writer may not write >&2; exit 2\"}]}]}'\n---\nYou write files.";
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        &user_hook("SubagentStart", "writer", "subagent.sh"),
+    )
+    .await;
+    script(&s, "subagent.sh", "cat > /dev/null\nexit 0\n");
+    let run_writer = |call: &str| {
+        s.mock.push(Reply::tool_call(
+            format!("task_{call}"),
+            "task",
+            json!({"prompt": "write it", "agentType": "writer"}),
+        ));
+        s.mock.push(Reply::tool_call(
+            call,
+            "write_file",
+            json!({"path": format!("{call}.txt"), "content": "x"}),
+        ));
+        s.mock.push(Reply::text("the child is done"));
+        s.mock.push(Reply::text("the parent is done"));
+    };
+
+    write(
+        &s.daemon.env.path("config").join("agentd/agents/writer.md"),
+        WRITER,
+    );
+    run_writer("c1");
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "delegate").await;
+    let events = client.events_until_run_finished().await;
+    assert!(!s.workspace().join("c1.txt").exists(), "the child's hook blocked it");
+    let requests = s.mock.requests();
+    assert!(
+        requests[2].body.contains("the writer may not write"),
+        "{}",
+        requests[2].body
+    );
+    assert_eq!(hook_outcomes(&events, "SubagentStart"), ["success"]);
+
+    // The same definition from the project: its hooks do not run.
+    std::fs::remove_file(s.daemon.env.path("config").join("agentd/agents/writer.md")).unwrap();
+    write(&s.workspace().join(".agents/agents/writer.md"), WRITER);
+    run_writer("c2");
+    client.prompt(&session, "delegate again").await;
+    client.events_until_run_finished().await;
+    assert!(s.workspace().join("c2.txt").exists(), "a project definition's hooks do not run");
+}
