@@ -397,7 +397,10 @@ async fn a_users_subagent_definition_brings_its_hooks_and_a_projects_does_not() 
     let (mut client, session) = s.session().await;
     client.prompt(&session, "delegate").await;
     let events = client.events_until_run_finished().await;
-    assert!(!s.workspace().join("c1.txt").exists(), "the child's hook blocked it");
+    assert!(
+        !s.workspace().join("c1.txt").exists(),
+        "the child's hook blocked it"
+    );
     let requests = s.mock.requests();
     assert!(
         requests[2].body.contains("the writer may not write"),
@@ -412,5 +415,98 @@ async fn a_users_subagent_definition_brings_its_hooks_and_a_projects_does_not() 
     run_writer("c2");
     client.prompt(&session, "delegate again").await;
     client.events_until_run_finished().await;
-    assert!(s.workspace().join("c2.txt").exists(), "a project definition's hooks do not run");
+    assert!(
+        s.workspace().join("c2.txt").exists(),
+        "a project definition's hooks do not run"
+    );
+}
+
+/// SessionEnd hooks run when a session is deleted and, for the loaded sessions, when the daemon
+/// stops; each is told why (`reason`).
+#[tokio::test]
+async fn session_end_hooks_run_at_delete_and_at_shutdown() {
+    let mut s = Scenario::start_with(Format::OpenAi, &user_hook("SessionEnd", "", "end.sh")).await;
+    let ends = s.workspace().parent().unwrap().join("ends");
+    script(
+        &s,
+        "end.sh",
+        &format!(
+            "jq -r '.reason + \" \" + .session_id' >> '{}'\n",
+            ends.display()
+        ),
+    );
+    let (mut client, deleted) = s.session().await;
+    let (_, kept) = s.session().await;
+    client
+        .request("session/delete", json!({"sessionId": deleted}))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&ends).unwrap(),
+        format!("delete {deleted}\n")
+    );
+    client.request("daemon/shutdown", json!({})).await.unwrap();
+    s.daemon.wait_exit().await;
+    assert_eq!(
+        std::fs::read_to_string(&ends).unwrap(),
+        format!("delete {deleted}\nshutdown {kept}\n")
+    );
+}
+
+/// A PermissionRequest hook answers an approval the rules would ask (allow: no prompt), and a
+/// Notification hook hears of the approval that does go out, while it waits.
+#[tokio::test]
+async fn permission_request_hooks_answer_prompts_and_notification_hooks_hear_of_the_rest() {
+    use crate::approvals::{ASK, respond, shell, until_approval};
+    let config = format!(
+        "{}{}{ASK}",
+        user_hook("PermissionRequest", "Bash", "permission.sh"),
+        user_hook("Notification", "", "notify.sh")
+    );
+    let s = Scenario::start_with(Format::OpenAi, &config).await;
+    let notified = s.workspace().parent().unwrap().join("notified");
+    script(
+        &s,
+        "permission.sh",
+        r#"case "$(jq -r .tool_input.command)" in
+  *allowed*) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}' ;;
+esac
+"#,
+    );
+    script(
+        &s,
+        "notify.sh",
+        &format!("jq -r .message >> '{}'\n", notified.display()),
+    );
+    s.mock.push(shell("c1", "touch allowed.txt"));
+    s.mock.push(shell("c2", "touch asked.txt"));
+    s.mock.push(Reply::text("done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "go").await;
+    let (mut events, approval) = until_approval(&mut client).await;
+    assert_eq!(
+        approval.tool_call_id, "c2",
+        "the hook allowed c1 without a prompt"
+    );
+    assert!(s.workspace().join("allowed.txt").exists());
+    events.extend(
+        client
+            .persisted_events_until(|event| {
+                matches!(event, Event::HookCompleted { event, .. } if event == "Notification")
+            })
+            .await,
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notified).unwrap(),
+        "agentd needs your permission to use run_shell\n"
+    );
+    respond(&mut client, &approval.approval_id, "deny", None)
+        .await
+        .unwrap();
+    events.extend(client.events_until_run_finished().await);
+    assert!(!s.workspace().join("asked.txt").exists());
+    assert_eq!(
+        hook_outcomes(&events, "PermissionRequest"),
+        ["success", "success"]
+    );
 }

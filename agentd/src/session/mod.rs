@@ -371,6 +371,31 @@ impl SessionManager {
         if tokio::time::timeout_at(deadline, stop_runs).await.is_err() {
             tracing::warn!("some runs did not stop in time");
         }
+        // SessionEnd hooks of the top-level sessions, within half of what is left (a hook
+        // still running then is killed with its group).
+        let hooks_until = tokio::time::Instant::now()
+            + deadline.saturating_duration_since(tokio::time::Instant::now()) / 2;
+        let session_ends = futures::future::join_all(
+            sessions
+                .iter()
+                .filter(|session| {
+                    session.header.parent_session_id.is_none() && session.header.task_id.is_none()
+                })
+                .map(|session| {
+                    hooks::at_session_point(
+                        &session.header,
+                        &self.deps,
+                        &*session.log,
+                        agentd_agent::intercept::Point::SessionEnd { reason: "shutdown" },
+                    )
+                }),
+        );
+        if tokio::time::timeout_at(hooks_until, session_ends)
+            .await
+            .is_err()
+        {
+            tracing::warn!("some SessionEnd hooks did not finish before the daemon stopped");
+        }
         for session in &sessions {
             session.close();
         }
