@@ -141,6 +141,7 @@ impl Session {
                 session_start.clone(),
                 hook_source,
                 tasks,
+                closing.clone(),
             );
         }
         let actor = Actor {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use agentd_agent::hooks::{AgentHooks, HookEnv, HookEvent, HookListing, Hooks, PendingStart};
 use agentd_agent::intercept::{At, Interceptors, Point};
 use agentd_agent::sink::RunLog;
+use tokio_util::sync::CancellationToken;
 
 use super::SessionDeps;
 use crate::store::SessionHeader;
@@ -99,6 +100,7 @@ fn claude_code_mode(mode: agentd_policy::permission::PermissionMode) -> &'static
 /// Runs SessionStart hooks (`source`: "startup" or "resume") in a task of `tasks`; their
 /// context is held in `start` for the session's first prompt, which waits for it (each hook
 /// bounded by its timeout). Without a SessionStart hook the task only reads the settings.
+/// `closing` (the session closing) ends the task, killing a hook still running.
 pub(super) fn session_start(
     header: SessionHeader,
     deps: Arc<SessionDeps>,
@@ -106,9 +108,10 @@ pub(super) fn session_start(
     start: PendingStart,
     source: &'static str,
     tasks: &tokio_util::task::TaskTracker,
+    closing: CancellationToken,
 ) {
     let held = start.clone();
-    let running = tasks.spawn(async move {
+    let hooks_of_the_start = async move {
         let (hooks, _) = session_hooks(&header, &deps, PendingStart::default()).await;
         if !hooks.has(HookEvent::SessionStart) {
             return Vec::new();
@@ -124,6 +127,12 @@ pub(super) fn session_start(
                 .await;
         }
         outcome.context
+    };
+    let running = tasks.spawn(async move {
+        tokio::select! {
+            context = hooks_of_the_start => context,
+            () = closing.cancelled() => Vec::new(),
+        }
     });
     held.hold(Box::pin(async move { running.await.unwrap_or_default() }));
 }

@@ -360,3 +360,40 @@ async fn dropping_a_running_hook_kills_its_group() {
         .unwrap();
     agentd_policy::process::test_support::wait_until_dead(pid).await;
 }
+
+#[test]
+fn describe_lists_the_users_hooks_and_an_untrusted_projects_with_why_they_do_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap();
+    let settings = workspace.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "make test"}]}]}}"#,
+    )
+    .unwrap();
+    let user = [hook(HookEvent::PreToolUse, "Bash", "check.sh")];
+    let trust = ProjectTrust::untrusted(&workspace);
+    let listed = describe(&user, &workspace, &trust);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(
+        (
+            listed[0].source.as_str(),
+            listed[0].trusted,
+            listed[0].matcher.as_str()
+        ),
+        ("config", true, "Bash")
+    );
+    assert_eq!(listed[1].source, settings.display().to_string());
+    assert_eq!((listed[1].event, listed[1].trusted), ("Stop", false));
+    assert!(
+        listed[1]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("is not trusted")
+    );
+    let (applied, warnings) = load(&user, &workspace, &trust, None);
+    assert_eq!(applied.len(), 1, "only the user's hook applies");
+    assert!(warnings[0].contains("hook(s) do not run"), "{warnings:?}");
+}
