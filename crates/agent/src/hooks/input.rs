@@ -65,7 +65,7 @@ pub(super) fn stdin_json(event: HookEvent, point: &Point<'_>, env: &HookEnv) -> 
             }
         }
         Point::Notification { message } => add("message", json!(message)),
-        Point::Request { .. } => {}
+        Point::Request { .. } | Point::ProviderRequest { .. } => {}
     }
     serde_json::to_vec(&Value::Object(fields)).unwrap_or_default()
 }

@@ -256,7 +256,10 @@ fn subject<'a>(point: &'a Point<'a>) -> Option<&'a str> {
         Point::PreCompact { trigger, .. } | Point::PostCompact { trigger, .. } => {
             Some(trigger_name(*trigger))
         }
-        Point::UserPrompt { .. } | Point::Notification { .. } | Point::Request { .. } => None,
+        Point::UserPrompt { .. }
+        | Point::Notification { .. }
+        | Point::Request { .. }
+        | Point::ProviderRequest { .. } => None,
     }
 }
 
