@@ -75,6 +75,10 @@ pub struct ErrorData {
 pub struct Suggestion {
     /// A method this daemon serves (one of `initialize`'s `capabilities.methods`).
     pub method: String,
+    /// Names that exist and are closest to the one sent (e.g. the commands nearest an unknown
+    /// `session/command` name), nearest first; the method lists them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
 }
 
 impl ErrorData {
@@ -83,6 +87,17 @@ impl ErrorData {
         ErrorData {
             suggest: Some(Suggestion {
                 method: method.to_owned(),
+                names: Vec::new(),
+            }),
+        }
+    }
+
+    /// Data suggesting `names` (nearest first), and `method` to list every one.
+    pub fn suggest_names(method: &str, names: Vec<String>) -> ErrorData {
+        ErrorData {
+            suggest: Some(Suggestion {
+                method: method.to_owned(),
+                names,
             }),
         }
     }

@@ -12,6 +12,7 @@
 
 pub mod agents;
 pub mod approval;
+pub mod commands;
 pub mod daemon;
 pub mod error;
 pub mod event;

@@ -5,6 +5,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::agents::*;
 use crate::approval::*;
+use crate::commands::*;
 use crate::daemon::*;
 use crate::extension::*;
 use crate::mcp::*;
@@ -118,6 +119,12 @@ methods! {
     /// Add tools, commands and event handlers to the sessions of a scope, for as long as this
     /// connection lives (needs `capabilities.extensions` in `initialize`).
     ExtensionRegister = "extension/register": ExtensionRegisterParams => ExtensionRegisterResult;
+    /// The slash commands of a directory (and of a session's MCP servers), with the files
+    /// that could not be used.
+    CommandsList = "commands/list": CommandsListParams => CommandsListResult;
+    /// Run a slash command: a built-in answers with text and no model call; a command file,
+    /// a skill or an MCP prompt starts a run of its expanded prompt.
+    SessionCommand = "session/command": SessionCommandParams => SessionCommandResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

@@ -26,6 +26,9 @@ pub struct Paths {
     /// The user's subagent definitions (`$XDG_CONFIG_HOME/agentd/agents/*.md`), offered to
     /// every session after the project's own.
     pub agents_dir: PathBuf,
+    /// The user's command files (`$XDG_CONFIG_HOME/agentd/commands/*.md`), offered as slash
+    /// commands after the project's own.
+    pub commands_dir: PathBuf,
     /// The user's own notes (`$XDG_CONFIG_HOME/agentd/AGENTS.md`), in every new session's
     /// system prompt before the project's notes.
     pub user_notes: PathBuf,
@@ -56,6 +59,7 @@ impl Paths {
             data_dir: dirs.data_dir().to_path_buf(),
             skills_dir: dirs.config_dir().join("skills"),
             agents_dir: dirs.config_dir().join("agents"),
+            commands_dir: dirs.config_dir().join("commands"),
             user_notes: dirs.config_dir().join("AGENTS.md"),
         })
     }

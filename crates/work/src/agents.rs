@@ -438,6 +438,7 @@ fn read_definition(
 
 mod parse;
 use parse::parse_definition;
+pub(crate) use parse::tool_name;
 
 #[cfg(test)]
 mod tests;

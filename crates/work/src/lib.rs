@@ -1,5 +1,5 @@
 //! agentd's work layer: what a run acts with. `tools` (the tool trait, the registry, the batch
-//! executor and the built-in tools), `agents` (subagent definitions) and `mcp` (the MCP servers
+//! executor and the built-in tools), `agents` (subagent definitions), `commands` (slash command files) and `mcp` (the MCP servers
 //! the daemon owns, and their tools). It names only the layers below it: core, policy, llm and
 //! knowledge; what it needs of tasks and subagents it names as traits the daemon implements.
 
@@ -9,5 +9,6 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod agents;
+pub mod commands;
 pub mod mcp;
 pub mod tools;

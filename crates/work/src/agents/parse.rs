@@ -159,8 +159,9 @@ fn list(value: Option<&Value>) -> Option<Vec<String>> {
     )
 }
 
-/// Our name of a tool named in Claude Code's spelling; other names as written.
-fn tool_name(name: String) -> String {
+/// Our name of a tool named in Claude Code's spelling; other names as written (also for a
+/// command file's `allowed-tools`).
+pub(crate) fn tool_name(name: String) -> String {
     TOOL_ALIASES
         .iter()
         .find(|(theirs, _)| *theirs == name)
