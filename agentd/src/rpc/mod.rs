@@ -14,6 +14,7 @@ use protocol::methods;
 mod agents;
 mod approval;
 mod extension;
+mod commands;
 mod mcp;
 mod memory;
 mod project;
@@ -68,6 +69,8 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<TaskStart, _, _>(&mut module, task::start)?;
     register::<SessionUpdate, _, _>(&mut module, session::update)?; // via the session actor
     register::<ExtensionRegister, _, _>(&mut module, extension::register)?;
+    register::<CommandsList, _, _>(&mut module, commands::list)?;
+    register::<SessionCommand, _, _>(&mut module, commands::run)?; // runs via the session actor
     Ok(module)
 }
 

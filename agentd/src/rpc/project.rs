@@ -9,7 +9,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use protocol::error::{self as codes, echo};
 use protocol::project::*;
 
-mod review;
+pub(super) mod review;
 
 use super::{RpcResult, internal, rpc_error};
 use crate::server::ConnectionContext;

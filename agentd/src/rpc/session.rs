@@ -104,6 +104,7 @@ pub async fn prompt(
                 hold_approvals: params.hold_approvals,
                 max_steps: params.max_steps,
                 parent_run_id: None,
+                ..Default::default()
             },
         )
         .await?)

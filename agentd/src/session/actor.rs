@@ -188,8 +188,16 @@ impl Session {
     /// Summarise the older history now; refused while a run is active. Handled by the actor,
     /// so no run starts while the summary is written.
     pub async fn compact(&self) -> Result<SessionCompactResult, SessionError> {
+        self.compact_focused(None).await
+    }
+
+    /// [`Session::compact`], telling the summariser what to keep (`/compact FOCUS`).
+    pub async fn compact_focused(
+        &self,
+        focus: Option<String>,
+    ) -> Result<SessionCompactResult, SessionError> {
         let (reply, answer) = oneshot::channel();
-        self.send(Command::Compact { reply }).await?;
+        self.send(Command::Compact { focus, reply }).await?;
         answer.await.map_err(|_| self.no_answer())?
     }
 

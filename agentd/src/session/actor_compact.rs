@@ -10,7 +10,11 @@ use protocol::session::SessionCompactResult;
 impl Actor {
     /// `session/compact`: refused while a run is active (its own limits compact when needed;
     /// a summary written beside it would race its history).
-    pub(super) async fn compact(&mut self) -> Result<SessionCompactResult, SessionError> {
+    /// `focus` (`/compact FOCUS`) tells the summariser what to keep.
+    pub(super) async fn compact(
+        &mut self,
+        focus: Option<String>,
+    ) -> Result<SessionCompactResult, SessionError> {
         if let Some(run_id) = self.active_run_id() {
             return Err(SessionError::Conflict(format!(
                 "a run is active on this session ({run_id}); compact once it has finished (runFinished), or cancel it first"
@@ -48,7 +52,7 @@ impl Actor {
             summary_input_chars: limits.summary_input_chars(),
             interceptors: &interceptors,
             trigger: agentd_agent::intercept::CompactTrigger::Manual,
-            focus: None,
+            focus: focus.as_deref(),
         }
         .compact(&history)
         .await
@@ -74,10 +78,16 @@ impl Actor {
 
     /// The session's model client and its context limits, from the current config.
     pub(super) fn model(&self) -> Result<(LlmClient, ContextLimits), SessionError> {
-        let (config, provider) = self.deps.provider(Some(&format!(
-            "{}:{}",
-            self.header.provider, self.header.model
-        )))?;
+        self.model_named(&format!("{}:{}", self.header.provider, self.header.model))
+    }
+
+    /// The client and limits of `model` (as `session/update` names one), from the current
+    /// config.
+    pub(super) fn model_named(
+        &self,
+        model: &str,
+    ) -> Result<(LlmClient, ContextLimits), SessionError> {
+        let (config, provider) = self.deps.provider(Some(model))?;
         let window = context_window(&provider.model, provider.context_window);
         let limits = ContextLimits::new(
             window,

@@ -41,6 +41,8 @@ pub(super) enum Command {
         reply: oneshot::Sender<Result<QueueMessageResult, SessionError>>,
     },
     Compact {
+        /// What the summary should keep (`/compact FOCUS`).
+        focus: Option<String>,
         reply: oneshot::Sender<Result<SessionCompactResult, SessionError>>,
     },
     Update {
@@ -129,8 +131,8 @@ impl Actor {
                     .map(|(run_id, queued)| QueueMessageResult { run_id, queued });
                 let _ = reply.send(result);
             }
-            Command::Compact { reply } => {
-                let result = self.compact().await;
+            Command::Compact { focus, reply } => {
+                let result = self.compact(focus).await;
                 let _ = reply.send(result);
             }
             Command::Update { params, reply } => {

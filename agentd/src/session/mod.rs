@@ -233,6 +233,15 @@ impl SessionManager {
         .map_err(|err| SessionError::Internal(err.to_string()))
     }
 
+    /// Why `model` (as `session/update` names one) does not resolve to a configured
+    /// provider, if it does not.
+    pub fn model_problem(&self, model: &str) -> Option<String> {
+        self.deps
+            .provider(Some(model))
+            .err()
+            .map(|err| err.to_string())
+    }
+
     pub fn config_error(&self) -> Option<String> {
         self.deps.config.as_ref().err().cloned()
     }

@@ -37,6 +37,11 @@ pub struct RunOptions {
     /// A subagent's run: the parent's run that started it, named in its approvals
     /// (`PendingApproval.parentRunId`).
     pub parent_run_id: Option<String>,
+    /// A model for this run only (a slash command's `model`), resolved as `session/update`'s;
+    /// one that does not resolve is a warning and the session's model runs.
+    pub model: Option<String>,
+    /// A slash command's `allowed-tools`: the run is offered only these tools.
+    pub narrowing: Option<agentd_work::commands::ToolNarrowing>,
 }
 
 /// What preparing a run found; everything in it could fail, before anything was written.
@@ -234,7 +239,16 @@ impl Actor {
     /// The model, the configuration, the permissions and the MCP servers of the next run:
     /// whatever of it fails refuses the prompt, before anything is written.
     async fn prepare_run(&mut self, options: &RunOptions) -> Result<Prepared, SessionError> {
-        let (llm, context_limits) = self.model()?;
+        let mut command_warnings = Vec::new();
+        let (llm, context_limits) = match options.model.as_deref() {
+            None => self.model()?,
+            Some(model) => self.model_named(model).or_else(|err| {
+                command_warnings.push(format!(
+                    "the command's model {model} is not used ({err}); the session's model runs"
+                ));
+                self.model()
+            })?,
+        };
         let config = self
             .deps
             .config
@@ -252,6 +266,7 @@ impl Actor {
             self.mcp.for_run(&self.header, &self.deps, config),
         );
         let (mut permissions, mut warnings) = permissions.map_err(internal)?;
+        warnings.append(&mut command_warnings);
         permissions.hold_approvals = options.hold_approvals;
         permissions.parent_run_id = options.parent_run_id.clone();
         let servers = servers.map_err(internal)?;
@@ -266,7 +281,8 @@ impl Actor {
         .with_filter(crate::session::subagent::run_filter(&self.header))
         .with_source(Some(
             self.deps.extensions.tools_for(self.header.cwd.as_ref()),
-        ));
+        ))
+        .with_narrowing(options.narrowing.clone());
         let max_steps = [self.header.max_turns, options.max_steps]
             .into_iter()
             .flatten()

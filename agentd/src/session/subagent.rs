@@ -250,6 +250,7 @@ async fn launch(
         hold_approvals: parent_run.hold_approvals,
         max_steps: None,
         parent_run_id: Some(parent_run.run_id.clone()),
+        ..Default::default()
     };
     let Prepared {
         task,
@@ -365,6 +366,7 @@ impl SessionManager {
             hold_approvals: true,
             max_steps: None,
             parent_run_id: None,
+            ..Default::default()
         };
         let Prepared { task, run, .. } = prepare(self, &base, None, &params, options)
             .await

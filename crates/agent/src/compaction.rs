@@ -33,7 +33,7 @@ pub struct Compactor<'a> {
     /// Asked before and after (`Point::PreCompact`, `Point::PostCompact`).
     pub interceptors: &'a Interceptors,
     pub trigger: CompactTrigger,
-    /// What the user asked the summary to focus on (`/compact focus`).
+    /// What the person wants the summary to keep (`/compact FOCUS`); None: the usual summary.
     pub focus: Option<&'a str>,
 }
 
@@ -104,7 +104,11 @@ impl Compactor<'_> {
                 run_id: self.run_id.clone(),
             })
             .await?;
-        let input = state.summary_input(history, cut, self.summary_input_chars);
+        let mut input = state.summary_input(history, cut, self.summary_input_chars);
+        if let Some(focus) = self.focus.map(str::trim).filter(|focus| !focus.is_empty()) {
+            input.push_str("\n\nIn the summary, focus on: ");
+            input.push_str(focus);
+        }
         let messages = [Message::User { content: input }];
         let request = ChatRequest {
             session_id: self.session_id,

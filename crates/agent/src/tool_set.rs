@@ -53,6 +53,9 @@ pub struct RunTools {
     filter: Option<agentd_work::agents::ToolFilter>,
     /// Tools that come and go (extensions'), asked at every step.
     sources: Vec<Arc<dyn ToolSource>>,
+    /// A command's `allowed-tools`: only these, after `filter` (it takes tools away, never
+    /// adds one).
+    narrowing: Option<agentd_work::commands::ToolNarrowing>,
 }
 
 impl RunTools {
@@ -69,6 +72,7 @@ impl RunTools {
             current,
             filter: None,
             sources: Vec::new(),
+            narrowing: None,
         }
     }
 
@@ -86,6 +90,19 @@ impl RunTools {
             self.current = Mutex::new(Arc::new(ToolSet::new((*self.builtins).clone())));
         }
         self.filter = filter;
+        self
+    }
+
+    /// Only the tools `narrowing` names, from the first step on (a command's run).
+    pub fn with_narrowing(
+        mut self,
+        narrowing: Option<agentd_work::commands::ToolNarrowing>,
+    ) -> Self {
+        if let Some(narrowing) = &narrowing {
+            self.builtins = Arc::new(narrowing.apply(&self.builtins));
+            self.current = Mutex::new(Arc::new(ToolSet::new((*self.builtins).clone())));
+        }
+        self.narrowing = narrowing;
         self
     }
 
@@ -108,6 +125,9 @@ impl RunTools {
         }
         if let Some(filter) = &self.filter {
             registry = filter.apply(&registry);
+        }
+        if let Some(narrowing) = &self.narrowing {
+            registry = narrowing.apply(&registry);
         }
         let set = Arc::new(ToolSet::new(registry));
         match self.current.lock() {

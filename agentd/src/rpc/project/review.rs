@@ -70,7 +70,7 @@ fn describe_settings(file: &FoundFile, described: &mut ProjectFile) {
 }
 
 /// The `hooks` key of a settings file (JSON, or a TOML `[hooks]` table), as JSON.
-fn hooks_of(file: &FoundFile) -> Option<serde_json::Value> {
+pub(crate) fn hooks_of(file: &FoundFile) -> Option<serde_json::Value> {
     let is_json = file
         .path
         .extension()
