@@ -95,8 +95,10 @@ impl From<ClientError> for CommandError {
 /// method itself when agentctl has no command for it.
 pub fn suggestion_hint(method: &str) -> String {
     use protocol::Method;
-    use protocol::methods::{ApprovalList, McpList, SessionList, TaskList};
-    if method == SessionList::NAME {
+    use protocol::methods::{ApprovalList, CommandsList, McpList, SessionList, TaskList};
+    if method == CommandsList::NAME {
+        "`/help` lists the commands".to_owned()
+    } else if method == SessionList::NAME {
         "list sessions with `agentctl sessions list`".to_owned()
     } else if method == McpList::NAME {
         "list MCP servers with `agentctl mcp list`".to_owned()

@@ -12,6 +12,7 @@ pub mod run_input;
 pub mod run_result;
 pub mod sessions;
 pub mod skills;
+pub mod slash;
 pub mod task;
 pub mod trust;
 

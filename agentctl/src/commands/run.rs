@@ -1,5 +1,8 @@
 //! `agentctl run`: create (or reuse, or continue) a session, subscribe, prompt, and stream the
 //! run; scripts get a result object (`--json`) or only the final message (`--output final`).
+//! A prompt that is a slash command (`/name args`, see `commands::slash`) goes to
+//! `session/command`: a built-in's answer is printed, a command that starts a run is followed
+//! like a prompt.
 
 use protocol::approval::PermissionRules;
 use protocol::methods::{SessionCreate, SessionGet, SessionPrompt, SessionUpdate};
@@ -105,6 +108,7 @@ pub async fn run(
         let created = connection.request::<SessionCreate>(&params).await?;
         (created.session_id, created.session.last_seq)
     };
+    let slash = crate::commands::slash::parse(&text);
     let prompt = SessionPromptParams {
         session_id: session_id.clone(),
         text,
@@ -116,7 +120,13 @@ pub async fn run(
     };
 
     if args.background {
-        let started = send_prompt(&connection, &prompt).await?;
+        let Some(run_id) = start(ctx, &connection, &prompt, slash.as_ref()).await? else {
+            return Ok(EXIT_OK);
+        };
+        let started = protocol::session::SessionPromptResult {
+            run_id,
+            queued: false,
+        };
         if ctx.json {
             print_json(&serde_json::json!({ "sessionId": session_id, "runId": started.run_id }));
         } else {
@@ -135,7 +145,13 @@ pub async fn run(
 
     // Subscribe before prompting so no event of the run can be missed.
     let subscription = follow::subscribe(&connection, &session_id, last_seq).await?;
-    let started = send_prompt(&connection, &prompt).await?;
+    let Some(run_id) = start(ctx, &connection, &prompt, slash.as_ref()).await? else {
+        return Ok(EXIT_OK);
+    };
+    let started = protocol::session::SessionPromptResult {
+        run_id,
+        queued: false,
+    };
     let options = render_options(ctx);
     let renderer = Renderer::new(
         Mode::Run {
@@ -235,6 +251,46 @@ async fn update_session(
     };
     connection.request::<SessionUpdate>(&params).await?;
     Ok(())
+}
+
+/// Send the prompt, or the slash command it is: the run it started, or None when a command
+/// answered without one (its answer printed: the text on stdout, `--json` the result).
+async fn start(
+    ctx: &Context,
+    connection: &Connection,
+    prompt: &SessionPromptParams,
+    slash: Option<&crate::commands::slash::Slash>,
+) -> Result<Option<String>, CommandError> {
+    let Some(slash) = slash else {
+        return Ok(Some(send_prompt(connection, prompt).await?.run_id));
+    };
+    let result = crate::commands::slash::send(
+        connection,
+        &prompt.session_id,
+        slash,
+        prompt.client_request_id.clone(),
+    )
+    .await
+    .map_err(crate::commands::slash::error)?;
+    for warning in &result.warnings {
+        crate::warn_line!("{warning}");
+    }
+    if let Some(run_id) = result.run_id {
+        return Ok(Some(run_id));
+    }
+    if ctx.json {
+        print_json(&serde_json::json!({
+            "sessionId": prompt.session_id,
+            "command": slash.name,
+            "output": result.output,
+            "newSessionId": result.session_id,
+        }));
+        return Ok(None);
+    }
+    if let Some(output) = &result.output {
+        crate::say!("{output}");
+    }
+    Ok(None)
 }
 
 /// `session/prompt`, a busy session's refusal worded as agentctl commands.
