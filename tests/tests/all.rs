@@ -27,6 +27,7 @@ mod chat;
 mod chat_live;
 mod cli;
 mod cli_screen;
+mod commands;
 mod context_compact;
 mod context_memory;
 mod context_skills;

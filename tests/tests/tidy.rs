@@ -32,7 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("policy", &["trust", "permission", "process", "approval"]),
     ("llm", &["llm"]),
     ("knowledge", &["memory", "skills", "context"]),
-    ("work", &["tools", "agents", "mcp"]),
+    ("work", &["tools", "agents", "commands", "mcp"]),
     ("agent", &["agent"]),
     ("tasks", &["task"]),
     ("assembly", &["config", "wire", "store"]),

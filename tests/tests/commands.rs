@@ -1,0 +1,332 @@
+//! Slash commands end to end: `commands/list` (built-ins, project and user command files with
+//! `dir:name` namespacing, skills, bad files reported), `session/command` (built-ins with no
+//! model call, a templated command expanding its arguments into a run's prompt, `allowed-tools`
+//! narrowing the run's tools, an unknown name's nearest names), and `agentctl run "/help"`.
+
+use std::path::{Path, PathBuf};
+
+use agentd_tests::harness::{Client, decode, text};
+use agentd_tests::mcp_scenario::request_tool_names;
+use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::scenario::*;
+use pretty_assertions::assert_eq;
+use protocol::commands::{CommandSource, CommandsListResult, SessionCommandResult};
+use serde_json::{Value, json};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The workspace, canonical, with command files: a project `fix` (templated), `git:commit` in
+/// a subdirectory, `reader` (only `Read`), a broken one, and a user `hello`.
+fn plant_commands(s: &Scenario) -> PathBuf {
+    let cwd = s.workspace().canonicalize().unwrap();
+    write(
+        &cwd.join(".agents/commands/fix.md"),
+        "---\ndescription: Fix an issue\nargument-hint: <issue> <file>\n---\nFix issue $1 in $2. All: $ARGUMENTS\n",
+    );
+    write(
+        &cwd.join(".claude/commands/git/commit.md"),
+        "---\ndescription: Write a commit\n---\nCommit with message: $ARGUMENTS\n",
+    );
+    write(
+        &cwd.join(".claude/commands/reader.md"),
+        "---\ndescription: Read only\nallowed-tools: Read\n---\nRead the README\n",
+    );
+    write(
+        &cwd.join(".agents/commands/broken.md"),
+        "---\ndescription: never closed\n",
+    );
+    write(
+        &s.daemon.env.path("config").join("agentd/commands/hello.md"),
+        "Say hello to $1\n",
+    );
+    cwd
+}
+
+async fn command(
+    client: &mut Client,
+    session_id: &str,
+    name: &str,
+    args: &str,
+) -> SessionCommandResult {
+    decode(
+        client
+            .request(
+                "session/command",
+                json!({"sessionId": session_id, "name": name, "args": args}),
+            )
+            .await
+            .unwrap_or_else(|err| panic!("/{name} {args}: {}", err.message)),
+    )
+}
+
+/// A whole JSON-RPC response (with `error.data`), for an id no other call uses.
+async fn raw_response(client: &mut Client, method: &str, params: Value) -> Value {
+    let id = json!("raw-1");
+    let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    client.send_line(&line.to_string()).await;
+    client.response_for(&id).await
+}
+
+#[tokio::test]
+async fn built_in_commands_answer_with_no_model_request() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let (mut client, session_id) = s.session().await;
+    for name in [
+        "help", "status", "memory", "skills", "agents", "tasks", "mcp", "todos", "cost", "model",
+        "mode", "hooks", "compact",
+    ] {
+        let result = command(&mut client, &session_id, name, "").await;
+        let output = result.output.unwrap_or_default();
+        assert!(!output.trim().is_empty(), "/{name} said nothing");
+        assert_eq!(result.run_id, None, "/{name} started a run");
+    }
+    let help = command(&mut client, &session_id, "/help", "")
+        .await
+        .output
+        .unwrap();
+    assert!(help.contains("/compact [focus]"), "{help}");
+    let status = command(&mut client, &session_id, "status", "")
+        .await
+        .output
+        .unwrap();
+    assert!(
+        status.contains(&session_id) && status.contains("idle"),
+        "{status}"
+    );
+
+    // `/mode` goes through `session/update`.
+    let mode = command(&mut client, &session_id, "mode", "plan")
+        .await
+        .output
+        .unwrap();
+    assert_eq!(mode, "mode plan from the next run");
+    let got = client
+        .request("session/get", json!({"sessionId": session_id}))
+        .await
+        .unwrap();
+    assert_eq!(got["session"]["permissionMode"], "plan");
+
+    // `/clear` makes a new session with the same settings.
+    let cleared = command(&mut client, &session_id, "clear", "").await;
+    let new_id = cleared.session_id.expect("/clear names the new session");
+    assert_ne!(new_id, session_id);
+    let got = client
+        .request("session/get", json!({"sessionId": new_id}))
+        .await
+        .unwrap();
+    assert_eq!(got["session"]["permissionMode"], "plan");
+
+    let err = client
+        .request(
+            "session/command",
+            json!({"sessionId": session_id, "name": "status", "args": "now"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, i64::from(protocol::error::INVALID_PARAMS));
+    assert_eq!(s.mock.requests().len(), 0, "a built-in called the model");
+}
+
+#[tokio::test]
+async fn cost_lists_each_run_and_the_session() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::text("one"));
+    let run_id = client.prompt(&session_id, "first").await;
+    client.events_until_run_finished().await;
+    let cost = command(&mut client, &session_id, "cost", "")
+        .await
+        .output
+        .unwrap();
+    let lines: Vec<&str> = cost.lines().collect();
+    assert_eq!(lines.len(), 2, "{cost}");
+    assert!(
+        lines[0].starts_with(&format!("{run_id} completed: ")),
+        "{cost}"
+    );
+    assert!(lines[1].starts_with("session: "), "{cost}");
+    assert_eq!(s.mock.requests().len(), 1);
+}
+
+both_formats!(a_command_file_expands_its_arguments_into_the_prompt_of_a_run);
+async fn a_command_file_expands_its_arguments_into_the_prompt_of_a_run(format: Format) {
+    let s = Scenario::start(format).await;
+    plant_commands(&s);
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::text("fixed"));
+    let started = command(&mut client, &session_id, "/fix", "42 src/lib.rs").await;
+    assert_eq!(started.output, None);
+    let run_id = started.run_id.expect("a command file starts a run");
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), protocol::event::RunStatus::Completed);
+    assert!(
+        events.iter().any(
+            |e| matches!(&e.event, protocol::event::Event::RunStarted { run_id: r, .. } if *r == run_id)
+        ),
+        "{:?}",
+        kinds(&events)
+    );
+    let requests = s.mock.requests();
+    assert_eq!(requests.len(), 1);
+    let users = request_user_texts(format, &requests[0]);
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("Fix issue 42 in src/lib.rs. All: 42 src/lib.rs\n")
+    );
+    // The run is offered every tool: no `allowed-tools`.
+    assert!(request_tool_names(format, &requests[0]).len() > 3);
+
+    // A user command, with `$1`.
+    s.mock.push(Reply::text("hi"));
+    command(&mut client, &session_id, "hello", "Ada Lovelace").await;
+    client.events_until_run_finished().await;
+    let users = request_user_texts(format, &s.mock.requests()[1]);
+    assert_eq!(users.last().map(String::as_str), Some("Say hello to Ada\n"));
+}
+
+#[tokio::test]
+async fn allowed_tools_only_narrow_the_tools_of_the_commands_run() {
+    let s = Scenario::start(Format::OpenAi).await;
+    plant_commands(&s);
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::text("read"));
+    command(&mut client, &session_id, "reader", "").await;
+    client.events_until_run_finished().await;
+    s.mock.push(Reply::text("plain"));
+    client.prompt(&session_id, "a plain prompt").await;
+    client.events_until_run_finished().await;
+    let requests = s.mock.requests();
+    assert_eq!(
+        request_tool_names(Format::OpenAi, &requests[0]),
+        ["read_file"]
+    );
+    assert!(
+        request_tool_names(Format::OpenAi, &requests[1]).len() > 1,
+        "the next run has its tools back"
+    );
+}
+
+#[tokio::test]
+async fn the_list_namespaces_subdirectories_and_reports_bad_files() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let cwd = plant_commands(&s);
+    write(
+        &cwd.join(".claude/skills/pdf/SKILL.md"),
+        "---\ndescription: Fill PDF forms\n---\nUse fill.py\n",
+    );
+    let mut client = s.client().await;
+    let listed: CommandsListResult = decode(
+        client
+            .request("commands/list", json!({"cwd": cwd.display().to_string()}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(listed.commands[0].name, "help");
+    assert_eq!(listed.commands[0].source, CommandSource::Builtin);
+    let others: Vec<(&str, CommandSource)> = listed
+        .commands
+        .iter()
+        .filter(|c| c.source != CommandSource::Builtin)
+        .map(|c| (c.name.as_str(), c.source))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("fix", CommandSource::Project),
+            ("git:commit", CommandSource::Project),
+            ("hello", CommandSource::User),
+            ("pdf", CommandSource::Skill),
+            ("reader", CommandSource::Project),
+        ]
+    );
+    let commit = listed
+        .commands
+        .iter()
+        .find(|c| c.name == "git:commit")
+        .unwrap();
+    assert_eq!(
+        commit.path.as_deref(),
+        Some(
+            cwd.join(".claude/commands/git/commit.md")
+                .display()
+                .to_string()
+                .as_str()
+        )
+    );
+    let fix = listed.commands.iter().find(|c| c.name == "fix").unwrap();
+    assert_eq!(fix.argument_hint.as_deref(), Some("<issue> <file>"));
+    assert_eq!(listed.problems.len(), 1, "{:?}", listed.problems);
+    assert!(listed.problems[0].path.ends_with("broken.md"));
+    assert!(listed.problems[0].reason.contains("bad frontmatter"));
+
+    // A namespaced command runs by its `dir:name`, a skill by its name.
+    let session_id = create_session(&mut client, &cwd).await;
+    client.subscribe(&session_id, Some(0)).await;
+    s.mock.push(Reply::text("committed"));
+    command(&mut client, &session_id, "git:commit", "tidy up").await;
+    client.events_until_run_finished().await;
+    s.mock.push(Reply::text("filled"));
+    command(&mut client, &session_id, "pdf", "fill form.pdf").await;
+    client.events_until_run_finished().await;
+    let requests = s.mock.requests();
+    let first = request_user_texts(Format::OpenAi, &requests[0]);
+    assert_eq!(
+        first.last().map(String::as_str),
+        Some("Commit with message: tidy up\n")
+    );
+    let second = request_user_texts(Format::OpenAi, &requests[1]);
+    let skill_prompt = second.last().unwrap();
+    assert!(
+        skill_prompt.contains("Use fill.py")
+            && skill_prompt.ends_with("The user's request: fill form.pdf"),
+        "{skill_prompt}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_command_names_the_nearest_ones() {
+    let s = Scenario::start(Format::OpenAi).await;
+    plant_commands(&s);
+    let (mut client, session_id) = s.session().await;
+    let response = raw_response(
+        &mut client,
+        "session/command",
+        json!({"sessionId": session_id, "name": "/fxi", "args": "1"}),
+    )
+    .await;
+    let error = &response["error"];
+    assert_eq!(error["code"], protocol::error::INVALID_PARAMS);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("unknown command /fxi; did you mean /fix"),
+        "{message}"
+    );
+    assert_eq!(error["data"]["suggest"]["method"], "commands/list");
+    assert_eq!(error["data"]["suggest"]["names"][0], "fix");
+    assert_eq!(s.mock.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn agentctl_run_help_prints_the_commands_without_a_model_call() {
+    let s = Scenario::start(Format::OpenAi).await;
+    plant_commands(&s);
+    let out = s.daemon.env.run_agentctl(&["run", "/help"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("/help") && stdout.contains("/git:commit"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("/fix <issue> <file>"), "{stdout}");
+    let out = s.daemon.env.run_agentctl(&["run", "/nosuch"]).await;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("unknown command /nosuch"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(s.mock.requests().len(), 0);
+}
