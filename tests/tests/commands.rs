@@ -1,10 +1,12 @@
 //! Slash commands end to end: `commands/list` (built-ins, project and user command files with
 //! `dir:name` namespacing, skills, bad files reported), `session/command` (built-ins with no
 //! model call, a templated command expanding its arguments into a run's prompt, `allowed-tools`
-//! narrowing the run's tools, an unknown name's nearest names), and `agentctl run "/help"`.
+//! narrowing the run's tools, an unknown name's nearest names), `agentctl run "/help"`, and
+//! `agentctl acp` announcing the list and running a slash prompt as a command.
 
 use std::path::{Path, PathBuf};
 
+use agentd_tests::acp_client::{AcpClient, initialize, updates};
 use agentd_tests::harness::{Client, decode, text};
 use agentd_tests::mcp_scenario::request_tool_names;
 use agentd_tests::mock_llm::{Format, Reply};
@@ -329,4 +331,73 @@ async fn agentctl_run_help_prints_the_commands_without_a_model_call() {
         text(&out.stderr)
     );
     assert_eq!(s.mock.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn acp_receives_the_command_list_and_runs_a_slash_prompt_as_a_command() {
+    let s = Scenario::start(Format::OpenAi).await;
+    plant_commands(&s);
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let created = editor
+        .request(
+            "session/new",
+            json!({"cwd": s.workspace().display().to_string(), "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let seen = editor
+        .until(|m| {
+            m["type"] == "update"
+                && m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        })
+        .await;
+    let update = &updates(&seen).last().unwrap().clone();
+    let commands = update["availableCommands"].as_array().unwrap();
+    let named = |name: &str| {
+        commands
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {update}"))
+    };
+    assert_eq!(named("help")["description"], "list the commands");
+    assert_eq!(named("compact")["input"]["hint"], "[focus]");
+    assert_eq!(named("fix")["input"]["hint"], "<issue> <file>");
+    named("git:commit");
+
+    // A built-in prompt is answered by the daemon: its text comes as the agent's message.
+    let prompt = editor
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "/status"}]}),
+        )
+        .await;
+    let seen = editor
+        .until(|m| m["type"] == "response" && m["id"] == prompt)
+        .await;
+    assert_eq!(seen.last().unwrap()["result"]["stopReason"], "end_turn");
+    let said: String = updates(&seen)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(said.contains(&format!("session {session}")), "{said}");
+    assert_eq!(s.mock.requests().len(), 0);
+
+    // A command file's prompt is a run, followed like a prompt.
+    s.mock.push(Reply::text("fixed it"));
+    let answer = editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "/fix 7 a.rs"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    let users = request_user_texts(Format::OpenAi, &s.mock.requests()[0]);
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("Fix issue 7 in a.rs. All: 7 a.rs\n")
+    );
 }

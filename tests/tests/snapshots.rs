@@ -239,6 +239,11 @@ async fn what_agentctl_acp_emits() {
     );
     // The answers to `initialize` and `session/new` are kept in the stream too: not this run's.
     seen.retain(|message| message["type"] != "response" || message["id"] == prompt);
+    // The command list goes out beside the session's answer, in no fixed place among this
+    // run's updates; `commands::acp_receives_the_command_list_…` checks it.
+    seen.retain(|message| {
+        message["params"]["update"]["sessionUpdate"] != "available_commands_update"
+    });
     let lines: Vec<String> = joined_chunks(seen)
         .into_iter()
         .map(|mut message| {

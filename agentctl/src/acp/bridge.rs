@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
-    CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionConfigOption, SessionInfo, SessionListCapabilities, SessionMode, SessionModeState,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    AgentCapabilities, AvailableCommand, CancelNotification, CloseSessionRequest,
+    CloseSessionResponse, ContentBlock, ContentChunk, CurrentModeUpdate, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionInfo, SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Client, Error};
@@ -53,6 +54,9 @@ pub struct Bridge {
     links: Mutex<HashMap<String, (Arc<Link>, AbortHandle)>>,
     /// Room for `session/update`s on their way to the editor.
     window: Arc<UpdateWindow>,
+    /// The command list last sent per session (`available_commands_update`), so a prompt turn
+    /// sends it again only when it changed.
+    commands_sent: Mutex<HashMap<String, Vec<AvailableCommand>>>,
 }
 
 impl Bridge {
@@ -64,6 +68,7 @@ impl Bridge {
             requests: tokio::sync::Mutex::new(None),
             links: Mutex::new(HashMap::new()),
             window,
+            commands_sent: Mutex::new(HashMap::new()),
         }
     }
 
@@ -238,6 +243,10 @@ impl Bridge {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&session_id);
+        self.commands_sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&session_id);
         if let Some((link, abort)) = removed {
             abort.abort();
             link.lose("the session was closed");
@@ -246,11 +255,69 @@ impl Bridge {
         Ok(CloseSessionResponse::new())
     }
 
-    pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+    /// Send the session's command list to the editor when it differs from the one sent last
+    /// (always the first time). A list that cannot be read is left unsent: commands are a
+    /// convenience, never a reason to fail a session.
+    pub async fn announce_commands(&self, editor: &ConnectionTo<Client>, session_id: &str) {
+        let Ok(daemon) = self.daemon().await else {
+            return;
+        };
+        let Ok(session) = self.session(session_id).await else {
+            return;
+        };
+        let Ok(commands) = super::commands::available(&daemon, session_id, &session.cwd).await
+        else {
+            return;
+        };
+        {
+            let mut sent = self
+                .commands_sent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if sent.get(session_id) == Some(&commands) {
+                return;
+            }
+            sent.insert(session_id.to_owned(), commands.clone());
+        }
+        let _ = self
+            .window
+            .send(editor, super::commands::update(session_id, commands))
+            .await;
+    }
+
+    pub async fn prompt(
+        &self,
+        editor: &ConnectionTo<Client>,
+        request: PromptRequest,
+    ) -> Result<PromptResponse, Error> {
         let session_id = request.session_id.0.to_string();
         let link = self.link(&session_id)?;
         let text = prompt_text(&request.prompt).map_err(|message| invalid(&message))?;
+        // Files may have come or gone since the list was sent.
+        self.announce_commands(editor, &session_id).await;
         let daemon = self.daemon().await?;
+        if let Some(slash) = crate::commands::slash::parse(&text) {
+            let result = crate::commands::slash::send(&daemon, &session_id, &slash, None)
+                .await
+                .map_err(daemon_error)?;
+            let Some(run_id) = result.run_id else {
+                let mut shown: Vec<String> = result.output.into_iter().collect();
+                shown.extend(result.warnings);
+                let chunk = SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::from(shown.join("\n")),
+                ));
+                self.window
+                    .send(editor, SessionNotification::new(request.session_id, chunk))
+                    .await?;
+                return Ok(PromptResponse::new(StopReason::EndTurn));
+            };
+            return match link.run_end(&run_id).await {
+                RunEnd::Finished { status, error } => {
+                    stop_reason(status, error).map(PromptResponse::new)
+                }
+                RunEnd::Lost(reason) => Err(internal(&reason)),
+            };
+        }
         // The struct update keeps the fields later protocol versions add (such as a prompt's
         // step limit) at their defaults, so this compiles against them unchanged.
         #[allow(clippy::needless_update)]

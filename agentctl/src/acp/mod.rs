@@ -7,6 +7,7 @@
 //! bridge; the daemon's sessions and runs go on.
 
 mod bridge;
+mod commands;
 mod link;
 mod model;
 mod permission;
@@ -61,8 +62,13 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                 let bridge = b2.clone();
                 let answering = editor.clone();
                 editor.spawn(async move {
-                    let _ = responder
-                        .respond_with_result(bridge.new_session(&answering, request).await);
+                    let created = bridge.new_session(&answering, request).await;
+                    let session_id = created.as_ref().ok().map(|r| r.session_id.0.to_string());
+                    let _ = responder.respond_with_result(created);
+                    // After the answer: the editor knows the session by then.
+                    if let Some(session_id) = session_id {
+                        bridge.announce_commands(&answering, &session_id).await;
+                    }
                     Ok(())
                 })
             },
@@ -73,10 +79,12 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                 let bridge = b3.clone();
                 let answering = editor.clone();
                 editor.spawn(async move {
+                    let session_id = request.session_id.0.to_string();
                     match bridge.load_session(&answering, request).await {
                         Ok((response, answered)) => {
                             let _ = responder.respond(response);
                             let _ = answered.send(());
+                            bridge.announce_commands(&answering, &session_id).await;
                         }
                         Err(err) => {
                             let _ = responder.respond_with_error(err);
@@ -92,8 +100,13 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                 let bridge = b4.clone();
                 let answering = editor.clone();
                 editor.spawn(async move {
-                    let _ = responder
-                        .respond_with_result(bridge.resume_session(&answering, request).await);
+                    let session_id = request.session_id.0.to_string();
+                    let resumed = bridge.resume_session(&answering, request).await;
+                    let ok = resumed.is_ok();
+                    let _ = responder.respond_with_result(resumed);
+                    if ok {
+                        bridge.announce_commands(&answering, &session_id).await;
+                    }
                     Ok(())
                 })
             },
@@ -122,6 +135,7 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
         .on_receive_request(
             async move |request: PromptRequest, responder, editor| {
                 let bridge = b7.clone();
+                let answering = editor.clone();
                 let cancellation = responder.cancellation();
                 editor.spawn(async move {
                     // `$/cancel_request` for the turn cancels its run; the turn still ends
@@ -133,7 +147,7 @@ pub async fn serve(ctx: &Context) -> Result<(), CommandError> {
                         std::future::pending::<()>().await
                     };
                     let answer = tokio::select! {
-                        answer = bridge.prompt(request) => answer,
+                        answer = bridge.prompt(&answering, request) => answer,
                         () = cancel_on_request => return Ok(()),
                     };
                     let _ = responder.respond_with_result(answer);
