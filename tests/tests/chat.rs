@@ -164,7 +164,7 @@ async fn an_approval_is_answered_with_one_key() {
     pty.send(" sure\r");
     pty.expect("an approval is waiting").await;
     pty.send("/cost\r");
-    pty.expect("tokens:").await;
+    pty.expect("session: ").await;
     // `n` asks why; the reason typed goes to the model.
     pty.send("n");
     pty.expect("why not?").await;
@@ -258,7 +258,7 @@ async fn local_commands_answer_without_the_model() {
     let mut pty = start_chat(&env, &["chat"]).await;
 
     pty.send("/help\r");
-    pty.expect("/mode MODE").await;
+    pty.expect("/mode [mode]").await;
     pty.send("/frobnicate\r");
     pty.expect("unknown command /frobnicate").await;
     pty.send("/mode sideways\r");
@@ -267,7 +267,8 @@ async fn local_commands_answer_without_the_model() {
     pty.expect("Hi.").await;
     pty.expect(AFTER_RUN).await;
     pty.send("/cost\r");
-    pty.expect("tokens: 120 in (100 cached), 7 out").await;
+    pty.expect("session: 120 tokens in (100 cached), 7 out")
+        .await;
     pty.send("/sessions\r");
     pty.expect("TITLE / FIRST PROMPT").await;
     pty.expect("this chat: ses_").await;

@@ -10,6 +10,7 @@ use agentd_tests::acp_client::{AcpClient, initialize, updates};
 use agentd_tests::harness::{Client, decode, text};
 use agentd_tests::mcp_scenario::request_tool_names;
 use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::pty::Pty;
 use agentd_tests::scenario::*;
 use pretty_assertions::assert_eq;
 use protocol::commands::{CommandSource, CommandsListResult, SessionCommandResult};
@@ -400,4 +401,34 @@ async fn acp_receives_the_command_list_and_runs_a_slash_prompt_as_a_command() {
         users.last().map(String::as_str),
         Some("Fix issue 7 in a.rs. All: 7 a.rs\n")
     );
+}
+
+#[tokio::test]
+async fn chat_completes_a_command_name_with_tab_and_runs_it_in_its_session() {
+    let s = Scenario::start(Format::OpenAi).await;
+    plant_commands(&s);
+    s.mock.push(Reply::text("Committed."));
+    let mut command = s.daemon.env.agentctl();
+    command.arg("chat");
+    let mut pty = Pty::spawn(command, 100, 30);
+    pty.expect("/help for commands").await;
+    pty.expect("› ").await;
+    // `/gi` has one completion; the rest of the line follows it.
+    pty.send("/gi\t");
+    pty.expect("/git:commit").await;
+    pty.send(" tidy\r");
+    pty.expect("Committed.").await;
+    let users = request_user_texts(Format::OpenAi, &s.mock.requests()[0]);
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("Commit with message: tidy\n")
+    );
+    // A built-in answers in the chat's session, with no model call.
+    pty.send("/todos\r");
+    pty.expect("no todo list").await;
+    pty.send("/nosuch\r");
+    pty.expect("unknown command /nosuch").await;
+    assert_eq!(s.mock.requests().len(), 1);
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
 }

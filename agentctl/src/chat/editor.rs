@@ -2,7 +2,8 @@
 //! following events while a line is typed, and a printer thread that writes the chat's output
 //! above the line being edited (rustyline's external printer, through `printer::Gate`). Keys
 //! that mean something of their own (Alt+Enter, an approval key on an empty line) are told
-//! apart here; a line read is erased from the screen once read (the chat echoes it).
+//! apart here; a line read is erased from the screen once read (the chat echoes it). Tab
+//! completes slash command names (`completion`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use rustyline::{
 };
 use tokio::sync::mpsc;
 
+use super::completion::{ChatHelper, CommandNames};
 use super::printer::{Gate, erase_accepted};
 
 /// Inputs typed and not yet taken by the chat loop. The editor reads again as soon as a line is
@@ -72,14 +74,20 @@ impl LineEditor {
     /// Take the terminal and read lines with `prompt` until stopped, the lines typed in
     /// earlier chats (`history`) under Up and Down: fails when stdin or stdout is not a
     /// terminal.
-    pub fn start(prompt: &'static str, history: Option<PathBuf>) -> io::Result<LineEditor> {
+    pub fn start(
+        prompt: &'static str,
+        history: Option<PathBuf>,
+        names: CommandNames,
+    ) -> io::Result<LineEditor> {
         let config = Config::builder()
             .max_history_size(HISTORY_LINES)
             .map_err(io::Error::other)?
             .auto_add_history(true)
+            .completion_type(rustyline::CompletionType::List)
             .build();
-        let mut editor: Editor<(), FileHistory> =
+        let mut editor: Editor<ChatHelper, FileHistory> =
             Editor::with_config(config).map_err(io::Error::other)?;
+        editor.set_helper(Some(ChatHelper { names }));
         let approval_pending = Arc::new(AtomicBool::new(false));
         let follow_up = Arc::new(AtomicBool::new(false));
         let approval_key = Arc::new(AtomicU8::new(0));
@@ -226,7 +234,7 @@ pub fn history_path() -> Option<PathBuf> {
 
 /// Load `path` into the editor, creating it private (prompts may hold anything) when missing;
 /// false when it cannot be used.
-fn open_history(editor: &mut Editor<(), FileHistory>, path: &Path) -> bool {
+fn open_history(editor: &mut Editor<ChatHelper, FileHistory>, path: &Path) -> bool {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = path.parent()
         && std::fs::DirBuilder::new()
@@ -252,7 +260,7 @@ fn open_history(editor: &mut Editor<(), FileHistory>, path: &Path) -> bool {
 
 /// Read one line with `prompt` and say what it was.
 fn read_one(
-    editor: &mut Editor<(), FileHistory>,
+    editor: &mut Editor<ChatHelper, FileHistory>,
     prompt: &str,
     follow_up: &AtomicBool,
     approval_key: &AtomicU8,

@@ -1,8 +1,11 @@
-//! What a typed chat line means: a local command (`/help`, `/mode plan`, …), a follow-up (a
-//! leading `>>`, or Alt+Enter), or plain text (a prompt when idle, a steer while a run streams).
-//! Pure: the chat loop acts on the answer.
+//! What a typed chat line means: a command (`/help`, `/mode plan`, …: the chat's own, or the
+//! daemon's slash commands), a follow-up (a leading `>>`, or Alt+Enter), or plain text (a
+//! prompt when idle, a steer while a run streams; a leading `//` keeps a line text). Pure: the
+//! chat loop acts on the answer.
 
 use protocol::approval::PermissionMode;
+
+use crate::commands::slash::Slash;
 
 /// One typed line, understood.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,20 +36,21 @@ pub enum LocalCommand {
     Quit,
     /// A command that cannot be run as typed: the reason, said to the person.
     Invalid(String),
+    /// A slash command of the daemon's (`session/command`).
+    Daemon(Slash),
 }
 
-/// The help text of the local commands, one per line.
+/// The help text of the chat's own commands, one per line; the daemon's follow it.
 pub const HELP: &str = "\
-/help           this list
-/status         the session: id, model, mode, state, tokens
-/mode MODE      permission mode from the next run (default, acceptEdits, plan, bypass)
-/model MODEL    model from the next run (a model of the provider, or provider:model)
-/cost           tokens used by the session
 /sessions       recent sessions of this directory
 /new            start a new session with the next prompt
 /quit           leave (the session stays; `agentctl chat -c` continues it)
+Tab completes a command's name; a line starting with // is sent as text.
 While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
 Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
+
+/// The chat's own command names, completed with the daemon's.
+pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "quit", "exit"];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
 pub fn parse(line: &str, follow_up: bool) -> Typed {
@@ -60,11 +64,8 @@ pub fn parse(line: &str, follow_up: bool) -> Typed {
             text => Typed::FollowUp(text.to_owned()),
         };
     }
-    if let Some(command) = trimmed.strip_prefix('/')
-        && !command.starts_with('/')
-        && !command.is_empty()
-    {
-        return Typed::Command(command_of(command));
+    if let Some(slash) = crate::commands::slash::parse(trimmed) {
+        return Typed::Command(command_of(slash));
     }
     if follow_up {
         Typed::FollowUp(trimmed.to_owned())
@@ -73,10 +74,10 @@ pub fn parse(line: &str, follow_up: bool) -> Typed {
     }
 }
 
-/// The command after its `/`.
-fn command_of(text: &str) -> LocalCommand {
-    let mut words = text.split_whitespace();
-    let name = words.next().unwrap_or_default();
+/// The command a slash line names.
+fn command_of(slash: Slash) -> LocalCommand {
+    let mut words = slash.args.split_whitespace();
+    let name = slash.name.as_str();
     let argument = words.next();
     let extra = words.next().is_some();
     let no_argument = |command: LocalCommand| match argument {
@@ -84,7 +85,7 @@ fn command_of(text: &str) -> LocalCommand {
         Some(_) => LocalCommand::Invalid(format!("/{name} takes no argument")),
     };
     match name {
-        "help" | "?" => no_argument(LocalCommand::Help),
+        "help" => no_argument(LocalCommand::Help),
         "status" => no_argument(LocalCommand::Status),
         "cost" => no_argument(LocalCommand::Cost),
         "sessions" => no_argument(LocalCommand::Sessions),
@@ -106,10 +107,7 @@ fn command_of(text: &str) -> LocalCommand {
                 "usage: /model MODEL (a model of the provider, or provider:model)".to_owned(),
             ),
         },
-        other => LocalCommand::Invalid(format!(
-            "unknown command /{other}; /help lists the commands (start a line with // to send it \
-             as text)"
-        )),
+        _ => LocalCommand::Daemon(slash),
     }
 }
 
@@ -158,9 +156,22 @@ mod tests {
             false,
             Typed::Command(LocalCommand::Model("mock:other".into())),
         );
-        // `//` and a lone `/` are text, so paths and slashes can be sent.
+        // `//`, a lone `/` and a path are text, so paths and slashes can be sent.
         check("//etc/hosts", false, Typed::Text("//etc/hosts".into()));
         check("/", false, Typed::Text("/".into()));
+        check(
+            "/etc/hosts is odd",
+            false,
+            Typed::Text("/etc/hosts is odd".into()),
+        );
+        check(
+            "/fix 42 a.rs",
+            false,
+            Typed::Command(LocalCommand::Daemon(Slash {
+                name: "fix".into(),
+                args: "42 a.rs".into(),
+            })),
+        );
     }
 
     #[test]
@@ -173,7 +184,6 @@ mod tests {
             ),
             ("/model", "usage: /model MODEL"),
             ("/status now", "/status takes no argument"),
-            ("/frobnicate", "unknown command /frobnicate; /help lists"),
         ] {
             let Typed::Command(LocalCommand::Invalid(message)) = parse(line, false) else {
                 panic!("{line} should be invalid");

@@ -1,19 +1,22 @@
-//! The chat's local commands (`/help`, `/status`, `/mode`, `/model`, `/cost`, `/sessions`,
-//! `/new`, `/quit`): answered from the daemon's state, never by a model call. `/mode` and
-//! `/model` change the session with `session/update` (from its next run on), or the session
-//! the next prompt creates.
+//! The chat's commands. Its own (`/sessions`, `/new`, `/quit`) are answered here; the rest are
+//! the daemon's slash commands (`session/command`), sent in the chat's session (made first for
+//! a command that needs one). Before the first prompt, `/status`, `/cost`, `/mode` and `/model`
+//! are answered here too (`/mode` and `/model` then choose the session the next prompt
+//! creates). `/help` lists both.
 
 use protocol::approval::PermissionMode;
+use protocol::commands::{CommandsListParams, CommandsListResult};
 use protocol::error::METHOD_NOT_FOUND;
-use protocol::methods::{SessionList, SessionUpdate};
+use protocol::methods::{CommandsList, SessionList, SessionUpdate};
 use protocol::session::{SessionInfo, SessionListParams, SessionUpdateParams};
 
-use super::line::{HELP, LocalCommand};
+use super::line::{HELP, LOCAL_NAMES, LocalCommand};
 use super::session::session_info;
 use super::{Chat, Next};
 use crate::client::ClientError;
 use crate::commands::approvals::now_unix;
 use crate::commands::sessions::format_table;
+use crate::commands::slash::Slash;
 use crate::output::CommandError;
 
 /// Sessions `/sessions` shows.
@@ -24,8 +27,26 @@ const SESSIONS_ASKED: u32 = 200;
 
 impl Chat {
     pub(super) async fn on_command(&mut self, command: LocalCommand) -> Result<Next, CommandError> {
+        // With a session, the daemon answers these (and knows more: runs, costs).
+        if self.session.is_some() {
+            let slash = |name: &str, args: &str| Slash {
+                name: name.to_owned(),
+                args: args.to_owned(),
+            };
+            let forwarded = match &command {
+                LocalCommand::Status => Some(slash("status", "")),
+                LocalCommand::Cost => Some(slash("cost", "")),
+                LocalCommand::Mode(mode) => Some(slash("mode", mode.as_str())),
+                LocalCommand::Model(model) => Some(slash("model", model)),
+                _ => None,
+            };
+            if let Some(slash) = forwarded {
+                return self.daemon_command(slash).await;
+            }
+        }
         match command {
-            LocalCommand::Help => self.say(HELP).await,
+            LocalCommand::Help => self.help().await,
+            LocalCommand::Daemon(slash) => return self.daemon_command(slash).await,
             LocalCommand::Status => self.status().await,
             LocalCommand::Mode(mode) => self.set_mode(mode).await,
             LocalCommand::Model(model) => self.set_model(model).await,
@@ -42,6 +63,112 @@ impl Chat {
             LocalCommand::Quit => return Ok(Next::Quit),
             LocalCommand::Invalid(message) => self.say(&message).await,
         }
+        Ok(Next::Continue)
+    }
+
+    /// `/help`: the chat's own commands, then the daemon's.
+    async fn help(&mut self) {
+        let mut text = HELP.to_owned();
+        match self.list_commands().await {
+            Ok(listed) => {
+                let shown = |name: &str, hint: &Option<String>| match hint {
+                    Some(hint) => format!("/{name} {hint}"),
+                    None => format!("/{name}"),
+                };
+                for command in &listed.commands {
+                    text.push_str(&format!(
+                        "\n{:15} {}",
+                        shown(&command.name, &command.argument_hint),
+                        command.description
+                    ));
+                }
+            }
+            Err(err) => text.push_str(&format!("\n(the daemon's commands: {err})")),
+        }
+        self.say(&text).await;
+    }
+
+    /// `commands/list` for the chat's directory and session.
+    pub(super) async fn list_commands(&self) -> Result<CommandsListResult, ClientError> {
+        let params = CommandsListParams {
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            session_id: self.session.as_ref().map(|s| s.session_id.clone()),
+        };
+        self.connection.request::<CommandsList>(&params).await
+    }
+
+    /// Whether the daemon lists `name` for this directory (true when it cannot say: the
+    /// daemon's answer to the command will).
+    async fn is_command(&self, name: &str) -> bool {
+        match self.list_commands().await {
+            Ok(listed) => listed.commands.iter().any(|command| command.name == name),
+            Err(_) => true,
+        }
+    }
+
+    /// Bring Tab's names up to date: the daemon's commands and the chat's own.
+    pub(super) async fn refresh_command_names(&self) {
+        let mut names: Vec<String> = LOCAL_NAMES.iter().map(|name| (*name).to_owned()).collect();
+        if let Ok(listed) = self.list_commands().await {
+            names.extend(listed.commands.into_iter().map(|command| command.name));
+        }
+        self.command_names.set(names);
+    }
+
+    /// A slash command of the daemon's, in the session (made first when there is none): its
+    /// answer said, the run it started shown, the session `/clear` made followed.
+    async fn daemon_command(&mut self, slash: Slash) -> Result<Next, CommandError> {
+        let session_id = match &self.session {
+            Some(session) => session.session_id.clone(),
+            // No session is made for a name that is no command.
+            None if !self.is_command(&slash.name).await => {
+                self.say(&format!(
+                    "unknown command /{}; /help lists the commands (start a line with // to \
+                     send it as text)",
+                    slash.name
+                ))
+                .await;
+                return Ok(Next::Continue);
+            }
+            None => match self.create_session().await {
+                Ok(session_id) => session_id,
+                Err(err) => {
+                    self.say(&format!("agentctl: {err}")).await;
+                    return Ok(Next::Continue);
+                }
+            },
+        };
+        let request_id = Some(format!("chat_{}", uuid::Uuid::new_v4().simple()));
+        let result =
+            match crate::commands::slash::send(&self.connection, &session_id, &slash, request_id)
+                .await
+            {
+                Ok(result) => result,
+                Err(err) => {
+                    let err = crate::commands::slash::error(err);
+                    self.say(&format!("agentctl: {}", err.message)).await;
+                    return Ok(Next::Continue);
+                }
+            };
+        for warning in &result.warnings {
+            self.say(&format!("warning: {warning}")).await;
+        }
+        if let Some(output) = &result.output {
+            self.say(output).await;
+        }
+        if let Some(new_session) = result.session_id {
+            match session_info(&self.connection, &new_session).await {
+                Ok(info) => {
+                    self.detach().await;
+                    self.attach(&info.session_id, info.last_seq).await?;
+                }
+                Err(err) => self.say(&format!("agentctl: {err}")).await,
+            }
+        }
+        if let Some(run_id) = result.run_id {
+            self.show_run(run_id);
+        }
+        self.refresh_command_names().await;
         Ok(Next::Continue)
     }
 

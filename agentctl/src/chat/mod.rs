@@ -2,10 +2,11 @@
 //! directory. A line editor (`editor`) reads prompts while the session's events stream through
 //! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; what the
 //! renderer writes and its activity line show in a live area above the prompt (`live`); a line
-//! typed during a run is a steer or a follow-up (`line`), local commands are answered in
-//! `local`.
+//! typed during a run is a steer or a follow-up (`line`), commands are answered in `local`
+//! (the chat's own) or sent to the daemon, and Tab completes their names (`completion`).
 
 mod approvals;
+mod completion;
 mod editor;
 mod line;
 mod live;
@@ -94,7 +95,8 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     // Saved before the editor thread can put the terminal in raw mode.
     let saved_terminal = SavedTerminal::save();
-    let editor = LineEditor::start(PROMPT, editor::history_path())
+    let command_names = completion::CommandNames::default();
+    let editor = LineEditor::start(PROMPT, editor::history_path(), command_names.clone())
         .map_err(|err| not_a_terminal(&err.to_string()))?;
     let mut live_ticks = tokio::time::interval(LIVE_INTERVAL);
     live_ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -112,6 +114,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         idle_interrupts: 0,
         interrupts,
         last_words: String::new(),
+        command_names,
     };
     let result = chat.run(session).await;
     let Chat {
@@ -161,6 +164,8 @@ struct Chat {
     interrupts: Signal,
     /// The line written once the editor has stopped.
     last_words: String,
+    /// The names Tab completes, refreshed from `commands/list`.
+    command_names: completion::CommandNames,
 }
 
 struct Attached {
@@ -218,6 +223,7 @@ impl Chat {
                 self.show_run(run_id);
             }
         }
+        self.refresh_command_names().await;
         loop {
             let wake = {
                 let events = self.session.as_mut().map(|session| &mut session.events);

@@ -40,6 +40,8 @@ impl Chat {
                     session_id: session_id.clone(),
                     events,
                 });
+                // The session's MCP prompts join the names Tab completes.
+                self.refresh_command_names().await;
                 Ok(session_id)
             }
             Err(err) => Err(ClientError::Transport(err.message)),
