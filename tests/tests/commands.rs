@@ -432,3 +432,68 @@ async fn chat_completes_a_command_name_with_tab_and_runs_it_in_its_session() {
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn mcp_prompts_of_a_sessions_servers_are_commands() {
+    let s = Scenario::start_with(Format::OpenAi, &agentd_tests::mcp_scenario::everything("")).await;
+    let (mut client, session_id) = s.session().await;
+    // A first run starts the session's server (it waits for it to be ready).
+    s.mock.push(Reply::text("ready"));
+    client.prompt(&session_id, "hello").await;
+    client.events_until_run_finished().await;
+    let tools = request_tool_names(Format::OpenAi, &s.mock.requests()[0]);
+    assert!(
+        tools.iter().any(|t| t.starts_with("mcp__everything__")),
+        "{tools:?}"
+    );
+
+    let cwd = s.workspace().canonicalize().unwrap();
+    let listed: CommandsListResult = decode(
+        client
+            .request(
+                "commands/list",
+                json!({"cwd": cwd.display().to_string(), "sessionId": session_id}),
+            )
+            .await
+            .unwrap(),
+    );
+    let args_prompt = listed
+        .commands
+        .iter()
+        .find(|c| c.name == "mcp__everything__args-prompt")
+        .unwrap_or_else(|| {
+            panic!(
+                "no args-prompt in {:?} ({:?})",
+                listed.commands, listed.problems
+            )
+        });
+    assert_eq!(args_prompt.source, CommandSource::Mcp);
+    assert_eq!(args_prompt.argument_hint.as_deref(), Some("<city> [state]"));
+
+    s.mock.push(Reply::text("sunny"));
+    command(
+        &mut client,
+        &session_id,
+        "mcp__everything__args-prompt",
+        "Paris state=Texas",
+    )
+    .await;
+    client.events_until_run_finished().await;
+    let users = request_user_texts(Format::OpenAi, &s.mock.requests()[1]);
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("What's weather in Paris, Texas?")
+    );
+
+    // A required argument left out is refused before the server is asked.
+    let err = client
+        .request(
+            "session/command",
+            json!({"sessionId": session_id, "name": "mcp__everything__args-prompt"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, i64::from(protocol::error::INVALID_PARAMS));
+    assert!(err.message.contains("city is required"), "{}", err.message);
+    assert_eq!(s.mock.requests().len(), 2);
+}

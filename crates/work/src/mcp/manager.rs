@@ -17,8 +17,8 @@ use super::log::ServerLog;
 pub use super::server::McpLimits;
 use super::server::{RunContext, Server, ServerState};
 use super::{
-    McpCallError, McpCallResult, McpProgress, McpServerConfig, McpStatus, McpStatusChange,
-    McpToolInfo, McpTransport, ServerKey,
+    McpCallError, McpCallResult, McpProgress, McpPromptInfo, McpServerConfig, McpStatus,
+    McpStatusChange, McpToolInfo, McpTransport, ServerKey,
 };
 
 /// What `mcp/list` shows of one running (or failed, or stopped) server.
@@ -365,6 +365,38 @@ impl McpHandle {
     /// Changes whenever the tool list changes (ready, restart, `notifications/tools/list_changed`).
     pub fn tools_generation(&self) -> u64 {
         self.server.generation.load(Ordering::Relaxed)
+    }
+
+    /// The server's prompts (`prompts/list`), bounded by its `tool_timeout`; an error when it
+    /// is not ready.
+    pub async fn prompts(&self) -> Result<Vec<McpPromptInfo>, String> {
+        let client = self.ready_client().map_err(|err| err.to_string())?;
+        client.list_prompts(self.config.tool_timeout).await
+    }
+
+    /// The text of prompt `name` with `arguments` (`prompts/get`), bounded by the server's
+    /// `tool_timeout`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, String> {
+        let client = self.ready_client().map_err(|err| err.to_string())?;
+        client
+            .get_prompt(name, arguments, self.config.tool_timeout)
+            .await
+    }
+
+    /// The live connection's client, or why there is none.
+    fn ready_client(&self) -> Result<Arc<super::connection::McpClient>, McpCallError> {
+        self.server
+            .lock()
+            .client
+            .clone()
+            .ok_or_else(|| McpCallError::NotReady {
+                server: self.key.name.clone(),
+                status: describe_status(&self.status()),
+            })
     }
 
     /// Calls `tool` with `arguments`, bounded by the server's `tool_timeout`; progress

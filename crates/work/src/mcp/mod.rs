@@ -156,6 +156,23 @@ pub struct McpToolInfo {
     pub read_only: bool,
 }
 
+/// One prompt a server offers (`prompts/list`), run as the slash command
+/// `mcp__<server>__<prompt>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpPromptInfo {
+    pub name: String,
+    pub description: String,
+    /// Its arguments, in the server's order.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// One argument of a prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpPromptArgument {
+    pub name: String,
+    pub required: bool,
+}
+
 /// The result of one tool call, in the server's terms.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct McpCallResult {
