@@ -101,7 +101,8 @@ pub struct SessionCommandResult {
     /// `/clear`: the new session, with the settings of this one. Clients switch to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// What of the command was not applied (also announced as `warning` events of its run).
+    /// What of the command was not applied (e.g. a command file's `model` that names no
+    /// configured model: the session's model runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }

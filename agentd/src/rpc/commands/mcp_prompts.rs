@@ -186,3 +186,38 @@ fn fill(
     }
     Ok(values)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentd_work::mcp::McpPromptArgument;
+
+    #[test]
+    fn words_fill_the_arguments_by_name_then_in_order() {
+        let argument = |name: &str, required: bool| McpPromptArgument {
+            name: name.to_owned(),
+            required,
+        };
+        let prompt = McpPromptInfo {
+            name: "p".to_owned(),
+            description: String::new(),
+            arguments: vec![argument("city", true), argument("note", false)],
+        };
+        let filled = |args: &str| fill(&prompt, args).map(serde_json::Value::Object);
+        assert_eq!(
+            filled("Paris a long note").unwrap(),
+            serde_json::json!({"city": "Paris", "note": "a long note"})
+        );
+        assert_eq!(
+            filled("note=x \"New York\"").unwrap(),
+            serde_json::json!({"city": "New York", "note": "x"})
+        );
+        assert!(filled("").unwrap_err().contains("city is required"));
+        let bare = McpPromptInfo {
+            arguments: Vec::new(),
+            ..prompt.clone()
+        };
+        assert!(fill(&bare, "").is_ok());
+        assert!(fill(&bare, "extra").is_err());
+    }
+}
