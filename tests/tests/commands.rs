@@ -497,3 +497,85 @@ async fn mcp_prompts_of_a_sessions_servers_are_commands() {
     assert!(err.message.contains("city is required"), "{}", err.message);
     assert_eq!(s.mock.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn an_extensions_commands_are_listed_and_run_by_it() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let registration = json!({
+        "name": "greeter",
+        "commands": [
+            {"name": "greet", "description": "Say hello", "argumentHint": "[name]"},
+            {"name": "ask", "description": "Ask the model"},
+        ],
+    });
+    let answer: agentd_tests::extension::Answer = Box::new(|request: &Value| {
+        let params = &request["params"];
+        match params["command"].as_str() {
+            Some("greet") => {
+                Some(json!({"output": format!("hello {}", params["args"].as_str().unwrap_or(""))}))
+            }
+            Some("ask") => Some(json!({"output": "asking", "prompt": "say hi to the user"})),
+            _ => Some(json!({})),
+        }
+    });
+    let _extension =
+        agentd_tests::extension::FakeExtension::start(s.daemon.socket(), registration, answer)
+            .await;
+    let (mut client, session_id) = s.session().await;
+    let cwd = s.workspace().canonicalize().unwrap();
+    let listed: CommandsListResult = decode(
+        client
+            .request("commands/list", json!({"cwd": cwd.display().to_string()}))
+            .await
+            .unwrap(),
+    );
+    let greet = listed
+        .commands
+        .iter()
+        .find(|command| command.name == "greet")
+        .expect("the extension's command is listed");
+    assert_eq!(greet.source, CommandSource::Extension);
+    assert_eq!(greet.argument_hint.as_deref(), Some("[name]"));
+
+    let greeted = command(&mut client, &session_id, "greet", "Ada").await;
+    assert_eq!(greeted.output.as_deref(), Some("hello Ada"));
+    assert_eq!(greeted.run_id, None);
+    assert_eq!(
+        s.mock.requests().len(),
+        0,
+        "an extension's answer called the model"
+    );
+
+    // A command whose extension answers with a prompt starts a run of it.
+    s.mock.push(Reply::text("hi!"));
+    let asked = command(&mut client, &session_id, "ask", "").await;
+    assert!(asked.run_id.is_some(), "{asked:?}");
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), protocol::event::RunStatus::Completed);
+    let requests = s.mock.requests();
+    assert!(
+        requests[0].body.contains("say hi to the user"),
+        "{}",
+        requests[0].body
+    );
+}
+
+#[tokio::test]
+async fn hooks_lists_a_projects_hooks_that_do_not_run_until_trusted() {
+    let s = Scenario::start(Format::OpenAi).await;
+    let cwd = s.workspace().canonicalize().unwrap();
+    write(
+        &cwd.join(".claude/settings.json"),
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"./check.sh"}]}]}}"#,
+    );
+    let (mut client, session_id) = s.session().await;
+    let hooks = command(&mut client, &session_id, "hooks", "")
+        .await
+        .output
+        .unwrap();
+    assert!(hooks.contains("settings.json"), "{hooks}");
+    assert!(
+        hooks.contains("PreToolUse [Bash]: ./check.sh") && hooks.contains("does not run"),
+        "{hooks}"
+    );
+}

@@ -123,7 +123,6 @@ impl Extension {
 /// A command of a live extension, as the slash-command dispatcher lists it.
 // `commands_for` and `run_command` are the slash-command dispatcher's (`session/command`,
 // `commands/list`), which lands apart from the registry.
-#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExtensionCommand {
     /// The extension's name.
@@ -257,7 +256,6 @@ impl Extensions {
 
     /// The commands of the extensions in scope of `cwd`, by extension then as declared (for
     /// `commands/list` and the slash-command dispatcher).
-    #[allow(dead_code)]
     pub fn commands_for(&self, cwd: &Path) -> Vec<ExtensionCommand> {
         self.in_scope(cwd)
             .iter()
@@ -274,7 +272,6 @@ impl Extensions {
 
     /// Runs the command `name` of the extension in scope of `cwd` that declared it
     /// (`extension/runCommand`), within the deadline. The error says what failed, for the user.
-    #[allow(dead_code)]
     pub async fn run_command(
         &self,
         cwd: &Path,

@@ -119,7 +119,16 @@ pub async fn run(
             model: None,
             narrowing: None,
         },
-        Found::Extension(command) => return extension::run(command, &session, &params.args),
+        Found::Extension(command) => {
+            return extension::run(
+                &state,
+                command,
+                &session,
+                &params.args,
+                params.client_request_id,
+            )
+            .await;
+        }
     };
     run_prompt::start(&state, &session, prompt, params.client_request_id).await
 }
@@ -177,7 +186,7 @@ impl Catalogue {
         }
         self.extension
             .iter()
-            .find(|command| command.name == name)
+            .find(|command| command.name() == name)
             .map(Found::Extension)
     }
 

@@ -13,8 +13,8 @@ use protocol::methods;
 
 mod agents;
 mod approval;
-mod extension;
 mod commands;
+mod extension;
 mod mcp;
 mod memory;
 mod project;

@@ -164,7 +164,6 @@ pub(super) async fn at_session_point(
 /// What hooks are loaded for a session in `cwd`, from where, trusted or not: the user's
 /// `[hooks]` and every project settings file's (the `/hooks` command lists it). Reads files on
 /// the blocking pool.
-#[allow(dead_code)]
 pub async fn describe(deps: &SessionDeps, cwd: &Path) -> Vec<HookListing> {
     let user = deps
         .config

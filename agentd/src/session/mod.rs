@@ -198,6 +198,23 @@ impl SessionManager {
         self.deps.extensions.clone()
     }
 
+    /// Runs the SessionEnd hooks of `session` (`reason`: why it ends, e.g. "clear") and waits
+    /// for them (each bounded by its timeout); the session itself stays.
+    pub async fn session_ended(&self, session: &Session, reason: &str) {
+        hooks::at_session_point(
+            &session.header,
+            &self.deps,
+            &*session.log,
+            agentd_agent::intercept::Point::SessionEnd { reason },
+        )
+        .await;
+    }
+
+    /// What hooks a session in `cwd` would load, from where, and whether each runs (`/hooks`).
+    pub async fn hooks_for(&self, cwd: &std::path::Path) -> Vec<agentd_agent::hooks::HookListing> {
+        crate::session::hooks::describe(&self.deps, cwd).await
+    }
+
     /// The daemon's background shell commands.
     pub fn shell_tasks(&self) -> Arc<crate::task::shell::ShellTasks> {
         self.deps.shell_tasks.clone()

@@ -150,7 +150,7 @@ impl Builtin {
             Builtin::Model => model(state, session, args).await?,
             Builtin::Mode => mode(state, session, args).await?,
             Builtin::Clear => return clear(state, session).await,
-            Builtin::Hooks => super::hooks::describe(state, &cwd).await?,
+            Builtin::Hooks => super::hooks::describe(state, &cwd).await,
         };
         Ok(SessionCommandResult {
             output: Some(text),
@@ -382,6 +382,8 @@ async fn clear(state: &DaemonState, session: &Session) -> RpcResult<SessionComma
         append_system_prompt: None,
     };
     let created = state.sessions.create(params).await?;
+    // The old session ends for its hooks as Claude Code's `/clear` ends it (the file stays).
+    state.sessions.session_ended(session, "clear").await;
     Ok(SessionCommandResult {
         output: Some(format!(
             "new session {} ({}:{}, {}); {} stays",
