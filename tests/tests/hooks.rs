@@ -510,3 +510,51 @@ esac
         ["success", "success"]
     );
 }
+
+/// A UserPromptSubmit hook that takes its time holds only its run: the session's actor goes on
+/// answering (`session/update` goes through it) while the hook runs, and the prompt reaches the
+/// model once the hook is done, with the hook's context.
+#[tokio::test]
+async fn a_slow_prompt_hook_does_not_hold_the_session() {
+    let s = Scenario::start_with(
+        Format::OpenAi,
+        &user_hook("UserPromptSubmit", "", "slow.sh"),
+    )
+    .await;
+    let release = s.workspace().parent().unwrap().join("release");
+    // The hook waits for the test's word (a file), then adds its context.
+    script(
+        &s,
+        "slow.sh",
+        "cat > /dev/null\nwhile [ ! -e \"$CLAUDE_PROJECT_DIR/../release\" ]; do sleep 0.02; done\necho 'released by the test'\n",
+    );
+    s.mock.push(Reply::text("ok"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "hello").await;
+    let updated = client
+        .request(
+            "session/update",
+            json!({"sessionId": session, "title": "while the hook runs"}),
+        )
+        .await
+        .expect("the actor answers while the prompt's hook runs");
+    assert_eq!(
+        updated["session"]["title"], "while the hook runs",
+        "{updated}"
+    );
+    assert!(!release.exists());
+    assert_eq!(
+        s.mock.requests().len(),
+        0,
+        "the prompt went out before its hook ended"
+    );
+    std::fs::write(&release, "").unwrap();
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let requests = s.mock.requests();
+    assert!(
+        requests[0].body.contains("released by the test"),
+        "{}",
+        requests[0].body
+    );
+}

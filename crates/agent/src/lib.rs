@@ -108,9 +108,21 @@ impl Run {
     /// warnings, then think → act → observe. Every event is persisted before it is published;
     /// the final `runFinished` is appended here too, after pairing any tool call left without
     /// a result. A panic is caught by `execute_guarded`, which callers use.
+    ///
+    /// With interceptors, `begun` fires first: they are asked about the prompt before it is
+    /// persisted, and a hook may take its whole timeout; the session's actor (which waits on
+    /// `begun`) must not wait with it.
     async fn execute(self, start: RunStart, begun: oneshot::Sender<()>) -> RunOutcome {
+        let mut begun = Some(begun);
+        if !self.interceptors.is_empty()
+            && let Some(begun) = begun.take()
+        {
+            let _ = begun.send(());
+        }
         let began = self.begin(start).await;
-        let _ = begun.send(());
+        if let Some(begun) = begun {
+            let _ = begun.send(());
+        }
         let result = match began {
             Ok(mut history) => self.steps(&mut history).await,
             Err(err) => Err(err),
