@@ -363,10 +363,10 @@ async fn an_untrusted_or_changed_projects_hooks_do_not_run() {
 
 /// A subagent definition of the user's brings hooks active while that subagent runs (its
 /// PreToolUse blocks the child's write, and the child's next request reads why); the same
-/// definition in the project is not pinned, so its hooks do not run. The parent's
+/// definition in the project brings them only while trust pins its content. The parent's
 /// SubagentStart hook is recorded in the parent's log.
 #[tokio::test]
-async fn a_users_subagent_definition_brings_its_hooks_and_a_projects_does_not() {
+async fn a_subagent_definition_brings_its_hooks_a_projects_only_while_trusted() {
     const WRITER: &str = "---\nname: writer\ndescription: Writes files\ntools: write_file\nhooks: '{\"PreToolUse\": [{\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"cat > /dev/null; echo the writer may not write >&2; exit 2\"}]}]}'\n---\nYou write files.";
     let s = Scenario::start_with(
         Format::OpenAi,
@@ -417,7 +417,37 @@ async fn a_users_subagent_definition_brings_its_hooks_and_a_projects_does_not() 
     client.events_until_run_finished().await;
     assert!(
         s.workspace().join("c2.txt").exists(),
-        "a project definition's hooks do not run"
+        "an untrusted project definition's hooks do not run"
+    );
+
+    // Trusted, the project's definition brings its hooks while its content is the one trusted.
+    client
+        .request(
+            "project/trust",
+            json!({"path": s.workspace().display().to_string()}),
+        )
+        .await
+        .unwrap();
+    run_writer("c3");
+    client.prompt(&session, "delegate, trusted").await;
+    client.events_until_run_finished().await;
+    assert!(
+        !s.workspace().join("c3.txt").exists(),
+        "a trusted project definition's hook blocked it"
+    );
+    write(
+        &s.workspace().join(".agents/agents/writer.md"),
+        &format!(
+            "{WRITER}
+Changed after trust."
+        ),
+    );
+    run_writer("c4");
+    client.prompt(&session, "delegate, changed").await;
+    client.events_until_run_finished().await;
+    assert!(
+        s.workspace().join("c4.txt").exists(),
+        "a definition changed since trust brings no hooks"
     );
 }
 

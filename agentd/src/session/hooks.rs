@@ -48,10 +48,7 @@ pub(super) async fn session_hooks(
             Some(AgentHooks {
                 name: &definition.name,
                 path: definition.source.path(),
-                from_project: matches!(
-                    definition.source,
-                    agentd_work::agents::AgentSource::Project(_)
-                ),
+                withheld: withheld(definition, &project),
                 raw: definition.hooks.as_deref()?,
             })
         });
@@ -78,6 +75,28 @@ pub(super) async fn session_hooks(
         sandbox: Arc::clone(&deps.sandbox),
     };
     (Hooks::new(hooks, env, start), warnings)
+}
+
+/// Why the hooks of `definition` do not run, if they do not: a project definition's run only
+/// while the project is trusted with the very content they were read from.
+fn withheld(
+    definition: &agentd_work::agents::AgentDefinition,
+    project: &agentd_policy::trust::ProjectTrust,
+) -> Option<String> {
+    let agentd_work::agents::AgentSource::Project(path) = &definition.source else {
+        return None;
+    };
+    let verdict = match &definition.hooks_digest {
+        Some(digest) => project.verdict_of_digest(path, digest),
+        None => agentd_policy::trust::FileTrust::New,
+    };
+    (verdict != agentd_policy::trust::FileTrust::Pinned).then(|| {
+        format!(
+            "{}; {}",
+            project.why_withheld(path, verdict),
+            project.how_to_trust()
+        )
+    })
 }
 
 /// The session's hooks as the run's interceptors (none: empty, so the run pays nothing).

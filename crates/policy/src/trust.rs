@@ -1,7 +1,8 @@
 //! Trusted projects, pinned to content (like direnv's `allow`): trusting a project root pins
 //! the exact content of every file there that changes what runs or what is allowed
 //! ([`PINNED_FILES`]: the project settings and `.mcp.json` of each directory from the trusted
-//! path up to the root). A pinned file applies while its content is the one trusted; a file that
+//! path up to the root, and the agent definitions of its [`PINNED_AGENT_DIRS`], whose `hooks`
+//! run code). A pinned file applies while its content is the one trusted; a file that
 //! is new or changed since is withheld (its allow rules, a looser mode, its servers) until the
 //! user reviews it (`agentctl trust --show`, [`review`](TrustStore::review)) and trusts again.
 //! Whatever writes those files (a tool, the shell, `git pull`, another program), nothing applies
@@ -25,8 +26,9 @@ pub(crate) const MAX_TRUSTED_PROJECTS: usize = 4096;
 
 /// The files of a project directory whose content changes what runs or what is allowed, each
 /// applied only while its content is pinned: project settings (rules, mode, hooks) and MCP
-/// servers. Agent definitions are not among them: a definition can only narrow what its child
-/// may do (its mode is tightened to the parent's, its tools are a subset of the parent's).
+/// servers. Agent definitions are pinned too ([`PINNED_AGENT_DIRS`]), for their `hooks` only:
+/// the rest of a definition can only narrow what its child may do (its mode is tightened to the
+/// parent's, its tools are a subset of the parent's), so it applies without trust.
 pub(crate) const PINNED_FILES: &[&str] = &[
     ".agents/settings.toml",
     ".agents/settings.json",
@@ -34,6 +36,13 @@ pub(crate) const PINNED_FILES: &[&str] = &[
     ".claude/settings.local.json",
     ".mcp.json",
 ];
+
+/// The directories of a project directory whose definitions (`*.md`) are pinned, for the
+/// `hooks` of their frontmatter (the agent definitions' dirs of `agents`).
+pub const PINNED_AGENT_DIRS: &[&str] = &[".agents/agents", ".claude/agents"];
+
+/// The most definitions pinned per agent dir (in name order); a person writes a handful.
+pub(crate) const MAX_PINNED_AGENT_FILES: usize = 256;
 
 /// The largest pinned file read: the loaders of settings and `.mcp.json` read no more either.
 pub(crate) const MAX_PINNED_FILE_BYTES: usize = 1024 * 1024;
@@ -264,11 +273,9 @@ impl TrustStore {
         }
         let mut pins = project.pins.unwrap_or_default();
         pins.legacy = false;
-        for dir in chain(&canonical) {
-            for name in PINNED_FILES {
-                pins.files.remove(&dir.join(name));
-            }
-        }
+        let dirs = chain(&canonical);
+        pins.files
+            .retain(|path, _| !dirs.iter().any(|dir| pinned_in(dir, path)));
         for file in &found.files {
             pins.files.insert(file.path.clone(), file.digest.clone());
         }
@@ -358,11 +365,17 @@ impl ProjectTrust {
 
     /// Whether `file` (absolute), read now as `text`, may apply.
     pub fn verdict(&self, file: &Path, text: &str) -> FileTrust {
+        self.verdict_of_digest(file, &digest(text))
+    }
+
+    /// Whether `file` (absolute), whose content read now has the [`digest`] `content`, may
+    /// apply (for a file read elsewhere, an agent definition, whose digest was kept).
+    pub fn verdict_of_digest(&self, file: &Path, content: &str) -> FileTrust {
         let Some(pins) = &self.pins else {
             return FileTrust::Untrusted;
         };
         match pins.files.get(file) {
-            Some(pinned) if *pinned == digest(text) => FileTrust::Pinned,
+            Some(pinned) if pinned == content => FileTrust::Pinned,
             Some(_) => FileTrust::Changed,
             None => FileTrust::New,
         }
@@ -412,8 +425,17 @@ fn find_pinned_files(canonical: &Path, project: &ProjectTrust) -> Found {
         unreadable: Vec::new(),
     };
     for dir in chain(canonical) {
-        for name in PINNED_FILES {
-            let path = dir.join(name);
+        let listed = pinned_paths(&dir);
+        if let Some(pins) = &project.pins {
+            // A pinned definition that is gone (an agent dir is listed, not named).
+            found.removed.extend(
+                pins.files
+                    .keys()
+                    .filter(|path| agent_dir_of(&dir, path) && !listed.contains(path))
+                    .cloned(),
+            );
+        }
+        for path in listed {
             match agentd_core::regular_file::read_own_text(&path, MAX_PINNED_FILE_BYTES) {
                 Ok(read) if read.truncated => found.unreadable.push(format!(
                     "{}: larger than {MAX_PINNED_FILE_BYTES} bytes, never read",
@@ -444,6 +466,40 @@ fn find_pinned_files(canonical: &Path, project: &ProjectTrust) -> Found {
         }
     }
     found
+}
+
+/// The files of the project directory `dir` that trust pins: its [`PINNED_FILES`] (present or
+/// not) and the definitions (`*.md`) found in its [`PINNED_AGENT_DIRS`], in name order, at
+/// most [`MAX_PINNED_AGENT_FILES`] per dir. Blocking (lists the dirs).
+fn pinned_paths(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = PINNED_FILES.iter().map(|name| dir.join(name)).collect();
+    for agents in PINNED_AGENT_DIRS {
+        let Ok(entries) = std::fs::read_dir(dir.join(agents)) else {
+            continue;
+        };
+        let mut definitions: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
+            .collect();
+        definitions.sort();
+        definitions.truncate(MAX_PINNED_AGENT_FILES);
+        paths.extend(definitions);
+    }
+    paths
+}
+
+/// Whether `path` is a definition file directly in one of `dir`'s [`PINNED_AGENT_DIRS`].
+fn agent_dir_of(dir: &Path, path: &Path) -> bool {
+    path.extension().is_some_and(|extension| extension == "md")
+        && PINNED_AGENT_DIRS
+            .iter()
+            .any(|agents| path.parent() == Some(dir.join(agents).as_path()))
+}
+
+/// Whether `path` is one of the files trust pins for the project directory `dir`.
+fn pinned_in(dir: &Path, path: &Path) -> bool {
+    PINNED_FILES.iter().any(|name| dir.join(name) == path) || agent_dir_of(dir, path)
 }
 
 /// Whether `found` is exactly `expected` (each path with its digest).

@@ -101,6 +101,9 @@ pub struct AgentDefinition {
     /// `hooks` as written: Claude Code's hooks shape as a JSON text (the frontmatter holds no
     /// nested mappings), active while this subagent runs (`agentd_agent::hooks`).
     pub hooks: Option<String>,
+    /// The trust digest (`agentd_policy::trust::digest`) of the file text `hooks` was read
+    /// from: a project definition's hooks run only while trust pins that content.
+    pub hooks_digest: Option<String>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
@@ -325,6 +328,7 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
         permission_mode: None,
         mcp_servers: None,
         hooks: None,
+        hooks_digest: None,
         background: false,
         read_only: false,
         source: AgentSource::BuiltIn,
@@ -433,7 +437,11 @@ fn read_definition(
     };
     let document =
         agentd_core::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
-    parse_definition(&document, path, source, limits)
+    let mut definition = parse_definition(&document, path, source, limits)?;
+    if definition.hooks.is_some() {
+        definition.hooks_digest = Some(agentd_policy::trust::digest(&text));
+    }
+    Ok(definition)
 }
 
 mod parse;

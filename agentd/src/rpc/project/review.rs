@@ -43,8 +43,14 @@ fn describe(file: &FoundFile) -> ProjectFile {
         .path
         .file_name()
         .is_some_and(|name| name == agentd_work::mcp::config::MCP_JSON);
+    let is_definition = file
+        .path
+        .extension()
+        .is_some_and(|extension| extension == "md");
     if is_mcp_json {
         describe_mcp_json(file, &mut described);
+    } else if is_definition {
+        describe_definition(file, &mut described);
     } else {
         describe_settings(file, &mut described);
     }
@@ -67,6 +73,28 @@ fn describe_settings(file: &FoundFile, described: &mut ProjectFile) {
         Err(error) => described.problems.push(error.to_string()),
     }
     described.hooks = hooks_of(file);
+}
+
+/// An agent definition: trust pins it for the `hooks` of its frontmatter (a JSON text); the
+/// rest of it applies without trust.
+fn describe_definition(file: &FoundFile, described: &mut ProjectFile) {
+    let document = match agentd_core::frontmatter::parse(&file.text) {
+        Ok(document) => document,
+        Err(error) => {
+            described.problems.push(format!("bad frontmatter: {error}"));
+            return;
+        }
+    };
+    let hooks = document.fields.iter().find(|(name, _)| name == "hooks");
+    let Some((_, agentd_core::frontmatter::Value::Text(text))) = hooks else {
+        return;
+    };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => described.hooks = Some(value),
+        Err(error) => described
+            .problems
+            .push(format!("`hooks` is not a JSON object: {error}")),
+    }
 }
 
 /// The `hooks` key of a settings file (JSON, or a TOML `[hooks]` table), as JSON.

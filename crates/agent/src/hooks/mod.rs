@@ -5,9 +5,9 @@
 //! scripts work unchanged. [`Hooks`] is the session's [`Interceptor`].
 //!
 //! - Which hooks apply ([`load`]): the user's always; a project file's only while the project is
-//!   trusted and that file's content is pinned (`FileTrust::Pinned`); a definition's from the
-//!   user's dir while that subagent runs (a project definition is not pinned, so its hooks are
-//!   not run, with a warning).
+//!   trusted and that file's content is pinned (`FileTrust::Pinned`); a definition's while that
+//!   subagent runs: from the user's dir always, from the project only while trust pins the
+//!   definition's content (else not run, with a warning saying why).
 //! - Matching: `matcher` is a regex over the whole tool name (ours, or Claude Code's name of it:
 //!   `Write` matches `write_file`); `""`, `*` or none match all. SessionStart matches `source`,
 //!   PreCompact/PostCompact `trigger`, SessionEnd `reason`, SubagentStart/SubagentStop the
@@ -470,12 +470,13 @@ pub fn load(
 }
 
 /// A running subagent's definition, for its hooks.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct AgentHooks<'a> {
     pub name: &'a str,
     pub path: Option<&'a Path>,
-    /// A definition from the project (not pinned: its hooks do not run).
-    pub from_project: bool,
+    /// Why its hooks do not run (a project definition whose content trust does not pin), as a
+    /// warning; None: they run.
+    pub withheld: Option<String>,
     /// Its frontmatter's `hooks`, as written (a JSON object in a text).
     pub raw: &'a str,
 }
@@ -487,13 +488,11 @@ impl AgentHooks<'_> {
             .path
             .map(|path| path.display().to_string())
             .unwrap_or_else(|| self.name.to_owned());
-        if self.from_project {
+        if let Some(why) = &self.withheld {
             return (
                 Vec::new(),
                 vec![format!(
-                    "the hooks of the project's agent definition {file} do not run: definitions \
-                     are not pinned by trust; define them in the project's settings or in your \
-                     own agents dir"
+                    "the hooks of the project's agent definition {file} do not run: {why}"
                 )],
             );
         }

@@ -214,3 +214,54 @@ fn a_file_too_big_to_read_is_never_pinned_and_said_unreadable() {
     );
     assert!(store.project(&root).pins.unwrap().files.is_empty());
 }
+
+#[test]
+fn agent_definitions_are_pinned_and_a_removed_one_is_reported() {
+    let state = tempfile::tempdir().unwrap();
+    let (repo, root) = repo();
+    let agents = root.join(".claude/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::create_dir_all(root.join(".agents/agents")).unwrap();
+    let writer = agents.join("writer.md");
+    let reader = root.join(".agents/agents/reader.md");
+    std::fs::write(&writer, "---\ndescription: w\n---\nwrite").unwrap();
+    std::fs::write(&reader, "---\ndescription: r\n---\nread").unwrap();
+    // Not a definition: not pinned.
+    std::fs::write(agents.join("notes.txt"), "x").unwrap();
+    let store = TrustStore::load(state.path()).unwrap();
+    let found = store.trust(repo.path(), None).unwrap();
+    let mut pinned: Vec<&Path> = found.files.iter().map(|file| file.path.as_path()).collect();
+    pinned.sort();
+    assert_eq!(pinned, [reader.as_path(), writer.as_path()]);
+
+    let project = store.project(&root);
+    let text = "---\ndescription: w\n---\nwrite";
+    assert_eq!(project.verdict(&writer, text), FileTrust::Pinned);
+    assert_eq!(
+        project.verdict_of_digest(&writer, &digest(text)),
+        FileTrust::Pinned
+    );
+    assert_eq!(
+        project.verdict_of_digest(&writer, &digest("changed")),
+        FileTrust::Changed
+    );
+
+    std::fs::remove_file(&reader).unwrap();
+    std::fs::write(agents.join("new.md"), "---\ndescription: n\n---\nnew").unwrap();
+    let review = store.review(repo.path()).unwrap();
+    assert_eq!(review.removed, std::slice::from_ref(&reader));
+    let new = review
+        .files
+        .iter()
+        .find(|file| file.path == agents.join("new.md"))
+        .expect("a new definition is listed");
+    assert_eq!(new.status, FileTrust::New);
+
+    // Trusting again forgets the removed one's pin.
+    store.trust(repo.path(), None).unwrap();
+    let project = store.project(&root);
+    assert_eq!(
+        project.verdict(&reader, "---\ndescription: r\n---\nread"),
+        FileTrust::New
+    );
+}

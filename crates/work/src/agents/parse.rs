@@ -138,6 +138,7 @@ pub(super) fn parse_definition(
         permission_mode,
         mcp_servers,
         hooks,
+        hooks_digest: None,
         background,
         read_only: false,
         source,
