@@ -364,7 +364,7 @@ async fn an_untrusted_or_changed_projects_hooks_do_not_run() {
 /// A subagent definition of the user's brings hooks active while that subagent runs (its
 /// PreToolUse blocks the child's write, and the child's next request reads why); the same
 /// definition in the project brings them only while trust pins its content. The parent's
-/// SubagentStart hook is recorded in the parent's log.
+/// SubagentStart hook is recorded in the parent's log, and its context reaches the child.
 #[tokio::test]
 async fn a_subagent_definition_brings_its_hooks_a_projects_only_while_trusted() {
     const WRITER: &str = "---\nname: writer\ndescription: Writes files\ntools: write_file\nhooks: '{\"PreToolUse\": [{\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"cat > /dev/null; echo the writer may not write >&2; exit 2\"}]}]}'\n---\nYou write files.";
@@ -373,7 +373,11 @@ async fn a_subagent_definition_brings_its_hooks_a_projects_only_while_trusted() 
         &user_hook("SubagentStart", "writer", "subagent.sh"),
     )
     .await;
-    script(&s, "subagent.sh", "cat > /dev/null\nexit 0\n");
+    script(
+        &s,
+        "subagent.sh",
+        "cat > /dev/null\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"SubagentStart\",\"additionalContext\":\"the child hears this\"}}'\n",
+    );
     let run_writer = |call: &str| {
         s.mock.push(Reply::tool_call(
             format!("task_{call}"),
@@ -408,6 +412,11 @@ async fn a_subagent_definition_brings_its_hooks_a_projects_only_while_trusted() 
         requests[2].body
     );
     assert_eq!(hook_outcomes(&events, "SubagentStart"), ["success"]);
+    assert!(
+        requests[1].body.contains("the child hears this"),
+        "SubagentStart's context reaches the child: {}",
+        requests[1].body
+    );
 
     // The same definition from the project: its hooks do not run.
     std::fs::remove_file(s.daemon.env.path("config").join("agentd/agents/writer.md")).unwrap();

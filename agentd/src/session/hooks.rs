@@ -157,19 +157,20 @@ pub(super) fn session_start(
 }
 
 /// Runs the hooks of a session-level `point` (SessionEnd, SubagentStart) of `header` and waits
-/// for them, each bounded by its timeout; their warnings go to `log`. Call it off the actor.
+/// for them, each bounded by its timeout; their warnings go to `log`. Returns the context they
+/// added (SubagentStart's goes to the child). Call it off the actor.
 pub(super) async fn at_session_point(
     header: &SessionHeader,
     deps: &SessionDeps,
     log: &dyn RunLog,
     point: Point<'_>,
-) {
+) -> Vec<String> {
     let (hooks, _) = session_hooks(header, deps, PendingStart::default()).await;
     let Some(event) = HookEvent::of(&point) else {
-        return;
+        return Vec::new();
     };
     if !hooks.has(event) {
-        return;
+        return Vec::new();
     }
     let at = At { run_id: None, log };
     let outcome = hooks.ask(at, &point).await;
@@ -178,6 +179,7 @@ pub(super) async fn at_session_point(
             .append(protocol::event::Event::Warning { message })
             .await;
     }
+    outcome.context
 }
 
 /// What hooks are loaded for a session in `cwd`, from where, trusted or not: the user's

@@ -210,7 +210,7 @@ async fn prepare(
         None => None,
     };
     let hook_log = parent.as_ref().map_or(&child.log, |parent| &parent.log);
-    super::hooks::at_session_point(
+    let hook_context = super::hooks::at_session_point(
         base,
         &sessions.deps,
         &**hook_log,
@@ -227,7 +227,12 @@ async fn prepare(
         tasks,
         task_id: task.task_id.clone(),
         child,
-        prompt: params.prompt.clone(),
+        // What the SubagentStart hooks add, after the prompt (as a prompt hook's context).
+        prompt: hook_context
+            .iter()
+            .fold(params.prompt.clone(), |prompt, context| {
+                format!("{prompt}\n\n{context}")
+            }),
         workspace: cwd,
         read_only: definition.read_only,
         options,
