@@ -145,6 +145,28 @@ impl OutsideRoot {
     }
 }
 
+/// A definition file's text (an agent definition, a slash command) read with
+/// [`read_own_text_within`], or the reason it cannot be used, worded for a listing's
+/// `problems`: too big ("shorten its prompt"), leading out of `root`, another user's, unreadable.
+pub fn read_definition_text(path: &Path, root: &Path, max_bytes: usize) -> Result<String, String> {
+    match read_own_text_within(path, root, max_bytes) {
+        Ok(read) if read.truncated => Err(format!(
+            "larger than {} KiB; shorten its prompt",
+            max_bytes / 1024
+        )),
+        Ok(read) => Ok(read.text),
+        Err(err) => {
+            if let Some(refusal) = OutsideRoot::of(&err) {
+                return Err(format!("not used: {refusal}"));
+            }
+            Err(match OtherUsersFile::of(&err) {
+                Some(refusal) => refusal.to_string(),
+                None => format!("cannot read it: {err}"),
+            })
+        }
+    }
+}
+
 /// As [`read_own_text`], for files a project or the user's config dir provides that must not
 /// lead elsewhere (skills, agent definitions): the opened file's real path (through
 /// `/proc/self/fd`, so no link swapped in after a check gets through) must lie under `root`

@@ -415,26 +415,8 @@ fn read_definition(
     source: AgentSource,
     limits: &AgentLimits,
 ) -> Result<AgentDefinition, String> {
-    let read =
-        agentd_core::regular_file::read_own_text_within(path, containment, limits.max_file_bytes);
-    let text = match read {
-        Ok(read) if read.truncated => {
-            return Err(format!(
-                "larger than {} KiB; shorten its prompt",
-                limits.max_file_bytes / 1024
-            ));
-        }
-        Ok(read) => read.text,
-        Err(err) => {
-            if let Some(refusal) = agentd_core::regular_file::OutsideRoot::of(&err) {
-                return Err(format!("not used: {refusal}"));
-            }
-            return Err(match agentd_core::regular_file::OtherUsersFile::of(&err) {
-                Some(refusal) => refusal.to_string(),
-                None => format!("cannot read it: {err}"),
-            });
-        }
-    };
+    let text =
+        agentd_core::regular_file::read_definition_text(path, containment, limits.max_file_bytes)?;
     let document =
         agentd_core::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
     let mut definition = parse_definition(&document, path, source, limits)?;
