@@ -90,11 +90,8 @@ impl Chat {
 
     /// `commands/list` for the chat's directory and session.
     pub(super) async fn list_commands(&self) -> Result<CommandsListResult, ClientError> {
-        let params = CommandsListParams {
-            cwd: self.cwd.to_string_lossy().into_owned(),
-            session_id: self.session.as_ref().map(|s| s.session_id.clone()),
-        };
-        self.connection.request::<CommandsList>(&params).await
+        let session_id = self.session.as_ref().map(|s| s.session_id.as_str());
+        list_commands(&self.connection, &self.cwd, session_id).await
     }
 
     /// Whether the daemon lists `name` for this directory (true when it cannot say: the
@@ -108,10 +105,8 @@ impl Chat {
 
     /// Bring Tab's names up to date: the daemon's commands and the chat's own.
     pub(super) async fn refresh_command_names(&self) {
-        let mut names: Vec<String> = LOCAL_NAMES.iter().map(|name| (*name).to_owned()).collect();
-        if let Ok(listed) = self.list_commands().await {
-            names.extend(listed.commands.into_iter().map(|command| command.name));
-        }
+        let session_id = self.session.as_ref().map(|s| s.session_id.as_str());
+        let names = command_names(&self.connection, &self.cwd, session_id).await;
         self.command_names.set(names);
     }
 
@@ -333,6 +328,33 @@ fn tokens_line(info: &SessionInfo) -> String {
         "tokens: {} in ({} cached), {} out{cost}",
         usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
     )
+}
+
+/// `commands/list` for `cwd` (and the session's MCP prompts, with `session_id`).
+async fn list_commands(
+    connection: &crate::client::Connection,
+    cwd: &std::path::Path,
+    session_id: Option<&str>,
+) -> Result<CommandsListResult, ClientError> {
+    let params = CommandsListParams {
+        cwd: cwd.to_string_lossy().into_owned(),
+        session_id: session_id.map(str::to_owned),
+    };
+    connection.request::<CommandsList>(&params).await
+}
+
+/// The names Tab completes: the daemon's commands for `cwd` (and the session) and the chat's
+/// own. Asked before the first prompt shows too, so a Tab typed at once has them.
+pub(super) async fn command_names(
+    connection: &crate::client::Connection,
+    cwd: &std::path::Path,
+    session_id: Option<&str>,
+) -> Vec<String> {
+    let mut names: Vec<String> = LOCAL_NAMES.iter().map(|name| (*name).to_owned()).collect();
+    if let Ok(listed) = list_commands(connection, cwd, session_id).await {
+        names.extend(listed.commands.into_iter().map(|command| command.name));
+    }
+    names
 }
 
 #[cfg(test)]

@@ -96,6 +96,9 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     // Saved before the editor thread can put the terminal in raw mode.
     let saved_terminal = SavedTerminal::save();
     let command_names = completion::CommandNames::default();
+    // The names are there before the first prompt shows (the session's MCP prompts join once
+    // it is attached).
+    command_names.set(local::command_names(&connection, &cwd, None).await);
     let editor = LineEditor::start(PROMPT, editor::history_path(), command_names.clone())
         .map_err(|err| not_a_terminal(&err.to_string()))?;
     let mut live_ticks = tokio::time::interval(LIVE_INTERVAL);
