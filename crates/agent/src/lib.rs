@@ -178,55 +178,6 @@ impl Run {
         Ok(history)
     }
 
-    /// The user's prompt as the interceptors leave it (`Point::UserPrompt`): transformed, with
-    /// their context added, or refused (the inner error: the run fails with the reason and
-    /// nothing of the prompt is kept). Follow-ups and steers are not asked.
-    async fn intercept_prompt(
-        &self,
-        text: String,
-        kind: UserMessageKind,
-    ) -> Result<Result<String, anyhow::Error>> {
-        if self.interceptors.is_empty() || kind != UserMessageKind::Prompt {
-            return Ok(Ok(text));
-        }
-        let outcome = self
-            .interceptors
-            .at(self.at(), &intercept::Point::UserPrompt { text: &text })
-            .await;
-        self.warn(&outcome.warnings).await?;
-        if let Some(reason) = outcome.block.or(outcome.halt) {
-            return Ok(Err(anyhow::anyhow!(
-                "the prompt was blocked by a hook: {reason}"
-            )));
-        }
-        let mut text = outcome.replace_text.unwrap_or(text);
-        for context in outcome.context {
-            text.push_str("\n\n");
-            text.push_str(&context);
-        }
-        Ok(Ok(text))
-    }
-
-    /// Where interceptors are asked from within this run.
-    pub(crate) fn at(&self) -> intercept::At<'_> {
-        intercept::At {
-            run_id: Some(&self.run_id),
-            log: &*self.log,
-        }
-    }
-
-    /// Interceptors' warnings, as `warning` events.
-    pub(crate) async fn warn(&self, warnings: &[String]) -> Result<()> {
-        for message in warnings {
-            self.log
-                .append(Event::Warning {
-                    message: message.clone(),
-                })
-                .await?;
-        }
-        Ok(())
-    }
-
     async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
         self.await_mcp_servers().await?;
         let mut run_usage = Usage::default();
@@ -397,35 +348,6 @@ impl Run {
             }
             self.deliver_steers(history).await?;
         }
-    }
-
-    /// Asks the interceptors whether the run may end (`Point::Stop`); Some: the reason to go
-    /// on with, as the next user message. Once per chain: not while `stop_hook_active`.
-    async fn intercept_stop(
-        &self,
-        history: &[Message],
-        stop_hook_active: bool,
-    ) -> Result<Option<String>> {
-        if self.interceptors.is_empty() {
-            return Ok(None);
-        }
-        let last_message = match history.last() {
-            Some(Message::Assistant { content, .. }) => content.as_str(),
-            _ => "",
-        };
-        let agent_type = self
-            .permissions
-            .task_label
-            .as_ref()
-            .map(|(_, agent)| agent.as_str());
-        let point = intercept::Point::Stop {
-            stop_hook_active,
-            last_message,
-            agent_type,
-        };
-        let outcome = self.interceptors.at(self.at(), &point).await;
-        self.warn(&outcome.warnings).await?;
-        Ok(outcome.block.filter(|_| !stop_hook_active))
     }
 
     /// Deliver queued steering messages.
