@@ -44,6 +44,11 @@ pub struct Usage {
     pub output_tokens: u64,
     pub cached_input_tokens: u64,
     pub cache_creation_input_tokens: u64,
+    /// Some of these counts are the daemon's estimate (about 4 bytes a token), because the
+    /// provider reported no usage (e.g. a llama.cpp server). Absent when all were reported.
+    /// Added in 1.3.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 /// A tool call as the model made it; `arguments` is the raw JSON text.

@@ -160,6 +160,7 @@ async fn streams_text_deltas_and_usage() {
             output_tokens: 7,
             cached_input_tokens: 64,
             cache_creation_input_tokens: 0,
+            estimated: false,
         };
         assert_eq!(completion.usage, expected_usage, "{format:?}");
         let requests = mock.requests();
@@ -392,7 +393,11 @@ async fn idle_stream_times_out_and_is_retried() {
         assert_eq!(result.unwrap().content, "awake", "{format:?}");
         let retries = retries(&events);
         assert_eq!(retries.len(), 1);
-        assert!(retries[0].2.contains("no data for 1s"), "{}", retries[0].2);
+        assert!(
+            retries[0].2.contains("no data from provider mock for 1 s"),
+            "{}",
+            retries[0].2
+        );
         assert_eq!(mock.requests().len(), 2);
     }
 }

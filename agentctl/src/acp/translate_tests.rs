@@ -188,6 +188,7 @@ fn usage_becomes_how_full_the_context_is() {
         output_tokens: output,
         cached_input_tokens: 0,
         cache_creation_input_tokens: 0,
+        estimated: false,
     };
     let event = Event::UsageUpdated {
         run_id: "run_1".into(),

@@ -1,5 +1,6 @@
 //! The line `agentctl run` prints after its run: tokens in, cached and out, steps, duration,
-//! and the cost when the daemon priced the run (`runFinished.costUsd`).
+//! and the cost when the daemon priced the run (`runFinished.costUsd`); `~` before counts the
+//! daemon estimated (`usage.estimated`: the provider reported none).
 
 use std::time::Duration;
 
@@ -15,12 +16,13 @@ pub fn after_run_line(
     cost_usd: Option<f64>,
 ) -> String {
     let mut parts = Vec::new();
-    let mut tokens = format!("tokens {} in", usage.input_tokens);
+    let about = if usage.estimated { "~" } else { "" };
+    let mut tokens = format!("tokens {about}{} in", usage.input_tokens);
     if usage.cached_input_tokens > 0 {
         tokens.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
     }
     parts.push(tokens);
-    parts.push(format!("{} out", usage.output_tokens));
+    parts.push(format!("{about}{} out", usage.output_tokens));
     parts.push(match steps {
         1 => "1 step".to_owned(),
         steps => format!("{steps} steps"),
@@ -45,6 +47,7 @@ mod tests {
             output_tokens: 56,
             cached_input_tokens: 1000,
             cache_creation_input_tokens: 0,
+            estimated: false,
         };
         assert_eq!(
             after_run_line(&usage, 3, Some(Duration::from_millis(4200)), Some(0.01234)),
@@ -53,6 +56,16 @@ mod tests {
         assert_eq!(
             after_run_line(&Usage::default(), 1, None, None),
             "tokens 0 in · 0 out · 1 step"
+        );
+        let estimated = Usage {
+            input_tokens: 900,
+            output_tokens: 12,
+            estimated: true,
+            ..Usage::default()
+        };
+        assert_eq!(
+            after_run_line(&estimated, 1, None, None),
+            "tokens ~900 in · ~12 out · 1 step"
         );
     }
 }

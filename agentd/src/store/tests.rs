@@ -168,6 +168,7 @@ fn the_summary_comes_from_the_tail_and_matches_a_full_load() {
         output_tokens: 1,
         cached_input_tokens: 0,
         cache_creation_input_tokens: 0,
+        estimated: false,
     };
     let mut entries = vec![Entry::Header(header())];
     for seq in 1..=3000u64 {

@@ -81,6 +81,10 @@ pub struct Usage {
     pub cached_input_tokens: u64,
     /// Prompt tokens written to the provider's cache (Anthropic).
     pub cache_creation_input_tokens: u64,
+    /// Some of these counts are the daemon's estimate: the provider reported no usage
+    /// (`agentd_llm`'s usage estimate). A sum is estimated when any part of it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Usage {
@@ -95,6 +99,7 @@ impl Usage {
         self.cache_creation_input_tokens = self
             .cache_creation_input_tokens
             .saturating_add(other.cache_creation_input_tokens);
+        self.estimated |= other.estimated;
     }
 }
 
@@ -149,6 +154,7 @@ mod tests {
             output_tokens: u64::MAX - 1,
             cached_input_tokens: 7,
             cache_creation_input_tokens: u64::MAX,
+            estimated: false,
         };
         let mut total = huge;
         total.add(&huge);
@@ -159,6 +165,7 @@ mod tests {
                 output_tokens: u64::MAX,
                 cached_input_tokens: 14,
                 cache_creation_input_tokens: u64::MAX,
+                estimated: false,
             }
         );
     }

@@ -241,6 +241,9 @@ pub(crate) struct Assembler {
     output_tokens: u64,
     cache_read_input_tokens: u64,
     cache_creation_input_tokens: u64,
+    /// Some token count came (a proxy in front of a local model may send none: then the
+    /// usage is estimated).
+    usage_reported: bool,
     /// Thinking text received since `take_thinking` (`thinking_delta`): shown, never part of
     /// the conversation.
     thinking: String,
@@ -298,9 +301,7 @@ impl Assembler {
                 }
             }
             StreamEvent::MessageStop => return Ok(true),
-            StreamEvent::Error { error } => {
-                return Err(StreamError::Provider(super::openai::error_text(&error)));
-            }
+            StreamEvent::Error { error } => return Err(StreamError::provider(&error)),
             StreamEvent::ContentBlockStop | StreamEvent::Ping | StreamEvent::Other => {}
         }
         Ok(false)
@@ -315,6 +316,7 @@ impl Assembler {
 
     /// Later usage reports (`message_delta`) carry running totals: each field replaces.
     fn add_usage(&mut self, usage: EventUsage) {
+        self.usage_reported |= usage.input_tokens.is_some() || usage.output_tokens.is_some();
         let fields = [
             (usage.input_tokens, &mut self.input_tokens),
             (usage.output_tokens, &mut self.output_tokens),
@@ -337,6 +339,10 @@ impl Assembler {
     /// Text or a tool call reached the caller: the call can no longer be retried.
     pub(crate) fn output_started(&self) -> bool {
         !self.content.is_empty() || !self.calls.is_empty()
+    }
+
+    pub(crate) fn usage_reported(&self) -> bool {
+        self.usage_reported
     }
 
     /// A stream that ends after the stop reason but without `message_stop` is still whole.
@@ -368,6 +374,7 @@ impl Assembler {
                 output_tokens: self.output_tokens,
                 cached_input_tokens: self.cache_read_input_tokens,
                 cache_creation_input_tokens: self.cache_creation_input_tokens,
+                estimated: false,
             },
         }
     }

@@ -134,6 +134,7 @@ fn assembles_text_tools_and_usage() {
                 output_tokens: 42,
                 cached_input_tokens: 70,
                 cache_creation_input_tokens: 20,
+                estimated: false,
             },
         }
     );
@@ -148,7 +149,32 @@ fn error_event_and_unknown_blocks() {
     assert!(!assembler.output_started());
     let error = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     match assembler.on_data(error, &mut ignore) {
-        Err(StreamError::Provider(message)) => assert_eq!(message, "Overloaded"),
+        Err(StreamError::Provider { message, overflow }) => {
+            assert_eq!(message, "Overloaded");
+            assert!(!overflow);
+        }
         _ => panic!("error event not reported"),
     }
+    let mut assembler = Assembler::default();
+    let overflow = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    assert!(matches!(
+        assembler.on_data(overflow, &mut ignore),
+        Err(StreamError::Provider { overflow: true, .. })
+    ));
+}
+
+#[test]
+fn usage_is_reported_only_when_a_count_came() {
+    let mut assembler = Assembler::default();
+    let mut ignore = |_: String| {};
+    let start = r#"{"type":"message_start","message":{"id":"m","content":[],"usage":{}}}"#;
+    assert!(!assembler.on_data(start, &mut ignore).ok().unwrap());
+    let delta = r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}"#;
+    assert!(!assembler.on_data(delta, &mut ignore).ok().unwrap());
+    assert!(!assembler.usage_reported());
+    assert!(assembler.finish().cut_at_output_limit());
+    let mut assembler = Assembler::default();
+    let delta = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}"#;
+    assert!(!assembler.on_data(delta, &mut ignore).ok().unwrap());
+    assert!(assembler.usage_reported());
 }

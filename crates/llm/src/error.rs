@@ -28,6 +28,11 @@ pub enum LlmError {
         status: u16,
         message: String,
     },
+    /// The provider answered `200 OK` and then refused the request inside its body (an SSE
+    /// `error` in the stream, or a JSON error object), in words that say the prompt is too
+    /// long: llama.cpp's server does this when the prompt exceeds its context.
+    #[error("request rejected by {url} inside its 200 OK answer: {message}")]
+    RejectedInStream { url: String, message: String },
     /// 408/409/429/5xx.
     #[error("HTTP {status} from {url}: {message}")]
     Http {
@@ -68,21 +73,31 @@ impl LlmError {
     /// the caller should compact the history and try again.
     pub fn is_context_overflow(&self) -> bool {
         let message = match self {
-            LlmError::Rejected { message, .. } => message,
+            LlmError::Rejected { message, .. } | LlmError::RejectedInStream { message, .. } => {
+                message
+            }
             LlmError::RetriesExhausted { last, .. } => return last.is_context_overflow(),
             _ => return false,
         };
-        let message = message.to_lowercase();
-        CONTEXT_OVERFLOW_PHRASES
-            .iter()
-            .any(|needle| message.contains(needle))
+        names_context_overflow(message)
     }
+}
+
+/// Whether a provider's error text (a message, or a whole error object as JSON with its
+/// `type` and `code`) says the prompt is too long for the model.
+pub(crate) fn names_context_overflow(text: &str) -> bool {
+    let text = text.to_lowercase();
+    CONTEXT_OVERFLOW_PHRASES
+        .iter()
+        .any(|needle| text.contains(needle))
 }
 
 /// How providers word a prompt too long for the model (lowercase): OpenAI
 /// (`context_length_exceeded`, "maximum context length"), Anthropic ("prompt is too long",
-/// "exceed context limit"), vLLM, llama.cpp ("exceeds the available context size"), Ollama.
+/// "exceed context limit"), vLLM, llama.cpp ("exceeds the available context size", its type
+/// `exceed_context_size_error`), Ollama.
 const CONTEXT_OVERFLOW_PHRASES: &[&str] = &[
+    "exceed_context_size",
     "context length",
     "context_length",
     "context window",
@@ -146,5 +161,14 @@ mod tests {
             last: Box::new(rejected("prompt is too long")),
         };
         assert!(exhausted.is_context_overflow());
+        let in_stream = LlmError::RejectedInStream {
+            url: "http://x".to_owned(),
+            message: "the request exceeds the available context size, try increasing it".to_owned(),
+        };
+        assert!(in_stream.is_context_overflow());
+        assert!(!in_stream.is_retryable());
+        assert!(names_context_overflow(
+            r#"{"type":"exceed_context_size_error","message":"m"}"#
+        ));
     }
 }

@@ -4,6 +4,11 @@
 //! calls and usage, and retries what may succeed on a second try (connect errors, 408/409/429/5xx
 //! and streams cut before any output) with backoff. Cancelling is dropping the future: nothing is
 //! spawned, so dropping it closes the connection and stops everything.
+//!
+//! A provider that sends no byte for its idle limit (`[llm] stream_idle_secs`), for the headers
+//! or mid-stream, has its stream counted as cut; a reply without usage gets an estimate
+//! (`usage_estimate`); an overflow refused inside a `200 OK` stream is
+//! `LlmError::RejectedInStream`, a context overflow like a 400.
 
 mod anthropic;
 mod error;
@@ -12,6 +17,8 @@ mod openai;
 mod prices;
 mod provider;
 mod retry;
+mod stream;
+pub mod usage_estimate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +26,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
 use sse_stream::SseStream;
+
+use self::stream::{Assembler, StreamError};
 
 pub use self::error::LlmError;
 pub use self::http::HttpClients;
@@ -59,7 +68,17 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     /// The provider's own word: `stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, …
     pub finish_reason: Option<String>,
+    /// As the provider reported it, else estimated (`usage.estimated`).
     pub usage: Usage,
+}
+
+impl Completion {
+    /// The model stopped at its output token limit (OpenAI's `finish_reason: "length"`,
+    /// Anthropic's `stop_reason: "max_tokens"`): the answer, and its last tool call's
+    /// arguments, may be cut.
+    pub fn cut_at_output_limit(&self) -> bool {
+        matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
+    }
 }
 
 /// A client for one provider and model. Cheap to clone.
@@ -220,7 +239,9 @@ impl LlmClient {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
             .header(USER_AGENT, concat!("agentd/", env!("CARGO_PKG_VERSION")))
-            .body(body);
+            .body(body.clone());
+        // Kept for the usage estimate (a cheap clone: `Bytes` shares the buffer).
+        let sent = body;
         match provider.kind {
             ProviderKind::OpenAi => {
                 if let Some(key) = &provider.api_key {
@@ -244,12 +265,7 @@ impl LlmClient {
             )
         };
         let response = match tokio::time::timeout(idle, request.send()).await {
-            Err(_elapsed) => {
-                return Err(connect_failed(format!(
-                    "no response within {}s (stream_idle_timeout_secs)",
-                    idle.as_secs()
-                )));
-            }
+            Err(_elapsed) => return Err(connect_failed(idle_reason(provider, idle, "headers"))),
             // A URL reqwest cannot even use (no scheme, bad host) will not improve on retry.
             Ok(Err(error)) if error.is_builder() => {
                 return Err((
@@ -288,6 +304,15 @@ impl LlmClient {
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
+            if let Some(message) = overflow_in_json(&text) {
+                return Err((
+                    LlmError::RejectedInStream {
+                        url: url.clone(),
+                        message,
+                    },
+                    None,
+                ));
+            }
             return Err((
                 LlmError::InvalidResponse {
                     url: url.clone(),
@@ -301,6 +326,7 @@ impl LlmClient {
         }
 
         let mut assembler = Assembler::new(&provider.kind);
+        let mut thinking_bytes = 0usize;
         let mut events = SseStream::from_bytes_stream(response.bytes_stream());
         loop {
             let cut = |reason: String, output_started: bool| {
@@ -317,7 +343,7 @@ impl LlmClient {
                 Ok(next) => next,
                 Err(_elapsed) => {
                     return Err(cut(
-                        format!("no data for {}s (stream_idle_timeout_secs)", idle.as_secs()),
+                        idle_reason(provider, idle, "data"),
                         assembler.output_started(),
                     ));
                 }
@@ -338,12 +364,26 @@ impl LlmClient {
             let Some(data) = event.data else { continue };
             let handled = assembler.on_data(&data, &mut |text| on_event(LlmEvent::TextDelta(text)));
             if let Some(thinking) = assembler.take_thinking() {
+                thinking_bytes = thinking_bytes.saturating_add(thinking.len());
                 on_event(LlmEvent::ThinkingDelta(thinking));
             }
             match handled {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(StreamError::Provider(message)) => {
+                // Refused before any output, in words of a prompt too long: an overflow.
+                Err(StreamError::Provider {
+                    message,
+                    overflow: true,
+                }) if !assembler.output_started() => {
+                    return Err((
+                        LlmError::RejectedInStream {
+                            url: url.clone(),
+                            message: truncate(&message, MAX_ERROR_MESSAGE_CHARS),
+                        },
+                        None,
+                    ));
+                }
+                Err(StreamError::Provider { message, .. }) => {
                     return Err(cut(
                         format!("the provider reported: {message}"),
                         assembler.output_started(),
@@ -360,7 +400,12 @@ impl LlmClient {
                 }
             }
         }
-        Ok(assembler.finish())
+        let usage_reported = assembler.usage_reported();
+        let mut completion = assembler.finish();
+        if !usage_reported {
+            usage_estimate::estimate(&sent, &mut completion, thinking_bytes);
+        }
+        Ok(completion)
     }
 
     fn status_error(&self, status: u16, message: String) -> LlmError {
@@ -399,66 +444,22 @@ impl LlmClient {
     }
 }
 
-/// Why a stream could not be read further (mapped to `LlmError` with the URL by the caller).
-pub(crate) enum StreamError {
-    /// The provider sent an error event in the stream (overloaded, …).
-    Provider(String),
-    /// The provider sent something that is not its format.
-    Invalid(String),
+/// Why an attempt gave up on a silent provider (`what`: the `headers` or more `data`): its
+/// name, the wait, and the settings that set it.
+fn idle_reason(provider: &ProviderConfig, idle: Duration, what: &str) -> String {
+    let name = &provider.name;
+    format!(
+        "no {what} from provider {name} for {} s; check the server, or raise [llm] stream_idle_secs (providers.{name}.stream_idle_timeout_secs for this provider alone)",
+        idle.as_secs()
+    )
 }
 
-/// The provider-specific reply assembler.
-enum Assembler {
-    OpenAi(openai::Assembler),
-    Anthropic(anthropic::Assembler),
-}
-
-impl Assembler {
-    fn new(kind: &ProviderKind) -> Self {
-        match kind {
-            ProviderKind::OpenAi => Assembler::OpenAi(openai::Assembler::default()),
-            ProviderKind::Anthropic => Assembler::Anthropic(anthropic::Assembler::default()),
-        }
-    }
-
-    fn on_data(
-        &mut self,
-        data: &str,
-        emit_text: &mut dyn FnMut(String),
-    ) -> Result<bool, StreamError> {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.on_data(data, emit_text),
-            Assembler::Anthropic(assembler) => assembler.on_data(data, emit_text),
-        }
-    }
-
-    fn take_thinking(&mut self) -> Option<String> {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.take_thinking(),
-            Assembler::Anthropic(assembler) => assembler.take_thinking(),
-        }
-    }
-
-    fn output_started(&self) -> bool {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.output_started(),
-            Assembler::Anthropic(assembler) => assembler.output_started(),
-        }
-    }
-
-    fn complete_on_eof(&self) -> bool {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.complete_on_eof(),
-            Assembler::Anthropic(assembler) => assembler.complete_on_eof(),
-        }
-    }
-
-    fn finish(self) -> Completion {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.finish(),
-            Assembler::Anthropic(assembler) => assembler.finish(),
-        }
-    }
+/// The message of a JSON error body that came with `200 OK` and names a context overflow.
+fn overflow_in_json(body: &str) -> Option<String> {
+    let value = serde_json::from_str::<serde_json::Value>(body).ok()?;
+    let error = value.get("error")?;
+    error::names_context_overflow(&error.to_string())
+        .then(|| truncate(&openai::error_text(error), MAX_ERROR_MESSAGE_CHARS))
 }
 
 /// The provider's own error message from an error body (`{"error":{"message"}}`, Ollama's

@@ -235,6 +235,8 @@ pub(crate) struct Assembler {
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
     usage: Usage,
+    /// A `usage` object came (llama.cpp's server sends none: then the usage is estimated).
+    usage_reported: bool,
     /// Reasoning text received since `take_thinking` (`reasoning_content` or `reasoning`
     /// deltas of OpenAI-compatible servers): shown, never part of the conversation.
     thinking: String,
@@ -260,7 +262,7 @@ impl Assembler {
         let chunk: Chunk = serde_json::from_str(data)
             .map_err(|error| StreamError::Invalid(format!("bad chunk ({error}): {data}")))?;
         if let Some(error) = chunk.error {
-            return Err(StreamError::Provider(error_text(&error)));
+            return Err(StreamError::provider(&error));
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             for reasoning in [choice.delta.reasoning_content, choice.delta.reasoning]
@@ -297,6 +299,7 @@ impl Assembler {
             }
         }
         if let Some(usage) = chunk.usage {
+            self.usage_reported = true;
             self.usage = Usage {
                 input_tokens: usage.prompt_tokens.unwrap_or(0),
                 output_tokens: usage.completion_tokens.unwrap_or(0),
@@ -305,6 +308,7 @@ impl Assembler {
                     .and_then(|details| details.cached_tokens)
                     .unwrap_or(0),
                 cache_creation_input_tokens: 0,
+                estimated: false,
             };
         }
         Ok(false)
@@ -318,6 +322,10 @@ impl Assembler {
 
     pub(crate) fn output_started(&self) -> bool {
         !self.content.is_empty() || !self.calls.is_empty()
+    }
+
+    pub(crate) fn usage_reported(&self) -> bool {
+        self.usage_reported
     }
 
     /// Some servers end without `[DONE]`; once the finish reason came, the reply is whole.

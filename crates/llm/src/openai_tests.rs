@@ -240,6 +240,7 @@ fn assembles_text_and_usage() {
                 output_tokens: 7,
                 cached_input_tokens: 64,
                 cache_creation_input_tokens: 0,
+                estimated: false,
             },
         }
     );
@@ -284,11 +285,56 @@ fn role_chunk_is_not_output_and_errors_are_reported() {
     assert!(!assembler.output_started());
     assert!(!assembler.complete_on_eof());
     match assembler.on_data(r#"{"error":{"message":"overloaded"}}"#, &mut ignore) {
-        Err(StreamError::Provider(message)) => assert_eq!(message, "overloaded"),
+        Err(StreamError::Provider { message, overflow }) => {
+            assert_eq!(message, "overloaded");
+            assert!(!overflow);
+        }
         _ => panic!("error chunk not reported"),
     }
     assert!(matches!(
         assembler.on_data("not json", &mut ignore),
         Err(StreamError::Invalid(_))
     ));
+}
+
+#[test]
+fn an_overflow_inside_the_stream_is_told_from_other_errors() {
+    // llama.cpp's server, OpenAI's code, and a message alone.
+    for (payload, expected) in [
+        (
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#,
+            "the request exceeds the available context size, try increasing it",
+        ),
+        (
+            r#"{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+            "too long",
+        ),
+        (
+            r#"{"error":"This model's maximum context length is 4096 tokens"}"#,
+            "This model's maximum context length is 4096 tokens",
+        ),
+    ] {
+        let mut assembler = Assembler::default();
+        match assembler.on_data(payload, &mut |_| {}) {
+            Err(StreamError::Provider { message, overflow }) => {
+                assert_eq!(message, expected);
+                assert!(overflow, "{payload}");
+            }
+            _ => panic!("error chunk not reported: {payload}"),
+        }
+    }
+}
+
+#[test]
+fn a_reply_without_usage_says_so() {
+    let mut assembler = Assembler::default();
+    let stop = r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}"#;
+    assert!(!assembler.on_data(stop, &mut |_| {}).ok().unwrap());
+    assert!(!assembler.usage_reported());
+    let completion = assembler.finish();
+    assert!(completion.cut_at_output_limit());
+    let mut assembler = Assembler::default();
+    let usage = r#"{"choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0}}"#;
+    assert!(!assembler.on_data(usage, &mut |_| {}).ok().unwrap());
+    assert!(assembler.usage_reported(), "zeros reported are reported");
 }

@@ -91,6 +91,7 @@ mod tests {
             output_tokens: 100_000,
             cached_input_tokens: 500_000,
             cache_creation_input_tokens: 100_000,
+            estimated: false,
         };
         // 400k fresh × 3 + 500k cached × 0.3 + 100k written × 3.75 + 100k out × 15
         let expected = 1.2 + 0.15 + 0.375 + 1.5;
@@ -112,6 +113,7 @@ mod tests {
             output_tokens: 0,
             cached_input_tokens: 1_000_000,
             cache_creation_input_tokens: 0,
+            estimated: false,
         };
         assert!((prices.cost(&usage) - 2.0).abs() < 1e-9);
     }

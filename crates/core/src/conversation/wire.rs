@@ -13,6 +13,7 @@ pub fn usage(usage: &Usage) -> protocol::event::Usage {
         output_tokens: usage.output_tokens,
         cached_input_tokens: usage.cached_input_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        estimated: usage.estimated,
     }
 }
 
@@ -23,6 +24,7 @@ pub fn usage_from(wire: &protocol::event::Usage) -> Usage {
         output_tokens: wire.output_tokens,
         cached_input_tokens: wire.cached_input_tokens,
         cache_creation_input_tokens: wire.cache_creation_input_tokens,
+        estimated: wire.estimated,
     }
 }
 
