@@ -51,6 +51,10 @@ pub struct Config {
     pub extension_call_timeout: std::time::Duration,
     /// `[hooks]`: the user's hooks (Claude Code's shape), for every session.
     pub hooks: Vec<agentd_agent::hooks::HookDef>,
+    /// `[llm] stream_idle_secs`: how long a provider may send nothing (headers, then between
+    /// stream events) before the attempt counts as a cut stream; a provider's own
+    /// `stream_idle_timeout_secs` overrides it.
+    pub stream_idle_secs: u64,
     /// Problems of `[hooks]` that do not refuse the file (a bad matcher: its hooks are
     /// skipped), announced as warnings at each run.
     pub hook_warnings: Vec<String>,
@@ -208,6 +212,7 @@ pub fn load(
         tasks: crate::task::TaskSettings::default(),
         extension_call_timeout: DEFAULT_EXTENSION_CALL_TIMEOUT,
         hooks: Vec::new(),
+        stream_idle_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
         hook_warnings: Vec::new(),
     };
     if let Some(path) = path {
@@ -390,7 +395,7 @@ fn add_env_providers(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) 
                 max_retries: DEFAULT_MAX_RETRIES,
                 retry_base_delay_ms: DEFAULT_RETRY_BASE_DELAY_MS,
                 retry_max_delay_ms: DEFAULT_RETRY_MAX_DELAY_MS,
-                stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+                stream_idle_timeout_secs: config.stream_idle_secs,
                 prices: None,
             },
         );

@@ -297,6 +297,14 @@ fn bad_files_report_where() {
             " providers.a.stream_idle_timeout_secs = 3601 is too large (at most 3600 seconds)",
         ),
         (
+            "[llm]\nstream_idle_secs = 3601\n",
+            " llm.stream_idle_secs = 3601 is too large (at most 3600 seconds)",
+        ),
+        (
+            "[llm]\nstream_idle_secs = 0\n",
+            " llm.stream_idle_secs must be at least 1",
+        ),
+        (
             "default_provider = \"x\"\n[providers.a]\nkind = \"openai\"\nmodel = \"m\"\n",
             " default_provider \"x\" is not one of [providers.*] (a)",
         ),
@@ -593,4 +601,18 @@ fn tasks_section_sets_the_cap_and_refuses_zero() {
         err.contains("tasks.max_running = 0 must be between 1 and 64"),
         "{err}"
     );
+}
+
+#[test]
+fn llm_stream_idle_secs_holds_for_every_provider_without_its_own() {
+    let text = "[llm]\nstream_idle_secs = 5\n\
+                [providers.own]\nkind = \"openai\"\nmodel = \"m\"\nstream_idle_timeout_secs = 30\n\
+                [providers.plain]\nkind = \"openai\"\nmodel = \"m\"\n";
+    let config = load_with(Some(text), &[("OPENAI_API_KEY", "k")]).unwrap();
+    assert_eq!(config.stream_idle_secs, 5);
+    assert_eq!(config.providers["own"].stream_idle_timeout_secs, 30);
+    assert_eq!(config.providers["plain"].stream_idle_timeout_secs, 5);
+    assert_eq!(config.providers["openai"].stream_idle_timeout_secs, 5);
+    let defaults = load_with(None, &[("OPENAI_API_KEY", "k")]).unwrap();
+    assert_eq!(defaults.stream_idle_secs, DEFAULT_STREAM_IDLE_TIMEOUT_SECS);
 }

@@ -22,11 +22,19 @@ struct FileConfig {
     mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
     extensions: Option<FileExtensions>,
+    llm: Option<FileLlm>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Value>,
     /// Claude Code's hooks shape; checked by `agentd_agent::hooks::parse_section`.
     hooks: Option<BTreeMap<toml::Spanned<String>, toml::Value>>,
+}
+
+/// `[llm]` as written: what holds for every provider unless its own section says otherwise.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLlm {
+    stream_idle_secs: Option<u64>,
 }
 
 /// `[extensions]` as written.
@@ -188,6 +196,22 @@ pub(super) fn apply_file(
     if let Some(hooks) = file.hooks {
         hooks_section(config, path, text, hooks)?;
     }
+    if let Some(llm) = &file.llm {
+        let secs = bounded(
+            path,
+            "llm.stream_idle_secs",
+            llm.stream_idle_secs,
+            DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+            MAX_STREAM_IDLE_TIMEOUT_SECS,
+            "seconds",
+        )?;
+        if secs == 0 {
+            return Err(invalid(
+                "llm.stream_idle_secs must be at least 1".to_owned(),
+            ));
+        }
+        config.stream_idle_secs = secs;
+    }
     for (name, provider) in file.providers {
         let (kind, default_url, default_key_env) = match provider.kind {
             FileProviderKind::OpenAi => (
@@ -224,7 +248,7 @@ pub(super) fn apply_file(
             path,
             &format!("providers.{name}.stream_idle_timeout_secs"),
             provider.stream_idle_timeout_secs,
-            DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+            config.stream_idle_secs,
             MAX_STREAM_IDLE_TIMEOUT_SECS,
             "seconds",
         )?;
