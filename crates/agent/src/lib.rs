@@ -23,6 +23,7 @@ mod interception;
 pub mod prompt;
 pub mod sink;
 pub mod tool_set;
+mod truncation;
 
 pub use ending::{Pairing, pair_orphaned_tool_calls, report_undelivered};
 
@@ -262,6 +263,10 @@ impl Run {
                     .note_prompt_tokens(completion.usage.input_tokens, self.context_limits);
                 (state.usage, state.cost_usd)
             };
+            // An answer cut at the output limit ends the run with a warning (`truncation`).
+            let cut_at_limit = completion
+                .cut_at_output_limit()
+                .then(|| completion.finish_reason.clone().unwrap_or_default());
             // Runaway arguments are not kept (nor run): the model is told.
             let tool_calls: Vec<ToolCall> = completion
                 .tool_calls
@@ -279,6 +284,9 @@ impl Run {
                     total_cost_usd,
                 })
                 .await?;
+            if let Some(reason) = cut_at_limit {
+                return self.end_cut_answer(&tool_calls, &reason, run_usage).await;
+            }
 
             if tool_calls.is_empty() {
                 if let Some(reason) = self.intercept_stop(history, stop_hook_active).await? {
