@@ -38,6 +38,7 @@ mod editors_plugin;
 mod extensions;
 mod hooks;
 mod llm;
+mod llm_robustness;
 mod mcp_clients;
 mod mcp_config;
 mod mcp_runtime;

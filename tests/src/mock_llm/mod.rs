@@ -331,6 +331,10 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
         );
     }
     let reply = match reply {
+        Some(reply) if reply.stall_before_headers => {
+            // The client's timeout ends the connection, which drops this future.
+            return futures::future::pending().await;
+        }
         Some(reply) => reply,
         None if state.echo => Reply::text(format!("You said: {}", render::last_user_text(&json))),
         None => {

@@ -83,9 +83,28 @@ pub(crate) fn error_body(format: Format, status: u16, message: &str) -> String {
 
 /// All the events of a streamed reply, final ones included.
 pub(crate) fn events(format: Format, reply: &Reply, model: &str) -> Vec<SseEvent> {
+    if let Some(error) = &reply.stream_error {
+        return stream_error_events(format, error.status, &error.message);
+    }
     match format {
         Format::OpenAi => openai_events(reply, model),
         Format::Anthropic => anthropic_events(reply, model),
+    }
+}
+
+/// An error inside a `200 OK` stream, before any output: llama.cpp's shape (OpenAI format,
+/// with its `type` for a context overflow) or Anthropic's `error` event.
+fn stream_error_events(format: Format, status: u16, message: &str) -> Vec<SseEvent> {
+    match format {
+        Format::OpenAi => vec![SseEvent::data(json!({"error": {
+            "code": status,
+            "message": message,
+            "type": "exceed_context_size_error",
+        }}))],
+        Format::Anthropic => vec![SseEvent::named(
+            "error",
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+        )],
     }
 }
 
@@ -168,14 +187,17 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
             events.push(chunk(json!({"tool_calls": [fragment]}), Value::Null));
         }
     }
-    let finish = if reply.tool_calls.is_empty() {
+    let finish = if reply.cut_at_limit {
+        "length"
+    } else if reply.tool_calls.is_empty() {
         "stop"
     } else {
         "tool_calls"
     };
     events.push(chunk(json!({}), json!(finish)));
     let usage = reply.usage_or_default();
-    events.push(SseEvent::data(json!({
+    if !reply.no_usage {
+        events.push(SseEvent::data(json!({
         "id": "chatcmpl-mock",
         "object": "chat.completion.chunk",
         "created": 0,
@@ -187,7 +209,8 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
             "total_tokens": usage.input.saturating_add(usage.output),
             "prompt_tokens_details": {"cached_tokens": usage.cached},
         },
-    })));
+        })));
+    }
     events.push(SseEvent {
         name: None,
         data: "[DONE]".to_owned(),
@@ -198,17 +221,22 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
 
 fn anthropic_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
     let usage = reply.usage_or_default();
+    let start_usage = if reply.no_usage {
+        json!({})
+    } else {
+        json!({
+            "input_tokens": usage.input.saturating_sub(usage.cached),
+            "cache_read_input_tokens": usage.cached,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": 1,
+        })
+    };
     let mut events = vec![SseEvent::named(
         "message_start",
         json!({"type": "message_start", "message": {
             "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {
-                "input_tokens": usage.input.saturating_sub(usage.cached),
-                "cache_read_input_tokens": usage.cached,
-                "cache_creation_input_tokens": 0,
-                "output_tokens": 1,
-            },
+            "usage": start_usage,
         }}),
     )];
     let mut index = 0;
@@ -284,17 +312,22 @@ fn anthropic_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
         ));
         index += 1;
     }
-    let stop_reason = if reply.tool_calls.is_empty() {
+    let stop_reason = if reply.cut_at_limit {
+        "max_tokens"
+    } else if reply.tool_calls.is_empty() {
         "end_turn"
     } else {
         "tool_use"
     };
-    events.push(SseEvent::named(
-        "message_delta",
-        json!({"type": "message_delta",
-               "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-               "usage": {"output_tokens": usage.output}}),
-    ));
+    let mut delta = json!({"type": "message_delta",
+           "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+           "usage": {"output_tokens": usage.output}});
+    if reply.no_usage
+        && let Some(fields) = delta.as_object_mut()
+    {
+        fields.remove("usage");
+    }
+    events.push(SseEvent::named("message_delta", delta));
     events.push(SseEvent::named(
         "message_stop",
         json!({"type": "message_stop"}),

@@ -36,6 +36,21 @@ pub struct Reply {
     pub delay_ms: u64,
     /// Token usage to report; defaults to 10 in, 5 out, 0 cached.
     pub usage: Option<MockUsage>,
+    /// Report no usage at all (llama.cpp's server sends none): no `usage` chunk (OpenAI), no
+    /// token counts in `message_start`/`message_delta` (Anthropic).
+    #[serde(default)]
+    pub no_usage: bool,
+    /// Answer `200 OK` and then this error inside the stream, before any output (OpenAI: a
+    /// `data: {"error": …}` line, as llama.cpp sends a context overflow; Anthropic: an
+    /// `error` event). The status is only the error's `code`.
+    pub stream_error: Option<MockError>,
+    /// End as a model stopped at its output token limit: `finish_reason: "length"` (OpenAI),
+    /// `stop_reason: "max_tokens"` (Anthropic).
+    #[serde(default)]
+    pub cut_at_limit: bool,
+    /// Hold the response, headers included, until the client goes away.
+    #[serde(default)]
+    pub stall_before_headers: bool,
     /// Send the headers, then nothing until the client goes away.
     #[serde(default)]
     pub stall: bool,
@@ -130,7 +145,37 @@ impl Reply {
         }
     }
 
-    /// Adds text before the tool calls of this reply.
+    /// Headers never come: the request waits until the client goes away.
+    pub fn stall_before_headers() -> Self {
+        Reply {
+            stall_before_headers: true,
+            ..Reply::default()
+        }
+    }
+
+    /// `200 OK`, then `message` as an error inside the stream (see `stream_error`).
+    pub fn stream_error(message: impl Into<String>) -> Self {
+        Reply {
+            stream_error: Some(MockError {
+                status: 400,
+                message: message.into(),
+            }),
+            ..Reply::default()
+        }
+    }
+
+    /// Report no usage (see `no_usage`).
+    pub fn without_usage(mut self) -> Self {
+        self.no_usage = true;
+        self
+    }
+
+    /// End at the output limit (see `cut_at_limit`).
+    pub fn cut_at_limit(mut self) -> Self {
+        self.cut_at_limit = true;
+        self
+    }
+
     /// Stream `thinking` as reasoning before the reply.
     pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
         self.thinking = thinking.into();
