@@ -554,6 +554,33 @@ mod tests {
     }
 
     #[test]
+    fn a_json_error_answered_with_200_is_an_overflow_only_in_its_words() {
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#;
+        assert_eq!(
+            overflow_in_json(llama).as_deref(),
+            Some("the request exceeds the available context size, try increasing it")
+        );
+        assert_eq!(
+            overflow_in_json(r#"{"error":{"message":"overloaded"}}"#),
+            None
+        );
+        assert_eq!(
+            overflow_in_json(r#"{"id":"chatcmpl-1","choices":[]}"#),
+            None
+        );
+        assert_eq!(overflow_in_json("not json"), None);
+    }
+
+    #[test]
+    fn the_idle_reason_names_the_provider_the_wait_and_the_setting() {
+        let provider = crate::provider::tests::openai_quick_start();
+        assert_eq!(
+            idle_reason(&provider, Duration::from_secs(90), "data"),
+            "no data from provider openai for 90 s; check the server, or raise [llm] stream_idle_secs (providers.openai.stream_idle_timeout_secs for this provider alone)"
+        );
+    }
+
+    #[test]
     fn error_messages_from_bodies() {
         let status = reqwest::StatusCode::BAD_GATEWAY;
         assert_eq!(error_message(r#"{"error":{"message":"m1"}}"#, status), "m1");
