@@ -36,6 +36,9 @@ pub struct Config {
     /// How long a loaded session may sit idle before it is unloaded from memory
     /// (`[sessions] idle_unload_secs`); the next request on it loads it again.
     pub session_idle_unload: std::time::Duration,
+    /// Runs active when the daemon stopped go on at its next start (`[sessions]
+    /// resume_after_restart`, on unless set to false).
+    pub resume_after_restart: bool,
     /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
     pub memory: agentd_knowledge::memory::MemoryLimits,
     /// `[sandbox]`: how `run_shell` is confined.
@@ -205,6 +208,7 @@ pub fn load(
         tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
+        resume_after_restart: true,
         memory: agentd_knowledge::memory::MemoryLimits::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),

@@ -5,9 +5,11 @@
 //! leaves a fragment for the next line to be glued to.
 
 mod log_file;
+mod progress;
 mod settings;
 
 pub use log_file::LogFile;
+pub use progress::RunProgress;
 pub use settings::SessionSettings;
 
 use std::io::BufRead;
@@ -166,6 +168,10 @@ pub struct LoadedSession {
     pub context: agentd_knowledge::context::ContextState,
     /// The first prompt's preview (`protocol::session::preview_of`), for listings.
     pub preview: Option<String>,
+    /// What `unfinished_run` had done: its steps, resumes and approvals.
+    pub progress: RunProgress,
+    /// When the file was last written: about when the daemon stopped, if a run was active.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// `clientRequestId`s remembered per session for idempotent prompts (also across restarts).
@@ -247,10 +253,10 @@ pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeade
 /// Load a whole session file. Blocking: call from `spawn_blocking`.
 pub fn load(path: &Path) -> Result<LoadedSession> {
     let file = agentd_core::regular_file::open(path)?;
-    let file_len = file
+    let metadata = file
         .metadata()
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .len();
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let file_len = metadata.len();
     let reader = std::io::BufReader::new(file);
     let mut lines = reader.split(b'\n').peekable();
     let first = lines
@@ -280,6 +286,8 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         queued_follow_ups: Vec::new(),
         context: Default::default(),
         preview: None,
+        progress: RunProgress::default(),
+        modified: metadata.modified().ok(),
     };
     let mut settings = SessionSettings::of(&loaded.header);
     let mut line_number = 1;
@@ -307,6 +315,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
             Ok(Entry::Message { message }) => loaded.history.push(message),
             Ok(Entry::Event { seq, event }) => {
                 loaded.last_seq = loaded.last_seq.max(seq);
+                if matches!(event, Event::RunStarted { .. }) {
+                    loaded.progress = RunProgress::default();
+                }
                 match &event {
                     Event::RunStarted {
                         run_id,
@@ -396,6 +407,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     }
                     _ => {}
                 }
+                loaded
+                    .progress
+                    .note(loaded.unfinished_run.as_deref(), &event);
             }
             Ok(Entry::Context { change }) => loaded.context.apply(&change),
             Ok(Entry::Gap { to, .. }) => loaded.last_seq = loaded.last_seq.max(to),

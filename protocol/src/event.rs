@@ -126,6 +126,21 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client_request_id: Option<String>,
     },
+    /// A run that was active when the daemon stopped (a restart or a crash) goes on under the
+    /// same run id, from its next model call. `attempt` counts the resumes of this run (a run is
+    /// resumed at most twice); `interruptedToolCalls` are the calls that had started and got the
+    /// result "interrupted by a daemon restart" (never run again). Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    RunResumed {
+        run_id: String,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        interrupted_tool_calls: Vec<String>,
+    },
+    /// The daemon is stopping while this run is active: the run stops here, unfinished, and
+    /// resumes (`runResumed`) when the daemon starts again. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    RunSuspended { run_id: String, reason: String },
     /// A model call begins (step counts from 1).
     #[serde(rename_all = "camelCase")]
     TurnStarted { run_id: String, step: u32 },
@@ -386,6 +401,8 @@ impl Event {
     pub fn run_id(&self) -> Option<&str> {
         match self {
             Event::RunStarted { run_id, .. }
+            | Event::RunResumed { run_id, .. }
+            | Event::RunSuspended { run_id, .. }
             | Event::TurnStarted { run_id, .. }
             | Event::MessageDelta { run_id, .. }
             | Event::ThinkingDelta { run_id, .. }

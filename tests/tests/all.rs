@@ -57,6 +57,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod restart_resume;
 mod runs_thinking;
 mod security_approvals;
 mod security_fetch;

@@ -283,19 +283,21 @@ pub(crate) fn humantime_secs(text: &str) -> i64 {
 // --- restart, timeout, headless --------------------------------------------------------------
 
 #[tokio::test]
-async fn a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
+async fn with_resume_off_a_graceful_restart_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(true).await;
 }
 
 #[tokio::test]
-async fn a_crash_expires_the_pending_approval_and_nothing_runs() {
+async fn with_resume_off_a_crash_expires_the_pending_approval_and_nothing_runs() {
     restart_while_pending(false).await;
 }
 
 /// Stop the daemon (SIGTERM, or SIGKILL as a crash) while an approval is pending, start it
-/// again, and read what the session's log says.
+/// again with resumes off, and read what the session's log says (with them on, the approval
+/// is pending again: `restart_resume`).
 pub(crate) async fn restart_while_pending(graceful: bool) {
-    let mut s = Scenario::start_with(Format::OpenAi, ASK).await;
+    let config = format!("{ASK}{}", crate::restart_resume::RESUME_OFF);
+    let mut s = Scenario::start_with(Format::OpenAi, &config).await;
     s.mock.push(shell("c1", "touch never.txt"));
     let (mut client, session) = s.session().await;
     client.prompt(&session, "touch it").await;

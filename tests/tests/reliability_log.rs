@@ -311,7 +311,9 @@ async fn a_client_request_id_finds_its_run_after_a_restart() {
 
 #[tokio::test]
 async fn steers_and_follow_ups_queued_before_a_cancel_or_a_crash_are_reported() {
-    let mut s = Scenario::start(Format::OpenAi).await;
+    // Resumes off: a crashed run ends and reports what it did not deliver (with them on, the
+    // resumed run delivers it).
+    let mut s = Scenario::start_with(Format::OpenAi, crate::restart_resume::RESUME_OFF).await;
     let (mut client, session) = s.session().await;
     s.mock.push(Reply::stall());
     client.prompt(&session, "one").await;

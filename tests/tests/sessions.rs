@@ -278,7 +278,8 @@ async fn a_session_survives_a_restart_and_continues(format: Format) {
 
 both_formats!(a_crash_mid_run_is_recorded_as_interrupted_after_restart);
 async fn a_crash_mid_run_is_recorded_as_interrupted_after_restart(format: Format) {
-    let mut s = Scenario::start(format).await;
+    // Resumes off: the run ends interrupted (with them on it goes on: `restart_resume`).
+    let mut s = Scenario::start_with(format, crate::restart_resume::RESUME_OFF).await;
     s.mock.push(Reply::tool_call(
         "c_block",
         "run_shell",
@@ -458,7 +459,8 @@ async fn daemon_subscribers_see_lifecycle_events_of_every_session(format: Format
 
 both_formats!(a_graceful_stop_mid_run_ends_it_interrupted_once);
 async fn a_graceful_stop_mid_run_ends_it_interrupted_once(format: Format) {
-    let mut s = Scenario::start(format).await;
+    // Resumes off: the run ends interrupted (with them on it goes on: `restart_resume`).
+    let mut s = Scenario::start_with(format, crate::restart_resume::RESUME_OFF).await;
     let gate = s.workspace().join("gate.fifo");
     mkfifo(&gate);
     s.mock.push(Reply::tool_call(

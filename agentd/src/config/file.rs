@@ -68,6 +68,7 @@ struct FileContext {
 #[serde(deny_unknown_fields)]
 struct FileSessions {
     idle_unload_secs: Option<u64>,
+    resume_after_restart: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +130,13 @@ pub(super) fn apply_file(
     }
     if let Some(permissions) = &file.permissions {
         config.permissions = parse_permissions(path, text, permissions)?;
+    }
+    if let Some(resume) = file
+        .sessions
+        .as_ref()
+        .and_then(|sessions| sessions.resume_after_restart)
+    {
+        config.resume_after_restart = resume;
     }
     let idle_unload_secs = bounded(
         path,

@@ -103,6 +103,8 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     sessions.start_evictor();
     sessions.start_mcp_status_events();
     sessions.start_task_events();
+    // Runs the daemon was in when it last stopped go on (in the background).
+    sessions.resume_marked_runs().await;
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),
@@ -135,8 +137,10 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             shutdown.cancelled().await;
             notify_systemd(&[sd_notify::NotifyState::Stopping]);
             let mcp = sessions.mcp();
-            // Tasks first: subagents are cancelled and background shells killed, so their
-            // runs end with the others.
+            // Top-level runs are suspended first (they resume at the next start), before a
+            // subagent they wait for is stopped under them. Then tasks: subagents are
+            // cancelled and background shells killed, so their runs end with the others.
+            sessions.suspend_runs(RUN_STOP_DEADLINE / 2).await;
             sessions.tasks().shutdown().await;
             sessions.shell_tasks().shutdown(RUN_STOP_DEADLINE).await;
             sessions.shutdown(RUN_STOP_DEADLINE).await;

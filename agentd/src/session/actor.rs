@@ -60,6 +60,10 @@ struct ActiveRun {
     run_id: String,
     cancel: CancellationToken,
     stop_reason: Arc<Mutex<Option<StopReason>>>,
+    /// Aborts the run's task (a graceful stop suspends the run: it resumes at the next start).
+    abort: Arc<Mutex<Option<tokio::task::AbortHandle>>>,
+    /// Cancelled once the run's task has ended, finished or aborted.
+    ended: CancellationToken,
 }
 
 impl ActiveRun {
@@ -237,6 +241,42 @@ impl Session {
                 return;
             }
         }
+    }
+
+    /// Stop the active run where it is, unfinished, so that it resumes at the next start: its
+    /// task is aborted (nothing more of it is written; its tools' processes are killed with
+    /// their groups) and `runSuspended` is recorded. Returns whether a run was suspended.
+    pub async fn suspend_and_wait(&self) -> bool {
+        let Some(active) = self.active.lock().ok().and_then(|a| a.clone()) else {
+            return false;
+        };
+        let abort = active.abort.lock().ok().and_then(|mut abort| abort.take());
+        match abort {
+            Some(abort) => abort.abort(),
+            // Not spawned yet: it ends before it starts.
+            None => active.stop(StopReason::Shutdown),
+        }
+        active.ended.cancelled().await;
+        if let Ok(mut slot) = self.active.lock()
+            && slot.as_ref().map(|a| a.run_id.as_str()) == Some(active.run_id.as_str())
+        {
+            *slot = None;
+        }
+        // A run that finished on its own as it was aborted has recorded its end.
+        if self.shared.lock().run_id.as_deref() != Some(active.run_id.as_str()) {
+            return false;
+        }
+        let suspended = self
+            .log
+            .append(protocol::event::Event::RunSuspended {
+                run_id: active.run_id.clone(),
+                reason: "the daemon is stopping; the run resumes when it starts again".to_owned(),
+            })
+            .await;
+        if let Err(err) = suspended {
+            tracing::warn!(session = %self.header.id, "cannot record the run suspended: {err:#}");
+        }
+        true
     }
 
     /// Close the mailbox (the actor ends once its run, if any, has ended) and end every

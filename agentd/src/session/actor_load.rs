@@ -18,12 +18,14 @@ use crate::store::{self, SessionHeader, SessionSettings};
 const COMMAND_QUEUE: usize = 64;
 
 impl Session {
-    /// Load a session from its file, repair an interrupted run, and start its actor.
+    /// Load a session from its file, resume (`resume`: it was marked active at startup) or
+    /// repair an interrupted run, and start its actor.
     pub(in crate::session) async fn load(
         header: SessionHeader,
         deps: Arc<SessionDeps>,
         daemon: DaemonStream,
         tasks: &TaskTracker,
+        resume: bool,
     ) -> Result<Session, SessionError> {
         let path = store::session_path(&deps.paths.sessions_dir, &header.id);
         let load_path = path.clone();
@@ -48,6 +50,14 @@ impl Session {
         let settings = SessionSettings::of(&loaded.header);
         settings.write_into(&mut header);
         let settings = Arc::new(Mutex::new(settings));
+        let plan = match &loaded.unfinished_run {
+            Some(_) if resume => Some(crate::session::resume::plan(
+                &loaded,
+                approval_timeout(&deps),
+                std::time::SystemTime::now(),
+            )),
+            _ => None,
+        };
         let shared = Arc::new(SessionShared::default());
         {
             let mut state = shared.lock();
@@ -57,23 +67,53 @@ impl Session {
             state.remembered_allow_rules = loaded.session_allow_rules;
             state.context = loaded.context;
         }
+        // Approvals pending at the stop expire first (before the run's end is recorded), but
+        // those of a run that goes on: it asks them again.
+        let resumed_run = match (&loaded.unfinished_run, &plan) {
+            (Some(run_id), Some(Ok(_))) => Some(run_id.clone()),
+            _ => None,
+        };
         for (run_id, approval_id, tool_call_id) in loaded.unresolved_approvals {
+            // The resumed run asks its own again.
+            if resumed_run.as_deref() == Some(run_id.as_str()) {
+                continue;
+            }
             crate::session::recovery::expire_approval(&log, run_id, approval_id, tool_call_id)
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
-        if let Some(run_id) = loaded.unfinished_run {
-            crate::session::recovery::repair_interrupted_run(
-                &log,
-                &shared,
-                &run_id,
-                loaded.queued_steers,
-                loaded.queued_follow_ups,
-            )
-            .await
-            .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+        let resumed = match (loaded.unfinished_run, plan) {
+            (Some(run_id), Some(Ok(plan))) => {
+                // Its queues as the log left them: delivered by the run as it goes on.
+                let mut state = shared.lock();
+                state.steers.extend(loaded.queued_steers);
+                state.follow_ups.extend(loaded.queued_follow_ups);
+                state.run_id = Some(run_id.clone());
+                Some((run_id, plan))
+            }
+            (Some(run_id), plan) => {
+                let why = match plan {
+                    Some(Err(why)) => why,
+                    _ => "the daemon stopped while this run was active".to_owned(),
+                };
+                crate::session::recovery::repair_interrupted_run(
+                    &log,
+                    &shared,
+                    &run_id,
+                    loaded.queued_steers,
+                    loaded.queued_follow_ups,
+                    why,
+                )
+                .await
+                .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
+                None
+            }
+            (None, _) => None,
+        };
+        if resumed.is_none() && resume {
+            crate::session::resume::clear_active(&deps.paths, &header.id).await;
         }
-        Ok(Session::start(
+        let session = Session::start(
             header,
             deps,
             log,
@@ -82,7 +122,13 @@ impl Session {
             loaded.request_ids.into_iter().collect(),
             tasks,
             "resume",
-        ))
+        );
+        if let Some((run_id, plan)) = resumed {
+            session
+                .send(super::Command::Resume { run_id, plan })
+                .await?;
+        }
+        Ok(session)
     }
 
     /// A session whose file `log` has just created: nothing to read back or repair.
@@ -178,4 +224,14 @@ impl Session {
             closing,
         }
     }
+}
+
+/// How long an approval of the session's runs waits: the configuration's.
+fn approval_timeout(deps: &SessionDeps) -> std::time::Duration {
+    let secs = deps
+        .config
+        .as_ref()
+        .map(|config| config.permissions.approval_timeout_secs)
+        .unwrap_or(crate::config::DEFAULT_APPROVAL_TIMEOUT_SECS);
+    std::time::Duration::from_secs(secs)
 }

@@ -49,6 +49,11 @@ pub(super) enum Command {
         params: SessionUpdateParams,
         reply: oneshot::Sender<Result<(), SessionError>>,
     },
+    /// Go on with the run the daemon stopped in (sent once, as the loaded session starts).
+    Resume {
+        run_id: String,
+        plan: agentd_agent::resume::Resumption,
+    },
 }
 
 /// The actor's own state.
@@ -139,6 +144,39 @@ impl Actor {
                 let result = self.update(params).await;
                 let _ = reply.send(result);
             }
+            Command::Resume { run_id, plan } => self.resume(run_id, plan).await,
+        }
+    }
+
+    /// Go on with `run_id` after a restart; when it cannot even start (its model is gone from
+    /// the configuration), it is recorded as interrupted with the reason.
+    async fn resume(&mut self, run_id: String, plan: agentd_agent::resume::Resumption) {
+        // A resumed run holds its approvals: its client is reconnecting.
+        let options = RunOptions {
+            hold_approvals: true,
+            ..RunOptions::default()
+        };
+        let opening = super::run_assembly::Opening::Resume {
+            run_id: run_id.clone(),
+            plan,
+        };
+        if let Err(err) = self.launch_run(opening, options).await {
+            tracing::warn!(session = %self.header.id, run = %run_id, "cannot resume the run: {err}");
+            let why = format!("the run could not be resumed after the restart: {err}");
+            let repaired = crate::session::recovery::repair_interrupted_run(
+                &self.log,
+                &self.shared,
+                &run_id,
+                Vec::new(),
+                Vec::new(),
+                why,
+            )
+            .await;
+            if let Err(err) = repaired {
+                tracing::error!(session = %self.header.id, "cannot record the run interrupted: {err:#}");
+            }
+            self.shared.lock().run_id = None;
+            crate::session::resume::clear_active(&self.deps.paths, &self.header.id).await;
         }
     }
 

@@ -16,6 +16,7 @@ mod new_session;
 mod notification_chain;
 mod recovery;
 pub mod replay;
+mod resume;
 mod run_permissions;
 mod scan;
 mod status;
@@ -130,6 +131,8 @@ pub struct SessionManager {
     listing: index::ListingOrder,
     /// Stops the evictor (shutdown).
     evictor_stop: tokio_util::sync::CancellationToken,
+    /// Sessions marked active at startup whose run goes on when they load (`resume`).
+    resumable: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl SessionManager {
@@ -169,6 +172,7 @@ impl SessionManager {
             summaries,
             listing: index::ListingOrder::default(),
             evictor_stop: tokio_util::sync::CancellationToken::new(),
+            resumable: Default::default(),
         })
     }
 
@@ -450,6 +454,7 @@ impl SessionManager {
                     self.deps.clone(),
                     self.daemon.clone(),
                     &self.tasks,
+                    self.take_resumable(&slot.header.id),
                 )
             })
             .await

@@ -29,21 +29,23 @@ pub(super) async fn expire_approval(
     Ok(())
 }
 
-/// A run that was active when the daemon stopped: pair its orphaned tool calls with an
-/// "interrupted" result, report the steers and follow-ups it never delivered, and record that it ended.
-pub(super) async fn repair_interrupted_run(
+/// A run that was active when the daemon stopped and does not go on (`why`): pair its
+/// orphaned tool calls with an "interrupted" result, report the steers and follow-ups it never
+/// delivered, and record that it ended.
+pub(crate) async fn repair_interrupted_run(
     log: &EventLog,
     shared: &SessionShared,
     run_id: &str,
     queued_steers: Vec<String>,
     queued_follow_ups: Vec<String>,
+    why: String,
 ) -> anyhow::Result<()> {
     pair_orphaned_tool_calls(log, shared, INTERRUPTED, Pairing::Quiet).await?;
     report_undelivered(log, "interrupted", queued_steers, queued_follow_ups).await?;
     log.append(Event::RunFinished {
         run_id: run_id.to_owned(),
         status: RunStatus::Interrupted,
-        error: Some("the daemon stopped while this run was active".to_owned()),
+        error: Some(why),
         usage: Default::default(),
         cost_usd: None,
     })

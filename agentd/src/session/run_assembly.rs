@@ -44,6 +44,19 @@ pub struct RunOptions {
     pub narrowing: Option<agentd_work::commands::ToolNarrowing>,
 }
 
+/// How a run opens: with a prompt, or going on with the run the daemon stopped in.
+pub(super) enum Opening {
+    Prompt {
+        text: String,
+        kind: UserMessageKind,
+        client_request_id: Option<String>,
+    },
+    Resume {
+        run_id: String,
+        plan: agentd_agent::resume::Resumption,
+    },
+}
+
 /// What preparing a run found; everything in it could fail, before anything was written.
 struct Prepared {
     llm: LlmClient,
@@ -143,6 +156,20 @@ impl Actor {
         client_request_id: Option<String>,
         options: RunOptions,
     ) -> Result<String, SessionError> {
+        let opening = Opening::Prompt {
+            text,
+            kind,
+            client_request_id,
+        };
+        self.launch_run(opening, options).await
+    }
+
+    /// Start a run that opens with a prompt, or go on with one the daemon stopped in.
+    pub(super) async fn launch_run(
+        &mut self,
+        opening: Opening,
+        options: RunOptions,
+    ) -> Result<String, SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         let mut prepared = self.prepare_run(&options).await?;
         let workspace = PathBuf::from(&self.header.cwd);
@@ -158,7 +185,10 @@ impl Actor {
         if let Some(previous) = self.previous_run.take() {
             let _ = previous.await;
         }
-        let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        let run_id = match &opening {
+            Opening::Prompt { .. } => format!("run_{}", uuid::Uuid::new_v4().simple()),
+            Opening::Resume { run_id, .. } => run_id.clone(),
+        };
         // Its children answer to whoever answers this run, and hold their approvals as it does.
         let subagents = crate::session::subagent::launcher_for(
             &self.header,
@@ -184,30 +214,51 @@ impl Actor {
             read_filter,
             subagents,
         };
-        // A tool call left without a result (its pairing could not be written) is paired
-        // before anything follows it: providers reject an unpaired call.
-        agentd_agent::pair_orphaned_tool_calls(
-            &*self.log,
-            &self.shared,
-            "interrupted: the result of this tool call was lost (the session log could not be written)",
-            agentd_agent::Pairing::Quiet,
-        )
-        .await
-        .map_err(internal)?;
-        self.log
-            .append(Event::RunStarted {
-                run_id: run_id.clone(),
-                prompt: text.clone(),
+        let (text, kind, resume) = match opening {
+            Opening::Prompt {
+                text,
+                kind,
                 client_request_id,
-            })
-            .await
-            .map_err(internal)?;
-        self.mark_running(&run_id);
+            } => {
+                // A tool call left without a result (its pairing could not be written) is
+                // paired before anything follows it: providers reject an unpaired call.
+                agentd_agent::pair_orphaned_tool_calls(
+                    &*self.log,
+                    &self.shared,
+                    "interrupted: the result of this tool call was lost (the session log could not be written)",
+                    agentd_agent::Pairing::Quiet,
+                )
+                .await
+                .map_err(internal)?;
+                self.log
+                    .append(Event::RunStarted {
+                        run_id: run_id.clone(),
+                        prompt: text.clone(),
+                        client_request_id,
+                    })
+                    .await
+                    .map_err(internal)?;
+                self.mark_running(&run_id);
+                (text, kind, None)
+            }
+            // Its `runStarted` is in the log, its queues as the log left them.
+            Opening::Resume { plan, .. } => {
+                {
+                    let mut state = self.shared.lock();
+                    state.run_id = Some(run_id.clone());
+                    state.updated_at = Some(SystemTime::now());
+                }
+                (String::new(), UserMessageKind::Prompt, Some(plan))
+            }
+        };
+        crate::session::resume::mark_active(&self.deps.paths, &self.header.id).await;
 
         let active = ActiveRun {
             run_id: run_id.clone(),
             cancel: CancellationToken::new(),
             stop_reason: Arc::new(Mutex::new(None)),
+            abort: Arc::new(Mutex::new(None)),
+            ended: CancellationToken::new(),
         };
         if let Ok(mut slot) = self.active.lock() {
             *slot = Some(active.clone());
@@ -221,6 +272,7 @@ impl Actor {
             text,
             kind,
             warnings: std::mem::take(&mut prepared.warnings),
+            resume,
         };
         let run = RunParts {
             run_id: run_id.clone(),
@@ -338,9 +390,19 @@ impl Actor {
         let shared = self.shared.clone();
         let run_finished = self.run_finished.clone();
         let (begun, begun_rx) = oneshot::channel();
+        let active = self.active.lock().ok().and_then(|slot| slot.clone());
+        let ended = active
+            .as_ref()
+            .map(|active| active.ended.clone())
+            .unwrap_or_default();
+        let paths = self.deps.paths.clone();
+        let session_id = self.header.id.clone();
         let handle = self.tasks.spawn(async move {
+            // Fires however the task ends: finished, or aborted by a graceful stop.
+            let _ended = ended.drop_guard();
             let outcome = run.execute_guarded(start, begun).await;
             tracing::debug!(run = %ended_run_id, status = ?outcome.status, "run finished");
+            crate::session::resume::clear_active(&paths, &session_id).await;
             // Clear the active run here, not only in the actor: the actor may be gone.
             {
                 let mut state = shared.lock();
@@ -354,6 +416,11 @@ impl Actor {
             }
             let _ = run_finished.send(());
         });
+        if let Some(active) = active
+            && let Ok(mut abort) = active.abort.lock()
+        {
+            *abort = Some(handle.abort_handle());
+        }
         self.previous_run = Some(handle);
         let _ = begun_rx.await;
     }

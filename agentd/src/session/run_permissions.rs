@@ -102,6 +102,7 @@ pub(super) async fn run_permissions(
         task_label: header.task_id.clone().zip(header.agent_type.clone()),
         hold_approvals: false,
         parent_run_id: None,
+        prior: Default::default(),
     };
     Ok((permissions, warnings))
 }

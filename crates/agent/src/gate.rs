@@ -14,6 +14,7 @@ use anyhow::Result;
 
 use super::Run;
 use crate::intercept::Permission;
+use crate::resume::PriorAnswer;
 use agentd_core::conversation::ToolCall;
 use agentd_policy::approval::{ApprovalBroker, Resolution};
 use agentd_policy::permission::{
@@ -42,6 +43,16 @@ pub struct RunPermissions {
     pub hold_approvals: bool,
     /// A subagent's run: the parent's run that started it, which labels its approvals.
     pub parent_run_id: Option<String>,
+    /// A resumed run's answers from before the restart, by tool call id (`resume`): a call
+    /// found here is not decided again but as it was, or waits for its approval still pending.
+    pub prior: Arc<std::sync::Mutex<std::collections::HashMap<String, PriorAnswer>>>,
+}
+
+/// How long an approval waits and whether it waits with nobody to answer it.
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    timeout: Duration,
+    hold: bool,
 }
 
 /// The gate's verdict on one call.
@@ -145,6 +156,17 @@ impl Run {
                 verdicts.push(Verdict::Run);
                 continue;
             };
+            // Asked before a restart: decided as it was, or still waiting for its answer.
+            let prior = self
+                .permissions
+                .prior
+                .lock()
+                .ok()
+                .and_then(|mut prior| prior.remove(&call.id));
+            if let Some(prior) = prior {
+                verdicts.push(self.answer_prior(call, &checked, prior).await?);
+                continue;
+            }
             let verdict = match (decision, said) {
                 (Decision::Deny { reason }, _) => {
                     Verdict::Done(ToolOutput::error(format!("permission denied: {reason}")))
@@ -299,7 +321,55 @@ impl Run {
             session_rule: (!every_time).then(|| key.to_string()),
             always_rule: always_rule.clone(),
         };
-        let mut resolution = self.wait_for_answer(approval.clone(), always_rule).await?;
+        let waiting = Waiting {
+            timeout: self.permissions.approval_timeout,
+            hold: self.permissions.hold_approvals,
+        };
+        self.answer(call, approval, key, every_time, waiting).await
+    }
+
+    /// A call asked about before a restart: an answer given then decides it; an approval
+    /// still pending is asked again with its id and waits for what was left of its timeout,
+    /// whoever follows (the client that was asked is reconnecting).
+    async fn answer_prior(
+        &self,
+        call: &ToolCall,
+        checked: &Checked,
+        prior: PriorAnswer,
+    ) -> Result<Verdict> {
+        let request = self.request(call, checked);
+        let key = session_key(&request);
+        match prior {
+            PriorAnswer::Answered(resolution) => Ok(self.apply(resolution, key)),
+            PriorAnswer::Pending {
+                approval,
+                remaining,
+            } => {
+                let every_time = asks_every_time(&request);
+                let waiting = Waiting {
+                    timeout: remaining,
+                    hold: true,
+                };
+                let mut approval = *approval;
+                approval.expires_at = expires_at(SystemTime::now(), remaining);
+                self.answer(call, approval, key, every_time, waiting).await
+            }
+        }
+    }
+
+    /// Wait for the answer to `approval`, record it, and turn it into a verdict.
+    async fn answer(
+        &self,
+        call: &ToolCall,
+        approval: PendingApproval,
+        key: RuleKey,
+        every_time: bool,
+        waiting: Waiting,
+    ) -> Result<Verdict> {
+        let always_rule = approval.always_rule.clone();
+        let mut resolution = self
+            .wait_for_answer(approval.clone(), always_rule, waiting)
+            .await?;
         if every_time
             && matches!(
                 resolution.decision,
@@ -331,10 +401,11 @@ impl Run {
         &self,
         approval: PendingApproval,
         always_rule: Option<String>,
+        waiting: Waiting,
     ) -> Result<Resolution> {
         let approval_id = approval.approval_id.clone();
         let broker = &self.permissions.broker;
-        if !self.log.has_answerers() && !self.permissions.hold_approvals {
+        if !self.log.has_answerers() && !waiting.hold {
             // Nobody could answer: decide by mode (it asked, so: deny), never hang.
             self.log
                 .append(Event::ApprovalRequested {
@@ -359,7 +430,7 @@ impl Run {
             broker,
             approval_id: &approval_id,
         };
-        let waiting = format!("agentd needs your permission to use {}", approval.tool);
+        let notice = format!("agentd needs your permission to use {}", approval.tool);
         self.log
             .append(Event::ApprovalRequested {
                 run_id: self.run_id.clone(),
@@ -369,13 +440,12 @@ impl Run {
         let mut decided = std::pin::pin!(decided);
         // The interceptors hear that an approval waits while it waits; an answer does not
         // wait for them.
-        let mut notify = std::pin::pin!(self.notify(waiting));
+        let mut notify = std::pin::pin!(self.notify(notice));
         let mut notified = self.interceptors.is_empty();
         // A child's approval waits only while someone could answer it (on the child or its
         // parent): once the last one leaves, it is decided by mode, as it would have been had
         // nobody been there when it was asked. A headless run never waits on a child.
-        let child_without_hold =
-            self.permissions.task_label.is_some() && !self.permissions.hold_approvals;
+        let child_without_hold = self.permissions.task_label.is_some() && !waiting.hold;
         let nobody_left = async {
             if child_without_hold {
                 self.log.answerers_left().await
@@ -384,7 +454,7 @@ impl Run {
             }
         };
         let mut nobody_left = std::pin::pin!(nobody_left);
-        let mut timeout = std::pin::pin!(tokio::time::sleep(self.permissions.approval_timeout));
+        let mut timeout = std::pin::pin!(tokio::time::sleep(waiting.timeout));
         let fallback = loop {
             break tokio::select! {
             answer = &mut decided => return Ok(answer.unwrap_or_else(|_| broker_gone())),

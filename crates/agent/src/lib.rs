@@ -21,6 +21,7 @@ pub mod hooks;
 pub mod intercept;
 mod interception;
 pub mod prompt;
+pub mod resume;
 pub mod sink;
 pub mod tool_set;
 mod truncation;
@@ -102,6 +103,8 @@ pub struct RunStart {
     /// Problems found while preparing the run (e.g. ignored permission rules), announced as
     /// `warning` events once the run has started.
     pub warnings: Vec<String>,
+    /// A run that was active when the daemon stopped, going on (`text` and `kind` unused).
+    pub resume: Option<resume::Resumption>,
 }
 
 impl Run {
@@ -120,12 +123,19 @@ impl Run {
         {
             let _ = begun.send(());
         }
-        let began = self.begin(start).await;
+        let mut start = start;
+        let (began, first_step) = match start.resume.take() {
+            Some(plan) => {
+                let steps = plan.steps;
+                (self.resume(plan, start.warnings).await, steps)
+            }
+            None => (self.begin(start).await, 0),
+        };
         if let Some(begun) = begun {
             let _ = begun.send(());
         }
         let result = match began {
-            Ok(mut history) => self.steps(&mut history).await,
+            Ok(mut history) => self.steps(&mut history, first_step).await,
             Err(err) => Err(err),
         };
         let ending = self.ending();
@@ -179,10 +189,10 @@ impl Run {
         Ok(history)
     }
 
-    async fn steps(&self, history: &mut Vec<Message>) -> Result<RunOutcome> {
+    /// Model calls from step `step + 1` on (0: a new run; a resumed run goes on after its own).
+    async fn steps(&self, history: &mut Vec<Message>, mut step: u32) -> Result<RunOutcome> {
         self.await_mcp_servers().await?;
         let mut run_usage = Usage::default();
-        let mut step = 0;
         // A Stop interceptor kept the run going; it may not again until new user input.
         let mut stop_hook_active = false;
         loop {
