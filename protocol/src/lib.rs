@@ -36,7 +36,7 @@ pub use methods::Method;
 /// it speaks in `initialize`; the daemon answers with the lower of the two and refuses a
 /// different major version (`version::negotiate`). A minor version only adds; each one has its
 /// line in the changelog of `docs/protocol.md`.
-pub const PROTOCOL_VERSION: &str = "1.2";
+pub const PROTOCOL_VERSION: &str = "1.3";
 
 /// The major part of [`PROTOCOL_VERSION`]: versions with the same major are compatible.
 pub fn protocol_major(version: &str) -> &str {
