@@ -87,6 +87,15 @@ pub struct TaskInfo {
     /// A subagent's token usage so far.
     #[serde(default)]
     pub usage: Usage,
+    /// The task's final state could not be written (after retries): it is announced as it
+    /// ended, but a restart finds it `interrupted` with its result gone. Added in 1.3.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_persisted: bool,
+    /// A running task whose child made no progress (no event of its child session, no output
+    /// of its command) for `[tasks] stall_secs`; it stays `running` and clears when progress
+    /// resumes. Added in 1.3.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stalled: bool,
 }
 
 /// Params of `task/list`.
@@ -102,6 +111,12 @@ pub struct TaskListParams {
     /// Finished tasks too; by default only pending and running ones.
     #[serde(default)]
     pub all: bool,
+    /// Return tasks after this cursor (a previous answer's `nextCursor`). Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// At most this many (default 100, max 1000). Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 /// Result of `task/list`: newest first.
@@ -109,6 +124,9 @@ pub struct TaskListParams {
 #[serde(rename_all = "camelCase")]
 pub struct TaskListResult {
     pub tasks: Vec<TaskInfo>,
+    /// More tasks match: ask again with this `cursor`. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Params naming one task (`task/get`, `task/stop`).

@@ -231,10 +231,16 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     // Thousands of task records may be read: on the blocking pool, once, before any client.
     let tasks_state_dir = paths.state_dir.clone();
     let tasks = tokio::task::spawn_blocking(move || {
-        crate::task::TaskManager::load(&tasks_state_dir, task_settings.limits)
+        let tasks = crate::task::TaskManager::load(&tasks_state_dir, task_settings.limits);
+        tasks.prune_at_start(task_settings.retention);
+        tasks
     })
     .await
     .context("cannot read the task records")?;
+    tasks.start_retention(task_settings.retention);
+    if let Some(stall) = task_settings.stall {
+        tasks.start_stall_watchdog(stall);
+    }
     let tools = tool_registry(paths, &memory, &tasks);
     let sandbox_config = config
         .as_ref()

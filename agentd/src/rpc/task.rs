@@ -20,6 +20,7 @@ impl From<TaskError> for ErrorObjectOwned {
             TaskError::NotFound(task_id) => not_found(&task_id),
             TaskError::Finished { .. } => rpc_error(codes::CONFLICT, err.to_string()),
             TaskError::Persist { .. } => rpc_error(codes::INTERNAL_ERROR, err.to_string()),
+            TaskError::UnknownCursor(_) => rpc_error(codes::INVALID_PARAMS, err.to_string()),
         }
     }
 }
@@ -54,13 +55,14 @@ pub async fn list(
         all: params.all || params.status.is_some_and(TaskStatus::is_finished),
         status: params.status,
     };
+    let limit = params
+        .limit
+        .map(|limit| (limit as usize).clamp(1, crate::task::MAX_LIST_LIMIT))
+        .unwrap_or(crate::task::DEFAULT_LIST_LIMIT);
+    let (tasks, next_cursor) = state.tasks.page(&filter, params.cursor.as_deref(), limit)?;
     Ok(TaskListResult {
-        tasks: state
-            .tasks
-            .list(&filter)
-            .iter()
-            .map(TaskRecord::to_info)
-            .collect(),
+        tasks: tasks.iter().map(TaskRecord::to_info).collect(),
+        next_cursor,
     })
 }
 

@@ -4,16 +4,25 @@
 //! daemon stopped is `interrupted` at the next start, never re-run), announces changes, holds
 //! each running task's stop token, and hands out run slots (a cap on running subagents with a
 //! queue; at most one writing agent per workspace unless configured).
+//! A task's end is written before it is announced (retried a few times; one that still
+//! cannot be written is announced `notPersisted`).
 //! `record` is the record (`TaskRecord`, converted to the wire's `TaskInfo` in one place),
-//! `store` keeps the records on disk, `slots` the run slots.
+//! `store` keeps the records on disk, `slots` the run slots, `listing` pages them,
+//! `retention` prunes old finished ones, `stall` marks tasks that make no progress, and
+//! `notifications` keeps what a parent session is still owed.
 
 mod for_tools;
+mod listing;
+mod notifications;
+mod persist;
 mod record;
+mod retention;
 pub mod session_stop;
 mod settings;
 pub mod shell;
 pub mod shell_output;
 mod slots;
+mod stall;
 pub mod store;
 pub mod view;
 
@@ -26,9 +35,12 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 pub use for_tools::BackgroundShellStarter;
+pub use listing::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
+pub use persist::FINAL_WRITE_RETRY_DELAYS;
 pub use record::TaskRecord;
 pub use settings::{
-    DEFAULT_MAX_NOTIFICATION_RUNS, DEFAULT_MAX_RUNNING, MAX_MAX_NOTIFICATION_RUNS, MAX_MAX_RUNNING,
+    DEFAULT_KEEP_FINISHED, DEFAULT_KEEP_FINISHED_DAYS, DEFAULT_MAX_NOTIFICATION_RUNS,
+    DEFAULT_MAX_RUNNING, DEFAULT_STALL_SECS, MAX_MAX_NOTIFICATION_RUNS, MAX_MAX_RUNNING, Retention,
     TaskLimits, TaskSettings, TasksSection,
 };
 
@@ -64,6 +76,21 @@ pub enum TaskChange {
     Started(TaskRecord),
     Updated(TaskRecord),
     Finished(TaskRecord),
+    /// It made no progress for `[tasks] stall_secs` (the record says `stalled`; clients see
+    /// it as an update, the parent's Notification hooks hear of it).
+    Stalled(TaskRecord),
+}
+
+impl TaskChange {
+    /// The record after the change.
+    pub fn record(&self) -> &TaskRecord {
+        match self {
+            TaskChange::Started(task)
+            | TaskChange::Updated(task)
+            | TaskChange::Finished(task)
+            | TaskChange::Stalled(task) => task,
+        }
+    }
 }
 
 /// Why a task operation failed.
@@ -75,6 +102,8 @@ pub enum TaskError {
     Finished { task_id: String, status: String },
     #[error("cannot record task {}: {reason}", protocol::error::echo(task_id))]
     Persist { task_id: String, reason: String },
+    #[error("unknown cursor {}; list again without one", protocol::error::echo(.0))]
+    UnknownCursor(String),
 }
 
 /// A run slot: held while a subagent runs; dropping it lets the next pending task start.
@@ -92,8 +121,11 @@ pub struct TaskManager {
     /// Serialises the writes of one task's record (striped by task id: `WRITE_STRIPES`), so
     /// its file always ends with the latest record while other tasks' writes go on.
     writes: Vec<tokio::sync::Mutex<()>>,
-    /// Writes of `update_deferred`, waited for at shutdown.
+    /// Writes of `update_deferred`, the retention pass and the stall watchdog, waited for at
+    /// shutdown (the last two end when `stopping` fires).
     writers: tokio_util::task::TaskTracker,
+    /// Wakes the retention pass (a task finished).
+    prune_wake: tokio::sync::Notify,
     slots: Arc<slots::Slots>,
     /// Set at shutdown: every stop token handed out afterwards is already cancelled.
     stopping: CancellationToken,
@@ -110,6 +142,8 @@ struct Records {
     /// to a start, written by the first write) is skipped. A finished task's entry goes once
     /// its end is written.
     versions: HashMap<String, Versions>,
+    /// When each running task last made progress (for the stall watchdog).
+    progress: HashMap<String, tokio::time::Instant>,
 }
 
 /// The version of a task's record in memory, and the version last written.
@@ -178,6 +212,7 @@ impl TaskManager {
                 .map(|_| tokio::sync::Mutex::new(()))
                 .collect(),
             writers: tokio_util::task::TaskTracker::new(),
+            prune_wake: tokio::sync::Notify::new(),
             slots: slots::Slots::new(limits),
             stopping: CancellationToken::new(),
         })
@@ -224,6 +259,9 @@ impl TaskManager {
             error: None,
             exit_code: None,
             usage: Default::default(),
+            notification_pending: false,
+            not_persisted: false,
+            stalled: false,
         };
         {
             let mut records = self.lock();
@@ -254,13 +292,33 @@ impl TaskManager {
         task_id: &str,
         change: impl FnOnce(&mut TaskRecord) + Send,
     ) -> Result<TaskRecord, TaskError> {
-        let Some((record, finished_now)) = self.change_record(task_id, change, true)? else {
+        let Some((mut record, finished_now)) = self.change_record(task_id, change, true)? else {
             return self
                 .get(task_id)
                 .ok_or_else(|| TaskError::NotFound(task_id.to_owned()));
         };
-        if let Err(reason) = self.persist(task_id).await {
-            tracing::warn!("cannot record task {task_id}: {reason}");
+        if !finished_now {
+            if let Err(reason) = self.persist(task_id).await {
+                tracing::warn!("cannot record task {task_id}: {reason}");
+            }
+        } else if let Err(reason) =
+            persist::write_with_retries(&FINAL_WRITE_RETRY_DELAYS, || self.persist(task_id)).await
+        {
+            // Announced all the same (the task did end), but said: a restart finds the last
+            // record written (`interrupted`), without this result.
+            tracing::warn!(
+                task_id,
+                "the end of task {task_id} could not be recorded after {} attempts, it is announced notPersisted and a restart will find it interrupted: {reason}",
+                FINAL_WRITE_RETRY_DELAYS.len() + 1
+            );
+            let mut records = self.lock();
+            if let Some(kept) = records.by_id.get_mut(task_id) {
+                kept.not_persisted = true;
+                record = kept.clone();
+            }
+        }
+        if finished_now {
+            self.prune_wake.notify_one();
         }
         let change = if finished_now {
             TaskChange::Finished(record.clone())
@@ -327,36 +385,25 @@ impl TaskManager {
         if finished_now && record.finished_at.is_none() {
             record.finished_at = Some(now_rfc3339());
         }
+        if finished_now {
+            record.stalled = false;
+        }
+        let started_now = before != TaskStatus::Running && record.status == TaskStatus::Running;
         let record = record.clone();
         records.bump(task_id);
         if finished_now {
             records.tokens.remove(task_id);
+            records.progress.remove(task_id);
+        } else if started_now {
+            records
+                .progress
+                .insert(task_id.to_owned(), tokio::time::Instant::now());
         }
         Ok(Some((record, finished_now)))
     }
 
     pub fn get(&self, task_id: &str) -> Option<TaskRecord> {
         self.lock().by_id.get(task_id).cloned()
-    }
-
-    /// Tasks matching `filter`, newest first.
-    pub fn list(&self, filter: &TaskFilter) -> Vec<TaskRecord> {
-        let records = self.lock();
-        records
-            .order
-            .iter()
-            .rev()
-            .filter_map(|id| records.by_id.get(id))
-            .filter(|task| filter.all || filter.status.is_some() || !task.status.is_finished())
-            .filter(|task| filter.status.is_none_or(|status| task.status == status))
-            .filter(|task| {
-                filter
-                    .parent_session_id
-                    .as_deref()
-                    .is_none_or(|parent| task.parent_session_id.as_deref() == Some(parent))
-            })
-            .cloned()
-            .collect()
     }
 
     /// Changes of every task.
@@ -446,44 +493,6 @@ impl TaskManager {
         }
     }
 
-    /// Writes the current record of `task_id` (the latest one wins whatever the order of
-    /// concurrent updates: the record is read under the write lock).
-    async fn persist(&self, task_id: &str) -> Result<(), String> {
-        let stripe = task_id.bytes().fold(0usize, |hash, byte| {
-            hash.wrapping_mul(31).wrapping_add(usize::from(byte))
-        }) % self.writes.len().max(1);
-        let Some(lock) = self.writes.get(stripe) else {
-            return Err("no record writer".to_owned());
-        };
-        let _writing = lock.lock().await;
-        let (record, version) = {
-            let records = self.lock();
-            let Some(record) = records.by_id.get(task_id) else {
-                return Ok(());
-            };
-            let versions = records.versions.get(task_id).copied().unwrap_or_default();
-            if versions.changed > 0 && versions.written >= versions.changed {
-                // An earlier write (this stripe's lock held it) took every change in.
-                return Ok(());
-            }
-            (record.clone(), versions.changed)
-        };
-        let dir = self.dir.clone();
-        let finished = record.status.is_finished();
-        tokio::task::spawn_blocking(move || store::write_record(&dir, &record))
-            .await
-            .map_err(|err| format!("the writer stopped: {err}"))?
-            .map_err(|err| format!("{err:#}"))?;
-        let mut records = self.lock();
-        if let Some(versions) = records.versions.get_mut(task_id) {
-            versions.written = versions.written.max(version);
-            if finished && versions.written >= versions.changed {
-                records.versions.remove(task_id);
-            }
-        }
-        Ok(())
-    }
-
     fn lock(&self) -> MutexGuard<'_, Records> {
         self.records
             .lock()
@@ -519,3 +528,7 @@ fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "durable_tests.rs"]
+mod durable_tests;

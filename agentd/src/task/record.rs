@@ -48,6 +48,18 @@ pub struct TaskRecord {
     /// A subagent's token usage so far.
     #[serde(default)]
     pub usage: Usage,
+    /// The parent session is owed this task's `<task-notification>`: set with a background
+    /// subagent's end (in the same write), cleared once the notification is in the parent's
+    /// history or queued in its run. One still set at start is delivered then (unless the
+    /// parent's history already holds it), so it is delivered once, never lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notification_pending: bool,
+    /// Its final state could not be written (in memory only; the wire's `notPersisted`).
+    #[serde(skip)]
+    pub not_persisted: bool,
+    /// No progress for `[tasks] stall_secs` (in memory only; the wire's `stalled`).
+    #[serde(skip)]
+    pub stalled: bool,
 }
 
 impl TaskRecord {
@@ -69,6 +81,8 @@ impl TaskRecord {
             error: self.error.clone(),
             exit_code: self.exit_code,
             usage: self.usage,
+            not_persisted: self.not_persisted,
+            stalled: self.stalled,
         }
     }
 }

@@ -172,6 +172,12 @@ impl ShellTasks {
         let manager_stop = tasks.stop_token(&task_id);
         let this = Arc::clone(self);
         let tasks = Arc::clone(tasks);
+        // Each chunk of output is progress for the stall watchdog.
+        let on_output = {
+            let tasks = Arc::clone(&tasks);
+            let task_id = task_id.clone();
+            move || tasks.progress(&task_id)
+        };
         self.tracker.spawn(async move {
             // `task/stop` cancels the manager's token; session delete and shutdown cancel ours.
             // A panic in the runner is an ending like any other (the child, dropped, takes its
@@ -181,6 +187,7 @@ impl ShellTasks {
                 child,
                 output,
                 either.clone(),
+                on_output,
             )));
             let run = async move {
                 run.await.unwrap_or_else(|_| {
@@ -251,11 +258,12 @@ impl ShellTasks {
 }
 
 /// Runs `child` to its end (or until `stop`, which kills its whole group), its stdout and
-/// stderr into `output`.
+/// stderr into `output`; `on_output` is called for each chunk written.
 pub async fn run_to_file(
     mut child: ChildProcess,
     mut output: OutputFile,
     stop: CancellationToken,
+    on_output: impl Fn() + Send,
 ) -> ShellEnding {
     let (Some(stdout), Some(stderr)) = (child.take_stdout(), child.take_stderr()) else {
         let _ = child.kill().await;
@@ -285,6 +293,7 @@ pub async fn run_to_file(
     let mut write_error = None;
     let writer = async {
         while let Some(chunk) = chunks_rx.recv().await {
+            on_output();
             if write_error.is_none()
                 && let Err(error) = output.push(&chunk).await
             {

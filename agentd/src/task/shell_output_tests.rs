@@ -74,6 +74,7 @@ fn the_cap_is_configured_in_tasks_and_bounded() {
         notify_idle_parent: None,
         max_notification_runs: None,
         shell_output_max_bytes: bytes,
+        ..Default::default()
     };
     assert_eq!(
         section(None).resolve().unwrap().shell_output_max_bytes,

@@ -23,7 +23,7 @@ async fn start(
 async fn output_of_both_streams_and_the_exit_code_are_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let (child, output) = start("echo out; echo err >&2; exit 3", dir.path(), 4096).await;
-    let ending = run_to_file(child, output, CancellationToken::new()).await;
+    let ending = run_to_file(child, output, CancellationToken::new(), || {}).await;
     assert_eq!(ending, ShellEnding::Exited(3));
     let read = read_file(&dir.path().join("task.out"), 0, None).unwrap();
     let mut lines: Vec<&str> = read.text.lines().collect();
@@ -35,7 +35,7 @@ async fn output_of_both_streams_and_the_exit_code_are_recorded() {
 async fn a_huge_output_keeps_its_head_and_tail() {
     let dir = tempfile::tempdir().unwrap();
     let (child, output) = start("echo BEGIN; seq 1 200000; echo END", dir.path(), 2048).await;
-    let ending = run_to_file(child, output, CancellationToken::new()).await;
+    let ending = run_to_file(child, output, CancellationToken::new(), || {}).await;
     assert_eq!(ending, ShellEnding::Exited(0));
     let read = read_file(&dir.path().join("task.out"), 0, None).unwrap();
     assert!(read.text.starts_with("BEGIN\n1\n2\n"), "{}", read.text);
@@ -58,7 +58,7 @@ async fn stop_kills_the_whole_group() {
     )
     .await;
     let stop = CancellationToken::new();
-    let run = tokio::spawn(run_to_file(child, output, stop.clone()));
+    let run = tokio::spawn(run_to_file(child, output, stop.clone(), || {}));
     // The command says it started once the sleeper's pid is on disk (the outside world:
     // polled, with a deadline).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -64,6 +64,9 @@ pub fn load_records(dir: &Path) -> Result<Loaded> {
 pub fn write_record(dir: &Path, record: &TaskRecord) -> Result<()> {
     let path = record_path(dir, &record.task_id);
     let bytes = encode_record(record)?;
+    if let Some(fault) = agentd_core::test_seam::task_write_fault(&bytes) {
+        return Err(fault).with_context(|| format!("cannot replace {}", path.display()));
+    }
     agentd_core::atomic_file::replace_atomically(&path, &bytes, 0o600)
         .with_context(|| format!("cannot replace {}", path.display()))
 }

@@ -20,6 +20,9 @@ fn sample(task_id: &str) -> TaskRecord {
         error: None,
         exit_code: Some(0),
         usage: Default::default(),
+        notification_pending: false,
+        not_persisted: false,
+        stalled: false,
     }
 }
 

@@ -172,6 +172,9 @@ async fn listing_ten_thousand_finished_tasks_reads_memory_only() {
             error: None,
             exit_code: None,
             usage: Default::default(),
+            notification_pending: false,
+            not_persisted: false,
+            stalled: false,
         };
         std::fs::write(
             store::record_path(&dir, &record.task_id),

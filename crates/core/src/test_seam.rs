@@ -12,6 +12,9 @@
 //!   line contains the file's (trimmed) text fails like a full disk, after writing half of the
 //!   line; an empty file fails every write. The file is read at each write (tests create and
 //!   remove it while the daemon runs), on the log's blocking writer thread.
+//! - `AGENTD_TEST_TASK_WRITE_FAULT=<file>`: the same for task record writes (`task::store`):
+//!   while that file exists, every record whose encoded form contains the file's text fails
+//!   to be written.
 //!
 //! Without the feature (every build a user makes: `cargo build`, `cargo install`) the same
 //! functions are empty and none of these names is in the binary; the test command checks that
@@ -20,11 +23,13 @@
 
 #[cfg(feature = "test-seams")]
 pub use armed::{
-    PANIC_METHOD_ENV, PANIC_TOOL_ENV, WRITE_FAULT_ENV, init_from_env, panic_in_method,
-    panic_in_tool_call, write_fault,
+    PANIC_METHOD_ENV, PANIC_TOOL_ENV, TASK_WRITE_FAULT_ENV, WRITE_FAULT_ENV, init_from_env,
+    panic_in_method, panic_in_tool_call, task_write_fault, write_fault,
 };
 #[cfg(not(feature = "test-seams"))]
-pub use inert::{init_from_env, panic_in_method, panic_in_tool_call, write_fault};
+pub use inert::{
+    init_from_env, panic_in_method, panic_in_tool_call, task_write_fault, write_fault,
+};
 
 /// The seams of a test build.
 #[cfg(feature = "test-seams")]
@@ -39,6 +44,8 @@ mod armed {
     pub const PANIC_TOOL_ENV: &str = "AGENTD_TEST_PANIC_TOOL";
     /// Names a file that, while it exists, makes session-file writes fail like a full disk.
     pub const WRITE_FAULT_ENV: &str = "AGENTD_TEST_WRITE_FAULT";
+    /// Names a file that, while it exists, makes task record writes fail like a full disk.
+    pub const TASK_WRITE_FAULT_ENV: &str = "AGENTD_TEST_TASK_WRITE_FAULT";
 
     /// What the environment asked for; set once by `init_from_env`.
     #[derive(Debug, Default)]
@@ -46,6 +53,7 @@ mod armed {
         method: Option<String>,
         tool: Option<String>,
         write_fault_file: Option<PathBuf>,
+        task_write_fault_file: Option<PathBuf>,
     }
 
     static TRIGGERS: OnceLock<Triggers> = OnceLock::new();
@@ -57,6 +65,7 @@ mod armed {
             method: read(PANIC_METHOD_ENV),
             tool: read(PANIC_TOOL_ENV),
             write_fault_file: std::env::var_os(WRITE_FAULT_ENV).map(PathBuf::from),
+            task_write_fault_file: std::env::var_os(TASK_WRITE_FAULT_ENV).map(PathBuf::from),
         });
     }
 
@@ -77,7 +86,26 @@ mod armed {
     /// The error a session-file write of `line` fails with, if the tests asked for one.
     /// Blocking (it reads the fault file): called from the log's writer thread only.
     pub fn write_fault(line: &[u8]) -> Option<io::Error> {
-        let fault_file = TRIGGERS.get()?.write_fault_file.as_ref()?;
+        fault_of(
+            TRIGGERS.get()?.write_fault_file.as_ref()?,
+            line,
+            WRITE_FAULT_ENV,
+        )
+    }
+
+    /// The error a task record write of `bytes` fails with, if the tests asked for one.
+    /// Blocking (it reads the fault file): called where records are written, on the blocking
+    /// pool.
+    pub fn task_write_fault(bytes: &[u8]) -> Option<io::Error> {
+        fault_of(
+            TRIGGERS.get()?.task_write_fault_file.as_ref()?,
+            bytes,
+            TASK_WRITE_FAULT_ENV,
+        )
+    }
+
+    /// A full disk's error when `fault_file` exists and `line` holds its text.
+    fn fault_of(fault_file: &PathBuf, line: &[u8], variable: &str) -> Option<io::Error> {
         let pattern = std::fs::read_to_string(fault_file).ok()?;
         let pattern = pattern.trim().as_bytes();
         let matches =
@@ -85,7 +113,7 @@ mod armed {
         matches.then(|| {
             io::Error::new(
                 io::ErrorKind::StorageFull,
-                format!("no space left on device (injected by {WRITE_FAULT_ENV})"),
+                format!("no space left on device (injected by {variable})"),
             )
         })
     }
@@ -105,6 +133,11 @@ mod inert {
 
     /// Never fails a write.
     pub fn write_fault(_line: &[u8]) -> Option<std::io::Error> {
+        None
+    }
+
+    /// Never fails a write.
+    pub fn task_write_fault(_bytes: &[u8]) -> Option<std::io::Error> {
         None
     }
 }
