@@ -306,14 +306,14 @@ impl Actor {
             }
         }
         if !start_if_idle {
-            self.hold(text);
+            self.hold(text, from_task);
             return Ok((String::new(), true));
         }
         if from_task
             && let crate::session::notification_chain::Admission::Hold { warning } =
                 self.notification_chain.admit()
         {
-            self.hold(text);
+            self.hold(text, from_task);
             if let Err(err) = self.log.append(Event::Warning { message: warning }).await {
                 tracing::warn!(session = %self.header.id, "a held notification's warning was not logged: {err:#}");
             }
@@ -331,13 +331,19 @@ impl Actor {
     }
 
     /// Keep a daemon message for the session's next run, where it comes before that run's own
-    /// message (at most `MAX_HELD_MESSAGES`, the oldest dropped).
-    fn hold(&self, text: String) {
+    /// message (at most `MAX_HELD_MESSAGES`, the oldest dropped). A task's notification
+    /// (`from_task`) stays owed in its task's record until a run takes it.
+    fn hold(&mut self, text: String, from_task: bool) {
+        let task_id = from_task
+            .then(|| crate::session::subagent::notification_task_id(&text).map(str::to_owned))
+            .flatten();
         let mut state = self.shared.lock();
         if state.held.len() >= agentd_agent::sink::MAX_HELD_MESSAGES {
             state.held.pop_front();
+            self.notification_chain.dropped_oldest();
             tracing::warn!(session = %self.header.id, "too many held notifications; the oldest is dropped (its task keeps the result)");
         }
         state.held.push_back(text);
+        self.notification_chain.held(task_id);
     }
 }

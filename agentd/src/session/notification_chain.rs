@@ -3,6 +3,11 @@
 //! keep itself running for ever. After `[tasks] max_notification_runs` such runs in a row, a
 //! notification is held for the user's next prompt (`SessionState::held`) and a warning says
 //! so; any input of the user (a prompt, a follow-up, a steer) starts the count again.
+//! It also knows which task each held message is the notification of: the task's record keeps
+//! the notification owed until a run takes the held message (`take_held`), so a daemon that
+//! stops meanwhile delivers it after the restart.
+
+use std::collections::VecDeque;
 
 /// Runs started by notifications since the user last said something, and the cap.
 #[derive(Debug)]
@@ -11,6 +16,9 @@ pub struct NotificationChain {
     in_a_row: u32,
     /// `[tasks] max_notification_runs`.
     cap: u32,
+    /// The task of each message held (`SessionState::held`, in the same order; None: not a
+    /// task's notification).
+    held_tasks: VecDeque<Option<String>>,
 }
 
 /// What to do with a notification that would start a run.
@@ -25,7 +33,26 @@ pub enum Admission {
 
 impl NotificationChain {
     pub fn new(cap: u32) -> NotificationChain {
-        NotificationChain { in_a_row: 0, cap }
+        NotificationChain {
+            in_a_row: 0,
+            cap,
+            held_tasks: VecDeque::new(),
+        }
+    }
+
+    /// A message was held (the notification of `task_id`, if any).
+    pub fn held(&mut self, task_id: Option<String>) {
+        self.held_tasks.push_back(task_id);
+    }
+
+    /// The oldest held message was dropped (too many were held): its task stays owed.
+    pub fn dropped_oldest(&mut self) {
+        self.held_tasks.pop_front();
+    }
+
+    /// A run took every held message: the tasks whose notifications they were.
+    pub fn take_held(&mut self) -> Vec<String> {
+        self.held_tasks.drain(..).flatten().collect()
     }
 
     /// The user said something: notifications may start runs again.
@@ -69,5 +96,16 @@ mod tests {
         assert!(matches!(chain.admit(), Admission::Hold { .. }));
         chain.user_input();
         assert_eq!(chain.admit(), Admission::Start);
+    }
+
+    #[test]
+    fn held_tasks_follow_the_held_queue() {
+        let mut chain = NotificationChain::new(2);
+        chain.held(Some("task_a".to_owned()));
+        chain.held(None);
+        chain.held(Some("task_b".to_owned()));
+        chain.dropped_oldest();
+        assert_eq!(chain.take_held(), vec!["task_b".to_owned()]);
+        assert!(chain.take_held().is_empty());
     }
 }

@@ -285,6 +285,10 @@ impl Actor {
         }
         .into_run(&self.header);
         self.spawn_run(run, start).await;
+        // The run took the held messages into its history: their tasks are owed nothing more.
+        for task_id in self.notification_chain.take_held() {
+            self.deps.tasks.mark_notified(&task_id).await;
+        }
         Ok(run_id)
     }
 

@@ -17,6 +17,7 @@ use crate::task::{NewTask, TaskManager, TaskRecord};
 use agentd_work::agents::{AgentDefinition, ToolFilter};
 use agentd_work::tools::{SubagentLauncher, TaskParams, ToolOutput};
 use child::{ChildRun, deliver};
+pub(crate) use child::{deliver as deliver_notification, notification_task_id};
 
 #[path = "subagent_child.rs"]
 mod child;
@@ -236,6 +237,7 @@ async fn prepare(
         workspace: cwd,
         read_only: definition.read_only,
         options,
+        notify_parent: params.run_in_background && parent_id.is_some(),
     };
     Ok(Prepared {
         task,
@@ -282,23 +284,17 @@ async fn launch(
             .as_ref()
             .map(|config| config.tasks.notify_idle_parent)
             .unwrap_or(true);
-        let parent_id = parent.id.clone();
         let weak = Arc::downgrade(&sessions);
         sessions.tasks.spawn(async move {
-            let outcome = run.run(None).await;
-            // At shutdown the parent's record (`taskFinished`) is enough: no new run starts.
+            run.run(None).await;
+            // At shutdown no new run starts: the record keeps the notification owed, and the
+            // next start delivers it.
             if let Some(sessions) = weak.upgrade()
                 && !sessions.deps.tasks.is_stopping()
+                && let Some(task) = sessions.deps.tasks.get(&task_id)
+                && task.notification_pending
             {
-                deliver(
-                    &sessions,
-                    &parent_id,
-                    &task_id,
-                    &definition,
-                    &outcome,
-                    notify_idle_parent,
-                )
-                .await;
+                deliver(&sessions, &task, notify_idle_parent, false).await;
             }
         });
         return ToolOutput::ok(format!(

@@ -13,7 +13,6 @@ use super::{ChildOutcome, NO_SUMMARY};
 use crate::session::{Session, SessionManager};
 use crate::task::TaskManager;
 use agentd_core::conversation::Message;
-use agentd_work::agents::AgentDefinition;
 
 /// One child run and its task record.
 pub(super) struct ChildRun {
@@ -25,6 +24,9 @@ pub(super) struct ChildRun {
     pub(super) read_only: bool,
     /// How its run goes: whether its approvals hold, the parent run they name.
     pub(super) options: crate::session::RunOptions,
+    /// Its end is owed to its parent as a `<task-notification>` (a background child of a
+    /// session): recorded with the end, so a restart delivers what a stop left undelivered.
+    pub(super) notify_parent: bool,
 }
 
 impl ChildRun {
@@ -61,9 +63,12 @@ impl ChildRun {
             outcome
         };
         tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
+        // An interrupted child is not owed yet: it is resumed, or says so, after the restart.
+        let owed = self.notify_parent && outcome.status != TaskStatus::Interrupted;
         let recorded = self
             .tasks
             .update(&self.task_id, |task| {
+                task.notification_pending = owed;
                 task.status = outcome.status;
                 task.result = outcome.result.clone();
                 task.error = outcome.error.clone();
@@ -114,11 +119,18 @@ impl ChildRun {
             tokio::select! {
                 () = &mut stop_requested, if !cancel_sent => {
                     cancel_sent = true;
-                    let cancelled = self.child.cancel();
-                    tracing::debug!(task = %self.task_id, ?cancelled, "subagent cancelled");
+                    if self.tasks.is_stopping() {
+                        // Nobody stopped it: its run ends `interrupted`, not `cancelled`.
+                        self.child.request_stop(agentd_agent::StopReason::Shutdown);
+                        tracing::debug!(task = %self.task_id, "subagent interrupted by the stop");
+                    } else {
+                        let cancelled = self.child.cancel();
+                        tracing::debug!(task = %self.task_id, ?cancelled, "subagent cancelled");
+                    }
                 }
                 event = events.recv() => match event {
                     Ok(published) => {
+                        self.tasks.progress(&self.task_id);
                         if let Event::RunFinished { run_id: ended, status, error, usage, .. } =
                             &published.event
                             && *ended == run_id
@@ -127,6 +139,7 @@ impl ChildRun {
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
+                        self.tasks.progress(&self.task_id);
                         if self.child.shared.lock().run_id.as_deref() != Some(run_id.as_str()) {
                             break (RunStatus::Completed, None, None);
                         }
@@ -199,18 +212,40 @@ pub fn task_notification(
     )
 }
 
-/// Hands a background task's outcome to its parent: a follow-up of the active run, or a new
-/// run when the parent is idle (unless `notify_idle_parent` is off: then it opens the
-/// parent's next run).
-pub(super) async fn deliver(
+/// The task a notification (from [`task_notification`]) is about.
+pub fn notification_task_id(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("<task-notification>\n<task-id>")?;
+    rest.split_once("</task-id>").map(|(task_id, _)| task_id)
+}
+
+/// What became of a task's notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// In the parent's history, or queued in its active run (recorded: nothing more owed).
+    Delivered,
+    /// Held in the parent's memory for its next run (still owed until a run takes it).
+    Held,
+    /// Not delivered (still owed: the next start tries again).
+    NotDelivered,
+}
+
+/// Hands a finished background task's notification to its parent: a follow-up of the active
+/// run, or a new run when the parent is idle (unless `notify_idle_parent` is off: then it
+/// opens the parent's next run), and records what is still owed. `after_restart`: the
+/// parent's history is looked at first, and a notification already in it is not sent again.
+pub(crate) async fn deliver(
     sessions: &SessionManager,
-    parent_id: &str,
-    task_id: &str,
-    definition: &AgentDefinition,
-    outcome: &ChildOutcome,
+    task: &crate::task::TaskRecord,
     notify_idle_parent: bool,
-) {
-    let body = match (&outcome.result, &outcome.error) {
+    after_restart: bool,
+) -> Delivery {
+    let tasks = &sessions.deps.tasks;
+    let task_id = task.task_id.as_str();
+    let Some(parent_id) = task.parent_session_id.as_deref() else {
+        tasks.mark_notified(task_id).await;
+        return Delivery::Delivered;
+    };
+    let body = match (&task.result, &task.error) {
         (Some(result), None) => result.clone(),
         (result, Some(error)) => match result {
             Some(result) => format!("error: {error}\n{result}"),
@@ -218,29 +253,45 @@ pub(super) async fn deliver(
         },
         (None, None) => NO_SUMMARY.to_owned(),
     };
-    let text = task_notification(task_id, &definition.name, outcome.status, &body);
+    let agent_type = task.agent_type.as_deref().unwrap_or("subagent");
+    let text = task_notification(task_id, agent_type, task.status, &body);
     let parent = match sessions.get(parent_id).await {
         Ok(parent) => parent,
+        Err(crate::session::SessionError::NotFound(err)) => {
+            // Deleted: nobody is owed it any more.
+            tracing::debug!("task {task_id} not delivered, {parent_id} is gone: {err}");
+            tasks.mark_notified(task_id).await;
+            return Delivery::Delivered;
+        }
         Err(err) => {
             tracing::debug!("task {task_id} not delivered to {parent_id}: {err}");
-            return;
+            return Delivery::NotDelivered;
         }
     };
+    if after_restart && in_history(&parent, task_id) {
+        tasks.mark_notified(task_id).await;
+        return Delivery::Delivered;
+    }
     // With `notify_idle_parent` off, an idle parent holds it for its next run.
     let origin = Some(protocol::event::FollowUpOrigin::TaskNotification);
-    if let Err(err) = parent
+    let delivery = match parent
         .follow_up_from(text, origin, notify_idle_parent)
         .await
     {
-        tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
-    }
+        // Held by the parent: its actor records the delivery once a run takes it.
+        Ok(queued) if queued.run_id.is_empty() => Delivery::Held,
+        Ok(_) => {
+            tasks.mark_notified(task_id).await;
+            Delivery::Delivered
+        }
+        Err(err) => {
+            tracing::warn!("task {task_id} not delivered to {parent_id}: {err}");
+            Delivery::NotDelivered
+        }
+    };
     // The parent's Notification hooks hear of it (this runs in the task's own background
     // task, never in an actor).
-    let message = format!(
-        "task {task_id} ({}) {}",
-        definition.name,
-        outcome.status.as_str()
-    );
+    let message = format!("task {task_id} ({agent_type}) {}", task.status.as_str());
     crate::session::hooks::at_session_point(
         &parent.header,
         &sessions.deps,
@@ -248,4 +299,12 @@ pub(super) async fn deliver(
         agentd_agent::intercept::Point::Notification { message: &message },
     )
     .await;
+    delivery
+}
+
+/// Whether the history of `parent` holds the notification of `task_id` already.
+fn in_history(parent: &Session, task_id: &str) -> bool {
+    parent.shared.lock().history.iter().any(|message| {
+        matches!(message, Message::User { content } if notification_task_id(content) == Some(task_id))
+    })
 }
