@@ -36,13 +36,27 @@ pub async fn run(ctx: &Context, action: TaskAction) -> Result<(), CommandError> 
     }
 }
 
+/// Tasks asked for per `task/list` request; every page is read.
+const LIST_PAGE: u32 = 500;
+
 async fn list(ctx: &Context, all: bool) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
-    let params = TaskListParams {
-        all,
-        ..TaskListParams::default()
-    };
-    let result = connection.request::<TaskList>(&params).await?;
+    let mut result = protocol::task::TaskListResult::default();
+    let mut cursor = None;
+    loop {
+        let params = TaskListParams {
+            all,
+            cursor,
+            limit: Some(LIST_PAGE),
+            ..TaskListParams::default()
+        };
+        let page = connection.request::<TaskList>(&params).await?;
+        result.tasks.extend(page.tasks);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
     if ctx.json {
         print_json(&result);
     } else if result.tasks.is_empty() {
@@ -267,7 +281,7 @@ pub fn format_table(tasks: &[TaskInfo]) -> String {
         .map(|task| {
             [
                 task.task_id.clone(),
-                task.status.as_str().to_owned(),
+                status_text(task),
                 kind_name(task),
                 short_time(&task.created_at),
                 truncate(&one_line(&task.description), DESCRIPTION_MAX_CHARS),
@@ -277,12 +291,23 @@ pub fn format_table(tasks: &[TaskInfo]) -> String {
     crate::table::format(header, &rows)
 }
 
+/// A task's status as the table shows it: `running (stalled)` for a running task that made
+/// no progress for a while, `completed (not saved)` for an end the daemon could not record.
+pub fn status_text(task: &TaskInfo) -> String {
+    let status = task.status.as_str();
+    match (task.stalled, task.not_persisted) {
+        (true, _) => format!("{status} (stalled)"),
+        (false, true) => format!("{status} (not saved)"),
+        (false, false) => status.to_owned(),
+    }
+}
+
 /// `task show`: one `field: value` line each, then the result.
 pub fn format_task(task: &TaskInfo) -> String {
     let mut text = format!(
         "task:        {}\nstatus:      {}\nkind:        {}\ndescription: {}\ncwd:         {}\ncreated:     {}\n",
         task.task_id,
-        task.status.as_str(),
+        status_text(task),
         kind_name(task),
         task.description,
         task.cwd,
