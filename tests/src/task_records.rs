@@ -40,6 +40,9 @@ pub fn record(
         error: None,
         exit_code: None,
         usage: Usage::default(),
+        notification_pending: false,
+        not_persisted: false,
+        stalled: false,
     }
 }
 

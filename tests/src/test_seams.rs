@@ -15,8 +15,11 @@ pub const PANIC_TOOL: &str = "AGENTD_TEST_PANIC_TOOL";
 /// Names a file that, while it exists, makes session-file writes fail like a full disk.
 pub const WRITE_FAULT: &str = "AGENTD_TEST_WRITE_FAULT";
 
+/// Names a file that, while it exists, makes task record writes fail like a full disk.
+pub const TASK_WRITE_FAULT: &str = "AGENTD_TEST_TASK_WRITE_FAULT";
+
 /// Every seam variable.
-pub const ALL: [&str; 3] = [PANIC_METHOD, PANIC_TOOL, WRITE_FAULT];
+pub const ALL: [&str; 4] = [PANIC_METHOD, PANIC_TOOL, WRITE_FAULT, TASK_WRITE_FAULT];
 
 /// If `name` is a seam variable, panic with what to do when the daemon under test lacks it.
 pub fn require_if_seam(name: &str) {

@@ -78,6 +78,7 @@ mod sessions;
 mod snapshots;
 mod tasks_approvals;
 mod tasks_clients;
+mod tasks_durable;
 mod tasks_faults;
 mod tasks_notifications;
 mod tasks_shell;
