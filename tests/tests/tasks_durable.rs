@@ -212,7 +212,7 @@ async fn a_notification_held_when_the_daemon_stopped_is_delivered_once_after_the
     let mut s = Scenario::start_with(
         Format::OpenAi,
         "[permissions]\ndefault_mode = \"bypass\"\nallow = [\"WebFetch(domain:127.0.0.1)\"]\n\
-         [tasks]\nmax_notification_runs = 1\n",
+         [tasks]\nmax_notification_runs = 1\nparallel_writers = true\n",
     )
     .await;
     s.mock.push(Reply::tool_calls(vec![
@@ -229,6 +229,11 @@ async fn a_notification_held_when_the_daemon_stopped_is_delivered_once_after_the
     ]));
     s.mock.push(Reply::text("started both"));
     s.mock.push(Reply::text("noted the first"));
+    // Each child ends only when the test opens its gate, so each result finds the parent idle.
+    s.mock.push_for(
+        format!("{CHILD_MARK}alpha"),
+        Reply::tool_call("call_g", "fetch_url", json!({"url": gate.url("a")})),
+    );
     s.mock
         .push_for(format!("{CHILD_MARK}alpha"), Reply::text("alpha done"));
     s.mock.push_for(
@@ -249,6 +254,7 @@ async fn a_notification_held_when_the_daemon_stopped_is_delivered_once_after_the
         .next()
         .expect("beta's taskStarted");
     // Alpha's result starts the one notification run the cap allows.
+    gate.open("a", "page");
     let noted = client.events_until_run_finished().await;
     assert_eq!(run_status(&noted), RunStatus::Completed, "{noted:#?}");
     // Beta ends now: its notification is held for the user's next prompt.

@@ -128,7 +128,7 @@ async fn an_owed_notification_survives_a_restart_until_it_is_marked_delivered() 
         .into_iter()
         .map(|task| task.task_id)
         .collect();
-    assert_eq!(owed, [task.task_id.clone()]);
+    assert_eq!(owed, std::slice::from_ref(&task.task_id));
     reloaded.mark_notified(&task.task_id).await;
     assert!(reloaded.owed_notifications().is_empty());
     let again = TaskManager::load(state.path(), TaskLimits::default());
