@@ -39,6 +39,9 @@ pub struct Config {
     /// Runs active when the daemon stopped go on at its next start (`[sessions]
     /// resume_after_restart`, on unless set to false).
     pub resume_after_restart: bool,
+    /// What one run of any session may spend before it pauses and asks (`[sessions]
+    /// max_cost_usd`, `max_tokens`, `max_run_secs`; each per run).
+    pub session_budgets: agentd_agent::budget::SessionBudgets,
     /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
     pub memory: agentd_knowledge::memory::MemoryLimits,
     /// `[sandbox]`: how `run_shell` is confined.
@@ -182,6 +185,8 @@ pub const MAX_RETRY_DELAY_MS: u64 = 60 * 60 * 1000;
 pub const MAX_STREAM_IDLE_TIMEOUT_SECS: u64 = 60 * 60;
 /// An idle session is unloaded after at most 30 days (`[sessions] idle_unload_secs`).
 pub const MAX_SESSION_IDLE_UNLOAD_SECS: u64 = 30 * 24 * 60 * 60;
+/// A run works at most 30 days before it pauses (`[sessions] max_run_secs`).
+pub const MAX_RUN_SECS: u64 = 30 * 24 * 60 * 60;
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -209,6 +214,7 @@ pub fn load(
         permissions: PermissionsConfig::default(),
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
         resume_after_restart: true,
+        session_budgets: Default::default(),
         memory: agentd_knowledge::memory::MemoryLimits::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),

@@ -384,6 +384,36 @@ fn session_idle_unload_is_read_and_bounded() {
 }
 
 #[test]
+fn session_budgets_are_read_and_checked() {
+    let default = load_with(Some(""), &[]).unwrap();
+    assert_eq!(default.session_budgets, Default::default());
+    let set = load_with(
+        Some("[sessions]\nmax_cost_usd = 2.5\nmax_tokens = 200000\nmax_run_secs = 900\n"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        set.session_budgets,
+        agentd_agent::budget::SessionBudgets {
+            max_cost_usd: Some(2.5),
+            max_tokens: Some(200_000),
+            max_run_secs: Some(900),
+        }
+    );
+    for (bad, expected) in [
+        ("max_cost_usd = 0.0", "sessions.max_cost_usd = 0 is not a budget"),
+        ("max_cost_usd = nan", "is not a budget"),
+        ("max_tokens = 0", "sessions.max_tokens must be at least 1"),
+        ("max_run_secs = 0", "sessions.max_run_secs must be at least 1"),
+        ("max_run_secs = 2592001", "sessions.max_run_secs = 2592001 is too large"),
+    ] {
+        let text = format!("[sessions]\n{bad}\n");
+        let error = load_with(Some(&text), &[]).unwrap_err().to_string();
+        assert!(error.contains(expected), "{bad}: {error}");
+    }
+}
+
+#[test]
 fn memory_limits_are_read_and_bounded() {
     let defaults = load_with(None, &[]).unwrap();
     assert_eq!(

@@ -95,6 +95,10 @@ pub struct SessionHeader {
     /// `maxBudgetUsd`; enforced when the model's prices are configured). None: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_budget_usd: Option<f64>,
+    /// Tokens one run of a session run as an agent may use (its definition's `maxTokens`).
+    /// None: no limit. Absent from files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl SessionHeader {

@@ -70,6 +70,9 @@ pub enum RunStatus {
     MaxSteps,
     /// The daemon stopped or crashed while the run was active.
     Interrupted,
+    /// A budget was reached and nobody let it go on: no client that answers followed, or one
+    /// answered `stop`, or the pause timed out (`error` names the budget). Added in 1.3.
+    Budget,
 }
 
 /// Who queued a follow-up other than a client.
@@ -208,6 +211,25 @@ pub enum Event {
         /// For `allowSession`: what the session now allows without asking (tool + specifier).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_rule: Option<String>,
+    },
+    /// The run reached a budget and waits, before its next model call, for `budget/respond`
+    /// (continue with a higher limit, or stop). Persisted before it is announced. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    BudgetExceeded {
+        run_id: String,
+        request: crate::budget::BudgetRequest,
+    },
+    /// A budget pause was answered. `decidedBy` is `client:<name>`, `policy:<name>`,
+    /// `timeout`, `cancel` or `mode` (nobody who answers followed). Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    BudgetResolved {
+        run_id: String,
+        request_id: String,
+        decision: crate::budget::BudgetDecision,
+        decided_by: String,
+        /// For `continue`: the run's limit from now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_limit: Option<f64>,
     },
     /// A follow-up (or a prompt sent with `queueIfBusy`) was queued for the active run. It is
     /// delivered as a `messageCompleted` of kind `followUp`, or reported by a `warning` when
@@ -415,6 +437,8 @@ impl Event {
             | Event::FollowUpQueued { run_id, .. }
             | Event::ApprovalRequested { run_id, .. }
             | Event::ApprovalResolved { run_id, .. }
+            | Event::BudgetExceeded { run_id, .. }
+            | Event::BudgetResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }
             | Event::TodoUpdated { run_id, .. }
             | Event::ToolsChanged { run_id, .. }

@@ -12,6 +12,7 @@
 
 pub mod agents;
 pub mod approval;
+pub mod budget;
 pub mod commands;
 pub mod daemon;
 pub mod error;

@@ -5,6 +5,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::agents::*;
 use crate::approval::*;
+use crate::budget::*;
 use crate::commands::*;
 use crate::daemon::*;
 use crate::extension::*;
@@ -125,6 +126,9 @@ methods! {
     /// Run a slash command: a built-in answers with text and no model call; a command file,
     /// a skill or an MCP prompt starts a run of its expanded prompt.
     SessionCommand = "session/command": SessionCommandParams => SessionCommandResult;
+    /// Answer a run paused at a budget: continue with a higher limit, or stop; the first
+    /// answer wins, later ones get -32008. Added in 1.3.
+    BudgetRespond = "budget/respond": BudgetRespondParams => BudgetRespondResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

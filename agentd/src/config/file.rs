@@ -64,11 +64,14 @@ struct FileContext {
 }
 
 /// `[sessions]` as written.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSessions {
     idle_unload_secs: Option<u64>,
     resume_after_restart: Option<bool>,
+    max_cost_usd: Option<f64>,
+    max_tokens: Option<u64>,
+    max_run_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -138,10 +141,12 @@ pub(super) fn apply_file(
     {
         config.resume_after_restart = resume;
     }
+    let sessions = file.sessions.unwrap_or_default();
+    config.session_budgets = session_budgets(path, &sessions)?;
     let idle_unload_secs = bounded(
         path,
         "sessions.idle_unload_secs",
-        file.sessions.and_then(|sessions| sessions.idle_unload_secs),
+        sessions.idle_unload_secs,
         DEFAULT_SESSION_IDLE_UNLOAD_SECS,
         MAX_SESSION_IDLE_UNLOAD_SECS,
         "seconds",
@@ -359,6 +364,46 @@ fn parse_permissions(
         rules,
         default_mode,
         approval_timeout_secs,
+    })
+}
+
+/// `[sessions]`'s budgets: each, when set, above zero (and the time within `MAX_RUN_SECS`).
+fn session_budgets(
+    path: &Path,
+    sessions: &FileSessions,
+) -> Result<agentd_agent::budget::SessionBudgets, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if let Some(usd) = sessions.max_cost_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        return Err(invalid(format!(
+            "sessions.max_cost_usd = {usd} is not a budget: give US dollars above 0, or remove it for no cost budget"
+        )));
+    }
+    for (key, value) in [
+        ("max_tokens", sessions.max_tokens),
+        ("max_run_secs", sessions.max_run_secs),
+    ] {
+        if value == Some(0) {
+            return Err(invalid(format!(
+                "sessions.{key} must be at least 1, or be removed for no such budget"
+            )));
+        }
+    }
+    if let Some(secs) = sessions.max_run_secs
+        && secs > MAX_RUN_SECS
+    {
+        return Err(invalid(format!(
+            "sessions.max_run_secs = {secs} is too large (at most {MAX_RUN_SECS} seconds); set a smaller value, or remove it for no time budget"
+        )));
+    }
+    Ok(agentd_agent::budget::SessionBudgets {
+        max_cost_usd: sessions.max_cost_usd,
+        max_tokens: sessions.max_tokens,
+        max_run_secs: sessions.max_run_secs,
     })
 }
 

@@ -300,6 +300,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         approvals: Arc::new(agentd_policy::approval::ApprovalBroker::with_config(
             paths.config.clone(),
         )),
+        budgets: Arc::default(),
     })
 }
 

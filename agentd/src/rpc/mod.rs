@@ -13,6 +13,7 @@ use protocol::methods;
 
 mod agents;
 mod approval;
+mod budget;
 mod commands;
 mod extension;
 mod mcp;
@@ -71,6 +72,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<ExtensionRegister, _, _>(&mut module, extension::register)?;
     register::<CommandsList, _, _>(&mut module, commands::list)?;
     register::<SessionCommand, _, _>(&mut module, commands::run)?; // runs via the session actor
+    register::<BudgetRespond, _, _>(&mut module, budget::respond)?;
     Ok(module)
 }
 

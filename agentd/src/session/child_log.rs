@@ -55,7 +55,10 @@ impl RunLog for ChildRunLog {
         Box::pin(async move {
             let mirrored = matches!(
                 event,
-                Event::ApprovalRequested { .. } | Event::ApprovalResolved { .. }
+                Event::ApprovalRequested { .. }
+                    | Event::ApprovalResolved { .. }
+                    | Event::BudgetExceeded { .. }
+                    | Event::BudgetResolved { .. }
             )
             .then(|| event.clone());
             let seq = self.own.append(event).await?;

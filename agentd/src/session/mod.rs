@@ -69,6 +69,8 @@ pub struct SessionDeps {
     pub sandbox: Arc<agentd_policy::process::sandbox::ShellSandbox>,
     /// Where runs park tool calls that need a person.
     pub approvals: Arc<agentd_policy::approval::ApprovalBroker>,
+    /// Where runs paused at a budget wait for `budget/respond`.
+    pub budgets: Arc<agentd_agent::budget_pause::BudgetBroker>,
     /// The project roots whose settings may loosen policy.
     pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
@@ -178,6 +180,11 @@ impl SessionManager {
 
     pub fn approvals(&self) -> Arc<agentd_policy::approval::ApprovalBroker> {
         self.deps.approvals.clone()
+    }
+
+    /// Runs paused at a budget, across sessions (`budget/respond`).
+    pub fn budgets(&self) -> Arc<agentd_agent::budget_pause::BudgetBroker> {
+        self.deps.budgets.clone()
     }
 
     pub fn trust(&self) -> Arc<agentd_policy::trust::TrustStore> {

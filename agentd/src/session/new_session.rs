@@ -153,6 +153,7 @@ impl SessionManager {
             tool_filter: frozen.tool_filter,
             max_turns: frozen.max_turns,
             max_budget_usd: frozen.max_budget_usd,
+            max_tokens: frozen.max_tokens,
         };
         self.add_session(header, notes.collect()).await
     }

@@ -70,6 +70,8 @@ struct Prepared {
     warnings: Vec<String>,
     /// The session's hooks and extensions, asked at each point of the run.
     interceptors: Interceptors,
+    /// Its prices and budgets (`[sessions]`, the agent's definition).
+    budget: RunBudget,
 }
 
 /// What a run's tools work with, from its session: the session's parts of a `ToolContext`.
@@ -114,7 +116,6 @@ struct RunParts {
     run_id: String,
     prepared: Prepared,
     tools: ToolParts,
-    budget: RunBudget,
     shared: Arc<SessionShared>,
     /// The session's log, or one that also tells a subagent's parent of its approvals.
     log: Arc<dyn RunLog>,
@@ -132,7 +133,7 @@ impl RunParts {
             tools: self.prepared.tools,
             tool_context: self.tools.into_context(),
             max_steps: self.prepared.max_steps,
-            budget: self.budget,
+            budget: self.prepared.budget,
             shared: self.shared,
             log: self.log,
             cancel: self.active.cancel,
@@ -265,9 +266,6 @@ impl Actor {
         }
         // A subagent's approvals also reach its parent's subscribers.
         let log = crate::session::child_log::run_log_for(&self.header, &self.deps, &self.log).await;
-        let (budget, budget_warning) =
-            RunBudget::for_run(self.header.max_budget_usd, prepared.llm.provider());
-        prepared.warnings.extend(budget_warning);
         let start = RunStart {
             text,
             kind,
@@ -278,7 +276,6 @@ impl Actor {
             run_id: run_id.clone(),
             prepared,
             tools,
-            budget,
             shared: self.shared.clone(),
             log,
             active,
@@ -354,6 +351,16 @@ impl Actor {
         warnings.extend(hook_warnings);
         let interceptors = crate::session::hooks::interceptors(hooks)
             .with((self.deps.extensions).interceptor(self.header.cwd.as_ref(), &self.header.id));
+        let (budget, budget_warning) = RunBudget::for_run(
+            config.session_budgets,
+            agentd_agent::budget::AgentBudgets {
+                max_usd: self.header.max_budget_usd,
+                max_tokens: self.header.max_tokens,
+            },
+            llm.provider(),
+            self.deps.budgets.clone(),
+        );
+        warnings.extend(budget_warning);
         Ok(Prepared {
             llm,
             context_limits,
@@ -362,6 +369,7 @@ impl Actor {
             tools,
             warnings,
             interceptors,
+            budget,
         })
     }
 

@@ -360,6 +360,7 @@ impl SessionManager {
             tool_filter: None,
             max_turns: None,
             max_budget_usd: None,
+            max_tokens: None,
         };
         // No parent to answer for it: its approvals wait for a client (or the timeout), as
         // the client that started it may answer later.
@@ -460,6 +461,7 @@ impl SessionManager {
             tool_filter: Some(ToolFilter::of(definition)),
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
+            max_tokens: definition.max_tokens,
         };
         self.add_session(header, Vec::new()).await
     }

@@ -169,7 +169,8 @@ impl ChildRun {
                 error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
                 usage,
             },
-            RunStatus::Failed | RunStatus::MaxSteps => ChildOutcome {
+            // A budget nobody raised: the task failed, its error names the budget.
+            RunStatus::Failed | RunStatus::MaxSteps | RunStatus::Budget => ChildOutcome {
                 status: TaskStatus::Failed,
                 result: final_message,
                 error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),

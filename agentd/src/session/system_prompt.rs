@@ -20,6 +20,8 @@ pub struct FrozenPrompt {
     pub max_turns: Option<u32>,
     /// The definition's `maxBudgetUsd` (a session run as an agent).
     pub max_budget_usd: Option<f64>,
+    /// The definition's `maxTokens` (a session run as an agent).
+    pub max_tokens: Option<u64>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -89,6 +91,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             agent_model: definition.model.clone(),
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
+            max_tokens: definition.max_tokens,
         });
     }
     let mut prompt = agentd_agent::prompt::build(cwd, date, Some(&sources.user_notes));
@@ -107,6 +110,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         agent_model: None,
         max_turns: None,
         max_budget_usd: None,
+        max_tokens: None,
     })
 }
 

@@ -36,6 +36,7 @@ fn header() -> SessionHeader {
         tool_filter: None,
         max_turns: None,
         max_budget_usd: None,
+        max_tokens: None,
     }
 }
 

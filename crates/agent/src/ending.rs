@@ -139,7 +139,7 @@ impl Run {
             log: self.log.clone(),
             shared: self.shared.clone(),
             broker: self.permissions.broker.clone(),
-            budget: self.budget,
+            budget: self.budget.clone(),
         }
     }
 }

@@ -14,6 +14,7 @@
 
 mod batch;
 pub mod budget;
+pub mod budget_pause;
 pub mod compaction;
 mod ending;
 pub mod gate;
@@ -71,7 +72,7 @@ pub struct Run {
     pub tools: tool_set::RunTools,
     pub tool_context: ToolContext,
     pub max_steps: u32,
-    /// The model's prices and the agent's budget (`maxBudgetUsd`).
+    /// The model's prices and the run's budgets (`[sessions]`, the agent's definition).
     pub budget: budget::RunBudget,
     pub shared: Arc<SessionShared>,
     /// Where the run persists and publishes (the session's `EventLog`).
@@ -193,6 +194,7 @@ impl Run {
     async fn steps(&self, history: &mut Vec<Message>, mut step: u32) -> Result<RunOutcome> {
         self.await_mcp_servers().await?;
         let mut run_usage = Usage::default();
+        let mut spending = self.budget.start();
         // A Stop interceptor kept the run going; it may not again until new user input.
         let mut stop_hook_active = false;
         loop {
@@ -209,12 +211,8 @@ impl Run {
                     usage: run_usage,
                 });
             }
-            if let Some(why) = self.budget.exceeded(&run_usage) {
-                return Ok(RunOutcome {
-                    status: RunStatus::Failed,
-                    error: Some(why),
-                    usage: run_usage,
-                });
+            if let Some(ended) = self.keep_budget(&mut spending, &run_usage).await? {
+                return Ok(ended);
             }
             step += 1;
             // The first turn's start was written with the user's message (`begin`).

@@ -92,6 +92,8 @@ pub struct AgentDefinition {
     pub model: Option<String>,
     pub max_turns: Option<u32>,
     pub max_budget_usd: Option<f64>,
+    /// Tokens (input plus output) one run of the agent may use (`maxTokens`). None: no limit.
+    pub max_tokens: Option<u64>,
     /// A permission mode name of ours (None: the parent's); the reference's names are mapped
     /// (`alwaysConfirm` → `default`, `confirmRisky` → `acceptEdits`, `neverConfirm` → `bypass`).
     pub permission_mode: Option<String>,
@@ -325,6 +327,7 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
         model: None,
         max_turns: None,
         max_budget_usd: None,
+        max_tokens: None,
         permission_mode: None,
         mcp_servers: None,
         hooks: None,

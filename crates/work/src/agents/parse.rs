@@ -1,6 +1,7 @@
 //! The fields of one definition's frontmatter, in Claude Code's spelling and the reference's
 //! (`disallowedTools`/`disallowed_tools`, `maxTurns`/`max_iteration_per_run`,
-//! `maxBudgetUsd`/`max_budget_per_run`, `permissionMode`/`permission_mode`).
+//! `maxBudgetUsd`/`max_budget_per_run`, `maxTokens`/`max_tokens_per_run`,
+//! `permissionMode`/`permission_mode`).
 
 use std::path::Path;
 
@@ -114,6 +115,16 @@ pub(super) fn parse_definition(
                 })?,
         ),
     };
+    let max_tokens = match text(&["maxTokens", "max_tokens_per_run"])? {
+        None => None,
+        Some(raw) => Some(
+            raw.replace('_', "")
+                .parse::<u64>()
+                .ok()
+                .filter(|tokens| *tokens > 0)
+                .ok_or_else(|| format!("maxTokens `{raw}` is not a positive whole number"))?,
+        ),
+    };
     let permission_mode = match text(&["permissionMode", "permission_mode"])? {
         None => None,
         Some(raw) => Some(permission_mode(&raw)?),
@@ -135,6 +146,7 @@ pub(super) fn parse_definition(
         model,
         max_turns,
         max_budget_usd,
+        max_tokens,
         permission_mode,
         mcp_servers,
         hooks,

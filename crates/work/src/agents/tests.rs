@@ -56,7 +56,7 @@ fn claude_code_spelling() {
     let agent = only(
         &tree,
         "reviewer.md",
-        "---\ndescription: Reviews code\ntools: Read, Grep, Bash\ndisallowedTools: [Write]\nmodel: sonnet\nmaxTurns: 7\nmaxBudgetUsd: 1.5\npermissionMode: acceptEdits\nmcpServers:\n  - github\nbackground: true\nskills: pdf, review\n---\n\nYou review code.\n",
+        "---\ndescription: Reviews code\ntools: Read, Grep, Bash\ndisallowedTools: [Write]\nmodel: sonnet\nmaxTurns: 7\nmaxBudgetUsd: 1.5\nmaxTokens: 20_000\npermissionMode: acceptEdits\nmcpServers:\n  - github\nbackground: true\nskills: pdf, review\n---\n\nYou review code.\n",
     )
     .unwrap();
     assert_eq!(agent.name, "reviewer");
@@ -70,6 +70,7 @@ fn claude_code_spelling() {
     assert_eq!(agent.model.as_deref(), Some("sonnet"));
     assert_eq!(agent.max_turns, Some(7));
     assert_eq!(agent.max_budget_usd, Some(1.5));
+    assert_eq!(agent.max_tokens, Some(20_000));
     assert_eq!(agent.permission_mode.as_deref(), Some("acceptEdits"));
     assert_eq!(
         agent.mcp_servers,
@@ -126,6 +127,10 @@ fn bad_files_are_problems_never_fatal() {
     check(
         "---\ndescription: x\nmaxTurns: many\n---\n",
         "maxTurns `many`",
+    );
+    check(
+        "---\ndescription: x\nmaxTokens: 0\n---\n",
+        "maxTokens `0` is not a positive whole number",
     );
     check(
         "---\ndescription: x\npermissionMode: yolo\n---\n",
