@@ -1,18 +1,22 @@
 //! The approvals of `agentctl run`'s own run and of the child tasks that run started
-//! (`PendingApproval.parentRunId`): a pure state machine that takes events, key presses and
+//! (`PendingApproval.parentRunId`), and its pauses at a budget (`budgetExceeded`, asked the
+//! same way: `approval_desk::ask`): a pure state machine that takes events, key presses and
 //! failed answers and says what to do (print, answer, prompt, stop prompting). `follow`
-//! performs the actions; no I/O here.
+//! performs the actions; no I/O here. A standing `--approve` policy never raises a budget:
+//! `wait` leaves the pause for another client, the others stop the run.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use protocol::approval::{ApprovalDecision, PendingApproval};
+use protocol::budget::{BudgetDecision, BudgetKind, BudgetRequest};
 use protocol::error::ALREADY_DECIDED;
 use protocol::event::Event;
 
-use crate::approval_view::{prompt_lines, what, why};
+use crate::approval_view::{what, why};
 use crate::approve_policy::{
-    ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action, question,
+    ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
 };
+use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
 use crate::render::truncate;
 
 /// Longest summary or reason shown in one approval line.
@@ -43,6 +47,13 @@ pub enum DeskAction {
     Reprompt(String),
     /// Stop reading keys and erase the prompt.
     ClosePrompt,
+    /// Send `budget/respond` (`continue` with the suggested limit, or `stop`).
+    RespondBudget {
+        request_id: String,
+        decision: BudgetDecision,
+        /// The `--approve` policy that answered; `None` for a person.
+        policy: Option<String>,
+    },
 }
 
 /// The approvals of one run (`run`), or of every run of a session (`attach`).
@@ -57,19 +68,21 @@ pub struct ApprovalDesk {
     /// `attach` replays the session first: requests are only queued (and resolutions take
     /// them back) until the replay reaches this seq, then what is still pending is prompted.
     held_until: Option<u64>,
-    /// The approval the prompt shows.
-    prompting: Option<PendingApproval>,
+    /// The approval or budget pause the prompt shows.
+    prompting: Option<Ask>,
     /// `n` was pressed for the prompted approval: the reason typed so far (bytes, so a
     /// character typed in several reads stays whole).
     typing_reason: Option<Vec<u8>>,
     /// Approvals asked while another was prompted, oldest first (parallel tool calls).
-    queued: VecDeque<PendingApproval>,
+    queued: VecDeque<Ask>,
     /// What this client answered, by approval id, and whether that was already announced
     /// (a policy's line): the agreeing resolution announces a key's answer once it is final;
     /// one that differs was decided elsewhere first.
     answered: HashMap<String, (ApprovalDecision, bool)>,
-    /// Approval ids seen, so a replayed request is not handled twice.
+    /// Approval and budget request ids seen, so a replayed request is not handled twice.
     seen: HashSet<String>,
+    /// The kind of each budget pause seen, to word its resolution.
+    budget_kinds: HashMap<String, BudgetKind>,
 }
 
 impl ApprovalDesk {
@@ -98,6 +111,7 @@ impl ApprovalDesk {
             queued: VecDeque::new(),
             answered: HashMap::new(),
             seen: HashSet::new(),
+            budget_kinds: HashMap::new(),
         }
     }
 
@@ -120,6 +134,32 @@ impl ApprovalDesk {
                 }
                 self.requested(approval.clone())
             }
+            Event::BudgetExceeded { run_id, request }
+                if self.is_ours(run_id) || self.is_our_child_run(request.parent_run_id.as_deref()) =>
+            {
+                if self.run_id.is_some() && !self.is_ours(run_id) {
+                    self.child_runs.insert(run_id.clone());
+                }
+                if !self.seen.insert(request.request_id.clone()) {
+                    return Vec::new();
+                }
+                self.budget_kinds
+                    .insert(request.request_id.clone(), request.budget);
+                self.budget_requested(run_id, request.clone())
+            }
+            Event::BudgetResolved {
+                run_id,
+                request_id,
+                decision,
+                decided_by,
+                new_limit,
+            } if self.is_ours(run_id) => {
+                let kind = self.budget_kinds.get(request_id).copied();
+                let note = DeskAction::Note(budget_resolved_line(
+                    request_id, kind, *decision, *new_limit, decided_by,
+                ));
+                self.withdrawn(request_id, note)
+            }
             Event::ApprovalResolved {
                 run_id,
                 approval_id,
@@ -128,11 +168,11 @@ impl ApprovalDesk {
                 ..
             } if self.is_ours(run_id) => self.resolved(approval_id, *decision, decided_by),
             Event::RunFinished { run_id, .. } if self.is_ours(run_id) => {
-                self.queued.retain(|approval| approval.run_id != *run_id);
+                self.queued.retain(|ask| ask.run_id() != run_id);
                 let prompted_here = self
                     .prompting
                     .as_ref()
-                    .is_some_and(|approval| approval.run_id == *run_id);
+                    .is_some_and(|ask| ask.run_id() == run_id);
                 if !prompted_here {
                     return Vec::new();
                 }
@@ -164,15 +204,26 @@ impl ApprovalDesk {
 
     /// Asked by a child task our run started: answered as our run's own are.
     fn is_our_child(&self, approval: &PendingApproval) -> bool {
+        self.is_our_child_run(approval.parent_run_id.as_deref())
+    }
+
+    fn is_our_child_run(&self, parent_run_id: Option<&str>) -> bool {
         self.run_id
             .as_deref()
-            .is_some_and(|ours| approval.parent_run_id.as_deref() == Some(ours))
+            .is_some_and(|ours| parent_run_id == Some(ours))
     }
 
     /// A key pressed while prompting.
     pub fn on_key(&mut self, key: u8) -> Vec<DeskAction> {
-        let Some(approval) = &self.prompting else {
-            return Vec::new();
+        let approval = match &self.prompting {
+            None => return Vec::new(),
+            Some(Ask::Budget { .. }) => {
+                return match budget_key(key) {
+                    Some(decision) => self.answer_budget(decision),
+                    None => Vec::new(),
+                };
+            }
+            Some(Ask::Approval(approval)) => approval,
         };
         if self.typing_reason.is_some() {
             return self.reason_key(key);
@@ -218,7 +269,7 @@ impl ApprovalDesk {
 
     /// Answer the prompted approval with `decision`, then prompt for the next one.
     fn answer(&mut self, decision: ApprovalDecision, reason: Option<String>) -> Vec<DeskAction> {
-        let Some(approval) = self.prompting.take() else {
+        let Some(Ask::Approval(approval)) = self.prompting.take() else {
             return Vec::new();
         };
         let approval_id = approval.approval_id;
@@ -234,6 +285,33 @@ impl ApprovalDesk {
         ];
         actions.extend(self.prompt_next());
         actions
+    }
+
+    /// Answer the prompted budget pause, then prompt for the next question.
+    fn answer_budget(&mut self, decision: BudgetDecision) -> Vec<DeskAction> {
+        let Some(Ask::Budget { request, .. }) = self.prompting.take() else {
+            return Vec::new();
+        };
+        let mut actions = vec![
+            DeskAction::ClosePrompt,
+            DeskAction::RespondBudget {
+                request_id: request.request_id,
+                decision,
+                policy: None,
+            },
+        ];
+        actions.extend(self.prompt_next());
+        actions
+    }
+
+    /// Our `budget/respond` failed with `code` and `message`.
+    pub fn on_budget_respond_error(&mut self, request_id: &str, code: i32, message: &str) -> Vec<DeskAction> {
+        let note = if code == ALREADY_DECIDED {
+            format!("budget {request_id} was already decided by someone else ({message})")
+        } else {
+            format!("agentctl: cannot answer budget {request_id}: {message}")
+        };
+        vec![DeskAction::Note(note)]
     }
 
     /// Our `approval/respond` failed with `code` and `message`.
@@ -268,7 +346,12 @@ impl ApprovalDesk {
             .take()
             .into_iter()
             .chain(self.queued.drain(..));
-        actions.extend(waiting.map(|approval| DeskAction::Note(wait_line(&approval))));
+        actions.extend(waiting.map(|ask| {
+            DeskAction::Note(match &ask {
+                Ask::Approval(approval) => wait_line(approval),
+                Ask::Budget { request, .. } => budget_wait_line(request),
+            })
+        }));
         actions
     }
 
@@ -287,7 +370,7 @@ impl ApprovalDesk {
             Handling::Prompt => {
                 let line = (self.held_until.is_some())
                     .then(|| DeskAction::Note(format!("approval needed: {}", what(&approval))));
-                self.queued.push_back(approval);
+                self.queued.push_back(Ask::Approval(approval));
                 let mut actions: Vec<DeskAction> = line.into_iter().collect();
                 actions.extend(self.prompt_next());
                 return actions;
@@ -329,6 +412,55 @@ impl ApprovalDesk {
         ]
     }
 
+    /// A budget pause of run `run_id`: prompted, left for another client (`--approve wait`),
+    /// or stopped by a standing policy.
+    fn budget_requested(&mut self, run_id: &str, request: BudgetRequest) -> Vec<DeskAction> {
+        let policy = match self.handling {
+            Handling::Prompt => {
+                let line = (self.held_until.is_some()).then(|| {
+                    DeskAction::Note(format!("budget reached: {}", request.message))
+                });
+                self.queued.push_back(Ask::Budget {
+                    run_id: run_id.to_owned(),
+                    request,
+                });
+                let mut actions: Vec<DeskAction> = line.into_iter().collect();
+                actions.extend(self.prompt_next());
+                return actions;
+            }
+            Handling::Policy(ApprovePolicy::Wait) => {
+                return vec![DeskAction::Note(budget_wait_line(&request))];
+            }
+            Handling::Policy(policy) => policy,
+        };
+        vec![
+            DeskAction::Note(format!(
+                "budget {}: stopping the run: --approve {} never raises a budget ({})",
+                request.request_id,
+                policy_name(policy),
+                crate::render::one_line(&request.message)
+            )),
+            DeskAction::RespondBudget {
+                request_id: request.request_id,
+                decision: BudgetDecision::Stop,
+                policy: Some(format!("--approve {}", policy_name(policy))),
+            },
+        ]
+    }
+
+    /// Question `id` was decided (by anyone): stop asking it, say `note`.
+    fn withdrawn(&mut self, id: &str, note: DeskAction) -> Vec<DeskAction> {
+        if self.prompting.as_ref().is_some_and(|ask| ask.id() == id) {
+            self.prompting = None;
+            self.typing_reason = None;
+            let mut actions = vec![DeskAction::ClosePrompt, note];
+            actions.extend(self.prompt_next());
+            return actions;
+        }
+        self.queued.retain(|ask| ask.id() != id);
+        vec![note]
+    }
+
     fn resolved(
         &mut self,
         approval_id: &str,
@@ -350,20 +482,7 @@ impl ApprovalDesk {
             "approval {approval_id}: {} by {decided_by}",
             decision_words(decision)
         ));
-        if self
-            .prompting
-            .as_ref()
-            .is_some_and(|approval| approval.approval_id == approval_id)
-        {
-            self.prompting = None;
-            self.typing_reason = None;
-            let mut actions = vec![DeskAction::ClosePrompt, note];
-            actions.extend(self.prompt_next());
-            return actions;
-        }
-        self.queued
-            .retain(|approval| approval.approval_id != approval_id);
-        vec![note]
+        self.withdrawn(approval_id, note)
     }
 
     /// Prompt for the oldest queued approval when none is prompted.
@@ -371,12 +490,11 @@ impl ApprovalDesk {
         if self.prompting.is_some() || self.held_until.is_some() {
             return Vec::new();
         }
-        let Some(approval) = self.queued.pop_front() else {
+        let Some(ask) = self.queued.pop_front() else {
             return Vec::new();
         };
-        let header = prompt_lines(&approval).join("\n");
-        let question = question(&approval.options);
-        self.prompting = Some(approval);
+        let (header, question) = ask.prompt();
+        self.prompting = Some(ask);
         vec![DeskAction::Prompt { header, question }]
     }
 }
@@ -416,5 +534,6 @@ fn policy_name(policy: ApprovePolicy) -> &'static str {
     }
 }
 
+mod ask;
 #[cfg(test)]
 mod tests;

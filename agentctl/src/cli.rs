@@ -62,8 +62,8 @@ pub enum Command {
     ///
     /// Assistant text goes to stdout, tool activity and notes to stderr; the session id is
     /// printed on stderr at the end. Exit codes: 0 completed, 1 failed / step limit /
-    /// interrupted, 3 lost the daemon, 130 cancelled. Ctrl-C cancels the run (a second Ctrl-C
-    /// quits at once).
+    /// interrupted, 3 lost the daemon, 4 stopped at a budget, 130 cancelled. Ctrl-C cancels
+    /// the run (a second Ctrl-C quits at once).
     ///
     /// Approvals of the run: on a terminal, an inline prompt (`y` once, `s` session, `a` always,
     /// `n` deny, `c` deny and cancel); otherwise the --approve policy (default `never`).

@@ -9,8 +9,11 @@ use std::time::Duration;
 use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::Method;
 use protocol::approval::ApprovalRespondParams;
+use protocol::budget::{BudgetDecision, BudgetRespondParams};
 use protocol::event::{Event, SESSION_EVENT, SessionEventEnvelope};
-use protocol::methods::{ApprovalRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe};
+use protocol::methods::{
+    ApprovalRespond, BudgetRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe,
+};
 use protocol::session::{SessionRef, SessionSubscribeParams};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
@@ -274,7 +277,40 @@ async fn perform(
                     answer_approval(connection, desk, approval_id, decision, reason, policy).await,
                 );
             }
+            DeskAction::RespondBudget {
+                request_id,
+                decision,
+                policy,
+            } => {
+                actions.extend(answer_budget(connection, desk, request_id, decision, policy).await);
+            }
         }
+    }
+}
+
+/// Send the desk's answer to a budget pause (`continue` takes the suggested limit); what the
+/// desk says to do when it fails.
+pub async fn answer_budget(
+    connection: &Connection,
+    desk: &mut ApprovalDesk,
+    request_id: String,
+    decision: BudgetDecision,
+    policy: Option<String>,
+) -> Vec<DeskAction> {
+    let params = BudgetRespondParams {
+        request_id: request_id.clone(),
+        decision,
+        new_limit: None,
+        policy,
+    };
+    let request = connection.request::<BudgetRespond>(&params);
+    match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
+        Ok(Ok(_)) => Vec::new(),
+        Ok(Err(ClientError::Rpc { code, message, .. })) => {
+            desk.on_budget_respond_error(&request_id, code, &message)
+        }
+        Ok(Err(err)) => desk.on_budget_respond_error(&request_id, 0, &err.to_string()),
+        Err(_) => desk.on_budget_respond_error(&request_id, 0, "agentd did not answer in time"),
     }
 }
 

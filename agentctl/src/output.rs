@@ -17,6 +17,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_UNREACHABLE: u8 = 3;
 /// The run was cancelled (Ctrl-C), like a shell's 128 + SIGINT.
 pub const EXIT_CANCELLED: u8 = 130;
+/// The run stopped at a budget nobody raised (`runFinished` status `budget`).
+pub const EXIT_BUDGET: u8 = 4;
 
 /// A failed command: what to tell the user and which exit code to use.
 #[derive(Debug)]

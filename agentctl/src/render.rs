@@ -278,6 +278,7 @@ pub fn exit_code_for(status: RunStatus) -> u8 {
         RunStatus::Completed => EXIT_OK,
         RunStatus::Cancelled => EXIT_CANCELLED,
         RunStatus::Failed | RunStatus::MaxSteps | RunStatus::Interrupted => EXIT_FAILED,
+        RunStatus::Budget => crate::output::EXIT_BUDGET,
     }
 }
 

@@ -570,6 +570,8 @@ fn stop_reason(status: RunStatus, error: Option<String>) -> Result<StopReason, E
         RunStatus::Completed => Ok(StopReason::EndTurn),
         RunStatus::Cancelled => Ok(StopReason::Cancelled),
         RunStatus::MaxSteps => Ok(StopReason::MaxTurnRequests),
+        // A budget bounds what one prompt turn spends, as tokens do.
+        RunStatus::Budget => Ok(StopReason::MaxTokens),
         RunStatus::Failed | RunStatus::Interrupted => {
             let reason = error.unwrap_or_else(|| "no reason given".to_owned());
             Err(internal(&format!("the run failed: {reason}")))

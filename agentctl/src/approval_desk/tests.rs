@@ -395,3 +395,115 @@ fn the_wait_line_does_not_repeat_the_summary_as_its_reason() {
         )]
     );
 }
+
+fn budget_paused(id: &str) -> Event {
+    Event::BudgetExceeded {
+        run_id: "run_1".to_owned(),
+        request: protocol::budget::BudgetRequest {
+            request_id: id.to_owned(),
+            budget: BudgetKind::Tokens,
+            used: 1200.0,
+            limit: 1000.0,
+            suggested_limit: 2200.0,
+            message: "this run has used 1200 tokens".to_owned(),
+            expires_at: "2026-11-30T09:10:00Z".to_owned(),
+            task_id: None,
+            agent_type: None,
+            parent_run_id: None,
+        },
+    }
+}
+
+#[test]
+fn a_budget_pause_is_prompted_and_c_continues_s_stops() {
+    let mut desk = desk(Handling::Prompt);
+    let actions = desk.on_event(&budget_paused("bud_1"));
+    assert_eq!(
+        actions,
+        vec![DeskAction::Prompt {
+            header: "budget reached: this run has used 1200 tokens".to_owned(),
+            question: "go on? [c]ontinue to 2200 tokens · [s]top ".to_owned(),
+        }]
+    );
+    assert_eq!(desk.on_key(b'y'), Vec::new(), "not a budget key");
+    assert_eq!(
+        desk.on_key(b'c'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::RespondBudget {
+                request_id: "bud_1".to_owned(),
+                decision: BudgetDecision::Continue,
+                policy: None,
+            },
+        ]
+    );
+    let resolved = Event::BudgetResolved {
+        run_id: "run_1".to_owned(),
+        request_id: "bud_1".to_owned(),
+        decision: BudgetDecision::Continue,
+        decided_by: "client:agentctl".to_owned(),
+        new_limit: Some(2200.0),
+    };
+    assert_eq!(
+        desk.on_event(&resolved),
+        vec![DeskAction::Note(
+            "budget bud_1: continued to 2200 tokens by client:agentctl".to_owned()
+        )]
+    );
+    desk.on_event(&budget_paused("bud_2"));
+    assert_eq!(
+        desk.on_key(b'S'),
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::RespondBudget {
+                request_id: "bud_2".to_owned(),
+                decision: BudgetDecision::Stop,
+                policy: None,
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_policy_never_raises_a_budget_and_wait_leaves_it() {
+    for policy in [ApprovePolicy::Never, ApprovePolicy::Edits, ApprovePolicy::All] {
+        let actions = desk(Handling::Policy(policy)).on_event(&budget_paused("bud_1"));
+        assert!(
+            matches!(
+                actions.last(),
+                Some(DeskAction::RespondBudget {
+                    decision: BudgetDecision::Stop,
+                    policy: Some(_),
+                    ..
+                })
+            ),
+            "{policy:?}: {actions:?}"
+        );
+    }
+    let actions = desk(Handling::Policy(ApprovePolicy::Wait)).on_event(&budget_paused("bud_1"));
+    assert!(
+        matches!(&actions[..], [DeskAction::Note(line)] if line.contains("bud_1 waits")),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_budget_pause_decided_elsewhere_closes_the_prompt() {
+    let mut desk = desk(Handling::Prompt);
+    desk.on_event(&budget_paused("bud_1"));
+    let actions = desk.on_event(&Event::BudgetResolved {
+        run_id: "run_1".to_owned(),
+        request_id: "bud_1".to_owned(),
+        decision: BudgetDecision::Stop,
+        decided_by: "client:editor".to_owned(),
+        new_limit: None,
+    });
+    assert_eq!(
+        actions,
+        vec![
+            DeskAction::ClosePrompt,
+            DeskAction::Note("budget bud_1: stopped by client:editor".to_owned()),
+        ]
+    );
+    assert!(!desk.is_prompting());
+}

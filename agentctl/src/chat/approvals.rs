@@ -106,6 +106,25 @@ impl Chat {
                         .await,
                     );
                 }
+                DeskAction::RespondBudget {
+                    request_id,
+                    decision,
+                    policy,
+                } => {
+                    let Some(run) = self.run.as_mut() else {
+                        continue;
+                    };
+                    actions.extend(
+                        follow::answer_budget(
+                            &self.connection,
+                            &mut run.desk,
+                            request_id,
+                            decision,
+                            policy,
+                        )
+                        .await,
+                    );
+                }
             }
         }
     }

@@ -231,6 +231,30 @@ impl Renderer {
                     out,
                 );
             }
+            Event::BudgetExceeded { .. } | Event::BudgetResolved { .. }
+                if self.approvals_handled => {}
+            Event::BudgetExceeded { request, .. } => {
+                let line = format!(
+                    "budget reached: {}; answer from `agentctl attach`",
+                    one_line(&request.message)
+                );
+                self.stderr_styled(Style::Attention, &line, out);
+            }
+            Event::BudgetResolved {
+                request_id,
+                decision,
+                decided_by,
+                new_limit,
+                ..
+            } => {
+                let line = match (decision, new_limit) {
+                    (protocol::budget::BudgetDecision::Continue, Some(limit)) => format!(
+                        "budget {request_id}: continued to {limit} by {decided_by}"
+                    ),
+                    _ => format!("budget {request_id}: stopped by {decided_by}"),
+                };
+                self.stderr_line(&line, out);
+            }
             Event::McpServerStatus {
                 server,
                 status,

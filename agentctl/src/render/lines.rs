@@ -169,6 +169,10 @@ impl Renderer {
                      send a follow-up to continue)"
                     .to_owned(),
             }),
+            RunStatus::Budget => Some(format!(
+                "run stopped at its budget: {}",
+                error.unwrap_or("a budget was reached")
+            )),
             RunStatus::Interrupted => Some(format!(
                 "run interrupted: {}",
                 error.unwrap_or("the daemon stopped while the run was active")
