@@ -23,6 +23,7 @@ mod agents_defs;
 mod approvals;
 mod approvals_cli;
 mod approvals_deny_always;
+mod budgets;
 mod chat;
 mod chat_live;
 mod cli;

@@ -268,7 +268,7 @@ async fn with_notify_idle_parent_off_the_notification_opens_the_parents_next_run
 const PRICES: &str = "[providers.mock.prices]\ninput = 1000.0\noutput = 1000.0\n";
 
 #[tokio::test]
-async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
+async fn a_run_reports_its_cost_and_an_agents_budget_pauses_its_run_until_stopped() {
     let mut s = Scenario::start_with(Format::OpenAi, PRICES).await;
     write_agent(
         &s,
@@ -293,15 +293,33 @@ async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
     let total = got["session"]["costUsd"].as_f64().unwrap_or_default();
     assert!((total - 0.015).abs() < 1e-9, "{got}");
 
-    // The agent's first call costs $0.05, its whole budget: no second call is made.
+    // The agent's first call costs $0.05, its whole budget: the task's run pauses before a
+    // second call (a client's task holds it for an answer) and a client stops it.
     s.mock
         .push(Reply::tool_call("call_1", "list_dir", json!({"path": "."})).usage(30, 20, 0));
     s.mock.push(Reply::text("never asked for"));
     client.request("daemon/subscribe", json!({})).await.unwrap();
-    client
+    let started = client
         .request(
             "task/start",
             json!({"cwd": s.workspace().display().to_string(), "prompt": "spend", "agentType": "spender"}),
+        )
+        .await
+        .unwrap();
+    let child = started["task"]["childSessionId"].as_str().unwrap().to_owned();
+    let mut answerer = s.client().await;
+    answerer.subscribe(&child, Some(0)).await;
+    let paused = answerer
+        .persisted_events_until(|event| matches!(event, Event::BudgetExceeded { .. }))
+        .await;
+    let Some(Event::BudgetExceeded { request, .. }) = paused.last().map(|e| &e.event) else {
+        panic!("{paused:#?}")
+    };
+    assert!(request.message.contains("maxBudgetUsd"), "{request:?}");
+    answerer
+        .request(
+            "budget/respond",
+            json!({"requestId": request.request_id, "decision": "stop"}),
         )
         .await
         .unwrap();
@@ -312,7 +330,7 @@ async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
     assert_eq!(task.status, TaskStatus::Failed, "{task:#?}");
     let error = task.error.clone().unwrap_or_default();
     assert!(
-        error.contains("maxBudgetUsd") && error.contains("$0.05"),
+        error.contains("maxBudgetUsd") && error.contains("$0.05") && error.contains("stopped by"),
         "{error}"
     );
     assert_eq!(
@@ -322,6 +340,7 @@ async fn a_run_reports_its_cost_and_an_agents_budget_stops_its_run() {
     );
 
     drop(client);
+    drop(answerer);
     s.daemon.kill().await;
     s.daemon.restart().await;
     let mut client = s.client().await;
