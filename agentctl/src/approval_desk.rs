@@ -16,8 +16,8 @@ use crate::approval_view::{what, why};
 use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
 };
-use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
 use crate::render::truncate;
+use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
 
 /// Longest summary or reason shown in one approval line.
 const TEXT_MAX_CHARS: usize = 120;
@@ -135,7 +135,8 @@ impl ApprovalDesk {
                 self.requested(approval.clone())
             }
             Event::BudgetExceeded { run_id, request }
-                if self.is_ours(run_id) || self.is_our_child_run(request.parent_run_id.as_deref()) =>
+                if self.is_ours(run_id)
+                    || self.is_our_child_run(request.parent_run_id.as_deref()) =>
             {
                 if self.run_id.is_some() && !self.is_ours(run_id) {
                     self.child_runs.insert(run_id.clone());
@@ -305,7 +306,12 @@ impl ApprovalDesk {
     }
 
     /// Our `budget/respond` failed with `code` and `message`.
-    pub fn on_budget_respond_error(&mut self, request_id: &str, code: i32, message: &str) -> Vec<DeskAction> {
+    pub fn on_budget_respond_error(
+        &mut self,
+        request_id: &str,
+        code: i32,
+        message: &str,
+    ) -> Vec<DeskAction> {
         let note = if code == ALREADY_DECIDED {
             format!("budget {request_id} was already decided by someone else ({message})")
         } else {
@@ -417,9 +423,8 @@ impl ApprovalDesk {
     fn budget_requested(&mut self, run_id: &str, request: BudgetRequest) -> Vec<DeskAction> {
         let policy = match self.handling {
             Handling::Prompt => {
-                let line = (self.held_until.is_some()).then(|| {
-                    DeskAction::Note(format!("budget reached: {}", request.message))
-                });
+                let line = (self.held_until.is_some())
+                    .then(|| DeskAction::Note(format!("budget reached: {}", request.message)));
                 self.queued.push_back(Ask::Budget {
                     run_id: run_id.to_owned(),
                     request,

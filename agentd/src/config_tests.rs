@@ -401,11 +401,20 @@ fn session_budgets_are_read_and_checked() {
         }
     );
     for (bad, expected) in [
-        ("max_cost_usd = 0.0", "sessions.max_cost_usd = 0 is not a budget"),
+        (
+            "max_cost_usd = 0.0",
+            "sessions.max_cost_usd = 0 is not a budget",
+        ),
         ("max_cost_usd = nan", "is not a budget"),
         ("max_tokens = 0", "sessions.max_tokens must be at least 1"),
-        ("max_run_secs = 0", "sessions.max_run_secs must be at least 1"),
-        ("max_run_secs = 2592001", "sessions.max_run_secs = 2592001 is too large"),
+        (
+            "max_run_secs = 0",
+            "sessions.max_run_secs must be at least 1",
+        ),
+        (
+            "max_run_secs = 2592001",
+            "sessions.max_run_secs = 2592001 is too large",
+        ),
     ] {
         let text = format!("[sessions]\n{bad}\n");
         let error = load_with(Some(&text), &[]).unwrap_err().to_string();

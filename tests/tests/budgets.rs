@@ -157,9 +157,8 @@ async fn with_nobody_to_answer_a_cost_budget_ends_the_run_at_once() {
 #[tokio::test]
 async fn a_run_past_its_time_budget_pauses_at_its_next_step() {
     let s = Scenario::start_with(Format::OpenAi, "[sessions]\nmax_run_secs = 1\n").await;
-    s.mock.push(
-        Reply::tool_call("call_1", "list_dir", json!({"path": "."})).delay_ms(1500),
-    );
+    s.mock
+        .push(Reply::tool_call("call_1", "list_dir", json!({"path": "."})).delay_ms(1500));
     s.mock.push(Reply::text("done"));
     let (mut client, session) = s.session().await;
     client.prompt(&session, "slowly").await;

@@ -306,7 +306,10 @@ async fn a_run_reports_its_cost_and_an_agents_budget_pauses_its_run_until_stoppe
         )
         .await
         .unwrap();
-    let child = started["task"]["childSessionId"].as_str().unwrap().to_owned();
+    let child = started["task"]["childSessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let mut answerer = s.client().await;
     answerer.subscribe(&child, Some(0)).await;
     let paused = answerer

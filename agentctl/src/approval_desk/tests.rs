@@ -466,7 +466,11 @@ fn a_budget_pause_is_prompted_and_c_continues_s_stops() {
 
 #[test]
 fn a_policy_never_raises_a_budget_and_wait_leaves_it() {
-    for policy in [ApprovePolicy::Never, ApprovePolicy::Edits, ApprovePolicy::All] {
+    for policy in [
+        ApprovePolicy::Never,
+        ApprovePolicy::Edits,
+        ApprovePolicy::All,
+    ] {
         let actions = desk(Handling::Policy(policy)).on_event(&budget_paused("bud_1"));
         assert!(
             matches!(

@@ -248,9 +248,9 @@ impl Renderer {
                 ..
             } => {
                 let line = match (decision, new_limit) {
-                    (protocol::budget::BudgetDecision::Continue, Some(limit)) => format!(
-                        "budget {request_id}: continued to {limit} by {decided_by}"
-                    ),
+                    (protocol::budget::BudgetDecision::Continue, Some(limit)) => {
+                        format!("budget {request_id}: continued to {limit} by {decided_by}")
+                    }
                     _ => format!("budget {request_id}: stopped by {decided_by}"),
                 };
                 self.stderr_line(&line, out);

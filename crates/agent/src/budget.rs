@@ -109,7 +109,10 @@ impl RunBudget {
         RunBudget {
             prices,
             cost: smaller(
-                limit(session.max_cost_usd, "max_cost_usd in [sessions] of config.toml"),
+                limit(
+                    session.max_cost_usd,
+                    "max_cost_usd in [sessions] of config.toml",
+                ),
                 limit(agent.max_usd, "maxBudgetUsd of the agent's definition"),
             ),
             tokens: smaller(
@@ -262,7 +265,12 @@ mod tests {
             max_usd: Some(0.5),
             max_tokens: None,
         };
-        let budget = RunBudget::new(SessionBudgets::default(), agent, Some(PRICES), broker.clone());
+        let budget = RunBudget::new(
+            SessionBudgets::default(),
+            agent,
+            Some(PRICES),
+            broker.clone(),
+        );
         assert_eq!(budget.unenforced("m", "mock"), None);
         let spending = budget.start();
         assert_eq!(spending.reached(&usage(499_999), budget.prices), None);
@@ -282,7 +290,9 @@ mod tests {
             "{warning}"
         );
         assert_eq!(
-            unpriced.start().reached(&usage(10_000_000), unpriced.prices),
+            unpriced
+                .start()
+                .reached(&usage(10_000_000), unpriced.prices),
             None
         );
     }

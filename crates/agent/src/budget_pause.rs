@@ -100,7 +100,9 @@ impl BudgetBroker {
         let new_limit = match (decision, new_limit) {
             (BudgetDecision::Stop, _) => None,
             (BudgetDecision::Continue, None) => Some(waiting.suggested),
-            (BudgetDecision::Continue, Some(limit)) if limit.is_finite() && limit > waiting.used => {
+            (BudgetDecision::Continue, Some(limit))
+                if limit.is_finite() && limit > waiting.used =>
+            {
                 Some(limit)
             }
             (BudgetDecision::Continue, Some(limit)) => {
@@ -363,7 +365,12 @@ mod tests {
         let broker = BudgetBroker::default();
         let mut decided = broker.register("bud_1", 120.0, 220.0);
         let low = broker
-            .respond("bud_1", BudgetDecision::Continue, Some(100.0), "client:a".into())
+            .respond(
+                "bud_1",
+                BudgetDecision::Continue,
+                Some(100.0),
+                "client:a".into(),
+            )
             .unwrap_err();
         assert!(matches!(low, BudgetRespondError::InvalidLimit(_)), "{low}");
         let answer = broker
@@ -375,7 +382,8 @@ mod tests {
             .respond("bud_1", BudgetDecision::Stop, None, "client:b".into())
             .unwrap_err();
         assert!(
-            late.to_string().contains("already decided (continue by client:a)"),
+            late.to_string()
+                .contains("already decided (continue by client:a)"),
             "{late}"
         );
         assert!(!broker.decide("bud_1", by("timeout")));
