@@ -16,6 +16,8 @@ use agentd_policy::permission::{
 };
 
 mod file;
+pub mod live;
+mod restart_only;
 
 /// The daemon configuration.
 #[derive(Clone, Debug)]
@@ -197,14 +199,68 @@ pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// root) is refused (`regular_file::read_config_text`).
 const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
-/// Loads the configuration from `path` (None or a missing file: environment only) and `env`.
+/// Loads the configuration from `path` (None or a missing file: environment only) and `env`
+/// (the daemon goes through `live::LiveConfig`, which keeps the text it loaded).
+#[cfg(test)]
 pub fn load(
     path: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
+    let text = match path {
+        Some(path) => read_text(path)?,
+        None => None,
+    };
+    from_text(path, text.as_deref(), env)
+}
+
+/// The text of config.toml at `path` (None: there is no file), bounded and our user's (or
+/// root's). Blocking.
+pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
+        Ok(read) if read.truncated => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "the file is larger than {MAX_CONFIG_BYTES} bytes"
+            )),
+        }),
+        Ok(read) => Ok(Some(read.text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The configuration of config.toml's `text` as read from `path` (None: no file) and `env`.
+pub fn from_text(
+    path: Option<&Path>,
+    text: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
     // Empty variables count as unset: `FOO= agentd` should not configure anything.
     let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-    let mut config = Config {
+    let mut config = defaults(path);
+    if let (Some(path), Some(text)) = (path, text) {
+        file::apply_file(&mut config, path, text, &env)?;
+        config.source = Some(path.to_path_buf());
+    }
+    add_env(&mut config, &env);
+    Ok(config)
+}
+
+/// The configuration of `env` alone, as if there were no file at `path` (what the daemon is
+/// built with while the file is unusable).
+pub fn without_file(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Config {
+    let env = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    let mut config = defaults(Some(path));
+    add_env(&mut config, &env);
+    config
+}
+
+/// Every setting at its default, no provider.
+fn defaults(path: Option<&Path>) -> Config {
+    Config {
         source: None,
         path: path.map(Path::to_path_buf),
         default_provider: None,
@@ -224,35 +280,15 @@ pub fn load(
         hooks: Vec::new(),
         stream_idle_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
         hook_warnings: Vec::new(),
-    };
-    if let Some(path) = path {
-        match agentd_core::regular_file::read_config_text(path, MAX_CONFIG_BYTES) {
-            Ok(read) if read.truncated => {
-                return Err(ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source: std::io::Error::other(format!(
-                        "the file is larger than {MAX_CONFIG_BYTES} bytes"
-                    )),
-                });
-            }
-            Ok(read) => {
-                file::apply_file(&mut config, path, &read.text, &env)?;
-                config.source = Some(path.to_path_buf());
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        }
     }
-    add_env_providers(&mut config, &env);
+}
+
+/// The quick-start providers and the default provider of the environment.
+fn add_env(config: &mut Config, env: &dyn Fn(&str) -> Option<String>) {
+    add_env_providers(config, env);
     if config.default_provider.is_none() {
         config.default_provider = env("AGENTD_PROVIDER");
     }
-    Ok(config)
 }
 
 impl Config {

@@ -30,4 +30,8 @@ pub struct DaemonState {
     pub tasks: Arc<crate::task::TaskManager>,
     /// The live extensions (`extension/register`), which sessions in their scope use.
     pub extensions: Arc<crate::extension::Extensions>,
+    /// The service manager's unit the daemon runs as (`daemon::service`), if one started it.
+    pub service_unit: Option<String>,
+    /// The executable the daemon started from (`daemon/status`'s `executable`).
+    pub executable: Option<std::path::PathBuf>,
 }

@@ -1,5 +1,5 @@
 //! Params and results of the connection and daemon methods: `initialize`, `daemon/status`,
-//! `daemon/shutdown`.
+//! `daemon/shutdown`, `daemon/reload`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -111,6 +111,72 @@ pub struct DaemonStatusResult {
     /// (the values never leave the daemon).
     #[serde(default)]
     pub env_hash: String,
+    /// When the configuration in use was loaded (RFC 3339): at start, or at the last reload
+    /// that changed it. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_loaded_at: Option<String>,
+    /// How `configPath` stands against the configuration in use. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_state: Option<ConfigFileState>,
+    /// Settings the file changed that apply only when the daemon restarts (e.g. `sandbox`,
+    /// `memory`). Added in 1.3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_restart: Vec<String>,
+    /// `systemd` when the service manager started the daemon (`INVOCATION_ID` or
+    /// `LISTEN_FDS` set at its start, and its cgroup is an `agentd…service` unit):
+    /// `agentctl daemon restart` then asks it to restart the daemon. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_manager: Option<String>,
+    /// The unit the service manager runs the daemon as (`agentd.service`). Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_unit: Option<String>,
+    /// The executable the daemon runs from, as it was at its start. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+}
+
+/// How config.toml stands against the configuration in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ConfigFileState {
+    /// The file is what is loaded.
+    Current,
+    /// The file differs from what is loaded: not read yet (the watch reads it within about
+    /// two seconds), or it changes settings that apply only at a restart (`needsRestart`).
+    Changed,
+    /// The file does not load (`configError` says where and why); the last valid
+    /// configuration stays in use.
+    Invalid,
+}
+
+/// `daemon/reload` takes no params: it reads config.toml again now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonReloadParams {}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonReloadResult {
+    pub outcome: ConfigReloadOutcome,
+    /// Why the file does not load (`invalid`): file:line:col and the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Settings the file changed that apply only when the daemon restarts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_restart: Vec<String>,
+    /// When the configuration in use now was loaded (RFC 3339).
+    pub config_loaded_at: String,
+}
+
+/// What a reload did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ConfigReloadOutcome {
+    /// A new configuration is in use: new runs and new MCP starts see it.
+    Reloaded,
+    /// The file holds what is already in use.
+    Unchanged,
+    /// The file does not load; the previous configuration stays in use.
+    Invalid,
 }
 
 /// A configured LLM provider as `daemon/status` shows it: never its key.

@@ -398,6 +398,27 @@ pub enum Event {
     /// The session was idle and is unloaded from memory; its next request loads it again.
     /// Daemon stream only, not persisted (it carries the session's last seq).
     SessionUnloaded {},
+    /// config.toml was read again (`trigger`: `watch`, `signal` or `request`) and a new
+    /// configuration is in use for new runs and new MCP starts (also sent when the file went
+    /// back to the configuration in use after an invalid edit). Daemon stream only, not
+    /// persisted. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    ConfigReloaded {
+        path: String,
+        trigger: String,
+        /// Settings that changed but apply only when the daemon restarts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        needs_restart: Vec<String>,
+    },
+    /// config.toml was read again and does not load; the previous configuration stays in
+    /// use. Daemon stream only, not persisted. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    ConfigInvalid {
+        path: String,
+        trigger: String,
+        /// file:line:col and the reason.
+        error: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -416,6 +437,8 @@ impl Event {
                 | Event::ThinkingDelta { .. }
                 | Event::Lagged {}
                 | Event::SessionUnloaded {}
+                | Event::ConfigReloaded { .. }
+                | Event::ConfigInvalid { .. }
         )
     }
 
@@ -457,7 +480,9 @@ impl Event {
             | Event::TaskUpdated { .. }
             | Event::TaskFinished { .. }
             | Event::Lagged {}
-            | Event::SessionUnloaded {} => None,
+            | Event::SessionUnloaded {}
+            | Event::ConfigReloaded { .. }
+            | Event::ConfigInvalid { .. } => None,
         }
     }
 }

@@ -53,6 +53,11 @@ pub struct McpServerListing {
     /// Sessions using it now.
     #[serde(default)]
     pub users: u32,
+    /// config.toml was reloaded with another definition of it (or without it): it restarts
+    /// with the new one (or stops) once no session uses it; a session takes the new one at its
+    /// next run. Added in 1.3.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart_pending: bool,
 }
 
 /// Where a server entry came from.

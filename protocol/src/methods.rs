@@ -52,6 +52,8 @@ methods! {
     DaemonStatus = "daemon/status": DaemonStatusParams => DaemonStatusResult;
     /// Graceful stop: stop accepting, finish in-flight requests, remove the socket, exit 0.
     DaemonShutdown = "daemon/shutdown": DaemonShutdownParams => DaemonShutdownResult;
+    /// Read config.toml again now (the daemon also watches it and reloads on SIGHUP).
+    DaemonReload = "daemon/reload": DaemonReloadParams => DaemonReloadResult;
     /// Lifecycle events of every session (created, deleted, run started/finished), as
     /// `daemon/event` notifications, until `daemon/unsubscribe`.
     DaemonSubscribe = "daemon/subscribe": DaemonSubscribeParams => DaemonSubscribeResult;

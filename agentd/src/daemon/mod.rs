@@ -6,6 +6,7 @@
 //! in-flight requests, all within [`STOP_DEADLINE`]; a second signal exits at once.
 
 mod lock;
+pub mod service;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,6 +67,9 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     }
 
     raise_open_file_limit();
+    // Before the activation variables are read: whether systemd runs us, for `daemon/status`.
+    let service_unit = service::systemd_unit();
+    let executable = std::env::current_exe().ok();
     let activated = activated_listener()?;
     let _lock = InstanceLock::acquire(&paths.lock, &paths.socket)?;
     // A socket systemd handed over is systemd's: never replaced, never removed by us.
@@ -105,6 +109,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     sessions.start_task_events();
     // Runs the daemon was in when it last stopped go on (in the background).
     sessions.resume_marked_runs().await;
+    sessions.start_config_watch();
     let shutdown = CancellationToken::new();
     let state = Arc::new(DaemonState {
         paths: paths.clone(),
@@ -119,9 +124,11 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         tasks: sessions.tasks(),
         extensions: sessions.extensions(),
         sessions: sessions.clone(),
+        service_unit,
+        executable,
     });
     let module = crate::rpc::build(state.clone())?;
-    let signals = spawn_signal_listener(shutdown.clone())?;
+    let signals = spawn_signal_listener(shutdown.clone(), sessions.clone())?;
     // Under systemd (Type=notify) say we are ready; elsewhere this does nothing.
     notify_systemd(&[sd_notify::NotifyState::Ready]);
 
@@ -205,29 +212,22 @@ const RUN_STOP_DEADLINE: Duration = Duration::from_secs(10);
 /// Load the configuration (a bad file is reported, never silently replaced) and build what
 /// sessions need.
 async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
-    let config = match crate::config::load(Some(&paths.config), &|name| std::env::var(name).ok()) {
-        Ok(config) => Ok(config),
-        Err(err) => {
-            tracing::error!("configuration error: {err}");
-            Err(err.to_string())
-        }
-    };
+    // Startup, before any client: reading the small config file here blocks nobody.
+    let live = Arc::new(crate::config::live::LiveConfig::load(
+        paths.config.clone(),
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    ));
+    // What is read once, from the start's configuration (the environment's alone while the
+    // file is unusable): a reload that changes it says `needsRestart`.
+    let config = live.started();
     let mut tool_limits = agentd_work::tools::ToolLimits::default();
-    if let Ok(config) = &config {
-        tool_limits.output_max_chars = config.tool_output_max_chars;
-    }
-    let memory_limits = config
-        .as_ref()
-        .map(|config| config.memory)
-        .unwrap_or_default();
+    tool_limits.output_max_chars = config.tool_output_max_chars;
+    let memory_limits = config.memory;
     let memory = Arc::new(agentd_knowledge::memory::MemoryStores::new(
         &paths.data_dir,
         memory_limits,
     ));
-    let task_settings = config
-        .as_ref()
-        .map(|config| config.tasks)
-        .unwrap_or_default();
+    let task_settings = config.tasks;
     // Thousands of task records may be read: on the blocking pool, once, before any client.
     let tasks_state_dir = paths.state_dir.clone();
     let tasks = tokio::task::spawn_blocking(move || {
@@ -242,10 +242,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         tasks.start_stall_watchdog(stall);
     }
     let tools = tool_registry(paths, &memory, &tasks);
-    let sandbox_config = config
-        .as_ref()
-        .map(|config| config.sandbox.clone())
-        .unwrap_or_default();
+    let sandbox_config = config.sandbox.clone();
     let sandbox = Arc::new(
         agentd_policy::process::sandbox::ShellSandbox::probe(
             sandbox_config,
@@ -261,22 +258,13 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             agentd_policy::trust::TrustStore::empty(&paths.state_dir)
         }
     };
-    let mcp_idle_stop = config
-        .as_ref()
-        .map(|config| config.mcp.idle_stop)
-        .unwrap_or(agentd_work::mcp::DEFAULT_IDLE_STOP);
-    let mcp_unconfined = config
-        .as_ref()
-        .map(|config| config.mcp.unconfined.clone())
-        .unwrap_or_default();
-    let extension_call_timeout = config
-        .as_ref()
-        .map(|config| config.extension_call_timeout)
-        .unwrap_or(crate::extension::DEFAULT_CALL_TIMEOUT);
+    let mcp_idle_stop = config.mcp.idle_stop;
+    let mcp_unconfined = config.mcp.unconfined.clone();
+    let extension_call_timeout = config.extension_call_timeout;
     Ok(SessionDeps {
         paths: paths.clone(),
         trust: Arc::new(trust),
-        config,
+        config: Arc::clone(&live),
         http: agentd_llm::HttpClients::new()?,
         fetch: agentd_work::tools::FetchClients::new()?,
         tools: Arc::new(tools),
@@ -457,8 +445,11 @@ fn bind(socket: &Path) -> Result<interprocess::local_socket::tokio::Listener> {
     Ok(listener)
 }
 
-/// SIGTERM and SIGINT stop the daemon gracefully; SIGHUP is logged (reload comes later).
-fn spawn_signal_listener(shutdown: CancellationToken) -> Result<signal_hook_tokio::Handle> {
+/// SIGTERM and SIGINT stop the daemon gracefully; SIGHUP reads config.toml again.
+fn spawn_signal_listener(
+    shutdown: CancellationToken,
+    sessions: Arc<SessionManager>,
+) -> Result<signal_hook_tokio::Handle> {
     use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook_tokio::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .context("cannot install signal handlers")?;
@@ -466,7 +457,10 @@ fn spawn_signal_listener(shutdown: CancellationToken) -> Result<signal_hook_toki
     tokio::spawn(async move {
         while let Some(signal) = signals.next().await {
             if signal == SIGHUP {
-                tracing::info!("SIGHUP received; configuration reload is not supported yet");
+                tracing::info!("SIGHUP received; reading the configuration again");
+                sessions
+                    .reload_config(crate::session::config_reload::ReloadTrigger::Signal)
+                    .await;
                 continue;
             }
             if shutdown.is_cancelled() {

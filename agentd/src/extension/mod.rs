@@ -33,6 +33,7 @@ use protocol::extension::{
 pub use validate::RegisterError;
 
 /// How long the daemon waits for an extension's answer unless config.toml says otherwise.
+#[cfg(test)]
 pub use crate::config::DEFAULT_EXTENSION_CALL_TIMEOUT as DEFAULT_CALL_TIMEOUT;
 /// Live extensions of the whole daemon: each adds tools to the requests of its sessions.
 pub const MAX_EXTENSIONS: usize = 64;

@@ -62,6 +62,7 @@ pub async fn restart(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<McpRestartResult> {
     refuse_if_stopping(&state)?;
+    super::config::read_pending_edit(&state).await;
     let root = match &params.cwd {
         Some(cwd) => {
             let cwd = super::workspace_dir(cwd).await?;

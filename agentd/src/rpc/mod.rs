@@ -15,6 +15,7 @@ mod agents;
 mod approval;
 mod budget;
 mod commands;
+mod config;
 mod extension;
 mod mcp;
 mod memory;
@@ -38,6 +39,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<Initialize, _, _>(&mut module, initialize)?;
     register::<DaemonStatus, _, _>(&mut module, daemon_status)?;
     register::<DaemonShutdown, _, _>(&mut module, daemon_shutdown)?;
+    register::<DaemonReload, _, _>(&mut module, config::reload)?;
     register::<SessionCreate, _, _>(&mut module, session::create)?;
     register::<SessionList, _, _>(&mut module, session::list)?;
     register::<SessionGet, _, _>(&mut module, session::get)?;
@@ -234,6 +236,7 @@ async fn daemon_status(
     _params: DaemonStatusParams,
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<DaemonStatusResult> {
+    let config = config::status(&state).await;
     Ok(DaemonStatusResult {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
@@ -264,6 +267,15 @@ async fn daemon_status(
                 value.to_string_lossy().into_owned(),
             )
         })),
+        config_loaded_at: Some(config.loaded_at),
+        config_state: Some(config.state),
+        needs_restart: config.needs_restart,
+        service_manager: state.service_unit.as_ref().map(|_| "systemd".to_owned()),
+        service_unit: state.service_unit.clone(),
+        executable: state
+            .executable
+            .as_ref()
+            .map(|path| path.display().to_string()),
     })
 }
 

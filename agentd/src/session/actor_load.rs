@@ -173,7 +173,7 @@ impl Session {
         let closing = CancellationToken::new();
         let notification_cap = deps
             .config
-            .as_ref()
+            .snapshot()
             .map(|config| config.tasks.max_notification_runs)
             .unwrap_or(crate::task::DEFAULT_MAX_NOTIFICATION_RUNS);
         // SessionStart hooks run beside the actor (a top-level session's only); their context

@@ -69,7 +69,7 @@ pub(super) async fn forward_changes<Change, Deliver, Delivered>(
 }
 
 /// An event of no session for the daemon stream: `sessionId` `""`, `seq` 0, not persisted.
-fn daemon_event(event: Event) -> anyhow::Result<Published> {
+pub(super) fn daemon_event(event: Event) -> anyhow::Result<Published> {
     let envelope = protocol::event::SessionEventEnvelope {
         session_id: String::new(),
         seq: 0,

@@ -140,7 +140,9 @@ impl SessionManager {
                 let Some(manager) = manager.upgrade() else {
                     return;
                 };
-                manager.unload_idle(idle_for).await;
+                // The idle time is the configuration's now (a reload applies at the next sweep;
+                // the sweep period stays the start's).
+                manager.unload_idle(manager.idle_unload_after()).await;
                 if let Err(err) = manager.summaries.flush().await {
                     tracing::warn!("cannot write the session index: {err:#}");
                 }
@@ -158,7 +160,7 @@ impl SessionManager {
 
     /// The configured idle time, or the default when the configuration is unusable.
     fn idle_unload_after(&self) -> Duration {
-        self.deps.config.as_ref().map_or(
+        self.deps.config.snapshot().map_or(
             Duration::from_secs(crate::config::DEFAULT_SESSION_IDLE_UNLOAD_SECS),
             |config| config.session_idle_unload,
         )

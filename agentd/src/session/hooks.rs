@@ -23,7 +23,7 @@ pub(super) async fn session_hooks(
 ) -> (Hooks, Vec<String>) {
     let user = deps
         .config
-        .as_ref()
+        .snapshot()
         .map(|config| (config.hooks.clone(), config.hook_warnings.clone()))
         .unwrap_or_default();
     let cwd = PathBuf::from(&header.cwd);
@@ -188,7 +188,7 @@ pub(super) async fn at_session_point(
 pub async fn describe(deps: &SessionDeps, cwd: &Path) -> Vec<HookListing> {
     let user = deps
         .config
-        .as_ref()
+        .snapshot()
         .map(|config| config.hooks.clone())
         .unwrap_or_default();
     let cwd = cwd.to_path_buf();

@@ -5,6 +5,7 @@
 pub mod actor;
 mod change_forward;
 mod child_log;
+pub mod config_reload;
 mod error;
 pub mod events;
 mod evict;
@@ -57,8 +58,9 @@ pub const DEFAULT_LIST_LIMIT: usize = 100;
 /// What sessions need from the daemon.
 pub struct SessionDeps {
     pub paths: Paths,
-    /// The configuration, or why it is unusable (file, line, reason).
-    pub config: Result<Config, String>,
+    /// The configuration in use (a snapshot per reader; `daemon/reload` and the file watch
+    /// swap it), or why none is usable (file, line, reason).
+    pub config: Arc<crate::config::live::LiveConfig>,
     /// The LLM providers' HTTP client.
     pub http: agentd_llm::HttpClients,
     /// fetch_url's HTTP clients (address checks, no proxy, redirects by hand).
@@ -96,11 +98,8 @@ impl SessionDeps {
     pub fn provider(
         &self,
         model: Option<&str>,
-    ) -> Result<(&Config, agentd_llm::ProviderConfig), SessionError> {
-        let config = self
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
+    ) -> Result<(Arc<Config>, agentd_llm::ProviderConfig), SessionError> {
+        let config = self.config.snapshot().map_err(SessionError::Config)?;
         let provider = config
             .resolve_provider(model)
             .map_err(|err| SessionError::Config(err.to_string()))?;
@@ -243,7 +242,7 @@ impl SessionManager {
     ) -> Result<agentd_work::mcp::config::McpResolution, SessionError> {
         let deps = self.deps.clone();
         tokio::task::spawn_blocking(move || {
-            let (user, expand_env) = match &deps.config {
+            let (user, expand_env) = match &deps.config.snapshot() {
                 Ok(config) => (config.mcp.servers.clone(), config.mcp.expand_env.clone()),
                 Err(_) => (agentd_work::mcp::config::McpEntries::default(), Vec::new()),
             };
@@ -271,7 +270,7 @@ impl SessionManager {
     }
 
     pub fn config_error(&self) -> Option<String> {
-        self.deps.config.as_ref().err().cloned()
+        self.deps.config.state().error.clone()
     }
 
     /// What confines run_shell (`daemon/status`'s `sandbox`).

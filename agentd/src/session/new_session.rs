@@ -128,7 +128,7 @@ impl SessionManager {
                 .map_err(|err| SessionError::Internal(err.to_string()))?
                 .map_err(SessionError::InvalidParams)?;
         let (permission_mode, provider, agent_notes) =
-            frozen.agent_settings(permission_mode, provider, config, &asked);
+            frozen.agent_settings(permission_mode, provider, &config, &asked);
         provider
             .require_key()
             .map_err(|err| SessionError::Config(err.to_string()))?;
@@ -165,11 +165,7 @@ impl SessionManager {
         &self,
         cwd: &std::path::Path,
     ) -> Result<(protocol::approval::PermissionMode, Option<String>), SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
+        let config = self.deps.config.snapshot().map_err(SessionError::Config)?;
         let settings_cwd = cwd.to_path_buf();
         let trust = self.deps.trust.clone();
         let (project, project_trust) = tokio::task::spawn_blocking(move || {

@@ -302,11 +302,9 @@ impl Actor {
                 self.model()
             })?,
         };
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
+        // The run keeps this snapshot for its whole life; a reload applies to the next run.
+        let config = self.deps.config.snapshot().map_err(SessionError::Config)?;
+        let config = &*config;
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         // Both read the workspace's files (on the blocking pool): at the same time.
         let (permissions, servers) = tokio::join!(

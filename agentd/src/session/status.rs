@@ -1,20 +1,27 @@
 //! What `daemon/status` reads of the sessions' configuration: whether the config file
-//! loaded, the providers (never a key) and the default one.
+//! loaded, how the file stands against what is loaded, the providers (never a key) and the
+//! default one.
 
 use super::SessionManager;
+use crate::config::live::LiveConfig;
 
 impl SessionManager {
     /// Whether the config file existed and was read.
     pub fn config_loaded(&self) -> bool {
         self.deps
             .config
-            .as_ref()
+            .snapshot()
             .is_ok_and(|config| config.source.is_some())
+    }
+
+    /// The live configuration (`daemon/status`, `daemon/reload`).
+    pub fn live_config(&self) -> &LiveConfig {
+        &self.deps.config
     }
 
     /// The configured providers as `daemon/status` shows them (never a key).
     pub fn providers(&self) -> Vec<protocol::daemon::ProviderInfo> {
-        let Ok(config) = &self.deps.config else {
+        let Ok(config) = self.deps.config.snapshot() else {
             return Vec::new();
         };
         config.providers().map(crate::wire::provider_info).collect()
@@ -22,7 +29,7 @@ impl SessionManager {
 
     /// The default provider's name, when there is one.
     pub fn default_provider(&self) -> Option<String> {
-        let config = self.deps.config.as_ref().ok()?;
+        let config = self.deps.config.snapshot().ok()?;
         config
             .default_provider()
             .map(|provider| provider.name.clone())

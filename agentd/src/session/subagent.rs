@@ -281,7 +281,7 @@ async fn launch(
         let notify_idle_parent = sessions
             .deps
             .config
-            .as_ref()
+            .snapshot()
             .map(|config| config.tasks.notify_idle_parent)
             .unwrap_or(true);
         let weak = Arc::downgrade(&sessions);
@@ -427,11 +427,7 @@ impl SessionManager {
         system_prompt: String,
         task_id: &str,
     ) -> Result<Arc<Session>, SessionError> {
-        let config = self
-            .deps
-            .config
-            .as_ref()
-            .map_err(|err| SessionError::Config(err.clone()))?;
+        let config = self.deps.config.snapshot().map_err(SessionError::Config)?;
         // `inherit` (or a model this daemon has no provider for): the parent's.
         let (provider, model) = match definition
             .model

@@ -69,6 +69,7 @@ pub fn mcp_running_server(info: &McpServerInfo) -> McpServerListing {
         .as_ref()
         .map(|file| file.display().to_string());
     listing.users = u32::try_from(info.users).unwrap_or(u32::MAX);
+    listing.restart_pending = info.restart_pending;
     listing
 }
 
@@ -96,6 +97,7 @@ pub fn mcp_configured_server(config: &McpServerConfig, status: McpServerState) -
         last_error: None,
         log_file: None,
         users: 0,
+        restart_pending: false,
     }
 }
 

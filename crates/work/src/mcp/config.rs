@@ -363,6 +363,29 @@ pub fn resolve_for(
     McpResolution { set, project }
 }
 
+/// The user's servers of `user` (config.toml's `[mcp_servers.*]`) resolved as every session
+/// resolves them (absolute paths, `${VAR}` expanded from `env`), disabled ones included; what
+/// does not resolve is left out. `McpManager::apply_user_servers` compares them with what runs.
+pub fn resolve_user(
+    user: &McpEntries,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<McpServerConfig> {
+    let source = McpSource::User {
+        file: user
+            .file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("config.toml")),
+    };
+    let mut problems = Vec::new();
+    resolve_all(
+        user,
+        &source,
+        RelativeTo::AbsoluteOnly,
+        (Expansion::Full, env),
+        &mut problems,
+    )
+}
+
 /// The warning of a session whose project has a `.mcp.json` not trusted in this content: which
 /// servers wait, why, and how to review and trust the file.
 pub(crate) fn withheld_warning(

@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 
 use super::log::ServerLog;
 pub use super::server::McpLimits;
-use super::server::{RunContext, Server, ServerState};
+use super::server::{RunContext, Server, ServerState, Superseded};
 use super::{
     McpCallError, McpCallResult, McpProgress, McpPromptInfo, McpServerConfig, McpStatus,
     McpStatusChange, McpToolInfo, McpTransport, ServerKey,
@@ -38,6 +38,9 @@ pub struct McpServerInfo {
     pub users: usize,
     /// Its stderr log file (stdio servers).
     pub log_file: Option<PathBuf>,
+    /// A reload changed or removed its definition: it is restarted with the new one (or
+    /// stopped) once no session uses it.
+    pub restart_pending: bool,
 }
 
 /// The daemon's MCP servers.
@@ -147,6 +150,7 @@ impl McpManager {
         );
         let (status, _) = watch::channel(McpStatus::Starting);
         let (users, _) = watch::channel(1);
+        let stop = self.stop.child_token();
         let server = Arc::new(Server {
             key: key.clone(),
             config: config.clone(),
@@ -156,6 +160,7 @@ impl McpManager {
             generation: Default::default(),
             restart: Notify::new(),
             log,
+            stop: stop.clone(),
         });
         if self.stop.is_cancelled() {
             server.status.send_replace(McpStatus::Stopped);
@@ -169,7 +174,7 @@ impl McpManager {
             http: self.http.clone(),
             sandbox: self.confinement.for_server(config),
             changes: self.changes.clone(),
-            stop: self.stop.child_token(),
+            stop,
             remove_if_unused: Box::new(move |server| {
                 let Some(map) = map.upgrade() else {
                     return true;
@@ -253,6 +258,7 @@ impl McpManager {
                     users: *server.users.borrow(),
                     log_file: matches!(server.config.transport, McpTransport::Stdio { .. })
                         .then(|| server.log.path().to_path_buf()),
+                    restart_pending: state.superseded.is_some(),
                 }
             })
             .collect();
@@ -271,8 +277,10 @@ impl McpManager {
     }
 
     /// Restarts the server `name` of `project_root` now (also one that `failed`), resetting
-    /// its restart count. Err: no such server.
-    pub async fn restart(&self, name: &str, project_root: &Path) -> Result<(), String> {
+    /// its restart count, with the user's current definition: a server a reload superseded
+    /// stops now (the calls of a run still using it fail) and its new definition starts. Err:
+    /// no such server, or its entry was removed.
+    pub async fn restart(self: &Arc<Self>, name: &str, project_root: &Path) -> Result<(), String> {
         let servers: Vec<Arc<Server>> = self
             .servers
             .lock()
@@ -288,9 +296,131 @@ impl McpManager {
             ));
         }
         for server in servers {
-            server.restart.notify_one();
+            let superseded = server.lock().superseded.clone();
+            match superseded {
+                None => server.restart.notify_one(),
+                Some(Superseded::Changed(config)) => {
+                    self.unlist(&server);
+                    server.stop.cancel();
+                    drop(self.acquire(&config, project_root));
+                }
+                Some(Superseded::Removed) => {
+                    return Err(format!(
+                        "the MCP server {name} is no longer in config.toml (removed or disabled); it stops once no session uses it"
+                    ));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// After config.toml was reloaded: the user's servers (`[mcp_servers.*]`, resolved, as
+    /// `current` lists them) whose running definition changed or went are superseded: each
+    /// is restarted with its new definition (or stopped) once no session uses it, and until
+    /// then listed `restartPending`. A session takes the new definition at its next run.
+    pub fn apply_user_servers(self: &Arc<Self>, current: &[McpServerConfig]) {
+        let users_servers: Vec<Arc<Server>> = self
+            .servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .filter(|server| matches!(server.config.source, super::McpSource::User { .. }))
+            .cloned()
+            .collect();
+        for server in users_servers {
+            let now = current
+                .iter()
+                .find(|config| config.name == server.config.name && config.enabled);
+            let superseded = match now {
+                Some(config) if server_key(config, &server.key.project_root) == server.key => None,
+                Some(config) => Some(Superseded::Changed(config.clone())),
+                None => Some(Superseded::Removed),
+            };
+            let pending = superseded.is_some();
+            let was_pending =
+                std::mem::replace(&mut server.lock().superseded, superseded).is_some();
+            if pending && !was_pending {
+                tracing::info!(server = %server.config.name, "MCP server's definition changed in config.toml; it restarts once unused");
+                self.retire_when_unused(server);
+            }
+        }
+    }
+
+    /// Watches a superseded `server` and retires it ([`McpManager::retire`]) once no handle
+    /// holds it; ends when it is retired, no longer superseded, or stopped.
+    fn retire_when_unused(self: &Arc<Self>, server: Arc<Server>) {
+        let manager = Arc::downgrade(self);
+        let mut users = server.users.subscribe();
+        let stop = server.stop.clone();
+        self.tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    unused = users.wait_for(|count| *count == 0) => {
+                        if unused.is_err() {
+                            return;
+                        }
+                    }
+                }
+                let Some(manager) = manager.upgrade() else {
+                    return;
+                };
+                if manager.retire(&server) {
+                    return;
+                }
+                // Acquired again meanwhile: wait until it is released.
+                if users.wait_for(|count| *count > 0).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Stops a superseded `server` that no handle holds, and starts its new definition (with
+    /// no user: it stops after the idle time unless a session takes it). False: it is used
+    /// again; true: done (or no longer superseded).
+    fn retire(self: &Arc<Self>, server: &Arc<Server>) -> bool {
+        let superseded = {
+            let mut servers = self
+                .servers
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if *server.users.borrow() > 0 {
+                return false;
+            }
+            let Some(superseded) = server.lock().superseded.clone() else {
+                return true;
+            };
+            if servers
+                .get(&server.key)
+                .is_some_and(|listed| Arc::ptr_eq(listed, server))
+            {
+                servers.remove(&server.key);
+            }
+            superseded
+        };
+        server.stop.cancel();
+        if let Superseded::Changed(config) = superseded {
+            tracing::info!(server = %config.name, "MCP server restarting with its new definition");
+            drop(self.acquire(&config, &server.key.project_root));
+        } else {
+            tracing::info!(server = %server.config.name, "MCP server stopped: removed from config.toml");
+        }
+        true
+    }
+
+    /// Takes `server` out of the map (if it is the one listed under its key).
+    fn unlist(&self, server: &Arc<Server>) {
+        let mut servers = self
+            .servers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if servers
+            .get(&server.key)
+            .is_some_and(|listed| Arc::ptr_eq(listed, server))
+        {
+            servers.remove(&server.key);
+        }
     }
 
     /// Stops every server: stdin closed, SIGTERM to its process group, SIGKILL after a grace.

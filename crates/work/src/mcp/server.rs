@@ -62,6 +62,18 @@ pub(super) struct Server {
     /// `restart` asks the task to start over (a stored permit if it is busy).
     pub(super) restart: Notify,
     pub(super) log: Arc<ServerLog>,
+    /// Stops this server alone (a child of the manager's stop): a superseded server once idle.
+    pub(super) stop: CancellationToken,
+}
+
+/// Why a server's definition is no longer the user's (config.toml was reloaded): it is
+/// restarted with the new one, or stopped, once no session uses it.
+#[derive(Clone, Debug)]
+pub(super) enum Superseded {
+    /// `[mcp_servers.<name>]` now says this.
+    Changed(McpServerConfig),
+    /// The entry is gone or disabled.
+    Removed,
 }
 
 /// The server's changing parts, read by `servers()` and handles.
@@ -74,6 +86,8 @@ pub(super) struct ServerState {
     pub(super) tools: Arc<[McpToolInfo]>,
     pub(super) restarts: u32,
     pub(super) last_error: Option<String>,
+    /// Set when a reload changed or removed the server's definition (`restartPending`).
+    pub(super) superseded: Option<Superseded>,
 }
 
 /// See [`RunContext::remove_if_unused`].
