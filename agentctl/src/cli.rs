@@ -473,6 +473,12 @@ pub enum DaemonAction {
     /// Say whether the daemon is running, without starting it (exit 3 when it is not).
     Status,
     /// Stop the daemon (its runs are interrupted and recorded), then start it again: it reads
-    /// this shell's environment and the config file anew.
+    /// this shell's environment and the config file anew. A daemon systemd runs is restarted
+    /// by systemd (`systemctl --user restart agentd.service`).
     Restart,
+    /// Restart the daemon into the agentd binary now on disk, saying which version starts.
+    Upgrade,
+    /// Read config.toml again now (the daemon also watches it): says whether it reloaded, was
+    /// unchanged, or is invalid (then the previous configuration stays in use).
+    Reload,
 }

@@ -132,7 +132,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             DaemonAction::Start => commands::daemon::start(&ctx).await,
             DaemonAction::Stop => commands::daemon::stop(&ctx).await,
             DaemonAction::Status => commands::daemon::daemon_status(&ctx).await,
-            DaemonAction::Restart => commands::daemon::restart(&ctx).await,
+            DaemonAction::Restart => commands::restart::restart(&ctx).await,
+            DaemonAction::Upgrade => commands::restart::upgrade(&ctx).await,
+            DaemonAction::Reload => commands::daemon::reload(&ctx).await,
         }),
         Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
         Command::Attach {

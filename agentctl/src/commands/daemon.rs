@@ -1,9 +1,13 @@
-//! `agentctl status`, `agentctl models` and `agentctl daemon start|stop|restart|status`.
+//! `agentctl status`, `agentctl models` and `agentctl daemon start|stop|status|reload`
+//! (`restart` and `upgrade` are `commands::restart`).
 
 use std::time::{Duration, Instant};
 
-use protocol::daemon::{DaemonShutdownParams, DaemonStatusParams, DaemonStatusResult};
-use protocol::methods::{DaemonShutdown, DaemonStatus};
+use protocol::daemon::{
+    ConfigFileState, ConfigReloadOutcome, DaemonReloadParams, DaemonShutdownParams,
+    DaemonStatusParams, DaemonStatusResult,
+};
+use protocol::methods::{DaemonReload, DaemonShutdown, DaemonStatus};
 
 use crate::Context;
 use crate::client::{ClientError, Connection};
@@ -90,57 +94,6 @@ fn key_words(provider: &protocol::daemon::ProviderInfo) -> String {
         (None, true) => "in config".to_owned(),
         (None, false) => "none".to_owned(),
     }
-}
-
-/// `agentctl daemon restart`: stop (runs are interrupted and recorded), then start.
-pub async fn restart(ctx: &Context) -> Result<(), CommandError> {
-    let before = match Connection::connect(&ctx.socket, "agentctl").await {
-        Ok(connection) => {
-            let status = connection
-                .request::<DaemonStatus>(&DaemonStatusParams {})
-                .await?;
-            drop(connection);
-            stop_quietly(ctx, status.pid).await?;
-            Some(status.pid)
-        }
-        Err(ClientError::Unreachable { .. }) => None,
-        Err(err) => return Err(err.into()),
-    };
-    crate::autostart::start_daemon(&ctx.socket).await?;
-    let connection = Connection::connect(&ctx.socket, "agentctl").await?;
-    let status = connection
-        .request::<DaemonStatus>(&DaemonStatusParams {})
-        .await?;
-    if ctx.json {
-        print_json(&serde_json::json!({
-            "restarted": before.is_some(), "previousPid": before, "pid": status.pid,
-        }));
-    } else {
-        match before {
-            Some(pid) => crate::say!("agentd restarted (pid {pid} → {})", status.pid),
-            None => crate::say!("agentd was not running; started (pid {})", status.pid),
-        }
-    }
-    Ok(())
-}
-
-/// Ask the daemon to stop and wait until it is gone.
-async fn stop_quietly(ctx: &Context, pid: u32) -> Result<(), CommandError> {
-    let connection = Connection::connect(&ctx.socket, "agentctl").await?;
-    connection
-        .request::<DaemonShutdown>(&DaemonShutdownParams {})
-        .await?;
-    if tokio::time::timeout(STOP_TIMEOUT, connection.closed())
-        .await
-        .is_err()
-    {
-        return Err(CommandError::failed(format!(
-            "agentd (pid {pid}) did not stop within {}s; see its log",
-            STOP_TIMEOUT.as_secs()
-        )));
-    }
-    wait_until_gone(&ctx.socket).await;
-    Ok(())
 }
 
 /// `agentctl daemon start`: idempotent.
@@ -242,8 +195,75 @@ pub async fn daemon_status(ctx: &Context) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// `agentctl daemon reload`: the daemon reads config.toml now; exit 1 when it is invalid.
+pub async fn reload(ctx: &Context) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let reload = connection
+        .request::<DaemonReload>(&DaemonReloadParams {})
+        .await?;
+    if ctx.json {
+        print_json(&reload);
+    }
+    let waiting = match reload.needs_restart.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; these apply only after `agentctl daemon restart`: {}",
+            reload.needs_restart.join(", ")
+        ),
+    };
+    match reload.outcome {
+        ConfigReloadOutcome::Reloaded if !ctx.json => {
+            crate::say!("configuration reloaded: new runs use it{waiting}");
+        }
+        ConfigReloadOutcome::Unchanged if !ctx.json => {
+            crate::say!("configuration unchanged{waiting}");
+        }
+        ConfigReloadOutcome::Invalid => {
+            return Err(CommandError::failed(format!(
+                "the configuration is invalid and was not loaded; the previous one stays in use: {}",
+                reload.error.unwrap_or_default()
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The config line of `status`: the file and how it stands against what is loaded.
+pub fn config_words(status: &DaemonStatusResult) -> String {
+    let since = status
+        .config_loaded_at
+        .as_deref()
+        .map(|at| format!(", loaded {at}"))
+        .unwrap_or_default();
+    match (status.config_state, status.config_loaded) {
+        // A daemon before 1.3 says only whether it loaded.
+        (None, _) if status.config_error.is_some() => "unusable".to_owned(),
+        (None, true) => "loaded".to_owned(),
+        (None, false) => "not found: the environment alone configures agentd".to_owned(),
+        (Some(ConfigFileState::Invalid), false) => {
+            "invalid: not loaded; methods that need a configuration fail until it is fixed"
+                .to_owned()
+        }
+        (Some(ConfigFileState::Invalid), true) => {
+            format!("invalid: the last valid configuration stays in use{since}")
+        }
+        (Some(ConfigFileState::Changed), _) if !status.needs_restart.is_empty() => format!(
+            "changed: {} apply only after `agentctl daemon restart`{since}",
+            status.needs_restart.join(", ")
+        ),
+        (Some(ConfigFileState::Changed), _) => {
+            format!("changed on disk, being reloaded{since}")
+        }
+        (Some(ConfigFileState::Current), true) => format!("current{since}"),
+        (Some(ConfigFileState::Current), false) => {
+            "not found: the environment alone configures agentd".to_owned()
+        }
+    }
+}
+
 /// After the connection closed, the socket file goes once the daemon finishes exiting.
-async fn wait_until_gone(socket: &std::path::Path) {
+pub(super) async fn wait_until_gone(socket: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while socket.exists() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -264,12 +284,11 @@ fn print_status(status: &DaemonStatusResult) {
     );
     crate::say!("  socket       {}", status.socket_path);
     crate::say!("  state        {}", status.state_dir);
-    let loaded = match (&status.config_error, status.config_loaded) {
-        (Some(_), _) => "unusable",
-        (None, true) => "loaded",
-        (None, false) => "not found: the environment alone configures agentd",
-    };
-    crate::say!("  config       {} ({loaded})", status.config_path);
+    crate::say!(
+        "  config       {} ({})",
+        status.config_path,
+        config_words(status)
+    );
     if let Some(err) = &status.config_error {
         crate::say!("  config error {err}");
     }
@@ -300,6 +319,9 @@ fn print_status(status: &DaemonStatusResult) {
     crate::say!("  tasks        {}", status.counts.tasks);
     crate::say!("  mcp servers  {}", status.counts.mcp_servers);
     crate::say!("  clients      {}", status.connected_clients);
+    if let Some(unit) = &status.service_unit {
+        crate::say!("  service      systemd ({unit})");
+    }
     if !status.sandbox.is_empty() {
         crate::say!("  sandbox      {}", status.sandbox);
     }

@@ -229,7 +229,12 @@ pub fn format_table(servers: &[McpServerListing]) -> String {
                 server.name.clone(),
                 source_word(server.source).to_owned(),
                 transport_word(server.transport).to_owned(),
-                state_word(server.status).to_owned(),
+                if server.restart_pending {
+                    // config.toml changed it: it restarts once no session uses it.
+                    format!("{} (restart pending)", state_word(server.status))
+                } else {
+                    state_word(server.status).to_owned()
+                },
                 server.tools.len().to_string(),
                 server.pid.map(|pid| pid.to_string()).unwrap_or_default(),
                 server.restarts.to_string(),
@@ -302,6 +307,7 @@ mod tests {
             last_error: Some("exited:\nsignal 9".to_owned()),
             log_file: log.map(str::to_owned),
             users: 1,
+            restart_pending: false,
         }
     }
 
@@ -325,6 +331,14 @@ mod tests {
                 "exited:"
             ]
         );
+    }
+
+    #[test]
+    fn a_server_config_toml_changed_says_its_restart_is_pending() {
+        let mut changed = server("time", None, "/p");
+        changed.restart_pending = true;
+        let table = format_table(&[changed]);
+        assert!(table.contains("ready (restart pending)"), "{table}");
     }
 
     #[test]

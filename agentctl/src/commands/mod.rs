@@ -7,6 +7,7 @@ pub mod control;
 pub mod daemon;
 pub mod mcp;
 pub mod memory;
+pub mod restart;
 pub mod run;
 pub mod run_input;
 pub mod run_result;

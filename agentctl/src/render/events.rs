@@ -298,6 +298,16 @@ impl Renderer {
                 }
                 self.stderr_line(&format!("[session] now: {}", changes.join(", ")), out);
             }
+            Event::ConfigReloaded { needs_restart, .. } => {
+                let waiting = match needs_restart.is_empty() {
+                    true => String::new(),
+                    false => format!(" (after a restart: {})", needs_restart.join(", ")),
+                };
+                self.stderr_line(&format!("[config] reloaded{waiting}"), out);
+            }
+            Event::ConfigInvalid { error, .. } => {
+                self.stderr_line(&format!("[config] invalid, not loaded: {error}"), out);
+            }
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::TaskUpdated { .. }
