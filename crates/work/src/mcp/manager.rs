@@ -333,7 +333,7 @@ impl McpManager {
                 .find(|config| config.name == server.config.name && config.enabled);
             let superseded = match now {
                 Some(config) if server_key(config, &server.key.project_root) == server.key => None,
-                Some(config) => Some(Superseded::Changed(config.clone())),
+                Some(config) => Some(Superseded::Changed(Box::new(config.clone()))),
                 None => Some(Superseded::Removed),
             };
             let pending = superseded.is_some();

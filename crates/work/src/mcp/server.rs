@@ -71,7 +71,7 @@ pub(super) struct Server {
 #[derive(Clone, Debug)]
 pub(super) enum Superseded {
     /// `[mcp_servers.<name>]` now says this.
-    Changed(McpServerConfig),
+    Changed(Box<McpServerConfig>),
     /// The entry is gone or disabled.
     Removed,
 }
