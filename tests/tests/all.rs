@@ -29,6 +29,7 @@ mod chat_live;
 mod cli;
 mod cli_screen;
 mod commands;
+mod config_live;
 mod context_compact;
 mod context_memory;
 mod context_skills;

@@ -319,7 +319,7 @@ async fn status_and_models_show_the_provider_and_a_changed_environment_asks_for_
         )),
         "{stdout}"
     );
-    assert!(stdout.contains("config.toml (loaded)"), "{stdout}");
+    assert!(stdout.contains("config.toml (current, loaded "), "{stdout}");
     assert!(
         !stdout.contains("sk-test") && !stderr.contains("restart"),
         "{stdout}{stderr}"
@@ -564,4 +564,46 @@ async fn approve_takes_a_unique_prefix_of_an_approval_id() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert!(env.workspace().join("ok.txt").exists());
+}
+
+#[tokio::test]
+async fn daemon_upgrade_restarts_into_the_binary_on_disk_and_says_its_version() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    let started = env.run_agentctl(&["daemon", "start"]).await;
+    assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
+    let pid_before = daemon_pid(&env).await;
+
+    let upgraded = env.run_agentctl(&["daemon", "upgrade"]).await;
+    assert_eq!(
+        upgraded.status.code(),
+        Some(0),
+        "{}",
+        text(&upgraded.stderr)
+    );
+    let stdout = text(&upgraded.stdout);
+    let binary = agentd_tests::harness::binary("agentd");
+    assert!(stdout.contains("agentd restarted (pid "), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{} is the same version as the daemon that ran ({})",
+            binary.display(),
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("systemd"),
+        "no service manager here: {stdout}"
+    );
+    let pid_after = daemon_pid(&env).await;
+    assert_ne!(pid_after, pid_before);
+
+    let json_run = env.run_agentctl(&["--json", "daemon", "upgrade"]).await;
+    let result: Value = serde_json::from_slice(&json_run.stdout).unwrap();
+    assert_eq!(result["via"], "agentctl", "{result}");
+    assert_eq!(result["previousPid"], pid_after);
+    assert_eq!(result["binary"], binary.display().to_string());
+    let stopped = env.run_agentctl(&["daemon", "stop"]).await;
+    assert_eq!(stopped.status.code(), Some(0));
 }
