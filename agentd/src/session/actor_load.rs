@@ -230,7 +230,7 @@ impl Session {
 fn approval_timeout(deps: &SessionDeps) -> std::time::Duration {
     let secs = deps
         .config
-        .as_ref()
+        .snapshot()
         .map(|config| config.permissions.approval_timeout_secs)
         .unwrap_or(crate::config::DEFAULT_APPROVAL_TIMEOUT_SECS);
     std::time::Duration::from_secs(secs)

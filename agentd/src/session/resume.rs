@@ -128,7 +128,7 @@ impl super::SessionManager {
         let enabled = self
             .deps
             .config
-            .as_ref()
+            .snapshot()
             .map(|config| config.resume_after_restart)
             .unwrap_or(true);
         let paths = self.deps.paths.clone();
@@ -182,7 +182,7 @@ impl super::SessionManager {
         let enabled = self
             .deps
             .config
-            .as_ref()
+            .snapshot()
             .map(|config| config.resume_after_restart)
             .unwrap_or(true);
         if !enabled {

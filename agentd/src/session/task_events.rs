@@ -63,7 +63,7 @@ async fn deliver_owed_notifications(sessions: Weak<SessionManager>) {
         let notify_idle_parent = sessions
             .deps
             .config
-            .as_ref()
+            .snapshot()
             .map(|config| config.tasks.notify_idle_parent)
             .unwrap_or(true);
         let delivery =
@@ -154,7 +154,7 @@ async fn notify_stalled(sessions: &SessionManager, task: &crate::task::TaskRecor
     let stall_secs = sessions
         .deps
         .config
-        .as_ref()
+        .snapshot()
         .ok()
         .and_then(|config| config.tasks.stall)
         .map_or(0, |stall| stall.as_secs());
