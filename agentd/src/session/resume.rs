@@ -7,6 +7,8 @@
 //! marker (its marker was lost) has its run recorded interrupted, as before.
 
 use std::path::{Path, PathBuf};
+
+use futures::StreamExt;
 use std::time::{Duration, SystemTime};
 
 use agentd_agent::resume::{MAX_RESUMES, RecordedApproval, Resumption};
@@ -14,6 +16,9 @@ use agentd_core::paths::Paths;
 use agentd_policy::approval::Resolution;
 
 use crate::store::LoadedSession;
+
+/// Sessions loaded at once to resume their runs at startup.
+const RESUMING_AT_ONCE: usize = 16;
 
 /// The marker directory's name in the state dir.
 const ACTIVE_RUNS_DIR: &str = "active-runs";
@@ -157,11 +162,17 @@ impl super::SessionManager {
             for session_id in dropped {
                 clear_active(&manager.deps.paths, &session_id).await;
             }
-            for session_id in resumable {
-                if let Err(err) = manager.get(&session_id).await {
-                    tracing::warn!(session = %session_id, "cannot resume the session's run: {err}");
-                }
-            }
+            // A few at a time: each load reads its file on the blocking pool.
+            futures::stream::iter(resumable)
+                .for_each_concurrent(RESUMING_AT_ONCE, |session_id| {
+                    let manager = &manager;
+                    async move {
+                        if let Err(err) = manager.get(&session_id).await {
+                            tracing::warn!(session = %session_id, "cannot resume the session's run: {err}");
+                        }
+                    }
+                })
+                .await;
         });
     }
 

@@ -8,7 +8,8 @@
 //!
 //! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
 //! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=extensions` only the
-//! extension ones (the prefix-stability counter), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! extension ones (the prefix-stability counter), `BENCH_ONLY=restart` the restart ones (100
+//! active runs resumed after a kill -9), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ use serde_json::{Value, json};
 mod extensions;
 #[path = "bench/mcp.rs"]
 mod mcp;
+#[path = "bench/restart.rs"]
+mod restart;
 #[path = "bench/tasks.rs"]
 mod tasks;
 
@@ -46,6 +49,12 @@ async fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "extensions") {
         let mut rows = Vec::new();
         extensions::figures(scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "restart") {
+        let mut rows = Vec::new();
+        restart::figures(scale, &mut rows).await;
         print_rows(scale, rows);
         return;
     }
@@ -237,6 +246,7 @@ async fn main() {
 
     // 9. Extensions: the prefix-stability counter.
     extensions::figures(scale, &mut rows).await;
+    restart::figures(scale, &mut rows).await;
 
     // 10. MCP servers.
     mcp::figures(scale, &mut rows).await;
