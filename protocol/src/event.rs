@@ -366,6 +366,11 @@ pub enum Event {
     /// A task ended: `completed`, `failed` or `cancelled`, same streams.
     #[serde(rename_all = "camelCase")]
     TaskFinished { task: Box<crate::task::TaskInfo> },
+    /// A background subagent task that was running when the daemon stopped (a restart or a
+    /// crash) goes on: its record went `interrupted` at the start and is `running` again, its
+    /// child session's run resumes (`runResumed` in the child's log). Same streams. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    TaskResumed { task: Box<crate::task::TaskInfo> },
     /// A hook (a command from the user's config, a trusted project's settings or a subagent's
     /// definition) started at `event` (Claude Code's name: `PreToolUse`, `Stop`, …).
     #[serde(rename_all = "camelCase")]
@@ -479,6 +484,7 @@ impl Event {
             | Event::TaskStarted { .. }
             | Event::TaskUpdated { .. }
             | Event::TaskFinished { .. }
+            | Event::TaskResumed { .. }
             | Event::Lagged {}
             | Event::SessionUnloaded {}
             | Event::ConfigReloaded { .. }

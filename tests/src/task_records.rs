@@ -43,6 +43,7 @@ pub fn record(
         notification_pending: false,
         not_persisted: false,
         stalled: false,
+        background: false,
     }
 }
 

@@ -83,6 +83,7 @@ mod tasks_clients;
 mod tasks_durable;
 mod tasks_faults;
 mod tasks_notifications;
+mod tasks_resume;
 mod tasks_shell;
 mod tasks_start;
 mod tasks_subagents;

@@ -79,13 +79,13 @@ async fn background_shell(
 }
 
 #[tokio::test]
-async fn a_graceful_stop_records_a_background_subagent_and_its_run_interrupted_never_cancelled() {
+async fn with_resumes_off_a_graceful_stop_records_a_background_subagent_and_its_run_interrupted() {
     let gate = HttpGate::start().await;
-    let mut s = Scenario::start_with(
-        Format::OpenAi,
-        "[permissions]\ndefault_mode = \"bypass\"\nallow = [\"WebFetch(domain:127.0.0.1)\"]\n",
-    )
-    .await;
+    let config = format!(
+        "[permissions]\ndefault_mode = \"bypass\"\nallow = [\"WebFetch(domain:127.0.0.1)\"]\n{}",
+        crate::restart_resume::RESUME_OFF
+    );
+    let mut s = Scenario::start_with(Format::OpenAi, &config).await;
     s.mock.push(Reply::tool_call(
         "call_t",
         "task",

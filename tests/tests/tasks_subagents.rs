@@ -382,8 +382,8 @@ async fn the_cap_queues_the_other_children() {
 }
 
 #[tokio::test]
-async fn a_restart_marks_running_tasks_interrupted() {
-    let mut s = Scenario::start(Format::OpenAi).await;
+async fn with_resumes_off_a_restart_marks_running_tasks_interrupted() {
+    let mut s = Scenario::start_with(Format::OpenAi, crate::restart_resume::RESUME_OFF).await;
     s.mock.push(Reply::tool_call(
         "call_bg",
         "task",
@@ -477,8 +477,8 @@ async fn a_childs_approval_reaches_the_parents_clients_labelled_and_another_clie
 }
 
 #[tokio::test]
-async fn a_daemon_shutdown_records_running_tasks_interrupted_not_cancelled() {
-    let mut s = Scenario::start(Format::OpenAi).await;
+async fn with_resumes_off_a_daemon_shutdown_records_running_tasks_interrupted_not_cancelled() {
+    let mut s = Scenario::start_with(Format::OpenAi, crate::restart_resume::RESUME_OFF).await;
     s.mock.push(Reply::tool_call(
         "call_bg",
         "task",

@@ -168,7 +168,9 @@ impl Translator {
                     .kind(task_kind(task))
                     .status(task_status(task)),
             )],
-            Event::TaskUpdated { task } | Event::TaskFinished { task } => {
+            Event::TaskUpdated { task }
+            | Event::TaskResumed { task }
+            | Event::TaskFinished { task } => {
                 let mut fields = ToolCallUpdateFields::new().status(task_status(task));
                 if let Some(text) = task.result.as_ref().or(task.error.as_ref()) {
                     fields = fields.content(vec![text_content(text)]);

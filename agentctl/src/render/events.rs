@@ -280,6 +280,16 @@ impl Renderer {
                     out,
                 );
             }
+            Event::TaskResumed { task } => {
+                let agent = task.agent_type.as_deref().unwrap_or("task");
+                self.stderr_line(
+                    &format!(
+                        "task {} ({agent}) resumed after the daemon restart: {}",
+                        task.task_id, task.description
+                    ),
+                    out,
+                );
+            }
             Event::SessionUpdated {
                 permission_mode,
                 provider,

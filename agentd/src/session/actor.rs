@@ -53,6 +53,16 @@ pub struct Session {
     actor_stopped: CancellationToken,
     /// Cancelled by `close`: stops work the actor does itself (a `session/compact` summary).
     closing: CancellationToken,
+    /// The run found unfinished when the session loaded, and the log's last seq before the load
+    /// appended anything: how that run ended (resumed, or recorded interrupted) is after it.
+    pub(crate) loaded_run: Option<LoadedRun>,
+}
+
+/// A run the session was in when it loaded (see `Session::loaded_run`).
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedRun {
+    pub(crate) run_id: String,
+    pub(crate) after_seq: u64,
 }
 
 #[derive(Clone)]

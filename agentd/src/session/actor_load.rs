@@ -82,6 +82,13 @@ impl Session {
                 .await
                 .map_err(|err| SessionError::Internal(format!("{err:#}")))?;
         }
+        let loaded_run = loaded
+            .unfinished_run
+            .clone()
+            .map(|run_id| super::LoadedRun {
+                run_id,
+                after_seq: loaded.last_seq,
+            });
         let resumed = match (loaded.unfinished_run, plan) {
             (Some(run_id), Some(Ok(plan))) => {
                 // Its queues as the log left them: delivered by the run as it goes on.
@@ -113,7 +120,7 @@ impl Session {
         if resumed.is_none() && resume {
             crate::session::resume::clear_active(&deps.paths, &header.id).await;
         }
-        let session = Session::start(
+        let mut session = Session::start(
             header,
             deps,
             log,
@@ -123,6 +130,7 @@ impl Session {
             tasks,
             "resume",
         );
+        session.loaded_run = loaded_run;
         if let Some((run_id, plan)) = resumed {
             session
                 .send(super::Command::Resume { run_id, plan })
@@ -222,6 +230,7 @@ impl Session {
             unhandled_commands,
             actor_stopped,
             closing,
+            loaded_run: None,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! active runs (`runSuspended`) instead of ending them; a crash leaves them as they were. At
 //! the next start every marked session is loaded and its run goes on (`runResumed`, the plan
 //! in `agentd_agent::resume`), at most [`MAX_RESUMES`] times; a session loaded later without a
-//! marker (its marker was lost) has its run recorded interrupted, as before.
+//! marker (its marker was lost) has its run recorded interrupted, as before. A background
+//! subagent's child goes on with its task (`subagent::resume_background_tasks`); the markers
+//! of other children are dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -140,10 +142,12 @@ impl super::SessionManager {
         let marked = tokio::task::spawn_blocking(move || marked_sessions(&paths))
             .await
             .unwrap_or_default();
+        // Background subagents' children go on with their tasks, each once it has a slot.
+        let marked = super::subagent::resume_background_tasks(self, marked, enabled);
         let mut resumable = Vec::new();
         let mut dropped = Vec::new();
         for session_id in marked {
-            // Only top-level sessions go on: a subagent's child goes on with its task.
+            // Only top-level sessions go on here: no other child goes on.
             let top_level = self
                 .read_slots()
                 .get(&session_id)
@@ -176,6 +180,13 @@ impl super::SessionManager {
         });
     }
 
+    /// `session_id`'s run goes on when it loads (a resumed task's child, once it has a slot).
+    pub(super) fn mark_resumable(&self, session_id: &str) {
+        if let Ok(mut resumable) = self.resumable.lock() {
+            resumable.insert(session_id.to_owned());
+        }
+    }
+
     /// Whether `session_id`'s run goes on as it loads (asked once).
     pub(super) fn take_resumable(&self, session_id: &str) -> bool {
         self.resumable
@@ -186,8 +197,8 @@ impl super::SessionManager {
 }
 
 impl super::SessionManager {
-    /// The first step of a graceful stop: suspend the active runs of top-level sessions, so
-    /// they resume at the next start (unless `[sessions] resume_after_restart = false`: then
+    /// The first step of a graceful stop: suspend the active runs of top-level sessions and of
+    /// background subagents' children, so they resume at the next start (unless `[sessions] resume_after_restart = false`: then
     /// they are stopped as interrupted by the rest of the stop). Within `budget`.
     pub async fn suspend_runs(&self, budget: Duration) {
         let enabled = self
@@ -202,7 +213,12 @@ impl super::SessionManager {
         let sessions: Vec<std::sync::Arc<super::Session>> = self
             .read_slots()
             .values()
-            .filter(|slot| slot.header.task_id.is_none())
+            .filter(|slot| match &slot.header.task_id {
+                None => true,
+                Some(task_id) => self.deps.tasks.get(task_id).is_some_and(|task| {
+                    task.background && task.status == protocol::task::TaskStatus::Running
+                }),
+            })
             .filter_map(|slot| slot.loaded.get())
             .collect();
         let suspend =

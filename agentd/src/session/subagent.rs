@@ -19,8 +19,12 @@ use agentd_work::tools::{SubagentLauncher, TaskParams, ToolOutput};
 use child::{ChildRun, deliver};
 pub(crate) use child::{deliver as deliver_notification, notification_task_id};
 
+pub(crate) use resume::resume_background_tasks;
+
 #[path = "subagent_child.rs"]
 mod child;
+#[path = "subagent_resume.rs"]
+mod resume;
 
 /// The tool result of a foreground child that said nothing at the end.
 pub const NO_SUMMARY: &str = "(no summary)";
@@ -167,6 +171,8 @@ async fn prepare(
                 description: params.description.clone(),
                 prompt: params.prompt.clone(),
                 cwd: cwd.clone(),
+                // A client's task (no parent) runs in the background too.
+                background: params.run_in_background || parent_id.is_none(),
             }
         ),
         sessions.create_child(
@@ -286,6 +292,7 @@ async fn launch(
             .unwrap_or(true);
         let weak = Arc::downgrade(&sessions);
         sessions.tasks.spawn(async move {
+            // Suspended by a stop, it records nothing (and owes nothing yet): it resumes.
             run.run(None).await;
             // At shutdown no new run starts: the record keeps the notification owed, and the
             // next start delivers it.

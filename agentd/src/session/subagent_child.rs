@@ -30,7 +30,8 @@ pub(super) struct ChildRun {
 }
 
 impl ChildRun {
-    /// Waits for a slot, runs the child's one prompt to its end and records the outcome.
+    /// Waits for a slot, runs the child's one prompt to its end and records the outcome (a
+    /// run the daemon's stop suspended records nothing: it resumes at the next start).
     /// `parent_cancel`: a foreground child stops with its parent's run.
     pub(super) async fn run(self, parent_cancel: Option<CancellationToken>) -> ChildOutcome {
         let stop = self.tasks.stop_token(&self.task_id);
@@ -42,58 +43,43 @@ impl ChildRun {
                 (self.run_in_slot(stopped).await, Some(slot))
             }
             () = stopped() => (
-                ChildOutcome {
+                Some(ChildOutcome {
                     status: TaskStatus::Cancelled,
                     result: None,
                     error: Some("stopped before it started".to_owned()),
                     usage: None,
-                },
+                }),
                 None,
             ),
         };
-        let outcome = if outcome.status == TaskStatus::Cancelled && self.tasks.is_stopping() {
-            // Stopped because the daemon is stopping: nobody stopped it, so it is not
-            // `cancelled`; it is never re-run by itself (the task's hint says what to do).
-            ChildOutcome {
+        let Some(outcome) = outcome else {
+            self.tasks.suspended(&self.task_id);
+            drop(slot);
+            return ChildOutcome {
                 status: TaskStatus::Interrupted,
-                error: Some(crate::task::INTERRUPTED_ERROR.to_owned()),
-                ..outcome
-            }
-        } else {
-            outcome
+                result: None,
+                error: Some(SUSPENDED.to_owned()),
+                usage: None,
+            };
         };
-        tracing::debug!(task = %self.task_id, status = ?outcome.status, "recording the subagent's end");
-        // An interrupted child is not owed yet: it is resumed, or says so, after the restart.
-        let owed = self.notify_parent && outcome.status != TaskStatus::Interrupted;
-        let recorded = self
-            .tasks
-            .update(&self.task_id, |task| {
-                task.notification_pending = owed;
-                task.status = outcome.status;
-                task.result = outcome.result.clone();
-                task.error = outcome.error.clone();
-                if let Some(usage) = &outcome.usage {
-                    task.usage = *usage;
-                }
-            })
-            .await;
-        if let Err(err) = recorded {
-            tracing::warn!("cannot record the end of task {}: {err}", self.task_id);
-        }
+        let outcome = record_end(&self.tasks, &self.task_id, outcome, self.notify_parent).await;
         drop(slot);
         outcome
     }
 
-    async fn run_in_slot<F, Fut>(&self, stopped: F) -> ChildOutcome
+    /// The child's run in its slot; None: suspended by the daemon's stop.
+    async fn run_in_slot<F, Fut>(&self, stopped: F) -> Option<ChildOutcome>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        let failed = |error: String| ChildOutcome {
-            status: TaskStatus::Failed,
-            result: None,
-            error: Some(error),
-            usage: None,
+        let failed = |error: String| {
+            Some(ChildOutcome {
+                status: TaskStatus::Failed,
+                result: None,
+                error: Some(error),
+                usage: None,
+            })
         };
         let _ = self
             .tasks
@@ -113,14 +99,82 @@ impl ChildRun {
             Err(err) => return failed(err.to_string()),
         };
         tracing::debug!(task = %self.task_id, %run_id, "subagent run started");
-        let mut stop_requested = std::pin::pin!(stopped());
+        let follow = Follow {
+            tasks: &self.tasks,
+            task_id: &self.task_id,
+            child: &self.child,
+            run_id: &run_id,
+        };
+        match follow.live(&mut events, 0, stopped()).await {
+            RunEnd::Ended {
+                status,
+                error,
+                usage,
+            } => Some(outcome_of(&self.child, status, error, usage)),
+            RunEnd::Suspended => None,
+        }
+    }
+}
+
+/// The error a suspended child's outcome carries (its task records nothing: it resumes).
+const SUSPENDED: &str =
+    "the daemon stopped while this subagent ran; it resumes when the daemon starts again";
+
+/// How following a child's run ended.
+pub(super) enum RunEnd {
+    Ended {
+        status: RunStatus,
+        error: Option<String>,
+        usage: Option<protocol::event::Usage>,
+    },
+    /// The daemon's stop suspended it: it resumes at the next start.
+    Suspended,
+}
+
+/// One child run followed to its end, each of its events counted as its task's progress.
+pub(super) struct Follow<'a> {
+    pub(super) tasks: &'a TaskManager,
+    pub(super) task_id: &'a str,
+    pub(super) child: &'a Session,
+    pub(super) run_id: &'a str,
+}
+
+impl Follow<'_> {
+    /// What `event` says of the run: its end, its suspension, or nothing yet.
+    pub(super) fn end_in(&self, event: &Event) -> Option<RunEnd> {
+        match event {
+            Event::RunFinished {
+                run_id,
+                status,
+                error,
+                usage,
+                ..
+            } if run_id == self.run_id => Some(RunEnd::Ended {
+                status: *status,
+                error: error.clone(),
+                usage: Some(*usage),
+            }),
+            Event::RunSuspended { run_id, .. } if run_id == self.run_id => Some(RunEnd::Suspended),
+            _ => None,
+        }
+    }
+
+    /// Follows the run on `events` (those at or below `skip_up_to` were seen already) until it
+    /// ends or is suspended. Once `stop_requested` resolves the run is cancelled, or, when the
+    /// daemon is stopping, stopped as interrupted (nobody stopped it).
+    pub(super) async fn live(
+        &self,
+        events: &mut tokio::sync::broadcast::Receiver<Arc<crate::session::events::Published>>,
+        skip_up_to: u64,
+        stop_requested: impl std::future::Future<Output = ()>,
+    ) -> RunEnd {
+        let mut stop_requested = std::pin::pin!(stop_requested);
         let mut cancel_sent = false;
-        let (status, error, usage) = loop {
+        loop {
             tokio::select! {
                 () = &mut stop_requested, if !cancel_sent => {
                     cancel_sent = true;
                     if self.tasks.is_stopping() {
-                        // Nobody stopped it: its run ends `interrupted`, not `cancelled`.
                         self.child.request_stop(agentd_agent::StopReason::Shutdown);
                         tracing::debug!(task = %self.task_id, "subagent interrupted by the stop");
                     } else {
@@ -130,54 +184,115 @@ impl ChildRun {
                 }
                 event = events.recv() => match event {
                     Ok(published) => {
-                        self.tasks.progress(&self.task_id);
-                        if let Event::RunFinished { run_id: ended, status, error, usage, .. } =
-                            &published.event
-                            && *ended == run_id
-                        {
-                            break (*status, error.clone(), Some(*usage));
+                        if published.persisted && published.seq <= skip_up_to {
+                            continue;
+                        }
+                        self.tasks.progress(self.task_id);
+                        if let Some(end) = self.end_in(&published.event) {
+                            return end;
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
-                        self.tasks.progress(&self.task_id);
-                        if self.child.shared.lock().run_id.as_deref() != Some(run_id.as_str()) {
-                            break (RunStatus::Completed, None, None);
+                        self.tasks.progress(self.task_id);
+                        if self.child.shared.lock().run_id.as_deref() != Some(self.run_id) {
+                            return RunEnd::Ended { status: RunStatus::Completed, error: None, usage: None };
                         }
                     }
                     Err(RecvError::Closed) => {
-                        break (
-                            RunStatus::Failed,
-                            Some("the child session closed".to_owned()),
-                            None,
-                        );
+                        return RunEnd::Ended {
+                            status: RunStatus::Failed,
+                            error: Some("the child session closed".to_owned()),
+                            usage: None,
+                        };
                     }
                 },
             }
-        };
-        tracing::debug!(task = %self.task_id, ?status, "subagent run ended");
-        let final_message = last_assistant_text(&self.child.shared.lock().history);
-        match status {
-            RunStatus::Completed => ChildOutcome {
-                status: TaskStatus::Completed,
-                result: Some(final_message.unwrap_or_else(|| NO_SUMMARY.to_owned())),
-                error: None,
-                usage,
-            },
-            RunStatus::Cancelled | RunStatus::Interrupted => ChildOutcome {
-                status: TaskStatus::Cancelled,
-                result: final_message,
-                error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
-                usage,
-            },
-            // A budget nobody raised: the task failed, its error names the budget.
-            RunStatus::Failed | RunStatus::MaxSteps | RunStatus::Budget => ChildOutcome {
-                status: TaskStatus::Failed,
-                result: final_message,
-                error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),
-                usage,
-            },
         }
     }
+}
+
+/// A child run's end as its task records it, with the child's last message.
+pub(super) fn outcome_of(
+    child: &Session,
+    status: RunStatus,
+    error: Option<String>,
+    usage: Option<protocol::event::Usage>,
+) -> ChildOutcome {
+    tracing::debug!(session = %child.id(), ?status, "subagent run ended");
+    let final_message = last_assistant_text(&child.shared.lock().history);
+    match status {
+        RunStatus::Completed => ChildOutcome {
+            status: TaskStatus::Completed,
+            result: Some(final_message.unwrap_or_else(|| NO_SUMMARY.to_owned())),
+            error: None,
+            usage,
+        },
+        RunStatus::Cancelled => ChildOutcome {
+            status: TaskStatus::Cancelled,
+            result: final_message,
+            error: Some(error.unwrap_or_else(|| "cancelled".to_owned())),
+            usage,
+        },
+        // Stopped by the daemon's stop, or not resumed again after a restart.
+        RunStatus::Interrupted => ChildOutcome {
+            status: TaskStatus::Interrupted,
+            result: final_message,
+            error: Some(error.unwrap_or_else(|| crate::task::INTERRUPTED_ERROR.to_owned())),
+            usage,
+        },
+        // A budget nobody raised: the task failed, its error names the budget.
+        RunStatus::Failed | RunStatus::MaxSteps | RunStatus::Budget => ChildOutcome {
+            status: TaskStatus::Failed,
+            result: final_message,
+            error: Some(error.unwrap_or_else(|| "the run failed".to_owned())),
+            usage,
+        },
+    }
+}
+
+/// Records how a child's task ended (a child stopped by the daemon's stop is `interrupted`,
+/// not `cancelled`), with the notification its parent is owed when `notify_parent`. Returns
+/// the outcome as recorded.
+pub(super) async fn record_end(
+    tasks: &TaskManager,
+    task_id: &str,
+    outcome: ChildOutcome,
+    notify_parent: bool,
+) -> ChildOutcome {
+    let stopped = matches!(
+        outcome.status,
+        TaskStatus::Cancelled | TaskStatus::Interrupted
+    );
+    let outcome = if stopped && tasks.is_stopping() {
+        // Stopped because the daemon is stopping: nobody stopped it, so it is not
+        // `cancelled`; it is never re-run by itself (the task's hint says what to do).
+        ChildOutcome {
+            status: TaskStatus::Interrupted,
+            error: Some(crate::task::INTERRUPTED_ERROR.to_owned()),
+            ..outcome
+        }
+    } else {
+        outcome
+    };
+    tracing::debug!(task = %task_id, status = ?outcome.status, "recording the subagent's end");
+    // Interrupted by the stop, the parent is not told (a client sees the task); interrupted
+    // after a restart (not resumed again), it is.
+    let owed = notify_parent && !(outcome.status == TaskStatus::Interrupted && tasks.is_stopping());
+    let recorded = tasks
+        .update(task_id, |task| {
+            task.notification_pending = owed;
+            task.status = outcome.status;
+            task.result = outcome.result.clone();
+            task.error = outcome.error.clone();
+            if let Some(usage) = &outcome.usage {
+                task.usage = *usage;
+            }
+        })
+        .await;
+    if let Err(err) = recorded {
+        tracing::warn!("cannot record the end of task {task_id}: {err}");
+    }
+    outcome
 }
 
 /// Resolves when the task is stopped or the parent run (if any) is cancelled.

@@ -1,4 +1,4 @@
-//! `taskStarted`, `taskUpdated` and `taskFinished` events: every change of a task goes to the
+//! `taskStarted`, `taskUpdated`, `taskResumed` and `taskFinished` events: every change of a task goes to the
 //! daemon stream (`daemon/subscribe`, not persisted there) and to the log of the task's parent
 //! session (persisted), in the order the task manager announced them. A task marked stalled is
 //! a `taskUpdated` (with `stalled`) and a Notification for the hooks of its parent (of its own
@@ -82,6 +82,9 @@ pub fn task_event(change: &TaskChange) -> Event {
             task: Box::new(task.to_info()),
         },
         TaskChange::Finished(task) => Event::TaskFinished {
+            task: Box::new(task.to_info()),
+        },
+        TaskChange::Resumed(task) => Event::TaskResumed {
             task: Box::new(task.to_info()),
         },
     }

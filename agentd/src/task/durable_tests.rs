@@ -11,6 +11,7 @@ fn shell(prompt: &str) -> NewTask {
         description: None,
         prompt: prompt.to_owned(),
         cwd: PathBuf::from("/work/project"),
+        background: false,
     }
 }
 

@@ -46,6 +46,7 @@ async fn unknown_tasks_and_other_sessions_tasks_are_refused_with_what_to_do() {
             description: None,
             prompt: "make".to_owned(),
             cwd: dir.path().to_path_buf(),
+            background: false,
         })
         .await
         .unwrap();

@@ -1,7 +1,8 @@
 //! Tasks: the daemon's background work, subagents (child sessions with their own context) and
 //! background shell commands. `TaskManager` keeps every task's record (persisted under
 //! `<state>/tasks/`, so `task/list` works across restarts; a task pending or running when the
-//! daemon stopped is `interrupted` at the next start, never re-run), announces changes, holds
+//! daemon stopped is `interrupted` at the next start, never re-run, unless it is a background
+//! subagent that resumes: `resume`), announces changes, holds
 //! each running task's stop token, and hands out run slots (a cap on running subagents with a
 //! queue; at most one writing agent per workspace unless configured).
 //! A task's end is written before it is announced (retried a few times; one that still
@@ -16,6 +17,7 @@ mod listing;
 mod notifications;
 mod persist;
 mod record;
+mod resume;
 mod retention;
 pub mod session_stop;
 mod settings;
@@ -59,6 +61,10 @@ pub struct NewTask {
     pub prompt: String,
     /// Canonical workspace.
     pub cwd: PathBuf,
+    /// A subagent that runs in the background (its end is a notification, or nobody's: a
+    /// client's `task/start`): it resumes after a restart. A foreground child's result was its
+    /// parent's tool call, which the parent's own resume marks interrupted.
+    pub background: bool,
 }
 
 /// Which tasks `list` returns.
@@ -79,6 +85,8 @@ pub enum TaskChange {
     /// It made no progress for `[tasks] stall_secs` (the record says `stalled`; clients see
     /// it as an update, the parent's Notification hooks hear of it).
     Stalled(TaskRecord),
+    /// A background subagent found running at start goes on (`interrupted` → `running`).
+    Resumed(TaskRecord),
 }
 
 impl TaskChange {
@@ -88,7 +96,8 @@ impl TaskChange {
             TaskChange::Started(task)
             | TaskChange::Updated(task)
             | TaskChange::Finished(task)
-            | TaskChange::Stalled(task) => task,
+            | TaskChange::Stalled(task)
+            | TaskChange::Resumed(task) => task,
         }
     }
 }
@@ -129,6 +138,8 @@ pub struct TaskManager {
     slots: Arc<slots::Slots>,
     /// Set at shutdown: every stop token handed out afterwards is already cancelled.
     stopping: CancellationToken,
+    /// A running task let go of its stop token without an end (`suspended`): wakes `shutdown`.
+    released: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -144,6 +155,9 @@ struct Records {
     versions: HashMap<String, Versions>,
     /// When each running task last made progress (for the stall watchdog).
     progress: HashMap<String, tokio::time::Instant>,
+    /// Background subagents found running at start (recorded `interrupted`) that may still
+    /// resume: never pruned until they resumed or were given up (`resume`).
+    resumable: std::collections::HashSet<String>,
 }
 
 /// The version of a task's record in memory, and the version last written.
@@ -193,6 +207,9 @@ impl TaskManager {
         let mut records = Records::default();
         for mut record in loaded.records {
             if !record.status.is_finished() {
+                if resume::may_resume(&record) {
+                    records.resumable.insert(record.task_id.clone());
+                }
                 record.status = TaskStatus::Interrupted;
                 record.finished_at = Some(now.clone());
                 record.error = Some(INTERRUPTED_ERROR.to_owned());
@@ -215,6 +232,7 @@ impl TaskManager {
             prune_wake: tokio::sync::Notify::new(),
             slots: slots::Slots::new(limits),
             stopping: CancellationToken::new(),
+            released: tokio::sync::Notify::new(),
         })
     }
 
@@ -262,6 +280,7 @@ impl TaskManager {
             notification_pending: false,
             not_persisted: false,
             stalled: false,
+            background: new.background,
         };
         {
             let mut records = self.lock();
@@ -467,7 +486,8 @@ impl TaskManager {
     }
 
     /// Stops every running task (daemon shutdown): subagent runs cancelled, shell groups
-    /// killed, and their runners record them `interrupted` (nobody stopped them). Tasks created
+    /// killed, and their runners record them `interrupted` (nobody stopped them); background
+    /// subagents whose runs were suspended first (`suspended`) stay `running`, to resume. Tasks created
     /// afterwards get a stop token already cancelled. Waits at most [`SHUTDOWN_WAIT`] for the
     /// runners to record how they ended; those that did not are `interrupted` at next start.
     pub async fn shutdown(&self) {
@@ -475,9 +495,12 @@ impl TaskManager {
         self.stopping.cancel();
         let wait = async {
             while !self.lock().tokens.is_empty() {
-                match changes.recv().await {
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => break,
+                tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    () = self.released.notified() => {}
                 }
             }
         };

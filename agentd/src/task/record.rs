@@ -60,6 +60,9 @@ pub struct TaskRecord {
     /// No progress for `[tasks] stall_secs` (in memory only; the wire's `stalled`).
     #[serde(skip)]
     pub stalled: bool,
+    /// A subagent run in the background (`NewTask::background`): it resumes after a restart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 impl TaskRecord {

@@ -4,7 +4,8 @@
 //! load), then as tasks finish (and hourly, for the age). A pass takes at most
 //! [`PRUNE_BATCH`] records out of memory and deletes their files on the blocking pool; a pass
 //! that hit the bound is followed by another. Never pruned: a task that has not finished, one
-//! whose end is not yet on disk, and one whose notification its parent is still owed. A
+//! whose end is not yet on disk, one whose notification its parent is still owed, and one
+//! that may still resume after the restart. A
 //! subagent's child session is the user's and stays.
 
 use std::collections::HashSet;
@@ -106,6 +107,7 @@ impl TaskManager {
                 !task.notification_pending
                     && !records.versions.contains_key(&task.task_id)
                     && !records.tokens.contains_key(&task.task_id)
+                    && !records.resumable.contains(&task.task_id)
             })
             .filter(|(index, task)| {
                 *index < over_count

@@ -13,6 +13,7 @@ fn shell(prompt: &str) -> NewTask {
         description: None,
         prompt: prompt.to_owned(),
         cwd: std::path::PathBuf::from("/work/project"),
+        background: false,
     }
 }
 

@@ -111,6 +111,7 @@ impl ShellTasks {
                 description: None,
                 prompt: start.command.clone(),
                 cwd: start.cwd.clone(),
+                background: false,
             })
             .await
             .map_err(|error| format!("cannot start a background task: {error}"))?;

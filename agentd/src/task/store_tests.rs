@@ -23,6 +23,7 @@ fn sample(task_id: &str) -> TaskRecord {
         notification_pending: false,
         not_persisted: false,
         stalled: false,
+        background: false,
     }
 }
 

@@ -10,6 +10,7 @@ fn new_task(prompt: &str) -> NewTask {
         description: None,
         prompt: prompt.to_owned(),
         cwd: PathBuf::from("/work/project"),
+        background: false,
     }
 }
 
@@ -175,6 +176,7 @@ async fn listing_ten_thousand_finished_tasks_reads_memory_only() {
             notification_pending: false,
             not_persisted: false,
             stalled: false,
+            background: false,
         };
         std::fs::write(
             store::record_path(&dir, &record.task_id),

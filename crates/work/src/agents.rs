@@ -173,6 +173,11 @@ impl ToolFilter {
         }
     }
 
+    /// Whether it keeps only read-only tools (its agent never writes: it takes a reader's slot).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// Whether tool `name` (read-only or not) is kept; `never_for_subagents` always applies.
     pub(crate) fn allows(&self, name: &str, read_only: bool) -> bool {
         !never_for_subagents(name)
