@@ -16,6 +16,10 @@ use pretty_assertions::assert_eq;
 use protocol::event::{Event, RunStatus};
 use serde_json::{Value, json};
 
+/// The Python time server can take longer than the default 5 s to start on a busy machine:
+/// runs wait for it (a ready server ends the wait at once).
+const SLOW_START: &str = "[mcp]\nstartup_grace_secs = 60\n";
+
 #[tokio::test]
 async fn agentctl_run_calls_mcp_tools_with_their_names_and_schemas() {
     let mock = MockLlm::start().await;
@@ -38,7 +42,7 @@ async fn agentctl_run_calls_mcp_tools_with_their_names_and_schemas() {
     ]));
     mock.push(Reply::text("Echoed, summed and timed."));
     let servers = format!(
-        "{}{}",
+        "{}{}{SLOW_START}",
         everything(""),
         server_toml("time", &time_stdio(), "")
     );
@@ -362,7 +366,7 @@ async fn the_tool_set_change_is_recorded_before_the_call_that_first_offers_it() 
 
 #[tokio::test]
 async fn a_server_added_between_runs_joins_and_the_change_is_recorded() {
-    let s = Scenario::start(Format::OpenAi).await;
+    let s = Scenario::start_with(Format::OpenAi, SLOW_START).await;
     let cwd = s.workspace();
     let mcp_json_path = cwd.join(".mcp.json");
     std::fs::write(
