@@ -89,7 +89,7 @@ impl Session {
                 state.steers.extend(loaded.queued_steers);
                 state.follow_ups.extend(loaded.queued_follow_ups);
                 state.run_id = Some(run_id.clone());
-                Some((run_id, plan))
+                Some((run_id, plan, loaded.progress.options))
             }
             (Some(run_id), plan) => {
                 let why = match plan {
@@ -123,9 +123,13 @@ impl Session {
             tasks,
             "resume",
         );
-        if let Some((run_id, plan)) = resumed {
+        if let Some((run_id, plan, options)) = resumed {
             session
-                .send(super::Command::Resume { run_id, plan })
+                .send(super::Command::Resume {
+                    run_id,
+                    plan,
+                    options,
+                })
                 .await?;
         }
         Ok(session)
