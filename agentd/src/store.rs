@@ -327,6 +327,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                         run_id,
                         client_request_id,
                         prompt,
+                        ..
                     } => {
                         if loaded.preview.is_none() {
                             loaded.preview = Some(protocol::session::preview_of(prompt));

@@ -92,6 +92,36 @@ pub enum UserMessageKind {
     FollowUp,
 }
 
+/// How a run was asked to go beyond its prompt, recorded in its `runStarted` so that a run
+/// resumed after a restart goes on with the same settings. Each field is absent when not
+/// asked for; `runStarted` omits the whole object when none was. Added in 1.3.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStartOptions {
+    /// A model for this run only (a slash command's `model`), as asked (`provider:model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The only tools the run is offered (a slash command's `allowed-tools`, as tool names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The prompt's own step limit (`session/prompt {maxSteps}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// The prompt's `holdApprovals`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_approvals: bool,
+    /// A subagent's run: the parent's run that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+}
+
+impl RunStartOptions {
+    /// Whether nothing was asked for (then `runStarted` carries no `options`).
+    pub fn is_default(&self) -> bool {
+        *self == RunStartOptions::default()
+    }
+}
+
 /// One event of a session. Everything but `messageDelta` and `lagged` is persisted to the
 /// session log before it is published.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,6 +158,10 @@ pub enum Event {
         /// finds its run after a daemon restart.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client_request_id: Option<String>,
+        /// What the run was asked to go with beyond its prompt (absent: nothing), kept so a
+        /// run resumed after a restart keeps it. Added in 1.3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        options: Option<RunStartOptions>,
     },
     /// A run that was active when the daemon stopped (a restart or a crash) goes on under the
     /// same run id, from its next model call. `attempt` counts the resumes of this run (a run is

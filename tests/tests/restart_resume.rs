@@ -21,7 +21,7 @@ pub(crate) const RESUME_OFF: &str = "[sessions]\nresume_after_restart = false\n"
 const UNKNOWN_EFFECT: &str = "interrupted by a daemon restart";
 
 /// A shell call that writes its pid, then blocks until it is killed: a tool in flight.
-fn blocking_call(id: &str) -> Reply {
+pub(crate) fn blocking_call(id: &str) -> Reply {
     Reply::tool_call(
         id,
         "run_shell",
@@ -30,7 +30,7 @@ fn blocking_call(id: &str) -> Reply {
 }
 
 /// Wait for the blocking call's shell to have started (its pid written), and return the pid.
-async fn started_shell(s: &Scenario, count: usize) -> i32 {
+pub(crate) async fn started_shell(s: &Scenario, count: usize) -> i32 {
     let pid_file = s.workspace().join("shell.pids");
     wait_until("the shell pid file", || {
         std::fs::read_to_string(&pid_file)
@@ -47,7 +47,7 @@ async fn started_shell(s: &Scenario, count: usize) -> i32 {
 }
 
 /// Kill what a crashed daemon could not: its tool's process group.
-fn kill_group(pid: i32) {
+pub(crate) fn kill_group(pid: i32) {
     // SAFETY: kill has no memory-safety preconditions; the group is the shell's own.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
@@ -55,7 +55,7 @@ fn kill_group(pid: i32) {
 }
 
 /// The events of `run_id` in the session's whole log, once its run has finished.
-async fn finished_log(s: &Scenario, session: &str) -> Vec<Envelope> {
+pub(crate) async fn finished_log(s: &Scenario, session: &str) -> Vec<Envelope> {
     let mut client = s.client().await;
     client.subscribe(session, Some(0)).await;
     client.events_until_run_finished().await

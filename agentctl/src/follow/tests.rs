@@ -280,6 +280,7 @@ async fn run_creates_subscribes_first_then_prompts_and_streams() {
                     run_id: "run_1".to_owned(),
                     prompt: "say hello".to_owned(),
                     client_request_id: None,
+                    options: None,
                 },
                 Event::MessageDelta {
                     run_id: "run_1".to_owned(),

@@ -146,6 +146,7 @@ fn started(run: &str) -> Event {
         run_id: run.to_owned(),
         prompt: "hi".to_owned(),
         client_request_id: None,
+        options: None,
     }
 }
 

@@ -96,7 +96,7 @@ impl Session {
                 state.steers.extend(loaded.queued_steers);
                 state.follow_ups.extend(loaded.queued_follow_ups);
                 state.run_id = Some(run_id.clone());
-                Some((run_id, plan))
+                Some((run_id, plan, loaded.progress.options))
             }
             (Some(run_id), plan) => {
                 let why = match plan {
@@ -131,9 +131,13 @@ impl Session {
             "resume",
         );
         session.loaded_run = loaded_run;
-        if let Some((run_id, plan)) = resumed {
+        if let Some((run_id, plan, options)) = resumed {
             session
-                .send(super::Command::Resume { run_id, plan })
+                .send(super::Command::Resume {
+                    run_id,
+                    plan,
+                    options,
+                })
                 .await?;
         }
         Ok(session)

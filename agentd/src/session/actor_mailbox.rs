@@ -53,6 +53,8 @@ pub(super) enum Command {
     Resume {
         run_id: String,
         plan: agentd_agent::resume::Resumption,
+        /// What its `runStarted` recorded beyond the prompt: it goes on with the same.
+        options: Option<protocol::event::RunStartOptions>,
     },
 }
 
@@ -144,18 +146,24 @@ impl Actor {
                 let result = self.update(params).await;
                 let _ = reply.send(result);
             }
-            Command::Resume { run_id, plan } => self.resume(run_id, plan).await,
+            Command::Resume {
+                run_id,
+                plan,
+                options,
+            } => self.resume(run_id, plan, options).await,
         }
     }
 
-    /// Go on with `run_id` after a restart; when it cannot even start (its model is gone from
-    /// the configuration), it is recorded as interrupted with the reason.
-    async fn resume(&mut self, run_id: String, plan: agentd_agent::resume::Resumption) {
-        // A resumed run holds its approvals: its client is reconnecting.
-        let options = RunOptions {
-            hold_approvals: true,
-            ..RunOptions::default()
-        };
+    /// Go on with `run_id` after a restart, with the options its `runStarted` recorded (its
+    /// tool narrowing, step limit, model…); when it cannot even start (the session's model is
+    /// gone from the configuration), it is recorded as interrupted with the reason.
+    async fn resume(
+        &mut self,
+        run_id: String,
+        plan: agentd_agent::resume::Resumption,
+        recorded: Option<protocol::event::RunStartOptions>,
+    ) {
+        let options = RunOptions::resumed(recorded.as_ref());
         let opening = super::run_assembly::Opening::Resume {
             run_id: run_id.clone(),
             plan,

@@ -24,7 +24,7 @@ use agentd_work::tools::{
     BackgroundShells, FetchClients, NoFetchRules, ProgressSink, ReadFilter, SubagentLauncher,
     TodoSink, ToolContext, ToolLimits,
 };
-use protocol::event::{Event, UserMessageKind};
+use protocol::event::{Event, RunStartOptions, UserMessageKind};
 
 /// How a prompted run goes, beyond its text.
 #[derive(Clone, Debug, Default)]
@@ -42,6 +42,38 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// A slash command's `allowed-tools`: the run is offered only these tools.
     pub narrowing: Option<agentd_work::commands::ToolNarrowing>,
+}
+
+impl RunOptions {
+    /// What the run's `runStarted` records of these options (None: none was asked for), so
+    /// that the run keeps them if it resumes after a restart.
+    pub(super) fn recorded(&self) -> Option<RunStartOptions> {
+        let recorded = RunStartOptions {
+            model: self.model.clone(),
+            allowed_tools: (self.narrowing.as_ref()).map(|narrowing| narrowing.names().to_vec()),
+            max_steps: self.max_steps,
+            hold_approvals: self.hold_approvals,
+            parent_run_id: self.parent_run_id.clone(),
+        };
+        (!recorded.is_default()).then_some(recorded)
+    }
+
+    /// The options of a run resumed after a restart: those its `runStarted` recorded (its
+    /// model asked again, which may no longer resolve: a warning then; its narrowing applied
+    /// again, never widened), holding its approvals, as its client is reconnecting (a
+    /// subagent's run holds them as it did: it decides as its parent run would).
+    pub(super) fn resumed(recorded: Option<&RunStartOptions>) -> RunOptions {
+        let recorded = recorded.cloned().unwrap_or_default();
+        RunOptions {
+            hold_approvals: recorded.parent_run_id.is_none() || recorded.hold_approvals,
+            max_steps: recorded.max_steps,
+            parent_run_id: recorded.parent_run_id,
+            model: recorded.model,
+            narrowing: recorded
+                .allowed_tools
+                .map(agentd_work::commands::ToolNarrowing::new),
+        }
+    }
 }
 
 /// How a run opens: with a prompt, or going on with the run the daemon stopped in.
@@ -236,6 +268,7 @@ impl Actor {
                         run_id: run_id.clone(),
                         prompt: text.clone(),
                         client_request_id,
+                        options: options.recorded(),
                     })
                     .await
                     .map_err(internal)?;
@@ -433,5 +466,44 @@ impl Actor {
         }
         self.previous_run = Some(handle);
         let _ = begun_rx.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunOptions;
+    use agentd_work::commands::ToolNarrowing;
+
+    #[test]
+    fn a_resumed_run_goes_on_with_the_options_recorded_and_a_top_level_one_holds_its_approvals() {
+        assert_eq!(RunOptions::default().recorded(), None, "a plain prompt's");
+        let command = RunOptions {
+            hold_approvals: false,
+            max_steps: Some(4),
+            parent_run_id: Some("run_parent".into()),
+            model: Some("mock:command-model".into()),
+            narrowing: Some(ToolNarrowing::new(vec!["read_file".into()])),
+        };
+        let resumed = RunOptions::resumed(command.recorded().as_ref());
+        assert_eq!(resumed.narrowing, command.narrowing);
+        assert_eq!(resumed.model, command.model);
+        assert_eq!(resumed.max_steps, command.max_steps);
+        assert_eq!(resumed.parent_run_id, command.parent_run_id);
+        // A subagent's run decides as it did (as its parent run would)...
+        assert!(!resumed.hold_approvals);
+        // ...a top-level run holds them: its client is reconnecting.
+        let top_level = RunOptions {
+            parent_run_id: None,
+            ..command.clone()
+        };
+        assert!(RunOptions::resumed(top_level.recorded().as_ref()).hold_approvals);
+
+        // An old log's run: nothing recorded, nothing narrowed, and still held.
+        let old = RunOptions::resumed(None);
+        assert!(old.hold_approvals);
+        assert_eq!(
+            (old.narrowing, old.model, old.max_steps),
+            (None, None, None)
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! What the run the daemon was in when it stopped had done, read back from the session file so
-//! the run can be resumed (`session::resume`): its steps, its resumes so far, and its approvals
-//! (those still pending, whole, and the answers given to the others).
+//! the run can be resumed (`session::resume`): the options it was started with, its steps, its
+//! resumes so far, and its approvals (those still pending, whole, and the answers given to the
+//! others).
 
 use protocol::approval::{ApprovalDecision, PendingApproval};
-use protocol::event::Event;
+use protocol::event::{Event, RunStartOptions};
 
 /// An answer recorded for one of the run's approvals.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +18,9 @@ pub struct RecordedAnswer {
 /// The unfinished run's progress (reset at each `runStarted`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunProgress {
+    /// What its `runStarted` recorded beyond the prompt (its model, tool narrowing, step
+    /// limit…), which it goes on with when it resumes.
+    pub options: Option<RunStartOptions>,
     /// The highest step it started (`turnStarted`).
     pub steps: u32,
     /// How often it was resumed already (`runResumed`).
@@ -34,6 +38,7 @@ impl RunProgress {
             return;
         }
         match event {
+            Event::RunStarted { options, .. } => self.options = options.clone(),
             Event::TurnStarted { step, .. } => self.steps = self.steps.max(*step),
             Event::RunResumed { .. } => self.resumes += 1,
             Event::ApprovalRequested { approval, .. } => {

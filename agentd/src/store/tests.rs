@@ -56,6 +56,7 @@ fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
         run_id: "run_1".into(),
         prompt: "hi".into(),
         client_request_id: None,
+        options: None,
     };
     write(
         &path,
@@ -285,4 +286,79 @@ fn a_header_without_mcp_servers_still_loads_and_one_with_them_keeps_them() {
     assert_eq!(loaded.mcp_servers, servers);
     let entries = loaded.mcp_servers();
     assert_eq!(entries.entries["time"].args, ["mcp-server-time"]);
+}
+
+#[test]
+fn the_unfinished_runs_recorded_options_are_read_back_and_an_old_logs_run_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let options = protocol::event::RunStartOptions {
+        model: Some("mock:command-model".into()),
+        allowed_tools: Some(vec!["read_file".into(), "run_shell".into()]),
+        max_steps: Some(3),
+        hold_approvals: true,
+        parent_run_id: None,
+    };
+    let started =
+        |run_id: &str, options: Option<protocol::event::RunStartOptions>| Event::RunStarted {
+            run_id: run_id.into(),
+            prompt: "p".into(),
+            client_request_id: None,
+            options,
+        };
+    let mut entries = vec![
+        Entry::Header(header()),
+        Entry::Event {
+            seq: 1,
+            event: started("run_1", Some(options.clone())),
+        },
+        Entry::Event {
+            seq: 2,
+            event: Event::TurnStarted {
+                run_id: "run_1".into(),
+                step: 1,
+            },
+        },
+    ];
+    write(&path, &entries, "");
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
+    assert_eq!(loaded.progress.options, Some(options.clone()));
+    assert_eq!(loaded.progress.steps, 1);
+
+    // On the wire: camelCase, only what was asked for; a plain run carries no `options`.
+    let line: serde_json::Value = serde_json::from_str(&encode(&entries[1]).unwrap()).unwrap();
+    assert_eq!(
+        line["event"]["options"],
+        serde_json::json!({
+            "model": "mock:command-model",
+            "allowedTools": ["read_file", "run_shell"],
+            "maxSteps": 3,
+            "holdApprovals": true,
+        })
+    );
+    let plain = serde_json::to_value(started("run_2", None)).unwrap();
+    assert_eq!(plain.get("options"), None, "{plain}");
+
+    // That run ended; the next one, written by an older daemon, has no options: it does not
+    // inherit the previous run's.
+    entries.push(Entry::Event {
+        seq: 3,
+        event: Event::RunFinished {
+            run_id: "run_1".into(),
+            status: protocol::event::RunStatus::Completed,
+            error: None,
+            usage: Default::default(),
+            cost_usd: None,
+        },
+    });
+    write(
+        &path,
+        &entries,
+        "{\"type\":\"event\",\"seq\":4,\"event\":{\"type\":\"runStarted\",\"runId\":\"run_2\",\"prompt\":\"old\"}}\n",
+    );
+    let loaded = load(&path).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.unfinished_run.as_deref(), Some("run_2"));
+    assert_eq!(loaded.progress.options, None);
 }

@@ -131,6 +131,17 @@ pub struct ToolNarrowing {
 }
 
 impl ToolNarrowing {
+    /// Only the tools named (our names, as [`ToolNarrowing::names`] gives them): how a run's
+    /// recorded narrowing is made again when it resumes after a restart.
+    pub fn new(names: Vec<String>) -> ToolNarrowing {
+        ToolNarrowing { names }
+    }
+
+    /// The names of the tools it keeps, recorded in the run's `runStarted`.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// The tools of `registry` it keeps.
     pub fn apply(&self, registry: &ToolRegistry) -> ToolRegistry {
         registry.filtered_tools(|tool| self.names.iter().any(|name| name == tool.name()))
