@@ -284,12 +284,7 @@ async fn launch(
     let agent_type = definition.name.clone();
     if params.run_in_background {
         let task_id = task.task_id.clone();
-        let notify_idle_parent = sessions
-            .deps
-            .config
-            .snapshot()
-            .map(|config| config.tasks.notify_idle_parent)
-            .unwrap_or(true);
+        let notify_idle_parent = sessions.notify_idle_parent();
         let weak = Arc::downgrade(&sessions);
         sessions.tasks.spawn(async move {
             // Suspended by a stop, it records nothing (and owes nothing yet): it resumes.
@@ -334,6 +329,15 @@ async fn launch(
 }
 
 impl SessionManager {
+    /// `[tasks] notify_idle_parent` as the configuration now says.
+    pub(crate) fn notify_idle_parent(&self) -> bool {
+        self.deps
+            .config
+            .snapshot()
+            .map(|config| config.tasks.notify_idle_parent)
+            .unwrap_or(true)
+    }
+
     /// `task/start`: a background subagent a client starts, with no parent session. It runs
     /// in `cwd` with the default provider, `permission_mode` (else the workspace's default
     /// mode) and no session rules or MCP servers of a parent; its result stays in the task.

@@ -93,12 +93,7 @@ async fn follow_resumed(sessions: Arc<SessionManager>, task: TaskRecord, child_i
         && let Some(task) = tasks.get(&task_id)
         && task.notification_pending
     {
-        let notify_idle_parent = sessions
-            .deps
-            .config
-            .snapshot()
-            .map(|config| config.tasks.notify_idle_parent)
-            .unwrap_or(true);
+        let notify_idle_parent = sessions.notify_idle_parent();
         deliver(&sessions, &task, notify_idle_parent, false).await;
     }
 }

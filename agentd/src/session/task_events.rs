@@ -60,12 +60,7 @@ async fn deliver_owed_notifications(sessions: Weak<SessionManager>) {
         if sessions.deps.tasks.is_stopping() {
             return;
         }
-        let notify_idle_parent = sessions
-            .deps
-            .config
-            .snapshot()
-            .map(|config| config.tasks.notify_idle_parent)
-            .unwrap_or(true);
+        let notify_idle_parent = sessions.notify_idle_parent();
         let delivery =
             super::subagent::deliver_notification(&sessions, &task, notify_idle_parent, true).await;
         tracing::debug!(task = %task.task_id, ?delivery, "an owed task notification");
