@@ -47,6 +47,7 @@ mod mcp_runtime;
 mod mcp_sessions;
 mod mcp_sessions_supervision;
 mod mcp_supervision;
+mod perf_budgets;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_schema;

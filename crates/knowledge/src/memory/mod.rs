@@ -38,9 +38,9 @@ const MEMORY_DIR: &str = "memory";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryTarget {
-    /// `MEMORY.md`: the agent's notes.
+    /// Your notes: environment, conventions, lessons.
     Memory,
-    /// `USER.md`: the user's profile.
+    /// The user's profile and preferences.
     User,
 }
 

@@ -20,20 +20,17 @@ pub(crate) struct FetchUrl;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct FetchUrlParams {
-    /// The http or https URL to fetch.
+    /// The http(s) URL.
     url: String,
 }
 
 impl TypedTool for FetchUrl {
     type Params = FetchUrlParams;
     const NAME: &'static str = "fetch_url";
-    const DESCRIPTION: &'static str = "Fetch an http(s) URL with GET and return its text: HTML pages reduced to their text \
-         (tags, scripts and styles removed), JSON, XML and plain text as they are. Other content \
-         types (images, PDFs, archives) are refused. At most 1 MiB is read, and the request \
-         times out after 30 seconds. Use it for documentation and API responses; it cannot log \
-         in or run JavaScript. Loopback, private, link-local and cloud metadata addresses \
-         (localhost, 10.x, 192.168.x, 169.254.169.254, …) are refused, redirects included, \
-         unless the user allowed that host with a `WebFetch(domain:HOST)` rule.";
+    const DESCRIPTION: &'static str = "GET an http(s) URL as text: HTML reduced to text; JSON, XML, plain text as is; \
+         other types refused. At most 1 MiB and 30 s; no login or JavaScript. Private, \
+         loopback, link-local and metadata addresses are refused (redirects too) unless a \
+         `WebFetch(domain:HOST)` rule allows the host.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

@@ -22,23 +22,21 @@ pub(crate) struct ReadFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ReadFileParams {
-    /// Path of the file, relative to the workspace root (or absolute inside it).
+    /// Relative to the workspace (or absolute in it).
     path: String,
-    /// 1-based number of the first line to return (default 1).
+    /// First line, 1-based (default 1).
     offset: Option<u64>,
-    /// Maximum number of lines to return (default 2000).
+    /// Lines at most (default 2000).
     limit: Option<u64>,
 }
 
 impl TypedTool for ReadFile {
     type Params = ReadFileParams;
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a text file from the workspace. Returns its lines numbered like `cat -n` \
-         (line number, tab, text). By default the first 2000 lines are returned; for longer \
-         files the result says so, and you read on with `offset` (1-based first line) and \
-         `limit` (number of lines). Very long lines are cut. Binary files, named pipes and \
-         devices are refused. Read a file before editing it, and prefer this over `cat` in \
-         run_shell.";
+    const DESCRIPTION: &'static str = "Read a workspace text file, lines numbered like `cat -n`: the first 2000, or \
+         `offset` (1-based) and `limit`; the result says when there is more. Long lines \
+         are cut; binary files and devices refused. Read before editing; prefer it to \
+         `cat`.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -163,18 +161,17 @@ pub(crate) struct WriteFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct WriteFileParams {
-    /// Path of the file, relative to the workspace root (or absolute inside it).
+    /// Relative to the workspace (or absolute in it).
     path: String,
-    /// The complete new content of the file.
+    /// The whole new content.
     content: String,
 }
 
 impl TypedTool for WriteFile {
     type Params = WriteFileParams;
     const NAME: &'static str = "write_file";
-    const DESCRIPTION: &'static str = "Create a file or replace its whole content. Missing parent directories are created; \
-         the write is atomic. Returns the number of bytes written. To change part of an \
-         existing file use edit_file instead, which does not need the whole content.";
+    const DESCRIPTION: &'static str = "Create a file or replace all its content (parent directories created, atomic). \
+         To change part of a file, use edit_file.";
     const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -216,24 +213,22 @@ pub(crate) struct EditFile;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct EditFileParams {
-    /// Path of the file, relative to the workspace root (or absolute inside it).
+    /// Relative to the workspace (or absolute in it).
     path: String,
-    /// The exact text to replace, including whitespace and indentation.
+    /// The exact text to replace.
     old_text: String,
-    /// The text to put in its place.
+    /// Its replacement.
     new_text: String,
-    /// Replace every occurrence instead of requiring exactly one (default false).
+    /// Replace every occurrence (default false).
     replace_all: Option<bool>,
 }
 
 impl TypedTool for EditFile {
     type Params = EditFileParams;
     const NAME: &'static str = "edit_file";
-    const DESCRIPTION: &'static str = "Replace exact text in an existing file. `oldText` must match the file exactly \
-         (whitespace and indentation included; no line numbers) and must occur exactly once, \
-         unless `replaceAll` is true. If it matches several times, include more surrounding \
-         lines to make it unique. Returns the edited region with line numbers. Read the file \
-         first; use write_file to create files.";
+    const DESCRIPTION: &'static str = "Replace exact text in a file: `oldText` must match exactly (whitespace included, \
+         no line numbers) and occur once unless `replaceAll`; else add surrounding lines. \
+         Returns the edited region. Read it first; create files with write_file.";
     const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -380,18 +375,16 @@ pub(crate) struct ListDir;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ListDirParams {
-    /// Directory to list, relative to the workspace root (default: the root).
+    /// Directory, relative to the workspace root (default: the root).
     path: Option<String>,
 }
 
 impl TypedTool for ListDir {
     type Params = ListDirParams;
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = "List the entries of one directory (not recursive), sorted by name, directories marked \
-         with a trailing `/`. Hidden and ignored files are included; entries the permission \
-         rules deny reading and symlinks leading outside the workspace are not (the result \
-         says how many). Long listings are capped at 1000 entries. Use glob to find files \
-         recursively by name.";
+    const DESCRIPTION: &'static str = "List one directory (not recursive), sorted, directories ending in `/`, at most \
+         1000 entries. Hidden and ignored files included; denied entries and symlinks out \
+         of the workspace left out (counted).";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

@@ -56,18 +56,16 @@ fn apply_read_rules(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct LoadSkillParams {
-    /// The skill's name, as listed in <available_skills>.
+    /// The skill's name.
     name: String,
 }
 
 impl TypedTool for LoadSkill {
     type Params = LoadSkillParams;
     const NAME: &'static str = agentd_knowledge::skills::LOAD_SKILL_TOOL;
-    const DESCRIPTION: &'static str = "Load the full instructions of a skill listed in \
-<available_skills> in the system prompt. Call it as soon as a task matches a skill's description, \
-before doing the task, then follow the instructions. Returns the skill's instructions and the \
-paths of its other files (templates, scripts, references), which you read only when the \
-instructions need them.";
+    const DESCRIPTION: &'static str = "Load a skill of <available_skills>: call it as soon as a task matches one, \
+         before doing the task, and follow its instructions. Returns them and the paths \
+         of the skill's other files (read those only when needed).";
     const READ_ONLY: bool = true;
     const TRUNCATE_OUTPUT: bool = false;
 

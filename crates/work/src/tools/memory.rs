@@ -22,32 +22,31 @@ impl MemoryTool {
     }
 }
 
-/// What to change.
+/// What to do.
 #[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum MemoryAction {
-    /// Save a new entry (`content`).
+    /// New entry `content`.
     Add,
-    /// Rewrite the one entry containing `oldText` as `newContent`.
+    /// The entry with `oldText` becomes `newContent`.
     Replace,
-    /// Delete the one entry containing `oldText`.
+    /// Delete the entry with `oldText`.
     Remove,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct MemoryParams {
-    /// `memory` for your notes (environment, conventions, lessons), `user` for the user's
-    /// profile and preferences.
+    /// Which store.
     target: MemoryTarget,
     action: MemoryAction,
-    /// add: the entry to save (one fact, may span lines).
+    /// add: one fact.
     #[serde(default)]
     content: Option<String>,
-    /// replace and remove: a short piece of text found in exactly one entry.
+    /// A short text in exactly one entry.
     #[serde(default, alias = "old_text")]
     old_text: Option<String>,
-    /// replace: the entry's new text.
+    /// replace: the new text.
     #[serde(default, alias = "new_content")]
     new_content: Option<String>,
 }
@@ -55,23 +54,12 @@ pub(crate) struct MemoryParams {
 impl TypedTool for MemoryTool {
     type Params = MemoryParams;
     const NAME: &'static str = "memory";
-    const DESCRIPTION: &'static str = "\
-Keep your long-term memory, which the system prompt of every later session shows (this \
-session's prompt keeps the snapshot taken when it started). Two stores with small character \
-limits: target `user` (the user's profile: name, role, preferences, communication style, what \
-to avoid) and target `memory` (your notes: environment facts, project conventions, tool quirks, \
-lessons learned).
-WHEN to save, without being asked: the user corrects you or states a preference (\"don't use \
-sudo for docker\", \"use pnpm\"); you learn a stable fact about their environment or project \
-(OS, services, build and test commands, conventions); the user asks you to remember something.
-PRIORITY: user corrections and preferences first, then environment and project facts, then \
-lessons about tools. The best memory is one that spares the user from saying it twice.
-SKIP: task progress, completed-work logs and to-dos (they belong to this session); things easy \
-to find again (documentation, file contents); raw dumps (logs, code, tables); multi-step \
-procedures; what AGENTS.md already says.
-Actions: add {content}; replace {oldText, newContent} and remove {oldText}, where oldText is a \
-short piece of text found in exactly one entry. Keep entries short and factual. When a store is \
-full, an add is refused with the current entries: merge or remove stale ones, then add again.";
+    const DESCRIPTION: &'static str = "Memory shown to later sessions. Save unasked: the user's corrections and \
+         preferences first, stable facts of the environment or project (OS, build and \
+         test commands, conventions), what you are asked to remember. Not progress, \
+         to-dos, dumps, procedures, what is easy to find or in AGENTS.md. Short factual \
+         entries; a full store refuses an add, listing its entries: merge or remove stale \
+         ones.";
     const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {

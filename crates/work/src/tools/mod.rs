@@ -14,6 +14,7 @@ mod load_skill;
 mod memory;
 mod read_filter;
 mod search;
+mod schema_tidy;
 mod shell;
 mod task;
 mod task_tools;
@@ -396,14 +397,14 @@ impl fmt::Debug for ToolRegistry {
 }
 
 /// The input schema of a params struct, without the `$schema` and `title` keys that providers
-/// do not need.
+/// do not need, tidied (`schema_tidy`).
 pub(crate) fn schema_of<P: JsonSchema>() -> serde_json::Value {
     let mut schema = schemars::schema_for!(P);
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
         object.remove("title");
     }
-    schema.to_value()
+    schema_tidy::tidy(schema.to_value())
 }
 
 /// Deserialises a tool's input into its params struct; the error is written for the model,

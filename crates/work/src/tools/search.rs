@@ -27,21 +27,19 @@ pub(crate) struct Glob;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct GlobParams {
-    /// Glob pattern, e.g. `**/*.rs`, `src/**/mod.rs` or `*.toml`.
+    /// Glob pattern, e.g. `**/*.rs` or `*.toml`.
     pattern: String,
-    /// Directory to search in, relative to the workspace root (default: the root).
+    /// Directory to search (default: the workspace root).
     path: Option<String>,
 }
 
 impl TypedTool for Glob {
     type Params = GlobParams;
     const NAME: &'static str = "glob";
-    const DESCRIPTION: &'static str = "Find files by name with a glob pattern (`*`, `?`, `[ab]`, `{a,b}`, `**` for any \
-         depth). A pattern without `/` matches file names at any depth (`*.rs`); a pattern \
-         with `/` matches the path relative to the searched directory (`src/**/*.rs`). Files \
-         ignored by .gitignore and hidden files are skipped, and so are files the permission \
-         rules deny reading (the result says how many). Returns matching file paths relative \
-         to the workspace, sorted, at most 1000.";
+    const DESCRIPTION: &'static str = "Find files by glob (`*`, `?`, `[ab]`, `{a,b}`, `**`): without `/` it matches \
+         names at any depth (`*.rs`), with `/` paths under `path` (`src/**/*.rs`). Skips \
+         gitignored, hidden and denied files (counted). Up to 1000 sorted paths, relative \
+         to the workspace.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -103,24 +101,20 @@ pub(crate) struct Grep;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct GrepParams {
-    /// Regular expression (Rust regex syntax), e.g. `fn\s+main` or `(?i)todo`.
+    /// Regex, e.g. `fn\s+main`.
     pattern: String,
-    /// File or directory to search, relative to the workspace root (default: the root).
+    /// File or directory to search (default: the workspace root).
     path: Option<String>,
-    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`.
+    /// Only files matching this glob, e.g. `*.rs`.
     glob: Option<String>,
 }
 
 impl TypedTool for Grep {
     type Params = GrepParams;
     const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax; `(?i)` for \
-         case-insensitive). Skips files ignored by .gitignore, hidden files, binary files and \
-         special files (pipes, devices) and files the permission rules deny reading (the \
-         result says how many); very long lines are searched in their beginning. \
-         Returns matching lines as `path:line: text`, paths relative to the workspace, sorted \
-         by path, at most 500 matches; narrow with `path` (a file or directory) or `glob` \
-         (e.g. `*.rs`).";
+    const DESCRIPTION: &'static str = "Search file contents with a Rust regex (`(?i)`: ignore case). Skips gitignored, \
+         hidden, binary, special and denied files (counted). Up to 500 `path:line: text` \
+         matches sorted by path; narrow with `path` or `glob`.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

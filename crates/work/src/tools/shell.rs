@@ -24,30 +24,25 @@ pub(crate) struct RunShell;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RunShellParams {
-    /// The command line, run with `sh -c` in the workspace root.
+    /// The command line.
     command: String,
-    /// Timeout in milliseconds (default 120000, at most 600000).
+    /// Timeout in ms (default 120000, at most 600000).
     timeout_ms: Option<u64>,
-    /// Run the command as a background task: returns its task id at once; read its output
-    /// with task_output, stop it with task_stop.
+    /// Run as a background task: its id returns at once.
     run_in_background: Option<bool>,
 }
 
 impl TypedTool for RunShell {
     type Params = RunShellParams;
     const NAME: &'static str = "run_shell";
-    const DESCRIPTION: &'static str = "Run a shell command with `sh -c` in the workspace root (builds, tests, git, package \
-         managers). stdin is empty, so interactive commands fail; pass flags like `--yes`. The \
-         environment is reduced to basics (PATH, HOME, locale; no API keys or tokens). Where \
-         the sandbox is on, the command may write only in the workspace and the temp dir \
-         (elsewhere: Permission denied; the project's configuration is read-only: .agents/, \
-         .claude/, skills/, .mcp.json, .git/hooks/, .git/config, AGENTS.md, CLAUDE.md). Returns \
-         stdout, then stderr, then the exit code; long output keeps its beginning and end. The \
-         command and everything it started are killed after `timeoutMs` (default 2 minutes, \
-         at most 10 minutes) and when the command exits. For a server or a long job, pass \
-         `runInBackground: true`: it returns a task id at once and the command runs on as a \
-         background task (read its output with task_output, stop it with task_stop). Prefer read_file, grep, glob and edit_file for reading, searching and \
-         editing files.";
+    const DESCRIPTION: &'static str = "Run a command with `sh -c` in the workspace root. stdin is empty (pass \
+         `--yes`-like flags); the environment is basic (no keys or tokens). With the \
+         sandbox on, only the workspace and temp dir are writable and the project's \
+         config (.agents/, .claude/, skills/, .mcp.json, .git/hooks, .git/config, \
+         AGENTS.md, CLAUDE.md) is read-only. Returns stdout, stderr and the exit code; \
+         long output keeps start and end. It and all it started are killed at `timeoutMs` \
+         or when it exits. Servers and long jobs: `runInBackground`. For files prefer \
+         read_file, grep, glob, edit_file.";
     const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {

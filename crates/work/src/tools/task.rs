@@ -18,15 +18,15 @@ pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskParams {
-    /// The whole task for the subagent: it sees nothing of this conversation.
+    /// The whole task: the subagent sees nothing of this conversation.
     pub prompt: String,
-    /// Which agent runs it (see the available agents); default `general-purpose`.
+    /// One of the available agents (default `general-purpose`).
     #[serde(default)]
     pub agent_type: Option<String>,
-    /// A short description (default: the prompt's first line).
+    /// Short description (default: the prompt's first line).
     #[serde(default)]
     pub description: Option<String>,
-    /// Return the task id at once; its result arrives later as a task notification.
+    /// Return the task id at once; the result comes later.
     #[serde(default)]
     pub run_in_background: bool,
 }
@@ -48,11 +48,10 @@ pub struct TaskTool;
 impl TypedTool for TaskTool {
     type Params = TaskParams;
     const NAME: &'static str = "task";
-    const DESCRIPTION: &'static str = "Delegate a self-contained task to a subagent: a fresh \
-        agent with its own context and tools that sees only your prompt, so say everything it \
-        needs. Returns the subagent's final message. With runInBackground the task id comes \
-        back at once and the result arrives later as a <task-notification> message. Several \
-        task calls in one turn run in parallel.";
+    const DESCRIPTION: &'static str = "Delegate a self-contained task to a subagent: a fresh agent with its own context \
+         and tools that sees only your prompt, so say all it needs. Returns its final \
+         message; with `runInBackground`, its task id at once and the result later as a \
+         <task-notification>. Several calls in one turn run in parallel.";
     // Daemon bookkeeping: the child's own tool calls go through its own permission gate.
     const READ_ONLY: bool = true;
 

@@ -36,7 +36,7 @@ pub struct TaskStop(pub Arc<dyn SessionTasks>);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TaskListParams {
-    /// Finished tasks too (by default only pending and running ones).
+    /// Finished ones too.
     #[serde(default)]
     all: bool,
 }
@@ -44,16 +44,16 @@ pub(crate) struct TaskListParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TaskIdParams {
-    /// The task's id, `task_…`, as `task` or `task_list` gave it.
+    /// The task's id (`task_…`).
     task_id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TaskOutputParams {
-    /// The task's id, `task_…`.
+    /// The task's id (`task_…`).
     task_id: String,
-    /// Lines from the end of the output to return (default 100).
+    /// Lines from the end (default 100).
     #[serde(default)]
     tail: Option<usize>,
 }
@@ -61,9 +61,8 @@ pub(crate) struct TaskOutputParams {
 impl TypedTool for TaskList {
     type Params = TaskListParams;
     const NAME: &'static str = "task_list";
-    const DESCRIPTION: &'static str = "List the background tasks you started (subagents and \
-background shell commands): id, status, kind and description, newest first. Only pending and \
-running ones unless `all` is true.";
+    const DESCRIPTION: &'static str = "Your background tasks (subagents, shell commands): id, status, kind, \
+         description, newest first; pending and running ones unless `all`.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -93,8 +92,8 @@ running ones unless `all` is true.";
 impl TypedTool for TaskGet {
     type Params = TaskIdParams;
     const NAME: &'static str = "task_get";
-    const DESCRIPTION: &'static str = "Show one of your background tasks: status, kind, \
-description, times, result or error, exit code. Use task_output for its output.";
+    const DESCRIPTION: &'static str = "One background task: status, kind, description, times, result or error, exit \
+         code.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -115,9 +114,8 @@ description, times, result or error, exit code. Use task_output for its output."
 impl TypedTool for TaskOutputTool {
     type Params = TaskOutputParams;
     const NAME: &'static str = "task_output";
-    const DESCRIPTION: &'static str = "Read one of your background tasks' output: a shell \
-command's output so far, or a subagent's final message. Returns its last `tail` lines \
-(default 100) and the task's status; call again later for more while it runs.";
+    const DESCRIPTION: &'static str = "A background task's output (a shell's so far, a subagent's final message): its \
+         last `tail` lines and its status.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
@@ -154,8 +152,8 @@ command's output so far, or a subagent's final message. Returns its last `tail` 
 impl TypedTool for TaskStop {
     type Params = TaskIdParams;
     const NAME: &'static str = "task_stop";
-    const DESCRIPTION: &'static str = "Stop one of your background tasks: a subagent's run is \
-cancelled, a shell command is killed with its whole process group. It ends `cancelled`.";
+    const DESCRIPTION: &'static str = "Stop a background task (a subagent's run cancelled, a shell killed with its \
+         process group); it ends `cancelled`.";
     const READ_ONLY: bool = false;
 
     fn summary(&self, input: &serde_json::Value) -> String {

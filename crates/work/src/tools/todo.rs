@@ -20,16 +20,16 @@ pub(crate) const TODO_MAX_CONTENT_CHARS: usize = 500;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TodoWrite;
 
-/// One item as the model writes it.
+// One item as the model writes it (no doc comment: it would be sent in the schema).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoItem {
-    /// What to do, in one short imperative line.
+    /// One short imperative line.
     pub(crate) content: String,
     pub(crate) status: TodoStatus,
 }
 
-/// Where an item stands; at most one item is `in_progress`.
+// At most one item is `in_progress` (said in the tool's description, not in its schema).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
@@ -41,7 +41,7 @@ pub enum TodoStatus {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TodoWriteParams {
-    /// The whole list, in order; it replaces the previous one.
+    // The whole list, in order (said in the tool's description).
     items: Vec<TodoItem>,
 }
 
@@ -81,12 +81,9 @@ impl fmt::Debug for TodoSink {
 impl TypedTool for TodoWrite {
     type Params = TodoWriteParams;
     const NAME: &'static str = "todo_write";
-    const DESCRIPTION: &'static str = "Write your todo list for the current task: the whole list \
-each time (it replaces the previous one), items in order, each `pending`, `in_progress` or \
-`completed`. Use it for tasks of three or more steps or when the user gives several things to \
-do: write the plan first, mark one item `in_progress` before starting it (never more than one \
-at a time), and mark it `completed` as soon as it is done, not in batches later. Skip it for \
-trivial one-step tasks. The user sees the list as your plan.";
+    const DESCRIPTION: &'static str = "Your todo list, written whole each time, in order. For tasks of three or more \
+         steps: plan first; mark one item `in_progress` before starting it, `completed` \
+         once done. The user sees it as your plan.";
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {

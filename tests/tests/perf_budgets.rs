@@ -1,0 +1,45 @@
+//! Deterministic performance budgets, which a busy machine cannot fool: sizes, not times.
+//! The first request a session sends with the default tools must stay within
+//! [`FIRST_REQUEST_TOOLS_BUDGET`] bytes of tool definitions (names, descriptions and schemas)
+//! without losing a tool; each figure is printed beside its budget.
+
+use agentd_tests::mock_llm::{Format, Reply};
+use agentd_tests::scenario::*;
+
+/// The default tool set's JSON in the first request (OpenAI wire form), in bytes.
+const FIRST_REQUEST_TOOLS_BUDGET: usize = 9 * 1024;
+
+#[tokio::test]
+async fn the_default_tools_fit_their_budget_in_the_first_request() {
+    let s = Scenario::start(Format::OpenAi).await;
+    s.mock.push(Reply::text("hi"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "hello").await;
+    client.events_until_run_finished().await;
+    let requests = s.mock.requests();
+    let tools = requests[0].json["tools"].as_array().cloned().unwrap_or_default();
+    let mut sizes: Vec<(String, usize)> = tools
+        .iter()
+        .map(|tool| {
+            let name = tool["function"]["name"].as_str().unwrap_or("?").to_owned();
+            (name, serde_json::to_string(tool).unwrap().len())
+        })
+        .collect();
+    sizes.sort_by(|a, b| b.1.cmp(&a.1));
+    let total = serde_json::to_string(&requests[0].json["tools"]).unwrap().len();
+    if std::env::var_os("DUMP_TOOLS").is_some() {
+        println!("{}", serde_json::to_string_pretty(&requests[0].json["tools"]).unwrap());
+    }
+    for (name, size) in &sizes {
+        println!("{size:>6} B  {name}");
+    }
+    println!(
+        "first request: tools {total} B of a {FIRST_REQUEST_TOOLS_BUDGET} B budget ({} tools), whole body {} B",
+        sizes.len(),
+        requests[0].body.len()
+    );
+    assert!(
+        total <= FIRST_REQUEST_TOOLS_BUDGET,
+        "the default tools take {total} B, over their budget of {FIRST_REQUEST_TOOLS_BUDGET} B: {sizes:?}"
+    );
+}
