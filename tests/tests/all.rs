@@ -59,6 +59,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod restart_cli;
 mod restart_resume;
 mod runs_thinking;
 mod security_approvals;

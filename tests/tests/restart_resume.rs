@@ -21,7 +21,7 @@ pub(crate) const RESUME_OFF: &str = "[sessions]\nresume_after_restart = false\n"
 const UNKNOWN_EFFECT: &str = "interrupted by a daemon restart";
 
 /// A shell call that writes its pid, then blocks until it is killed: a tool in flight.
-fn blocking_call(id: &str) -> Reply {
+pub(crate) fn blocking_call(id: &str) -> Reply {
     Reply::tool_call(
         id,
         "run_shell",
@@ -30,8 +30,13 @@ fn blocking_call(id: &str) -> Reply {
 }
 
 /// Wait for the blocking call's shell to have started (its pid written), and return the pid.
-async fn started_shell(s: &Scenario, count: usize) -> i32 {
-    let pid_file = s.workspace().join("shell.pids");
+pub(crate) async fn started_shell(s: &Scenario, count: usize) -> i32 {
+    started_shell_in(&s.workspace(), count).await
+}
+
+/// `started_shell` for the workspace `workspace`.
+pub(crate) async fn started_shell_in(workspace: &std::path::Path, count: usize) -> i32 {
+    let pid_file = workspace.join("shell.pids");
     wait_until("the shell pid file", || {
         std::fs::read_to_string(&pid_file)
             .is_ok_and(|text| text.ends_with('\n') && text.lines().count() >= count)
@@ -47,7 +52,7 @@ async fn started_shell(s: &Scenario, count: usize) -> i32 {
 }
 
 /// Kill what a crashed daemon could not: its tool's process group.
-fn kill_group(pid: i32) {
+pub(crate) fn kill_group(pid: i32) {
     // SAFETY: kill has no memory-safety preconditions; the group is the shell's own.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
