@@ -3,13 +3,16 @@
 //! same way: `approval_desk::ask`): a pure state machine that takes events, key presses and
 //! failed answers and says what to do (print, answer, prompt, stop prompting). `follow`
 //! performs the actions; no I/O here. A standing `--approve` policy never raises a budget:
-//! `wait` leaves the pause for another client, the others stop the run.
+//! `wait` leaves the pause for another client, the others stop the run. Across a lost
+//! connection and a daemon restart (`approval_desk::restart`): nothing is prompted while
+//! disconnected, what was asked is asked again once the replay is through, and an approval the
+//! daemon asks again gets the answer already given.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use protocol::approval::{ApprovalDecision, PendingApproval};
 use protocol::budget::{BudgetDecision, BudgetKind, BudgetRequest};
-use protocol::error::ALREADY_DECIDED;
+use protocol::error::{ALREADY_DECIDED, NOT_FOUND};
 use protocol::event::Event;
 
 use crate::approval_view::{what, why};
@@ -75,14 +78,30 @@ pub struct ApprovalDesk {
     typing_reason: Option<Vec<u8>>,
     /// Approvals asked while another was prompted, oldest first (parallel tool calls).
     queued: VecDeque<Ask>,
-    /// What this client answered, by approval id, and whether that was already announced
-    /// (a policy's line): the agreeing resolution announces a key's answer once it is final;
-    /// one that differs was decided elsewhere first.
-    answered: HashMap<String, (ApprovalDecision, bool)>,
+    /// What this client answered, by approval id, until its resolution is seen: the agreeing
+    /// resolution announces a key's answer once it is final; one that differs was decided
+    /// elsewhere first; the daemon asking again (after a restart) gets the same answer.
+    answered: HashMap<String, Answer>,
     /// Approval and budget request ids seen, so a replayed request is not handled twice.
     seen: HashSet<String>,
+    /// Approvals whose resolution was seen: never asked again.
+    decided: HashSet<String>,
     /// The kind of each budget pause seen, to word its resolution.
     budget_kinds: HashMap<String, BudgetKind>,
+    /// The connection was lost and made again since the desk started: an answer the daemon
+    /// does not know (yet) is kept for when it asks again, not reported.
+    reconnected: bool,
+}
+
+/// An answer this client sent (or tried to send).
+#[derive(Clone, Debug)]
+struct Answer {
+    decision: ApprovalDecision,
+    reason: Option<String>,
+    /// The `--approve` policy that answered; `None` for a person.
+    policy: Option<String>,
+    /// Its line was already shown (a policy's): the resolution says nothing more.
+    announced: bool,
 }
 
 impl ApprovalDesk {
@@ -111,7 +130,9 @@ impl ApprovalDesk {
             queued: VecDeque::new(),
             answered: HashMap::new(),
             seen: HashSet::new(),
+            decided: HashSet::new(),
             budget_kinds: HashMap::new(),
+            reconnected: false,
         }
     }
 
@@ -130,7 +151,7 @@ impl ApprovalDesk {
                     self.child_runs.insert(run_id.clone());
                 }
                 if !self.seen.insert(approval.approval_id.clone()) {
-                    return Vec::new();
+                    return self.asked_again(approval);
                 }
                 self.requested(approval.clone())
             }
@@ -168,6 +189,7 @@ impl ApprovalDesk {
                 decided_by,
                 ..
             } if self.is_ours(run_id) => self.resolved(approval_id, *decision, decided_by),
+            Event::RunResumed { run_id, .. } if self.is_ours(run_id) => self.run_resumed(run_id),
             Event::RunFinished { run_id, .. } if self.is_ours(run_id) => {
                 self.queued.retain(|ask| ask.run_id() != run_id);
                 let prompted_here = self
@@ -274,7 +296,15 @@ impl ApprovalDesk {
             return Vec::new();
         };
         let approval_id = approval.approval_id;
-        self.answered.insert(approval_id.clone(), (decision, false));
+        self.answered.insert(
+            approval_id.clone(),
+            Answer {
+                decision,
+                reason: reason.clone(),
+                policy: None,
+                announced: false,
+            },
+        );
         let mut actions = vec![
             DeskAction::ClosePrompt,
             DeskAction::Respond {
@@ -327,6 +357,11 @@ impl ApprovalDesk {
         code: i32,
         message: &str,
     ) -> Vec<DeskAction> {
+        if code == NOT_FOUND && self.reconnected {
+            // After a restart the resumed run may not have asked again yet: it gets this
+            // answer when it does (`asked_again`), or its resolution says what became of it.
+            return Vec::new();
+        }
         self.answered.remove(approval_id);
         let note = if code == ALREADY_DECIDED {
             format!("approval {approval_id} was already decided by someone else ({message})")
@@ -405,15 +440,23 @@ impl ApprovalDesk {
                 policy_name(policy)
             ),
         };
-        self.answered
-            .insert(approval.approval_id.clone(), (decision, true));
+        let policy = Some(format!("--approve {}", policy_name(policy)));
+        self.answered.insert(
+            approval.approval_id.clone(),
+            Answer {
+                decision,
+                reason: reason.clone(),
+                policy: policy.clone(),
+                announced: true,
+            },
+        );
         vec![
             DeskAction::Note(note),
             DeskAction::Respond {
                 approval_id: approval.approval_id,
                 decision,
                 reason,
-                policy: Some(format!("--approve {}", policy_name(policy))),
+                policy,
             },
         ]
     }
@@ -472,10 +515,11 @@ impl ApprovalDesk {
         decision: ApprovalDecision,
         decided_by: &str,
     ) -> Vec<DeskAction> {
-        if let Some((ours, announced)) = self.answered.remove(approval_id)
-            && ours == decision
+        self.decided.insert(approval_id.to_owned());
+        if let Some(ours) = self.answered.remove(approval_id)
+            && ours.decision == decision
         {
-            if announced {
+            if ours.announced {
                 return Vec::new();
             }
             return vec![DeskAction::Note(format!(
@@ -540,5 +584,8 @@ fn policy_name(policy: ApprovePolicy) -> &'static str {
 }
 
 mod ask;
+mod restart;
+#[cfg(test)]
+mod restart_tests;
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_RETRY: Duration = Duration::from_millis(3);
 
 /// Connect to the daemon on `socket`, declaring `capabilities`; if nothing answers and `start`
-/// is true, start it first.
+/// is true, start it first (the connection then says `started_daemon`).
 pub async fn connect_or_start(
     socket: &Path,
     start: bool,
@@ -31,7 +31,10 @@ pub async fn connect_or_start(
         Ok(connection) => Ok(connection),
         Err(ClientError::Unreachable { .. }) if start => {
             start_daemon(socket).await?;
-            Connection::connect_declaring(socket, client_name, capabilities).await
+            let mut connection =
+                Connection::connect_declaring(socket, client_name, capabilities).await?;
+            connection.started_daemon = true;
+            Ok(connection)
         }
         Err(err) => Err(err),
     }

@@ -65,6 +65,10 @@ pub enum Command {
     /// interrupted, 3 lost the daemon, 4 stopped at a budget, 130 cancelled. Ctrl-C cancels
     /// the run (a second Ctrl-C quits at once).
     ///
+    /// A daemon that stops or crashes mid-run (a restart, an upgrade) is waited for, up to
+    /// AGENTCTL_RECONNECT_SECS (default 60), and the run followed on once it is back; exit 3
+    /// when it does not come back (`agentctl attach` then follows the rest).
+    ///
     /// Approvals of the run: on a terminal, an inline prompt (`y` once, `s` session, `a` always,
     /// `n` deny, `c` deny and cancel); otherwise the --approve policy (default `never`).
     ///
@@ -77,7 +81,7 @@ pub enum Command {
     ///
     /// Replays the whole session (user messages as `> text`). Without --follow it stops when
     /// the replay catches up (idle session) or when the active run finishes (exit code as for
-    /// `run`). Ctrl-C detaches; the run goes on.
+    /// `run`). Ctrl-C detaches; the run goes on. A daemon restart is waited out as by `run`.
     ///
     /// On a terminal, attach answers the session's approvals inline like `run` (y/s/a/n/c), so
     /// runs wait for it. Without a terminal (or with --json) it only shows them and does not

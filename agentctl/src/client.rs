@@ -89,6 +89,13 @@ pub struct Connection {
     client: Client,
     pub socket: PathBuf,
     pub server: InitializeResult,
+    /// The name and capabilities `initialize` declared: a reconnection declares the same, so
+    /// the daemon counts it as the same kind of client (one that answers approvals, or not).
+    client_name: String,
+    capabilities: ClientCapabilities,
+    /// This command started the daemon it talks to (`autostart`): nothing else (no service
+    /// manager) would start it again after a crash.
+    pub started_daemon: bool,
 }
 
 /// Params sent as a JSON object (what editors and docs show), not jsonrpsee's default array.
@@ -157,7 +164,7 @@ impl Connection {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             protocol_version: protocol::PROTOCOL_VERSION.to_owned(),
-            capabilities,
+            capabilities: capabilities.clone(),
         };
         let initialize =
             client.request(protocol::methods::Initialize::NAME, object_params(&params)?);
@@ -185,7 +192,23 @@ impl Connection {
             client,
             socket: socket.to_path_buf(),
             server,
+            client_name: client_name.to_owned(),
+            capabilities,
+            started_daemon: false,
         })
+    }
+
+    /// A new connection to the same socket, declaring the same name and capabilities (after
+    /// this one was lost). It never starts a daemon; `started_daemon` carries over.
+    pub async fn reconnect(&self) -> Result<Connection, ClientError> {
+        let mut connection = Connection::connect_declaring(
+            &self.socket,
+            &self.client_name,
+            self.capabilities.clone(),
+        )
+        .await?;
+        connection.started_daemon = self.started_daemon;
+        Ok(connection)
     }
 
     /// Call method `M`.

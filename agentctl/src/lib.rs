@@ -41,6 +41,9 @@ pub struct Context {
     pub interactive: bool,
     /// `--color`: whether stderr gets colours (`auto` also reads `NO_COLOR`).
     pub color: cli::ColorChoice,
+    /// How long `run` and `attach` wait for the daemon to come back when the connection to it
+    /// is lost mid-run (`AGENTCTL_RECONNECT_SECS`, default 60 s).
+    pub reconnect_wait: std::time::Duration,
 }
 
 impl Context {
@@ -118,6 +121,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         json: cli.json,
         color: cli.color,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+        reconnect_wait: follow::reconnect::wait_from(
+            std::env::var_os(follow::reconnect::WAIT_VARIABLE).as_deref(),
+        ),
     };
     // Streaming commands exit with their run's outcome; the others succeed or fail.
     let done = |result: Result<(), CommandError>| result.map(|()| EXIT_OK);

@@ -5,8 +5,8 @@
 //!
 //! Here the renderer's state and API; `events` says what each event shows, `lines` writes the
 //! messages, tools and the run's end, `draw` puts text on stdout, notes on stderr and the line
-//! drawn in place (`activity`, or the approval prompt); `text` has the helpers the list
-//! commands share.
+//! drawn in place (`activity`, or the approval prompt); `restart` what a daemon restart shows;
+//! `text` has the helpers the list commands share.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -103,6 +103,9 @@ pub struct Renderer {
     status_drawn_by_caller: bool,
     /// Name the session after the goal run's after-run line (`run`; chat knows its session).
     names_session: bool,
+    /// The caller follows the run across a daemon restart (`follow`): `runSuspended` needs no
+    /// pointer to `agentctl attach`.
+    follows_across_restarts: bool,
 }
 
 /// Longest one-line summary shown for a tool (the activity line is also cut to the width).
@@ -131,6 +134,7 @@ impl Renderer {
             prompt_keeps_tail: false,
             status_drawn_by_caller: false,
             names_session: true,
+            follows_across_restarts: false,
         }
     }
 
@@ -288,6 +292,7 @@ mod draw;
 mod events;
 mod lines;
 mod mcp;
+mod restart;
 mod style;
 mod summary;
 mod text;

@@ -60,6 +60,7 @@ mod reliability_files;
 mod reliability_log;
 mod reliability_proc;
 mod reliability_wedge;
+mod restart_cli;
 mod restart_resume;
 mod restart_resume_options;
 mod runs_thinking;

@@ -17,7 +17,10 @@ async fn the_default_tools_fit_their_budget_in_the_first_request() {
     client.prompt(&session, "hello").await;
     client.events_until_run_finished().await;
     let requests = s.mock.requests();
-    let tools = requests[0].json["tools"].as_array().cloned().unwrap_or_default();
+    let tools = requests[0].json["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut sizes: Vec<(String, usize)> = tools
         .iter()
         .map(|tool| {
@@ -25,10 +28,15 @@ async fn the_default_tools_fit_their_budget_in_the_first_request() {
             (name, serde_json::to_string(tool).unwrap().len())
         })
         .collect();
-    sizes.sort_by(|a, b| b.1.cmp(&a.1));
-    let total = serde_json::to_string(&requests[0].json["tools"]).unwrap().len();
+    sizes.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
+    let total = serde_json::to_string(&requests[0].json["tools"])
+        .unwrap()
+        .len();
     if std::env::var_os("DUMP_TOOLS").is_some() {
-        println!("{}", serde_json::to_string_pretty(&requests[0].json["tools"]).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&requests[0].json["tools"]).unwrap()
+        );
     }
     for (name, size) in &sizes {
         println!("{size:>6} B  {name}");

@@ -31,7 +31,12 @@ pub(crate) fn blocking_call(id: &str) -> Reply {
 
 /// Wait for the blocking call's shell to have started (its pid written), and return the pid.
 pub(crate) async fn started_shell(s: &Scenario, count: usize) -> i32 {
-    let pid_file = s.workspace().join("shell.pids");
+    started_shell_in(&s.workspace(), count).await
+}
+
+/// `started_shell` for the workspace `workspace`.
+pub(crate) async fn started_shell_in(workspace: &std::path::Path, count: usize) -> i32 {
+    let pid_file = workspace.join("shell.pids");
     wait_until("the shell pid file", || {
         std::fs::read_to_string(&pid_file)
             .is_ok_and(|text| text.ends_with('\n') && text.lines().count() >= count)

@@ -6,7 +6,7 @@ use protocol::event::{Event, RunStatus, Usage};
 
 use super::*;
 
-fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
+pub(super) fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingApproval {
     PendingApproval {
         session_rule: None,
         always_rule: None,
@@ -27,14 +27,14 @@ fn approval(id: &str, tool: &str, options: Vec<ApprovalDecision>) -> PendingAppr
     }
 }
 
-fn requested(approval: PendingApproval) -> Event {
+pub(super) fn requested(approval: PendingApproval) -> Event {
     Event::ApprovalRequested {
         run_id: approval.run_id.clone(),
         approval,
     }
 }
 
-fn resolved(id: &str, decision: ApprovalDecision, by: &str) -> Event {
+pub(super) fn resolved(id: &str, decision: ApprovalDecision, by: &str) -> Event {
     Event::ApprovalResolved {
         run_id: "run_1".to_owned(),
         approval_id: id.to_owned(),
@@ -46,11 +46,11 @@ fn resolved(id: &str, decision: ApprovalDecision, by: &str) -> Event {
     }
 }
 
-fn desk(handling: Handling) -> ApprovalDesk {
+pub(super) fn desk(handling: Handling) -> ApprovalDesk {
     ApprovalDesk::new("run_1".to_owned(), handling)
 }
 
-fn prompt() -> DeskAction {
+pub(super) fn prompt() -> DeskAction {
     DeskAction::Prompt {
         header: "approval needed: run_shell ls -la\n  why: shell commands ask".to_owned(),
         question: "allow? [y]es once · [s]ession · [n]o · [c]ancel run ".to_owned(),
@@ -396,7 +396,7 @@ fn the_wait_line_does_not_repeat_the_summary_as_its_reason() {
     );
 }
 
-fn budget_paused(id: &str) -> Event {
+pub(super) fn budget_paused(id: &str) -> Event {
     Event::BudgetExceeded {
         run_id: "run_1".to_owned(),
         request: protocol::budget::BudgetRequest {

@@ -7,7 +7,7 @@ use crate::Context;
 use crate::approval_desk::ApprovalDesk;
 use crate::approve_policy::Handling;
 use crate::commands::render_options;
-use crate::follow::{self, OnInterrupt};
+use crate::follow::{self, FollowOptions, OnInterrupt};
 use crate::output::CommandError;
 use crate::render::{AttachUntil, Mode, Output, Renderer};
 
@@ -21,7 +21,7 @@ pub async fn attach(
     // On a terminal, attach answers the session's approvals inline like `run` (so runs wait
     // for it); otherwise it only watches and never makes a run wait.
     let answers = ctx.interactive && !ctx.json;
-    let connection = if answers {
+    let mut connection = if answers {
         ctx.connect_answering_approvals().await?
     } else {
         ctx.connect().await?
@@ -53,13 +53,17 @@ pub async fn attach(
     let renderer = Renderer::new(Mode::Attach { until }, options, 0);
     let animate = options.stderr_is_tty && !options.json;
     let desk = answers.then(|| ApprovalDesk::for_session(Handling::Prompt, info.last_seq));
+    let options = FollowOptions {
+        on_interrupt: OnInterrupt::Detach,
+        animate_spinner: animate,
+        reconnect_wait: ctx.reconnect_wait,
+    };
     follow::follow(
-        &connection,
+        &mut connection,
         &info.session_id,
         subscription,
         renderer,
-        OnInterrupt::Detach,
-        animate,
+        options,
         desk,
         emit,
     )

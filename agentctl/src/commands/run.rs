@@ -16,7 +16,7 @@ use crate::approve_policy::{ApprovePolicy, choose_handling};
 use crate::cli::{RunArgs, RunOutput};
 use crate::client::{ClientError, Connection};
 use crate::commands::{render_options, run_input, run_result};
-use crate::follow::{self, OnInterrupt};
+use crate::follow::{self, FollowOptions, OnInterrupt};
 use crate::output::{CommandError, EXIT_OK, print_json};
 use crate::render::{Mode, Output, Renderer};
 
@@ -72,7 +72,7 @@ pub async fn run(
     // A run it follows has its approvals answered here (the prompt, or the `--approve` policy:
     // `never` without a terminal, `wait` for another client's answer), so the daemon waits
     // for them; a background run is not followed.
-    let connection = if args.background {
+    let mut connection = if args.background {
         ctx.connect().await?
     } else {
         ctx.connect_answering_approvals().await?
@@ -178,13 +178,18 @@ pub async fn run(
         );
     };
     let shown: &mut dyn FnMut(Vec<Output>) = if only_final { &mut keep_stderr } else { emit };
+    let follow_options = FollowOptions {
+        on_interrupt: OnInterrupt::CancelRun,
+        animate_spinner: animate,
+        reconnect_wait: ctx.reconnect_wait,
+    };
+    // The connection may be a new one after this (the daemon restarted mid-run).
     let code = follow::follow(
-        &connection,
+        &mut connection,
         &session_id,
         subscription,
         renderer,
-        OnInterrupt::CancelRun,
-        animate,
+        follow_options,
         Some(desk),
         shown,
     )

@@ -164,28 +164,11 @@ impl Renderer {
                 self.stderr_styled(style, &format!("{prefix}: {}", one_line(message)), out);
             }
             Event::RunResumed {
+                run_id,
                 attempt,
                 interrupted_tool_calls,
-                ..
-            } => {
-                let interrupted = match interrupted_tool_calls.len() {
-                    0 => String::new(),
-                    1 => "; 1 tool call was interrupted and is not run again".to_owned(),
-                    n => format!("; {n} tool calls were interrupted and are not run again"),
-                };
-                self.stderr_line(
-                    &format!("resumed after a daemon restart (resume {attempt} of at most 2){interrupted}"),
-                    out,
-                );
-            }
-            Event::RunSuspended { .. } => {
-                self.stderr_line(
-                    &format!(
-                        "the daemon is stopping: this run resumes when it starts again (follow it with `agentctl attach {session_id}`)"
-                    ),
-                    out,
-                );
-            }
+            } => self.run_resumed(run_id, *attempt, interrupted_tool_calls.len(), out),
+            Event::RunSuspended { run_id, .. } => self.run_suspended(session_id, run_id, out),
             Event::RunFinished {
                 run_id,
                 status,
