@@ -20,6 +20,8 @@ use crate::cli::RunArgs;
 use crate::output::CommandError;
 use crate::render::Output;
 
+mod approvals_commands;
+
 /// What the fake daemon does besides answering.
 #[derive(Default)]
 struct Script {
@@ -158,6 +160,17 @@ async fn serve(listener: UnixListener, script: Script, log: Log) {
                 "decision": message["params"]["decision"],
             }),
             "approval/list" => json!({"approvals": [pending("apr_1", "run_shell")]}),
+            "budget/list" => json!({"requests": [{
+                "sessionId": "ses_1", "runId": "run_1", "requestedAt": "2026-01-01T00:00:00Z",
+                "request": {"requestId": "bud_1", "budget": "tokens", "used": 40.0,
+                            "limit": 20.0, "suggestedLimit": 60.0, "message": "m",
+                            "expiresAt": "2026-01-01T00:10:00Z"}
+            }]}),
+            "budget/respond" => json!({
+                "requestId": message["params"]["requestId"],
+                "decision": message["params"]["decision"],
+                "newLimit": message["params"]["newLimit"],
+            }),
             _ => json!(true),
         };
         if method == "session/subscribe" {
@@ -639,92 +652,6 @@ async fn run_mode_sets_the_new_sessions_permission_mode_and_updates_an_existing_
     args.allow = vec!["Bash(ls:*)".to_owned()];
     let (result, _, _) = run(&daemon, args).await;
     assert_eq!(result.unwrap_err().code, 2);
-}
-
-/// Run an approvals command against `daemon`.
-async fn approvals_command(daemon: &FakeDaemon, command: &str) -> Result<(), CommandError> {
-    let ctx = daemon.context();
-    let call = async {
-        match command {
-            "list" => crate::commands::approvals::list(&ctx, Some("ses_1".to_owned())).await,
-            "approve --session" => {
-                crate::commands::approvals::respond(
-                    &ctx,
-                    "apr_1".to_owned(),
-                    crate::commands::approvals::approve_decision(true, false),
-                    None,
-                )
-                .await
-            }
-            "deny --cancel --reason" => {
-                crate::commands::approvals::respond(
-                    &ctx,
-                    "apr_1".to_owned(),
-                    crate::commands::approvals::deny_decision(true, false),
-                    Some("not now".to_owned()),
-                )
-                .await
-            }
-            other => panic!("unknown command {other}"),
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), call)
-        .await
-        .unwrap()
-}
-
-#[tokio::test]
-async fn approvals_list_approve_and_deny_send_the_right_params() {
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "list").await.unwrap();
-    assert_eq!(
-        daemon.params("approval/list"),
-        json!({"sessionId": "ses_1"})
-    );
-    assert_eq!(
-        daemon.params("initialize")["capabilities"],
-        json!({"approvals": false}),
-        "one-shot commands do not subscribe, and declare nothing"
-    );
-
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "approve --session")
-        .await
-        .unwrap();
-    assert_eq!(
-        daemon.params("approval/respond"),
-        json!({"approvalId": "apr_1", "decision": "allowSession"})
-    );
-
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "deny --cancel --reason")
-        .await
-        .unwrap();
-    assert_eq!(
-        daemon.params("approval/respond"),
-        json!({"approvalId": "apr_1", "decision": "denyAndCancel", "reason": "not now"})
-    );
-}
-
-#[tokio::test]
-async fn approve_fails_with_the_daemons_message_when_already_decided_or_unknown() {
-    for (code, text) in [
-        (
-            -32008,
-            "approval apr_1 was already decided (allowOnce by client:zed)",
-        ),
-        (-32005, "no pending approval apr_1"),
-    ] {
-        let daemon = FakeDaemon::start(Script {
-            errors: HashMap::from([("approval/respond", (code, text))]),
-            ..Script::default()
-        });
-        let err = approvals_command(&daemon, "approve --session")
-            .await
-            .unwrap_err();
-        assert_eq!(err.code, 1);
-        assert_eq!(err.message, text);
-    }
 }
 
 /// `stderr` without its after-run line (`tokens … · N steps · duration`: the duration is the
