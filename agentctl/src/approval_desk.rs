@@ -20,6 +20,8 @@ use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
 };
 use crate::render::truncate;
+/// A budget's amount in its unit (`$0.1000`, `2000 tokens`, `60 s`), for the lists.
+pub(crate) use ask::amount as budget_amount;
 use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
 
 /// Longest summary or reason shown in one approval line.

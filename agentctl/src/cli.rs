@@ -128,29 +128,35 @@ pub enum Command {
         /// The session id (`ses_…`).
         session: String,
     },
-    /// List pending approvals (of every session, or one).
+    /// List pending approvals and runs paused at a budget (of every session, or one).
     Approvals {
         #[command(subcommand)]
         action: ApprovalsAction,
     },
-    /// Allow a pending tool call (once, for the session, or always).
+    /// Allow a pending tool call (once, for the session, or always), or let a run paused at a
+    /// budget (`bud_…`) continue (with the suggested limit, or `--limit`).
     ///
     /// Exit 1 with the daemon's message when the approval is unknown or already decided.
     Approve {
-        /// The approval id (`apr_…`).
+        /// The approval id (`apr_…`) or budget pause id (`bud_…`); a unique prefix will do.
         approval: String,
         /// Also allow the same tool and specifier for the rest of the session.
-        #[arg(long, conflicts_with = "always")]
+        #[arg(long, conflicts_with_all = ["always", "limit"])]
         session: bool,
         /// Allow it from now on: adds an allow rule to the user config (when one is offered).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "limit")]
         always: bool,
+        /// For a budget pause: the run's new limit (dollars, tokens or seconds, as the pause
+        /// counts), above what it has used; default: the pause's suggested limit.
+        #[arg(long, value_name = "N")]
+        limit: Option<f64>,
     },
-    /// Deny a pending tool call; the model is told and goes on (or the run is cancelled).
+    /// Deny a pending tool call; the model is told and goes on (or the run is cancelled). For
+    /// a budget pause (`bud_…`): stop the run (status `budget`).
     ///
     /// Exit 1 with the daemon's message when the approval is unknown or already decided.
     Deny {
-        /// The approval id (`apr_…`).
+        /// The approval id (`apr_…`) or budget pause id (`bud_…`); a unique prefix will do.
         approval: String,
         /// Also cancel the run.
         #[arg(long, conflicts_with = "always")]
@@ -336,10 +342,11 @@ pub enum AgentsAction {
 
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsAction {
-    /// Pending approvals, oldest first: id, session, tool, summary, reason, age.
+    /// Pending approvals, oldest first: id, session, tool, summary, reason, age; then the runs
+    /// paused at a budget: id, session, budget, used, limit, what `approve` continues to, age.
     #[command(visible_alias = "ls")]
     List {
-        /// Only this session's approvals.
+        /// Only this session's approvals and budget pauses.
         #[arg(long, value_name = "ID")]
         session: Option<String>,
     },

@@ -1,17 +1,19 @@
 //! Unique-prefix ids: `ses_8244` (or just `8244`) names the one session whose id starts so,
-//! and `apr_…` prefixes name pending approvals; an ambiguous prefix lists the candidates. An id
+//! `apr_…` prefixes name pending approvals and `bud_…` ones runs paused at a budget (a bare
+//! prefix given to `approve`/`deny` may name either); an ambiguous prefix lists the candidates. An id
 //! the daemon knows as given costs nothing more; only one it does not know is looked up among
 //! the listed ids, and one that matches nothing is passed on as given, so the daemon's own
 //! error (with its hint) answers it.
 
 use protocol::approval::ApprovalListParams;
+use protocol::budget::BUDGET_REQUEST_ID_PREFIX;
 use protocol::methods::{ApprovalList, SessionGet, SessionList};
 use protocol::session::{SessionGetParams, SessionListParams};
 
 use crate::client::{ClientError, Connection};
 use crate::output::CommandError;
 
-/// Length of a full id: the prefix and 32 hex digits (`ses_`, `apr_`).
+/// Length of a full id: the prefix and 32 hex digits (`ses_`, `apr_`, `bud_`).
 const FULL_ID_LEN: usize = 36;
 /// Sessions asked for per `session/list` page while resolving a prefix.
 const LIST_PAGE: u32 = 1000;
@@ -68,6 +70,71 @@ pub async fn approval(connection: &Connection, given: &str) -> Result<String, Co
     pick(&prefix, ids, "approval", "agentctl approvals list")
 }
 
+/// What an id given to `approve` or `deny` names.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pending {
+    Approval(String),
+    Budget(String),
+}
+
+/// The pending approval or budget pause `given` names: a `bud_…` id or prefix is a budget
+/// pause's, any other with a kind (`apr_…`) an approval's, as given (its answer resolves a
+/// prefix, see [`approval`]); a bare prefix is looked up among both.
+pub async fn pending(connection: &Connection, given: &str) -> Result<Pending, CommandError> {
+    let given = given.trim();
+    if given.starts_with(BUDGET_REQUEST_ID_PREFIX) {
+        return budget(connection, given).await.map(Pending::Budget);
+    }
+    if given.contains('_') {
+        return Ok(Pending::Approval(given.to_owned()));
+    }
+    let approvals = connection
+        .request::<ApprovalList>(&ApprovalListParams { session_id: None })
+        .await?
+        .approvals
+        .into_iter()
+        .map(|a| a.approval_id);
+    let budgets = crate::commands::budgets::pending(connection, None)
+        .await?
+        .into_iter()
+        .map(|pause| pause.request.request_id);
+    let candidates = approvals
+        .chain(budgets)
+        .filter(|id| {
+            id.split_once('_')
+                .is_some_and(|(_, body)| body.starts_with(given))
+        })
+        .collect();
+    let picked = one_of(
+        given,
+        candidates,
+        "approval or budget pause",
+        "agentctl approvals list",
+    )?;
+    Ok(if picked.starts_with(BUDGET_REQUEST_ID_PREFIX) {
+        Pending::Budget(picked)
+    } else if picked == given {
+        // Nothing matched: the approval's answer tells the daemon's error.
+        Pending::Approval(with_kind(given, "apr_"))
+    } else {
+        Pending::Approval(picked)
+    })
+}
+
+/// The budget pause id `given` names (`bud_` may be left out).
+pub async fn budget(connection: &Connection, given: &str) -> Result<String, CommandError> {
+    let prefix = with_kind(given, BUDGET_REQUEST_ID_PREFIX);
+    if prefix.len() >= FULL_ID_LEN {
+        return Ok(prefix);
+    }
+    let ids = crate::commands::budgets::pending(connection, None)
+        .await?
+        .into_iter()
+        .map(|pause| pause.request.request_id)
+        .collect();
+    pick(&prefix, ids, "budget pause", "agentctl approvals list")
+}
+
 /// Whether an error code says the id names nothing (unknown, or not a whole id).
 pub fn is_unknown_id(code: i32) -> bool {
     code == protocol::error::NOT_FOUND || code == protocol::error::INVALID_PARAMS
@@ -88,10 +155,21 @@ fn pick(prefix: &str, ids: Vec<String>, what: &str, list: &str) -> Result<String
     if ids.iter().any(|id| id == prefix) {
         return Ok(prefix.to_owned());
     }
-    let mut matching: Vec<String> = ids
+    let matching: Vec<String> = ids
         .into_iter()
         .filter(|id| id.starts_with(prefix))
         .collect();
+    one_of(prefix, matching, what, list)
+}
+
+/// The one of `matching` (the ids `prefix` names); `prefix` itself when there is none, an
+/// error listing them when there are several.
+fn one_of(
+    prefix: &str,
+    mut matching: Vec<String>,
+    what: &str,
+    list: &str,
+) -> Result<String, CommandError> {
     match matching.len() {
         0 => Ok(prefix.to_owned()),
         1 => Ok(matching.remove(0)),

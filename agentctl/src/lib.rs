@@ -175,9 +175,10 @@ pub async fn run(cli: Cli) -> ExitCode {
             approval,
             session,
             always,
+            limit,
         } => {
-            let decision = commands::approvals::approve_decision(session, always);
-            done(commands::approvals::respond(&ctx, approval, decision, None).await)
+            let answer = commands::approvals::Answer::approve(session, always, limit);
+            done(commands::approvals::respond(&ctx, approval, answer).await)
         }
         Command::Deny {
             approval,
@@ -185,8 +186,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             always,
             reason,
         } => {
-            let decision = commands::approvals::deny_decision(cancel, always);
-            done(commands::approvals::respond(&ctx, approval, decision, reason).await)
+            let answer = commands::approvals::Answer::deny(cancel, always, reason);
+            done(commands::approvals::respond(&ctx, approval, answer).await)
         }
         Command::Trust { dir, show } => done(commands::trust::trust(&ctx, dir, show).await),
         Command::Untrust { dir } => done(commands::trust::untrust(&ctx, dir).await),

@@ -97,7 +97,9 @@ impl From<ClientError> for CommandError {
 /// method itself when agentctl has no command for it.
 pub fn suggestion_hint(method: &str) -> String {
     use protocol::Method;
-    use protocol::methods::{ApprovalList, CommandsList, McpList, SessionList, TaskList};
+    use protocol::methods::{
+        ApprovalList, BudgetList, CommandsList, McpList, SessionList, TaskList,
+    };
     if method == CommandsList::NAME {
         "`/help` lists the commands".to_owned()
     } else if method == SessionList::NAME {
@@ -108,6 +110,8 @@ pub fn suggestion_hint(method: &str) -> String {
         "list tasks with `agentctl task list --all`".to_owned()
     } else if method == ApprovalList::NAME {
         "list pending approvals with `agentctl approvals list`".to_owned()
+    } else if method == BudgetList::NAME {
+        "list the runs paused at a budget with `agentctl approvals list`".to_owned()
     } else {
         format!("the daemon suggests calling `{method}`")
     }

@@ -1,6 +1,6 @@
-//! Budgets that pause a run and ask (`budgetExceeded`, `budget/respond`, `budgetResolved`):
-//! which budget was reached, the answers a client may give, and the method's params and result.
-//! Added in 1.3.
+//! Budgets that pause a run and ask (`budgetExceeded`, `budget/list`, `budget/respond`,
+//! `budgetResolved`): which budget was reached, the answers a client may give, and the methods'
+//! params and results. Added in 1.3.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,6 +70,34 @@ pub struct BudgetRequest {
     /// Reached by a subagent the `task` tool started: the parent's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_run_id: Option<String>,
+}
+
+/// A run paused at a budget now, as `budget/list` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingBudget {
+    /// The paused run's session (a subagent's: the child session).
+    pub session_id: String,
+    pub run_id: String,
+    /// When the run paused, RFC 3339.
+    pub requested_at: String,
+    /// What `budgetExceeded` announced.
+    pub request: BudgetRequest,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetListParams {
+    /// Only this session's pauses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetListResult {
+    /// Oldest first.
+    pub requests: Vec<PendingBudget>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -128,6 +128,8 @@ methods! {
     /// Run a slash command: a built-in answers with text and no model call; a command file,
     /// a skill or an MCP prompt starts a run of its expanded prompt.
     SessionCommand = "session/command": SessionCommandParams => SessionCommandResult;
+    /// Runs paused at a budget now (of one session, or all), oldest first. Added in 1.3.
+    BudgetList = "budget/list": BudgetListParams => BudgetListResult;
     /// Answer a run paused at a budget: continue with a higher limit, or stop; the first
     /// answer wins, later ones get -32008. Added in 1.3.
     BudgetRespond = "budget/respond": BudgetRespondParams => BudgetRespondResult;

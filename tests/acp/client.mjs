@@ -7,6 +7,7 @@
 //        {"op":"abort","id":N}                               aborts request N ($/cancel_request)
 //        {"op":"notify","method":M,"params":P}
 //        {"op":"permission","key":K,"optionId":O}         answers open permission request K
+//        {"op":"permissionFail","key":K}                  answers it with an error (cannot ask)
 //        {"op":"close"}                                   closes the agent's stdin, reports its exit
 //   out: {"type":"update","params":P}                     every session/update
 //        {"type":"permission","key":K,"params":P}         a session/request_permission
@@ -40,8 +41,8 @@ const connection = acp
   .onNotification("session/update", ({ params }) => report({ type: "update", params }))
   .onRequest("session/request_permission", ({ params, signal }) => {
     const key = nextKey++;
-    return new Promise((resolve) => {
-      open.set(key, resolve);
+    return new Promise((resolve, reject) => {
+      open.set(key, { resolve, reject });
       signal.addEventListener("abort", () => {
         open.delete(key);
         report({ type: "permissionAborted", key });
@@ -72,9 +73,13 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command.op === "notify") {
     await connection.agent.notify(command.method, command.params);
   } else if (command.op === "permission") {
-    const resolve = open.get(command.key);
+    const request = open.get(command.key);
     open.delete(command.key);
-    resolve?.({ outcome: { outcome: "selected", optionId: command.optionId } });
+    request?.resolve({ outcome: { outcome: "selected", optionId: command.optionId } });
+  } else if (command.op === "permissionFail") {
+    const request = open.get(command.key);
+    open.delete(command.key);
+    request?.reject(new Error("this editor cannot show the request"));
   } else if (command.op === "close") {
     agent.stdin.end();
     const { code, signal } = await exited;

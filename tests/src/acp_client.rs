@@ -100,6 +100,11 @@ impl AcpClient {
             .await;
     }
 
+    /// Answer the permission request `key` with an error, as an editor that cannot ask.
+    pub async fn fail_permission(&mut self, key: u64) {
+        self.send(json!({"op": "permissionFail", "key": key})).await;
+    }
+
     /// The answer to request `id`, reading on (and keeping the rest) until it comes.
     pub async fn answer(&mut self, id: u64) -> Result<Value, Value> {
         loop {

@@ -24,6 +24,7 @@ mod approvals;
 mod approvals_cli;
 mod approvals_deny_always;
 mod budgets;
+mod budgets_answered;
 mod chat;
 mod chat_live;
 mod cli;

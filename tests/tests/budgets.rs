@@ -15,7 +15,7 @@ use serde_json::json;
 const PRICES: &str = "[providers.mock.prices]\ninput = 1000.0\noutput = 1000.0\n";
 
 /// The budget pause in `events` (the last one).
-fn paused(events: &[Envelope]) -> BudgetRequest {
+pub(crate) fn paused(events: &[Envelope]) -> BudgetRequest {
     events
         .iter()
         .rev()
@@ -27,7 +27,7 @@ fn paused(events: &[Envelope]) -> BudgetRequest {
 }
 
 /// How the budget pause in `events` was decided: decision, by whom, the new limit.
-fn resolved(events: &[Envelope]) -> (BudgetDecision, String, Option<f64>) {
+pub(crate) fn resolved(events: &[Envelope]) -> (BudgetDecision, String, Option<f64>) {
     events
         .iter()
         .rev()
@@ -43,7 +43,7 @@ fn resolved(events: &[Envelope]) -> (BudgetDecision, String, Option<f64>) {
         .unwrap_or_else(|| panic!("no budgetResolved in {events:#?}"))
 }
 
-async fn until_paused(client: &mut Client) -> BudgetRequest {
+pub(crate) async fn until_paused(client: &mut Client) -> BudgetRequest {
     let events = client
         .persisted_events_until(|event| matches!(event, Event::BudgetExceeded { .. }))
         .await;
@@ -178,11 +178,9 @@ async fn a_run_past_its_time_budget_pauses_at_its_next_step() {
     assert_eq!(s.mock.requests().len(), 2);
 }
 
-/// A subagent's `maxTokens`: its pause reaches the parent session labelled with the task, is
-/// answered there, and a stopped child's task records the budget.
-#[tokio::test]
-async fn a_subagents_token_budget_pauses_in_its_parent_and_the_task_records_the_stop() {
-    let s = Scenario::start(Format::OpenAi).await;
+/// A subagent `counter` with `maxTokens: 20`, and a run that delegates to it: its first model
+/// call (40 tokens) reaches its budget; the parent's second call ends the run.
+pub(crate) fn script_counting_subagent(s: &Scenario) {
     let dir = s.workspace().join(".agents/agents");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -198,6 +196,14 @@ async fn a_subagents_token_budget_pauses_in_its_parent_and_the_task_records_the_
     s.mock
         .push(Reply::tool_call("call_c", "list_dir", json!({"path": "."})).usage(30, 10, 0));
     s.mock.push(Reply::text("the counter ran out"));
+}
+
+/// A subagent's `maxTokens`: its pause reaches the parent session labelled with the task, is
+/// answered there, and a stopped child's task records the budget.
+#[tokio::test]
+async fn a_subagents_token_budget_pauses_in_its_parent_and_the_task_records_the_stop() {
+    let s = Scenario::start(Format::OpenAi).await;
+    script_counting_subagent(&s);
     let (mut client, session) = s.session().await;
     client.prompt(&session, "count").await;
     let request = until_paused(&mut client).await;

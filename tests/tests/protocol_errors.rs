@@ -57,6 +57,24 @@ fn refused_requests() -> Vec<Refused> {
             code: INVALID_PARAMS,
             suggest: "approval/list",
         },
+        Refused {
+            method: "budget/list",
+            params: json!({"sessionId": "not a session id"}),
+            code: INVALID_PARAMS,
+            suggest: "session/list",
+        },
+        Refused {
+            method: "budget/respond",
+            params: json!({"requestId": "bud_missing", "decision": "stop"}),
+            code: NOT_FOUND,
+            suggest: "budget/list",
+        },
+        Refused {
+            method: "budget/respond",
+            params: json!({"requestId": "not a budget id", "decision": "continue"}),
+            code: INVALID_PARAMS,
+            suggest: "budget/list",
+        },
     ]
 }
 
@@ -84,7 +102,7 @@ async fn daemon_errors_name_no_agentctl_command_and_suggest_a_method_in_data() {
 async fn agentctl_words_the_suggestion_as_its_own_command() {
     let s = Scenario::start(Format::OpenAi).await;
     let env = &s.daemon.env;
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["sessions", "show", "ses_missing"],
             "agentctl sessions list",
@@ -95,6 +113,7 @@ async fn agentctl_words_the_suggestion_as_its_own_command() {
         ),
         (&["approve", "apr_missing"], "agentctl approvals list"),
         (&["deny", "not-an-approval"], "agentctl approvals list"),
+        (&["approve", "bud_missing"], "agentctl approvals list"),
     ];
     for (args, hint) in cases {
         let output = env.run_agentctl(args).await;

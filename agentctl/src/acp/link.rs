@@ -1,7 +1,7 @@
 //! One daemon session as the editor follows it: a subscription of its own connection (which
 //! declares that it answers approvals) whose events become `session/update`s, whose
-//! approvals become `session/request_permission` requests (cancelled when another client
-//! answers first), and whose `runFinished` ends the prompt turn waiting for it.
+//! approvals and budget pauses become `session/request_permission` requests (cancelled when
+//! another client answers first), and whose `runFinished` ends the prompt turn waiting for it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,8 +11,9 @@ use agent_client_protocol::v1::schema::{RequestPermissionRequest, SessionNotific
 use agent_client_protocol::{Client, RequestCancellationHandle};
 use protocol::Method;
 use protocol::approval::PendingApproval;
+use protocol::budget::{BudgetDecision, BudgetListParams, BudgetRequest};
 use protocol::event::{Event, RunStatus};
-use protocol::methods::ApprovalRespond;
+use protocol::methods::{ApprovalRespond, BudgetList, BudgetRespond};
 use tokio::sync::oneshot;
 
 use super::permission;
@@ -24,6 +25,12 @@ use crate::client::{Connection, EventStream};
 /// answer reaches the bridge), kept per session so the turn still finds its end. Older ones
 /// are dropped: nobody waits for a run that many prompts ago.
 pub const FINISHED_RUNS_KEPT: usize = 32;
+
+/// The `policy` of the `stop` sent for a budget pause the editor could not be asked about
+/// (its permission request failed): like a run with nobody to ask, it does not go on, and
+/// the daemon records that the client's standing rule decided (`policy:acp:<editor>`), not a
+/// person.
+const EDITOR_NOT_ASKED: &str = "acp: the editor could not be asked";
 
 /// How a run ended, as its prompt turn learns it.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,8 +48,8 @@ pub enum RunEnd {
 pub struct Link {
     pub session_id: String,
     runs: Mutex<Runs>,
-    /// Open permission requests by approval id, to cancel when the approval is decided
-    /// elsewhere. At most one per pending approval, which the daemon bounds.
+    /// Open permission requests by approval id (or budget request id), to cancel when it is
+    /// decided elsewhere. At most one per pending approval or pause, which the daemon bounds.
     open_requests: Mutex<HashMap<String, RequestCancellationHandle>>,
 }
 
@@ -138,6 +145,16 @@ impl Link {
         }
     }
 
+    /// Whether the request for `id` was still open, no longer: false when it was withdrawn
+    /// (decided elsewhere, or the session closed), so its answer must decide nothing.
+    fn take_request(&self, id: &str) -> bool {
+        self.open_requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+            .is_some()
+    }
+
     fn open_request(&self, approval_id: &str, handle: RequestCancellationHandle) {
         self.open_requests
             .lock()
@@ -168,8 +185,10 @@ pub async fn pump(
     mut translator: Translator,
     mut replay: Option<Replay>,
 ) {
-    // Approvals seen in the replay and not yet decided: asked once the replay is done.
+    // Approvals and budget pauses seen in the replay and not yet decided: asked once the
+    // replay is done.
     let mut replayed_pending: Vec<PendingApproval> = Vec::new();
+    let mut replayed_budgets: Vec<BudgetRequest> = Vec::new();
     if let Some(done) = replay.take_if(|replay| replay.through_seq == 0) {
         let _ = done.caught_up.send(());
         let _ = done.answered.await;
@@ -209,6 +228,14 @@ pub async fn pump(
                 replayed_pending.retain(|pending| pending.approval_id != approval_id);
                 link.close_request(&approval_id);
             }
+            Some(Event::BudgetExceeded { request, .. }) => match moment {
+                Moment::Replay => replayed_budgets.push(request),
+                Moment::Live => ask_budget(&link, &editor, &daemon, request),
+            },
+            Some(Event::BudgetResolved { request_id, .. }) => {
+                replayed_budgets.retain(|pending| pending.request_id != request_id);
+                link.close_request(&request_id);
+            }
             Some(Event::RunFinished {
                 run_id,
                 status,
@@ -221,11 +248,15 @@ pub async fn pump(
         // history is complete once its seq is reached.
         if let Some(done) = replay.take_if(|replay| seq >= replay.through_seq) {
             let _ = done.caught_up.send(());
-            if !replayed_pending.is_empty() {
+            let budgets = still_paused(&daemon, std::mem::take(&mut replayed_budgets)).await;
+            if !replayed_pending.is_empty() || !budgets.is_empty() {
                 let _ = done.answered.await;
             }
             for approval in replayed_pending.drain(..) {
                 ask(&link, &editor, &daemon, &translator, approval);
+            }
+            for request in budgets {
+                ask_budget(&link, &editor, &daemon, request);
             }
         }
     };
@@ -266,10 +297,7 @@ fn ask(
     let daemon = daemon.clone();
     let spawned = editor.spawn(async move {
         let answer = sent.block_task().await;
-        link.open_requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&approval.approval_id);
+        link.take_request(&approval.approval_id);
         let Some(decision) = answer
             .ok()
             .and_then(|answer| permission::decision(&answer, &approval.options))
@@ -288,6 +316,77 @@ fn ask(
         Ok(())
     });
     // The connection is closing: nothing is left to answer.
+    let _ = spawned;
+}
+
+/// Of the budget pauses a replay left undecided, those still pending: a pause does not
+/// survive a daemon restart (its run asks again, with a new id), so the log alone cannot
+/// tell. Daemon-wide, as a subagent's pause has its child session's id.
+async fn still_paused(daemon: &Connection, replayed: Vec<BudgetRequest>) -> Vec<BudgetRequest> {
+    if replayed.is_empty() {
+        return replayed;
+    }
+    let Ok(listed) = daemon
+        .request::<BudgetList>(&BudgetListParams::default())
+        .await
+    else {
+        return Vec::new();
+    };
+    replayed
+        .into_iter()
+        .filter(|request| {
+            listed
+                .requests
+                .iter()
+                .any(|pause| pause.request.request_id == request.request_id)
+        })
+        .collect()
+}
+
+/// Ask the editor about budget pause `request` (continue to the suggested limit, or stop)
+/// and send its answer with `budget/respond`. Withdrawn when it is decided elsewhere; a
+/// cancelled request decides nothing (a cancelled prompt turn cancels the run); a request
+/// the editor fails to answer stops the run, as a run with nobody to ask stops.
+fn ask_budget(
+    link: &Arc<Link>,
+    editor: &ConnectionTo<Client>,
+    daemon: &Arc<Connection>,
+    request: BudgetRequest,
+) {
+    let permission_request = RequestPermissionRequest::new(
+        link.session_id.clone(),
+        permission::budget_tool_call(&request),
+        permission::budget_options(&request),
+    );
+    let sent = editor.send_request(permission_request);
+    link.open_request(&request.request_id, sent.cancellation_handle());
+    let link = link.clone();
+    let daemon = daemon.clone();
+    let spawned = editor.spawn(async move {
+        let answer = sent.block_task().await;
+        if !link.take_request(&request.request_id) {
+            return Ok(());
+        }
+        let (decision, policy) = match answer {
+            Ok(response) => match permission::budget_decision(&response) {
+                Some(decision) => (decision, None),
+                None => return Ok(()),
+            },
+            Err(_) => (BudgetDecision::Stop, Some(EDITOR_NOT_ASKED)),
+        };
+        // By name and as JSON: fields later protocol versions add stay absent. `continue`
+        // without `newLimit` takes the suggested limit the option named.
+        let mut params = serde_json::json!({
+            "requestId": request.request_id,
+            "decision": decision,
+        });
+        if let Some(policy) = policy {
+            params["policy"] = serde_json::json!(policy);
+        }
+        // As for approvals: an error means it was decided elsewhere or the daemon is gone.
+        let _ = daemon.request_raw(BudgetRespond::NAME, params).await;
+        Ok(())
+    });
     let _ = spawned;
 }
 

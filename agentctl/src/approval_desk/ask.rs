@@ -72,10 +72,10 @@ pub(super) fn budget_key(key: u8) -> Option<BudgetDecision> {
 /// The line for a budget pause left for another client.
 pub(super) fn budget_wait_line(request: &BudgetRequest) -> String {
     format!(
-        "budget {} waits{}: {}; answer from `agentctl attach`",
-        request.request_id,
+        "budget {id} waits{}: {}; answer with `agentctl approve {id}` (continue; `--limit N` for another limit) or `agentctl deny {id}` (stop)",
         asked_by(request),
-        crate::render::one_line(&request.message)
+        crate::render::one_line(&request.message),
+        id = request.request_id,
     )
 }
 
@@ -100,7 +100,7 @@ pub(super) fn budget_resolved_line(
 }
 
 /// `$0.1000`, `2000 tokens`, `60 s`.
-pub(super) fn amount(kind: BudgetKind, value: f64) -> String {
+pub(crate) fn amount(kind: BudgetKind, value: f64) -> String {
     match kind {
         BudgetKind::CostUsd => format!("${value:.4}"),
         BudgetKind::Tokens => format!("{value:.0} tokens"),

@@ -486,7 +486,9 @@ fn a_policy_never_raises_a_budget_and_wait_leaves_it() {
     }
     let actions = desk(Handling::Policy(ApprovePolicy::Wait)).on_event(&budget_paused("bud_1"));
     assert!(
-        matches!(&actions[..], [DeskAction::Note(line)] if line.contains("bud_1 waits")),
+        matches!(&actions[..], [DeskAction::Note(line)] if line.contains("bud_1 waits")
+            && line.contains("`agentctl approve bud_1`")
+            && line.contains("`agentctl deny bud_1`")),
         "{actions:?}"
     );
 }

@@ -1,68 +1,160 @@
 //! `agentctl approvals list`, `agentctl approve` and `agentctl deny`: answer pending approvals
-//! from another terminal than the run's.
+//! (and runs paused at a budget, `commands::budgets`) from another terminal than the run's.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use protocol::approval::{
     ApprovalDecision, ApprovalListParams, ApprovalRespondParams, PendingApproval,
 };
+use protocol::budget::BudgetDecision;
 use protocol::methods::{ApprovalList, ApprovalRespond};
 
 use crate::Context;
 use crate::approve_policy::decision_words;
-use crate::client::ClientError;
+use crate::client::{ClientError, Connection};
+use crate::commands::budgets;
+use crate::ids::Pending;
 use crate::output::{CommandError, print_json};
 use crate::render::{one_line, truncate};
 
 /// Longest summary / reason cell in the table.
 const CELL_MAX_CHARS: usize = 50;
 
-/// `agentctl approvals list [--session ID]`: pending approvals, oldest first.
+/// `agentctl approvals list [--session ID]`: pending approvals, oldest first, then the runs
+/// paused at a budget. `--json`: `{approvals, budgetPauses}` (`approval/list`'s and
+/// `budget/list`'s entries).
 pub async fn list(ctx: &Context, session_id: Option<String>) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
     let session_id = match session_id {
         Some(given) => Some(crate::ids::session(&connection, &given).await?),
         None => None,
     };
-    let params = ApprovalListParams { session_id };
-    let result = connection.request::<ApprovalList>(&params).await?;
+    let params = ApprovalListParams {
+        session_id: session_id.clone(),
+    };
+    let approvals = connection.request::<ApprovalList>(&params).await?.approvals;
+    let pauses = budgets::pending(&connection, session_id).await?;
     if ctx.json {
-        print_json(&result);
-    } else if result.approvals.is_empty() {
-        crate::say!("no pending approvals");
-    } else {
-        crate::say_raw!("{}", format_table(&result.approvals, now_unix()));
+        print_json(&serde_json::json!({"approvals": approvals, "budgetPauses": pauses}));
+        return Ok(());
+    }
+    if approvals.is_empty() && pauses.is_empty() {
+        crate::say!("no pending approvals or budget pauses");
+        return Ok(());
+    }
+    let now = now_unix();
+    if !approvals.is_empty() {
+        crate::say_raw!("{}", format_table(&approvals, now));
+    }
+    if !pauses.is_empty() {
+        if !approvals.is_empty() {
+            crate::say!("");
+        }
+        crate::say_raw!("{}", budgets::format_table(&pauses, now));
     }
     Ok(())
 }
 
-/// `agentctl approve ID [--session|--always]`: the decision of the flags.
-pub fn approve_decision(session: bool, always: bool) -> ApprovalDecision {
-    match (session, always) {
-        (_, true) => ApprovalDecision::AllowAlways,
-        (true, false) => ApprovalDecision::AllowSession,
-        (false, false) => ApprovalDecision::AllowOnce,
+/// What `agentctl approve` or `agentctl deny` answers, by what the id names: an approval
+/// the decision of the flags, a budget pause `continue` (to `limit`) or `stop`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub approval: ApprovalDecision,
+    pub reason: Option<String>,
+    pub budget: BudgetDecision,
+    pub limit: Option<f64>,
+    /// A flag given that only an approval takes (`--session`, `--always`, `--cancel`,
+    /// `--reason`): refused for a budget pause.
+    approval_flag: Option<&'static str>,
+}
+
+impl Answer {
+    /// `agentctl approve ID [--session|--always|--limit N]`.
+    pub fn approve(session: bool, always: bool, limit: Option<f64>) -> Answer {
+        let approval = match (session, always) {
+            (_, true) => ApprovalDecision::AllowAlways,
+            (true, false) => ApprovalDecision::AllowSession,
+            (false, false) => ApprovalDecision::AllowOnce,
+        };
+        Answer {
+            approval,
+            reason: None,
+            budget: BudgetDecision::Continue,
+            limit,
+            approval_flag: flag_given(&[(always, "--always"), (session, "--session")]),
+        }
+    }
+
+    /// `agentctl deny ID [--cancel|--always] [--reason TEXT]`.
+    pub fn deny(cancel: bool, always: bool, reason: Option<String>) -> Answer {
+        let approval = match (cancel, always) {
+            (true, _) => ApprovalDecision::DenyAndCancel,
+            (false, true) => ApprovalDecision::DenyAlways,
+            (false, false) => ApprovalDecision::Deny,
+        };
+        let flag = flag_given(&[
+            (cancel, "--cancel"),
+            (always, "--always"),
+            (reason.is_some(), "--reason"),
+        ]);
+        Answer {
+            approval,
+            reason,
+            budget: BudgetDecision::Stop,
+            limit: None,
+            approval_flag: flag,
+        }
     }
 }
 
-/// `agentctl deny ID [--cancel|--always]`: the decision of the flags.
-pub fn deny_decision(cancel: bool, always: bool) -> ApprovalDecision {
-    match (cancel, always) {
-        (true, _) => ApprovalDecision::DenyAndCancel,
-        (false, true) => ApprovalDecision::DenyAlways,
-        (false, false) => ApprovalDecision::Deny,
+/// The first flag of `flags` that was given.
+fn flag_given(flags: &[(bool, &'static str)]) -> Option<&'static str> {
+    flags
+        .iter()
+        .find(|(given, _)| *given)
+        .map(|(_, name)| *name)
+}
+
+/// Answer the approval or budget pause `given` names (a whole id or a unique prefix).
+/// Unknown (NOT_FOUND) or already decided (ALREADY_DECIDED) fail with the daemon's message
+/// (exit 1); a flag the named kind does not take is a usage error.
+pub async fn respond(ctx: &Context, given: String, answer: Answer) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    match crate::ids::pending(&connection, &given).await? {
+        Pending::Budget(request_id) => {
+            if let Some(flag) = answer.approval_flag {
+                return Err(CommandError::usage(format!(
+                    "{flag} answers an approval, and {request_id} is a run paused at a budget: `agentctl approve {request_id} [--limit N]` lets it continue, `agentctl deny {request_id}` stops it"
+                )));
+            }
+            budgets::respond(ctx, &connection, request_id, answer.budget, answer.limit).await
+        }
+        Pending::Approval(approval_id) => {
+            if answer.limit.is_some() {
+                return Err(CommandError::usage(format!(
+                    "--limit answers a run paused at a budget (`bud_…`), and {approval_id} is an approval: approve it once, --session or --always"
+                )));
+            }
+            respond_approval(
+                ctx,
+                &connection,
+                approval_id,
+                answer.approval,
+                answer.reason,
+            )
+            .await
+        }
     }
 }
 
-/// Answer one approval. Unknown (NOT_FOUND) or already decided (ALREADY_DECIDED) fail with
-/// the daemon's message (exit 1).
-pub async fn respond(
+/// Answer one approval; an id the daemon does not know may be a unique prefix of one.
+async fn respond_approval(
     ctx: &Context,
+    connection: &Connection,
     approval_id: String,
     decision: ApprovalDecision,
     reason: Option<String>,
 ) -> Result<(), CommandError> {
-    let connection = ctx.connect().await?;
     let mut params = ApprovalRespondParams {
         policy: None,
         approval_id,
@@ -73,7 +165,7 @@ pub async fn respond(
         Ok(result) => result,
         // Not a whole id of a pending approval: maybe a unique prefix of one.
         Err(ClientError::Rpc { code, .. }) if crate::ids::is_unknown_id(code) => {
-            let resolved = crate::ids::approval(&connection, &params.approval_id).await?;
+            let resolved = crate::ids::approval(connection, &params.approval_id).await?;
             if resolved == params.approval_id {
                 // Still unknown: the daemon's own answer says so.
                 connection.request::<ApprovalRespond>(&params).await?
@@ -246,15 +338,41 @@ mod tests {
 
     #[test]
     fn flags_map_to_decisions() {
-        assert_eq!(approve_decision(false, false), ApprovalDecision::AllowOnce);
+        let approve = |session, always| Answer::approve(session, always, None).approval;
+        assert_eq!(approve(false, false), ApprovalDecision::AllowOnce);
+        assert_eq!(approve(true, false), ApprovalDecision::AllowSession);
+        assert_eq!(approve(false, true), ApprovalDecision::AllowAlways);
+        let deny = |cancel, always| Answer::deny(cancel, always, None).approval;
+        assert_eq!(deny(false, false), ApprovalDecision::Deny);
+        assert_eq!(deny(true, false), ApprovalDecision::DenyAndCancel);
+        assert_eq!(deny(false, true), ApprovalDecision::DenyAlways);
+    }
+
+    #[test]
+    fn a_budget_pause_continues_or_stops_and_refuses_an_approvals_flags() {
+        let plain = Answer::approve(false, false, Some(500.0));
         assert_eq!(
-            approve_decision(true, false),
-            ApprovalDecision::AllowSession
+            (plain.budget, plain.limit),
+            (BudgetDecision::Continue, Some(500.0))
         );
-        assert_eq!(approve_decision(false, true), ApprovalDecision::AllowAlways);
-        assert_eq!(deny_decision(false, false), ApprovalDecision::Deny);
-        assert_eq!(deny_decision(true, false), ApprovalDecision::DenyAndCancel);
-        assert_eq!(deny_decision(false, true), ApprovalDecision::DenyAlways);
+        assert_eq!(plain.approval_flag, None);
+        assert_eq!(
+            Answer::deny(false, false, None).budget,
+            BudgetDecision::Stop
+        );
+        assert_eq!(Answer::deny(false, false, None).approval_flag, None);
+        assert_eq!(
+            Answer::approve(true, false, None).approval_flag,
+            Some("--session")
+        );
+        assert_eq!(
+            Answer::deny(false, false, Some("no".into())).approval_flag,
+            Some("--reason")
+        );
+        assert_eq!(
+            Answer::deny(true, true, None).approval_flag,
+            Some("--cancel")
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod approvals;
 pub mod attach;
+pub mod budgets;
 pub mod control;
 pub mod daemon;
 pub mod mcp;

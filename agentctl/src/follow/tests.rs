@@ -13,6 +13,8 @@ use crate::approve_policy::ApprovePolicy;
 use crate::output::CommandError;
 use crate::render::Output;
 
+mod approvals_commands;
+
 #[tokio::test]
 async fn run_creates_subscribes_first_then_prompts_and_streams() {
     let workspace = tempfile::tempdir().unwrap();
@@ -323,88 +325,18 @@ async fn run_mode_sets_the_new_sessions_permission_mode_and_updates_an_existing_
     assert_eq!(result.unwrap_err().code, 2);
 }
 
-/// Run an approvals command against `daemon`.
-async fn approvals_command(daemon: &FakeDaemon, command: &str) -> Result<(), CommandError> {
-    let ctx = daemon.context();
-    let call = async {
-        match command {
-            "list" => crate::commands::approvals::list(&ctx, Some("ses_1".to_owned())).await,
-            "approve --session" => {
-                crate::commands::approvals::respond(
-                    &ctx,
-                    "apr_1".to_owned(),
-                    crate::commands::approvals::approve_decision(true, false),
-                    None,
-                )
-                .await
-            }
-            "deny --cancel --reason" => {
-                crate::commands::approvals::respond(
-                    &ctx,
-                    "apr_1".to_owned(),
-                    crate::commands::approvals::deny_decision(true, false),
-                    Some("not now".to_owned()),
-                )
-                .await
-            }
-            other => panic!("unknown command {other}"),
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), call)
-        .await
-        .unwrap()
-}
-
-#[tokio::test]
-async fn approvals_list_approve_and_deny_send_the_right_params() {
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "list").await.unwrap();
-    assert_eq!(
-        daemon.params("approval/list"),
-        json!({"sessionId": "ses_1"})
-    );
-    assert_eq!(
-        daemon.params("initialize")["capabilities"],
-        json!({"approvals": false}),
-        "one-shot commands do not subscribe, and declare nothing"
-    );
-
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "approve --session")
-        .await
-        .unwrap();
-    assert_eq!(
-        daemon.params("approval/respond"),
-        json!({"approvalId": "apr_1", "decision": "allowSession"})
-    );
-
-    let daemon = FakeDaemon::start(Script::default());
-    approvals_command(&daemon, "deny --cancel --reason")
-        .await
-        .unwrap();
-    assert_eq!(
-        daemon.params("approval/respond"),
-        json!({"approvalId": "apr_1", "decision": "denyAndCancel", "reason": "not now"})
-    );
-}
-
-#[tokio::test]
-async fn approve_fails_with_the_daemons_message_when_already_decided_or_unknown() {
-    for (code, text) in [
-        (
-            -32008,
-            "approval apr_1 was already decided (allowOnce by client:zed)",
-        ),
-        (-32005, "no pending approval apr_1"),
-    ] {
-        let daemon = FakeDaemon::start(Script {
-            errors: HashMap::from([("approval/respond", (code, text))]),
-            ..Script::default()
-        });
-        let err = approvals_command(&daemon, "approve --session")
-            .await
-            .unwrap_err();
-        assert_eq!(err.code, 1);
-        assert_eq!(err.message, text);
-    }
+/// `stderr` without its after-run line (`tokens … · N steps · duration`: the duration is the
+/// wall clock's), which must be there once.
+fn without_after_run_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let count = lines
+        .iter()
+        .filter(|line| line.starts_with("tokens "))
+        .count();
+    assert_eq!(count, 1, "one after-run line: {stderr}");
+    lines
+        .into_iter()
+        .filter(|line| !line.starts_with("tokens "))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }

@@ -218,8 +218,9 @@ impl Renderer {
                 if self.approvals_handled => {}
             Event::BudgetExceeded { request, .. } => {
                 let line = format!(
-                    "budget reached: {}; answer from `agentctl attach`",
-                    one_line(&request.message)
+                    "budget reached: {}; answer with `agentctl approve {id}` (continue; `--limit N` for another limit) or `agentctl deny {id}` (stop)",
+                    one_line(&request.message),
+                    id = request.request_id,
                 );
                 self.stderr_styled(Style::Attention, &line, out);
             }

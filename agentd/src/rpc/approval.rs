@@ -22,6 +22,22 @@ fn respond_error(err: RespondError) -> ErrorObjectOwned {
     rpc_error_suggesting(code, err.to_string(), err.suggested_method())
 }
 
+/// Who decided an answer of `connection`: `client:<name>`, or `policy:<name>` when a standing
+/// policy of the client answered (`policy` in the params), not a person; the model must not
+/// read a policy's no as the user's. Budget pauses record it the same way.
+pub(super) fn decided_by(connection: &ConnectionContext, by_policy: bool) -> String {
+    let client = connection
+        .client_name
+        .get()
+        .map(String::as_str)
+        .unwrap_or("unknown");
+    if by_policy {
+        format!("policy:{client}")
+    } else {
+        format!("client:{client}")
+    }
+}
+
 pub async fn list(
     state: Arc<DaemonState>,
     params: ApprovalListParams,
@@ -40,16 +56,7 @@ pub async fn respond(
     params: ApprovalRespondParams,
     connection: Arc<ConnectionContext>,
 ) -> RpcResult<ApprovalRespondResult> {
-    let client = connection
-        .client_name
-        .get()
-        .map(String::as_str)
-        .unwrap_or("unknown");
-    // A client's standing policy is not a person: the model must not read it as the user's no.
-    let decided_by = match params.policy {
-        Some(_) => format!("policy:{client}"),
-        None => format!("client:{client}"),
-    };
+    let decided_by = decided_by(&connection, params.policy.is_some());
     // Claim, rule and resolution are the broker's flow: see `ApprovalBroker::respond`.
     let rule_added = state
         .approvals

@@ -1,30 +1,37 @@
-//! Handler of `budget/respond`: a client's answer to a run paused at a budget.
+//! Handlers of `budget/list` and `budget/respond`: the runs paused at a budget, and a client's
+//! answer to one.
 
 use std::sync::Arc;
 
+use protocol::Method;
 use protocol::budget::*;
 use protocol::error as codes;
+use protocol::methods::BudgetList;
 
-use super::{RpcResult, rpc_error};
+use super::{RpcResult, rpc_error_suggesting};
 use crate::server::ConnectionContext;
 use crate::state::DaemonState;
 use agentd_agent::budget_pause::BudgetRespondError;
+
+pub async fn list(
+    state: Arc<DaemonState>,
+    params: BudgetListParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<BudgetListResult> {
+    if let Some(session_id) = &params.session_id {
+        crate::session::check_session_id(session_id)?;
+    }
+    Ok(BudgetListResult {
+        requests: state.sessions.budgets().list(params.session_id.as_deref()),
+    })
+}
 
 pub async fn respond(
     state: Arc<DaemonState>,
     params: BudgetRespondParams,
     connection: Arc<ConnectionContext>,
 ) -> RpcResult<BudgetRespondResult> {
-    let client = connection
-        .client_name
-        .get()
-        .map(String::as_str)
-        .unwrap_or("unknown");
-    // A client's standing policy is not a person (as for approvals).
-    let decided_by = match params.policy {
-        Some(_) => format!("policy:{client}"),
-        None => format!("client:{client}"),
-    };
+    let decided_by = super::approval::decided_by(&connection, params.policy.is_some());
     let resolution = state
         .sessions
         .budgets()
@@ -35,14 +42,15 @@ pub async fn respond(
             decided_by,
         )
         .map_err(|err| {
-            let code = match &err {
-                BudgetRespondError::NotFound(_) => codes::NOT_FOUND,
-                BudgetRespondError::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
-                BudgetRespondError::InvalidId(_) | BudgetRespondError::InvalidLimit(_) => {
-                    codes::INVALID_PARAMS
-                }
+            // An id that names no pending pause: listing them shows which wait.
+            let list = Some(BudgetList::NAME);
+            let (code, suggest) = match &err {
+                BudgetRespondError::NotFound(_) => (codes::NOT_FOUND, list),
+                BudgetRespondError::InvalidId(_) => (codes::INVALID_PARAMS, list),
+                BudgetRespondError::AlreadyDecided { .. } => (codes::ALREADY_DECIDED, None),
+                BudgetRespondError::InvalidLimit(_) => (codes::INVALID_PARAMS, None),
             };
-            rpc_error(code, err.to_string())
+            rpc_error_suggesting(code, err.to_string(), suggest)
         })?;
     Ok(BudgetRespondResult {
         request_id: params.request_id,

@@ -74,6 +74,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<ExtensionRegister, _, _>(&mut module, extension::register)?;
     register::<CommandsList, _, _>(&mut module, commands::list)?;
     register::<SessionCommand, _, _>(&mut module, commands::run)?; // runs via the session actor
+    register::<BudgetList, _, _>(&mut module, budget::list)?;
     register::<BudgetRespond, _, _>(&mut module, budget::respond)?;
     Ok(module)
 }

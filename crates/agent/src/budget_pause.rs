@@ -4,10 +4,9 @@
 //! raises this run's limit, `stop` ends it with status `budget`. With nobody who answers
 //! (and no `holdApprovals`) it ends at once; the approval timeout, a cancel, or the last
 //! answerer of a child's pause leaving end the wait. The answer is recorded
-//! (`budgetResolved`). A pause pending at a daemon restart does not survive it: a resumed run
-//! checks its budgets again and asks again.
+//! (`budgetResolved`); until then `budget/list` lists it. A pause pending at a daemon restart
+//! does not survive it: a resumed run checks its budgets again and asks again.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -16,12 +15,11 @@ use tokio::sync::oneshot;
 
 use super::{Run, RunOutcome};
 use crate::budget::{Reached, Spending};
+use crate::gate::expires_at;
 use agentd_core::conversation::Usage;
-use protocol::budget::{BudgetDecision, BudgetRequest};
+use agentd_policy::approval::waitlist::Waitlist;
+use protocol::budget::{BudgetDecision, BudgetRequest, PendingBudget};
 use protocol::event::{Event, RunStatus};
-
-/// Decided pauses remembered so a late answer is told "already decided", not "not found".
-const REMEMBERED_DECISIONS: usize = 1024;
 
 /// How a pause was decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,7 +35,7 @@ pub struct BudgetResolution {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum BudgetRespondError {
     #[error(
-        "budget request not found: {}; it is answered once, while its run waits (see the session's budgetExceeded events)",
+        "budget request not found: {}; it is answered once, while its run waits; list the pending budget pauses to see which wait for an answer",
         protocol::error::echo(.0)
     )]
     NotFound(String),
@@ -61,24 +59,11 @@ pub enum BudgetRespondError {
     InvalidLimit(String),
 }
 
-struct Waiting {
-    /// What the run has used: a new limit must be above it.
-    used: f64,
-    /// What `continue` without a limit sets.
-    suggested: f64,
-    answer: oneshot::Sender<BudgetResolution>,
-}
-
-#[derive(Default)]
-struct BrokerState {
-    pending: HashMap<String, Waiting>,
-    decided: VecDeque<(String, BudgetResolution)>,
-}
-
-/// Every run paused at a budget, across sessions.
+/// Every run paused at a budget, across sessions. A pause's `request` says what a new limit
+/// must be above (`used`) and what `continue` without one sets (`suggestedLimit`).
 #[derive(Default)]
 pub struct BudgetBroker {
-    state: Mutex<BrokerState>,
+    state: Mutex<Waitlist<PendingBudget, BudgetResolution>>,
 }
 
 impl BudgetBroker {
@@ -94,21 +79,19 @@ impl BudgetBroker {
             return Err(BudgetRespondError::InvalidId(id.to_owned()));
         }
         let mut state = self.lock();
-        let Some(waiting) = state.pending.get(id) else {
+        let Some(pause) = state.get(id) else {
             return Err(not_pending(&state, id));
         };
+        let (used, suggested) = (pause.request.used, pause.request.suggested_limit);
         let new_limit = match (decision, new_limit) {
             (BudgetDecision::Stop, _) => None,
-            (BudgetDecision::Continue, None) => Some(waiting.suggested),
-            (BudgetDecision::Continue, Some(limit))
-                if limit.is_finite() && limit > waiting.used =>
-            {
+            (BudgetDecision::Continue, None) => Some(suggested),
+            (BudgetDecision::Continue, Some(limit)) if limit.is_finite() && limit > used => {
                 Some(limit)
             }
             (BudgetDecision::Continue, Some(limit)) => {
                 return Err(BudgetRespondError::InvalidLimit(format!(
-                    "newLimit {limit} does not let the run go on: give a limit above what it has used ({}), or leave it out for {}",
-                    waiting.used, waiting.suggested
+                    "newLimit {limit} does not let the run go on: give a limit above what it has used ({used}), or leave it out for {suggested}"
                 )));
             }
         };
@@ -117,61 +100,46 @@ impl BudgetBroker {
             new_limit,
             decided_by,
         };
-        finish(&mut state, id, resolution.clone());
+        state.finish(id, resolution.clone());
         Ok(resolution)
     }
 
+    /// The pauses pending now, oldest first, optionally of one session.
+    pub fn list(&self, session_id: Option<&str>) -> Vec<PendingBudget> {
+        self.lock()
+            .oldest_first(|pause| session_id.is_none_or(|id| pause.session_id == id))
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
     /// Register a pause; the receiver resolves when it is decided.
-    fn register(&self, id: &str, used: f64, suggested: f64) -> oneshot::Receiver<BudgetResolution> {
-        let (answer, decided) = oneshot::channel();
-        self.lock().pending.insert(
-            id.to_owned(),
-            Waiting {
-                used,
-                suggested,
-                answer,
-            },
-        );
-        decided
+    fn register(&self, pause: PendingBudget) -> oneshot::Receiver<BudgetResolution> {
+        let id = pause.request.request_id.clone();
+        self.lock().register(id, pause)
     }
 
     /// Decide pause `id` by the run itself (timeout, cancel, nobody left); false when an
     /// answer came first.
     fn decide(&self, id: &str, resolution: BudgetResolution) -> bool {
-        let mut state = self.lock();
-        if !state.pending.contains_key(id) {
-            return false;
-        }
-        finish(&mut state, id, resolution);
-        true
+        self.lock().finish(id, resolution)
     }
 
     /// Remove pause `id` undecided (its run went away); whether it was pending.
     fn withdraw(&self, id: &str) -> bool {
-        self.lock().pending.remove(id).is_some()
+        self.lock().withdraw(id)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BrokerState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waitlist<PendingBudget, BudgetResolution>> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-fn finish(state: &mut BrokerState, id: &str, resolution: BudgetResolution) {
-    let Some(waiting) = state.pending.remove(id) else {
-        return;
-    };
-    if state.decided.len() >= REMEMBERED_DECISIONS {
-        state.decided.pop_front();
-    }
-    state.decided.push_back((id.to_owned(), resolution.clone()));
-    let _ = waiting.answer.send(resolution);
-}
-
-fn not_pending(state: &BrokerState, id: &str) -> BudgetRespondError {
-    match state.decided.iter().find(|(decided, _)| decided == id) {
-        Some((_, earlier)) => BudgetRespondError::AlreadyDecided {
+fn not_pending(state: &Waitlist<PendingBudget, BudgetResolution>, id: &str) -> BudgetRespondError {
+    match state.earlier(id) {
+        Some(earlier) => BudgetRespondError::AlreadyDecided {
             id: id.to_owned(),
             decision: earlier.decision,
             decided_by: earlier.decided_by.clone(),
@@ -236,6 +204,7 @@ impl Run {
         let request_id = format!("bud_{}", uuid::Uuid::new_v4().simple());
         let timeout = self.permissions.approval_timeout;
         let label = self.permissions.task_label.as_ref();
+        let now = SystemTime::now();
         let request = BudgetRequest {
             request_id: request_id.clone(),
             budget: reached.kind,
@@ -247,19 +216,24 @@ impl Run {
                 reached.describe(),
                 reached.amount(reached.suggested_limit())
             ),
-            expires_at: expires_at(SystemTime::now(), timeout),
+            expires_at: expires_at(now, timeout),
             task_id: label.map(|(id, _)| id.clone()),
             agent_type: label.map(|(_, agent)| agent.clone()),
             parent_run_id: self.permissions.parent_run_id.clone(),
         };
         let announce = Event::BudgetExceeded {
             run_id: self.run_id.clone(),
-            request,
+            request: request.clone(),
         };
         let resolution = match self.budget.broker.as_deref() {
             Some(broker) if self.log.has_answerers() || self.permissions.hold_approvals => {
                 // Registered before it is announced, so the quickest answer finds it.
-                let decided = broker.register(&request_id, reached.used, reached.suggested_limit());
+                let decided = broker.register(PendingBudget {
+                    session_id: self.session_id.to_string(),
+                    run_id: self.run_id.clone(),
+                    requested_at: humantime::format_rfc3339_seconds(now).to_string(),
+                    request,
+                });
                 let _registered = Registered {
                     broker,
                     id: &request_id,
@@ -342,28 +316,36 @@ fn stopped_because(reached: &Reached, decided_by: &str) -> String {
     )
 }
 
-/// When a pause asked at `now` stops by itself, as RFC 3339 (the latest date RFC 3339 can
-/// say when the timeout is past it).
-fn expires_at(now: SystemTime, timeout: std::time::Duration) -> String {
-    use std::fmt::Write;
-    let mut text = String::new();
-    let formatted = now
-        .checked_add(timeout)
-        .map(|at| write!(text, "{}", humantime::format_rfc3339_seconds(at)));
-    match formatted {
-        Some(Ok(())) => text,
-        _ => "9999-12-31T23:59:59Z".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::budget::BudgetKind;
+
+    /// A pause of session `session` that has used `used` and suggests `suggested`.
+    fn pause(id: &str, session: &str, used: f64, suggested: f64) -> PendingBudget {
+        PendingBudget {
+            session_id: session.into(),
+            run_id: "run_1".into(),
+            requested_at: "t".into(),
+            request: BudgetRequest {
+                request_id: id.into(),
+                budget: BudgetKind::Tokens,
+                used,
+                limit: used,
+                suggested_limit: suggested,
+                message: "m".into(),
+                expires_at: "t".into(),
+                task_id: None,
+                agent_type: None,
+                parent_run_id: None,
+            },
+        }
+    }
 
     #[test]
     fn the_first_answer_wins_and_a_limit_must_let_the_run_go_on() {
         let broker = BudgetBroker::default();
-        let mut decided = broker.register("bud_1", 120.0, 220.0);
+        let mut decided = broker.register(pause("bud_1", "ses_1", 120.0, 220.0));
         let low = broker
             .respond(
                 "bud_1",
@@ -400,12 +382,33 @@ mod tests {
     #[test]
     fn a_withdrawn_pause_is_no_longer_answerable() {
         let broker = BudgetBroker::default();
-        let _decided = broker.register("bud_1", 1.0, 2.0);
+        let _decided = broker.register(pause("bud_1", "ses_1", 1.0, 2.0));
         assert!(broker.withdraw("bud_1"));
         assert!(!broker.withdraw("bud_1"));
         assert!(matches!(
             broker.respond("bud_1", BudgetDecision::Stop, None, "client:a".into()),
             Err(BudgetRespondError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn lists_the_pending_pauses_oldest_first_per_session_until_decided() {
+        let broker = BudgetBroker::default();
+        let _a = broker.register(pause("bud_1", "ses_1", 1.0, 2.0));
+        let _b = broker.register(pause("bud_2", "ses_2", 1.0, 2.0));
+        let _c = broker.register(pause("bud_3", "ses_1", 1.0, 2.0));
+        let ids = |list: Vec<PendingBudget>| {
+            list.into_iter()
+                .map(|pause| pause.request.request_id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(broker.list(None)), ["bud_1", "bud_2", "bud_3"]);
+        assert_eq!(ids(broker.list(Some("ses_1"))), ["bud_1", "bud_3"]);
+        broker
+            .respond("bud_1", BudgetDecision::Stop, None, "client:a".into())
+            .unwrap();
+        assert!(broker.decide("bud_2", by("timeout")));
+        assert!(broker.withdraw("bud_3"));
+        assert!(broker.list(None).is_empty());
     }
 }

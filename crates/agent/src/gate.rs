@@ -594,10 +594,10 @@ fn broker_gone() -> Resolution {
     }
 }
 
-/// When an approval asked at `now` expires, as RFC 3339. Checked: a timeout too large for the
-/// clock or for a four-digit year (the config refuses such values) reads as the latest date
-/// RFC 3339 can say instead of panicking.
-fn expires_at(now: SystemTime, timeout: Duration) -> String {
+/// When an approval (or a budget pause) asked at `now` expires, as RFC 3339. Checked: a
+/// timeout too large for the clock or for a four-digit year (the config refuses such values)
+/// reads as the latest date RFC 3339 can say instead of panicking.
+pub(crate) fn expires_at(now: SystemTime, timeout: Duration) -> String {
     use std::fmt::Write;
     let mut text = String::new();
     let formatted = now

@@ -5,16 +5,15 @@
 //! approval is resolved: a racing answer never sees a rule written for a call it denied, and
 //! the claim carries its kind, so a rule lands as the kind it was answered.
 
-use std::collections::{HashMap, VecDeque};
+pub mod waitlist;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
 use protocol::approval::{ApprovalDecision, PendingApproval};
-
-/// Decided approvals remembered so a late answer is told "already decided", not "not found".
-const REMEMBERED_DECISIONS: usize = 1024;
+use waitlist::Waitlist;
 
 /// How an approval was decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,9 +86,6 @@ struct Waiting {
     approval: PendingApproval,
     /// The allow rule `allowAlways` would add, when one is safe to add.
     always_rule: Option<String>,
-    /// Registration order, for listing oldest first.
-    order: u64,
-    answer: oneshot::Sender<Resolution>,
     /// An `allowAlways` answer whose rule is being written: it has won, other answers are
     /// told "already decided", and it resolves once the rule is in the config.
     claimed: Option<Resolution>,
@@ -100,9 +96,7 @@ struct Waiting {
 
 #[derive(Default)]
 struct BrokerState {
-    pending: HashMap<String, Waiting>,
-    decided: VecDeque<(String, Resolution)>,
-    next_order: u64,
+    pending: Waitlist<Waiting, Resolution>,
     /// Rules `allowAlways` appended to the user config since the daemon started. The config is
     /// read once at startup, so without these a new session would ask again until a restart.
     always_rules: Vec<String>,
@@ -240,7 +234,7 @@ impl ApprovalBroker {
             waiting.raced.take()
         };
         if let Some(resolution) = resolution {
-            finish(&mut state, id, resolution);
+            state.pending.finish(id, resolution);
         }
     }
 
@@ -250,22 +244,16 @@ impl ApprovalBroker {
         approval: PendingApproval,
         always_rule: Option<String>,
     ) -> oneshot::Receiver<Resolution> {
-        let (answer, decided) = oneshot::channel();
-        let mut state = self.lock();
-        let order = state.next_order;
-        state.next_order += 1;
-        state.pending.insert(
-            approval.approval_id.clone(),
+        let id = approval.approval_id.clone();
+        self.lock().pending.register(
+            id,
             Waiting {
                 approval,
                 always_rule,
-                order,
-                answer,
                 claimed: None,
                 raced: None,
             },
-        );
-        decided
+        )
     }
 
     /// Decide approval `id`. The first decision wins (a claim by `allowAlways` counts as one).
@@ -279,7 +267,7 @@ impl ApprovalBroker {
             waiting.raced.get_or_insert(resolution);
             return Err(err);
         }
-        finish(&mut state, id, resolution);
+        state.pending.finish(id, resolution);
         Ok(())
     }
 
@@ -287,12 +275,12 @@ impl ApprovalBroker {
     /// waits (the request could not be persisted, or the run ended). Returns whether it was
     /// pending.
     pub fn withdraw(&self, id: &str) -> bool {
-        self.lock().pending.remove(id).is_some()
+        self.lock().pending.withdraw(id)
     }
 
     /// Whether `id` is still pending.
     pub fn is_pending(&self, id: &str) -> bool {
-        self.lock().pending.contains_key(id)
+        self.lock().pending.is_pending(id)
     }
 
     /// Rules added by `allowAlways` since startup, oldest first (see [`Self::respond`]).
@@ -308,14 +296,14 @@ impl ApprovalBroker {
     /// Pending approvals, oldest first, optionally of one session.
     pub fn list(&self, session_id: Option<&str>) -> Vec<PendingApproval> {
         let state = self.lock();
-        let mut waiting: Vec<&Waiting> = state
+        state
             .pending
-            .values()
-            .filter(|w| w.claimed.is_none())
-            .filter(|w| session_id.is_none_or(|id| w.approval.session_id == id))
-            .collect();
-        waiting.sort_by_key(|w| w.order);
-        waiting.iter().map(|w| w.approval.clone()).collect()
+            .oldest_first(|w| {
+                w.claimed.is_none() && session_id.is_none_or(|id| w.approval.session_id == id)
+            })
+            .into_iter()
+            .map(|w| w.approval.clone())
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BrokerState> {
@@ -325,23 +313,10 @@ impl ApprovalBroker {
     }
 }
 
-/// Record `resolution` for pending approval `id` and wake its waiter.
-fn finish(state: &mut BrokerState, id: &str, resolution: Resolution) {
-    let Some(waiting) = state.pending.remove(id) else {
-        return;
-    };
-    if state.decided.len() >= REMEMBERED_DECISIONS {
-        state.decided.pop_front();
-    }
-    state.decided.push_back((id.to_owned(), resolution.clone()));
-    // The waiter may have gone (its run ended); the decision is still recorded.
-    let _ = waiting.answer.send(resolution);
-}
-
 /// Why an answer to `id`, which is not pending, is refused.
 fn not_pending(state: &BrokerState, id: &str) -> RespondError {
-    match state.decided.iter().find(|(decided, _)| decided == id) {
-        Some((_, earlier)) => already_decided(id, earlier),
+    match state.pending.earlier(id) {
+        Some(earlier) => already_decided(id, earlier),
         None => RespondError::NotFound(id.to_owned()),
     }
 }
