@@ -120,6 +120,7 @@ fn session_info(script: &Script) -> SessionInfo {
         preview: None,
         parent_session_id: None,
         cost_usd: None,
+        forked_from: None,
     }
 }
 

@@ -368,6 +368,8 @@ impl SessionManager {
             max_turns: None,
             max_budget_usd: None,
             max_tokens: None,
+            forked_from: None,
+            prompt_cache_key: None,
         };
         // No parent to answer for it: its approvals wait for a client (or the timeout), as
         // the client that started it may answer later.
@@ -465,6 +467,8 @@ impl SessionManager {
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
             max_tokens: definition.max_tokens,
+            forked_from: None,
+            prompt_cache_key: None,
         };
         self.add_session(header, Vec::new()).await
     }
