@@ -18,7 +18,7 @@ pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskParams {
-    /// The whole task for the subagent: it sees nothing of this conversation.
+    /// The whole task for the subagent: it sees nothing of this conversation (unless `fork`).
     pub prompt: String,
     /// Which agent runs it (see the available agents); default `general-purpose`.
     #[serde(default)]
@@ -29,6 +29,10 @@ pub struct TaskParams {
     /// Return the task id at once; its result arrives later as a task notification.
     #[serde(default)]
     pub run_in_background: bool,
+    /// Start the subagent with this conversation so far (your instructions and messages)
+    /// instead of a fresh context: the prompt then only needs the task itself.
+    #[serde(default)]
+    pub fork: bool,
 }
 
 /// Starts subagents for one run of one session.
@@ -51,8 +55,9 @@ impl TypedTool for TaskTool {
     const DESCRIPTION: &'static str = "Delegate a self-contained task to a subagent: a fresh \
         agent with its own context and tools that sees only your prompt, so say everything it \
         needs. Returns the subagent's final message. With runInBackground the task id comes \
-        back at once and the result arrives later as a <task-notification> message. Several \
-        task calls in one turn run in parallel.";
+        back at once and the result arrives later as a <task-notification> message. With fork \
+        the subagent starts from this conversation so far instead. Several task calls in one \
+        turn run in parallel.";
     // Daemon bookkeeping: the child's own tool calls go through its own permission gate.
     const READ_ONLY: bool = true;
 
