@@ -461,6 +461,24 @@ pub enum SessionsAction {
         /// At most N sessions.
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Forks indented under the session they were forked from.
+        #[arg(long)]
+        tree: bool,
+    },
+    /// Fork a session: a new one with its history up to a seq, its settings and system prompt
+    /// (the first requests reuse the provider's prompt cache); prints the new session's id.
+    ///
+    /// Exit 1 when the seq is inside a run (the message says which seqs can be used).
+    Fork {
+        /// The session id (`ses_…`).
+        session: String,
+        /// The last seq of the session's log the fork keeps (default: its last one; see
+        /// `agentctl attach --json` or `sessions list --json` for seqs).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// The fork's title (default: the session's).
+        #[arg(long, value_name = "TITLE")]
+        title: Option<String>,
     },
     /// One session with its history.
     Show {

@@ -156,7 +156,12 @@ pub async fn run(cli: Cli) -> ExitCode {
             .await
         }
         Command::Sessions { action } => done(match action {
-            SessionsAction::List { cwd, limit } => commands::sessions::list(&ctx, cwd, limit).await,
+            SessionsAction::List { cwd, limit, tree } => {
+                commands::sessions::list(&ctx, cwd, limit, tree).await
+            }
+            SessionsAction::Fork { session, at, title } => {
+                commands::sessions::fork(&ctx, session, at, title).await
+            }
             SessionsAction::Show { session } => commands::sessions::show(&ctx, session).await,
             SessionsAction::Rm { session } => commands::sessions::remove(&ctx, session).await,
         }),

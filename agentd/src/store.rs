@@ -4,6 +4,7 @@
 //! past entry types it does not know. Appending goes through `LogFile` (`log_file`), which never
 //! leaves a fragment for the next line to be glued to.
 
+pub mod fork;
 mod log_file;
 mod progress;
 mod settings;
@@ -99,6 +100,15 @@ pub struct SessionHeader {
     /// None: no limit. Absent from files written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The session this one was forked from and the last seq of its log it copied
+    /// (`session/fork`). Absent from files written before it, and for sessions that are no fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<protocol::session::ForkPoint>,
+    /// The key its model requests share a provider's prompt cache under (OpenAI's
+    /// `prompt_cache_key`): a fork keeps its source's, as its requests start with the
+    /// source's bytes. None: the session's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
 }
 
 impl SessionHeader {
@@ -106,6 +116,12 @@ impl SessionHeader {
     /// `mcp::config::servers_for`).
     pub fn mcp_servers(&self) -> agentd_work::mcp::config::McpEntries {
         agentd_work::mcp::config::McpEntries::from_session(&self.mcp_servers)
+    }
+
+    /// The key its model requests share a prompt cache under: its source's for a fork, else
+    /// its own id.
+    pub fn cache_key(&self) -> &str {
+        self.prompt_cache_key.as_deref().unwrap_or(&self.id)
     }
 }
 
@@ -323,6 +339,15 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     loaded.progress = RunProgress::default();
                 }
                 match &event {
+                    Event::SessionCreated { .. } => {
+                        // A fork's own `sessionCreated` follows what it holds of its source
+                        // (`store::fork`): its usage, its prompts' ids and its approvals are
+                        // its own from here (the source's pending ones stay the source's).
+                        loaded.usage = Default::default();
+                        loaded.cost_usd = None;
+                        loaded.request_ids.clear();
+                        loaded.unresolved_approvals.clear();
+                    }
                     Event::RunStarted {
                         run_id,
                         client_request_id,
@@ -486,9 +511,17 @@ pub fn read_summary(path: &Path) -> Result<Option<Summary>> {
             continue;
         };
         last_seq.get_or_insert(seq);
-        if let Event::UsageUpdated { total, .. } = event {
-            usage = Some(agentd_core::conversation::wire::usage_from(&total));
-            break;
+        match event {
+            Event::UsageUpdated { total, .. } => {
+                usage = Some(agentd_core::conversation::wire::usage_from(&total));
+                break;
+            }
+            // A fork counts its usage from its own `sessionCreated` (as `load` does).
+            Event::SessionCreated { .. } => {
+                usage = Some(Default::default());
+                break;
+            }
+            _ => {}
         }
     }
     Ok(match (usage, whole_file) {

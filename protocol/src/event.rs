@@ -132,8 +132,15 @@ impl RunStartOptions {
 )]
 pub enum Event {
     /// A session was created: the first event of its log (also sent on the daemon stream).
+    /// A fork's comes after the events it holds of its source, with `forkedFrom`.
     #[serde(rename_all = "camelCase")]
-    SessionCreated { cwd: String, model: String },
+    SessionCreated {
+        cwd: String,
+        model: String,
+        /// Added in 1.3: the session was forked from this one at this seq (`session/fork`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<crate::session::ForkPoint>,
+    },
     /// A session was deleted: the last event of its log (also sent on the daemon stream).
     SessionDeleted {},
     /// `session/update` changed the session (from its next run on); only the changed fields.

@@ -133,6 +133,9 @@ methods! {
     /// Answer a run paused at a budget: continue with a higher limit, or stop; the first
     /// answer wins, later ones get -32008. Added in 1.3.
     BudgetRespond = "budget/respond": BudgetRespondParams => BudgetRespondResult;
+    /// A new session whose history is another's up to a seq, with its settings and system
+    /// prompt (refused inside a run). Added in 1.3.
+    SessionFork = "session/fork": SessionForkParams => SessionForkResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

@@ -43,6 +43,20 @@ pub struct SessionInfo {
     /// loaded (listings of unloaded sessions leave it out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The session this one was forked from (`session/fork`) and the last seq of its log the
+    /// fork copied; absent for a session that is no fork. Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkPoint>,
+}
+
+/// Where a fork's history comes from: its source session and the last seq of the source's
+/// log it holds (events `1..=seq` of the fork are the source's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkPoint {
+    /// The session forked: the direct source (a fork of a fork names the fork).
+    pub session_id: String,
+    pub seq: u64,
 }
 
 /// Longest `SessionInfo::preview`, in characters.
@@ -392,6 +406,28 @@ pub struct SessionUpdateParams {
     /// The new title; an empty one removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+}
+
+/// Params of `session/fork`: a new session whose history is `sessionId`'s up to `atSeq`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkParams {
+    pub session_id: String,
+    /// The last seq of the source's log the fork keeps (default: its last one). It must not
+    /// fall inside a run (between a `runStarted` and its `runFinished`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_seq: Option<u64>,
+    /// The fork's title (default: the source's at that point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Result of `session/fork`: the new session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkResult {
+    pub session_id: String,
+    pub session: SessionInfo,
 }
 
 /// Result of `session/update`: the session as it now reads.

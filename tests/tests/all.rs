@@ -81,6 +81,7 @@ mod security_trust;
 mod security_trust_pins;
 mod security_uid;
 mod sessions;
+mod sessions_fork;
 mod snapshots;
 mod tasks_approvals;
 mod tasks_clients;

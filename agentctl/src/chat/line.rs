@@ -33,6 +33,8 @@ pub enum LocalCommand {
     Sessions,
     /// `/new`: the next prompt starts a new session.
     New,
+    /// `/fork [TITLE]`: the chat goes on in a fork of its session (`session/fork`).
+    Fork(Option<String>),
     Quit,
     /// A command that cannot be run as typed: the reason, said to the person.
     Invalid(String),
@@ -44,13 +46,14 @@ pub enum LocalCommand {
 pub const HELP: &str = "\
 /sessions       recent sessions of this directory
 /new            start a new session with the next prompt
+/fork [TITLE]   go on in a fork of this session (it stays as it is)
 /quit           leave (the session stays; `agentctl chat -c` continues it)
 Tab completes a command's name; a line starting with // is sent as text.
 While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
 Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
-pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "quit", "exit"];
+pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "fork", "quit", "exit"];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
 pub fn parse(line: &str, follow_up: bool) -> Typed {
@@ -90,6 +93,7 @@ fn command_of(slash: Slash) -> LocalCommand {
         "cost" => no_argument(LocalCommand::Cost),
         "sessions" => no_argument(LocalCommand::Sessions),
         "new" => no_argument(LocalCommand::New),
+        "fork" => LocalCommand::Fork(Some(slash.args.trim().to_owned()).filter(|t| !t.is_empty())),
         "quit" | "exit" => no_argument(LocalCommand::Quit),
         "mode" => match (argument, extra) {
             (Some(mode), false) => match mode_named(mode) {
@@ -141,6 +145,12 @@ mod tests {
         check("/help", false, Typed::Command(LocalCommand::Help));
         check("/quit", true, Typed::Command(LocalCommand::Quit));
         check("/exit", false, Typed::Command(LocalCommand::Quit));
+        check("/fork", false, Typed::Command(LocalCommand::Fork(None)));
+        check(
+            "/fork  try the other way ",
+            false,
+            Typed::Command(LocalCommand::Fork(Some("try the other way".into()))),
+        );
         check(
             "/mode plan",
             false,

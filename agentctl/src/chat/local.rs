@@ -1,4 +1,4 @@
-//! The chat's commands. Its own (`/sessions`, `/new`, `/quit`) are answered here; the rest are
+//! The chat's commands. Its own (`/sessions`, `/new`, `/fork`, `/quit`) are answered here; the rest are
 //! the daemon's slash commands (`session/command`), sent in the chat's session (made first for
 //! a command that needs one). Before the first prompt, `/status`, `/cost`, `/mode` and `/model`
 //! are answered here too (`/mode` and `/model` then choose the session the next prompt
@@ -7,8 +7,8 @@
 use protocol::approval::PermissionMode;
 use protocol::commands::{CommandsListParams, CommandsListResult};
 use protocol::error::METHOD_NOT_FOUND;
-use protocol::methods::{CommandsList, SessionList, SessionUpdate};
-use protocol::session::{SessionInfo, SessionListParams, SessionUpdateParams};
+use protocol::methods::{CommandsList, SessionFork, SessionList, SessionUpdate};
+use protocol::session::{SessionForkParams, SessionInfo, SessionListParams, SessionUpdateParams};
 
 use super::line::{HELP, LOCAL_NAMES, LocalCommand};
 use super::session::session_info;
@@ -60,6 +60,11 @@ impl Chat {
                 self.detach().await;
                 self.say("the next prompt starts a new session").await;
             }
+            LocalCommand::Fork(_) if self.run.is_some() => {
+                self.say("a run is active: wait for it or Ctrl-C to cancel it, then /fork")
+                    .await
+            }
+            LocalCommand::Fork(title) => self.fork(title).await?,
             LocalCommand::Quit => return Ok(Next::Quit),
             LocalCommand::Invalid(message) => self.say(&message).await,
         }
@@ -280,6 +285,47 @@ impl Chat {
             ),
             Err(err) => Err(format!("agentctl: {err}")),
         }
+    }
+
+    /// `/fork`: fork the chat's session now and go on in the fork; the source stays as it is.
+    async fn fork(&mut self, title: Option<String>) -> Result<(), CommandError> {
+        let Some(session) = &self.session else {
+            self.say("no session yet: nothing to fork (the first prompt starts one)")
+                .await;
+            return Ok(());
+        };
+        let source = session.session_id.clone();
+        let params = SessionForkParams {
+            session_id: source.clone(),
+            at_seq: None,
+            title,
+        };
+        let forked = match self.connection.request::<SessionFork>(&params).await {
+            Ok(forked) => forked,
+            Err(ClientError::Rpc { code, .. }) if code == METHOD_NOT_FOUND => {
+                self.say(
+                    "this agentd cannot fork sessions; after updating agentd, run `agentctl \
+                     daemon restart` and chat again",
+                )
+                .await;
+                return Ok(());
+            }
+            Err(err) => {
+                self.say(&format!("agentctl: {err}")).await;
+                return Ok(());
+            }
+        };
+        self.detach().await;
+        self.attach(&forked.session_id, forked.session.last_seq)
+            .await?;
+        self.refresh_command_names().await;
+        let text = format!(
+            "forked {source} into {}: this chat goes on in the fork; {source} stays as it was \
+             (`agentctl chat --session {source}` continues it)",
+            forked.session_id
+        );
+        self.say(&text).await;
+        Ok(())
     }
 
     async fn sessions(&mut self) {

@@ -1,12 +1,12 @@
-//! `agentctl sessions list|show|rm`: durable sessions, listed as a table and shown with their
-//! history.
+//! `agentctl sessions list|show|fork|rm`: durable sessions, listed as a table (forks under
+//! their source with `--tree`), shown with their history, forked at a seq.
 
 use std::fmt::Write as _;
 
-use protocol::methods::{SessionDelete, SessionGet, SessionList};
+use protocol::methods::{SessionDelete, SessionFork, SessionGet, SessionList};
 use protocol::session::{
-    HistoryMessage, SessionGetParams, SessionGetResult, SessionInfo, SessionListParams, SessionRef,
-    SessionStatus,
+    HistoryMessage, SessionForkParams, SessionGetParams, SessionGetResult, SessionInfo,
+    SessionListParams, SessionRef, SessionStatus,
 };
 
 use crate::Context;
@@ -23,12 +23,14 @@ const TITLE_MAX_CHARS: usize = 60;
 /// Longest tool call arguments / result shown per line in `sessions show`.
 const TOOL_TEXT_MAX_CHARS: usize = 100;
 
-/// `agentctl sessions list [--cwd DIR] [--limit N]`: sessions newest first (all pages), only
-/// those of DIR with `--cwd`, at most N.
+/// `agentctl sessions list [--cwd DIR] [--limit N] [--tree]`: sessions newest first (all
+/// pages), only those of DIR with `--cwd`, at most N; with `--tree` each fork follows the
+/// session it was forked from, indented.
 pub async fn list(
     ctx: &Context,
     cwd: Option<std::path::PathBuf>,
     limit: Option<usize>,
+    tree: bool,
 ) -> Result<(), CommandError> {
     let wanted_cwd = match cwd {
         Some(dir) => {
@@ -66,10 +68,35 @@ pub async fn list(
     } else if sessions.is_empty() {
         crate::say!("no sessions; start one with `agentctl run \"…\"`");
     } else {
-        crate::say_raw!(
-            "{}",
-            format_table(&sessions, crate::commands::approvals::now_unix())
-        );
+        let now = crate::commands::approvals::now_unix();
+        let table = match tree {
+            true => format_tree(&sessions, now),
+            false => format_table(&sessions, now),
+        };
+        crate::say_raw!("{table}");
+    }
+    Ok(())
+}
+
+/// `agentctl sessions fork ID [--at SEQ] [--title T]`: prints the new session's id.
+pub async fn fork(
+    ctx: &Context,
+    session_id: String,
+    at_seq: Option<u64>,
+    title: Option<String>,
+) -> Result<(), CommandError> {
+    let connection = ctx.connect().await?;
+    let session_id = crate::ids::session(&connection, &session_id).await?;
+    let params = SessionForkParams {
+        session_id,
+        at_seq,
+        title,
+    };
+    let result = connection.request::<SessionFork>(&params).await?;
+    if ctx.json {
+        print_json(&result);
+    } else {
+        crate::say_raw!("{}\n", result.session_id);
     }
     Ok(())
 }
@@ -115,6 +142,63 @@ pub async fn remove(ctx: &Context, session_id: String) -> Result<(), CommandErro
 /// model, and the title, else the first prompt's preview, else the cwd. `now` in seconds since
 /// the epoch.
 pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
+    let flat: Vec<(usize, &SessionInfo)> = sessions.iter().map(|session| (0, session)).collect();
+    format_rows(&flat, now)
+}
+
+/// The table of `sessions list --tree`: each fork right after the session it was forked from
+/// (siblings in listing order), its id indented one step per level; a fork whose source is
+/// not listed stands at the top.
+pub fn format_tree(sessions: &[SessionInfo], now: i64) -> String {
+    format_rows(&tree_order(sessions), now)
+}
+
+/// `sessions` in tree order, each with its depth.
+fn tree_order<'a>(sessions: &'a [SessionInfo]) -> Vec<(usize, &'a SessionInfo)> {
+    let listed: std::collections::HashSet<&'a str> = sessions
+        .iter()
+        .map(|session| session.session_id.as_str())
+        .collect();
+    let source_of = |session: &'a SessionInfo| -> Option<&'a str> {
+        session
+            .forked_from
+            .as_ref()
+            .map(|point| point.session_id.as_str())
+            .filter(|source| listed.contains(source) && *source != session.session_id)
+    };
+    let mut ordered = Vec::with_capacity(sessions.len());
+    let mut placed = std::collections::HashSet::new();
+    // Depth first from each top session; `placed` also stops a cycle of hand-edited files.
+    let mut stack: Vec<(usize, &SessionInfo)> = sessions
+        .iter()
+        .rev()
+        .filter(|session| source_of(session).is_none())
+        .map(|session| (0, session))
+        .collect();
+    while let Some((depth, session)) = stack.pop() {
+        if !placed.insert(session.session_id.as_str()) {
+            continue;
+        }
+        ordered.push((depth, session));
+        stack.extend(
+            sessions
+                .iter()
+                .rev()
+                .filter(|fork| source_of(fork) == Some(session.session_id.as_str()))
+                .map(|fork| (depth + 1, fork)),
+        );
+    }
+    // Those only a cycle reaches, as they come.
+    for session in sessions {
+        if placed.insert(session.session_id.as_str()) {
+            ordered.push((0, session));
+        }
+    }
+    ordered
+}
+
+/// The rows of the table, each id indented by its depth.
+fn format_rows(sessions: &[(usize, &SessionInfo)], now: i64) -> String {
     let header = [
         "ID",
         "STATUS",
@@ -125,7 +209,11 @@ pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
     ];
     let rows: Vec<[String; 6]> = sessions
         .iter()
-        .map(|session| {
+        .map(|(depth, session)| {
+            let id = match depth {
+                0 => session.session_id.clone(),
+                depth => format!("{}└ {}", "  ".repeat(depth - 1), session.session_id),
+            };
             let age = crate::commands::approvals::unix_seconds(&session.updated_at)
                 .map(|updated| crate::commands::approvals::format_age(now - updated))
                 .unwrap_or_else(|| short_time(&session.updated_at));
@@ -135,7 +223,7 @@ pub fn format_table(sessions: &[SessionInfo], now: i64) -> String {
                 .or(session.preview.as_deref())
                 .unwrap_or(&session.cwd);
             [
-                session.session_id.clone(),
+                id,
                 status_name(session.status).to_owned(),
                 age,
                 format!(
@@ -271,6 +359,7 @@ mod tests {
             preview: None,
             parent_session_id: None,
             cost_usd: None,
+            forked_from: None,
         }
     }
 
@@ -295,6 +384,43 @@ mod tests {
              ses_a     running  2h   0/0        gpt-4o-mini  fix the build\n\
              ses_bbbb  idle     2h   0/0        gpt-4o-mini  /home/me/project\n\
              ses_cc    idle     2h   12.3k/678  gpt-4o-mini  review the diff\n"
+        );
+    }
+
+    #[test]
+    fn the_tree_lists_each_fork_under_its_source() {
+        let fork_of = |id: &str, source: &str| {
+            let mut session = info(id, None, SessionStatus::Idle);
+            session.forked_from = Some(protocol::session::ForkPoint {
+                session_id: source.to_owned(),
+                seq: 3,
+            });
+            session
+        };
+        let sessions = [
+            info("ses_new", None, SessionStatus::Idle),
+            fork_of("ses_f2", "ses_root"),
+            fork_of("ses_ff", "ses_f1"),
+            info("ses_root", None, SessionStatus::Idle),
+            fork_of("ses_f1", "ses_root"),
+            fork_of("ses_orphan", "ses_gone"),
+        ];
+        let now = crate::commands::approvals::unix_seconds("2026-11-30T11:21:37Z").unwrap();
+        let ids: Vec<String> = format_tree(&sessions, now)
+            .lines()
+            .skip(1)
+            .map(|line| line.split("  idle").next().unwrap().trim_end().to_owned())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "ses_new",
+                "ses_root",
+                "└ ses_f2",
+                "└ ses_f1",
+                "  └ ses_ff",
+                "ses_orphan"
+            ]
         );
     }
 

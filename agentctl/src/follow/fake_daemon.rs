@@ -129,6 +129,7 @@ fn session_info(script: &Script) -> SessionInfo {
         preview: None,
         parent_session_id: None,
         cost_usd: None,
+        forked_from: None,
     }
 }
 
@@ -173,6 +174,17 @@ async fn serve(stream: tokio::net::UnixStream, script: Script, log: &Log) {
                 "decision": message["params"]["decision"],
             }),
             "approval/list" => json!({"approvals": [pending("apr_1", "run_shell")]}),
+            "budget/list" => json!({"requests": [{
+                "sessionId": "ses_1", "runId": "run_1", "requestedAt": "2026-01-01T00:00:00Z",
+                "request": {"requestId": "bud_1", "budget": "tokens", "used": 40.0,
+                            "limit": 20.0, "suggestedLimit": 60.0, "message": "m",
+                            "expiresAt": "2026-01-01T00:10:00Z"}
+            }]}),
+            "budget/respond" => json!({
+                "requestId": message["params"]["requestId"],
+                "decision": message["params"]["decision"],
+                "newLimit": message["params"]["newLimit"],
+            }),
             _ => json!(true),
         };
         if method == "session/subscribe" {

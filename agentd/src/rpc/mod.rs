@@ -49,6 +49,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionFollowUp, _, _>(&mut module, session::follow_up)?; // via the session actor
     register::<SessionCancel, _, _>(&mut module, session::cancel)?;
     register::<SessionCompact, _, _>(&mut module, session::compact)?; // via the session actor
+    register::<SessionFork, _, _>(&mut module, session::fork)?; // the source's log writer cuts
     register::<ApprovalList, _, _>(&mut module, approval::list)?;
     register::<ApprovalRespond, _, _>(&mut module, approval::respond)?;
     register::<ProjectTrust, _, _>(&mut module, project::trust)?;

@@ -164,6 +164,19 @@ pub async fn update(
     Ok(SessionUpdateResult { session })
 }
 
+pub async fn fork(
+    state: Arc<DaemonState>,
+    params: SessionForkParams,
+    _connection: Arc<ConnectionContext>,
+) -> RpcResult<SessionForkResult> {
+    super::refuse_if_stopping(&state)?;
+    let session = state.sessions.fork(params).await?;
+    Ok(SessionForkResult {
+        session_id: session.session_id.clone(),
+        session,
+    })
+}
+
 /// User text longer than one message may be is refused (a model reply is cut instead): the
 /// user can still decide what to send.
 pub(super) fn check_text_length(what: &str, text: &str) -> RpcResult<()> {

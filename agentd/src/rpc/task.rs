@@ -183,6 +183,7 @@ pub async fn start(
                 agent_type: params.agent_type,
                 description: params.description,
                 run_in_background: true,
+                fork: false,
             },
             params.permission_mode,
         )

@@ -137,6 +137,7 @@ impl Session {
             preview,
             parent_session_id: self.header.parent_session_id.clone(),
             cost_usd: state.cost_usd,
+            forked_from: self.header.forked_from.clone(),
         }
     }
 

@@ -93,6 +93,25 @@ impl DaemonStream {
             answerers: Answerers::new(),
         }
     }
+
+    /// Send `event`, persisted under `seq` in the file of `session_id` by someone other than
+    /// its log (a session written whole, not loaded yet: a fork).
+    pub fn announce(&self, session_id: &str, seq: u64, event: Event) -> Result<()> {
+        let envelope = protocol::event::SessionEventEnvelope {
+            session_id: session_id.to_owned(),
+            seq,
+            event,
+            not_persisted: false,
+        };
+        let json = serde_json::value::to_raw_value(&envelope).context("cannot encode an event")?;
+        let _ = self.events.send(Arc::new(Published {
+            seq,
+            persisted: true,
+            json,
+            event: envelope.event,
+        }));
+        Ok(())
+    }
 }
 
 /// What a new subscriber gets: persisted events to replay (read page by page with
@@ -131,6 +150,17 @@ enum Write {
         after_seq: Option<u64>,
         done: oneshot::Sender<(broadcast::Receiver<Arc<Published>>, u64, ReplayCursor)>,
     },
+    /// Where the log stands, taken between two writes (`EventLog::written`).
+    Written { done: oneshot::Sender<Written> },
+}
+
+/// Where a log stands between two writes: every line up to `len` is whole and on its way to
+/// disk (written), and `last_seq` is the seq of the last event given one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub last_seq: u64,
+    /// The end of the last complete line the log wrote.
+    pub len: u64,
 }
 
 impl EventLog {
@@ -256,6 +286,20 @@ impl EventLog {
 
     pub fn last_seq(&self) -> u64 {
         self.inner.last_seq.load(Ordering::Acquire)
+    }
+
+    /// The session file this log writes.
+    pub fn path(&self) -> &std::path::Path {
+        &self.inner.path
+    }
+
+    /// Where the log stands, taken by its writer between two writes: the file up to `len` is
+    /// whole lines, none of them torn or half-written, whatever is being appended meanwhile
+    /// (what a fork copies).
+    pub async fn written(&self) -> Result<Written> {
+        let (done, answer) = oneshot::channel();
+        self.submit(Write::Written { done }).await?;
+        answer.await.map_err(|_| writer_gone())
     }
 
     /// Persist `event`, then publish it. Returns its seq. Cancel-safe: once queued, the write

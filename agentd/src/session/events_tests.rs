@@ -178,6 +178,7 @@ async fn a_created_log_holds_its_first_events_indexed_and_publishes_them_when_to
             Event::SessionCreated {
                 cwd: "/w".into(),
                 model: "m".into(),
+                forked_from: None,
             },
             warning(1),
         ],

@@ -105,6 +105,12 @@ impl Inner {
                 let replay = writer.index.cursor(after, last);
                 let _ = done.send((self.live.subscribe(), last, replay));
             }
+            Write::Written { done } => {
+                let _ = done.send(super::Written {
+                    last_seq: self.last_seq.load(Ordering::Acquire),
+                    len: writer.file.good_len(),
+                });
+            }
             Write::Message { line, done } => {
                 let _ = done.send(writer.append_other(&line));
             }
@@ -261,7 +267,7 @@ pub(super) async fn write_loop(
         let Some(write) = write else {
             break;
         };
-        if let Write::Subscribe { .. } = write {
+        if let Write::Subscribe { .. } | Write::Written { .. } = write {
             // No blocking write is under way between two batches: the lock is free, and a
             // subscription costs no trip to the blocking pool.
             inner.perform(&mut lock_file(&file), write);
@@ -271,7 +277,7 @@ pub(super) async fn write_loop(
         batch.push(write);
         while batch.len() < WRITE_BATCH {
             match queue.try_recv() {
-                Ok(write @ Write::Subscribe { .. }) => {
+                Ok(write @ (Write::Subscribe { .. } | Write::Written { .. })) => {
                     next = Some(write);
                     break;
                 }

@@ -274,7 +274,7 @@ impl SessionManager {
 }
 
 /// A session not loaded, as listed from its summary.
-fn listed(slot: &Slot, entry: &SummaryEntry) -> SessionInfo {
+pub(super) fn listed(slot: &Slot, entry: &SummaryEntry) -> SessionInfo {
     let mut info = header_info(&slot.header, Some(entry.stamp.modified()));
     info.last_seq = entry.last_seq;
     info.usage = agentd_core::conversation::wire::usage(&entry.usage);

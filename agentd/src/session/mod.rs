@@ -9,6 +9,7 @@ pub mod config_reload;
 mod error;
 pub mod events;
 mod evict;
+mod fork;
 pub mod hooks;
 mod index;
 mod mcp;
@@ -510,5 +511,6 @@ fn header_info(header: &SessionHeader, updated: Option<SystemTime>) -> SessionIn
         preview: None,
         parent_session_id: header.parent_session_id.clone(),
         cost_usd: None,
+        forked_from: header.forked_from.clone(),
     }
 }

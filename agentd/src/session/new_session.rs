@@ -31,6 +31,7 @@ impl SessionManager {
         let mut events = vec![Event::SessionCreated {
             cwd: header.cwd.clone(),
             model: header.model.clone(),
+            forked_from: None,
         }];
         events.extend(notes.into_iter().map(|message| Event::Warning { message }));
         // Written whole (the header and the first events) or not at all: a failed create
@@ -154,6 +155,8 @@ impl SessionManager {
             max_turns: frozen.max_turns,
             max_budget_usd: frozen.max_budget_usd,
             max_tokens: frozen.max_tokens,
+            forked_from: None,
+            prompt_cache_key: None,
         };
         self.add_session(header, notes.collect()).await
     }

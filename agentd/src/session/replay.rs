@@ -20,9 +20,6 @@ pub const REPLAY_PAGE_EVENTS: usize = 256;
 /// Bytes read per replay page (a page ends with the line that crosses this).
 pub const REPLAY_PAGE_BYTES: u64 = 1024 * 1024;
 
-/// How an event line starts; the seq follows.
-const EVENT_LINE_PREFIX: &[u8] = br#"{"type":"event","seq":"#;
-
 /// Where the events of a session file are: sparse marks and the end of what the log wrote.
 #[derive(Debug, Default)]
 pub struct SeqIndex {
@@ -219,18 +216,7 @@ fn read_lines(path: &Path, cursor: &mut ReplayCursor, items: &mut Vec<Replayed>)
 /// as the daemon writes it; a line in another key order (written by hand or another tool) is
 /// decoded whole.
 fn event_seq(line: &[u8]) -> Option<u64> {
-    if let Some(rest) = line.strip_prefix(EVENT_LINE_PREFIX) {
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        return std::str::from_utf8(rest.get(..digits)?).ok()?.parse().ok();
-    }
-    if line.starts_with(br#"{"type":""#) {
-        // Another entry type, as the daemon writes it.
-        return None;
-    }
-    match serde_json::from_slice::<Entry>(line) {
-        Ok(Entry::Event { seq, .. }) => Some(seq),
-        _ => None,
-    }
+    crate::store::fork::event_line_seq(line)
 }
 
 #[cfg(test)]

@@ -159,6 +159,7 @@ impl RunParts {
     fn into_run(self, header: &SessionHeader) -> Run {
         Run {
             session_id: header.id.as_str().into(),
+            cache_key: header.cache_key().into(),
             run_id: self.run_id,
             system: header.system_prompt.as_str().into(),
             llm: self.prepared.llm,

@@ -13,7 +13,8 @@ use crate::store::{self, SessionHeader};
 /// id are indexed: the id builds the session's file path, so a hostile header (`../../x`) must
 /// never be trusted. Anything else (a FIFO, a directory, a symlink, a foreign id) is skipped
 /// with a warning and never opened in a way that blocks; so is a file of a newer format
-/// (`store::NewerFormat`), which is also returned, by session id, with the reason.
+/// (`store::NewerFormat`), which is also returned, by session id, with the reason. The temp
+/// file of a session being written whole (`session/fork`) that a killed daemon left is removed.
 pub(super) fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
     let mut found = Vec::new();
     let mut refused = HashMap::new();
@@ -24,6 +25,13 @@ pub(super) fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        // A session file written whole (a fork) by a daemon killed before its rename.
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(".ses_") && agentd_core::atomic_file::is_temp_name(&name) {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
         if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
             continue;
         }

@@ -1,7 +1,8 @@
 //! Subagents: the `task` tool's child sessions. A child is a new session whose header names
-//! its parent, agent type and task; its system prompt is the definition's (never the
-//! parent's), its one user message the prompt, its tools the parent's filtered by the
-//! definition and never `task`, `task_*`, `memory`, `todo_write`. A foreground child's final
+//! its parent, agent type and task; its system prompt is the definition's, its one user
+//! message the prompt (in fork mode, `subagent_fork`: the parent's system prompt and
+//! conversation, then the prompt), its tools the parent's filtered by the definition and never
+//! `task`, `task_*`, `memory`, `todo_write`. A foreground child's final
 //! message is the tool result; a background one's result reaches the parent as a
 //! `<task-notification>` follow-up. The task record (`crate::task`) follows it all.
 
@@ -23,6 +24,8 @@ pub(crate) use resume::resume_background_tasks;
 
 #[path = "subagent_child.rs"]
 mod child;
+#[path = "subagent_fork.rs"]
+mod fork;
 #[path = "subagent_resume.rs"]
 mod resume;
 
@@ -158,7 +161,25 @@ async fn prepare(
         return Err(PrepareError::UnknownAgent(catalogue.unknown(&agent_type)));
     };
     let tasks = sessions.deps.tasks.clone();
-    let system_prompt = agentd_work::agents::child_system_prompt(&definition, &skills);
+    // Fork mode: the parent's conversation so far and its system prompt, byte for byte.
+    let seed = match (params.fork, &parent_id) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(PrepareError::Failed(
+                "fork mode needs a parent session to fork from; a task/start task has none"
+                    .to_owned(),
+            ));
+        }
+        (true, Some(parent)) => Some(
+            fork::parent_conversation(sessions, parent)
+                .await
+                .map_err(PrepareError::Failed)?,
+        ),
+    };
+    let system_prompt = match &seed {
+        Some(_) => base.system_prompt.clone(),
+        None => agentd_work::agents::child_system_prompt(&definition, &skills),
+    };
     // The record (written and synced) and the child's session file at the same time.
     let task_id = TaskManager::new_id();
     let (task, child) = tokio::join!(
@@ -180,7 +201,8 @@ async fn prepare(
             parent_id.clone(),
             &definition,
             system_prompt,
-            &task_id
+            &task_id,
+            seed,
         ),
     );
     let task = match task {
@@ -372,6 +394,8 @@ impl SessionManager {
             max_turns: None,
             max_budget_usd: None,
             max_tokens: None,
+            forked_from: None,
+            prompt_cache_key: None,
         };
         // No parent to answer for it: its approvals wait for a client (or the timeout), as
         // the client that started it may answer later.
@@ -429,7 +453,9 @@ pub fn launcher_for(
 impl SessionManager {
     /// A new child session run as `definition` for task `task_id`: `base`'s workspace,
     /// provider, permission mode (tightened by the definition's), rules and MCP servers, the
-    /// definition's prompt and tools; `parent_id` is the session it reports to, if any.
+    /// definition's prompt and tools; `parent_id` is the session it reports to, if any. With
+    /// `seed` (fork mode) its history starts with those messages and its requests share the
+    /// parent's prompt cache key.
     pub async fn create_child(
         &self,
         parent: &SessionHeader,
@@ -437,6 +463,7 @@ impl SessionManager {
         definition: &AgentDefinition,
         system_prompt: String,
         task_id: &str,
+        seed: Option<Vec<agentd_core::conversation::Message>>,
     ) -> Result<Arc<Session>, SessionError> {
         let config = self.deps.config.snapshot().map_err(SessionError::Config)?;
         // `inherit` (or a model this daemon has no provider for): the parent's.
@@ -469,8 +496,13 @@ impl SessionManager {
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
             max_tokens: definition.max_tokens,
+            forked_from: None,
+            prompt_cache_key: seed.as_ref().map(|_| parent.cache_key().to_owned()),
         };
-        self.add_session(header, Vec::new()).await
+        match seed {
+            Some(messages) => self.add_seeded(header, messages).await,
+            None => self.add_session(header, Vec::new()).await,
+        }
     }
 }
 

@@ -306,9 +306,14 @@ async fn stopped(stop: CancellationToken, parent: Option<CancellationToken>) {
     }
 }
 
-/// The last non-empty assistant text of a history.
+/// The last non-empty assistant text of a history, the child's own (a forked child's history
+/// starts with its parent's).
 fn last_assistant_text(history: &[Message]) -> Option<String> {
-    history.iter().rev().find_map(|message| match message {
+    let own = history
+        .iter()
+        .rposition(super::fork::is_fork_point)
+        .map_or(history, |fork| &history[fork..]);
+    own.iter().rev().find_map(|message| match message {
         Message::Assistant { content, .. } if !content.trim().is_empty() => Some(content.clone()),
         _ => None,
     })

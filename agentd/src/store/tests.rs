@@ -37,6 +37,8 @@ fn header() -> SessionHeader {
         max_turns: None,
         max_budget_usd: None,
         max_tokens: None,
+        forked_from: None,
+        prompt_cache_key: None,
     }
 }
 

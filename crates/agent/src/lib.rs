@@ -65,6 +65,9 @@ pub enum StopReason {
 /// Everything one run needs.
 pub struct Run {
     pub session_id: Arc<str>,
+    /// The key its model requests share a provider's prompt cache under (the session's id, or
+    /// its source's for a fork).
+    pub cache_key: Arc<str>,
     pub run_id: String,
     pub system: Arc<str>,
     pub llm: LlmClient,
@@ -422,7 +425,7 @@ impl Run {
         }
         let tools = self.tools.current();
         let request = ChatRequest {
-            session_id: &self.session_id,
+            session_id: &self.cache_key,
             system: &self.system,
             messages: &view,
             tools: &tools.specs,

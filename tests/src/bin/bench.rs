@@ -9,7 +9,8 @@
 //! `BENCH_SCALE` (default 1) multiplies every count; `BENCH_ONLY=list` runs only the listing
 //! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=extensions` only the
 //! extension ones (the prefix-stability counter), `BENCH_ONLY=restart` the restart ones (100
-//! active runs resumed after a kill -9), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! active runs resumed after a kill -9), `BENCH_ONLY=fork` the fork ones (a 10,000-entry
+//! session forked, and the fork's first request against the source's), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 
 use std::time::{Duration, Instant};
@@ -20,6 +21,8 @@ use serde_json::{Value, json};
 
 #[path = "bench/extensions.rs"]
 mod extensions;
+#[path = "bench/fork.rs"]
+mod fork;
 #[path = "bench/mcp.rs"]
 mod mcp;
 #[path = "bench/restart.rs"]
@@ -55,6 +58,12 @@ async fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "restart") {
         let mut rows = Vec::new();
         restart::figures(scale, &mut rows).await;
+        print_rows(scale, rows);
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "fork") {
+        let mut rows = Vec::new();
+        fork::figures(scale, &mut rows).await;
         print_rows(scale, rows);
         return;
     }
@@ -248,7 +257,10 @@ async fn main() {
     extensions::figures(scale, &mut rows).await;
     restart::figures(scale, &mut rows).await;
 
-    // 10. MCP servers.
+    // 10. Forks of a 10,000-entry session, and the fork's request prefix.
+    fork::figures(scale, &mut rows).await;
+
+    // 11. MCP servers.
     mcp::figures(scale, &mut rows).await;
 
     print_rows(scale, rows);

@@ -511,10 +511,14 @@ fn builtin_specs_are_sorted_and_filterable() {
 fn descriptions_state_the_default_limits() {
     let limits = ToolLimits::default();
     let registry = ToolRegistry::builtin();
-    let description = |name: &str| registry.get(name).unwrap().description().to_owned();
+    // What the model reads of a tool: its description and its parameters' descriptions.
+    let described = |name: &str| {
+        let tool = registry.get(name).unwrap();
+        format!("{} {}", tool.description(), tool.input_schema())
+    };
     let check = |name: &str, text: String| {
         assert!(
-            description(name).contains(&text),
+            described(name).contains(&text),
             "{name} should mention {text}"
         );
     };
@@ -526,23 +530,14 @@ fn descriptions_state_the_default_limits() {
         "fetch_url",
         format!("{} MiB", limits.fetch_max_bytes / (1024 * 1024)),
     );
+    check("fetch_url", format!("{} s", limits.fetch_timeout.as_secs()));
     check(
-        "fetch_url",
-        format!("{} seconds", limits.fetch_timeout.as_secs()),
+        "run_shell",
+        format!("default {}", limits.shell_default_timeout.as_millis()),
     );
     check(
         "run_shell",
-        format!(
-            "default {} minutes",
-            limits.shell_default_timeout.as_secs() / 60
-        ),
-    );
-    check(
-        "run_shell",
-        format!(
-            "at most {} minutes",
-            limits.shell_max_timeout.as_secs() / 60
-        ),
+        format!("at most {}", limits.shell_max_timeout.as_millis()),
     );
 }
 

@@ -2,7 +2,8 @@
 //! costs bytes in every request and tells the model nothing it needs. References into `$defs`
 //! are inlined (each is used once or twice), a `oneOf` of documented constants becomes an
 //! `enum` whose description lists what each value does, an optional field's `["T", "null"]`
-//! is `"T"` (leaving it out is how it is not given), and `"default": null`, integer `format`s,
+//! is `"T"` (leaving it out is how it is not given), and `"default": null` (or `false` for a
+//! flag), integer `format`s,
 //! `minimum: 0` of unsigned fields and `"additionalProperties": false` go (the arguments' parser
 //! refuses a negative number or an unknown field with an error naming it). Descriptions and
 //! everything required stay.
@@ -77,7 +78,13 @@ fn tidy_object(object: &mut Map<String, Value>, defs: &Map<String, Value>, depth
         return;
     }
     constants_to_enum(object);
-    if matches!(object.get("default"), Some(Value::Null)) {
+    // A null default, and a flag's `false` (a flag left out is off), say nothing.
+    let says_nothing = match object.get("default") {
+        Some(Value::Null) => true,
+        Some(Value::Bool(false)) => object.get("type").and_then(Value::as_str) == Some("boolean"),
+        _ => false,
+    };
+    if says_nothing {
         object.remove("default");
     }
     // Unknown fields are refused by the arguments' parser, naming the field.
@@ -191,7 +198,7 @@ mod tests {
                     "action": {"type": "string", "enum": ["add", "remove"], "description": "What to do: `add`: Save one; `remove`: Delete one."},
                     "note": {"type": "string", "description": "A note."},
                     "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}},
-                    "properties": {"type": "boolean", "default": false}
+                    "properties": {"type": "boolean"}
                 },
                 "required": ["action"]
             })

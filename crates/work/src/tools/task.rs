@@ -18,7 +18,7 @@ pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskParams {
-    /// The whole task: the subagent sees nothing of this conversation.
+    /// The whole task: the subagent sees nothing of this conversation (unless `fork`).
     pub prompt: String,
     /// One of the available agents (default `general-purpose`).
     #[serde(default)]
@@ -29,6 +29,9 @@ pub struct TaskParams {
     /// Return the task id at once; the result comes later.
     #[serde(default)]
     pub run_in_background: bool,
+    /// Start from this conversation so far, not a fresh context.
+    #[serde(default)]
+    pub fork: bool,
 }
 
 /// Starts subagents for one run of one session.
@@ -51,7 +54,8 @@ impl TypedTool for TaskTool {
     const DESCRIPTION: &'static str = "Delegate a self-contained task to a subagent: a fresh agent with its own context \
          and tools that sees only your prompt, so say all it needs. Returns its final \
          message; with `runInBackground`, its task id at once and the result later as a \
-         <task-notification>. Several calls in one turn run in parallel.";
+         <task-notification>. Several calls in one turn run in \
+         parallel.";
     // Daemon bookkeeping: the child's own tool calls go through its own permission gate.
     const READ_ONLY: bool = true;
 
