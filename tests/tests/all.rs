@@ -27,6 +27,7 @@ mod budgets;
 mod budgets_answered;
 mod chat;
 mod chat_live;
+mod chat_restart;
 mod cli;
 mod cli_screen;
 mod commands;

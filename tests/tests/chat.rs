@@ -427,7 +427,12 @@ async fn a_daemon_that_goes_away_ends_the_chat_with_exit_3_and_how_to_go_on() {
     let mock = MockLlm::start().await;
     mock.push(Reply::text("Here."));
     let env = chat_env(&mock, "");
-    let mut pty = start_chat(&env, &["chat"]).await;
+    // It waits for the daemon to come back (`chat_restart`): here, one second.
+    let mut command = env.agentctl();
+    command.arg("chat").env("AGENTCTL_RECONNECT_SECS", "1");
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("/help for commands").await;
+    pty.expect("› ").await;
     pty.send("hello\r");
     pty.expect("Here.").await;
     pty.expect(AFTER_RUN).await;
@@ -435,6 +440,7 @@ async fn a_daemon_that_goes_away_ends_the_chat_with_exit_3_and_how_to_go_on() {
 
     let stopped = env.run_agentctl(&["daemon", "stop"]).await;
     assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped.stderr));
+    pty.expect("waiting for it to come back").await;
     pty.expect("lost the connection to agentd").await;
     pty.expect(&format!("`agentctl chat --session {session}` continues"))
         .await;

@@ -12,13 +12,13 @@ mod line;
 mod live;
 mod local;
 mod printer;
+mod reconnect;
 mod session;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use jsonrpsee::core::client::SubscriptionCloseReason;
 use protocol::approval::PermissionMode;
 use protocol::error::CONFLICT;
 use protocol::event::Event;
@@ -117,6 +117,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         idle_interrupts: 0,
         interrupts,
         last_words: String::new(),
+        reconnect_wait: ctx.reconnect_wait,
         command_names,
     };
     let result = chat.run(session).await;
@@ -167,6 +168,8 @@ struct Chat {
     interrupts: Signal,
     /// The line written once the editor has stopped.
     last_words: String,
+    /// How long to wait for the daemon to come back when the connection is lost.
+    reconnect_wait: Duration,
     /// The names Tab completes, refreshed from `commands/list`.
     command_names: completion::CommandNames,
 }
@@ -260,7 +263,10 @@ impl Chat {
                     self.on_stream_end().await?;
                     Next::Continue
                 }
-                Wake::Disconnected => return Err(self.lost()),
+                Wake::Disconnected => {
+                    self.wait_out_loss().await?;
+                    Next::Continue
+                }
             };
             if let Next::Quit = next {
                 self.goodbye();
@@ -362,7 +368,12 @@ impl Chat {
         let outputs = run.renderer.handle(&envelope);
         self.last_seq = run.renderer.last_seq();
         let actions = match serde_json::from_value::<Event>(envelope.event.clone()) {
-            Ok(event) if fresh => run.desk.on_event(&event),
+            Ok(event) if fresh => {
+                let mut actions = run.desk.on_event(&event);
+                // After a reconnect, what was asked is asked again once the replay is through.
+                actions.extend(run.desk.caught_up(envelope.seq));
+                actions
+            }
             _ => Vec::new(),
         };
         self.show(outputs);
@@ -382,40 +393,6 @@ impl Chat {
                 self.show_run(run_id);
             }
         }
-    }
-
-    /// The subscription ended: re-subscribe after a lag, else the daemon is gone.
-    async fn on_stream_end(&mut self) -> Result<(), CommandError> {
-        let Some(session) = self.session.take() else {
-            return Ok(());
-        };
-        let lagged = matches!(
-            session.events.close_reason(),
-            Some(SubscriptionCloseReason::Lagged)
-        );
-        let session_id = session.session_id.clone();
-        if lagged && self.connection.is_connected() {
-            let _ = self.connection.unsubscribe(session.events).await;
-            return self.attach(&session_id, self.last_seq).await;
-        }
-        if self.connection.is_connected() {
-            return Err(CommandError::failed(format!(
-                "agentd ended the event stream of session {session_id} (was it deleted?)"
-            )));
-        }
-        self.session = Some(session);
-        Err(self.lost())
-    }
-
-    /// The daemon went away: say how to go on once it is back.
-    fn lost(&self) -> CommandError {
-        let next = match &self.session {
-            Some(session) => format!("`agentctl chat --session {}` continues", session.session_id),
-            None => "`agentctl chat` starts again".to_owned(),
-        };
-        CommandError::connection_lost(format!(
-            "lost the connection to agentd (did it stop or crash?); once it is back, {next}"
-        ))
     }
 
     /// A new prompt: in the session, created first when there is none.
