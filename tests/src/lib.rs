@@ -2,6 +2,8 @@
 //! MCP servers (`mcp_servers`).
 
 pub mod acp_client;
+pub mod budgets;
+pub mod counting_alloc;
 pub mod extension;
 pub mod gate;
 pub mod harness;

@@ -12,7 +12,13 @@ use regex::Regex;
 use serde_json::json;
 
 /// The source dirs besides the daemon's crates' (`DAEMON_CRATES`).
-const OTHER_SOURCE_DIRS: &[&str] = &["agentctl/src", "protocol/src", "tests/src", "tests/tests"];
+const OTHER_SOURCE_DIRS: &[&str] = &[
+    "agentctl/src",
+    "protocol/src",
+    "tests/src",
+    "tests/tests",
+    "tests/perf",
+];
 
 /// The crates besides the daemon's, with where their sources are.
 const OTHER_CRATES: &[(&str, &str)] = &[
@@ -489,6 +495,7 @@ fn the_checks_catch_a_missing_header_a_missing_test_module_and_a_stale_path() {
         ("protocol/src/lib.rs", "//! Wire.\n"),
         ("agentctl/src/lib.rs", "//! Client.\n"),
         ("tests/src/lib.rs", "//! Support.\n"),
+        ("tests/perf/main.rs", "//! Counts.\n"),
     ]);
     let root = tree.path();
     for (src, _, _) in DAEMON_CRATES {

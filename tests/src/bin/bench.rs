@@ -12,6 +12,11 @@
 //! active runs resumed after a kill -9), `BENCH_ONLY=fork` the fork ones (a 10,000-entry
 //! session forked, and the fork's first request against the source's), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
+//!
+//! `bench --json` prints the figures as JSON instead (save a run: `bench --json > before.json`);
+//! `bench --compare before.json` prints each figure beside the saved one and their ratio (now /
+//! saved). Times are `bench`'s; the deterministic counts a busy machine cannot fool are the
+//! budgets of `tests/perf-budgets.toml`, which `cargo test` checks.
 
 use std::time::{Duration, Instant};
 
@@ -25,54 +30,99 @@ mod extensions;
 mod fork;
 #[path = "bench/mcp.rs"]
 mod mcp;
+#[path = "bench/report.rs"]
+mod report;
 #[path = "bench/restart.rs"]
 mod restart;
 #[path = "bench/tasks.rs"]
 mod tasks;
 
-#[tokio::main]
-async fn main() {
+use report::{Row, RunInfo, Saved, per, per_ms};
+
+/// What the command line asked for.
+struct Output {
+    json: bool,
+    compare: Option<(String, Saved)>,
+}
+
+const USAGE: &str = "usage: bench [--json] [--compare FILE]\n  \
+    --json          print the figures as JSON (save a run: bench --json > FILE)\n  \
+    --compare FILE  print each figure beside the one FILE saved, with their ratio (now / saved)\n\
+    environment: BENCH_SCALE=N (counts ×N), BENCH_ONLY=list|tasks|extensions|restart|mcp";
+
+fn parse_args() -> Result<Output, String> {
+    let mut output = Output {
+        json: false,
+        compare: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => output.json = true,
+            "--compare" => {
+                let path = args
+                    .next()
+                    .ok_or("--compare needs a FILE saved by bench --json")?;
+                let saved = Saved::read(&path)?;
+                output.compare = Some((path, saved));
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(output)
+}
+
+fn main() -> std::process::ExitCode {
+    let output = match parse_args() {
+        Ok(output) => output,
+        Err(error) => {
+            if !error.is_empty() {
+                eprintln!("bench: {error}");
+            }
+            eprintln!("{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let scale: usize = std::env::var("BENCH_SCALE")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1)
         .max(1);
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "list") {
-        let mut rows = Vec::new();
-        list_many_sessions(10_000 * scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
+    let only = std::env::var("BENCH_ONLY").ok();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let rows = runtime.block_on(figures(scale, only.as_deref()));
+    let info = RunInfo { scale, only };
+    match (&output.compare, output.json) {
+        (None, false) => report::print_table(&info, &rows),
+        (compare, true) => {
+            let saved = compare.as_ref().map(|(_, saved)| saved);
+            println!("{:#}", report::to_json(&info, &rows, saved));
+        }
+        (Some((path, saved)), false) => report::print_comparison(&info, &rows, saved, path),
     }
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "tasks") {
-        let mut rows = Vec::new();
-        tasks::figures(scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
+    std::process::ExitCode::SUCCESS
+}
+
+/// Every figure, or those `BENCH_ONLY` names.
+async fn figures(scale: usize, only: Option<&str>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match only {
+        Some("list") => list_many_sessions(10_000 * scale, &mut rows).await,
+        Some("tasks") => tasks::figures(scale, &mut rows).await,
+        Some("extensions") => extensions::figures(scale, &mut rows).await,
+        Some("restart") => restart::figures(scale, &mut rows).await,
+        Some("fork") => fork::figures(scale, &mut rows).await,
+        Some("mcp") => mcp::figures(scale, &mut rows).await,
+        _ => everything(scale, &mut rows).await,
     }
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "extensions") {
-        let mut rows = Vec::new();
-        extensions::figures(scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
-    }
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "restart") {
-        let mut rows = Vec::new();
-        restart::figures(scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
-    }
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "fork") {
-        let mut rows = Vec::new();
-        fork::figures(scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
-    }
-    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "mcp") {
-        let mut rows = Vec::new();
-        mcp::figures(scale, &mut rows).await;
-        print_rows(scale, rows);
-        return;
-    }
+    rows
+}
+
+async fn everything(scale: usize, rows: &mut Vec<Row>) {
     let mock = MockLlm::start_echo().await;
     let env = TestEnv::new()
         .var("OPENAI_API_KEY", "bench")
@@ -80,7 +130,6 @@ async fn main() {
         .var("AGENTD_LOG", "warn")
         .config("[permissions]\ndefault_mode = \"bypass\"\n");
     let mut daemon = Daemon::start_in(env).await;
-    let mut rows: Vec<(String, String)> = Vec::new();
 
     // 1. Request round trip.
     let mut client = daemon.client().await;
@@ -92,9 +141,10 @@ async fn main() {
             .await
             .expect("status");
     }
-    rows.push((
+    rows.push(Row::per(
         format!("daemon/status round trip ({calls} sequential)"),
-        per(started.elapsed(), calls),
+        started.elapsed(),
+        calls,
     ));
 
     // 2. A one-step run: prompt → runFinished, and prompt → first delta.
@@ -120,14 +170,12 @@ async fn main() {
         }
     }
     let elapsed = started.elapsed();
-    rows.push((
+    rows.push(Row::per(
         format!("one-step run, prompt → runFinished ({runs} runs)"),
-        per(elapsed, runs),
+        elapsed,
+        runs,
     ));
-    rows.push((
-        "prompt → first messageDelta".to_owned(),
-        per(first_delta, runs),
-    ));
+    rows.push(Row::per("prompt → first messageDelta", first_delta, runs));
 
     // 3. Per-step overhead: a run of many tool steps (list_dir) then an answer.
     let steps = 100 * scale;
@@ -144,9 +192,10 @@ async fn main() {
     let started = Instant::now();
     prompt(&mut client, &session, "walk").await;
     wait_finished(&mut client).await;
-    rows.push((
+    rows.push(Row::per(
         format!("tool step (model call + list_dir + events), {steps}-step run"),
-        per(started.elapsed(), steps + 1),
+        started.elapsed(),
+        steps + 1,
     ));
 
     // 4. Concurrent sessions: many one-step runs at once, each on its own connection.
@@ -173,13 +222,16 @@ async fn main() {
         task.await.expect("session task");
     }
     let elapsed = started.elapsed();
-    rows.push((
+    rows.push(Row::ms(
         format!("{sessions} concurrent one-step runs, wall time"),
-        format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0),
+        elapsed,
     ));
-    rows.push((
-        "  throughput".to_owned(),
-        format!("{:.0} runs/s", sessions as f64 / elapsed.as_secs_f64()),
+    let throughput = sessions as f64 / elapsed.as_secs_f64();
+    rows.push(Row::with(
+        "  throughput",
+        format!("{throughput:.0} runs/s"),
+        throughput,
+        "runs/s",
     ));
 
     // 5. Memory per session (resident set of the daemon).
@@ -189,14 +241,12 @@ async fn main() {
     }
     let rss_after = rss_kib(daemon.pid());
     if let (Some(before), Some(after)) = (rss_before, rss_after) {
-        rows.push((
+        let per_session = (after.saturating_sub(before)) as f64 / more as f64;
+        rows.push(Row::with(
             format!("daemon RSS after {more} more sessions"),
-            format!(
-                "{} KiB → {} KiB ({:.1} KiB/session)",
-                before,
-                after,
-                (after.saturating_sub(before)) as f64 / more as f64
-            ),
+            format!("{before} KiB → {after} KiB ({per_session:.1} KiB/session)"),
+            per_session,
+            "KiB/session",
         ));
     }
 
@@ -231,16 +281,13 @@ async fn main() {
         .expect("get");
     let load = started.elapsed();
     let messages = got["history"].as_array().map_or(0, Vec::len);
-    rows.push((
-        "daemon restart (start → answering)".to_owned(),
-        format!("{:.1} ms", restart.as_secs_f64() * 1000.0),
-    ));
-    rows.push((
+    rows.push(Row::ms("daemon restart (start → answering)", restart));
+    rows.push(Row::ms(
         format!(
             "load a session of {messages} messages ({:.1} MiB log) after restart",
             bytes as f64 / (1024.0 * 1024.0)
         ),
-        format!("{:.1} ms", load.as_secs_f64() * 1000.0),
+        load,
     ));
 
     drop(client);
@@ -248,36 +295,26 @@ async fn main() {
     daemon.wait_exit().await;
 
     // 7. Listing many sessions that are not loaded (persisted by an earlier daemon).
-    list_many_sessions(10_000 * scale, &mut rows).await;
+    list_many_sessions(10_000 * scale, rows).await;
 
     // 8. Background tasks.
-    tasks::figures(scale, &mut rows).await;
+    tasks::figures(scale, rows).await;
 
     // 9. Extensions: the prefix-stability counter.
-    extensions::figures(scale, &mut rows).await;
-    restart::figures(scale, &mut rows).await;
+    extensions::figures(scale, rows).await;
+    restart::figures(scale, rows).await;
 
     // 10. Forks of a 10,000-entry session, and the fork's request prefix.
-    fork::figures(scale, &mut rows).await;
+    fork::figures(scale, rows).await;
 
     // 11. MCP servers.
-    mcp::figures(scale, &mut rows).await;
-
-    print_rows(scale, rows);
-}
-
-fn print_rows(scale: usize, rows: Vec<(String, String)>) {
-    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    println!("agentd bench (scale {scale}; mock LLM, release build recommended)");
-    for (what, figure) in rows {
-        println!("  {what:width$}  {figure}");
-    }
+    mcp::figures(scale, rows).await;
 }
 
 /// Write `count` session files, start a daemon on them and time `session/list`: the first pages
 /// (summaries read from the files once), the same again (from memory), and after a restart
 /// (from `sessions/index.json`).
-async fn list_many_sessions(count: usize, rows: &mut Vec<(String, String)>) {
+async fn list_many_sessions(count: usize, rows: &mut Vec<Row>) {
     let env = TestEnv::new()
         .var("OPENAI_API_KEY", "bench")
         .var("AGENTD_LOG", "warn");
@@ -302,9 +339,9 @@ async fn list_many_sessions(count: usize, rows: &mut Vec<(String, String)>) {
     }
     let started = Instant::now();
     let mut daemon = Daemon::start_in(env).await;
-    rows.push((
+    rows.push(Row::ms(
         format!("daemon start with {count} sessions on disk"),
-        format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0),
+        started.elapsed(),
     ));
     let mut client = daemon.client().await;
     let (cold, pages) = list_all(&mut client).await;
@@ -319,7 +356,7 @@ async fn list_many_sessions(count: usize, rows: &mut Vec<(String, String)>) {
                 .await
                 .expect("session/list");
         }
-        small_pages.push((limit, per(started.elapsed(), calls)));
+        small_pages.push((limit, started.elapsed(), calls));
     }
     drop(client);
     daemon.signal(libc::SIGTERM);
@@ -327,20 +364,29 @@ async fn list_many_sessions(count: usize, rows: &mut Vec<(String, String)>) {
     daemon.restart().await;
     let mut client = daemon.client().await;
     let (indexed, _) = list_all(&mut client).await;
-    rows.push((
+    let page = |what: String, total: Duration| {
+        Row::with(
+            what,
+            format!("{} per page of 1000", per(total, pages)),
+            per_ms(total, pages),
+            "ms",
+        )
+    };
+    rows.push(page(
         format!("session/list of {count} sessions, first time (from the files)"),
-        format!("{} per page of 1000", per(cold, pages)),
+        cold,
     ));
-    rows.push((
-        "  again (from memory)".to_owned(),
-        format!("{} per page of 1000", per(warm, pages)),
-    ));
-    rows.push((
+    rows.push(page("  again (from memory)".to_owned(), warm));
+    rows.push(page(
         "  after a restart (from sessions/index.json)".to_owned(),
-        format!("{} per page of 1000", per(indexed, pages)),
+        indexed,
     ));
-    for (limit, figure) in small_pages {
-        rows.push((format!("  first page of {limit} (from memory)"), figure));
+    for (limit, total, calls) in small_pages {
+        rows.push(Row::per(
+            format!("  first page of {limit} (from memory)"),
+            total,
+            calls,
+        ));
     }
 }
 
@@ -363,15 +409,6 @@ async fn list_all(client: &mut Client) -> (Duration, usize) {
             Some(next) => cursor = Some(next.to_owned()),
             None => return (started.elapsed(), pages),
         }
-    }
-}
-
-fn per(total: Duration, count: usize) -> String {
-    let micros = total.as_secs_f64() * 1e6 / count as f64;
-    if micros >= 1000.0 {
-        format!("{:.2} ms", micros / 1000.0)
-    } else {
-        format!("{micros:.0} µs")
     }
 }
 

@@ -12,6 +12,8 @@ use agentd_tests::harness::{Daemon, TestEnv};
 use agentd_tests::mock_llm::{MockLlm, RecordedRequest};
 use serde_json::{Value, json};
 
+use super::report::Row;
+
 /// What the extension of one measurement answers to `context`.
 #[derive(Clone, Copy)]
 enum ContextAnswer {
@@ -23,7 +25,7 @@ enum ContextAnswer {
     Changing,
 }
 
-pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+pub async fn figures(scale: usize, rows: &mut Vec<Row>) {
     let turns = 20 * scale;
     for (what, answer) in [
         ("no extension", ContextAnswer::Absent),
@@ -37,13 +39,18 @@ pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
         ),
     ] {
         let (stable, compared, per_run) = measure(turns, answer).await;
-        rows.push((
+        rows.push(Row::with(
             format!("prefix-stable requests, {what} ({turns} turns)"),
             format!("{stable}/{compared}"),
+            stable as f64,
+            "requests",
         ));
-        rows.push((
-            "  one-step run, prompt → runFinished".to_owned(),
-            format!("{:.2} ms", per_run.as_secs_f64() * 1000.0),
+        let ms = per_run.as_secs_f64() * 1000.0;
+        rows.push(Row::with(
+            "  one-step run, prompt → runFinished",
+            format!("{ms:.2} ms"),
+            ms,
+            "ms",
         ));
     }
 }

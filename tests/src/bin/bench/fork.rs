@@ -11,6 +11,8 @@ use agentd_tests::mock_llm::{MockLlm, Reply};
 use protocol::event::{Event, MessageRole, RunStatus, Usage, UserMessageKind};
 use serde_json::json;
 
+use super::report::Row;
+
 /// Entries of the source's file (after its header).
 const ENTRIES: usize = 10_000;
 /// Entries each run writes: 6 events and 2 messages.
@@ -18,7 +20,7 @@ const ENTRIES_PER_RUN: usize = 8;
 /// Forks timed at each point.
 const FORKS: usize = 20;
 
-pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+pub async fn figures(scale: usize, rows: &mut Vec<Row>) {
     let entries = ENTRIES * scale;
     let mock = MockLlm::start().await;
     let env = TestEnv::new()
@@ -44,20 +46,24 @@ pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
     let (mean_end, max_end) = time_forks(&mut client, &source, None).await;
     let middle = last_seq / 2 / 6 * 6;
     let (mean_middle, max_middle) = time_forks(&mut client, &source, Some(middle)).await;
-    rows.push((
+    rows.push(Row::with(
         format!(
             "session/fork of a {entries}-entry session ({:.1} MiB), at its end",
             text.len() as f64 / (1024.0 * 1024.0)
         ),
         format!("{} (max {})", ms(mean_end), ms(max_end)),
+        mean_end.as_secs_f64() * 1000.0,
+        "ms",
     ));
-    rows.push((
-        "  at its middle".to_owned(),
+    rows.push(Row::with(
+        "  at its middle",
         format!("{} (max {})", ms(mean_middle), ms(max_middle)),
+        mean_middle.as_secs_f64() * 1000.0,
+        "ms",
     ));
-    rows.push((
-        "  the source's first load, before the first fork".to_owned(),
-        ms(first_load),
+    rows.push(Row::ms(
+        "  the source's first load, before the first fork",
+        first_load,
     ));
 
     // The fork's first request against the source's next one, the same prompt sent.
@@ -93,8 +99,8 @@ pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
         true => format!("byte-identical ({} bytes)", bodies[0].len()),
         false => "DIFFERENT: the fork's cache prefix would miss".to_owned(),
     };
-    rows.push((
-        "  fork's first request vs the source's next".to_owned(),
+    rows.push(Row::text(
+        "  fork's first request vs the source's next",
         verdict,
     ));
     drop(client);

@@ -18,42 +18,51 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use super::{create, per, prompt, subscribe, wait_finished};
+use super::report::{Row, per, per_ms};
+use super::{create, prompt, subscribe, wait_finished};
 
 /// How long a server may take to become ready in the bench.
 const READY_WAIT: Duration = Duration::from_secs(60);
 /// Sessions sharing one server.
 const SHARING_SESSIONS: usize = 50;
 
-pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+pub async fn figures(scale: usize, rows: &mut Vec<Row>) {
     let server = everything_stdio();
     let calls = 1000 * scale;
 
     let direct = direct_calls(&server, calls).await;
-    rows.push((
+    rows.push(Row::per(
         format!("MCP echo directly over stdio ({calls} sequential)"),
-        per(direct, calls),
+        direct,
+        calls,
     ));
     let (runtime, start_to_ready) = runtime_calls(&server, calls, 5).await;
-    rows.push((
+    rows.push(Row::per(
         format!("MCP echo through McpHandle::call ({calls} sequential)"),
-        per(runtime, calls),
+        runtime,
+        calls,
     ));
-    rows.push((
-        "  added by the daemon's MCP runtime per call (goal ≤ 0.5 ms)".to_owned(),
+    rows.push(Row::with(
+        "  added by the daemon's MCP runtime per call (goal ≤ 0.5 ms)",
         added(runtime, direct, calls),
+        added_ms(runtime, direct, calls),
+        "ms",
     ));
-    rows.push((
-        "MCP server start → ready (server-everything, stdio)".to_owned(),
-        format!("{:.1} ms", start_to_ready.as_secs_f64() * 1000.0),
+    rows.push(Row::ms(
+        "MCP server start → ready (server-everything, stdio)",
+        start_to_ready,
     ));
     through_the_daemon(&server, 200 * scale, rows).await;
 }
 
 /// `total - base` per call, signed.
 fn added(total: Duration, base: Duration, calls: usize) -> String {
-    let micros = (total.as_secs_f64() - base.as_secs_f64()) * 1e6 / calls as f64;
-    format!("{:+.3} ms", micros / 1000.0)
+    format!("{:+.3} ms", added_ms(total, base, calls))
+}
+
+/// `total - base` per call, signed, in ms.
+fn added_ms(total: Duration, base: Duration, calls: usize) -> f64 {
+    (total.as_secs_f64() - base.as_secs_f64()) * 1000.0 / calls as f64
 }
 
 /// `calls` sequential `tools/call echo` on a server this process starts and speaks to itself.
@@ -183,11 +192,7 @@ async fn runtime_calls(
 
 /// Run steps through the daemon: `steps` calls of `mcp__everything__echo` against the same
 /// count of `list_dir`, then 50 sessions calling the one shared server at once.
-async fn through_the_daemon(
-    server: &ServerCommand,
-    steps: usize,
-    rows: &mut Vec<(String, String)>,
-) {
+async fn through_the_daemon(server: &ServerCommand, steps: usize, rows: &mut Vec<Row>) {
     let mock = MockLlm::start_echo().await;
     let args: Vec<String> = server.args.iter().map(|arg| format!("{arg:?}")).collect();
     let env = TestEnv::new()
@@ -224,17 +229,20 @@ async fn through_the_daemon(
     }
     let builtin = per_step["list_dir"];
     let mcp = per_step["mcp__everything__echo"];
-    rows.push((
+    rows.push(Row::per(
         format!("run step calling mcp__everything__echo ({steps}-step run)"),
-        per(mcp, steps + 1),
+        mcp,
+        steps + 1,
     ));
-    rows.push((
-        "  the same with list_dir, difference per step".to_owned(),
+    rows.push(Row::with(
+        "  the same with list_dir, difference per step",
         format!(
             "{} ({} per step)",
             per(builtin, steps + 1),
             added(mcp, builtin, steps + 1)
         ),
+        per_ms(builtin, steps + 1),
+        "ms",
     ));
 
     // 50 sessions, each on its own connection, calling the shared server at once.
@@ -273,12 +281,12 @@ async fn through_the_daemon(
         .expect("mcp/list");
     let servers = list["servers"].as_array().map_or(0, Vec::len);
     let script = &server.args[0];
-    rows.push((
+    rows.push(Row::ms(
         format!("{SHARING_SESSIONS} sessions calling one shared server at once, wall time"),
-        format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0),
+        elapsed,
     ));
-    rows.push((
-        "  tool errors, servers listed, server processes".to_owned(),
+    rows.push(Row::text(
+        "  tool errors, servers listed, server processes",
         format!("{errors}, {servers}, {}", processes_running(script)),
     ));
 }

@@ -3,16 +3,18 @@
 //! new daemon's spawn until every run has resumed (its next model request reached the mock),
 //! split into the start itself (until `READY=1`) and the resumes after it.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentd_tests::harness::{Daemon, TestEnv};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::json;
 
+use super::report::Row;
+
 /// Sessions with an active run at the restart.
 const ACTIVE: usize = 100;
 
-pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+pub async fn figures(scale: usize, rows: &mut Vec<Row>) {
     let count = ACTIVE * scale;
     let mock = MockLlm::start().await;
     for _ in 0..count {
@@ -54,18 +56,14 @@ pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
     let ready = started.elapsed();
     mock.wait_for_requests(2 * count).await;
     let resumed = started.elapsed();
-    rows.push((
+    rows.push(Row::ms(
         format!(
             "restart → {count} active runs resumed (kill -9, spawn to each run's next request)"
         ),
-        ms(resumed),
+        resumed,
     ));
-    rows.push((
-        "  of which the daemon's start (spawn → READY=1)".to_owned(),
-        ms(ready),
+    rows.push(Row::ms(
+        "  of which the daemon's start (spawn → READY=1)",
+        ready,
     ));
-}
-
-fn ms(elapsed: Duration) -> String {
-    format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0)
 }

@@ -13,6 +13,8 @@ use agentd_tests::task_records::{record, tasks_dir};
 use protocol::task::{TaskKind, TaskStatus};
 use serde_json::{Value, json};
 
+use super::report::{Row, per, per_ms};
+
 /// Background subagents started at once.
 const AT_ONCE: usize = 500;
 /// Task starts timed one by one (start → first model request).
@@ -22,7 +24,7 @@ const PARENT_DONE_WAIT: Duration = Duration::from_secs(10);
 /// How long the 500 may take to finish in the bench.
 const ALL_DONE_WAIT: Duration = Duration::from_secs(300);
 
-pub async fn figures(scale: usize, rows: &mut Vec<(String, String)>) {
+pub async fn figures(scale: usize, rows: &mut Vec<Row>) {
     many_at_once(AT_ONCE * scale, rows).await;
     list_finished(10_000 * scale, rows).await;
 }
@@ -44,7 +46,7 @@ async fn daemon_on_echo() -> (MockLlm, Daemon, Client) {
     (mock, daemon, client)
 }
 
-async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
+async fn many_at_once(count: usize, rows: &mut Vec<Row>) {
     let (mock, daemon, mut client) = daemon_on_echo().await;
 
     // Start → the child's first model request, one background task at a time.
@@ -103,18 +105,21 @@ async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
         // the next start is timed once that run has ended, not against it.
         wait_run_finished(&mut client, &parent).await;
     }
-    rows.push((
-        "task start → the child's first model request (goal ≤ 2 ms)".to_owned(),
-        super::per(to_first_request, TIMED_STARTS),
+    rows.push(Row::per(
+        "task start → the child's first model request (goal ≤ 2 ms)",
+        to_first_request,
+        TIMED_STARTS,
     ));
-    rows.push((
-        "  (from taskStarted reaching a client; requests that came before it, as 0)".to_owned(),
+    rows.push(Row::with(
+        "  (from taskStarted reaching a client; requests that came before it, as 0)",
         format!("{before_the_event} of {TIMED_STARTS}"),
+        before_the_event as f64,
+        "requests",
     ));
-    rows.push((
-        "  the parent's model request → the child's first (the whole path, both at the mock)"
-            .to_owned(),
-        super::per(from_the_call, TIMED_STARTS),
+    rows.push(Row::per(
+        "  the parent's model request → the child's first (the whole path, both at the mock)",
+        from_the_call,
+        TIMED_STARTS,
     ));
 
     // `count` background subagents from one batch of tool calls.
@@ -135,7 +140,7 @@ async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
     super::prompt(&mut client, &parent, "start them all").await;
     let watched = wait_all_finished(&mut client, count).await;
     let elapsed = started.elapsed();
-    rows.push((
+    rows.push(Row::with(
         format!("{count} background subagents at once: all finished"),
         format!(
             "{:.2} s, {} completed, {} failed",
@@ -143,17 +148,21 @@ async fn many_at_once(count: usize, rows: &mut Vec<(String, String)>) {
             watched.completed,
             watched.failed
         ),
+        elapsed.as_secs_f64() * 1000.0,
+        "ms",
     ));
-    rows.push((
-        "  most running at once (the cap, default 4) / any waited pending".to_owned(),
+    rows.push(Row::text(
+        "  most running at once (the cap, default 4) / any waited pending",
         format!("{} / {}", watched.most_running, watched.saw_pending),
     ));
-    rows.push((
-        "  daemon peak memory (goal ≤ 100 MiB)".to_owned(),
-        peak_kib(daemon.pid())
-            .map(|kib| format!("{:.1} MiB", kib as f64 / 1024.0))
-            .unwrap_or_else(|| "unknown".to_owned()),
-    ));
+    let peak = "  daemon peak memory (goal ≤ 100 MiB)";
+    rows.push(match peak_kib(daemon.pid()) {
+        Some(kib) => {
+            let mib = kib as f64 / 1024.0;
+            Row::with(peak, format!("{mib:.1} MiB"), mib, "MiB")
+        }
+        None => Row::text(peak, "unknown"),
+    });
 }
 
 /// What the daemon stream showed of a batch of tasks.
@@ -225,7 +234,7 @@ async fn wait_all_finished(client: &mut Client, count: usize) -> Watched {
 }
 
 /// `task/list {all}` over `count` finished records an earlier daemon left.
-async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
+async fn list_finished(count: usize, rows: &mut Vec<Row>) {
     let env = TestEnv::new()
         .var("OPENAI_API_KEY", "bench")
         .var("AGENTD_LOG", "warn");
@@ -278,13 +287,16 @@ async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
             .await
             .expect("task/list");
     }
-    rows.push((
+    let after = sent.elapsed();
+    rows.push(Row::with(
         format!("task/list all over {count} finished tasks on disk (every record sent)"),
         format!(
             "{:.2} ms first, {} per call after ({listed} listed)",
             first.as_secs_f64() * 1000.0,
-            super::per(sent.elapsed(), rounds)
+            per(after, rounds)
         ),
+        per_ms(after, rounds),
+        "ms",
     ));
     let sent = Instant::now();
     for _ in 0..rounds {
@@ -293,13 +305,14 @@ async fn list_finished(count: usize, rows: &mut Vec<(String, String)>) {
             .await
             .expect("task/list");
     }
-    rows.push((
+    rows.push(Row::per(
         format!("task/list (active ones) with {count} finished tasks on disk (goal ≤ 20 ms)"),
-        super::per(sent.elapsed(), rounds),
+        sent.elapsed(),
+        rounds,
     ));
-    rows.push((
+    rows.push(Row::ms(
         format!("  daemon start with {count} task records"),
-        format!("{:.1} ms", start.as_secs_f64() * 1000.0),
+        start,
     ));
 }
 
