@@ -85,6 +85,21 @@ async fn a_regular_file_or_a_directory_at_the_socket_path_is_refused_and_left_in
 }
 
 #[tokio::test]
+async fn the_log_on_a_stderr_that_is_no_terminal_has_no_colour_codes() {
+    // A refusal is logged as an error, to a pipe here (as to journald or a file).
+    let env = TestEnv::new();
+    let file = env.path("work").join("notes.txt");
+    std::fs::write(&file, "my notes\n").unwrap();
+    let (status, stderr) = env.socket_flag(file).daemon_refusal().await;
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("ERROR"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on a pipe: {stderr:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_lock_file_that_is_not_agentds_is_not_overwritten() {
     let env = TestEnv::new();
     let socket = env.path("work").join("agentd.sock");

@@ -1,6 +1,6 @@
 //! What a typed chat line means: a command (`/help`, `/mode plan`, …: the chat's own, or the
 //! daemon's slash commands), a follow-up (a leading `>>`, or Alt+Enter), or plain text (a
-//! prompt when idle, a steer while a run streams; a leading `//` keeps a line text). Pure: the
+//! prompt when idle, a steer while a run streams; a leading `//` keeps a line text, sent with one `/`). Pure: the
 //! chat loop acts on the answer.
 
 use protocol::approval::PermissionMode;
@@ -70,10 +70,15 @@ pub fn parse(line: &str, follow_up: bool) -> Typed {
     if let Some(slash) = crate::commands::slash::parse(trimmed) {
         return Typed::Command(command_of(slash));
     }
+    // `//etc/hosts is wrong` is the text `/etc/hosts is wrong`: the escape goes.
+    let text = match trimmed.strip_prefix("//") {
+        Some(rest) => format!("/{rest}"),
+        None => trimmed.to_owned(),
+    };
     if follow_up {
-        Typed::FollowUp(trimmed.to_owned())
+        Typed::FollowUp(text)
     } else {
-        Typed::Text(trimmed.to_owned())
+        Typed::Text(text)
     }
 }
 
@@ -142,6 +147,8 @@ mod tests {
         check("fix the bug", true, Typed::FollowUp("fix the bug".into()));
         check(">> then test", false, Typed::FollowUp("then test".into()));
         check(">>", false, Typed::Empty);
+        check("//help me", false, Typed::Text("/help me".into()));
+        check("//", true, Typed::FollowUp("/".into()));
         check("/help", false, Typed::Command(LocalCommand::Help));
         check("/quit", true, Typed::Command(LocalCommand::Quit));
         check("/exit", false, Typed::Command(LocalCommand::Quit));
@@ -166,8 +173,8 @@ mod tests {
             false,
             Typed::Command(LocalCommand::Model("mock:other".into())),
         );
-        // `//`, a lone `/` and a path are text, so paths and slashes can be sent.
-        check("//etc/hosts", false, Typed::Text("//etc/hosts".into()));
+        // A lone `/` and a path are text; `//` escapes a leading slash and sends one.
+        check("//etc/hosts", false, Typed::Text("/etc/hosts".into()));
         check("/", false, Typed::Text("/".into()));
         check(
             "/etc/hosts is odd",

@@ -1,4 +1,4 @@
-//! Tracing setup: human-readable logs to stderr and to a daily log file in the state directory
+//! Tracing setup: human-readable logs to stderr (coloured only on a terminal) and to a daily log file in the state directory
 //! (`agentd.YYYY-MM-DD.log`, the last [`LOG_DAYS_KEPT`] kept, so a long-lived daemon never
 //! fills the disk). The state directory is made private (0700) and the log files are created
 //! 0600 whatever the umask ([`private_daily`]). The filter comes from `AGENTD_LOG`, else `RUST_LOG`, else `info`.
@@ -48,7 +48,11 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
     let (file_writer, guard) = tracing_appender::non_blocking(file);
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(stderr_takes_colour())
+                .with_writer(std::io::stderr),
+        )
         .with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
@@ -60,6 +64,13 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
         tracing::info!(dir = %dir.display(), "made the state directory private (0700)");
     }
     Ok(LogGuard { _file: guard })
+}
+
+/// Colours on stderr only for a person at a terminal: a pipe, a file or journald gets plain
+/// text (`NO_COLOR` turns them off everywhere).
+fn stderr_takes_colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Panics since the process started. Process-wide because the panic hook is: every panic of
