@@ -1,5 +1,6 @@
 //! Unique-prefix ids: `ses_8244` (or just `8244`) names the one session whose id starts so,
-//! `apr_…` prefixes name pending approvals and `bud_…` ones runs paused at a budget (a bare
+//! `apr_…` prefixes name pending approvals, `task_…` ones tasks (finished ones too) and `bud_…`
+//! ones runs paused at a budget (a bare
 //! prefix given to `approve`/`deny` may name either); an ambiguous prefix lists the candidates. An id
 //! the daemon knows as given costs nothing more; only one it does not know is looked up among
 //! the listed ids, and one that matches nothing is passed on as given, so the daemon's own
@@ -7,8 +8,9 @@
 
 use protocol::approval::ApprovalListParams;
 use protocol::budget::BUDGET_REQUEST_ID_PREFIX;
-use protocol::methods::{ApprovalList, SessionGet, SessionList};
+use protocol::methods::{ApprovalList, SessionGet, SessionList, TaskList};
 use protocol::session::{SessionGetParams, SessionListParams};
+use protocol::task::TaskListParams;
 
 use crate::client::{ClientError, Connection};
 use crate::output::CommandError;
@@ -133,6 +135,33 @@ pub async fn budget(connection: &Connection, given: &str) -> Result<String, Comm
         .map(|pause| pause.request.request_id)
         .collect();
     pick(&prefix, ids, "budget pause", "agentctl approvals list")
+}
+
+/// The task id `given` names: itself when whole, else the one task (finished or not) whose id
+/// starts with it (`task_` may be left out).
+pub async fn task(connection: &Connection, given: &str) -> Result<String, CommandError> {
+    let prefix = with_kind(given, "task_");
+    // `task_` and 32 hex digits.
+    if prefix.len() >= FULL_ID_LEN + 1 {
+        return Ok(prefix);
+    }
+    let mut ids = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = TaskListParams {
+            all: true,
+            cursor: cursor.take(),
+            limit: Some(LIST_PAGE),
+            ..TaskListParams::default()
+        };
+        let page = connection.request::<TaskList>(&params).await?;
+        ids.extend(page.tasks.into_iter().map(|task| task.task_id));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    pick(&prefix, ids, "task", "agentctl task list --all")
 }
 
 /// Whether an error code says the id names nothing (unknown, or not a whole id).

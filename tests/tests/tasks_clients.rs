@@ -253,6 +253,19 @@ async fn agentctl_task_commands_in_text_and_json() {
     assert_eq!(shown["task"]["taskId"], json!(CUT_SHELL), "{out}");
     assert!(shown["hint"].is_string(), "{out}");
 
+    // Task ids as session ids: `task_` may be left out, a prefix names the one task it starts
+    // (finished ones too); an ambiguous one lists the candidates.
+    let (code, out, err) = agentctl(&daemon, &["task", "show", &CUT_SHELL[5..]]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(CUT_SHELL), "{out}");
+    let (code, _, err) = agentctl(&daemon, &["task", "show", "0000"]).await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("task id prefix task_0000 is ambiguous: 3 tasks match")
+            && err.contains(DONE_AGENT),
+        "{err}"
+    );
+
     let (code, out, err) = agentctl(&daemon, &["task", "output", CUT_SHELL]).await;
     assert_eq!(
         (code, out.as_str()),

@@ -75,6 +75,7 @@ async fn list(ctx: &Context, all: bool) -> Result<(), CommandError> {
 
 async fn show(ctx: &Context, task_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let task_id = crate::ids::task(&connection, &task_id).await?;
     let result = connection.request::<TaskGet>(&TaskRef { task_id }).await?;
     if ctx.json {
         print_json(&result);
@@ -89,6 +90,7 @@ async fn show(ctx: &Context, task_id: String) -> Result<(), CommandError> {
 
 async fn output(ctx: &Context, task_id: String, follow: bool) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let task_id = crate::ids::task(&connection, &task_id).await?;
     // Listen before the first read: a change after it is never missed.
     let mut changes = if follow {
         Some(subscribe_daemon(&connection).await?)
@@ -180,6 +182,7 @@ async fn print_output(
 async fn steer(ctx: &Context, task_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "steering message")?;
     let connection = ctx.connect().await?;
+    let task_id = crate::ids::task(&connection, &task_id).await?;
     let result = connection
         .request::<TaskSteer>(&TaskMessageParams {
             task_id: task_id.clone(),
@@ -199,6 +202,7 @@ async fn steer(ctx: &Context, task_id: String, text: &str) -> Result<(), Command
 async fn follow_up(ctx: &Context, task_id: String, text: &str) -> Result<(), CommandError> {
     let text = message_text(text, "follow-up message")?;
     let connection = ctx.connect().await?;
+    let task_id = crate::ids::task(&connection, &task_id).await?;
     let result = connection
         .request::<TaskFollowUp>(&TaskMessageParams {
             task_id: task_id.clone(),
@@ -221,6 +225,7 @@ async fn follow_up(ctx: &Context, task_id: String, text: &str) -> Result<(), Com
 
 async fn stop(ctx: &Context, task_id: String) -> Result<(), CommandError> {
     let connection = ctx.connect().await?;
+    let task_id = crate::ids::task(&connection, &task_id).await?;
     let result = connection
         .request::<TaskStop>(&TaskRef {
             task_id: task_id.clone(),
