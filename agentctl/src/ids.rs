@@ -17,6 +17,8 @@ use crate::output::CommandError;
 
 /// Length of a full id: the prefix and 32 hex digits (`ses_`, `apr_`, `bud_`).
 const FULL_ID_LEN: usize = 36;
+/// Length of a full task id: `task_` and 32 hex digits.
+const TASK_ID_LEN: usize = 37;
 /// Sessions asked for per `session/list` page while resolving a prefix.
 const LIST_PAGE: u32 = 1000;
 /// Candidates named when a prefix is ambiguous.
@@ -141,8 +143,7 @@ pub async fn budget(connection: &Connection, given: &str) -> Result<String, Comm
 /// starts with it (`task_` may be left out).
 pub async fn task(connection: &Connection, given: &str) -> Result<String, CommandError> {
     let prefix = with_kind(given, "task_");
-    // `task_` and 32 hex digits.
-    if prefix.len() >= FULL_ID_LEN + 1 {
+    if prefix.len() >= TASK_ID_LEN {
         return Ok(prefix);
     }
     let mut ids = Vec::new();
