@@ -9,6 +9,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod agents;
+pub mod checkpoint;
 pub mod commands;
 pub mod mcp;
 pub mod tools;
