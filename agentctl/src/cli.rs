@@ -128,6 +128,39 @@ pub enum Command {
         /// The session id (`ses_…`).
         session: String,
     },
+    /// What a run (or the whole session) changed in the workspace, as a coloured unified diff
+    /// from the daemon's checkpoints (shell commands' and MCP tools' changes included).
+    Diff {
+        /// The session id or a prefix (default: the newest session of this directory).
+        session: Option<String>,
+        /// One run: its number in `agentctl rewind`'s list, or its id.
+        #[arg(long, value_name = "N")]
+        run: Option<String>,
+    },
+    /// Go back: the workspace's files (and with --conversation the conversation, as a new
+    /// session) to before a run or to a seq. Without --run or --seq, lists the runs.
+    ///
+    /// Shows what it would restore and remove (and what was changed by hand since), then asks;
+    /// --yes does it without asking. A rewind is undone by the `--seq` it prints.
+    Rewind {
+        /// The session id or a prefix (default: the newest session of this directory).
+        session: Option<String>,
+        /// Back to before this run: its number in the list, or its id.
+        #[arg(long, value_name = "N", conflicts_with = "seq")]
+        run: Option<String>,
+        /// Back to this seq of the session's log (the last checkpoint at or before it).
+        #[arg(long, value_name = "SEQ")]
+        seq: Option<u64>,
+        /// Also continue the conversation from that point, as a new session.
+        #[arg(long)]
+        conversation: bool,
+        /// Leave the files as they are (with --conversation).
+        #[arg(long, requires = "conversation")]
+        no_files: bool,
+        /// Do it without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// List pending approvals and runs paused at a budget (of every session, or one).
     Approvals {
         #[command(subcommand)]

@@ -173,6 +173,28 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Cancel { session } => done(commands::control::cancel(&ctx, session).await),
         Command::Compact { session } => done(commands::control::compact(&ctx, session).await),
+        Command::Diff { session, run } => done(commands::rewind::diff(&ctx, session, run).await),
+        Command::Rewind {
+            session,
+            run,
+            seq,
+            conversation,
+            no_files,
+            yes,
+        } => done(
+            commands::rewind::rewind(
+                &ctx,
+                commands::rewind::RewindArgs {
+                    session,
+                    run,
+                    seq,
+                    conversation,
+                    no_files,
+                    yes,
+                },
+            )
+            .await,
+        ),
         Command::Approvals {
             action: ApprovalsAction::List { session },
         } => done(commands::approvals::list(&ctx, session).await),

@@ -55,6 +55,8 @@ pub struct Config {
     pub mcp: agentd_work::mcp::config::McpSettings,
     /// `[tasks]`: the cap on running subagents, parallel writers, idle parents notified.
     pub tasks: crate::task::TaskSettings,
+    /// `[checkpoints]`: whether the workspace's files are checkpointed, and the limits.
+    pub checkpoints: agentd_work::checkpoint::CheckpointSettings,
     /// How long the daemon waits for an extension's answer (`[extensions] call_timeout_ms`).
     pub extension_call_timeout: std::time::Duration,
     /// `[hooks]`: the user's hooks (Claude Code's shape), for every session.
@@ -276,6 +278,7 @@ fn defaults(path: Option<&Path>) -> Config {
         context: ContextConfig::default(),
         mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
+        checkpoints: Default::default(),
         extension_call_timeout: DEFAULT_EXTENSION_CALL_TIMEOUT,
         hooks: Vec::new(),
         stream_idle_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,

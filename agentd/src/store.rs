@@ -6,6 +6,7 @@
 
 pub mod fork;
 mod log_file;
+pub mod points;
 mod progress;
 mod settings;
 

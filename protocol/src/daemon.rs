@@ -95,6 +95,11 @@ pub struct DaemonStatusResult {
     /// .agents/.claude/skills`, `, network denied`), or `none: <why>`.
     #[serde(default)]
     pub sandbox: String,
+    /// Whether the workspace's files are checkpointed before runs and writing tool batches
+    /// (`session/diff`, `session/rewind`): `on`, or `off: <why>` (no git, the config). Added
+    /// in 1.3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub checkpoints: String,
     /// Whether `configPath` existed and was read (false: the environment alone configures the
     /// daemon, or `configError` says why the file is unusable).
     #[serde(default)]

@@ -331,6 +331,27 @@ pub enum Event {
     },
     #[serde(rename_all = "camelCase")]
     Warning { message: String },
+    /// The daemon recorded the state of the workspace's files (a checkpoint of its private
+    /// store; only when it differs from the session's previous one). Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    Checkpointed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        checkpoint: String,
+        reason: crate::checkpoint::CheckpointReason,
+        /// Paths left out (too large, a repository of their own), at most 20.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+    },
+    /// `session/rewind` restored the workspace's files to `checkpoint`. Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    Rewound {
+        checkpoint: String,
+        restored: u32,
+        deleted: u32,
+        /// `session/rewind {toSeq: undoSeq}` undoes it.
+        undo_seq: u64,
+    },
     /// The daemon began summarising the older history (the hard context limit was reached,
     /// the provider said the prompt is too long, or `session/compact`). Followed by
     /// `compactionCompleted`, or by a `warning` when the summary failed (the history is kept).
@@ -516,11 +537,13 @@ impl Event {
             | Event::HookStarted { run_id, .. }
             | Event::HookCompleted { run_id, .. }
             | Event::CompactionStarted { run_id }
+            | Event::Checkpointed { run_id, .. }
             | Event::CompactionCompleted { run_id, .. } => run_id.as_deref(),
             Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::SessionUpdated { .. }
             | Event::Warning { .. }
+            | Event::Rewound { .. }
             | Event::McpServerStatus { .. }
             | Event::TaskStarted { .. }
             | Event::TaskUpdated { .. }

@@ -13,6 +13,7 @@
 pub mod agents;
 pub mod approval;
 pub mod budget;
+pub mod checkpoint;
 pub mod commands;
 pub mod daemon;
 pub mod error;

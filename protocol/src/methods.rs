@@ -6,6 +6,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::agents::*;
 use crate::approval::*;
 use crate::budget::*;
+use crate::checkpoint::*;
 use crate::commands::*;
 use crate::daemon::*;
 use crate::extension::*;
@@ -136,6 +137,15 @@ methods! {
     /// A new session whose history is another's up to a seq, with its settings and system
     /// prompt (refused inside a run). Added in 1.3.
     SessionFork = "session/fork": SessionForkParams => SessionForkResult;
+    /// A session's runs as points to go back to: each with its prompt's first line, its
+    /// checkpoint and how many files it changed. Added in 1.3.
+    SessionCheckpoints = "session/checkpoints": SessionCheckpointsParams => SessionCheckpointsResult;
+    /// What a run (or the whole session) changed in the workspace, as a unified diff from the
+    /// checkpoints. Added in 1.3.
+    SessionDiff = "session/diff": SessionDiffParams => SessionDiffResult;
+    /// The workspace's files and/or the conversation back to a run's start or a seq: a
+    /// preview, then the same call with `confirm` (refused while a run is active). Added in 1.3.
+    SessionRewind = "session/rewind": SessionRewindParams => SessionRewindResult;
 }
 
 /// The unsubscribe method paired with `session/subscribe`.

@@ -78,7 +78,14 @@ impl HostDirs {
 
     /// `config.toml` for the mock, in the scenarios' form (tools run without asking).
     pub fn write_config(&self, mock: &MockLlm) {
-        let toml = agentd_tests::scenario::config_toml(mock, Format::OpenAi, "");
+        // No checkpoints: the steps measured read and never checkpoint, and a run's start
+        // checkpoint spawns git, whose cost (the /proc scan after each child) moves with the
+        // machine's process count, which a count must not. `bench` times checkpoints.
+        let toml = agentd_tests::scenario::config_toml(
+            mock,
+            Format::OpenAi,
+            "[checkpoints]\nenabled = false\n",
+        );
         std::fs::write(self.path("config/agentd/config.toml"), toml).expect("write config");
     }
 }

@@ -28,6 +28,7 @@ mod budgets_answered;
 mod chat;
 mod chat_live;
 mod chat_restart;
+mod checkpoints;
 mod cli;
 mod cli_screen;
 mod commands;

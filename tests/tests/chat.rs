@@ -490,7 +490,15 @@ async fn chat_on_a_running_session_shows_the_run_and_steers_it() {
     assert_eq!(started.status.code(), Some(0), "{}", text(&started.stderr));
     let started: serde_json::Value = serde_json::from_slice(&started.stdout).expect("json");
     let session = started["sessionId"].as_str().expect("sessionId").to_owned();
-    mock.wait_for_requests(1).await;
+    // The command has started (after the batch's checkpoint): a steer now cannot skip it.
+    let mut watcher = agentd_tests::harness::Client::connect_raw(&env.socket)
+        .await
+        .expect("connect");
+    watcher.initialize().await;
+    watcher.subscribe(&session, Some(0)).await;
+    watcher
+        .persisted_events_until(|event| matches!(event, protocol::event::Event::ToolStarted { .. }))
+        .await;
 
     let mut pty = start_chat(&env, &["chat", "--session", &session]).await;
     pty.send("use the side door\r");

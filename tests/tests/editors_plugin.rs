@@ -83,7 +83,7 @@ async fn the_plugin_example_attaches_shows_events_and_answers_an_approval() {
     let shown: Vec<&str> = shown
         .iter()
         .map(String::as_str)
-        .filter(|line| !line.starts_with("toolProgress"))
+        .filter(|line| !line.starts_with("toolProgress") && !line.starts_with("checkpointed"))
         .collect();
     assert_eq!(
         shown[..2],

@@ -32,7 +32,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("policy", &["trust", "permission", "process", "approval"]),
     ("llm", &["llm"]),
     ("knowledge", &["memory", "skills", "context"]),
-    ("work", &["tools", "agents", "commands", "mcp"]),
+    (
+        "work",
+        &["checkpoint", "tools", "agents", "commands", "mcp"],
+    ),
     ("agent", &["agent"]),
     ("tasks", &["task"]),
     ("assembly", &["config", "wire", "store"]),

@@ -41,6 +41,8 @@ async fn multi_step_tool_use_writes_and_reads_files(format: Format) {
             "turnStarted",
             "messageCompleted",
             "usageUpdated",
+            // The run's start, before its first batch that can write (write_file).
+            "checkpointed",
             "toolStarted",
             "toolCompleted",
             "turnStarted",
@@ -51,6 +53,8 @@ async fn multi_step_tool_use_writes_and_reads_files(format: Format) {
             "turnStarted",
             "messageCompleted",
             "usageUpdated",
+            // What the write left, before the run's end.
+            "checkpointed",
             "runFinished",
         ]
     );

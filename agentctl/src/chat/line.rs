@@ -35,6 +35,14 @@ pub enum LocalCommand {
     New,
     /// `/fork [TITLE]`: the chat goes on in a fork of its session (`session/fork`).
     Fork(Option<String>),
+    /// `/diff [N|all]`: what the last run (run N, the session) changed.
+    Diff(Option<String>),
+    /// `/rewind [N [files|conversation] [yes]]`: the runs, a preview, or the rewind.
+    Rewind {
+        run: Option<String>,
+        what: super::rewind::RewindWhat,
+        confirm: bool,
+    },
     Quit,
     /// A command that cannot be run as typed: the reason, said to the person.
     Invalid(String),
@@ -47,13 +55,15 @@ pub const HELP: &str = "\
 /sessions       recent sessions of this directory
 /new            start a new session with the next prompt
 /fork [TITLE]   go on in a fork of this session (it stays as it is)
+/diff [N|all]   what the last run (run N, the whole session) changed in the files
+/rewind [N]     the runs; back to before run N (files and conversation), asked first
 /quit           leave (the session stays; `agentctl chat -c` continues it)
 Tab completes a command's name; a line starting with // is sent as text.
 While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
 Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
-pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "fork", "quit", "exit"];
+pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "fork", "diff", "rewind", "quit", "exit"];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
 pub fn parse(line: &str, follow_up: bool) -> Typed {
@@ -100,6 +110,11 @@ fn command_of(slash: Slash) -> LocalCommand {
         "new" => no_argument(LocalCommand::New),
         "fork" => LocalCommand::Fork(Some(slash.args.trim().to_owned()).filter(|t| !t.is_empty())),
         "quit" | "exit" => no_argument(LocalCommand::Quit),
+        "diff" => match (argument, extra) {
+            (run, false) => LocalCommand::Diff(run.map(str::to_owned)),
+            _ => LocalCommand::Invalid("usage: /diff [N|all]".to_owned()),
+        },
+        "rewind" => rewind_of(&slash.args),
         "mode" => match (argument, extra) {
             (Some(mode), false) => match mode_named(mode) {
                 Some(mode) => LocalCommand::Mode(mode),
@@ -118,6 +133,28 @@ fn command_of(slash: Slash) -> LocalCommand {
         },
         _ => LocalCommand::Daemon(slash),
     }
+}
+
+/// `/rewind [N [files|conversation] [yes]]`.
+fn rewind_of(args: &str) -> LocalCommand {
+    use super::rewind::RewindWhat;
+    let mut words = args.split_whitespace();
+    let run = words.next().map(str::to_owned);
+    let mut what = RewindWhat::Both;
+    let mut confirm = false;
+    for word in words {
+        match word {
+            "files" if what == RewindWhat::Both => what = RewindWhat::Files,
+            "conversation" if what == RewindWhat::Both => what = RewindWhat::Conversation,
+            "yes" if !confirm => confirm = true,
+            _ => {
+                return LocalCommand::Invalid(
+                    "usage: /rewind [N [files|conversation] [yes]]".to_owned(),
+                );
+            }
+        }
+    }
+    LocalCommand::Rewind { run, what, confirm }
 }
 
 /// A mode by its wire name, or a few spellings people type.

@@ -65,6 +65,12 @@ impl Chat {
                     .await
             }
             LocalCommand::Fork(title) => self.fork(title).await?,
+            LocalCommand::Diff(which) => self.diff(which).await,
+            LocalCommand::Rewind { .. } if self.run.is_some() => {
+                self.say("a run is active: wait for it or Ctrl-C to cancel it, then /rewind")
+                    .await
+            }
+            LocalCommand::Rewind { run, what, confirm } => self.rewind(run, what, confirm).await?,
             LocalCommand::Quit => return Ok(Next::Quit),
             LocalCommand::Invalid(message) => self.say(&message).await,
         }

@@ -13,6 +13,7 @@ mod live;
 mod local;
 mod printer;
 mod reconnect;
+mod rewind;
 mod session;
 
 use std::io::IsTerminal;

@@ -325,6 +325,9 @@ fn print_status(status: &DaemonStatusResult) {
     if !status.sandbox.is_empty() {
         crate::say!("  sandbox      {}", status.sandbox);
     }
+    if !status.checkpoints.is_empty() {
+        crate::say!("  checkpoints  {}", status.checkpoints);
+    }
     if status.panics > 0 {
         crate::say!(
             "  panics       {} (bugs: see the daemon log in {} and please report them)",

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod mcp;
 pub mod memory;
 pub mod restart;
+pub mod rewind;
 pub mod run;
 pub mod run_input;
 pub mod run_result;

@@ -302,7 +302,26 @@ impl Renderer {
             Event::ConfigInvalid { error, .. } => {
                 self.stderr_line(&format!("[config] invalid, not loaded: {error}"), out);
             }
-            Event::SessionCreated { .. }
+            Event::Rewound {
+                restored,
+                deleted,
+                undo_seq,
+                ..
+            } => {
+                self.stderr_line(
+                    &format!(
+                        "rewound: {restored} file(s) restored, {deleted} removed (undo: agentctl rewind {session_id} --seq {undo_seq})"
+                    ),
+                    out,
+                );
+            }
+            // Only the skipped paths are worth a line; the checkpoint itself is silent.
+            Event::Checkpointed { skipped, .. } if !skipped.is_empty() && !self.is_transcript() => {
+                let line = format!("checkpoint left out: {}", one_line(&skipped.join(", ")));
+                self.stderr_styled(Style::Dim, &line, out);
+            }
+            Event::Checkpointed { .. }
+            | Event::SessionCreated { .. }
             | Event::SessionDeleted {}
             | Event::TaskUpdated { .. }
             | Event::FollowUpQueued { .. }

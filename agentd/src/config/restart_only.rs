@@ -6,7 +6,7 @@ use super::Config;
 
 /// The settings read once at start, by the name `needsRestart` gives them, each with whether
 /// it differs between `started` (what the daemon started with) and `new`.
-fn settings(started: &Config, new: &Config) -> [(&'static str, bool); 8] {
+fn settings(started: &Config, new: &Config) -> [(&'static str, bool); 9] {
     [
         // The tool limits are built once, with the tool registry.
         (
@@ -35,6 +35,8 @@ fn settings(started: &Config, new: &Config) -> [(&'static str, bool); 8] {
             "mcp.unconfined",
             started.mcp.unconfined != new.mcp.unconfined,
         ),
+        // The checkpoint stores are made once, with their settings.
+        ("checkpoints", started.checkpoints != new.checkpoints),
         (
             "extensions.call_timeout_ms",
             started.extension_call_timeout != new.extension_call_timeout,

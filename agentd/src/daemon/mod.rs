@@ -281,6 +281,11 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
         mcp_status: crate::session::mcp_status::McpStatusRegistry::new(),
         extensions: Arc::new(crate::extension::Extensions::new(extension_call_timeout)),
         tasks,
+        checkpoints: agentd_work::checkpoint::Checkpoints::new(
+            paths.state_dir.join("checkpoints"),
+            config.checkpoints,
+            directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf()),
+        ),
         manager: std::sync::OnceLock::new(),
         shell_tasks: crate::task::shell::ShellTasks::new(task_settings.shell_output_max_bytes),
         tool_limits,

@@ -14,6 +14,7 @@ use protocol::methods;
 mod agents;
 mod approval;
 mod budget;
+mod checkpoint;
 mod commands;
 mod config;
 mod extension;
@@ -50,6 +51,9 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionCancel, _, _>(&mut module, session::cancel)?;
     register::<SessionCompact, _, _>(&mut module, session::compact)?; // via the session actor
     register::<SessionFork, _, _>(&mut module, session::fork)?; // the source's log writer cuts
+    register::<SessionCheckpoints, _, _>(&mut module, checkpoint::checkpoints)?;
+    register::<SessionDiff, _, _>(&mut module, checkpoint::diff)?;
+    register::<SessionRewind, _, _>(&mut module, checkpoint::rewind)?; // holds the session idle
     register::<ApprovalList, _, _>(&mut module, approval::list)?;
     register::<ApprovalRespond, _, _>(&mut module, approval::respond)?;
     register::<ProjectTrust, _, _>(&mut module, project::trust)?;
@@ -259,6 +263,7 @@ async fn daemon_status(
         connected_clients: state.connections.open_connections(),
         panics: agentd_core::logging::panic_count(),
         sandbox: state.sessions.sandbox_status(),
+        checkpoints: state.sessions.checkpoints_status().await,
         config_loaded: state.sessions.config_loaded(),
         providers: state.sessions.providers(),
         default_provider: state.sessions.default_provider(),

@@ -216,6 +216,20 @@ impl Session {
         answer.await.map_err(|_| self.no_answer())?
     }
 
+    /// Holds the session idle: no run starts (prompts wait) until the guard is dropped.
+    /// Refused while a run is active.
+    pub async fn hold(&self) -> Result<oneshot::Sender<()>, SessionError> {
+        let (reply, answer) = oneshot::channel();
+        let (release, held) = oneshot::channel();
+        self.send(Command::Hold {
+            reply,
+            release: held,
+        })
+        .await?;
+        answer.await.map_err(|_| self.no_answer())??;
+        Ok(release)
+    }
+
     /// Cancel the active run; returns its id, or None when idle. The outcome arrives as
     /// `runFinished{status:"cancelled"}`.
     pub fn cancel(&self) -> Option<String> {

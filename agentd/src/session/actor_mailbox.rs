@@ -49,6 +49,12 @@ pub(super) enum Command {
         params: SessionUpdateParams,
         reply: oneshot::Sender<Result<(), SessionError>>,
     },
+    /// Nothing else happens on the session until `release` fires or is dropped: a rewind
+    /// writes the workspace. Refused while a run is active.
+    Hold {
+        reply: oneshot::Sender<Result<(), SessionError>>,
+        release: oneshot::Receiver<()>,
+    },
     /// Go on with the run the daemon stopped in (sent once, as the loaded session starts).
     Resume {
         run_id: String,
@@ -145,6 +151,20 @@ impl Actor {
             Command::Update { params, reply } => {
                 let result = self.update(params).await;
                 let _ = reply.send(result);
+            }
+            Command::Hold { reply, release } => {
+                if let Some(run_id) = self.active_run_id() {
+                    let _ = reply.send(Err(SessionError::Conflict(format!(
+                        "a run is active on this session ({run_id}); rewind once it has finished (runFinished), or cancel it first"
+                    ))));
+                    return;
+                }
+                if let Some(previous) = self.previous_run.take() {
+                    let _ = previous.await;
+                }
+                if reply.send(Ok(())).is_ok() {
+                    let _ = release.await;
+                }
             }
             Command::Resume {
                 run_id,

@@ -19,6 +19,7 @@ mod notification_chain;
 mod recovery;
 pub mod replay;
 mod resume;
+mod rewind;
 mod run_permissions;
 mod scan;
 mod status;
@@ -88,6 +89,8 @@ pub struct SessionDeps {
     pub mcp_status: Arc<mcp_status::McpStatusRegistry>,
     /// The live extensions: their tools and event handlers join the runs in their scope.
     pub extensions: Arc<crate::extension::Extensions>,
+    /// The workspaces' checkpoint stores (`session/diff`, `session/rewind`).
+    pub checkpoints: Arc<agentd_work::checkpoint::Checkpoints>,
     /// The manager itself, for the `task` tool's child sessions: set once it exists
     /// (`SessionManager::start_task_events`); weak, so the deps never keep it alive.
     pub manager: std::sync::OnceLock<std::sync::Weak<SessionManager>>,
@@ -277,6 +280,14 @@ impl SessionManager {
     /// What confines run_shell (`daemon/status`'s `sandbox`).
     pub fn sandbox_status(&self) -> String {
         self.deps.sandbox.status()
+    }
+
+    /// What `daemon/status` says of checkpoints: `on`, or `off: <why>`.
+    pub async fn checkpoints_status(&self) -> String {
+        match self.deps.checkpoints.status().await.reason {
+            None => "on".to_owned(),
+            Some(reason) => format!("off: {reason}"),
+        }
     }
 
     pub fn count(&self) -> usize {

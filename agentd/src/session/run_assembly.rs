@@ -153,6 +153,8 @@ struct RunParts {
     log: Arc<dyn RunLog>,
     /// Its cancellation and why it stopped, shared with the `Session` handle.
     active: ActiveRun,
+    /// Its checkpoints of the workspace (None: off in the config).
+    checkpoints: Option<Arc<agentd_agent::checkpoint::RunCheckpoints>>,
 }
 
 impl RunParts {
@@ -174,6 +176,7 @@ impl RunParts {
             permissions: self.prepared.permissions,
             context_limits: self.prepared.context_limits,
             interceptors: self.prepared.interceptors,
+            checkpoints: self.checkpoints,
         }
     }
 }
@@ -306,6 +309,12 @@ impl Actor {
             warnings: std::mem::take(&mut prepared.warnings),
             resume,
         };
+        let checkpoints = self.deps.checkpoints.settings().enabled.then(|| {
+            agentd_agent::checkpoint::RunCheckpoints::new(
+                Arc::clone(&self.deps.checkpoints),
+                PathBuf::from(&self.header.cwd),
+            )
+        });
         let run = RunParts {
             run_id: run_id.clone(),
             prepared,
@@ -313,6 +322,7 @@ impl Actor {
             shared: self.shared.clone(),
             log,
             active,
+            checkpoints,
         }
         .into_run(&self.header);
         self.spawn_run(run, start).await;

@@ -142,6 +142,16 @@ impl Run {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
+        let tools = self.tools.current();
+        let can_write = calls.iter().any(|call| {
+            tools
+                .registry
+                .get(&call.name)
+                .is_none_or(|tool| !tool.read_only())
+        });
+        if can_write {
+            self.checkpoint_before_batch().await?;
+        }
         let (pending_tx, pending_rx) = mpsc::channel::<Event>(PENDING_EVENTS);
         let observer = RunObserver {
             run_id: self.run_id.clone(),
@@ -152,7 +162,6 @@ impl Run {
         context.cancel = self.cancel.clone();
         context.fetch_rules = self.fetch_rules();
         context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
-        let tools = self.tools.current();
         let batch = execute_batch(&tools.registry, calls, &context, &observer);
         let results = pump(&*self.log, pending_rx, batch).await?;
         Ok(results)

@@ -15,6 +15,7 @@
 mod batch;
 pub mod budget;
 pub mod budget_pause;
+pub mod checkpoint;
 pub mod compaction;
 mod ending;
 pub mod gate;
@@ -89,6 +90,8 @@ pub struct Run {
     pub context_limits: agentd_knowledge::context::ContextLimits,
     /// Hooks and extensions, asked at each point of the run (`intercept`).
     pub interceptors: intercept::Interceptors,
+    /// Where its checkpoints of the workspace go (None: checkpoints are off).
+    pub checkpoints: Option<Arc<checkpoint::RunCheckpoints>>,
 }
 
 /// How the run ended.
@@ -133,7 +136,10 @@ impl Run {
                 let steps = plan.steps;
                 (self.resume(plan, start.warnings).await, steps)
             }
-            None => (self.begin(start).await, 0),
+            None => {
+                self.begin_checkpoint().await;
+                (self.begin(start).await, 0)
+            }
         };
         if let Some(begun) = begun {
             let _ = begun.send(());
@@ -154,6 +160,7 @@ impl Run {
                 }
             }
         };
+        self.checkpoint_at_end().await;
         ending.finish(&outcome).await;
         outcome
     }

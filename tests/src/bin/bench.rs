@@ -10,7 +10,9 @@
 //! figures, `BENCH_ONLY=tasks` only the task ones, `BENCH_ONLY=extensions` only the
 //! extension ones (the prefix-stability counter), `BENCH_ONLY=restart` the restart ones (100
 //! active runs resumed after a kill -9), `BENCH_ONLY=fork` the fork ones (a 10,000-entry
-//! session forked, and the fork's first request against the source's), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! session forked, and the fork's first request against the source's), `BENCH_ONLY=checkpoint`
+//! the checkpoint ones (a 10,000-file tree: the first, an unchanged and a one-file checkpoint,
+//! a rewind), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 //!
 //! `bench --json` prints the figures as JSON instead (save a run: `bench --json > before.json`);
@@ -24,6 +26,8 @@ use agentd_tests::harness::{Client, Daemon, TestEnv};
 use agentd_tests::mock_llm::{MockLlm, Reply};
 use serde_json::{Value, json};
 
+#[path = "bench/checkpoint.rs"]
+mod checkpoint;
 #[path = "bench/extensions.rs"]
 mod extensions;
 #[path = "bench/fork.rs"]
@@ -116,6 +120,7 @@ async fn figures(scale: usize, only: Option<&str>) -> Vec<Row> {
         Some("extensions") => extensions::figures(scale, &mut rows).await,
         Some("restart") => restart::figures(scale, &mut rows).await,
         Some("fork") => fork::figures(scale, &mut rows).await,
+        Some("checkpoint") => checkpoint::figures(scale, &mut rows).await,
         Some("mcp") => mcp::figures(scale, &mut rows).await,
         _ => everything(scale, &mut rows).await,
     }
@@ -307,7 +312,10 @@ async fn everything(scale: usize, rows: &mut Vec<Row>) {
     // 10. Forks of a 10,000-entry session, and the fork's request prefix.
     fork::figures(scale, rows).await;
 
-    // 11. MCP servers.
+    // 11. Checkpoints of a 10,000-file tree.
+    checkpoint::figures(scale, rows).await;
+
+    // 12. MCP servers.
     mcp::figures(scale, rows).await;
 }
 

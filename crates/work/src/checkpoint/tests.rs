@@ -1,3 +1,5 @@
+//! The checkpoint stores against real git: snapshots, what they leave out, plans, restores.
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -261,4 +263,20 @@ async fn a_home_directory_and_off_are_refused_with_reasons() {
     let status = off.status().await;
     assert!(!status.enabled);
     assert!(status.reason.unwrap().contains("enabled = false"));
+}
+
+#[tokio::test]
+async fn a_fifo_in_the_workspace_is_never_opened() {
+    let f = fixture(CheckpointSettings::default());
+    let made = std::process::Command::new("mkfifo")
+        .arg(f.root().join("gate"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    f.write("a.txt", "a");
+    let snapshot = tokio::time::timeout(std::time::Duration::from_secs(10), f.snapshot())
+        .await
+        .expect("a checkpoint does not wait on a FIFO");
+    let again = f.snapshot().await;
+    assert_eq!(snapshot, again);
 }
