@@ -62,6 +62,13 @@ async fn start() -> (Scenario, agentd_tests::harness::Client, String) {
     std::fs::write(s.workspace().join("a.txt"), "alpha\n").unwrap();
     std::fs::write(s.workspace().join("b.txt"), "one\n").unwrap();
     std::fs::write(s.workspace().join(".gitignore"), "ignored/\n").unwrap();
+    // The user's own repository, which checkpoints never touch.
+    let made = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(s.workspace())
+        .status()
+        .unwrap();
+    assert!(made.success());
     let (mut client, session) = s.session().await;
     client
         .request(
@@ -181,6 +188,21 @@ async fn a_runs_changes_are_its_diff_and_a_rewind_undoes_them_and_is_undone() {
     assert_eq!(read(&s, "b.txt").as_deref(), Some("two\n"));
     assert_eq!(read(&s, "new.txt").as_deref(), Some("edited by hand\n"));
     assert_eq!(read(&s, "shell.txt").as_deref(), Some("made\n"));
+    let user_git: Vec<String> = std::fs::read_dir(s.workspace().join(".git"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !user_git.contains(&"index".to_owned()),
+        "the user's .git has no index: {user_git:?}"
+    );
+    let objects = std::fs::read_dir(s.workspace().join(".git/objects"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        objects, 2,
+        "only info/ and pack/: no object written into the user's .git"
+    );
 }
 
 #[tokio::test]
@@ -348,4 +370,40 @@ async fn chat_diff_and_rewind() {
     assert!(!made.exists());
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn without_git_checkpoints_are_off_status_says_why_and_runs_go_on() {
+    // A PATH with a shell and nothing else: no git.
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).unwrap();
+    let path = bin.path().display().to_string();
+    let s = Scenario::start_with_vars(Format::OpenAi, "", &[("PATH", path.as_str())]).await;
+    let (mut client, session) = s.session().await;
+    let status = client.request("daemon/status", json!({})).await.unwrap();
+    let said = status["checkpoints"].as_str().unwrap();
+    assert!(said.starts_with("off: git is not installed"), "{said}");
+    s.mock.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "new.txt", "content": "x\n"}),
+    ));
+    s.mock.push(Reply::text("done"));
+    client.prompt(&session, "write").await;
+    let events = client.events_until_run_finished().await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.event, Event::Checkpointed { .. } | Event::Warning { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(read(&s, "new.txt").as_deref(), Some("x\n"));
+    let refused = client
+        .request("session/diff", json!({"sessionId": session}))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message.contains("git is not installed"),
+        "{refused:?}"
+    );
 }

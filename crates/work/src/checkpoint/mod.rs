@@ -129,7 +129,14 @@ struct Store {
 struct StoreState {
     ready: bool,
     last: Option<Snapshot>,
+    /// A checkpoint that timed out or met too many files: why, and since when. Until
+    /// [`REFUSAL_LASTS`] has passed the next ones are refused at once instead of each batch
+    /// waiting for the same failure.
+    refused: Option<(std::time::Instant, String)>,
 }
+
+/// How long a workspace whose checkpoint timed out or met too many files is not tried again.
+pub const REFUSAL_LASTS: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Checkpoints {
     /// The stores under `dir` (`<state>/checkpoints`), with `settings`; `home` is the user's
@@ -208,13 +215,36 @@ impl Checkpoints {
     pub async fn snapshot(&self, workspace: &Path) -> Result<Snapshot, CheckpointError> {
         let store = self.store(workspace).await?;
         let mut state = store.state.lock().await;
+        if let Some((since, why)) = &state.refused {
+            if since.elapsed() < REFUSAL_LASTS {
+                return Err(CheckpointError::Refused(why.clone()));
+            }
+            state.refused = None;
+        }
         if !state.ready {
             init(&self.dir, &store.git).await?;
             state.ready = true;
         }
-        let snapshot = snapshot::take(&store.git, &self.settings, state.last.as_ref()).await?;
-        state.last = Some(snapshot.clone());
-        Ok(snapshot)
+        match snapshot::take(&store.git, &self.settings, state.last.as_ref()).await {
+            Ok(snapshot) => {
+                state.last = Some(snapshot.clone());
+                Ok(snapshot)
+            }
+            Err(error) => {
+                if matches!(
+                    error,
+                    CheckpointError::TooManyFiles { .. }
+                        | CheckpointError::Git(GitError::TimedOut { .. })
+                ) {
+                    let why = format!(
+                        "{error}; not tried again for {} minutes",
+                        REFUSAL_LASTS.as_secs() / 60
+                    );
+                    state.refused = Some((std::time::Instant::now(), why));
+                }
+                Err(error)
+            }
+        }
     }
 
     /// The paths that differ from checkpoint `from` to `to` of `workspace`.
@@ -305,6 +335,10 @@ async fn init(dir: &Path, git: &Git) -> Result<(), CheckpointError> {
     .await
     .map_err(|error| CheckpointError::Internal(error.to_string()))??;
     if exists {
+        // A git killed with the daemon (kill -9 mid-checkpoint) leaves its lock: nothing else
+        // uses this store (one daemon per user, one checkpoint at a time), so it is stale.
+        let lock = git.git_dir.join("index.lock");
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_file(lock)).await;
         return Ok(());
     }
     git.run(&["init", "-q", "--template="], None, 4096).await?;

@@ -280,3 +280,48 @@ async fn a_fifo_in_the_workspace_is_never_opened() {
     let again = f.snapshot().await;
     assert_eq!(snapshot, again);
 }
+
+#[tokio::test]
+async fn a_lock_left_by_a_killed_git_does_not_stop_the_next_daemons_checkpoints() {
+    let f = fixture(CheckpointSettings::default());
+    f.write("a.txt", "a");
+    f.snapshot().await;
+    // As a git killed mid-update leaves it; a new daemon's stores start afresh.
+    let store_dir = std::fs::read_dir(f._state.path().join("checkpoints"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(store_dir.join("index.lock"), "").unwrap();
+    let next = Checkpoints::new(
+        f._state.path().join("checkpoints"),
+        CheckpointSettings::default(),
+        None,
+    );
+    f.write("a.txt", "b");
+    next.snapshot(f.root()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_workspace_with_too_many_files_is_not_walked_again_at_every_batch() {
+    let settings = CheckpointSettings {
+        max_files: 2,
+        ..Default::default()
+    };
+    let f = fixture(settings);
+    for n in 0..3 {
+        f.write(&format!("f{n}"), "x");
+    }
+    let first = f.checkpoints.snapshot(f.root()).await.unwrap_err();
+    assert!(
+        matches!(first, CheckpointError::TooManyFiles { .. }),
+        "{first}"
+    );
+    std::fs::remove_file(f.root().join("f0")).unwrap();
+    let second = f.checkpoints.snapshot(f.root()).await.unwrap_err();
+    assert!(
+        matches!(&second, CheckpointError::Refused(why) if why.contains("not tried again")),
+        "{second}"
+    );
+}
