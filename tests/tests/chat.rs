@@ -153,20 +153,21 @@ async fn an_approval_is_answered_with_one_key() {
     pty.expect("approval needed: run_shell touch approved.txt")
         .await;
     pty.expect("allow?").await;
-    // One key on an empty line answers at once.
-    pty.send("y");
+    // One key alone on the line, then Enter, answers.
+    pty.send("y\r");
     pty.expect("allowed once").await;
     pty.expect("approval needed: run_shell touch denied.txt")
         .await;
     pty.expect("allow?").await;
-    // A longer line answers nothing (its `s` must not allow for the session); local
-    // commands still work.
-    pty.send(" sure\r");
-    pty.expect("an approval is waiting").await;
+    // A sentence answers nothing (its `s` must not allow for the session): it is a steer,
+    // and the approval still waits; local commands still work.
+    pty.send("sure, go ahead\r");
+    pty.expect("queued steer: sure, go ahead").await;
+    pty.expect("the approval still waits").await;
     pty.send("/cost\r");
     pty.expect("session: ").await;
     // `n` asks why; the reason typed goes to the model.
-    pty.send("n");
+    pty.send("n\r");
     pty.expect("why not?").await;
     pty.send("no, use tabs\r");
     pty.expect("denied").await;

@@ -363,8 +363,12 @@ async fn old_finished_records_are_pruned_at_start_and_as_tasks_finish() {
     // A fourth finishing makes one too many: the oldest goes.
     let (_client, _session, task) = background_shell(&s, "true").await;
     let oldest = dir.join("task_0001.json");
-    wait_until("the oldest record to be pruned", || !oldest.exists()).await;
-    assert!(!dir.join("task_0001.out").exists());
+    let oldest_output = dir.join("task_0001.out");
+    // The record and its output go one after the other: wait for both.
+    wait_until("the oldest record and its output to be pruned", || {
+        !oldest.exists() && !oldest_output.exists()
+    })
+    .await;
     assert!(dir.join(format!("{}.json", task.task_id)).exists());
     assert!(dir.join("task_0002.json").exists());
 }

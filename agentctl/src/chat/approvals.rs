@@ -9,9 +9,10 @@ use crate::approval_desk::DeskAction;
 use crate::follow;
 
 impl Chat {
-    /// A line typed while an approval prompt waits, as if typed at `run`'s prompt: one key,
-    /// then Enter; or, once `n` asked for a reason, the reason, then Enter. Any other line
-    /// answers nothing (its letters must not pick answers).
+    /// A line typed while an approval prompt waits: one of the keys shown alone on the line
+    /// (then Enter) answers; once `n` asked for a reason, the line is that reason. Any other
+    /// text is a message, never an answer: it goes to the run as a steer (its letters must not
+    /// pick answers: `sure, go ahead` is not `s`), and the approval still waits.
     pub(super) async fn on_approval_line(&mut self, text: &str) {
         let Some(run) = self.run.as_mut() else {
             return;
@@ -21,31 +22,26 @@ impl Chat {
             (false, [key]) => vec![*key],
             (false, _) => Vec::new(),
         };
-        let mut actions = Vec::new();
-        if !keys.is_empty() || run.typing_reason {
-            for key in keys.into_iter().chain(std::iter::once(b'\r')) {
-                actions.extend(run.desk.on_key(key));
-                // Answered: the rest must not answer the next approval.
-                if actions.contains(&DeskAction::ClosePrompt) {
-                    break;
-                }
+        if keys.is_empty() && !run.typing_reason {
+            if !text.trim().is_empty() {
+                self.steer(text.trim().to_owned()).await;
             }
-        }
-        if actions.is_empty() {
-            self.say("an approval is waiting: answer with one of the keys shown")
+            self.say("the approval still waits: type one of the keys shown, then Enter")
                 .await;
             return;
         }
-        self.perform(actions).await;
-    }
-
-    pub(super) async fn on_key(&mut self, key: u8) {
-        let Some(run) = self.run.as_mut() else {
-            return;
-        };
-        let actions = run.desk.on_key(key);
+        // A key answers (or asks for a reason) by itself; a reason ends with its Enter.
+        let enter = run.typing_reason.then_some(b'\r');
+        let mut actions = Vec::new();
+        for key in keys.into_iter().chain(enter) {
+            actions.extend(run.desk.on_key(key));
+            // Answered: the rest must not answer the next approval.
+            if actions.contains(&DeskAction::ClosePrompt) {
+                break;
+            }
+        }
         if actions.is_empty() {
-            self.say("that key answers nothing here: use one of the keys shown")
+            self.say("that key answers nothing here: type one of the keys shown, then Enter")
                 .await;
             return;
         }
@@ -62,9 +58,7 @@ impl Chat {
                     if let Some(run) = self.run.as_mut() {
                         run.typing_reason = false;
                     }
-                    // Keys answer from the moment the question can be seen.
-                    self.editor.set_approval_pending(true);
-                    self.say(&format!("{header}\n{question}(type the key)"))
+                    self.say(&format!("{header}\n{question}(type the key, then Enter)"))
                         .await;
                 }
                 DeskAction::Reprompt(question) => {
@@ -75,7 +69,6 @@ impl Chat {
                     };
                     if !run.typing_reason {
                         run.typing_reason = true;
-                        self.editor.set_approval_pending(false);
                         self.say(&question).await;
                     }
                 }
@@ -83,7 +76,6 @@ impl Chat {
                     if let Some(run) = self.run.as_mut() {
                         run.typing_reason = false;
                     }
-                    self.editor.set_approval_pending(false);
                 }
                 DeskAction::Respond {
                     approval_id,

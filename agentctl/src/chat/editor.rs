@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -41,16 +41,11 @@ const HISTORY_LINES: usize = 1000;
 /// The history file's name in agentd's state directory.
 const HISTORY_FILE: &str = "chat_history";
 
-/// The keys that answer an approval prompt at once when typed on an empty line.
-const APPROVAL_KEYS: [char; 5] = ['y', 's', 'a', 'n', 'c'];
-
 /// What the person typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
     /// A line, and whether it was sent with Alt+Enter (a follow-up).
     Line { text: String, follow_up: bool },
-    /// An approval key pressed on an empty line while an approval prompt is shown.
-    Key(u8),
     /// Ctrl-C.
     Interrupt,
     /// Ctrl-D on an empty line.
@@ -63,8 +58,6 @@ pub enum Input {
 pub struct LineEditor {
     inputs: mpsc::Receiver<Input>,
     printer: Option<mpsc::Sender<String>>,
-    /// Set while an approval prompt waits: `y`/`s`/`a`/`n`/`c` on an empty line answer it.
-    approval_pending: Arc<AtomicBool>,
     /// Tells the editor thread to stop after the line it reads.
     stop: Arc<AtomicBool>,
     printer_thread: Option<JoinHandle<()>>,
@@ -88,9 +81,7 @@ impl LineEditor {
         let mut editor: Editor<ChatHelper, FileHistory> =
             Editor::with_config(config).map_err(io::Error::other)?;
         editor.set_helper(Some(ChatHelper { names }));
-        let approval_pending = Arc::new(AtomicBool::new(false));
         let follow_up = Arc::new(AtomicBool::new(false));
-        let approval_key = Arc::new(AtomicU8::new(0));
         let gate = Arc::new(Gate::default());
         let ended = LineEnds {
             gate: gate.clone(),
@@ -103,16 +94,6 @@ impl LineEditor {
                 ended: ended.clone(),
             })),
         );
-        for key in APPROVAL_KEYS {
-            editor.bind_sequence(
-                KeyEvent(KeyCode::Char(key), Modifiers::NONE),
-                EventHandler::Conditional(Box::new(ApprovalKey {
-                    pending: approval_pending.clone(),
-                    pressed: approval_key.clone(),
-                    ended: ended.clone(),
-                })),
-            );
-        }
         // The keys that end a read by themselves: Enter (Ctrl-M), Ctrl-J, Ctrl-C, and Ctrl-D
         // on an empty line.
         for key in [
@@ -140,12 +121,12 @@ impl LineEditor {
                 let history = history.filter(|path| open_history(&mut editor, path));
                 while !stop_reading.load(Ordering::Relaxed) {
                     editor_gate.reading();
-                    let input = read_one(&mut editor, prompt, &follow_up, &approval_key);
+                    let input = read_one(&mut editor, prompt, &follow_up);
                     // Whatever ended the read, the screen is tidied before messages go on.
                     editor_gate.ending();
                     let typed = match &input {
                         Input::Line { text, .. } => Some(text.clone()),
-                        Input::Key(_) | Input::Eof => Some(String::new()),
+                        Input::Eof => Some(String::new()),
                         Input::Interrupt => Some(ended.take_line()),
                         Input::Failed(_) => None,
                     };
@@ -180,7 +161,6 @@ impl LineEditor {
         Ok(LineEditor {
             inputs,
             printer: Some(print_sender),
-            approval_pending,
             stop,
             printer_thread: Some(printer_thread),
         })
@@ -190,11 +170,6 @@ impl LineEditor {
     pub async fn next(&mut self) -> Input {
         let input = self.inputs.recv().await;
         input.unwrap_or_else(|| Input::Failed("the line editor stopped".to_owned()))
-    }
-
-    /// Approval keys answer at once while `pending`.
-    pub fn set_approval_pending(&self, pending: bool) {
-        self.approval_pending.store(pending, Ordering::Relaxed);
     }
 
     /// Print text above the line being edited: it should end with a newline (rustyline adds
@@ -263,17 +238,12 @@ fn read_one(
     editor: &mut Editor<ChatHelper, FileHistory>,
     prompt: &str,
     follow_up: &AtomicBool,
-    approval_key: &AtomicU8,
 ) -> Input {
     follow_up.store(false, Ordering::Relaxed);
-    approval_key.store(0, Ordering::Relaxed);
     match editor.readline(prompt) {
-        Ok(text) => match approval_key.swap(0, Ordering::Relaxed) {
-            0 => Input::Line {
-                text,
-                follow_up: follow_up.swap(false, Ordering::Relaxed),
-            },
-            key => Input::Key(key),
+        Ok(text) => Input::Line {
+            text,
+            follow_up: follow_up.swap(false, Ordering::Relaxed),
         },
         Err(ReadlineError::Interrupted) => Input::Interrupt,
         Err(ReadlineError::Eof) => Input::Eof,
@@ -324,28 +294,6 @@ struct FollowUpEnter {
 impl ConditionalEventHandler for FollowUpEnter {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
         self.follow_up.store(true, Ordering::Relaxed);
-        self.ended.end(ctx);
-        Some(Cmd::AcceptLine)
-    }
-}
-
-/// An approval key on an empty line while a prompt waits: accept at once, remembering the key.
-struct ApprovalKey {
-    pending: Arc<AtomicBool>,
-    pressed: Arc<AtomicU8>,
-    ended: LineEnds,
-}
-
-impl ConditionalEventHandler for ApprovalKey {
-    fn handle(&self, event: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
-        if !self.pending.load(Ordering::Relaxed) || !ctx.line().is_empty() {
-            return None;
-        }
-        let KeyEvent(KeyCode::Char(key), _) = event.get(0)? else {
-            return None;
-        };
-        let key = u8::try_from(u32::from(*key)).ok()?;
-        self.pressed.store(key, Ordering::Relaxed);
         self.ended.end(ctx);
         Some(Cmd::AcceptLine)
     }

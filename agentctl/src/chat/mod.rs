@@ -291,10 +291,6 @@ impl Chat {
             Input::Failed(err) => Err(CommandError::failed(format!(
                 "agentctl chat cannot read the terminal: {err}"
             ))),
-            Input::Key(key) => {
-                self.on_key(key).await;
-                Ok(Next::Continue)
-            }
             Input::Line { text, follow_up } => {
                 // The editor erased the line it read: it stays on the screen as a line of
                 // ours, above the live area.
@@ -385,7 +381,6 @@ impl Chat {
         if run.renderer.exit_code().is_some() {
             let outputs = run.renderer.finish();
             self.run = None;
-            self.editor.set_approval_pending(false);
             // The live area goes in the message that writes the after-run line.
             self.live.push(outputs);
             self.live.end_line();
