@@ -299,13 +299,14 @@ async fn chat_continues_the_newest_session_of_the_directory_or_a_given_one() {
     let session = session_on_screen(&first.screen());
 
     let mut again = start_chat(&env, &["chat", "-c"]).await;
+    // Resumed: named by its first prompt, and its last turn shown again.
+    again
+        .expect(&format!("session {session} · mock-model · bypass · first"))
+        .await;
+    again.expect("› first").await;
+    again.expect("First answer.").await;
     again.send("second\r");
     again.expect("Second answer.").await;
-    assert!(
-        again
-            .screen()
-            .contains(&format!("session {session} · mock-model"))
-    );
     again.send("/quit\r");
     assert_eq!(again.wait().await.code(), Some(0));
 

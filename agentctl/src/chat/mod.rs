@@ -13,6 +13,7 @@ mod live;
 mod local;
 mod printer;
 mod reconnect;
+mod replay;
 mod rewind;
 mod session;
 
@@ -215,15 +216,21 @@ impl Chat {
         ))
         .await;
         if let Some(info) = session {
-            let title = info.title.as_deref().unwrap_or("(untitled)");
+            // Untitled: its first prompt names it.
+            let title = info
+                .title
+                .clone()
+                .or_else(|| info.preview.clone())
+                .unwrap_or_else(|| "(no prompt yet)".to_owned());
             self.say(&format!(
                 "session {} · {} · {} · {}",
                 info.session_id,
                 info.model,
                 info.permission_mode.as_str(),
-                one_line(title)
+                one_line(&title)
             ))
             .await;
+            self.replay_last_turns(&info.session_id).await;
             self.attach(&info.session_id, info.last_seq).await?;
             // A run already going is shown from here on, and typed lines steer it.
             if let (SessionStatus::Running, Some(run_id)) = (info.status, info.run_id) {
@@ -534,6 +541,25 @@ impl Chat {
 
     /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
     /// title, a command to approve, an error), so it is neutralised like the renderer's text.
+    /// A resumed session's last turns, shown before its new events.
+    async fn replay_last_turns(&mut self, session_id: &str) {
+        let params = protocol::session::SessionGetParams {
+            session_id: session_id.to_owned(),
+            include_history: true,
+        };
+        let got = self
+            .connection
+            .request::<protocol::methods::SessionGet>(&params)
+            .await;
+        if let Ok(got) = got {
+            let shown =
+                replay::last_turns(got.history.as_deref().unwrap_or(&[]), replay::TURNS_SHOWN);
+            if !shown.is_empty() {
+                self.say(shown.trim_end()).await;
+            }
+        }
+    }
+
     async fn say(&mut self, line: &str) {
         self.live.note(&neutralise(line));
         self.refresh().await;

@@ -60,6 +60,7 @@ pub async fn list(
     if let Some(cwd) = &wanted_cwd {
         sessions.retain(|session| &session.cwd == cwd);
     }
+    last_used_first(&mut sessions);
     if let Some(limit) = limit {
         sessions.truncate(limit);
     }
@@ -99,6 +100,12 @@ pub async fn fork(
         crate::say_raw!("{}\n", result.session_id);
     }
     Ok(())
+}
+
+/// Last used first, as AGE reads (the daemon lists them newest created first). The daemon's
+/// RFC 3339 times (UTC, whole seconds) sort as text; ties keep the daemon's order.
+fn last_used_first(sessions: &mut [SessionInfo]) {
+    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
 }
 
 /// `agentctl sessions show ID`: the session's details and its history.
@@ -361,6 +368,24 @@ mod tests {
             cost_usd: None,
             forked_from: None,
         }
+    }
+
+    #[test]
+    fn the_last_used_session_comes_first_and_ties_keep_the_daemons_order() {
+        let at = |id: &str, updated: &str| {
+            let mut session = info(id, None, SessionStatus::Idle);
+            session.updated_at = updated.to_owned();
+            session
+        };
+        // The daemon's order: newest created first.
+        let mut sessions = vec![
+            at("ses_new", "2026-11-30T09:00:00Z"),
+            at("ses_tie", "2026-11-30T09:00:00Z"),
+            at("ses_old_but_used", "2026-12-01T08:00:00Z"),
+        ];
+        last_used_first(&mut sessions);
+        let order: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
+        assert_eq!(order, ["ses_old_but_used", "ses_new", "ses_tie"]);
     }
 
     #[test]

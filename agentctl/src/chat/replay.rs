@@ -1,0 +1,154 @@
+//! What a resumed chat shows first: the session's last turns (bounded), as the chat showed
+//! them live: the prompt after `› `, the answer, each tool call and its result's first line.
+
+use protocol::session::HistoryMessage;
+
+use crate::render::one_line;
+
+/// User turns a resumed chat shows.
+pub const TURNS_SHOWN: usize = 2;
+/// Lines of one message shown; the rest is summed up.
+const LINES_PER_MESSAGE: usize = 20;
+
+/// The last `turns` user turns of `history` and what followed them, bounded, one string.
+pub fn last_turns(history: &[HistoryMessage], turns: usize) -> String {
+    let starts: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| matches!(message, HistoryMessage::User { .. }))
+        .map(|(index, _)| index)
+        .collect();
+    let Some(&from) = starts
+        .len()
+        .checked_sub(turns)
+        .and_then(|at| starts.get(at))
+        .or(starts.first())
+    else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if from > 0 {
+        out.push_str(&format!(
+            "(… {from} earlier messages: `agentctl sessions show` has them all)\n"
+        ));
+    }
+    for message in &history[from..] {
+        match message {
+            HistoryMessage::User { content } => {
+                out.push_str(&bounded(content, "› "));
+            }
+            HistoryMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.trim().is_empty() {
+                    out.push_str(&bounded(content, ""));
+                }
+                for call in tool_calls {
+                    out.push_str(&format!(
+                        "  [{}] {}\n",
+                        call.name,
+                        one_line(&call.arguments)
+                    ));
+                }
+            }
+            HistoryMessage::Tool {
+                tool_name,
+                content,
+                is_error,
+                ..
+            } => {
+                let mark = if *is_error { "✗" } else { "✓" };
+                let first = content
+                    .lines()
+                    .find(|line| !line.trim().is_empty())
+                    .unwrap_or("");
+                out.push_str(&format!("  {mark} {tool_name}: {}\n", one_line(first)));
+            }
+        }
+    }
+    out
+}
+
+/// `text` with `prefix` on its first line, at most `LINES_PER_MESSAGE` lines.
+fn bounded(text: &str, prefix: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut out = String::new();
+    for (index, line) in lines.iter().take(LINES_PER_MESSAGE).enumerate() {
+        out.push_str(if index == 0 { prefix } else { "" });
+        out.push_str(line);
+        out.push('\n');
+    }
+    if lines.len() > LINES_PER_MESSAGE {
+        out.push_str(&format!(
+            "(… {} more lines)\n",
+            lines.len() - LINES_PER_MESSAGE
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::event::ToolCallInfo;
+
+    fn user(text: &str) -> HistoryMessage {
+        HistoryMessage::User {
+            content: text.to_owned(),
+        }
+    }
+
+    fn assistant(text: &str) -> HistoryMessage {
+        HistoryMessage::Assistant {
+            content: text.to_owned(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_last_turns_are_shown_with_their_tools_and_the_rest_is_counted() {
+        let history = vec![
+            user("first"),
+            assistant("one"),
+            user("second"),
+            HistoryMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCallInfo {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\":\"a.txt\"}".into(),
+                }],
+            },
+            HistoryMessage::Tool {
+                tool_call_id: "c1".into(),
+                tool_name: "read_file".into(),
+                content: "\nalpha\nbeta".into(),
+                is_error: false,
+            },
+            assistant("it says alpha"),
+            user("third"),
+            assistant("three"),
+        ];
+        let shown = last_turns(&history, 2);
+        assert_eq!(
+            shown,
+            "(… 2 earlier messages: `agentctl sessions show` has them all)\n\
+             › second\n  [read_file] {\"path\":\"a.txt\"}\n  ✓ read_file: alpha\nit says alpha\n\
+             › third\nthree\n"
+        );
+        assert_eq!(last_turns(&history[..2], 2), "› first\none\n");
+        assert_eq!(last_turns(&[], 2), "");
+    }
+
+    #[test]
+    fn a_long_message_is_cut_to_its_first_lines() {
+        let long = (0..30)
+            .map(|n| format!("line {n}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let shown = last_turns(&[user("q"), assistant(&long)], 1);
+        assert!(shown.contains("line 19\n(… 10 more lines)\n"), "{shown}");
+        assert!(!shown.contains("line 20"));
+    }
+}
