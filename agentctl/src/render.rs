@@ -292,6 +292,7 @@ mod draw;
 mod events;
 mod lines;
 mod mcp;
+mod preview;
 mod restart;
 mod style;
 mod summary;

@@ -298,7 +298,9 @@ async fn chat_continues_the_newest_session_of_the_directory_or_a_given_one() {
     assert_eq!(first.wait().await.code(), Some(0));
     let session = session_on_screen(&first.screen());
 
-    let mut again = start_chat(&env, &["chat", "-c"]).await;
+    let mut command = env.agentctl();
+    command.args(["chat", "-c"]);
+    let mut again = Pty::spawn(command, COLS, ROWS);
     // Resumed: named by its first prompt, and its last turn shown again.
     again
         .expect(&format!("session {session} · mock-model · bypass · first"))

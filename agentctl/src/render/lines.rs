@@ -130,12 +130,23 @@ impl Renderer {
             } else {
                 ("✓", Style::Good)
             };
-            let text = neutralise(&format!("{label} ({duration}){error}")).into_owned();
+            // The result's first rows follow (the error's too): the line names the call.
+            let text = neutralise(&format!("{label} ({duration})")).into_owned();
             let text = truncate_to_width(&text, width.saturating_sub(3));
-            let line = format!("{} {text}", paint(self.options.color, style, mark));
+            let mut line = format!("{} {text}\n", paint(self.options.color, style, mark));
+            let max_rows = if is_error {
+                super::preview::ERROR_ROWS
+            } else {
+                super::preview::RESULT_ROWS
+            };
+            let shown = neutralise(output);
+            for row in super::preview::rows(&shown, self.options.width.unwrap_or(100), max_rows) {
+                line.push_str(&paint(self.options.color, Style::Dim, &row));
+                line.push('\n');
+            }
             self.clear_spinner(out);
             let lead = if self.stdout_line_open { "\n" } else { "" };
-            out.push(Output::Stderr(format!("{lead}{line}\n")));
+            out.push(Output::Stderr(format!("{lead}{line}")));
             self.draw_spinner(out);
         } else {
             let verb = if is_error { "failed" } else { "done" };

@@ -39,7 +39,9 @@ fn tool_spinner_on_a_tty_is_replaced_by_a_result_line() {
     );
     h.send(tool_completed(RUN, "c1", "run_shell", false, 40));
     assert!(
-        h.stderr.ends_with("\r\x1b[2K✓ run_shell: ls (40 ms)\n"),
+        // The result's first rows under it.
+        h.stderr
+            .ends_with("\r\x1b[2K✓ run_shell: ls (40 ms)\n  │ ok\n"),
         "{:?}",
         h.stderr
     );
@@ -64,8 +66,9 @@ fn parallel_tools_on_a_tty_show_how_many_more_run() {
     );
     h.send(tool_completed(RUN, "c1", "read_file", true, 3));
     assert!(
-        h.stderr
-            .ends_with("✗ read_file: a (3 ms): no such file …\n\r\x1b[2K⠋ read_file: b"),
+        h.stderr.ends_with(
+            "✗ read_file: a (3 ms)\n  │ no such file\n  │ more\n\r\x1b[2K⠋ read_file: b"
+        ),
         "{:?}",
         h.stderr
     );
