@@ -97,20 +97,36 @@ pub struct AgentDefinition {
     /// A permission mode name of ours (None: the parent's); the reference's names are mapped
     /// (`alwaysConfirm` → `default`, `confirmRisky` → `acceptEdits`, `neverConfirm` → `bypass`).
     pub permission_mode: Option<String>,
-    /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
-    /// parent's servers.
-    pub(crate) mcp_servers: Option<agentd_core::frontmatter::Value>,
+    /// `mcpServers`: the servers a child run as this agent gets instead of its parent's
+    /// (None: the parent's).
+    pub mcp_servers: Option<AgentMcpServers>,
     /// `hooks` as written: Claude Code's hooks shape as a JSON text (the frontmatter holds no
     /// nested mappings), active while this subagent runs (`agentd_agent::hooks`).
     pub hooks: Option<String>,
-    /// The trust digest (`agentd_policy::trust::digest`) of the file text `hooks` was read
-    /// from: a project definition's hooks run only while trust pins that content.
+    /// The trust digest (`agentd_policy::trust::digest`) of the file text `hooks` and inline
+    /// `mcpServers` were read from: a project definition's hooks run, and its inline servers
+    /// start, only while trust pins that content.
     pub hooks_digest: Option<String>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
     pub read_only: bool,
+    /// What of the file is not used (a key agentd does not read, a bad `mcpServers` item):
+    /// the definition is used without it.
+    pub warnings: Vec<String>,
     pub source: AgentSource,
+}
+
+/// A definition's `mcpServers`, Claude Code's shape: a list whose items name a server (of the
+/// user's config.toml, the project's `.mcp.json` or the parent's session) or define one
+/// (a JSON object `{"name": {"command": …}}` in one item, as the frontmatter holds no nested
+/// mappings), or one JSON object of servers by name (the `.mcp.json` shape).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentMcpServers {
+    /// Servers named, in the order written.
+    pub names: Vec<String>,
+    /// Servers defined in the file, by name, as written (the `.mcp.json` entry shape).
+    pub inline: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A definition file that could not be used.
@@ -339,6 +355,7 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
         hooks_digest: None,
         background: false,
         read_only: false,
+        warnings: Vec::new(),
         source: AgentSource::BuiltIn,
     };
     let general = base(
@@ -428,7 +445,11 @@ fn read_definition(
     let document =
         agentd_core::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
     let mut definition = parse_definition(&document, path, source, limits)?;
-    if definition.hooks.is_some() {
+    let inline_servers = definition
+        .mcp_servers
+        .as_ref()
+        .is_some_and(|servers| !servers.inline.is_empty());
+    if definition.hooks.is_some() || inline_servers {
         definition.hooks_digest = Some(agentd_policy::trust::digest(&text));
     }
     Ok(definition)

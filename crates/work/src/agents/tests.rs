@@ -74,9 +74,13 @@ fn claude_code_spelling() {
     assert_eq!(agent.permission_mode.as_deref(), Some("acceptEdits"));
     assert_eq!(
         agent.mcp_servers,
-        Some(agentd_core::frontmatter::Value::List(vec!["github".into()]))
+        Some(AgentMcpServers {
+            names: vec!["github".into()],
+            inline: Default::default(),
+        })
     );
     assert!(agent.background);
+    assert_eq!(agent.warnings, Vec::<String>::new());
     assert_eq!(agent.skills, vec!["pdf".to_owned(), "review".to_owned()]);
 }
 
@@ -112,6 +116,97 @@ fn reference_spelling() {
         .unwrap();
         assert_eq!(agent.permission_mode.as_deref(), Some(ours));
     }
+}
+
+#[test]
+fn every_key_and_mode_in_either_spelling() {
+    let tree = tree();
+    for (theirs, ours) in [
+        ("always_confirm", "default"),
+        ("confirm_risky", "acceptEdits"),
+        ("never_confirm", "bypass"),
+        ("acceptEdits", "acceptEdits"),
+        ("accept_edits", "acceptEdits"),
+        ("bypassPermissions", "bypass"),
+        ("bypass_permissions", "bypass"),
+        ("dontAsk", "default"),
+        ("plan", "plan"),
+    ] {
+        for key in ["permission_mode", "permissionMode"] {
+            let agent = only(
+                &tree,
+                "x.md",
+                &format!("---\nname: x\ndescription: d\n{key}: {theirs}\n---\n"),
+            )
+            .unwrap_or_else(|err| panic!("{key}: {theirs}: {err}"));
+            assert_eq!(agent.permission_mode.as_deref(), Some(ours), "{theirs}");
+        }
+    }
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmax_turns: 4\nmax_budget_usd: 1\nmax_tokens: 9\ndisallowedTools: Bash\nmcp_servers: github, fs\n---\n",
+    )
+    .unwrap();
+    assert_eq!(agent.max_turns, Some(4));
+    assert_eq!(agent.max_budget_usd, Some(1.0));
+    assert_eq!(agent.max_tokens, Some(9));
+    assert_eq!(agent.disallowed_tools, vec!["run_shell".to_owned()]);
+    assert_eq!(
+        agent.mcp_servers.map(|servers| servers.names),
+        Some(vec!["github".to_owned(), "fs".to_owned()])
+    );
+}
+
+#[test]
+fn keys_not_used_are_warnings_that_name_them() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\ncolor: blue\neffort: high\ncondenser: none\nfavourite_food: soup\n---\nbody",
+    )
+    .unwrap();
+    assert_eq!(agent.warnings.len(), 4, "{:?}", agent.warnings);
+    for key in ["color", "effort", "condenser", "favourite_food"] {
+        assert!(
+            agent.warnings.iter().any(|warning| warning.contains(&format!("`{key}`"))),
+            "{key}: {:?}",
+            agent.warnings
+        );
+    }
+    assert!(agent.warnings[3].contains("not a key agentd knows"), "{:?}", agent.warnings);
+}
+
+#[test]
+fn inline_mcp_servers_are_json_items() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmcpServers:\n  - github\n  - '{\"fs\": {\"command\": \"node\", \"args\": [\"fs.js\"]}}'\n  - '{oops'\n---\n",
+    )
+    .unwrap();
+    let servers = agent.mcp_servers.clone().unwrap();
+    assert_eq!(servers.names, vec!["github".to_owned()]);
+    assert_eq!(
+        servers.inline.get("fs"),
+        Some(&serde_json::json!({"command": "node", "args": ["fs.js"]}))
+    );
+    assert_eq!(agent.warnings.len(), 1, "{:?}", agent.warnings);
+    assert!(agent.warnings[0].contains("{oops"), "{:?}", agent.warnings);
+    // Inline servers are pinned by trust like hooks: the digest of the file is kept.
+    assert!(agent.hooks_digest.is_some());
+    let agent = only(
+        &tree,
+        "y.md",
+        "---\nname: y\ndescription: d\nmcp_config: '{\"mcpServers\": {\"fs\": {\"command\": \"node\"}}}'\n---\n",
+    )
+    .unwrap();
+    assert_eq!(
+        agent.mcp_servers.unwrap().inline.keys().collect::<Vec<_>>(),
+        vec!["fs"]
+    );
 }
 
 #[test]
