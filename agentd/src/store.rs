@@ -73,6 +73,10 @@ pub struct SessionHeader {
     /// array; Null: none): resolved again whenever the session resolves its servers.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub mcp_servers: serde_json::Value,
+    /// A session run as an agent whose definition lists `mcpServers`: only those servers
+    /// (frozen at creation). None: the servers of `mcp_servers`, the user and the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_mcp: Option<crate::session::subagent::ChildMcpServers>,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

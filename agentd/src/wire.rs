@@ -56,6 +56,7 @@ pub fn agent_info(agent: &agentd_work::agents::AgentDefinition) -> protocol::age
         model: agent.model.clone(),
         read_only: agent.read_only,
         background: agent.background,
+        warnings: agent.warnings.clone(),
     }
 }
 

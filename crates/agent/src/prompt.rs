@@ -27,6 +27,17 @@ over rewriting whole files.
 /// (reads notes files): call from `spawn_blocking` or before serving.
 pub fn build(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
     let mut prompt = String::from(BASE_INSTRUCTIONS);
+    prompt.push_str(&context_sections(cwd, date, user_notes));
+    prompt
+}
+
+/// What a session in `cwd` knows of where it works: the environment block (OS, shell,
+/// workspace, date), the user's notes and the project's notes (outermost first), each section
+/// led by a blank line. A top-level session's prompt has it after the instructions, a
+/// subagent's after its definition's body, so a child knows what its parent knows of the
+/// place. Blocking (reads notes files).
+pub fn context_sections(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
+    let mut prompt = String::new();
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     prompt.push_str("\n\n<environment>\n");
     prompt.push_str(&format!(

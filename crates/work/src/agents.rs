@@ -238,11 +238,13 @@ pub fn mode_within(
     Ok(wanted.into())
 }
 
-/// The system prompt of a session run as `definition`: its body, then the catalogue of the
-/// skills it declares (those `skills` holds; an unknown name is left out). Never the parent's
-/// prompt, memory or agents catalogue.
+/// The system prompt of a session run as `definition`: its body, then `context` (the
+/// environment block and the notes its parent also has, `agentd_agent::prompt::context_sections`),
+/// then the catalogue of the skills it declares (those `skills` holds; an unknown name is left
+/// out). Never the parent's instructions, memory or agents catalogue.
 pub fn child_system_prompt(
     definition: &AgentDefinition,
+    context: &str,
     skills: &agentd_knowledge::skills::Catalogue,
 ) -> String {
     let declared: Vec<agentd_knowledge::skills::Skill> = skills
@@ -251,7 +253,8 @@ pub fn child_system_prompt(
         .filter(|skill| definition.skills.contains(&skill.name))
         .cloned()
         .collect();
-    let mut prompt = definition.body.clone();
+    let mut prompt = definition.body.trim_end().to_owned();
+    prompt.push_str(context);
     prompt.push_str(&agentd_knowledge::skills::skills_section(&declared));
     prompt
 }
@@ -453,6 +456,16 @@ fn read_definition(
         definition.hooks_digest = Some(agentd_policy::trust::digest(&text));
     }
     Ok(definition)
+}
+
+/// The servers a definition's text defines inline in its `mcpServers` (trust pins them), by
+/// name; none when the frontmatter cannot be read.
+pub fn inline_mcp_servers(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    agentd_core::frontmatter::parse(text)
+        .ok()
+        .and_then(|document| parse::mcp_servers_of(&document))
+        .map(|servers| servers.inline)
+        .unwrap_or_default()
 }
 
 mod parse;

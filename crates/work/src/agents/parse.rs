@@ -210,6 +210,16 @@ pub(super) fn parse_definition(
     })
 }
 
+/// The `mcpServers` of `document` (any spelling), warnings dropped: what trust review shows.
+pub(crate) fn mcp_servers_of(document: &Document<'_>) -> Option<AgentMcpServers> {
+    let value = document
+        .fields
+        .iter()
+        .find(|(name, _)| ["mcpservers", "mcpconfig"].contains(&folded(name).as_str()))
+        .map(|(_, value)| value)?;
+    Some(mcp_servers(value, &mut Vec::new()))
+}
+
 /// `mcpServers` as written: names, and servers defined inline as JSON objects (a list item
 /// each, or one object of them all); what cannot be read is a warning.
 fn mcp_servers(value: &Value, warnings: &mut Vec<String>) -> AgentMcpServers {

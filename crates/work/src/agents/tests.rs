@@ -360,9 +360,13 @@ fn child_prompt_is_the_body_and_declared_skills() {
         }],
         warnings: Vec::new(),
     };
-    assert_eq!(child_system_prompt(&agent, &skills), "Body.");
+    assert_eq!(child_system_prompt(&agent, "", &skills), "Body.");
+    assert_eq!(
+        child_system_prompt(&agent, "\n\n<environment>", &skills),
+        "Body.\n\n<environment>"
+    );
     agent.skills = vec!["pdf".into(), "unknown".into()];
-    let prompt = child_system_prompt(&agent, &skills);
+    let prompt = child_system_prompt(&agent, "", &skills);
     assert!(
         prompt.starts_with("Body.\n\n<available_skills>"),
         "{prompt}"
