@@ -20,6 +20,7 @@ macro_rules! both_formats {
 
 mod acp_bridge;
 mod agents_defs;
+mod agents_elsewhere;
 mod approvals;
 mod approvals_cli;
 mod approvals_deny_always;
