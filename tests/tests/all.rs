@@ -35,6 +35,7 @@ mod commands;
 mod config_live;
 mod context_compact;
 mod context_memory;
+mod context_memory_scope;
 mod context_skills;
 mod daemon;
 mod daily_cli;
