@@ -440,11 +440,7 @@ fn memory_limits_are_read_and_bounded() {
         set.memory.limits.user_chars,
         agentd_knowledge::memory::DEFAULT_USER_CHARS
     );
-    let set = load_with(
-        Some("[memory]\nenabled = false\nscope = \"user\"\n"),
-        &[],
-    )
-    .unwrap();
+    let set = load_with(Some("[memory]\nenabled = false\nscope = \"user\"\n"), &[]).unwrap();
     assert!(set.memory.disabled);
     assert_eq!(set.memory.scope, agentd_knowledge::memory::Scope::User);
     for (text, expected) in [
@@ -454,7 +450,10 @@ fn memory_limits_are_read_and_bounded() {
             "memory.memory_chars = 100001 is too large (at most 100000 characters)",
         ),
         ("chars = 5", "unknown field `chars`"),
-        ("scope = \"global\"", "memory.scope = \"global\" is not a scope"),
+        (
+            "scope = \"global\"",
+            "memory.scope = \"global\" is not a scope",
+        ),
     ] {
         let error = load_with(Some(&format!("[memory]\n{text}\n")), &[])
             .unwrap_err()

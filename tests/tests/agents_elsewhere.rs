@@ -109,17 +109,25 @@ async fn a_definition_in_the_notes_spelling_runs_with_its_own_servers_notes_and_
     assert_eq!(requests.len(), 3, "parent, child, parent");
     let parent_tools = request_tool_names(Format::OpenAi, &requests[0]);
     assert!(
-        parent_tools.iter().any(|tool| tool == "mcp__everything__echo")
-            && parent_tools.iter().any(|tool| tool.starts_with("mcp__time__")),
+        parent_tools
+            .iter()
+            .any(|tool| tool == "mcp__everything__echo")
+            && parent_tools
+                .iter()
+                .any(|tool| tool.starts_with("mcp__time__")),
         "the parent has both servers: {parent_tools:?}"
     );
     let child_tools = request_tool_names(Format::OpenAi, &requests[1]);
     assert!(
-        child_tools.iter().any(|tool| tool.starts_with("mcp__time__")),
+        child_tools
+            .iter()
+            .any(|tool| tool.starts_with("mcp__time__")),
         "the child has the server its definition names: {child_tools:?}"
     );
     assert!(
-        !child_tools.iter().any(|tool| tool.starts_with("mcp__everything__")),
+        !child_tools
+            .iter()
+            .any(|tool| tool.starts_with("mcp__everything__")),
         "and not the parent's others: {child_tools:?}"
     );
 
@@ -185,12 +193,14 @@ async fn a_definition_in_the_notes_spelling_runs_with_its_own_servers_notes_and_
 async fn a_project_definitions_inline_server_starts_only_once_trust_pins_it() {
     let s = Scenario::start_with(Format::OpenAi, "[mcp]\nstartup_grace_secs = 60\n").await;
     let cwd = s.workspace().canonicalize().unwrap();
+    // Claude Code's shape: the server as nested YAML under its name.
     let time = time_stdio();
-    let inline = json!({"clock": {"command": time.command, "args": time.args}}).to_string();
+    let args = serde_json::to_string(&time.args).unwrap();
+    let command = serde_json::to_string(&time.command).unwrap();
     write(
         &cwd.join(".agents/agents/clock.md"),
         &format!(
-            "---\nname: clock\ndescription: Has a clock\nmcpServers:\n  - '{inline}'\n---\nYou read the clock.\n"
+            "---\nname: clock\ndescription: Has a clock\nmcpServers:\n  - clock:\n      type: stdio\n      command: {command}\n      args: {args}\n---\nYou read the clock.\n"
         ),
     );
     let delegate = |call: &str| {
@@ -209,21 +219,21 @@ async fn a_project_definitions_inline_server_starts_only_once_trust_pins_it() {
     assert_eq!(task_output(&events), ("read it".to_owned(), false));
     let child_tools = request_tool_names(Format::OpenAi, &s.mock.requests()[1]);
     assert!(
-        !child_tools.iter().any(|tool| tool.starts_with("mcp__clock__")),
+        !child_tools
+            .iter()
+            .any(|tool| tool.starts_with("mcp__clock__")),
         "an untrusted project's inline server does not start: {child_tools:?}"
     );
     let (_, warnings) = child_of(&s, &events);
     assert!(
-        warnings.iter().any(|warning| warning.contains("agent `clock` defines (clock) do not start")
+        warnings.iter().any(|warning| warning
+            .contains("agent `clock` defines (clock) do not start")
             && warning.contains("agentctl trust")),
         "{warnings:?}"
     );
 
     client
-        .request(
-            "project/trust",
-            json!({"path": cwd.display().to_string()}),
-        )
+        .request("project/trust", json!({"path": cwd.display().to_string()}))
         .await
         .unwrap();
     delegate("call_2");
@@ -231,7 +241,9 @@ async fn a_project_definitions_inline_server_starts_only_once_trust_pins_it() {
     client.events_until_run_finished().await;
     let child_tools = request_tool_names(Format::OpenAi, &s.mock.requests()[4]);
     assert!(
-        child_tools.iter().any(|tool| tool.starts_with("mcp__clock__")),
+        child_tools
+            .iter()
+            .any(|tool| tool.starts_with("mcp__clock__")),
         "once trusted, the child has its definition's server: {child_tools:?}"
     );
 }

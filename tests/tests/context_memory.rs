@@ -102,7 +102,10 @@ async fn the_memory_tool_saves_without_asking_and_memory_get_shows_it(format: Fo
         "{out}"
     );
     assert!(
-        out.contains(&format!("MEMORY.md  project {}  27/2,200 chars", workspace.display())),
+        out.contains(&format!(
+            "MEMORY.md  project {}  27/2,200 chars",
+            workspace.display()
+        )),
         "{out}"
     );
     assert!(

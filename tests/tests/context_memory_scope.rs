@@ -48,7 +48,8 @@ async fn run_in(s: &Scenario, cwd: &Path, prompt: &str) {
 /// session each: the system prompts of their first requests.
 async fn saved_in_one_then_seen(s: &Scenario) -> (String, String) {
     let (one, two) = two_projects(s);
-    s.mock.push(add("m1", "memory", "ONE-FACT builds with make"));
+    s.mock
+        .push(add("m1", "memory", "ONE-FACT builds with make"));
     s.mock.push(add("m2", "user", "USER-FACT prefers tabs"));
     s.mock.push(Reply::text("saved"));
     run_in(s, &one.join("src"), "remember").await;
@@ -80,11 +81,17 @@ async fn two_projects_keep_separate_memories_and_share_the_users_profile() {
     // memory/get says whose each store is.
     let mut client = s.client().await;
     let got = client
-        .request("memory/get", json!({"cwd": one.join("src").display().to_string()}))
+        .request(
+            "memory/get",
+            json!({"cwd": one.join("src").display().to_string()}),
+        )
         .await
         .unwrap();
     assert_eq!(got["memory"]["projectRoot"], one.display().to_string());
-    assert_eq!(got["memory"]["entries"], json!(["ONE-FACT builds with make"]));
+    assert_eq!(
+        got["memory"]["entries"],
+        json!(["ONE-FACT builds with make"])
+    );
     let other = client
         .request("memory/get", json!({"cwd": two.display().to_string()}))
         .await

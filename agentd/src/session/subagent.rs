@@ -513,7 +513,10 @@ impl SessionManager {
         match seed {
             Some(messages) => self.add_seeded(header, messages).await,
             // What of the definition is not used: warnings of the child's log.
-            None => self.add_session(header, definition_warnings(definition)).await,
+            None => {
+                self.add_session(header, definition_warnings(definition))
+                    .await
+            }
         }
     }
 }

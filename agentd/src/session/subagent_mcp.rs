@@ -134,7 +134,13 @@ impl ChildMcpServers {
             .servers
             .into_iter()
             .map(|config| (config, true))
-            .chain(inline.set.disabled.into_iter().map(|config| (config, false)))
+            .chain(
+                inline
+                    .set
+                    .disabled
+                    .into_iter()
+                    .map(|config| (config, false)),
+            )
             .filter(|(config, _)| defined(config))
         {
             if let Some(file) = &self.project_file {

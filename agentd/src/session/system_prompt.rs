@@ -88,8 +88,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         let definition = agents
             .get(agent_type)
             .ok_or_else(|| agents.unknown(agent_type))?;
-        let context =
-            agentd_agent::prompt::context_sections(cwd, date, Some(&sources.user_notes));
+        let context = agentd_agent::prompt::context_sections(cwd, date, Some(&sources.user_notes));
         let mut system_prompt =
             agentd_work::agents::child_system_prompt(definition, &context, &skills);
         if let Some(append) = &sources.append {

@@ -185,7 +185,10 @@ pub fn memory_section(snapshot: &agentd_knowledge::memory::MemorySnapshot) -> St
          their environment, project conventions.",
     );
     // Whose notes they are: the model saves a project's conventions in its own store.
-    match (&snapshot.memory.location.scope, &snapshot.memory.location.project_root) {
+    match (
+        &snapshot.memory.location.scope,
+        &snapshot.memory.location.project_root,
+    ) {
         (Scope::Project, Some(root)) => section.push_str(&format!(
             "\nMEMORY.md is this project's ({}): other projects do not see it. USER.md is the \
              user's, seen in every project.",
@@ -245,7 +248,8 @@ mod tests {
             scope: agentd_knowledge::memory::Scope::User,
             ..Default::default()
         };
-        let stores = agentd_knowledge::memory::MemoryStores::new(data.path(), data.path(), settings);
+        let stores =
+            agentd_knowledge::memory::MemoryStores::new(data.path(), data.path(), settings);
         let section = memory_section(&stores.snapshot(work.path()));
         assert!(section.contains("Both stores are the user's"), "{section}");
         assert!(

@@ -468,6 +468,21 @@ pub fn inline_mcp_servers(text: &str) -> serde_json::Map<String, serde_json::Val
         .unwrap_or_default()
 }
 
+/// The items of a nested list field as texts (a string as it is, anything else as JSON).
+pub(crate) fn strings_of(value: &serde_json::Value) -> Vec<String> {
+    let items = match value {
+        serde_json::Value::Array(items) => items.as_slice(),
+        other => std::slice::from_ref(other),
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
 mod parse;
 use parse::parse_definition;
 pub(crate) use parse::tool_name;

@@ -75,7 +75,8 @@ fn describe_settings(file: &FoundFile, described: &mut ProjectFile) {
     described.hooks = hooks_of(file);
 }
 
-/// An agent definition: trust pins it for the `hooks` of its frontmatter (a JSON text) and the
+/// An agent definition: trust pins it for the `hooks` of its frontmatter (a JSON text or
+/// nested YAML) and the
 /// servers its `mcpServers` defines inline; the rest of it applies without trust.
 fn describe_definition(file: &FoundFile, described: &mut ProjectFile) {
     let inline = agentd_work::agents::inline_mcp_servers(&file.text);
@@ -95,8 +96,13 @@ fn describe_definition(file: &FoundFile, described: &mut ProjectFile) {
         }
     };
     let hooks = document.fields.iter().find(|(name, _)| name == "hooks");
-    let Some((_, agentd_core::frontmatter::Value::Text(text))) = hooks else {
-        return;
+    let text = match hooks {
+        Some((_, agentd_core::frontmatter::Value::Text(text))) => text,
+        Some((_, agentd_core::frontmatter::Value::Nested(value))) => {
+            described.hooks = Some(value.clone());
+            return;
+        }
+        _ => return,
     };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => described.hooks = Some(value),

@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use entries::Applied;
-use location::usable;
 pub use entries::{DELIMITER, Edit, Entries, usage_text};
 pub use location::Location;
+use location::usable;
 
 /// Default limit of `MEMORY.md` in characters (delimiters included): enough for a few dozen
 /// facts, small enough to sit in every request.

@@ -290,7 +290,11 @@ async fn by_default_each_project_root_keeps_its_own_memory_in_the_state_dir() {
     std::fs::create_dir_all(one.join("crates/a")).unwrap();
     let stores = MemoryStores::new(data.path(), state.path(), MemorySettings::default());
     stores
-        .edit(one.join("crates/a"), MemoryTarget::Memory, add_entry("one uses make"))
+        .edit(
+            one.join("crates/a"),
+            MemoryTarget::Memory,
+            add_entry("one uses make"),
+        )
         .await
         .unwrap();
     stores
@@ -301,12 +305,21 @@ async fn by_default_each_project_root_keeps_its_own_memory_in_the_state_dir() {
     let snapshot = stores.snapshot(&one);
     assert_eq!(snapshot.memory.entries.as_slice(), ["one uses make"]);
     assert_eq!(snapshot.memory.location.scope, Scope::Project);
-    assert_eq!(snapshot.memory.location.project_root.as_deref(), Some(one.as_path()));
+    assert_eq!(
+        snapshot.memory.location.project_root.as_deref(),
+        Some(one.as_path())
+    );
     assert!(!snapshot.memory.location.in_repository);
     let dir = &snapshot.memory.location.dir;
-    assert!(dir.starts_with(state.path().join("memory/projects")), "{dir:?}");
     assert!(
-        dir.file_name().unwrap().to_string_lossy().starts_with("one-"),
+        dir.starts_with(state.path().join("memory/projects")),
+        "{dir:?}"
+    );
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("one-"),
         "{dir:?}"
     );
     assert_eq!(
@@ -336,7 +349,11 @@ async fn memory_off_saves_nothing_and_says_so() {
     let stores = MemoryStores::new(data.path(), data.path(), settings);
     assert!(!stores.enabled());
     let refused = stores
-        .edit(work.path().to_path_buf(), MemoryTarget::Memory, add_entry("x"))
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::Memory,
+            add_entry("x"),
+        )
         .await
         .unwrap_err();
     assert!(refused.contains("enabled = false"), "{refused}");

@@ -73,7 +73,10 @@ const NOT_USED: &[(&str, &str)] = &[
         "a subagent never reads or writes memory in agentd",
     ),
     ("isolation", "the child works in its parent's workspace"),
-    ("initialPrompt", "the task's prompt is the child's first message"),
+    (
+        "initialPrompt",
+        "the task's prompt is the child's first message",
+    ),
     (
         "profile_store_dir",
         "models are chosen by `model` among config.toml's providers",
@@ -109,7 +112,9 @@ pub(super) fn parse_definition(
         match field(keys)? {
             None => Ok(None),
             Some(Value::Text(text)) => Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
-            Some(Value::List(_)) => Err(format!("`{}` must be one value, not a list", keys[0])),
+            Some(Value::List(_) | Value::Nested(_)) => {
+                Err(format!("`{}` must be one value, not a list", keys[0]))
+            }
         }
     };
     let stem = path
@@ -181,8 +186,13 @@ pub(super) fn parse_definition(
         Some(raw) => Some(permission_mode(&raw)?),
     };
     let mut warnings = unused_keys(document);
-    let mcp_servers = field(&["mcpServers", "mcp_config"])?.map(|value| mcp_servers(value, &mut warnings));
-    let hooks = text(&["hooks"])?;
+    let mcp_servers =
+        field(&["mcpServers", "mcp_config"])?.map(|value| mcp_servers(value, &mut warnings));
+    // A JSON text, or nested YAML as Claude Code writes it (kept as its JSON text).
+    let hooks = match field(&["hooks"])? {
+        Some(Value::Nested(value)) => Some(value.to_string()),
+        _ => text(&["hooks"])?,
+    };
     let background = match text(&["background"])?.as_deref() {
         None | Some("false") => false,
         Some("true") => true,
@@ -228,6 +238,15 @@ fn mcp_servers(value: &Value, warnings: &mut Vec<String>) -> AgentMcpServers {
         Value::List(items) => items.clone(),
         Value::Text(text) if text.trim_start().starts_with('{') => vec![text.clone()],
         Value::Text(text) => text.split(',').map(str::to_owned).collect(),
+        // Nested YAML: a list of names and `name: {entry}` mappings, or servers by name.
+        Value::Nested(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                serde_json::Value::String(name) => name.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        Value::Nested(other) => vec![other.to_string()],
     };
     for item in items {
         let item = item.trim();
@@ -280,7 +299,11 @@ fn unused_keys(document: &Document<'_>) -> Vec<String> {
     let mut warnings = Vec::new();
     for (name, _) in &document.fields {
         let key = folded(name);
-        if KEYS.iter().flat_map(|names| names.iter()).any(|known| folded(known) == key) {
+        if KEYS
+            .iter()
+            .flat_map(|names| names.iter())
+            .any(|known| folded(known) == key)
+        {
             continue;
         }
         match NOT_USED.iter().find(|(known, _)| folded(known) == key) {
@@ -302,6 +325,7 @@ fn list(value: Option<&Value>) -> Option<Vec<String>> {
     let items = match value? {
         Value::List(items) => items.clone(),
         Value::Text(text) => text.split(',').map(str::to_owned).collect(),
+        Value::Nested(value) => super::strings_of(value),
     };
     Some(
         items

@@ -170,12 +170,19 @@ fn keys_not_used_are_warnings_that_name_them() {
     assert_eq!(agent.warnings.len(), 4, "{:?}", agent.warnings);
     for key in ["color", "effort", "condenser", "favourite_food"] {
         assert!(
-            agent.warnings.iter().any(|warning| warning.contains(&format!("`{key}`"))),
+            agent
+                .warnings
+                .iter()
+                .any(|warning| warning.contains(&format!("`{key}`"))),
             "{key}: {:?}",
             agent.warnings
         );
     }
-    assert!(agent.warnings[3].contains("not a key agentd knows"), "{:?}", agent.warnings);
+    assert!(
+        agent.warnings[3].contains("not a key agentd knows"),
+        "{:?}",
+        agent.warnings
+    );
 }
 
 #[test]
@@ -206,6 +213,37 @@ fn inline_mcp_servers_are_json_items() {
     assert_eq!(
         agent.mcp_servers.unwrap().inline.keys().collect::<Vec<_>>(),
         vec!["fs"]
+    );
+}
+
+#[test]
+fn claude_codes_nested_hooks_and_mcp_servers_are_read() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmcpServers:\n  - github\n  - playwright:\n      type: stdio\n      command: npx\n      args: [\"-y\", \"@playwright/mcp\"]\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./check.sh\nisolation:\n  kind: worktree\n---\nbody",
+    )
+    .unwrap();
+    let servers = agent.mcp_servers.clone().unwrap();
+    assert_eq!(servers.names, vec!["github".to_owned()]);
+    assert_eq!(
+        servers.inline.get("playwright"),
+        Some(
+            &serde_json::json!({"type": "stdio", "command": "npx", "args": ["-y", "@playwright/mcp"]})
+        )
+    );
+    let hooks: serde_json::Value = serde_json::from_str(agent.hooks.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        hooks["PreToolUse"][0]["hooks"][0]["command"],
+        serde_json::json!("./check.sh")
+    );
+    // An unknown nested key is a warning, not a refusal.
+    assert_eq!(agent.warnings.len(), 1, "{:?}", agent.warnings);
+    assert!(
+        agent.warnings[0].contains("`isolation`"),
+        "{:?}",
+        agent.warnings
     );
 }
 

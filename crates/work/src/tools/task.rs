@@ -109,10 +109,9 @@ mod tests {
                     .unwrap_or_else(|err| panic!("{key}: {err}"));
             assert_eq!(params.agent_type.as_deref(), Some("explore"), "{key}");
         }
-        let params: TaskParams = serde_json::from_value(
-            serde_json::json!({"prompt": "p", "run_in_background": true}),
-        )
-        .unwrap();
+        let params: TaskParams =
+            serde_json::from_value(serde_json::json!({"prompt": "p", "run_in_background": true}))
+                .unwrap();
         assert!(params.run_in_background);
         // Other unknown fields are still refused, so a typo is heard.
         assert!(
