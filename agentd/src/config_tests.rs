@@ -423,46 +423,6 @@ fn session_budgets_are_read_and_checked() {
 }
 
 #[test]
-fn memory_limits_are_read_and_bounded() {
-    let defaults = load_with(None, &[]).unwrap();
-    assert_eq!(
-        defaults.memory,
-        agentd_knowledge::memory::MemorySettings::default()
-    );
-    assert_eq!(
-        defaults.memory.scope,
-        agentd_knowledge::memory::Scope::Project
-    );
-    assert!(!defaults.memory.disabled);
-    let set = load_with(Some("[memory]\nmemory_chars = 4000\n"), &[]).unwrap();
-    assert_eq!(set.memory.limits.memory_chars, 4000);
-    assert_eq!(
-        set.memory.limits.user_chars,
-        agentd_knowledge::memory::DEFAULT_USER_CHARS
-    );
-    let set = load_with(Some("[memory]\nenabled = false\nscope = \"user\"\n"), &[]).unwrap();
-    assert!(set.memory.disabled);
-    assert_eq!(set.memory.scope, agentd_knowledge::memory::Scope::User);
-    for (text, expected) in [
-        ("user_chars = 0", "memory.user_chars must be at least 1"),
-        (
-            "memory_chars = 100001",
-            "memory.memory_chars = 100001 is too large (at most 100000 characters)",
-        ),
-        ("chars = 5", "unknown field `chars`"),
-        (
-            "scope = \"global\"",
-            "memory.scope = \"global\" is not a scope",
-        ),
-    ] {
-        let error = load_with(Some(&format!("[memory]\n{text}\n")), &[])
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains(expected), "{text}: {error}");
-    }
-}
-
-#[test]
 fn sandbox_section_and_its_defaults() {
     let config = load_with(None, &[]).unwrap();
     assert_eq!(

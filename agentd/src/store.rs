@@ -75,8 +75,9 @@ pub struct SessionHeader {
     pub mcp_servers: serde_json::Value,
     /// A session run as an agent whose definition lists `mcpServers`: only those servers
     /// (frozen at creation). None: the servers of `mcp_servers`, the user and the project.
+    /// Boxed: most headers have none, and a header is in every session file's entry enum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub child_mcp: Option<crate::session::subagent::ChildMcpServers>,
+    pub child_mcp: Option<Box<crate::session::subagent::ChildMcpServers>>,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -497,7 +497,7 @@ impl SessionManager {
             permission_mode: tightened(parent.permission_mode, definition),
             permission_rules: parent.permission_rules.clone(),
             mcp_servers: parent.mcp_servers.clone(),
-            child_mcp: ChildMcpServers::of(definition),
+            child_mcp: ChildMcpServers::of(definition).map(Box::new),
             system_prompt,
             agent: None,
             parent_session_id: parent_id,
