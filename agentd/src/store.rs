@@ -4,11 +4,13 @@
 //! past entry types it does not know. Appending goes through `LogFile` (`log_file`), which never
 //! leaves a fragment for the next line to be glued to.
 
+mod child_mcp;
 pub mod fork;
 mod log_file;
 mod progress;
 mod settings;
 
+pub use child_mcp::ChildMcpServers;
 pub use log_file::LogFile;
 pub use progress::RunProgress;
 pub use settings::SessionSettings;
@@ -77,7 +79,7 @@ pub struct SessionHeader {
     /// (frozen at creation). None: the servers of `mcp_servers`, the user and the project.
     /// Boxed: most headers have none, and a header is in every session file's entry enum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub child_mcp: Option<Box<crate::session::subagent::ChildMcpServers>>,
+    pub child_mcp: Option<Box<ChildMcpServers>>,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -247,3 +247,41 @@ async fn a_project_definitions_inline_server_starts_only_once_trust_pins_it() {
         "once trusted, the child has its definition's server: {child_tools:?}"
     );
 }
+
+/// Claude Code's hooks as nested YAML under `hooks:`: active while the subagent runs.
+const GUARDED: &str = "---\nname: guarded\ndescription: Writes files, guarded\ntools: write_file\nhooks:\n  PreToolUse:\n    - matcher: write_file\n      hooks:\n        - type: command\n          command: cat > /dev/null; echo the guard says no >&2; exit 2\n---\nYou write files.\n";
+
+#[tokio::test]
+async fn hooks_written_as_nested_yaml_apply_while_the_subagent_runs() {
+    let s = Scenario::start(Format::OpenAi).await;
+    write(
+        &s.daemon.env.path("config").join("agentd/agents/guarded.md"),
+        GUARDED,
+    );
+    s.mock.push(Reply::tool_call(
+        "call_t",
+        "task",
+        json!({"prompt": "write it", "subagent_type": "guarded"}),
+    ));
+    s.mock.push(Reply::tool_call(
+        "call_w",
+        "write_file",
+        json!({"path": "guarded.txt", "content": "x"}),
+    ));
+    s.mock.push(Reply::text("the child is done"));
+    s.mock.push(Reply::text("the parent is done"));
+    let (mut client, session) = s.session().await;
+    client.prompt(&session, "delegate").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    assert!(
+        !s.workspace().join("guarded.txt").exists(),
+        "the definition's hook blocked the write"
+    );
+    let requests = s.mock.requests();
+    assert!(
+        requests[2].body.contains("the guard says no"),
+        "the child's next request reads why: {}",
+        requests[2].body
+    );
+}

@@ -56,7 +56,13 @@ impl SessionMcp {
             let mut warnings = resolution.warnings();
             // A child whose definition lists `mcpServers` has those instead.
             if let Some(child) = &child {
-                warnings.extend(child.apply(&mut resolution, &cwd, &trust, &expand_env));
+                warnings.extend(super::subagent::narrow_mcp_servers(
+                    child,
+                    &mut resolution,
+                    &cwd,
+                    &trust,
+                    &expand_env,
+                ));
             }
             (resolution, warnings)
         })

@@ -28,7 +28,8 @@ mod child;
 mod fork;
 #[path = "subagent_mcp.rs"]
 mod mcp;
-pub use mcp::ChildMcpServers;
+use crate::store::ChildMcpServers;
+pub(crate) use mcp::narrow as narrow_mcp_servers;
 #[path = "subagent_resume.rs"]
 mod resume;
 

@@ -23,7 +23,7 @@ pub struct FrozenPrompt {
     /// The definition's `maxTokens` (a session run as an agent).
     pub max_tokens: Option<u64>,
     /// The definition's `mcpServers` (a session run as an agent): those servers instead.
-    pub child_mcp: Option<Box<crate::session::subagent::ChildMcpServers>>,
+    pub child_mcp: Option<Box<crate::store::ChildMcpServers>>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -102,7 +102,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
             max_tokens: definition.max_tokens,
-            child_mcp: crate::session::subagent::ChildMcpServers::of(definition).map(Box::new),
+            child_mcp: crate::store::ChildMcpServers::of(definition).map(Box::new),
         });
     }
     let mut prompt = agentd_agent::prompt::build(cwd, date, Some(&sources.user_notes));

@@ -178,14 +178,28 @@ pub struct ToolFilter {
     /// Only tools that declare themselves read-only (built-in or MCP).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) read_only: bool,
+    /// MCP servers whose tools `allow` also lets through: the ones the definition's
+    /// `mcpServers` gives it, whose tools its `tools` need not list one by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) allow_servers: Vec<String>,
 }
 
 impl ToolFilter {
     pub fn of(definition: &AgentDefinition) -> Self {
+        let allow_servers = match (&definition.tools, &definition.mcp_servers) {
+            (Some(_), Some(servers)) => servers
+                .names
+                .iter()
+                .chain(servers.inline.keys())
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         Self {
             allow: definition.tools.clone(),
             deny: definition.disallowed_tools.clone(),
             read_only: definition.read_only,
+            allow_servers,
         }
     }
 
@@ -194,20 +208,27 @@ impl ToolFilter {
         self.read_only
     }
 
-    /// Whether tool `name` (read-only or not) is kept; `never_for_subagents` always applies.
-    pub(crate) fn allows(&self, name: &str, read_only: bool) -> bool {
+    /// Whether tool `name` (read-only or not, of MCP server `server` or none) is kept;
+    /// `never_for_subagents` always applies. An `allow` entry ending in `*` (`mcp__github__*`)
+    /// keeps the names it starts.
+    pub(crate) fn allows(&self, name: &str, read_only: bool, server: Option<&str>) -> bool {
+        let listed = |pattern: &String| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => pattern == name,
+        };
         !never_for_subagents(name)
-            && !self.deny.iter().any(|denied| denied == name)
+            && !self.deny.iter().any(listed)
             && (!self.read_only || read_only)
-            && self
-                .allow
-                .as_ref()
-                .is_none_or(|allow| allow.iter().any(|allowed| allowed == name))
+            && self.allow.as_ref().is_none_or(|allow| {
+                allow.iter().any(listed)
+                    || server.is_some_and(|server| self.allow_servers.iter().any(|s| s == server))
+            })
     }
 
     /// The tools of `registry` this filter keeps.
     pub fn apply(&self, registry: &ToolRegistry) -> ToolRegistry {
-        registry.filtered_tools(|tool| self.allows(tool.name(), tool.read_only()))
+        registry
+            .filtered_tools(|tool| self.allows(tool.name(), tool.read_only(), tool.mcp_server()))
     }
 }
 

@@ -385,6 +385,35 @@ fn filter_never_gives_recursion_or_shared_state() {
 }
 
 #[test]
+fn a_tools_list_keeps_the_tools_of_the_definitions_own_servers_and_wildcards() {
+    let mut agent = built_ins().remove(0);
+    agent.tools = Some(vec!["read_file".into(), "mcp__github__*".into()]);
+    agent.mcp_servers = Some(AgentMcpServers {
+        names: vec!["time".into()],
+        inline: serde_json::Map::from_iter([("my.fs".to_owned(), serde_json::json!({}))]),
+    });
+    let filter = ToolFilter::of(&agent);
+    for (kept, server) in [
+        ("read_file", None),
+        ("mcp__time__get_current_time", Some("time")),
+        ("mcp__my_fs__read", Some("my.fs")),
+        ("mcp__github__search", Some("github")),
+    ] {
+        assert!(filter.allows(kept, false, server), "{kept}");
+    }
+    for (dropped, server) in [
+        ("write_file", None),
+        ("mcp__everything__echo", Some("everything")),
+        ("mcp__time__x", Some("timer")),
+    ] {
+        assert!(!filter.allows(dropped, false, server), "{dropped}");
+    }
+    // Without a `tools` list every tool is kept anyway.
+    agent.tools = None;
+    assert_eq!(ToolFilter::of(&agent).allow_servers, Vec::<String>::new());
+}
+
+#[test]
 fn child_prompt_is_the_body_and_declared_skills() {
     let mut agent = built_ins().remove(0);
     agent.body = "Body.".into();

@@ -20,9 +20,10 @@ pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
 pub struct TaskParams {
     /// The whole task: the subagent sees nothing of this conversation (unless `fork`).
     pub prompt: String,
-    /// One of the available agents (default `general-purpose`). `agent_type` (the design
-    /// notes' spelling) and `subagent_type` (Claude Code's) are read as this, so a model used
-    /// to them need not retry; the schema names only `agentType`.
+    /// One of the available agents (default `general-purpose`).
+    // `agent_type` (the design notes' spelling) and `subagent_type` (Claude Code's) are read
+    // as this, so a model used to them need not retry; the schema (in every request) names
+    // only `agentType`.
     #[serde(
         default,
         alias = "agent_type",
