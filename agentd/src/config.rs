@@ -44,8 +44,9 @@ pub struct Config {
     /// What one run of any session may spend before it pauses and asks (`[sessions]
     /// max_cost_usd`, `max_tokens`, `max_run_secs`; each per run).
     pub session_budgets: agentd_agent::budget::SessionBudgets,
-    /// Character limits of the curated memory stores (`[memory] memory_chars`, `user_chars`).
-    pub memory: agentd_knowledge::memory::MemoryLimits,
+    /// The curated memory stores (`[memory]`): `enabled`, `scope`, and the character limits
+    /// `memory_chars`, `user_chars`.
+    pub memory: agentd_knowledge::memory::MemorySettings,
     /// `[sandbox]`: how `run_shell` is confined.
     pub sandbox: agentd_policy::process::sandbox::SandboxConfig,
     /// When old tool results are cleared and the history compacted (`[context]`).
@@ -273,7 +274,7 @@ fn defaults(path: Option<&Path>) -> Config {
         session_idle_unload: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_UNLOAD_SECS),
         resume_after_restart: true,
         session_budgets: Default::default(),
-        memory: agentd_knowledge::memory::MemoryLimits::default(),
+        memory: agentd_knowledge::memory::MemorySettings::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: agentd_work::mcp::config::McpSettings::default(),

@@ -423,34 +423,6 @@ fn session_budgets_are_read_and_checked() {
 }
 
 #[test]
-fn memory_limits_are_read_and_bounded() {
-    let defaults = load_with(None, &[]).unwrap();
-    assert_eq!(
-        defaults.memory,
-        agentd_knowledge::memory::MemoryLimits::default()
-    );
-    let set = load_with(Some("[memory]\nmemory_chars = 4000\n"), &[]).unwrap();
-    assert_eq!(set.memory.memory_chars, 4000);
-    assert_eq!(
-        set.memory.user_chars,
-        agentd_knowledge::memory::DEFAULT_USER_CHARS
-    );
-    for (text, expected) in [
-        ("user_chars = 0", "memory.user_chars must be at least 1"),
-        (
-            "memory_chars = 100001",
-            "memory.memory_chars = 100001 is too large (at most 100000 characters)",
-        ),
-        ("chars = 5", "unknown field `chars`"),
-    ] {
-        let error = load_with(Some(&format!("[memory]\n{text}\n")), &[])
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains(expected), "{text}: {error}");
-    }
-}
-
-#[test]
 fn sandbox_section_and_its_defaults() {
     let config = load_with(None, &[]).unwrap();
     assert_eq!(

@@ -4,12 +4,14 @@
 //! past entry types it does not know. Appending goes through `LogFile` (`log_file`), which never
 //! leaves a fragment for the next line to be glued to.
 
+mod child_mcp;
 pub mod fork;
 mod log_file;
 pub mod points;
 mod progress;
 mod settings;
 
+pub use child_mcp::ChildMcpServers;
 pub use log_file::LogFile;
 pub use progress::RunProgress;
 pub use settings::SessionSettings;
@@ -74,6 +76,11 @@ pub struct SessionHeader {
     /// array; Null: none): resolved again whenever the session resolves its servers.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub mcp_servers: serde_json::Value,
+    /// A session run as an agent whose definition lists `mcpServers`: only those servers
+    /// (frozen at creation). None: the servers of `mcp_servers`, the user and the project.
+    /// Boxed: most headers have none, and a header is in every session file's entry enum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_mcp: Option<Box<ChildMcpServers>>,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -56,6 +56,7 @@ pub fn agent_info(agent: &agentd_work::agents::AgentDefinition) -> protocol::age
         model: agent.model.clone(),
         read_only: agent.read_only,
         background: agent.background,
+        warnings: agent.warnings.clone(),
     }
 }
 
@@ -64,19 +65,28 @@ pub fn memory_get(
     snapshot: &agentd_knowledge::memory::MemorySnapshot,
 ) -> protocol::memory::MemoryGetResult {
     use protocol::memory::{MemoryGetResult, MemoryScope, MemoryStore};
+    let scope = |scope: agentd_knowledge::memory::Scope| match scope {
+        agentd_knowledge::memory::Scope::User => MemoryScope::User,
+        agentd_knowledge::memory::Scope::Project => MemoryScope::Project,
+    };
     let store = |view: &agentd_knowledge::memory::StoreView| MemoryStore {
         path: view.path.display().to_string(),
+        scope: Some(scope(view.location.scope)),
+        project_root: view
+            .location
+            .project_root
+            .as_ref()
+            .map(|root| root.display().to_string()),
+        in_repository: view.location.in_repository,
         entries: view.entries.as_slice().to_vec(),
         usage_chars: view.entries.usage() as u64,
         limit_chars: view.limit as u64,
         warning: view.warning.clone(),
     };
     MemoryGetResult {
-        dir: snapshot.location.dir.display().to_string(),
-        scope: match snapshot.location.scope {
-            agentd_knowledge::memory::Scope::User => MemoryScope::User,
-            agentd_knowledge::memory::Scope::Project => MemoryScope::Project,
-        },
+        dir: snapshot.memory.location.dir.display().to_string(),
+        scope: scope(snapshot.memory.location.scope),
+        enabled: snapshot.enabled,
         memory: store(&snapshot.memory),
         user: store(&snapshot.user),
     }

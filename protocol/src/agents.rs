@@ -41,6 +41,10 @@ pub struct AgentInfo {
     pub read_only: bool,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
+    /// What of the file is not used (a key agentd does not read, such as `color` or a typo;
+    /// a bad `mcpServers` item): the definition is used without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Where an agent is defined.

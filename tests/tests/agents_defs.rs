@@ -176,11 +176,19 @@ async fn run_as_an_agent_has_its_prompt_and_only_its_allowed_tools() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert!(text(&output.stdout).contains("Reviewed."));
     let request = &mock.requests()[0];
-    assert_eq!(
-        request_system_text(Format::OpenAi, request),
-        format!(
-            "{REVIEWER_BODY}\n\n<available_skills>\nSkills are instructions for specific tasks. When a task matches a skill's description, call load_skill with its name before starting, then follow what it says.\n- pdf: Fill PDF forms\n</available_skills>"
-        )
+    // The body, the environment block (as a top-level session's), then the skills it declares.
+    let system = request_system_text(Format::OpenAi, request);
+    let environment = system.find("\n\n<environment>\n").expect(&system);
+    assert_eq!(&system[..environment], REVIEWER_BODY.trim_end());
+    assert!(
+        system.contains(&format!("workspace: {}\n", cwd.display())),
+        "{system}"
+    );
+    assert!(
+        system.ends_with(
+            "</environment>\n\n<available_skills>\nSkills are instructions for specific tasks. When a task matches a skill's description, call load_skill with its name before starting, then follow what it says.\n- pdf: Fill PDF forms\n</available_skills>"
+        ),
+        "{system}"
     );
     assert_eq!(
         request_user_texts(Format::OpenAi, request),

@@ -20,6 +20,7 @@ macro_rules! both_formats {
 
 mod acp_bridge;
 mod agents_defs;
+mod agents_elsewhere;
 mod approvals;
 mod approvals_cli;
 mod approvals_deny_always;
@@ -35,6 +36,7 @@ mod commands;
 mod config_live;
 mod context_compact;
 mod context_memory;
+mod context_memory_scope;
 mod context_skills;
 mod daemon;
 mod daily_cli;

@@ -62,13 +62,29 @@ async fn the_memory_tool_saves_without_asking_and_memory_get_shows_it(format: Fo
         std::fs::read_to_string(store_file(&s, "USER.md")).unwrap(),
         "prefers tabs\n"
     );
-    assert_eq!(
-        std::fs::read_to_string(store_file(&s, "MEMORY.md")).unwrap(),
-        "tests run with `make check`\n"
-    );
+    // MEMORY.md is the project's, kept in the state dir (never in the repository).
+    assert!(!store_file(&s, "MEMORY.md").exists());
+    assert!(!s.workspace().join(".agents").exists());
 
     let got = memory_get(&mut client, &s.workspace()).await;
-    assert_eq!(got["scope"], "user");
+    assert_eq!(got["scope"], "project");
+    assert_eq!(got["enabled"], true);
+    assert_eq!(got["user"]["scope"], "user");
+    assert_eq!(got["memory"]["scope"], "project");
+    let workspace = s.workspace().canonicalize().unwrap();
+    assert_eq!(
+        got["memory"]["projectRoot"],
+        workspace.display().to_string()
+    );
+    let memory_file = std::path::PathBuf::from(got["memory"]["path"].as_str().unwrap());
+    assert!(
+        memory_file.starts_with(s.daemon.env.path("state").join("agentd/memory/projects")),
+        "{memory_file:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&memory_file).unwrap(),
+        "tests run with `make check`\n"
+    );
     assert_eq!(got["user"]["entries"], json!(["prefers tabs"]));
     assert_eq!(got["user"]["usageChars"], 12);
     assert_eq!(got["user"]["limitChars"], 1375);
@@ -81,7 +97,21 @@ async fn the_memory_tool_saves_without_asking_and_memory_get_shows_it(format: Fo
     let shown = s.daemon.env.run_agentctl(&["memory", "show"]).await;
     assert!(shown.status.success(), "{}", text(&shown.stderr));
     let out = text(&shown.stdout);
-    assert!(out.contains("USER.md  12/1,375 chars"), "{out}");
+    assert!(
+        out.contains("USER.md  the user's, seen in every project  12/1,375 chars"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "MEMORY.md  project {}  27/2,200 chars",
+            workspace.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("file: {}", memory_file.display())),
+        "{out}"
+    );
     assert!(out.contains("- prefers tabs"), "{out}");
     assert!(out.contains("- tests run with `make check`"), "{out}");
     let json_out = s
@@ -234,10 +264,14 @@ async fn a_project_with_agents_memory_uses_it_and_bad_dirs_are_refused() {
         json!(["uses nix", "CI is on buildkite"])
     );
     assert_eq!(got["memory"]["usageChars"], 8 + 3 + 18);
-    assert_eq!(
-        memory_get(&mut client, &s.workspace()).await["scope"],
-        "user"
-    );
+    assert_eq!(got["memory"]["inRepository"], true);
+    // USER.md stays the user's.
+    assert_eq!(got["user"]["scope"], "user");
+    // Outside that project, its memory is not used: the workspace is a project of its own.
+    let outside = memory_get(&mut client, &s.workspace()).await;
+    assert_eq!(outside["scope"], "project");
+    assert_eq!(outside["memory"]["entries"], json!([]));
+    assert_eq!(outside["memory"].get("inRepository"), None);
 
     for cwd in ["relative/dir", "/nonexistent/agentd-memory"] {
         let error = client

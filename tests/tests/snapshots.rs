@@ -65,10 +65,14 @@ fn plant_fixture(env: &TestEnv) {
     );
     let config = env.path("config").join("agentd");
     write(&config.join("AGENTS.md"), "I prefer short answers.\n");
-    let memory = env.path("data").join("agentd/memory");
+    // MEMORY.md is the project's (here its own `.agents/memory/`), USER.md the user's.
     write(
-        &memory.join("MEMORY.md"),
+        &work.join(".agents/memory/MEMORY.md"),
         "the CI runs `make check` on every push\n",
+    );
+    write(
+        &env.path("data").join("agentd/memory/USER.md"),
+        "likes tabs\n",
     );
 }
 
@@ -121,12 +125,13 @@ async fn the_system_prompt_of_a_session() {
 
         <memory>
         Your long-term memory, kept across sessions with the memory tool. It is a snapshot taken when this session started: what you save now shows in later sessions. Save what the user should not have to say twice: corrections, preferences, facts about their environment, project conventions.
+        MEMORY.md is this project's ($TMP/work): other projects do not see it. USER.md is the user's, seen in every project.
 
         ## MEMORY.md (your notes, 38/2,200 chars)
         the CI runs `make check` on every push
 
-        ## USER.md (the user's profile, 0/1,375 chars)
-        (empty)
+        ## USER.md (the user's profile, 10/1,375 chars)
+        likes tabs
         </memory>
 
         <available_skills>

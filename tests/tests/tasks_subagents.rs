@@ -110,9 +110,16 @@ async fn the_child_gets_the_definition_body_one_message_and_no_task_or_memory_to
         "{parent_tools:?}"
     );
     let child = &requests[1];
-    assert_eq!(
-        system_prompt(child),
-        "You are the reviewer. Report findings briefly."
+    // Its definition's body, then the environment block its parent's prompt has.
+    let child_system = system_prompt(child);
+    assert!(
+        child_system
+            .starts_with("You are the reviewer. Report findings briefly.\n\n<environment>\n"),
+        "{child_system}"
+    );
+    assert!(
+        !child_system.contains("<available_agents>"),
+        "{child_system}"
     );
     assert_eq!(
         conversation(child),

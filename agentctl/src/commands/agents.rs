@@ -1,5 +1,6 @@
 //! `agentctl agents list [--cwd DIR]`: the subagents a session in DIR (default: the current
-//! directory) can delegate to, as a table, and the definition files not used with why on stderr.
+//! directory) can delegate to, as a table, and on stderr what of a definition is not used and
+//! the definition files not used, with why.
 
 use std::path::PathBuf;
 
@@ -31,6 +32,12 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         return Ok(());
     }
     crate::say_raw!("{}", format_table(&result.agents));
+    for agent in &result.agents {
+        for warning in &agent.warnings {
+            let file = agent.path.as_deref().unwrap_or(&agent.name);
+            crate::warn_line!("warning: {file}: {}", one_line(warning));
+        }
+    }
     for problem in &result.problems {
         crate::warn_line!("warning: {}: {}", problem.path, one_line(&problem.reason));
     }

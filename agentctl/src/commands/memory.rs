@@ -1,9 +1,10 @@
 //! `agentctl memory show [DIR]`: the curated memory stores sessions in DIR (default: the current
-//! directory) use, `MEMORY.md` and `USER.md`, with their entries and usage.
+//! directory) use, `MEMORY.md` and `USER.md`, each with its file, whose it is (the project
+//! root's or the user's), its entries and usage; and whether memory is on.
 
 use std::path::PathBuf;
 
-use protocol::memory::{MemoryGetParams, MemoryGetResult, MemoryScope, MemoryStore};
+use protocol::memory::{MemoryGetParams, MemoryGetResult, MemoryStore};
 use protocol::methods::MemoryGet;
 
 use crate::Context;
@@ -30,13 +31,15 @@ pub async fn show(ctx: &Context, dir: Option<PathBuf>) -> Result<(), CommandErro
     Ok(())
 }
 
-/// The stores as text: a line per store with its usage, then its entries.
+/// The stores as text: whether memory is off, then a block per store: its name, whose it is
+/// and its usage, its file, its entries.
 pub fn render(result: &MemoryGetResult) -> String {
-    let scope = match result.scope {
-        MemoryScope::User => "the user's memory",
-        MemoryScope::Project => "the project's memory",
-    };
-    let mut out = format!("{} ({scope})\n", result.dir);
+    let mut out = String::new();
+    if !result.enabled {
+        out.push_str(
+            "memory is off ([memory] enabled = false in config.toml): sessions neither see nor save it\n",
+        );
+    }
     for (name, store) in [("MEMORY.md", &result.memory), ("USER.md", &result.user)] {
         out.push_str(&render_store(name, store));
     }
@@ -45,9 +48,11 @@ pub fn render(result: &MemoryGetResult) -> String {
 
 fn render_store(name: &str, store: &MemoryStore) -> String {
     let mut out = format!(
-        "\n{name}  {}/{} chars\n",
+        "\n{name}  {}  {}/{} chars\n  file: {}\n",
+        store.whose(),
         thousands(store.usage_chars),
-        thousands(store.limit_chars)
+        thousands(store.limit_chars),
+        store.path
     );
     if let Some(warning) = &store.warning {
         out.push_str(&format!("  warning: {warning}\n"));
@@ -80,27 +85,39 @@ fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::memory::MemoryScope;
 
     #[test]
     fn renders_both_stores_with_usage_and_multiline_entries() {
-        let store = |path: &str, entries: &[&str], usage, limit| MemoryStore {
+        let store = |path: &str, entries: &[&str], usage, limit, scope| MemoryStore {
             path: path.to_owned(),
+            scope: Some(scope),
+            project_root: (scope == MemoryScope::Project).then(|| "/p".to_owned()),
+            in_repository: false,
             entries: entries.iter().map(|entry| (*entry).to_owned()).collect(),
             usage_chars: usage,
             limit_chars: limit,
             warning: None,
         };
-        let result = MemoryGetResult {
-            dir: "/p/.agents/memory".to_owned(),
+        let mut result = MemoryGetResult {
+            dir: "/s/memory/projects/p-0123".to_owned(),
             scope: MemoryScope::Project,
-            memory: store("/p/.agents/memory/MEMORY.md", &["a\nb", "c"], 1474, 2200),
-            user: store("/p/.agents/memory/USER.md", &[], 0, 1375),
+            enabled: true,
+            memory: store(
+                "/s/memory/projects/p-0123/MEMORY.md",
+                &["a\nb", "c"],
+                1474,
+                2200,
+                MemoryScope::Project,
+            ),
+            user: store("/d/memory/USER.md", &[], 0, 1375, MemoryScope::User),
         };
         assert_eq!(
             render(&result),
-            "/p/.agents/memory (the project's memory)\n\
-             \nMEMORY.md  1,474/2,200 chars\n  - a\n    b\n  - c\n\
-             \nUSER.md  0/1,375 chars\n  (empty)\n"
+            "\nMEMORY.md  project /p  1,474/2,200 chars\n  file: /s/memory/projects/p-0123/MEMORY.md\n  - a\n    b\n  - c\n\
+             \nUSER.md  the user's, seen in every project  0/1,375 chars\n  file: /d/memory/USER.md\n  (empty)\n"
         );
+        result.enabled = false;
+        assert!(render(&result).starts_with("memory is off"));
     }
 }

@@ -68,6 +68,11 @@ const MAX_EXTENSION_CALL_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 struct FileMemory {
     memory_chars: Option<u64>,
     user_chars: Option<u64>,
+    /// false: sessions have no memory.
+    enabled: Option<bool>,
+    /// `project` (the default) or `user`: whose `MEMORY.md` is when the project keeps no
+    /// `.agents/memory/`.
+    scope: Option<String>,
 }
 
 /// `[context]` as written.
@@ -173,7 +178,7 @@ pub(super) fn apply_file(
     }
     config.session_idle_unload = std::time::Duration::from_secs(idle_unload_secs);
     if let Some(memory) = &file.memory {
-        config.memory = memory_limits(path, memory)?;
+        config.memory = memory_settings(path, memory)?;
     }
     if let Some(sandbox) = file.sandbox {
         config.sandbox = sandbox
@@ -465,7 +470,32 @@ fn bounded(
     Ok(value)
 }
 
-/// `[memory]`: each limit at least 1 and at most `memory::MAX_STORE_CHARS`.
+/// `[memory]`: whether sessions have memory, whose `MEMORY.md` is (`scope`), and the limits.
+fn memory_settings(
+    path: &Path,
+    memory: &FileMemory,
+) -> Result<agentd_knowledge::memory::MemorySettings, ConfigError> {
+    use agentd_knowledge::memory::Scope;
+    let scope = match memory.scope.as_deref() {
+        None | Some("project") => Scope::Project,
+        Some("user") => Scope::User,
+        Some(other) => {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "memory.scope = {other:?} is not a scope; use \"project\" (each project root its own MEMORY.md, the default) or \"user\" (one MEMORY.md for every project)"
+                ),
+            });
+        }
+    };
+    Ok(agentd_knowledge::memory::MemorySettings {
+        limits: memory_limits(path, memory)?,
+        disabled: memory.enabled == Some(false),
+        scope,
+    })
+}
+
+/// `[memory]` limits: each at least 1 and at most `memory::MAX_STORE_CHARS`.
 fn memory_limits(
     path: &Path,
     memory: &FileMemory,

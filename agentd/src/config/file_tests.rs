@@ -1,4 +1,5 @@
-//! Tests of config.toml's sections as `config::file` checks them: `[permissions]`, `[hooks]`.
+//! Tests of config.toml's sections as `config::file` checks them: `[permissions]`, `[hooks]`,
+//! `[memory]`.
 
 use std::io::Write;
 
@@ -91,4 +92,50 @@ fn config_toml_hooks_section() {
         "{:?}",
         config.hook_warnings
     );
+}
+
+/// `[memory]`: on by default, per project, the limits bounded; `enabled`, `scope` read.
+#[test]
+fn config_toml_memory_section() {
+    let load = |text: &str| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        crate::config::load(Some(file.path()), &|_| None)
+    };
+    let defaults = load("").unwrap();
+    assert_eq!(
+        defaults.memory,
+        agentd_knowledge::memory::MemorySettings::default()
+    );
+    assert_eq!(
+        defaults.memory.scope,
+        agentd_knowledge::memory::Scope::Project
+    );
+    assert!(!defaults.memory.disabled);
+    let set = load("[memory]\nmemory_chars = 4000\n").unwrap();
+    assert_eq!(set.memory.limits.memory_chars, 4000);
+    assert_eq!(
+        set.memory.limits.user_chars,
+        agentd_knowledge::memory::DEFAULT_USER_CHARS
+    );
+    let set = load("[memory]\nenabled = false\nscope = \"user\"\n").unwrap();
+    assert!(set.memory.disabled);
+    assert_eq!(set.memory.scope, agentd_knowledge::memory::Scope::User);
+    for (text, expected) in [
+        ("user_chars = 0", "memory.user_chars must be at least 1"),
+        (
+            "memory_chars = 100001",
+            "memory.memory_chars = 100001 is too large (at most 100000 characters)",
+        ),
+        ("chars = 5", "unknown field `chars`"),
+        (
+            "scope = \"global\"",
+            "memory.scope = \"global\" is not a scope",
+        ),
+    ] {
+        let error = load(&format!("[memory]\n{text}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{text}: {error}");
+    }
 }

@@ -222,10 +222,10 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
     let config = live.started();
     let mut tool_limits = agentd_work::tools::ToolLimits::default();
     tool_limits.output_max_chars = config.tool_output_max_chars;
-    let memory_limits = config.memory;
     let memory = Arc::new(agentd_knowledge::memory::MemoryStores::new(
         &paths.data_dir,
-        memory_limits,
+        &paths.state_dir,
+        config.memory,
     ));
     let task_settings = config.tasks;
     // Thousands of task records may be read: on the blocking pool, once, before any client.
@@ -298,7 +298,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
 }
 
 /// The tools every session offers: the built-ins, `load_skill` (which also looks in the
-/// user's skills directory), `memory` (which writes the shared stores), `task` (subagents;
+/// user's skills directory), `memory` (which writes the shared stores; none with memory off), `task` (subagents;
 /// never offered to a subagent) and the `task_*` tools (which read and stop the session's own
 /// tasks).
 fn tool_registry(
@@ -310,9 +310,12 @@ fn tool_registry(
     tools.register(Arc::new(agentd_work::tools::LoadSkill::new(Some(
         paths.skills_dir.clone(),
     ))));
-    tools.register(Arc::new(agentd_work::tools::MemoryTool::new(
-        memory.clone(),
-    )));
+    // `[memory] enabled = false`: no session gets the tool.
+    if memory.enabled() {
+        tools.register(Arc::new(agentd_work::tools::MemoryTool::new(
+            memory.clone(),
+        )));
+    }
     tools.register(Arc::new(agentd_work::tools::TaskTool));
     tools.register(Arc::new(agentd_work::tools::TaskList(tasks.clone())));
     tools.register(Arc::new(agentd_work::tools::TaskGet(tasks.clone())));

@@ -1,6 +1,7 @@
 //! The MCP servers a loaded session holds: resolved at each run's start (the user's
 //! `[mcp_servers.*]`, the project's `.mcp.json` once trusted, the servers given to
-//! `session/create`), one [`McpHandle`] per server kept while the session is loaded (so
+//! `session/create`; for a child whose definition lists `mcpServers`, those instead,
+//! `subagent_mcp`), one [`McpHandle`] per server kept while the session is loaded (so
 //! servers stay shared and warm between runs), released when the session unloads or is
 //! deleted (the actor, which owns this, ends), or when the server is no longer configured.
 
@@ -47,13 +48,25 @@ impl SessionMcp {
         let user = config.mcp.servers.clone();
         let expand_env = config.mcp.expand_env.clone();
         let session = header.mcp_servers();
+        let child = header.child_mcp.clone();
         let trust = Arc::clone(&deps.trust);
-        let resolution = tokio::task::spawn_blocking(move || {
+        let (resolution, warnings) = tokio::task::spawn_blocking(move || {
             let env = |name: &str| std::env::var(name).ok();
-            resolve_for(&cwd, &user, &session, &trust, &expand_env, &env)
+            let mut resolution = resolve_for(&cwd, &user, &session, &trust, &expand_env, &env);
+            let mut warnings = resolution.warnings();
+            // A child whose definition lists `mcpServers` has those instead.
+            if let Some(child) = &child {
+                warnings.extend(super::subagent::narrow_mcp_servers(
+                    child,
+                    &mut resolution,
+                    &cwd,
+                    &trust,
+                    &expand_env,
+                ));
+            }
+            (resolution, warnings)
         })
         .await?;
-        let warnings = resolution.warnings();
         let project_root = resolution.project.root;
         let set = resolution.set;
         let mut previous = std::mem::take(&mut self.held);

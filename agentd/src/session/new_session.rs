@@ -146,6 +146,7 @@ impl SessionManager {
             permission_mode,
             permission_rules: session_rules,
             mcp_servers,
+            child_mcp: frozen.child_mcp,
             system_prompt: frozen.system_prompt,
             agent: None,
             parent_session_id: None,

@@ -26,6 +26,10 @@ pub(crate) use resume::resume_background_tasks;
 mod child;
 #[path = "subagent_fork.rs"]
 mod fork;
+#[path = "subagent_mcp.rs"]
+mod mcp;
+use crate::store::ChildMcpServers;
+pub(crate) use mcp::narrow as narrow_mcp_servers;
 #[path = "subagent_resume.rs"]
 mod resume;
 
@@ -141,6 +145,7 @@ async fn prepare(
     let cwd = std::path::PathBuf::from(&base.cwd);
     let agents_dir = sessions.deps.paths.agents_dir.clone();
     let skills_dir = sessions.deps.paths.skills_dir.clone();
+    let user_notes = sessions.deps.paths.user_notes.clone();
     let discover_cwd = cwd.clone();
     let found = tokio::task::spawn_blocking(move || {
         let catalogue = agentd_work::agents::discover(&discover_cwd, Some(&agents_dir));
@@ -149,10 +154,15 @@ async fn prepare(
             Some(&skills_dir),
             &agentd_knowledge::skills::SkillLimits::default(),
         );
-        (catalogue, skills)
+        // The environment and notes its parent's prompt has, as of today.
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let date = now.get(..10).unwrap_or(&now);
+        let context =
+            agentd_agent::prompt::context_sections(&discover_cwd, date, Some(&user_notes));
+        (catalogue, skills, context)
     })
     .await;
-    let Ok((catalogue, skills)) = found else {
+    let Ok((catalogue, skills, context)) = found else {
         return Err(PrepareError::Failed(
             "cannot read the agent definitions; try again".to_owned(),
         ));
@@ -178,7 +188,7 @@ async fn prepare(
     };
     let system_prompt = match &seed {
         Some(_) => base.system_prompt.clone(),
-        None => agentd_work::agents::child_system_prompt(&definition, &skills),
+        None => agentd_work::agents::child_system_prompt(&definition, &context, &skills),
     };
     // The record (written and synced) and the child's session file at the same time.
     let task_id = TaskManager::new_id();
@@ -385,6 +395,7 @@ impl SessionManager {
             permission_mode,
             permission_rules: Default::default(),
             mcp_servers: serde_json::Value::Null,
+            child_mcp: None,
             system_prompt: String::new(),
             agent: None,
             parent_session_id: None,
@@ -487,6 +498,7 @@ impl SessionManager {
             permission_mode: tightened(parent.permission_mode, definition),
             permission_rules: parent.permission_rules.clone(),
             mcp_servers: parent.mcp_servers.clone(),
+            child_mcp: ChildMcpServers::of(definition).map(Box::new),
             system_prompt,
             agent: None,
             parent_session_id: parent_id,
@@ -501,9 +513,27 @@ impl SessionManager {
         };
         match seed {
             Some(messages) => self.add_seeded(header, messages).await,
-            None => self.add_session(header, Vec::new()).await,
+            // What of the definition is not used: warnings of the child's log.
+            None => {
+                self.add_session(header, definition_warnings(definition))
+                    .await
+            }
         }
     }
+}
+
+/// The warnings of `definition` (keys not used, bad `mcpServers` items), each naming its file.
+fn definition_warnings(definition: &AgentDefinition) -> Vec<String> {
+    let file = definition
+        .source
+        .path()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|| definition.name.clone());
+    definition
+        .warnings
+        .iter()
+        .map(|warning| format!("agent definition {file}: {warning}"))
+        .collect()
 }
 
 /// A child's permission mode: `base`, or the definition's when it is tighter (a definition,

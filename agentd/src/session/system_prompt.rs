@@ -22,6 +22,8 @@ pub struct FrozenPrompt {
     pub max_budget_usd: Option<f64>,
     /// The definition's `maxTokens` (a session run as an agent).
     pub max_tokens: Option<u64>,
+    /// The definition's `mcpServers` (a session run as an agent): those servers instead.
+    pub child_mcp: Option<Box<crate::store::ChildMcpServers>>,
 }
 
 /// Where the user's own definitions are, and what the new session is run as.
@@ -68,6 +70,11 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         tracing::info!("{warning}");
     }
     let agents = agentd_work::agents::discover(cwd, Some(&sources.user_agents));
+    for agent in &agents.agents {
+        for warning in &agent.warnings {
+            tracing::info!("agent definition {}: {warning}", agent.name);
+        }
+    }
     for problem in &agents.problems {
         tracing::info!(
             "agent definition {} is not used: {}",
@@ -76,11 +83,14 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         );
     }
     if let Some(agent_type) = &sources.agent_type {
-        // A subagent's prompt is its definition's: no memory, no agents catalogue.
+        // A subagent's prompt is its definition's with the environment and notes: no memory,
+        // no agents catalogue.
         let definition = agents
             .get(agent_type)
             .ok_or_else(|| agents.unknown(agent_type))?;
-        let mut system_prompt = agentd_work::agents::child_system_prompt(definition, &skills);
+        let context = agentd_agent::prompt::context_sections(cwd, date, Some(&sources.user_notes));
+        let mut system_prompt =
+            agentd_work::agents::child_system_prompt(definition, &context, &skills);
         if let Some(append) = &sources.append {
             system_prompt.push_str(&agentd_agent::prompt::appended_section(append));
         }
@@ -92,6 +102,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
             max_turns: definition.max_turns,
             max_budget_usd: definition.max_budget_usd,
             max_tokens: definition.max_tokens,
+            child_mcp: crate::store::ChildMcpServers::of(definition).map(Box::new),
         });
     }
     let mut prompt = agentd_agent::prompt::build(cwd, date, Some(&sources.user_notes));
@@ -111,6 +122,7 @@ pub fn build(cwd: &Path, date: &str, sources: &PromptSources) -> Result<FrozenPr
         max_turns: None,
         max_budget_usd: None,
         max_tokens: None,
+        child_mcp: None,
     })
 }
 

@@ -28,6 +28,7 @@ fn header() -> SessionHeader {
         permission_mode: Default::default(),
         permission_rules: Default::default(),
         mcp_servers: serde_json::Value::Null,
+        child_mcp: None,
         system_prompt: "sys".into(),
         agent: None,
         parent_session_id: None,

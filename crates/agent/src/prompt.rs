@@ -27,6 +27,17 @@ over rewriting whole files.
 /// (reads notes files): call from `spawn_blocking` or before serving.
 pub fn build(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
     let mut prompt = String::from(BASE_INSTRUCTIONS);
+    prompt.push_str(&context_sections(cwd, date, user_notes));
+    prompt
+}
+
+/// What a session in `cwd` knows of where it works: the environment block (OS, shell,
+/// workspace, date), the user's notes and the project's notes (outermost first), each section
+/// led by a blank line. A top-level session's prompt has it after the instructions, a
+/// subagent's after its definition's body, so a child knows what its parent knows of the
+/// place. Blocking (reads notes files).
+pub fn context_sections(cwd: &Path, date: &str, user_notes: Option<&Path>) -> String {
+    let mut prompt = String::new();
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     prompt.push_str("\n\n<environment>\n");
     prompt.push_str(&format!(
@@ -142,8 +153,11 @@ fn project_notes(cwd: &Path) -> Vec<(std::path::PathBuf, String)> {
 }
 
 /// The curated memory block of the system prompt: both stores of `snapshot` with their usage
-/// (taken at session creation and frozen with the rest of the prompt).
+/// (taken at session creation and frozen with the rest of the prompt); none when memory is off.
 pub fn memory_section(snapshot: &agentd_knowledge::memory::MemorySnapshot) -> String {
+    if !snapshot.enabled {
+        return String::new();
+    }
     use agentd_knowledge::memory::{DELIMITER, Scope, StoreView, usage_text};
     let store = |view: &StoreView, what: &str| {
         let (shown, left_out) = view.entries.within(view.limit);
@@ -170,11 +184,20 @@ pub fn memory_section(snapshot: &agentd_knowledge::memory::MemorySnapshot) -> St
          Save what the user should not have to say twice: corrections, preferences, facts about \
          their environment, project conventions.",
     );
-    if snapshot.location.scope == Scope::Project {
-        section.push_str(&format!(
-            "\nThese are the project's stores ({}).",
-            snapshot.location.dir.display()
-        ));
+    // Whose notes they are: the model saves a project's conventions in its own store.
+    match (
+        &snapshot.memory.location.scope,
+        &snapshot.memory.location.project_root,
+    ) {
+        (Scope::Project, Some(root)) => section.push_str(&format!(
+            "\nMEMORY.md is this project's ({}): other projects do not see it. USER.md is the \
+             user's, seen in every project.",
+            root.display()
+        )),
+        _ => section.push_str(
+            "\nBoth stores are the user's, seen in every project: save no fact that holds for \
+             one project only.",
+        ),
     }
     section.push_str(&store(&snapshot.memory, "your notes"));
     section.push_str(&store(&snapshot.user, "the user's profile"));
@@ -221,8 +244,14 @@ mod tests {
             "uses pnpm\n§\ntests: pnpm test\n",
         )
         .unwrap();
-        let stores = agentd_knowledge::memory::MemoryStores::new(data.path(), Default::default());
+        let settings = agentd_knowledge::memory::MemorySettings {
+            scope: agentd_knowledge::memory::Scope::User,
+            ..Default::default()
+        };
+        let stores =
+            agentd_knowledge::memory::MemoryStores::new(data.path(), data.path(), settings);
         let section = memory_section(&stores.snapshot(work.path()));
+        assert!(section.contains("Both stores are the user's"), "{section}");
         assert!(
             section.contains(
                 "## MEMORY.md (your notes, 28/2,200 chars)\nuses pnpm\n§\ntests: pnpm test"
@@ -248,6 +277,17 @@ mod tests {
             "{section}"
         );
         assert!(!section.contains("last"), "{section}");
+
+        // Off: no section at all.
+        let off = agentd_knowledge::memory::MemoryStores::new(
+            data.path(),
+            data.path(),
+            agentd_knowledge::memory::MemorySettings {
+                disabled: true,
+                ..settings
+            },
+        );
+        assert_eq!(memory_section(&off.snapshot(work.path())), "");
     }
 
     #[test]

@@ -3,15 +3,21 @@
 //!
 //! This is a small strict subset of YAML, not a YAML parser: plain, single- and double-quoted
 //! scalars, folded (`>`) and literal (`|`) block scalars, plain scalars continued on indented
-//! lines, and lists of scalars (`- item` lines or `[a, b]`). Anything else (nested mappings,
-//! anchors, tags, a key given twice) is refused with the line it is on, never guessed at.
+//! lines, lists of scalars (`- item` lines or `[a, b]`), and nested block mappings and sequences
+//! or a one-line JSON object under a key ([`Value::Nested`], `nested`: Claude Code writes a
+//! subagent's `hooks` and `mcpServers` so). Anything else (anchors, tags, a key given twice) is
+//! refused with the line it is on, never guessed at.
 
 /// A frontmatter value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Text(String),
     List(Vec<String>),
+    /// Nested mappings or sequences (or a one-line JSON object), as JSON.
+    Nested(serde_json::Value),
 }
+
+mod nested;
 
 /// A parsed file: its frontmatter fields in file order and the body after the closing fence.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +44,7 @@ impl Document<'_> {
             .map(|(_, value)| match value {
                 Value::Text(text) => text.clone(),
                 Value::List(items) => items.join(", "),
+                Value::Nested(value) => value.to_string(),
             })
     }
 }
@@ -125,22 +132,27 @@ fn value(number: usize, raw: &str, lines: &mut LineCursor<'_>) -> Result<Value, 
         if block.is_empty() {
             return Ok(Value::Text(String::new()));
         }
+        // A list of scalars at one column; anything deeper or another shape is nested.
+        let column = |line: &str| line.len() - line.trim_start().len();
+        let first_column = block
+            .iter()
+            .find(|(_, line)| !line.trim().is_empty())
+            .map(|(_, line)| column(line));
         let mut items = Vec::new();
-        for (line_number, line) in block {
+        for (line_number, line) in &block {
             let item = line.trim();
             if item.is_empty() {
                 continue;
             }
-            let Some(item) = item
+            let item = item
                 .strip_prefix("- ")
                 .or(if item == "-" { Some("") } else { None })
-            else {
-                return Err(error(
-                    line_number,
-                    "nested mappings are not supported; give a scalar or a list of `- item` lines",
-                ));
+                .map(str::trim)
+                .filter(|item| Some(column(line)) == first_column && nested::is_plain_item(item));
+            let Some(item) = item else {
+                return nested::parse_block(&block).map(Value::Nested);
             };
-            items.push(scalar(line_number, item.trim())?);
+            items.push(scalar(*line_number, item)?);
         }
         return Ok(Value::List(items));
     }
@@ -150,6 +162,11 @@ fn value(number: usize, raw: &str, lines: &mut LineCursor<'_>) -> Result<Value, 
     }
     if raw.starts_with('[') {
         return flow_list(number, raw).map(Value::List);
+    }
+    if raw.starts_with('{')
+        && let Ok(object @ serde_json::Value::Object(_)) = serde_json::from_str(strip_comment(raw))
+    {
+        return Ok(Value::Nested(object));
     }
     if raw.starts_with(['{', '&', '*', '!', '|', '>', '%', '@', '`']) {
         return Err(error(
@@ -487,10 +504,12 @@ mod tests {
             Err("line 3: the key `name` is given twice"),
         );
         check(
-            "---\nmeta:\n  a: b\n---\n",
-            Err(
-                "line 3: nested mappings are not supported; give a scalar or a list of `- item` lines",
-            ),
+            "---\nmeta:\n  a: b\n   c: d\n---\n",
+            Err("line 4: `c: d` is not indented as the lines before it"),
+        );
+        check(
+            "---\nmeta:\n  a: |\n    x\n---\n",
+            Err("line 3: `|` uses YAML that is not supported here; quote the value"),
         );
         check(
             "---\njust text\n---\n",
@@ -503,6 +522,52 @@ mod tests {
         check(
             "---\na: \"open\n---\n",
             Err("line 2: a double-quoted value is not closed on its line"),
+        );
+    }
+
+    #[test]
+    fn nested_mappings_and_sequences_are_json() {
+        let hooks = "---\nname: x\nhooks:\n  PreToolUse:\n    - matcher: \"Bash\"\n      hooks:\n        - type: command\n          command: ./check.sh # why\n          timeout: 30\nmcpServers:\n  - github\n  - playwright:\n      type: stdio\n      command: npx\n      args: [\"-y\", \"@playwright/mcp\"]\n  - fs: {\"command\": \"node\"}\n---\nbody";
+        check(
+            hooks,
+            Ok(vec![
+                ("name", text("x")),
+                (
+                    "hooks",
+                    Value::Nested(
+                        serde_json::json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+                            {"type": "command", "command": "./check.sh", "timeout": 30}
+                        ]}]}),
+                    ),
+                ),
+                (
+                    "mcpServers",
+                    Value::Nested(serde_json::json!([
+                        "github",
+                        {"playwright": {"type": "stdio", "command": "npx", "args": ["-y", "@playwright/mcp"]}},
+                        {"fs": {"command": "node"}}
+                    ])),
+                ),
+            ]),
+        );
+        // A sequence at its key's column, typed scalars, a one-line JSON object.
+        check(
+            "---\nmeta:\n  list:\n  - 1\n  - true\n  - ~\n  - '2'\njson: {\"a\": [1]}\n---\n",
+            Ok(vec![
+                (
+                    "meta",
+                    Value::Nested(serde_json::json!({"list": [1, true, null, "2"]})),
+                ),
+                ("json", Value::Nested(serde_json::json!({"a": [1]}))),
+            ]),
+        );
+        // Lists of plain items stay lists.
+        check(
+            "---\ntools:\n  - Read\n  - \"Bash(git: status)\"\n---\n",
+            Ok(vec![(
+                "tools",
+                Value::List(vec!["Read".into(), "Bash(git: status)".into()]),
+            )]),
         );
     }
 

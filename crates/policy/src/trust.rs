@@ -2,7 +2,7 @@
 //! the exact content of every file there that changes what runs or what is allowed
 //! ([`PINNED_FILES`]: the project settings and `.mcp.json` of each directory from the trusted
 //! path up to the root, and the agent definitions of its [`PINNED_AGENT_DIRS`], whose `hooks`
-//! run code). A pinned file applies while its content is the one trusted; a file that
+//! and inline `mcpServers` run code). A pinned file applies while its content is the one trusted; a file that
 //! is new or changed since is withheld (its allow rules, a looser mode, its servers) until the
 //! user reviews it (`agentctl trust --show`, [`review`](TrustStore::review)) and trusts again.
 //! Whatever writes those files (a tool, the shell, `git pull`, another program), nothing applies
@@ -26,7 +26,8 @@ pub(crate) const MAX_TRUSTED_PROJECTS: usize = 4096;
 
 /// The files of a project directory whose content changes what runs or what is allowed, each
 /// applied only while its content is pinned: project settings (rules, mode, hooks) and MCP
-/// servers. Agent definitions are pinned too ([`PINNED_AGENT_DIRS`]), for their `hooks` only:
+/// servers. Agent definitions are pinned too ([`PINNED_AGENT_DIRS`]), for their `hooks` and the
+/// MCP servers their `mcpServers` defines inline only:
 /// the rest of a definition can only narrow what its child may do (its mode is tightened to the
 /// parent's, its tools are a subset of the parent's), so it applies without trust.
 pub(crate) const PINNED_FILES: &[&str] = &[
@@ -38,7 +39,8 @@ pub(crate) const PINNED_FILES: &[&str] = &[
 ];
 
 /// The directories of a project directory whose definitions (`*.md`) are pinned, for the
-/// `hooks` of their frontmatter (the agent definitions' dirs of `agents`).
+/// `hooks` and inline `mcpServers` of their frontmatter (the agent definitions' dirs of
+/// `agents`).
 pub const PINNED_AGENT_DIRS: &[&str] = &[".agents/agents", ".claude/agents"];
 
 /// The most definitions pinned per agent dir (in name order); a person writes a handful.

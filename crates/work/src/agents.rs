@@ -97,20 +97,36 @@ pub struct AgentDefinition {
     /// A permission mode name of ours (None: the parent's); the reference's names are mapped
     /// (`alwaysConfirm` → `default`, `confirmRisky` → `acceptEdits`, `neverConfirm` → `bypass`).
     pub permission_mode: Option<String>,
-    /// `mcpServers` as written (a list or a text), kept but not used yet: a child has its
-    /// parent's servers.
-    pub(crate) mcp_servers: Option<agentd_core::frontmatter::Value>,
+    /// `mcpServers`: the servers a child run as this agent gets instead of its parent's
+    /// (None: the parent's).
+    pub mcp_servers: Option<AgentMcpServers>,
     /// `hooks` as written: Claude Code's hooks shape as a JSON text (the frontmatter holds no
     /// nested mappings), active while this subagent runs (`agentd_agent::hooks`).
     pub hooks: Option<String>,
-    /// The trust digest (`agentd_policy::trust::digest`) of the file text `hooks` was read
-    /// from: a project definition's hooks run only while trust pins that content.
+    /// The trust digest (`agentd_policy::trust::digest`) of the file text `hooks` and inline
+    /// `mcpServers` were read from: a project definition's hooks run, and its inline servers
+    /// start, only while trust pins that content.
     pub hooks_digest: Option<String>,
     /// Runs in the background unless the call says otherwise.
     pub background: bool,
     /// Only read-only tools (may run in parallel with other read-only agents).
     pub read_only: bool,
+    /// What of the file is not used (a key agentd does not read, a bad `mcpServers` item):
+    /// the definition is used without it.
+    pub warnings: Vec<String>,
     pub source: AgentSource,
+}
+
+/// A definition's `mcpServers`, Claude Code's shape: a list whose items name a server (of the
+/// user's config.toml, the project's `.mcp.json` or the parent's session) or define one
+/// (a JSON object `{"name": {"command": …}}` in one item, as the frontmatter holds no nested
+/// mappings), or one JSON object of servers by name (the `.mcp.json` shape).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentMcpServers {
+    /// Servers named, in the order written.
+    pub names: Vec<String>,
+    /// Servers defined in the file, by name, as written (the `.mcp.json` entry shape).
+    pub inline: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A definition file that could not be used.
@@ -162,14 +178,28 @@ pub struct ToolFilter {
     /// Only tools that declare themselves read-only (built-in or MCP).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) read_only: bool,
+    /// MCP servers whose tools `allow` also lets through: the ones the definition's
+    /// `mcpServers` gives it, whose tools its `tools` need not list one by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) allow_servers: Vec<String>,
 }
 
 impl ToolFilter {
     pub fn of(definition: &AgentDefinition) -> Self {
+        let allow_servers = match (&definition.tools, &definition.mcp_servers) {
+            (Some(_), Some(servers)) => servers
+                .names
+                .iter()
+                .chain(servers.inline.keys())
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         Self {
             allow: definition.tools.clone(),
             deny: definition.disallowed_tools.clone(),
             read_only: definition.read_only,
+            allow_servers,
         }
     }
 
@@ -178,20 +208,27 @@ impl ToolFilter {
         self.read_only
     }
 
-    /// Whether tool `name` (read-only or not) is kept; `never_for_subagents` always applies.
-    pub(crate) fn allows(&self, name: &str, read_only: bool) -> bool {
+    /// Whether tool `name` (read-only or not, of MCP server `server` or none) is kept;
+    /// `never_for_subagents` always applies. An `allow` entry ending in `*` (`mcp__github__*`)
+    /// keeps the names it starts.
+    pub(crate) fn allows(&self, name: &str, read_only: bool, server: Option<&str>) -> bool {
+        let listed = |pattern: &String| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => pattern == name,
+        };
         !never_for_subagents(name)
-            && !self.deny.iter().any(|denied| denied == name)
+            && !self.deny.iter().any(listed)
             && (!self.read_only || read_only)
-            && self
-                .allow
-                .as_ref()
-                .is_none_or(|allow| allow.iter().any(|allowed| allowed == name))
+            && self.allow.as_ref().is_none_or(|allow| {
+                allow.iter().any(listed)
+                    || server.is_some_and(|server| self.allow_servers.iter().any(|s| s == server))
+            })
     }
 
     /// The tools of `registry` this filter keeps.
     pub fn apply(&self, registry: &ToolRegistry) -> ToolRegistry {
-        registry.filtered_tools(|tool| self.allows(tool.name(), tool.read_only()))
+        registry
+            .filtered_tools(|tool| self.allows(tool.name(), tool.read_only(), tool.mcp_server()))
     }
 }
 
@@ -222,11 +259,13 @@ pub fn mode_within(
     Ok(wanted.into())
 }
 
-/// The system prompt of a session run as `definition`: its body, then the catalogue of the
-/// skills it declares (those `skills` holds; an unknown name is left out). Never the parent's
-/// prompt, memory or agents catalogue.
+/// The system prompt of a session run as `definition`: its body, then `context` (the
+/// environment block and the notes its parent also has, `agentd_agent::prompt::context_sections`),
+/// then the catalogue of the skills it declares (those `skills` holds; an unknown name is left
+/// out). Never the parent's instructions, memory or agents catalogue.
 pub fn child_system_prompt(
     definition: &AgentDefinition,
+    context: &str,
     skills: &agentd_knowledge::skills::Catalogue,
 ) -> String {
     let declared: Vec<agentd_knowledge::skills::Skill> = skills
@@ -235,7 +274,8 @@ pub fn child_system_prompt(
         .filter(|skill| definition.skills.contains(&skill.name))
         .cloned()
         .collect();
-    let mut prompt = definition.body.clone();
+    let mut prompt = definition.body.trim_end().to_owned();
+    prompt.push_str(context);
     prompt.push_str(&agentd_knowledge::skills::skills_section(&declared));
     prompt
 }
@@ -339,6 +379,7 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
         hooks_digest: None,
         background: false,
         read_only: false,
+        warnings: Vec::new(),
         source: AgentSource::BuiltIn,
     };
     let general = base(
@@ -428,10 +469,39 @@ fn read_definition(
     let document =
         agentd_core::frontmatter::parse(&text).map_err(|err| format!("bad frontmatter: {err}"))?;
     let mut definition = parse_definition(&document, path, source, limits)?;
-    if definition.hooks.is_some() {
+    let inline_servers = definition
+        .mcp_servers
+        .as_ref()
+        .is_some_and(|servers| !servers.inline.is_empty());
+    if definition.hooks.is_some() || inline_servers {
         definition.hooks_digest = Some(agentd_policy::trust::digest(&text));
     }
     Ok(definition)
+}
+
+/// The servers a definition's text defines inline in its `mcpServers` (trust pins them), by
+/// name; none when the frontmatter cannot be read.
+pub fn inline_mcp_servers(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    agentd_core::frontmatter::parse(text)
+        .ok()
+        .and_then(|document| parse::mcp_servers_of(&document))
+        .map(|servers| servers.inline)
+        .unwrap_or_default()
+}
+
+/// The items of a nested list field as texts (a string as it is, anything else as JSON).
+pub(crate) fn strings_of(value: &serde_json::Value) -> Vec<String> {
+    let items = match value {
+        serde_json::Value::Array(items) => items.as_slice(),
+        other => std::slice::from_ref(other),
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 mod parse;

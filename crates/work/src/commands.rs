@@ -326,7 +326,9 @@ fn read_command(
             Some((_, Value::Text(text))) => {
                 Ok(Some(one_line(text, limits.max_description_chars)).filter(|t| !t.is_empty()))
             }
-            Some((_, Value::List(_))) => Err(format!("`{key}` must be one value, not a list")),
+            Some((_, Value::List(_) | Value::Nested(_))) => {
+                Err(format!("`{key}` must be one value, not a list"))
+            }
         }
     };
     let body = document.body.trim_start_matches(['\n', '\r']).to_owned();
@@ -419,6 +421,7 @@ fn allowed_tools(value: &Value) -> Vec<String> {
     let items = match value {
         Value::List(items) => items.clone(),
         Value::Text(text) => text.split(',').map(str::to_owned).collect(),
+        Value::Nested(value) => crate::agents::strings_of(value),
     };
     let mut names: Vec<String> = Vec::new();
     for item in items {

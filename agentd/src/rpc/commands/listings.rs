@@ -22,10 +22,18 @@ pub(super) async fn memory(
     };
     let got = super::super::memory::get(Arc::clone(state), params, Arc::clone(connection)).await?;
     let mut lines = Vec::new();
+    if !got.enabled {
+        lines.push(
+            "memory is off ([memory] enabled = false): sessions neither see nor save it".to_owned(),
+        );
+    }
     for (title, store) in [("memory", &got.memory), ("user", &got.user)] {
         lines.push(format!(
-            "{title}: {} ({} of {} chars)",
-            store.path, store.usage_chars, store.limit_chars
+            "{title}: {} ({}; {} of {} chars)",
+            store.path,
+            store.whose(),
+            store.usage_chars,
+            store.limit_chars
         ));
         if store.entries.is_empty() {
             lines.push("  (empty)".to_owned());

@@ -75,9 +75,19 @@ fn describe_settings(file: &FoundFile, described: &mut ProjectFile) {
     described.hooks = hooks_of(file);
 }
 
-/// An agent definition: trust pins it for the `hooks` of its frontmatter (a JSON text); the
-/// rest of it applies without trust.
+/// An agent definition: trust pins it for the `hooks` of its frontmatter (a JSON text or
+/// nested YAML) and the
+/// servers its `mcpServers` defines inline; the rest of it applies without trust.
 fn describe_definition(file: &FoundFile, described: &mut ProjectFile) {
+    let inline = agentd_work::agents::inline_mcp_servers(&file.text);
+    if !inline.is_empty() {
+        let servers = serde_json::json!({ "mcpServers": inline });
+        let as_mcp_json = FoundFile {
+            text: servers.to_string(),
+            ..file.clone()
+        };
+        describe_mcp_json(&as_mcp_json, described);
+    }
     let document = match agentd_core::frontmatter::parse(&file.text) {
         Ok(document) => document,
         Err(error) => {
@@ -86,8 +96,13 @@ fn describe_definition(file: &FoundFile, described: &mut ProjectFile) {
         }
     };
     let hooks = document.fields.iter().find(|(name, _)| name == "hooks");
-    let Some((_, agentd_core::frontmatter::Value::Text(text))) = hooks else {
-        return;
+    let text = match hooks {
+        Some((_, agentd_core::frontmatter::Value::Text(text))) => text,
+        Some((_, agentd_core::frontmatter::Value::Nested(value))) => {
+            described.hooks = Some(value.clone());
+            return;
+        }
+        _ => return,
     };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => described.hooks = Some(value),

@@ -2,12 +2,14 @@
 //! `MEMORY.md` (its notes: environment facts, conventions, lessons) and `USER.md` (the user's
 //! profile and preferences). Each is a list of entries ([`Entries`]) under a character limit.
 //!
-//! The stores live in `<data dir>/memory/` (one pair per user), or in the project's
-//! `.agents/memory/` when the session's project has one (the walk of
-//! `workspace::project_dirs`, nearest first, our own directories only, none that a symlink
-//! leads out of the project). The user's `<data dir>/memory/` must be a directory of ours,
-//! not a symlink; a store file must not lead out of its directory (`file::load`). What fails
-//! these is not read nor written, with a warning. A session's system prompt holds a
+//! `USER.md` is the user's, in `<data dir>/memory/`. `MEMORY.md` is the project's: in the
+//! project's `.agents/memory/` when it has one (the walk of `workspace::project_dirs`, nearest
+//! first, our own directories only, none that a symlink leads out of the project), else in the
+//! state dir under a directory keyed by the project root (`[memory] scope = "project"`, the
+//! default), or the user's beside `USER.md` (`scope = "user"`); see [`location`]. The daemon's
+//! own directories must be ours, not symlinks; a store file must not lead out of its directory
+//! (`file::load`). What fails these is not read nor written, with a warning. `[memory] enabled
+//! = false` gives sessions no memory at all. A session's system prompt holds a
 //! [`MemorySnapshot`] taken when it is created; writes show in later sessions.
 //!
 //! [`MemoryStores`] is the one writer: each edit reads the file, applies the edit and replaces
@@ -15,6 +17,7 @@
 
 mod entries;
 mod file;
+pub mod location;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,8 @@ use std::sync::Arc;
 
 use entries::Applied;
 pub use entries::{DELIMITER, Edit, Entries, usage_text};
+pub use location::Location;
+use location::usable;
 
 /// Default limit of `MEMORY.md` in characters (delimiters included): enough for a few dozen
 /// facts, small enough to sit in every request.
@@ -80,19 +85,24 @@ impl MemoryLimits {
     }
 }
 
-/// Whose stores a session uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Whose a store is (and `[memory] scope`: whose `MEMORY.md` is when the project keeps no
+/// `.agents/memory/`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Scope {
-    /// `<data dir>/memory/`.
+    /// The user's, in `<data dir>/memory/`: shared by every project.
     User,
-    /// The project's `.agents/memory/`.
+    /// One project root's: its `.agents/memory/`, or the daemon's directory for that root.
+    #[default]
     Project,
 }
 
-/// Where a session's stores are.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Location {
-    pub dir: PathBuf,
+/// `[memory]` of config.toml.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemorySettings {
+    pub limits: MemoryLimits,
+    /// `enabled = false`: no session has memory (no prompt section, no `memory` tool).
+    pub disabled: bool,
+    /// `scope`: whose `MEMORY.md` is when the project keeps no `.agents/memory/`.
     pub scope: Scope,
 }
 
@@ -100,6 +110,8 @@ pub struct Location {
 #[derive(Clone, Debug)]
 pub struct StoreView {
     pub target: MemoryTarget,
+    /// Where it is kept, and whose it is.
+    pub location: Location,
     pub path: PathBuf,
     pub entries: Entries,
     pub limit: usize,
@@ -107,10 +119,11 @@ pub struct StoreView {
     pub warning: Option<String>,
 }
 
-/// Both stores of a location, read at one moment.
+/// Both stores of a session's directory, read at one moment.
 #[derive(Clone, Debug)]
 pub struct MemorySnapshot {
-    pub location: Location,
+    /// `[memory] enabled`: false, sessions have no memory (the stores are shown all the same).
+    pub enabled: bool,
     pub memory: StoreView,
     pub user: StoreView,
 }
@@ -118,40 +131,51 @@ pub struct MemorySnapshot {
 /// The daemon's memory stores: where they are, their limits, and one lock per store file.
 #[derive(Debug)]
 pub struct MemoryStores {
-    /// `<data dir>/memory`: the user's stores.
-    user_dir: PathBuf,
+    dirs: location::Dirs,
     limits: MemoryLimits,
+    disabled: bool,
     /// One writer per store file. Entries nobody holds are dropped when a new one is added,
     /// so the map holds only stores being written.
     locks: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl MemoryStores {
-    /// The stores under `data_dir` (`<data_dir>/memory/`, created 0700 on the first write).
-    pub fn new(data_dir: &Path, limits: MemoryLimits) -> Self {
+    /// The stores of the user under `data_dir` (`<data_dir>/memory/`) and of projects under
+    /// `state_dir` (`<state_dir>/memory/projects/`), each directory created 0700 on its first
+    /// write.
+    pub fn new(data_dir: &Path, state_dir: &Path, settings: MemorySettings) -> Self {
         Self {
-            user_dir: data_dir.join(MEMORY_DIR),
-            limits,
+            dirs: location::Dirs {
+                user: data_dir.join(MEMORY_DIR),
+                projects: state_dir.join(MEMORY_DIR).join(location::PROJECTS_DIR),
+                scope: settings.scope,
+            },
+            limits: settings.limits,
+            disabled: settings.disabled,
             locks: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
-    /// Where sessions in `cwd` keep memory: the nearest `.agents/memory/` directory of ours
-    /// from `cwd` up to the git root, else the user's. Blocking (metadata of each directory).
-    pub(crate) fn locate(&self, cwd: &Path) -> Location {
-        locate(&self.user_dir, cwd)
+    /// Whether sessions have memory (`[memory] enabled`).
+    pub fn enabled(&self) -> bool {
+        !self.disabled
+    }
+
+    /// Where sessions in `cwd` keep the `target` store. Blocking (metadata of each directory).
+    pub fn locate(&self, cwd: &Path, target: MemoryTarget) -> Location {
+        self.dirs.locate(cwd, target)
     }
 
     /// Both stores for sessions in `cwd`, as they are now. A store that cannot be read is
     /// empty, with a warning. Blocking: reads the files (no lock: files are only ever
     /// replaced whole).
     pub fn snapshot(&self, cwd: &Path) -> MemorySnapshot {
-        let location = self.locate(cwd);
-        let refused = usable(&location).err();
-        if let Some(refusal) = &refused {
-            tracing::warn!("memory not read: {refusal}");
-        }
         let view = |target: MemoryTarget| {
+            let location = self.locate(cwd, target);
+            let refused = usable(&location).err();
+            if let Some(refusal) = &refused {
+                tracing::warn!("memory not read: {refusal}");
+            }
             let path = location.dir.join(target.file_name());
             let loaded = match &refused {
                 Some(refusal) => Err(anyhow::anyhow!("{refusal}")),
@@ -174,6 +198,7 @@ impl MemoryStores {
             };
             StoreView {
                 target,
+                location,
                 path,
                 entries,
                 limit: self.limits.of(target),
@@ -181,9 +206,9 @@ impl MemoryStores {
             }
         };
         MemorySnapshot {
+            enabled: self.enabled(),
             memory: view(MemoryTarget::Memory),
             user: view(MemoryTarget::User),
-            location,
         }
     }
 
@@ -196,8 +221,11 @@ impl MemoryStores {
         target: MemoryTarget,
         edit: Edit,
     ) -> Result<String, String> {
-        let user_dir = self.user_dir.clone();
-        let located = tokio::task::spawn_blocking(move || locate(&user_dir, &cwd))
+        if self.disabled {
+            return Err("memory is off ([memory] enabled = false in config.toml)".to_owned());
+        }
+        let dirs = self.dirs.clone();
+        let located = tokio::task::spawn_blocking(move || dirs.locate(&cwd, target))
             .await
             .map_err(|error| format!("cannot find the memory directory: {error}"))?;
         let path = located.dir.join(target.file_name());
@@ -228,82 +256,6 @@ impl MemoryStores {
     }
 }
 
-/// See [`MemoryStores::locate`]. A project's directory a symlink leads out of the project is
-/// not used (a warning says where it leads), like one of another user.
-fn locate(user_dir: &Path, cwd: &Path) -> Location {
-    let project = agentd_core::workspace::project_dirs(cwd);
-    for dir in &project.dirs {
-        let candidate = dir.join(".agents").join(MEMORY_DIR);
-        if candidate.symlink_metadata().is_err() {
-            continue;
-        }
-        let containment = project.containment_for(dir);
-        let inside = agentd_core::regular_file::resolves_within(&candidate, containment);
-        if inside && agentd_core::regular_file::is_own_dir(&candidate) {
-            return Location {
-                dir: candidate,
-                scope: Scope::Project,
-            };
-        }
-        if !inside {
-            tracing::warn!(
-                dir = %candidate.display(),
-                "project memory not used: it leads out of {} through a symbolic link (to {}); \
-                 the user's memory is used instead",
-                containment.display(),
-                where_it_leads(&candidate)
-            );
-        } else {
-            tracing::warn!(
-                dir = %candidate.display(),
-                "project memory not used: it is not a directory of ours (another user's, or a file)"
-            );
-        }
-    }
-    Location {
-        dir: user_dir.to_path_buf(),
-        scope: Scope::User,
-    }
-}
-
-/// Whether the stores of `location` may be read and written: the user's directory, when it
-/// exists, must be ours and no symlink (the daemon makes it 0700 itself); a project's was
-/// checked by [`locate`]. The error says why not and what to do.
-fn usable(location: &Location) -> Result<(), String> {
-    if location.scope == Scope::Project {
-        return Ok(());
-    }
-    let dir = &location.dir;
-    let Ok(metadata) = dir.symlink_metadata() else {
-        return Ok(());
-    };
-    if metadata.file_type().is_symlink() {
-        return Err(format!(
-            "{} is a symbolic link (to {}), and memory is kept only in a directory of agentd's \
-             own; remove the link (agentd makes the directory again)",
-            dir.display(),
-            where_it_leads(dir)
-        ));
-    }
-    if !agentd_core::regular_file::is_own_real_dir(dir) {
-        return Err(format!(
-            "{} is not a directory of ours (uid {} owns it, or it is a file), and memory is kept \
-             only in a directory of agentd's own; remove it (agentd makes it again)",
-            dir.display(),
-            std::os::unix::fs::MetadataExt::uid(&metadata)
-        ));
-    }
-    Ok(())
-}
-
-/// Where a symlink at `path` leads, for messages.
-fn where_it_leads(path: &Path) -> String {
-    path.canonicalize()
-        .or_else(|_| std::fs::read_link(path))
-        .map(|real| real.display().to_string())
-        .unwrap_or_else(|_| "somewhere unknown".to_owned())
-}
-
 /// Read, edit and replace one store file (the caller holds its lock). Blocking.
 fn edit_file(
     location: &Location,
@@ -314,7 +266,7 @@ fn edit_file(
 ) -> Result<String, String> {
     let name = target.file_name();
     usable(location).map_err(|refusal| format!("cannot save memory: {refusal}"))?;
-    if location.scope == Scope::User {
+    if !location.in_repository {
         agentd_core::paths::prepare_private_dir(&location.dir)
             .map_err(|error| format!("cannot save memory: {error:#}"))?;
     }

@@ -1,10 +1,17 @@
-//! Tests of `MemoryStores`: where the stores are, snapshots, and writers that run at once.
+//! Tests of `MemoryStores`: where the stores are (per project by default, per user with
+//! `scope = "user"`, a repository's own `.agents/memory/`), snapshots, memory off, and writers
+//! that run at once.
 
 use super::*;
 use std::os::unix::fs::PermissionsExt;
 
+/// Stores with `scope = "user"`: `MEMORY.md` beside `USER.md` in `data/memory/`.
 fn stores(data: &Path) -> Arc<MemoryStores> {
-    Arc::new(MemoryStores::new(data, MemoryLimits::default()))
+    let settings = MemorySettings {
+        scope: Scope::User,
+        ..MemorySettings::default()
+    };
+    Arc::new(MemoryStores::new(data, data, settings))
 }
 
 #[tokio::test]
@@ -12,7 +19,7 @@ async fn the_users_stores_are_private_files_in_the_data_dir() {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let stores = stores(data.path());
-    let location = stores.locate(work.path());
+    let location = stores.locate(work.path(), MemoryTarget::Memory);
     assert_eq!(location.scope, Scope::User);
     assert_eq!(location.dir, data.path().join("memory"));
     let said = stores
@@ -52,9 +59,15 @@ async fn a_project_with_agents_memory_keeps_its_own_stores() {
     let sub = root.path().join("crates/a");
     std::fs::create_dir_all(&sub).unwrap();
     let stores = stores(data.path());
-    let location = stores.locate(&sub);
+    let location = stores.locate(&sub, MemoryTarget::Memory);
     assert_eq!(location.scope, Scope::Project);
+    assert!(location.in_repository);
     assert_eq!(location.dir, root.path().join(".agents/memory"));
+    // USER.md stays the user's.
+    assert_eq!(
+        stores.locate(&sub, MemoryTarget::User).dir,
+        data.path().join("memory")
+    );
     stores
         .edit(
             sub.clone(),
@@ -108,9 +121,14 @@ async fn refusals_change_nothing_and_are_errors() {
     let work = tempfile::tempdir().unwrap();
     let stores = Arc::new(MemoryStores::new(
         data.path(),
-        MemoryLimits {
-            memory_chars: 10,
-            user_chars: 10,
+        data.path(),
+        MemorySettings {
+            limits: MemoryLimits {
+                memory_chars: 10,
+                user_chars: 10,
+            },
+            scope: Scope::User,
+            disabled: false,
         },
     ));
     let cwd = work.path().to_path_buf();
@@ -169,7 +187,7 @@ async fn a_project_memory_dir_linked_out_of_the_project_is_not_used() {
     std::fs::create_dir(root.path().join(".agents")).unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), root.path().join(".agents/memory")).unwrap();
     let stores = stores(data.path());
-    let location = stores.locate(root.path());
+    let location = stores.locate(root.path(), MemoryTarget::Memory);
     assert_eq!(location.scope, Scope::User, "the linked dir was used");
     let snapshot = stores.snapshot(root.path());
     assert!(snapshot.memory.entries.is_empty());
@@ -258,4 +276,96 @@ fn add_entry(content: &str) -> Edit {
     Edit::Add {
         content: content.to_owned(),
     }
+}
+
+#[tokio::test]
+async fn by_default_each_project_root_keeps_its_own_memory_in_the_state_dir() {
+    let data = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let projects = tempfile::tempdir().unwrap();
+    let (one, two) = (projects.path().join("one"), projects.path().join("two"));
+    for root in [&one, &two] {
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+    }
+    std::fs::create_dir_all(one.join("crates/a")).unwrap();
+    let stores = MemoryStores::new(data.path(), state.path(), MemorySettings::default());
+    stores
+        .edit(
+            one.join("crates/a"),
+            MemoryTarget::Memory,
+            add_entry("one uses make"),
+        )
+        .await
+        .unwrap();
+    stores
+        .edit(two.clone(), MemoryTarget::User, add_entry("likes tea"))
+        .await
+        .unwrap();
+    // Kept for the root, whichever directory of it the session is in.
+    let snapshot = stores.snapshot(&one);
+    assert_eq!(snapshot.memory.entries.as_slice(), ["one uses make"]);
+    assert_eq!(snapshot.memory.location.scope, Scope::Project);
+    assert_eq!(
+        snapshot.memory.location.project_root.as_deref(),
+        Some(one.as_path())
+    );
+    assert!(!snapshot.memory.location.in_repository);
+    let dir = &snapshot.memory.location.dir;
+    assert!(
+        dir.starts_with(state.path().join("memory/projects")),
+        "{dir:?}"
+    );
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("one-"),
+        "{dir:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    // The other project sees none of it; USER.md is the same for both.
+    let other = stores.snapshot(&two);
+    assert!(other.memory.entries.is_empty());
+    assert_ne!(other.memory.location.dir, *dir);
+    assert_eq!(other.user.entries.as_slice(), ["likes tea"]);
+    assert_eq!(snapshot.user.entries.as_slice(), ["likes tea"]);
+    assert_eq!(snapshot.user.location.scope, Scope::User);
+    // Nothing was written into either repository.
+    assert!(!one.join(".agents").exists() && !two.join(".agents").exists());
+    assert!(!data.path().join("memory/MEMORY.md").exists());
+}
+
+#[tokio::test]
+async fn memory_off_saves_nothing_and_says_so() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let settings = MemorySettings {
+        disabled: true,
+        ..MemorySettings::default()
+    };
+    let stores = MemoryStores::new(data.path(), data.path(), settings);
+    assert!(!stores.enabled());
+    let refused = stores
+        .edit(
+            work.path().to_path_buf(),
+            MemoryTarget::Memory,
+            add_entry("x"),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.contains("enabled = false"), "{refused}");
+    assert!(!stores.snapshot(work.path()).enabled);
+    assert!(!data.path().join("memory").exists());
+}
+
+#[test]
+fn a_project_key_is_its_name_and_a_hash_of_the_whole_root() {
+    let key = location::key(Path::new("/src/my app"));
+    assert!(key.starts_with("my_app-"), "{key}");
+    assert_eq!(key.len(), "my_app-".len() + 16, "{key}");
+    assert_ne!(key, location::key(Path::new("/other/my app")));
+    assert_eq!(key, location::key(Path::new("/src/my app")));
 }

@@ -74,9 +74,13 @@ fn claude_code_spelling() {
     assert_eq!(agent.permission_mode.as_deref(), Some("acceptEdits"));
     assert_eq!(
         agent.mcp_servers,
-        Some(agentd_core::frontmatter::Value::List(vec!["github".into()]))
+        Some(AgentMcpServers {
+            names: vec!["github".into()],
+            inline: Default::default(),
+        })
     );
     assert!(agent.background);
+    assert_eq!(agent.warnings, Vec::<String>::new());
     assert_eq!(agent.skills, vec!["pdf".to_owned(), "review".to_owned()]);
 }
 
@@ -112,6 +116,135 @@ fn reference_spelling() {
         .unwrap();
         assert_eq!(agent.permission_mode.as_deref(), Some(ours));
     }
+}
+
+#[test]
+fn every_key_and_mode_in_either_spelling() {
+    let tree = tree();
+    for (theirs, ours) in [
+        ("always_confirm", "default"),
+        ("confirm_risky", "acceptEdits"),
+        ("never_confirm", "bypass"),
+        ("acceptEdits", "acceptEdits"),
+        ("accept_edits", "acceptEdits"),
+        ("bypassPermissions", "bypass"),
+        ("bypass_permissions", "bypass"),
+        ("dontAsk", "default"),
+        ("plan", "plan"),
+    ] {
+        for key in ["permission_mode", "permissionMode"] {
+            let agent = only(
+                &tree,
+                "x.md",
+                &format!("---\nname: x\ndescription: d\n{key}: {theirs}\n---\n"),
+            )
+            .unwrap_or_else(|err| panic!("{key}: {theirs}: {err}"));
+            assert_eq!(agent.permission_mode.as_deref(), Some(ours), "{theirs}");
+        }
+    }
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmax_turns: 4\nmax_budget_usd: 1\nmax_tokens: 9\ndisallowedTools: Bash\nmcp_servers: github, fs\n---\n",
+    )
+    .unwrap();
+    assert_eq!(agent.max_turns, Some(4));
+    assert_eq!(agent.max_budget_usd, Some(1.0));
+    assert_eq!(agent.max_tokens, Some(9));
+    assert_eq!(agent.disallowed_tools, vec!["run_shell".to_owned()]);
+    assert_eq!(
+        agent.mcp_servers.map(|servers| servers.names),
+        Some(vec!["github".to_owned(), "fs".to_owned()])
+    );
+}
+
+#[test]
+fn keys_not_used_are_warnings_that_name_them() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\ncolor: blue\neffort: high\ncondenser: none\nfavourite_food: soup\n---\nbody",
+    )
+    .unwrap();
+    assert_eq!(agent.warnings.len(), 4, "{:?}", agent.warnings);
+    for key in ["color", "effort", "condenser", "favourite_food"] {
+        assert!(
+            agent
+                .warnings
+                .iter()
+                .any(|warning| warning.contains(&format!("`{key}`"))),
+            "{key}: {:?}",
+            agent.warnings
+        );
+    }
+    assert!(
+        agent.warnings[3].contains("not a key agentd knows"),
+        "{:?}",
+        agent.warnings
+    );
+}
+
+#[test]
+fn inline_mcp_servers_are_json_items() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmcpServers:\n  - github\n  - '{\"fs\": {\"command\": \"node\", \"args\": [\"fs.js\"]}}'\n  - '{oops'\n---\n",
+    )
+    .unwrap();
+    let servers = agent.mcp_servers.clone().unwrap();
+    assert_eq!(servers.names, vec!["github".to_owned()]);
+    assert_eq!(
+        servers.inline.get("fs"),
+        Some(&serde_json::json!({"command": "node", "args": ["fs.js"]}))
+    );
+    assert_eq!(agent.warnings.len(), 1, "{:?}", agent.warnings);
+    assert!(agent.warnings[0].contains("{oops"), "{:?}", agent.warnings);
+    // Inline servers are pinned by trust like hooks: the digest of the file is kept.
+    assert!(agent.hooks_digest.is_some());
+    let agent = only(
+        &tree,
+        "y.md",
+        "---\nname: y\ndescription: d\nmcp_config: '{\"mcpServers\": {\"fs\": {\"command\": \"node\"}}}'\n---\n",
+    )
+    .unwrap();
+    assert_eq!(
+        agent.mcp_servers.unwrap().inline.keys().collect::<Vec<_>>(),
+        vec!["fs"]
+    );
+}
+
+#[test]
+fn claude_codes_nested_hooks_and_mcp_servers_are_read() {
+    let tree = tree();
+    let agent = only(
+        &tree,
+        "x.md",
+        "---\nname: x\ndescription: d\nmcpServers:\n  - github\n  - playwright:\n      type: stdio\n      command: npx\n      args: [\"-y\", \"@playwright/mcp\"]\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./check.sh\nisolation:\n  kind: worktree\n---\nbody",
+    )
+    .unwrap();
+    let servers = agent.mcp_servers.clone().unwrap();
+    assert_eq!(servers.names, vec!["github".to_owned()]);
+    assert_eq!(
+        servers.inline.get("playwright"),
+        Some(
+            &serde_json::json!({"type": "stdio", "command": "npx", "args": ["-y", "@playwright/mcp"]})
+        )
+    );
+    let hooks: serde_json::Value = serde_json::from_str(agent.hooks.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        hooks["PreToolUse"][0]["hooks"][0]["command"],
+        serde_json::json!("./check.sh")
+    );
+    // An unknown nested key is a warning, not a refusal.
+    assert_eq!(agent.warnings.len(), 1, "{:?}", agent.warnings);
+    assert!(
+        agent.warnings[0].contains("`isolation`"),
+        "{:?}",
+        agent.warnings
+    );
 }
 
 #[test]
@@ -252,6 +385,35 @@ fn filter_never_gives_recursion_or_shared_state() {
 }
 
 #[test]
+fn a_tools_list_keeps_the_tools_of_the_definitions_own_servers_and_wildcards() {
+    let mut agent = built_ins().remove(0);
+    agent.tools = Some(vec!["read_file".into(), "mcp__github__*".into()]);
+    agent.mcp_servers = Some(AgentMcpServers {
+        names: vec!["time".into()],
+        inline: serde_json::Map::from_iter([("my.fs".to_owned(), serde_json::json!({}))]),
+    });
+    let filter = ToolFilter::of(&agent);
+    for (kept, server) in [
+        ("read_file", None),
+        ("mcp__time__get_current_time", Some("time")),
+        ("mcp__my_fs__read", Some("my.fs")),
+        ("mcp__github__search", Some("github")),
+    ] {
+        assert!(filter.allows(kept, false, server), "{kept}");
+    }
+    for (dropped, server) in [
+        ("write_file", None),
+        ("mcp__everything__echo", Some("everything")),
+        ("mcp__time__x", Some("timer")),
+    ] {
+        assert!(!filter.allows(dropped, false, server), "{dropped}");
+    }
+    // Without a `tools` list every tool is kept anyway.
+    agent.tools = None;
+    assert_eq!(ToolFilter::of(&agent).allow_servers, Vec::<String>::new());
+}
+
+#[test]
 fn child_prompt_is_the_body_and_declared_skills() {
     let mut agent = built_ins().remove(0);
     agent.body = "Body.".into();
@@ -265,9 +427,13 @@ fn child_prompt_is_the_body_and_declared_skills() {
         }],
         warnings: Vec::new(),
     };
-    assert_eq!(child_system_prompt(&agent, &skills), "Body.");
+    assert_eq!(child_system_prompt(&agent, "", &skills), "Body.");
+    assert_eq!(
+        child_system_prompt(&agent, "\n\n<environment>", &skills),
+        "Body.\n\n<environment>"
+    );
     agent.skills = vec!["pdf".into(), "unknown".into()];
-    let prompt = child_system_prompt(&agent, &skills);
+    let prompt = child_system_prompt(&agent, "", &skills);
     assert!(
         prompt.starts_with("Body.\n\n<available_skills>"),
         "{prompt}"

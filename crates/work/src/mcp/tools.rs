@@ -59,6 +59,10 @@ impl Tool for McpTool {
         self.info.input_schema.clone()
     }
 
+    fn mcp_server(&self) -> Option<&str> {
+        Some(&self.handle.key().name)
+    }
+
     /// The server's `readOnlyHint`: only such calls run in parallel, without asking.
     fn read_only(&self) -> bool {
         self.info.read_only

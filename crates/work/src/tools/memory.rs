@@ -119,11 +119,15 @@ fn edit_of(action: MemoryAction, params: &MemoryParams) -> Result<Edit, String> 
 mod tests {
     use super::*;
     use crate::tools::test_support::{call, workspace};
-    use agentd_knowledge::memory::MemoryLimits;
     use serde_json::json;
 
     fn tool(data: &std::path::Path) -> MemoryTool {
-        MemoryTool::new(Arc::new(MemoryStores::new(data, MemoryLimits::default())))
+        // `scope = "user"`: MEMORY.md in `data/memory/`.
+        let settings = agentd_knowledge::memory::MemorySettings {
+            scope: agentd_knowledge::memory::Scope::User,
+            ..Default::default()
+        };
+        MemoryTool::new(Arc::new(MemoryStores::new(data, data, settings)))
     }
 
     #[tokio::test]

@@ -64,6 +64,11 @@ pub trait Tool: Send + Sync + 'static {
     fn input_schema(&self) -> serde_json::Value;
     /// Whether the tool only observes (files, network) and never changes anything.
     fn read_only(&self) -> bool;
+    /// The MCP server the tool is of (None: not an MCP tool), so a subagent definition that
+    /// lists the server keeps its tools.
+    fn mcp_server(&self) -> Option<&str> {
+        None
+    }
     /// Whether the tool may run concurrently with other calls of the same batch.
     fn parallel_safe(&self) -> bool {
         self.read_only()

@@ -21,13 +21,21 @@ pub struct TaskParams {
     /// The whole task: the subagent sees nothing of this conversation (unless `fork`).
     pub prompt: String,
     /// One of the available agents (default `general-purpose`).
-    #[serde(default)]
+    // `agent_type` (the design notes' spelling) and `subagent_type` (Claude Code's) are read
+    // as this, so a model used to them need not retry; the schema (in every request) names
+    // only `agentType`.
+    #[serde(
+        default,
+        alias = "agent_type",
+        alias = "subagent_type",
+        alias = "subagentType"
+    )]
     pub agent_type: Option<String>,
     /// Short description (default: the prompt's first line).
     #[serde(default)]
     pub description: Option<String>,
     /// Return the task id at once; the result comes later.
-    #[serde(default)]
+    #[serde(default, alias = "run_in_background")]
     pub run_in_background: bool,
     /// Start from this conversation so far, not a fresh context.
     #[serde(default)]
@@ -60,8 +68,9 @@ impl TypedTool for TaskTool {
     const READ_ONLY: bool = true;
 
     fn summary(&self, input: &serde_json::Value) -> String {
-        let agent = input
-            .get("agentType")
+        let agent = ["agentType", "agent_type", "subagent_type", "subagentType"]
+            .iter()
+            .find_map(|key| input.get(*key))
             .and_then(|value| value.as_str())
             .unwrap_or(DEFAULT_AGENT_TYPE);
         let what = input
@@ -86,5 +95,33 @@ impl TypedTool for TaskTool {
                 None => Err("subagents are not available in this session".to_owned()),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_field_is_read_in_the_spellings_models_use() {
+        for key in ["agentType", "agent_type", "subagent_type", "subagentType"] {
+            let params: TaskParams =
+                serde_json::from_value(serde_json::json!({"prompt": "p", key: "explore"}))
+                    .unwrap_or_else(|err| panic!("{key}: {err}"));
+            assert_eq!(params.agent_type.as_deref(), Some("explore"), "{key}");
+        }
+        let params: TaskParams =
+            serde_json::from_value(serde_json::json!({"prompt": "p", "run_in_background": true}))
+                .unwrap();
+        assert!(params.run_in_background);
+        // Other unknown fields are still refused, so a typo is heard.
+        assert!(
+            serde_json::from_value::<TaskParams>(serde_json::json!({"prompt": "p", "agnet": "x"}))
+                .is_err()
+        );
+        assert_eq!(
+            TaskTool.summary(&serde_json::json!({"subagent_type": "explore", "prompt": "look"})),
+            "explore: look"
+        );
     }
 }
