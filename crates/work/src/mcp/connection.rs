@@ -5,7 +5,9 @@
 //! stdin/stdout the rmcp transport, its stderr recorded by the server's [`ServerLog`]. The
 //! connection initializes, lists tools (paginated), calls tools with a timeout, progress and
 //! cancellation (`notifications/cancelled`), lists and gets prompts (slash commands), reports
-//! `notifications/tools/list_changed`, and
+//! `notifications/tools/list_changed` (counted as it arrives, `guard`), records
+//! `notifications/message` in the server's log, holds each message to a size before it is
+//! parsed (`guard`), says rmcp's errors in words (`errors`), and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
 use std::collections::HashMap;
@@ -24,7 +26,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::limits::McpLimits;
 use super::log::ServerLog;
+use super::server::ToolListFreshness;
 use super::{
     McpCallError, McpCallResult, McpContent, McpProgress, McpPromptArgument, McpPromptInfo,
     McpServerConfig, McpToolInfo, McpTransport,
@@ -32,8 +36,29 @@ use super::{
 use agentd_policy::process::{ChildProcess, ProcessSpec, StderrMode};
 use progress::{Handler, ProgressRoute, ProgressRoutes};
 
+#[path = "connection_errors.rs"]
+mod errors;
+#[path = "connection_guard.rs"]
+mod guard;
 #[path = "connection_progress.rs"]
 mod progress;
+
+/// Room above `max_result_bytes` for rmcp's own line limit, so the guard's size error (a
+/// short line) is what a long message meets.
+const RMCP_LINE_SLACK: usize = 64 * 1024;
+
+/// What a connection is started with besides its configuration.
+pub(super) struct StartContext<'a> {
+    pub(super) project_root: &'a Path,
+    pub(super) log: &'a Arc<ServerLog>,
+    pub(super) http: Option<&'a reqwest::Client>,
+    pub(super) sandbox: Option<&'a Arc<agentd_policy::process::sandbox::ShellSandbox>>,
+    /// Gets a message on each `notifications/tools/list_changed` (coalesced: a full channel
+    /// already says so).
+    pub(super) tools_changed: mpsc::Sender<()>,
+    pub(super) tools_fresh: Arc<ToolListFreshness>,
+    pub(super) limits: &'a McpLimits,
+}
 
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -68,22 +93,28 @@ pub(super) struct McpClient {
 }
 
 impl Connection {
-    /// Starts `config` for `project_root` (stdio: spawns the process) and initializes it,
-    /// all within `config.startup_timeout`. `tools_changed` gets a message on each
-    /// `notifications/tools/list_changed` (coalesced: a full channel already says so).
+    /// Starts `config` for `start.project_root` (stdio: spawns the process) and initializes
+    /// it, all within `config.startup_timeout`.
     pub(super) async fn start(
         config: &McpServerConfig,
-        project_root: &Path,
-        log: &Arc<ServerLog>,
-        http: Option<&reqwest::Client>,
-        sandbox: Option<&Arc<agentd_policy::process::sandbox::ShellSandbox>>,
-        tools_changed: mpsc::Sender<()>,
+        start: StartContext<'_>,
     ) -> Result<Connection, StartError> {
+        let StartContext {
+            project_root,
+            log,
+            http,
+            sandbox,
+            tools_changed,
+            tools_fresh,
+            limits,
+        } = start;
         let progress = ProgressRoutes::default();
         let handler = Handler {
             progress: progress.clone(),
             tools_changed,
+            log: log.clone(),
         };
+        let max_bytes = limits.max_result_bytes;
         let timeout = config.startup_timeout;
         match &config.transport {
             McpTransport::Stdio {
@@ -135,7 +166,15 @@ impl Connection {
                     let _ = process.kill().await;
                     return Err(StartError("the server's stdin or stdout is missing".into()));
                 };
-                let started = tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await;
+                let transport = guard::Watched {
+                    inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                        guard::SizeGuard::new(stdout, max_bytes, &config.name),
+                        stdin,
+                    )
+                    .with_max_line_length(max_bytes.saturating_add(RMCP_LINE_SLACK)),
+                    tools: tools_fresh,
+                };
+                let started = tokio::time::timeout(timeout, handler.serve(transport)).await;
                 let failure = match started {
                     Ok(Ok(service)) => {
                         return Ok(Self::connected(
@@ -146,7 +185,7 @@ impl Connection {
                             stderr,
                         ));
                     }
-                    Ok(Err(error)) => format!("initialize failed: {error}"),
+                    Ok(Err(error)) => errors::initialize_failed(&error, "the server"),
                     Err(_) => format!(
                         "the server did not answer initialize within {} s",
                         timeout.as_secs_f64()
@@ -182,15 +221,19 @@ impl Connection {
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                         url.as_str(),
                     )
-                    .custom_headers(custom),
+                    .custom_headers(custom)
+                    .max_json_response_size(max_bytes)
+                    .max_sse_event_size(max_bytes),
                 );
+                let transport = guard::Watched {
+                    inner: transport,
+                    tools: tools_fresh,
+                };
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => {
                         Ok(Self::connected(&config.name, service, progress, None, None))
                     }
-                    Ok(Err(error)) => {
-                        Err(StartError(format!("initialize at {url} failed: {error}")))
-                    }
+                    Ok(Err(error)) => Err(StartError(errors::initialize_failed(&error, url))),
                     Err(_) => Err(StartError(format!(
                         "{url} did not answer initialize within {} s",
                         timeout.as_secs_f64()
@@ -308,7 +351,7 @@ const STDERR_DRAIN: Duration = Duration::from_secs(1);
 impl McpClient {
     /// A call could not reach the server: the supervisor learns of it through `lost`.
     fn mark_broken(&self, error: &rmcp::ServiceError) -> String {
-        let reason = format!("cannot reach it: {}", innermost(error));
+        let reason = errors::service_failed(error, "the server");
         self.broken_because
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -347,7 +390,7 @@ impl McpClient {
     /// Every tool of the server (all pages).
     pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
         let tools = tokio::select! {
-            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {error}"))?,
+            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {}", errors::service_failed(&error, "the server")))?,
             () = self.closed.cancelled() => return Err("the server exited".to_owned()),
         };
         Ok(tools
@@ -383,7 +426,7 @@ impl McpClient {
         }
         let prompts = tokio::select! {
             listed = tokio::time::timeout(timeout, self.peer.list_all_prompts()) => match listed {
-                Ok(listed) => listed.map_err(|error| format!("prompts/list failed: {error}"))?,
+                Ok(listed) => listed.map_err(|error| format!("prompts/list failed: {}", errors::service_failed(&error, "the server")))?,
                 Err(_) => return Err(format!("prompts/list took longer than {} s", timeout.as_secs())),
             },
             () = self.closed.cancelled() => return Err("the server exited".to_owned()),
@@ -417,7 +460,7 @@ impl McpClient {
         let params = rmcp::model::GetPromptRequestParams::new(name).with_arguments(arguments);
         let got = tokio::select! {
             got = tokio::time::timeout(timeout, self.peer.get_prompt(params)) => match got {
-                Ok(got) => got.map_err(|error| format!("prompts/get failed: {error}"))?,
+                Ok(got) => got.map_err(|error| format!("prompts/get failed: {}", errors::service_failed(&error, "the server")))?,
                 Err(_) => return Err(format!("prompts/get took longer than {} s", timeout.as_secs())),
             },
             () = self.closed.cancelled() => return Err("the server exited".to_owned()),
@@ -461,7 +504,7 @@ impl McpClient {
             .await
             .map_err(|error| match error {
                 rmcp::ServiceError::TransportSend(_) => exited(self.mark_broken(&error)),
-                other => exited(other.to_string()),
+                other => exited(errors::service_failed(&other, "the server")),
             })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
@@ -489,15 +532,30 @@ impl McpClient {
         tokio::task::yield_now().await;
         match outcome {
             Err(_) => Err(exited(self.lost_reason().await)),
-            Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
-                server: self.server.clone(),
-                message: error.message.into_owned(),
-            }),
+            Ok(Err(rmcp::ServiceError::McpError(error))) => match too_large_data(&error) {
+                Some((bytes, limit)) => Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: Some(bytes),
+                    limit,
+                }),
+                None => Err(McpCallError::Refused {
+                    server: self.server.clone(),
+                    message: error.message.into_owned(),
+                }),
+            },
             Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
-            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => {
-                Err(exited(self.mark_broken(&error)))
-            }
-            Ok(Err(error)) => Err(exited(error.to_string())),
+            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => match errors::too_large(&error) {
+                // An HTTP response over the limit: the connection is fine, the result is not.
+                Some(limit) => Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: None,
+                    limit: limit as u64,
+                }),
+                None => Err(exited(self.mark_broken(&error))),
+            },
+            Ok(Err(error)) => Err(exited(errors::service_failed(&error, "the server"))),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
                 structured: result.structured_content,
@@ -559,14 +617,10 @@ fn content(block: ContentBlock) -> McpContent {
     }
 }
 
-/// The innermost cause of `error` ("Connection refused (os error 111)"), without the
-/// transport's type names the outer layers add.
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
+/// `(bytes, limit)` of the error response the guard put in place of a result over the limit.
+fn too_large_data(error: &rmcp::model::ErrorData) -> Option<(u64, u64)> {
+    let size = error.data.as_ref()?.get(guard::TOO_LARGE_KEY)?;
+    Some((size.get("bytes")?.as_u64()?, size.get("limit")?.as_u64()?))
 }
 
 /// "exited with status 1", "was killed by signal 9".

@@ -4,6 +4,8 @@
 //! and the record has a budget of bytes per second: what a flooding server writes beyond it is
 //! read and dropped, and the log says once per second how much ("dropped N bytes of stderr"),
 //! so a server writing stderr in a tight loop costs the daemon neither a core nor the disk.
+//! A server's `notifications/message` (stdio or HTTP) goes to the same file, marked as such,
+//! so `agentctl mcp logs` shows it.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,8 @@ pub(crate) struct ServerLog {
     path: PathBuf,
     limits: StderrLimits,
     tail: Mutex<VecDeque<String>>,
+    /// The file `notifications/message` lines are appended to, opened on the first one.
+    messages: tokio::sync::Mutex<Option<OpenLog>>,
 }
 
 impl ServerLog {
@@ -73,6 +77,7 @@ impl ServerLog {
             path: dir.join(format!("{file_stem}.log")),
             limits,
             tail: Mutex::new(VecDeque::new()),
+            messages: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -162,6 +167,39 @@ impl ServerLog {
         }
         if let Some(mut open) = sink.file {
             let _ = open.file.flush().await;
+        }
+    }
+
+    /// Records a `notifications/message` of the server: `[level logger] text`, each line of
+    /// `text` cut to `max_line_bytes`.
+    pub(crate) async fn server_message(&self, level: &str, logger: Option<&str>, text: &str) {
+        let mut lines = LineSplitter::new(self.limits.max_line_bytes);
+        let prefix = match logger {
+            Some(logger) => format!("[{level} {logger}] "),
+            None => format!("[{level}] "),
+        };
+        let mut recorded = lines.push(format!("{prefix}{text}\n").as_bytes());
+        recorded.extend(lines.finish());
+        let mut file = self.messages.lock().await;
+        for line in recorded {
+            tracing::debug!(target: "agentd::mcp", server = %self.server, "{line}");
+            if file.is_none() {
+                match self.open().await {
+                    Ok(open) => *file = Some(open),
+                    Err(error) => {
+                        tracing::warn!(server = %self.server, "cannot open the MCP server's log: {error:#}");
+                        return;
+                    }
+                }
+            }
+            if let Some(open) = file.as_mut() {
+                let written = self.append(open, &line).await;
+                let flushed = open.file.flush().await;
+                if let Err(error) = written.and(flushed.map_err(Into::into)) {
+                    tracing::warn!(server = %self.server, "cannot write the MCP server's log: {error:#}");
+                    *file = None;
+                }
+            }
         }
     }
 
@@ -365,6 +403,7 @@ impl LineSplitter {
     }
 }
 
+#[derive(Debug)]
 struct OpenLog {
     file: tokio::fs::File,
     size: u64,

@@ -15,8 +15,8 @@ use tokio_util::task::TaskTracker;
 
 mod supersede;
 
+pub use super::limits::McpLimits;
 use super::log::ServerLog;
-pub use super::server::McpLimits;
 use super::server::{RunContext, Server, ServerState, Superseded};
 use super::{
     McpCallError, McpCallResult, McpProgress, McpPromptInfo, McpServerConfig, McpStatus,
@@ -43,6 +43,9 @@ pub struct McpServerInfo {
     /// A reload changed or removed its definition: it is restarted with the new one (or
     /// stopped) once no session uses it.
     pub restart_pending: bool,
+    /// Why not all its tools are offered as it described them (past `max_tools` or
+    /// `max_description_chars`).
+    pub warning: Option<String>,
 }
 
 /// The daemon's MCP servers.
@@ -142,7 +145,9 @@ impl McpManager {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(server) = servers.get(&key) {
             server.users.send_modify(|users| *users += 1);
-            return McpHandle::new(server.clone());
+            let handle = McpHandle::new(server.clone());
+            handle.retry_if_failed();
+            return handle;
         }
         let log = ServerLog::new(
             &config.name,
@@ -163,6 +168,8 @@ impl McpManager {
             restart: Notify::new(),
             log,
             stop: stop.clone(),
+            retry: Notify::new(),
+            tools_fresh: Arc::default(),
         });
         if self.stop.is_cancelled() {
             server.status.send_replace(McpStatus::Stopped);
@@ -258,9 +265,10 @@ impl McpManager {
                     restarts: state.restarts,
                     last_error: state.last_error.clone(),
                     users: *server.users.borrow(),
-                    log_file: matches!(server.config.transport, McpTransport::Stdio { .. })
-                        .then(|| server.log.path().to_path_buf()),
+                    // Stdio servers' stderr, and any server's `notifications/message`.
+                    log_file: Some(server.log.path().to_path_buf()),
                     restart_pending: state.superseded.is_some(),
+                    warning: state.warning.clone(),
                 }
             })
             .collect();
@@ -375,6 +383,31 @@ impl McpHandle {
     /// The server's tools now (after `enabled_tools` / `disabled_tools`); empty unless ready.
     pub fn tools(&self) -> Arc<[McpToolInfo]> {
         self.server.lock().tools.clone()
+    }
+
+    /// Why not all the server's tools are offered as it described them, if so.
+    pub fn warning(&self) -> Option<String> {
+        self.server.lock().warning.clone()
+    }
+
+    /// Whether a `notifications/tools/list_changed` came that `tools()` does not show yet.
+    pub fn tools_stale(&self) -> bool {
+        !self.server.tools_fresh.is_settled()
+    }
+
+    /// Waits, at most `within`, until `tools()` shows every `list_changed` that came until
+    /// now (the server answered `tools/list` again, or the connection is gone).
+    pub async fn tools_settled(&self, within: Duration) {
+        self.server.tools_fresh.settled(within).await;
+    }
+
+    /// A session needs the server: a `failed` HTTP server gets one more attempt (a remote
+    /// server that came back is used again without `mcp/restart`).
+    pub fn retry_if_failed(&self) {
+        let http = matches!(self.config.transport, McpTransport::Http { .. });
+        if http && matches!(*self.status.borrow(), McpStatus::Failed { .. }) {
+            self.server.retry.notify_one();
+        }
     }
 
     /// Changes whenever the tool list changes (ready, restart, `notifications/tools/list_changed`).
