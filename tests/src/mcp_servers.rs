@@ -1,8 +1,8 @@
 //! Where the real MCP servers the tests run live (`tests/mcp-servers/`, installed by
 //! `tests/mcp-servers/install.sh`, which `.ci/run` calls) and the commands that start them:
 //! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, and PyPI
-//! `mcp-server-time` (a Python server) over stdio, and a scripted Python server that records
-//! cancellations. A missing install fails the test with a
+//! `mcp-server-time` (a Python server) over stdio, and scripted Python servers that record
+//! cancellations and that send results and tool lists at their limits. A missing install fails the test with a
 //! message naming the install script.
 
 use std::collections::BTreeMap;
@@ -81,6 +81,22 @@ pub fn cancel_recorder(record: &Path) -> ServerCommand {
             .to_string(),
         record.display().to_string(),
     ];
+    server
+}
+
+/// A scripted server on the real Python SDK (`tests/mcp-servers/results_server.py`) for
+/// results and tool lists at their limits (an image with `structuredContent`, a result of N
+/// megabytes, a tool that changes the tool list, a log message), with `args` (`--tools N`,
+/// `--description-chars N`).
+pub fn results_server(args: &[&str]) -> ServerCommand {
+    let mut server = time_stdio();
+    server.args = vec![
+        install_dir()
+            .join("results_server.py")
+            .display()
+            .to_string(),
+    ];
+    server.args.extend(args.iter().map(|arg| (*arg).to_owned()));
     server
 }
 

@@ -46,9 +46,17 @@ impl Setup {
     }
 
     pub fn with_idle(idle_stop: Duration) -> Setup {
+        Self::with(idle_stop, quick_limits())
+    }
+
+    /// With other supervision timings and bounds.
+    pub fn with_limits(limits: McpLimits) -> Setup {
+        Self::with(Duration::from_secs(600), limits)
+    }
+
+    fn with(idle_stop: Duration, limits: McpLimits) -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let manager =
-            McpManager::with_limits(dir.path().join("mcp-logs"), idle_stop, quick_limits());
+        let manager = McpManager::with_limits(dir.path().join("mcp-logs"), idle_stop, limits);
         Setup { dir, manager }
     }
 
