@@ -23,6 +23,7 @@ pub const READY_DEADLINE: Duration = Duration::from_secs(60);
 pub fn quick_limits() -> McpLimits {
     McpLimits {
         max_restart_attempts: 2,
+        http_max_restart_attempts: 2,
         restart_backoff: Duration::from_millis(20),
         stop_grace: Duration::from_millis(500),
         ..McpLimits::default()

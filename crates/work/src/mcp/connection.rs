@@ -30,8 +30,8 @@ use super::limits::McpLimits;
 use super::log::ServerLog;
 use super::server::ToolListFreshness;
 use super::{
-    McpCallError, McpCallResult, McpContent, McpProgress, McpPromptArgument, McpPromptInfo,
-    McpServerConfig, McpToolInfo, McpTransport,
+    McpCallError, McpCallResult, McpContent, McpProgress, McpServerConfig, McpToolInfo,
+    McpTransport,
 };
 use agentd_policy::process::{ChildProcess, ProcessSpec, StderrMode};
 use progress::{Handler, ProgressRoute, ProgressRoutes};
@@ -42,6 +42,8 @@ mod errors;
 mod guard;
 #[path = "connection_progress.rs"]
 mod progress;
+#[path = "connection_prompts.rs"]
+mod prompts;
 
 /// Room above `max_result_bytes` for rmcp's own line limit, so the guard's size error (a
 /// short line) is what a long message meets.
@@ -80,6 +82,8 @@ pub(super) struct Connection {
 /// What calls go through; shared with the manager's handles while the connection lives.
 pub(super) struct McpClient {
     server: String,
+    /// How errors name the server: its URL, or "the server" (stdio).
+    place: String,
     peer: Peer<RoleClient>,
     progress: ProgressRoutes,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
@@ -179,6 +183,7 @@ impl Connection {
                     Ok(Ok(service)) => {
                         return Ok(Self::connected(
                             &config.name,
+                            "the server",
                             service,
                             progress,
                             Some(process),
@@ -230,9 +235,14 @@ impl Connection {
                     tools: tools_fresh,
                 };
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
-                    Ok(Ok(service)) => {
-                        Ok(Self::connected(&config.name, service, progress, None, None))
-                    }
+                    Ok(Ok(service)) => Ok(Self::connected(
+                        &config.name,
+                        url,
+                        service,
+                        progress,
+                        None,
+                        None,
+                    )),
                     Ok(Err(error)) => Err(StartError(errors::initialize_failed(&error, url))),
                     Err(_) => Err(StartError(format!(
                         "{url} did not answer initialize within {} s",
@@ -245,6 +255,7 @@ impl Connection {
 
     fn connected(
         server: &str,
+        place: &str,
         service: rmcp::service::RunningService<RoleClient, Handler>,
         progress: ProgressRoutes,
         process: Option<ChildProcess>,
@@ -252,6 +263,7 @@ impl Connection {
     ) -> Self {
         let client = Arc::new(McpClient {
             server: server.to_owned(),
+            place: place.to_owned(),
             peer: service.peer().clone(),
             progress,
             closed: CancellationToken::new(),
@@ -351,7 +363,7 @@ const STDERR_DRAIN: Duration = Duration::from_secs(1);
 impl McpClient {
     /// A call could not reach the server: the supervisor learns of it through `lost`.
     fn mark_broken(&self, error: &rmcp::ServiceError) -> String {
-        let reason = errors::service_failed(error, "the server");
+        let reason = errors::service_failed(error, &self.place);
         self.broken_because
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -390,7 +402,7 @@ impl McpClient {
     /// Every tool of the server (all pages).
     pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
         let tools = tokio::select! {
-            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {}", errors::service_failed(&error, "the server")))?,
+            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {}", errors::service_failed(&error, &self.place)))?,
             () = self.closed.cancelled() => return Err("the server exited".to_owned()),
         };
         Ok(tools
@@ -409,77 +421,6 @@ impl McpClient {
                 input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
             })
             .collect())
-    }
-
-    /// Every prompt of the server (all pages), within `timeout`; none when the server declares
-    /// no `prompts` capability.
-    pub(super) async fn list_prompts(
-        &self,
-        timeout: Duration,
-    ) -> Result<Vec<McpPromptInfo>, String> {
-        let declared = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.prompts.is_some());
-        if !declared {
-            return Ok(Vec::new());
-        }
-        let prompts = tokio::select! {
-            listed = tokio::time::timeout(timeout, self.peer.list_all_prompts()) => match listed {
-                Ok(listed) => listed.map_err(|error| format!("prompts/list failed: {}", errors::service_failed(&error, "the server")))?,
-                Err(_) => return Err(format!("prompts/list took longer than {} s", timeout.as_secs())),
-            },
-            () = self.closed.cancelled() => return Err("the server exited".to_owned()),
-        };
-        Ok(prompts
-            .into_iter()
-            .map(|prompt| McpPromptInfo {
-                name: prompt.name,
-                description: prompt.description.unwrap_or_default(),
-                arguments: prompt
-                    .arguments
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|argument| McpPromptArgument {
-                        name: argument.name,
-                        required: argument.required.unwrap_or(false),
-                    })
-                    .collect(),
-            })
-            .collect())
-    }
-
-    /// The text of prompt `name` with `arguments` (`prompts/get`), within `timeout`: its
-    /// messages' text, one after the other.
-    pub(super) async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-        timeout: Duration,
-    ) -> Result<String, String> {
-        let params = rmcp::model::GetPromptRequestParams::new(name).with_arguments(arguments);
-        let got = tokio::select! {
-            got = tokio::time::timeout(timeout, self.peer.get_prompt(params)) => match got {
-                Ok(got) => got.map_err(|error| format!("prompts/get failed: {}", errors::service_failed(&error, "the server")))?,
-                Err(_) => return Err(format!("prompts/get took longer than {} s", timeout.as_secs())),
-            },
-            () = self.closed.cancelled() => return Err("the server exited".to_owned()),
-        };
-        let texts: Vec<String> = got
-            .messages
-            .into_iter()
-            .map(|message| match content(message.content) {
-                McpContent::Text(text) => text,
-                McpContent::Resource {
-                    text: Some(text), ..
-                } => text,
-                McpContent::Resource { uri, text: None } => format!("[binary resource {uri}]"),
-                McpContent::ResourceLink { uri, .. } => format!("[resource {uri}]"),
-                McpContent::Image { mime_type, .. } => format!("[image, {mime_type}]"),
-                McpContent::Other(text) => text,
-            })
-            .collect();
-        Ok(texts.join("\n\n"))
     }
 
     /// Calls `tool`: bounded by `timeout`, cancelled on the server on timeout or `cancel`,
@@ -504,7 +445,7 @@ impl McpClient {
             .await
             .map_err(|error| match error {
                 rmcp::ServiceError::TransportSend(_) => exited(self.mark_broken(&error)),
-                other => exited(errors::service_failed(&other, "the server")),
+                other => exited(errors::service_failed(&other, &self.place)),
             })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
@@ -555,7 +496,7 @@ impl McpClient {
                 }),
                 None => Err(exited(self.mark_broken(&error))),
             },
-            Ok(Err(error)) => Err(exited(errors::service_failed(&error, "the server"))),
+            Ok(Err(error)) => Err(exited(errors::service_failed(&error, &self.place))),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
                 structured: result.structured_content,

@@ -92,7 +92,10 @@ fn http_failed(error: &StreamableHttpError<reqwest::Error>, url: &str) -> String
         }
         StreamableHttpError::Client(error) => match error.status() {
             Some(status) => format!("{url} answered HTTP {status}; check the URL"),
-            None => format!("the request to {url} failed: {}", innermost(error)),
+            None => format!(
+                "the request to {url} failed: {}; check that the server runs",
+                innermost(error)
+            ),
         },
         StreamableHttpError::HttpStatus(status) => format!(
             "{url} answered HTTP {}; the server is failing or overloaded, it is retried",
