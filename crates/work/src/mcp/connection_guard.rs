@@ -1,5 +1,5 @@
 //! What a server sends, watched before rmcp parses it: a stdio server's messages are held
-//! to [`McpLimits::max_result_bytes`](super::super::McpLimits) each ([`SizeGuard`]: a longer
+//! to [`McpLimits::max_result_bytes`](crate::mcp::McpLimits) each ([`SizeGuard`]: a longer
 //! line is read and dropped, and a response becomes an error response for the same id that
 //! names the limit, so its call ends with a size error at once rather than at its timeout),
 //! and every transport counts `notifications/tools/list_changed` as it arrives
@@ -17,7 +17,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::super::server::ToolListFreshness;
+use crate::mcp::server::ToolListFreshness;
 
 /// The key of the `data` of the error response [`SizeGuard`] puts in place of a message over
 /// the limit: `{"agentdResultTooLarge": {"bytes": N, "limit": L}}`.
