@@ -55,8 +55,8 @@ async fn an_image_only_result_carries_no_base64_text() {
 async fn a_result_over_the_size_limit_ends_with_a_size_error_at_once() {
     let setup = Setup::new();
     let mut config = mcp_setup::stdio("results", results_server(&[]));
-    // Far longer than the call takes: a size error is no timeout.
-    config.tool_timeout = Duration::from_secs(600);
+    // Far longer than the call takes (about a second): a size error is no timeout.
+    config.tool_timeout = Duration::from_secs(60);
     let handle = setup.acquire(&config);
     ready(&handle).await;
     let limit = McpLimits::default().max_result_bytes as u64;

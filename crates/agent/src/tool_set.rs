@@ -186,10 +186,8 @@ impl Run {
         }
         let grace = self.tools.startup_grace;
         // A remote server that failed gets one more attempt now that a run needs it.
-        for handle in servers {
-            handle.retry_if_failed();
-        }
-        let waits = futures::future::join_all(servers.iter().map(|h| h.wait_ready(grace)));
+        let waits =
+            futures::future::join_all(servers.iter().map(|h| h.retry_and_wait_ready(grace)));
         let statuses = tokio::select! {
             statuses = waits => statuses,
             () = self.cancel.cancelled() => return Ok(()),

@@ -146,7 +146,7 @@ impl McpManager {
         if let Some(server) = servers.get(&key) {
             server.users.send_modify(|users| *users += 1);
             let handle = McpHandle::new(server.clone());
-            handle.retry_if_failed();
+            let _ = handle.retry_if_failed();
             return handle;
         }
         let log = ServerLog::new(
@@ -402,12 +402,30 @@ impl McpHandle {
     }
 
     /// A session needs the server: a `failed` HTTP server gets one more attempt (a remote
-    /// server that came back is used again without `mcp/restart`).
-    pub fn retry_if_failed(&self) {
+    /// server that came back is used again without `mcp/restart`). True when it was asked.
+    pub fn retry_if_failed(&self) -> bool {
         let http = matches!(self.config.transport, McpTransport::Http { .. });
-        if http && matches!(*self.status.borrow(), McpStatus::Failed { .. }) {
+        let retried = http && matches!(*self.status.borrow(), McpStatus::Failed { .. });
+        if retried {
             self.server.retry.notify_one();
         }
+        retried
+    }
+
+    /// [`McpHandle::retry_if_failed`], then [`McpHandle::wait_ready`]: a retried server is
+    /// waited for (it leaves `failed` as its attempt begins), within `grace` in all.
+    pub async fn retry_and_wait_ready(&self, grace: Duration) -> McpStatus {
+        let started = tokio::time::Instant::now();
+        if self.retry_if_failed() {
+            let mut status = self.status.clone();
+            let _ = tokio::time::timeout(
+                grace,
+                status.wait_for(|status| !matches!(status, McpStatus::Failed { .. })),
+            )
+            .await;
+        }
+        self.wait_ready(grace.saturating_sub(started.elapsed()))
+            .await
     }
 
     /// Changes whenever the tool list changes (ready, restart, `notifications/tools/list_changed`).
