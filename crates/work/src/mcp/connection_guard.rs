@@ -90,6 +90,7 @@ impl<R: AsyncRead + Unpin> SizeGuard<R> {
             if newline.is_some() {
                 match self.dropping.take() {
                     Some(dropping) => self.replace(dropping),
+                    None if self.out.is_empty() => std::mem::swap(&mut self.out, &mut self.line),
                     None => self.out.append(&mut self.line),
                 }
             }
@@ -156,8 +157,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for SizeGuard<R> {
                 this.out.append(&mut this.line);
                 continue;
             }
-            let data = this.chunk[..read].to_vec();
-            this.take_in(&data);
+            let chunk = std::mem::take(&mut this.chunk);
+            this.take_in(&chunk[..read]);
+            this.chunk = chunk;
         }
     }
 }
