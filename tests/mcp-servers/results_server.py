@@ -1,6 +1,7 @@
 """A scripted MCP server for tests, on the real Python SDK (installed in venv/), for results and
 tool lists at their limits. Arguments: `--tools N` adds N generated tools, `--description-chars
-N` gives one tool a description of N characters. Tools:
+N` gives one tool a description of N characters, `--http-port P` serves streamable HTTP on
+P (`/mcp`) instead of stdio. Tools:
 
 - `media`: an image block plus `structuredContent` (as server-filesystem's `read_media_file`);
 - `big {megabytes}`: a text result of that many megabytes;
@@ -17,6 +18,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent
 parser = argparse.ArgumentParser()
 parser.add_argument("--tools", type=int, default=0)
 parser.add_argument("--description-chars", type=int, default=0)
+parser.add_argument("--http-port", type=int, default=0)
 options = parser.parse_args()
 # The logging capability is deprecated in the newest spec; the tests still use it.
 warnings.simplefilter("ignore")
@@ -74,4 +76,7 @@ for n in range(options.tools):
         return str(n)
     server.add_tool(generated, name=f"generated_{n:05}", description=f"Generated tool {n}.")
 
-server.run("stdio")
+if options.http_port:
+    server.run("streamable-http", host="127.0.0.1", port=options.http_port)
+else:
+    server.run("stdio")

@@ -122,7 +122,11 @@ impl EverythingHttp {
 
     /// Starts it on `port` (again, after [`EverythingHttp`] on it was dropped).
     pub async fn start_on(port: u16) -> EverythingHttp {
-        let server = everything_http(port);
+        Self::start_command(everything_http(port), port).await
+    }
+
+    /// Starts `server`, another HTTP server that listens on `port`, the same way.
+    pub async fn start_command(server: ServerCommand, port: u16) -> EverythingHttp {
         let mut command = std::process::Command::new(&server.command);
         command
             .args(&server.args)
@@ -131,7 +135,7 @@ impl EverythingHttp {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().expect("start server-everything over HTTP");
+        let child = command.spawn().expect("start the HTTP server");
         let mut server = EverythingHttp { child, port };
         let started = Instant::now();
         loop {
@@ -142,11 +146,11 @@ impl EverythingHttp {
                 return server;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("server-everything (streamableHttp on port {port}) exited: {status}");
+                panic!("the HTTP server on port {port} exited: {status}");
             }
             assert!(
                 started.elapsed() < HTTP_START_DEADLINE,
-                "server-everything (streamableHttp) did not listen on port {port} within {HTTP_START_DEADLINE:?}"
+                "the HTTP server did not listen on port {port} within {HTTP_START_DEADLINE:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -209,3 +209,57 @@ async fn a_servers_log_message_is_in_agentctl_mcp_logs() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn an_http_result_over_the_size_limit_ends_with_a_size_error_at_once() {
+    let port = agentd_tests::mcp_servers::free_loopback_port();
+    let server = agentd_tests::mcp_servers::EverythingHttp::start_command(
+        results_server(&["--http-port", &port.to_string()]),
+        port,
+    )
+    .await;
+    let setup = Setup::new();
+    let mut config = mcp_setup::config(
+        "results-http",
+        agentd_work::mcp::McpTransport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: Default::default(),
+        },
+    );
+    config.tool_timeout = Duration::from_secs(60);
+    let handle = setup.acquire(&config);
+    ready(&handle).await;
+    let limit = McpLimits::default().max_result_bytes as u64;
+    let error = handle
+        .call(
+            "big",
+            arguments(json!({"megabytes": 20})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, McpCallError::TooLarge { limit: said, .. } if *said == limit),
+        "not a size error: {error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("limit of {limit} bytes")),
+        "{error}"
+    );
+    // The connection is fine: the next call is answered.
+    let media = handle
+        .call(
+            "media",
+            arguments(json!({})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(!media.is_error);
+    setup.manager.shutdown().await;
+    drop(server);
+}

@@ -7,7 +7,8 @@
 //! cancellation (`notifications/cancelled`), lists and gets prompts (slash commands), reports
 //! `notifications/tools/list_changed` (counted as it arrives, `guard`), records
 //! `notifications/message` in the server's log, holds each message to a size before it is
-//! parsed (`guard`), says rmcp's errors in words (`errors`), and
+//! parsed (`guard`; over HTTP, `http` ties an oversized answer to its call), says rmcp's
+//! errors in words (`errors`), and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
 use std::collections::HashMap;
@@ -40,6 +41,8 @@ use progress::{Handler, ProgressRoute, ProgressRoutes};
 mod errors;
 #[path = "connection_guard.rs"]
 mod guard;
+#[path = "connection_http.rs"]
+mod http;
 #[path = "connection_progress.rs"]
 mod progress;
 #[path = "connection_prompts.rs"]
@@ -84,6 +87,9 @@ pub(super) struct McpClient {
     server: String,
     /// How errors name the server: its URL, or "the server" (stdio).
     place: String,
+    /// Calls whose HTTP answer was over the limit (None: stdio, where the guard answers).
+    too_large: Option<http::TooLargeAnswers>,
+    max_result_bytes: usize,
     peer: Peer<RoleClient>,
     progress: ProgressRoutes,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
@@ -183,7 +189,7 @@ impl Connection {
                     Ok(Ok(service)) => {
                         return Ok(Self::connected(
                             &config.name,
-                            "the server",
+                            ("the server", None, max_bytes),
                             service,
                             progress,
                             Some(process),
@@ -203,7 +209,7 @@ impl Connection {
                 }
                 Err(StartError(match status {
                     Ok(status) if status.code().is_some() => {
-                        format!("{failure} (the server {})", describe_exit(status))
+                        format!("{failure} (the server {})", errors::describe_exit(status))
                     }
                     _ => failure,
                 }))
@@ -221,8 +227,12 @@ impl Connection {
                     )?;
                     custom.insert(name, value);
                 }
+                let too_large = http::TooLargeAnswers::default();
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    http.clone(),
+                    http::SizedHttp {
+                        client: http.clone(),
+                        too_large: too_large.clone(),
+                    },
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                         url.as_str(),
                     )
@@ -237,7 +247,7 @@ impl Connection {
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => Ok(Self::connected(
                         &config.name,
-                        url,
+                        (url, Some(too_large), max_bytes),
                         service,
                         progress,
                         None,
@@ -253,9 +263,10 @@ impl Connection {
         }
     }
 
+    /// `(place, too_large, max_result_bytes)`: how errors name the server, and sizes.
     fn connected(
         server: &str,
-        place: &str,
+        (place, too_large, max_result_bytes): (&str, Option<http::TooLargeAnswers>, usize),
         service: rmcp::service::RunningService<RoleClient, Handler>,
         progress: ProgressRoutes,
         process: Option<ChildProcess>,
@@ -264,6 +275,8 @@ impl Connection {
         let client = Arc::new(McpClient {
             server: server.to_owned(),
             place: place.to_owned(),
+            too_large,
+            max_result_bytes,
             peer: service.peer().clone(),
             progress,
             closed: CancellationToken::new(),
@@ -311,7 +324,7 @@ impl Connection {
                         .ok(),
                 };
                 match exited {
-                    Some(Ok(status)) => format!("it {}", describe_exit(status)),
+                    Some(Ok(status)) => format!("it {}", errors::describe_exit(status)),
                     Some(Err(error)) => format!("waiting for it failed: {error}"),
                     None if self.client.broken.is_cancelled() => self.client.broken_reason(),
                     None => "it closed the connection".to_owned(),
@@ -449,6 +462,7 @@ impl McpClient {
             })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
+        let answered_id = request_id.clone();
         let _route = progress.map(|sender| ProgressRoute::new(&self.progress, token, sender));
         let mut response = handle.rx;
         let outcome = tokio::select! {
@@ -485,6 +499,19 @@ impl McpClient {
                     message: error.message.into_owned(),
                 }),
             },
+            Ok(Err(rmcp::ServiceError::TransportClosed))
+                if self
+                    .too_large
+                    .as_ref()
+                    .is_some_and(|noted| noted.take(&answered_id)) =>
+            {
+                Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: None,
+                    limit: self.max_result_bytes as u64,
+                })
+            }
             Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
             Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => match errors::too_large(&error) {
                 // An HTTP response over the limit: the connection is fine, the result is not.
@@ -562,14 +589,4 @@ fn content(block: ContentBlock) -> McpContent {
 fn too_large_data(error: &rmcp::model::ErrorData) -> Option<(u64, u64)> {
     let size = error.data.as_ref()?.get(guard::TOO_LARGE_KEY)?;
     Some((size.get("bytes")?.as_u64()?, size.get("limit")?.as_u64()?))
-}
-
-/// "exited with status 1", "was killed by signal 9".
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(signal)) => format!("was killed by signal {signal}"),
-        (None, None) => format!("ended ({status})"),
-    }
 }

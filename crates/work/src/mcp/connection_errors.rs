@@ -1,6 +1,6 @@
-//! rmcp's errors in words for `mcp/list`, statuses and tool results: what failed (the URL or
-//! the command), how (refused, HTTP status, a timeout), and what to check; never the Rust type
-//! names rmcp's own messages carry (`Transport [rmcp::transport::worker::WorkerTransport<…`).
+//! rmcp's errors (and a server process's exit) in words for `mcp/list`, statuses and tool
+//! results: what failed (the URL or the command), how (refused, HTTP status, a timeout), and
+//! what to check; never the Rust type names rmcp's own messages carry (`Transport [rmcp::transport::worker::WorkerTransport<…`).
 
 use rmcp::ServiceError;
 use rmcp::service::ClientInitializeError;
@@ -150,6 +150,16 @@ pub(super) fn without_type_names(text: &str) -> String {
         }
     }
     kept.join(" ").replace("[]", "").replace("  ", " ")
+}
+
+/// "exited with status 1", "was killed by signal 9".
+pub(super) fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended ({status})"),
+    }
 }
 
 #[cfg(test)]
