@@ -47,7 +47,9 @@ pub struct McpServerListing {
     pub restarts: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Its stderr log file (stdio servers that ran).
+    /// Its log file: a stdio server's stderr, and any server's log messages
+    /// (`notifications/message`, since 1.3; HTTP servers have one since 1.3). It may not exist
+    /// yet when the server has written nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<String>,
     /// Sessions using it now.
@@ -58,6 +60,11 @@ pub struct McpServerListing {
     /// next run. Added in 1.3.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restart_pending: bool,
+    /// Why not all its tools are offered to the model as it described them: more than the
+    /// daemon's cap on tools per server, or descriptions cut to the cap on their length.
+    /// Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Where a server entry came from.

@@ -1,8 +1,8 @@
 //! Where the real MCP servers the tests run live (`tests/mcp-servers/`, installed by
 //! `tests/mcp-servers/install.sh`, which `.ci/run` calls) and the commands that start them:
 //! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, and PyPI
-//! `mcp-server-time` (a Python server) over stdio, and a scripted Python server that records
-//! cancellations. A missing install fails the test with a
+//! `mcp-server-time` (a Python server) over stdio, and scripted Python servers that record
+//! cancellations and that send results and tool lists at their limits. A missing install fails the test with a
 //! message naming the install script.
 
 use std::collections::BTreeMap;
@@ -84,6 +84,22 @@ pub fn cancel_recorder(record: &Path) -> ServerCommand {
     server
 }
 
+/// A scripted server on the real Python SDK (`tests/mcp-servers/results_server.py`) for
+/// results and tool lists at their limits (an image with `structuredContent`, a result of N
+/// megabytes, a tool that changes the tool list, a log message), with `args` (`--tools N`,
+/// `--description-chars N`).
+pub fn results_server(args: &[&str]) -> ServerCommand {
+    let mut server = time_stdio();
+    server.args = vec![
+        install_dir()
+            .join("results_server.py")
+            .display()
+            .to_string(),
+    ];
+    server.args.extend(args.iter().map(|arg| (*arg).to_owned()));
+    server
+}
+
 /// A loopback port nothing listens on now (bound and released; the caller binds it next).
 pub fn free_loopback_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
@@ -106,7 +122,11 @@ impl EverythingHttp {
 
     /// Starts it on `port` (again, after [`EverythingHttp`] on it was dropped).
     pub async fn start_on(port: u16) -> EverythingHttp {
-        let server = everything_http(port);
+        Self::start_command(everything_http(port), port).await
+    }
+
+    /// Starts `server`, another HTTP server that listens on `port`, the same way.
+    pub async fn start_command(server: ServerCommand, port: u16) -> EverythingHttp {
         let mut command = std::process::Command::new(&server.command);
         command
             .args(&server.args)
@@ -115,7 +135,7 @@ impl EverythingHttp {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().expect("start server-everything over HTTP");
+        let child = command.spawn().expect("start the HTTP server");
         let mut server = EverythingHttp { child, port };
         let started = Instant::now();
         loop {
@@ -126,11 +146,11 @@ impl EverythingHttp {
                 return server;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("server-everything (streamableHttp on port {port}) exited: {status}");
+                panic!("the HTTP server on port {port} exited: {status}");
             }
             assert!(
                 started.elapsed() < HTTP_START_DEADLINE,
-                "server-everything (streamableHttp) did not listen on port {port} within {HTTP_START_DEADLINE:?}"
+                "the HTTP server did not listen on port {port} within {HTTP_START_DEADLINE:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -23,6 +23,7 @@ pub const READY_DEADLINE: Duration = Duration::from_secs(60);
 pub fn quick_limits() -> McpLimits {
     McpLimits {
         max_restart_attempts: 2,
+        http_max_restart_attempts: 2,
         restart_backoff: Duration::from_millis(20),
         stop_grace: Duration::from_millis(500),
         ..McpLimits::default()
@@ -46,9 +47,17 @@ impl Setup {
     }
 
     pub fn with_idle(idle_stop: Duration) -> Setup {
+        Self::with(idle_stop, quick_limits())
+    }
+
+    /// With other supervision timings and bounds.
+    pub fn with_limits(limits: McpLimits) -> Setup {
+        Self::with(Duration::from_secs(600), limits)
+    }
+
+    fn with(idle_stop: Duration, limits: McpLimits) -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let manager =
-            McpManager::with_limits(dir.path().join("mcp-logs"), idle_stop, quick_limits());
+        let manager = McpManager::with_limits(dir.path().join("mcp-logs"), idle_stop, limits);
         Setup { dir, manager }
     }
 

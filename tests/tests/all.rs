@@ -48,6 +48,8 @@ mod llm;
 mod llm_robustness;
 mod mcp_clients;
 mod mcp_config;
+mod mcp_reconnect;
+mod mcp_results;
 mod mcp_runtime;
 mod mcp_sessions;
 mod mcp_sessions_supervision;

@@ -60,7 +60,8 @@ async fn a_server_killed_mid_call_fails_the_call_restarts_and_answers_the_next()
     group_gone(first_pid).await;
     let info = &setup.manager.servers()[0];
     assert_eq!(info.restarts, 1);
-    assert!(info.last_error.as_deref().unwrap().contains("signal 9"));
+    // The crash was said while it restarted; once ready again it is over.
+    assert_eq!(info.last_error, None);
     setup.manager.shutdown().await;
 }
 
@@ -257,7 +258,7 @@ async fn start_host(state: &std::path::Path) -> (tokio::process::Child, u32) {
 #[tokio::test]
 async fn an_http_server_that_went_away_fails_the_call_and_comes_back_on_restart() {
     let server = EverythingHttp::start().await;
-    let port = server.port;
+    let (port, url) = (server.port, server.url());
     let setup = Setup::new();
     let handle = setup.acquire(&config(
         "everything-http",
@@ -280,7 +281,9 @@ async fn an_http_server_that_went_away_fails_the_call_and_comes_back_on_restart(
     let McpCallError::Exited { reason, .. } = &failed else {
         panic!("expected Exited, got {failed:?}");
     };
-    assert!(reason.starts_with("cannot reach it: "), "{reason}");
+    // Refused, or the kept-alive connection closed under the request: said with the URL.
+    assert!(reason.contains(&url), "{reason}");
+    assert!(reason.contains("check that the server runs"), "{reason}");
     assert!(!reason.contains("rmcp::"), "no type names: {reason}");
     status_until(&handle, |status| matches!(status, McpStatus::Failed { .. })).await;
     let _back = EverythingHttp::start_on(port).await;

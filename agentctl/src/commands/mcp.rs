@@ -45,6 +45,11 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
     } else {
         crate::say_raw!("{}", format_table(&result.servers));
     }
+    for server in &result.servers {
+        if let Some(warning) = &server.warning {
+            crate::warn_line!("warning: {}", one_line(warning));
+        }
+    }
     for problem in &result.problems {
         let mut place = String::new();
         if let Some(file) = &problem.file {
@@ -102,6 +107,24 @@ pub async fn logs(ctx: &Context, name: String, follow: bool) -> Result<(), Comma
         .await?;
     let file = log_file_of(&result.servers, &name)?;
     drop(connection);
+    if tokio::fs::metadata(&file).await.is_err() {
+        crate::warn_line!(
+            "MCP server {name} has logged nothing yet (its log will be {})",
+            file.display()
+        );
+        if !follow {
+            return Ok(());
+        }
+        // Followed: the log is read once the server writes its first line.
+        let mut interrupts = signal(SignalKind::interrupt())
+            .map_err(|err| CommandError::failed(format!("cannot watch for Ctrl-C: {err}")))?;
+        while tokio::fs::metadata(&file).await.is_err() {
+            tokio::select! {
+                _ = interrupts.recv() => return Ok(()),
+                () = tokio::time::sleep(FOLLOW_POLL) => {}
+            }
+        }
+    }
     let mut file_handle = tokio::fs::File::open(&file).await.map_err(|err| {
         CommandError::failed(format!("cannot open the log {}: {err}", file.display()))
     })?;
@@ -163,7 +186,7 @@ fn log_file_of(servers: &[McpServerListing], name: &str) -> Result<PathBuf, Comm
     files.dedup_by(|a, b| a.0 == b.0);
     match files.as_slice() {
         [] => Err(CommandError::failed(format!(
-            "MCP server {name} has no log: only stdio servers the daemon started write one"
+            "MCP server {name} has no log: it is configured but has not run"
         ))),
         [(file, _)] => Ok(PathBuf::from(file)),
         several => Err(CommandError::failed(format!(
@@ -208,8 +231,8 @@ async fn copy_to_stdout(file: &mut tokio::fs::File) -> Result<u64, CommandError>
     Ok(copied)
 }
 
-/// One line per server: name, source, transport, status, tools count, pid, restarts, last
-/// error.
+/// One line per server: name, source, transport, status, tools count, pid, restarts, the
+/// project root it runs for, last error.
 pub fn format_table(servers: &[McpServerListing]) -> String {
     use crate::table::Align::{Left, Right};
     let header = [
@@ -220,9 +243,10 @@ pub fn format_table(servers: &[McpServerListing]) -> String {
         "TOOLS",
         "PID",
         "RESTARTS",
+        "PROJECT",
         "LAST ERROR",
     ];
-    let rows: Vec<[String; 8]> = servers
+    let rows: Vec<[String; 9]> = servers
         .iter()
         .map(|server| {
             [
@@ -238,6 +262,7 @@ pub fn format_table(servers: &[McpServerListing]) -> String {
                 server.tools.len().to_string(),
                 server.pid.map(|pid| pid.to_string()).unwrap_or_default(),
                 server.restarts.to_string(),
+                server.project_root.clone().unwrap_or_default(),
                 server
                     .last_error
                     .as_deref()
@@ -246,7 +271,7 @@ pub fn format_table(servers: &[McpServerListing]) -> String {
             ]
         })
         .collect();
-    let align = [Left, Left, Left, Left, Right, Right, Right, Left];
+    let align = [Left, Left, Left, Left, Right, Right, Right, Left, Left];
     crate::table::format_aligned(header, &rows, align)
 }
 
@@ -308,18 +333,19 @@ mod tests {
             log_file: log.map(str::to_owned),
             users: 1,
             restart_pending: false,
+            warning: None,
         }
     }
 
     #[test]
-    fn the_table_shows_counts_pid_restarts_and_the_error_on_one_line() {
+    fn the_table_shows_counts_pid_restarts_the_root_and_the_error_on_one_line() {
         let table = format_table(&[server("everything", None, "/p")]);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("NAME"), "{table}");
         let row: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
-            row[..8],
+            row[..9],
             [
                 "everything",
                 "user",
@@ -328,6 +354,7 @@ mod tests {
                 "2",
                 "42",
                 "1",
+                "/p",
                 "exited:"
             ]
         );

@@ -70,6 +70,7 @@ pub fn mcp_running_server(info: &McpServerInfo) -> McpServerListing {
         .map(|file| file.display().to_string());
     listing.users = u32::try_from(info.users).unwrap_or(u32::MAX);
     listing.restart_pending = info.restart_pending;
+    listing.warning = info.warning.clone();
     listing
 }
 
@@ -98,6 +99,7 @@ pub fn mcp_configured_server(config: &McpServerConfig, status: McpServerState) -
         log_file: None,
         users: 0,
         restart_pending: false,
+        warning: None,
     }
 }
 

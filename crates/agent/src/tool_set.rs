@@ -2,7 +2,8 @@
 //! session holds and of its live extensions (`ToolSource`), sorted by name, decided once per
 //! step so the model, the gate and the executor see the same set. When the set differs from the session's previous model call,
 //! the step records `toolsChanged` first, so a break of the request's cached prefix is
-//! explicit in the log.
+//! explicit in the log. A server that said its tools changed (during a tool batch, say) is
+//! waited for, briefly, so the next model call already has its new tools.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +15,11 @@ use agentd_core::conversation::ToolSpec;
 use agentd_work::mcp::{McpHandle, McpStatus};
 use agentd_work::tools::{Tool, ToolRegistry};
 use protocol::event::Event;
+
+/// How long a step waits for a server that said its tools changed to list them again: a
+/// `tools/list` answers in milliseconds; a server that hangs costs one step this much, and
+/// its tools join a step later.
+const TOOLS_REFRESH_WAIT: Duration = Duration::from_secs(5);
 
 /// The tools of one step: what the model is offered and what the gate and executor look up.
 pub(crate) struct ToolSet {
@@ -179,7 +185,9 @@ impl Run {
             return Ok(());
         }
         let grace = self.tools.startup_grace;
-        let waits = futures::future::join_all(servers.iter().map(|h| h.wait_ready(grace)));
+        // A remote server that failed gets one more attempt now that a run needs it.
+        let waits =
+            futures::future::join_all(servers.iter().map(|h| h.retry_and_wait_ready(grace)));
         let statuses = tokio::select! {
             statuses = waits => statuses,
             () = self.cancel.cancelled() => return Ok(()),
@@ -187,7 +195,10 @@ impl Run {
         for (handle, status) in servers.iter().zip(statuses) {
             let name = &handle.key().name;
             let message = match status {
-                McpStatus::Ready { .. } => continue,
+                McpStatus::Ready { .. } => match handle.warning() {
+                    Some(warning) => warning,
+                    None => continue,
+                },
                 McpStatus::Failed { error, stderr_tail } if stderr_tail.trim().is_empty() => {
                     format!("MCP server {name} failed: {error}; its tools are not available")
                 }
@@ -215,6 +226,16 @@ impl Run {
     /// Decides this step's tools; records `toolsChanged` when they differ from the session's
     /// previous model call (the built-ins, for the first call since the session was loaded).
     pub(super) async fn offer_tools(&self) -> Result<()> {
+        let stale = self
+            .tools
+            .mcp_servers
+            .iter()
+            .filter(|handle| handle.tools_stale());
+        let settled = futures::future::join_all(stale.map(|h| h.tools_settled(TOOLS_REFRESH_WAIT)));
+        tokio::select! {
+            _ = settled => {}
+            () = self.cancel.cancelled() => {}
+        }
         let set = self.tools.refresh();
         let previous = self
             .shared

@@ -5,7 +5,10 @@
 //! stdin/stdout the rmcp transport, its stderr recorded by the server's [`ServerLog`]. The
 //! connection initializes, lists tools (paginated), calls tools with a timeout, progress and
 //! cancellation (`notifications/cancelled`), lists and gets prompts (slash commands), reports
-//! `notifications/tools/list_changed`, and
+//! `notifications/tools/list_changed` (counted as it arrives, `guard`), records
+//! `notifications/message` in the server's log, holds each message to a size before it is
+//! parsed (`guard`; over HTTP, `http` ties an oversized answer to its call), says rmcp's
+//! errors in words (`errors`), and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
 use std::collections::HashMap;
@@ -24,16 +27,43 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::limits::McpLimits;
 use super::log::ServerLog;
+use super::server::ToolListFreshness;
 use super::{
-    McpCallError, McpCallResult, McpContent, McpProgress, McpPromptArgument, McpPromptInfo,
-    McpServerConfig, McpToolInfo, McpTransport,
+    McpCallError, McpCallResult, McpContent, McpProgress, McpServerConfig, McpToolInfo,
+    McpTransport,
 };
 use agentd_policy::process::{ChildProcess, ProcessSpec, StderrMode};
 use progress::{Handler, ProgressRoute, ProgressRoutes};
 
+#[path = "connection_errors.rs"]
+mod errors;
+#[path = "connection_guard.rs"]
+mod guard;
+#[path = "connection_http.rs"]
+mod http;
 #[path = "connection_progress.rs"]
 mod progress;
+#[path = "connection_prompts.rs"]
+mod prompts;
+
+/// Room above `max_result_bytes` for rmcp's own line limit, so the guard's size error (a
+/// short line) is what a long message meets.
+const RMCP_LINE_SLACK: usize = 64 * 1024;
+
+/// What a connection is started with besides its configuration.
+pub(super) struct StartContext<'a> {
+    pub(super) project_root: &'a Path,
+    pub(super) log: &'a Arc<ServerLog>,
+    pub(super) http: Option<&'a reqwest::Client>,
+    pub(super) sandbox: Option<&'a Arc<agentd_policy::process::sandbox::ShellSandbox>>,
+    /// Gets a message on each `notifications/tools/list_changed` (coalesced: a full channel
+    /// already says so).
+    pub(super) tools_changed: mpsc::Sender<()>,
+    pub(super) tools_fresh: Arc<ToolListFreshness>,
+    pub(super) limits: &'a McpLimits,
+}
 
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +85,11 @@ pub(super) struct Connection {
 /// What calls go through; shared with the manager's handles while the connection lives.
 pub(super) struct McpClient {
     server: String,
+    /// How errors name the server: its URL, or "the server" (stdio).
+    place: String,
+    /// Calls whose HTTP answer was over the limit (None: stdio, where the guard answers).
+    too_large: Option<http::TooLargeAnswers>,
+    max_result_bytes: usize,
     peer: Peer<RoleClient>,
     progress: ProgressRoutes,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
@@ -68,22 +103,28 @@ pub(super) struct McpClient {
 }
 
 impl Connection {
-    /// Starts `config` for `project_root` (stdio: spawns the process) and initializes it,
-    /// all within `config.startup_timeout`. `tools_changed` gets a message on each
-    /// `notifications/tools/list_changed` (coalesced: a full channel already says so).
+    /// Starts `config` for `start.project_root` (stdio: spawns the process) and initializes
+    /// it, all within `config.startup_timeout`.
     pub(super) async fn start(
         config: &McpServerConfig,
-        project_root: &Path,
-        log: &Arc<ServerLog>,
-        http: Option<&reqwest::Client>,
-        sandbox: Option<&Arc<agentd_policy::process::sandbox::ShellSandbox>>,
-        tools_changed: mpsc::Sender<()>,
+        start: StartContext<'_>,
     ) -> Result<Connection, StartError> {
+        let StartContext {
+            project_root,
+            log,
+            http,
+            sandbox,
+            tools_changed,
+            tools_fresh,
+            limits,
+        } = start;
         let progress = ProgressRoutes::default();
         let handler = Handler {
             progress: progress.clone(),
             tools_changed,
+            log: log.clone(),
         };
+        let max_bytes = limits.max_result_bytes;
         let timeout = config.startup_timeout;
         match &config.transport {
             McpTransport::Stdio {
@@ -135,18 +176,27 @@ impl Connection {
                     let _ = process.kill().await;
                     return Err(StartError("the server's stdin or stdout is missing".into()));
                 };
-                let started = tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await;
+                let transport = guard::Watched {
+                    inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                        guard::SizeGuard::new(stdout, max_bytes, &config.name),
+                        stdin,
+                    )
+                    .with_max_line_length(max_bytes.saturating_add(RMCP_LINE_SLACK)),
+                    tools: tools_fresh,
+                };
+                let started = tokio::time::timeout(timeout, handler.serve(transport)).await;
                 let failure = match started {
                     Ok(Ok(service)) => {
                         return Ok(Self::connected(
                             &config.name,
+                            ("the server", None, max_bytes),
                             service,
                             progress,
                             Some(process),
                             stderr,
                         ));
                     }
-                    Ok(Err(error)) => format!("initialize failed: {error}"),
+                    Ok(Err(error)) => errors::initialize_failed(&error, "the server"),
                     Err(_) => format!(
                         "the server did not answer initialize within {} s",
                         timeout.as_secs_f64()
@@ -159,7 +209,7 @@ impl Connection {
                 }
                 Err(StartError(match status {
                     Ok(status) if status.code().is_some() => {
-                        format!("{failure} (the server {})", describe_exit(status))
+                        format!("{failure} (the server {})", errors::describe_exit(status))
                     }
                     _ => failure,
                 }))
@@ -177,20 +227,33 @@ impl Connection {
                     )?;
                     custom.insert(name, value);
                 }
+                let too_large = http::TooLargeAnswers::default();
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    http.clone(),
+                    http::SizedHttp {
+                        client: http.clone(),
+                        too_large: too_large.clone(),
+                    },
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                         url.as_str(),
                     )
-                    .custom_headers(custom),
+                    .custom_headers(custom)
+                    .max_json_response_size(max_bytes)
+                    .max_sse_event_size(max_bytes),
                 );
+                let transport = guard::Watched {
+                    inner: transport,
+                    tools: tools_fresh,
+                };
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
-                    Ok(Ok(service)) => {
-                        Ok(Self::connected(&config.name, service, progress, None, None))
-                    }
-                    Ok(Err(error)) => {
-                        Err(StartError(format!("initialize at {url} failed: {error}")))
-                    }
+                    Ok(Ok(service)) => Ok(Self::connected(
+                        &config.name,
+                        (url, Some(too_large), max_bytes),
+                        service,
+                        progress,
+                        None,
+                        None,
+                    )),
+                    Ok(Err(error)) => Err(StartError(errors::initialize_failed(&error, url))),
                     Err(_) => Err(StartError(format!(
                         "{url} did not answer initialize within {} s",
                         timeout.as_secs_f64()
@@ -200,8 +263,10 @@ impl Connection {
         }
     }
 
+    /// `(place, too_large, max_result_bytes)`: how errors name the server, and sizes.
     fn connected(
         server: &str,
+        (place, too_large, max_result_bytes): (&str, Option<http::TooLargeAnswers>, usize),
         service: rmcp::service::RunningService<RoleClient, Handler>,
         progress: ProgressRoutes,
         process: Option<ChildProcess>,
@@ -209,6 +274,9 @@ impl Connection {
     ) -> Self {
         let client = Arc::new(McpClient {
             server: server.to_owned(),
+            place: place.to_owned(),
+            too_large,
+            max_result_bytes,
             peer: service.peer().clone(),
             progress,
             closed: CancellationToken::new(),
@@ -256,7 +324,7 @@ impl Connection {
                         .ok(),
                 };
                 match exited {
-                    Some(Ok(status)) => format!("it {}", describe_exit(status)),
+                    Some(Ok(status)) => format!("it {}", errors::describe_exit(status)),
                     Some(Err(error)) => format!("waiting for it failed: {error}"),
                     None if self.client.broken.is_cancelled() => self.client.broken_reason(),
                     None => "it closed the connection".to_owned(),
@@ -308,7 +376,7 @@ const STDERR_DRAIN: Duration = Duration::from_secs(1);
 impl McpClient {
     /// A call could not reach the server: the supervisor learns of it through `lost`.
     fn mark_broken(&self, error: &rmcp::ServiceError) -> String {
-        let reason = format!("cannot reach it: {}", innermost(error));
+        let reason = errors::service_failed(error, &self.place);
         self.broken_because
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -347,7 +415,7 @@ impl McpClient {
     /// Every tool of the server (all pages).
     pub(super) async fn list_tools(&self) -> Result<Vec<McpToolInfo>, String> {
         let tools = tokio::select! {
-            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {error}"))?,
+            tools = self.peer.list_all_tools() => tools.map_err(|error| format!("tools/list failed: {}", errors::service_failed(&error, &self.place)))?,
             () = self.closed.cancelled() => return Err("the server exited".to_owned()),
         };
         Ok(tools
@@ -366,77 +434,6 @@ impl McpClient {
                 input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
             })
             .collect())
-    }
-
-    /// Every prompt of the server (all pages), within `timeout`; none when the server declares
-    /// no `prompts` capability.
-    pub(super) async fn list_prompts(
-        &self,
-        timeout: Duration,
-    ) -> Result<Vec<McpPromptInfo>, String> {
-        let declared = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.prompts.is_some());
-        if !declared {
-            return Ok(Vec::new());
-        }
-        let prompts = tokio::select! {
-            listed = tokio::time::timeout(timeout, self.peer.list_all_prompts()) => match listed {
-                Ok(listed) => listed.map_err(|error| format!("prompts/list failed: {error}"))?,
-                Err(_) => return Err(format!("prompts/list took longer than {} s", timeout.as_secs())),
-            },
-            () = self.closed.cancelled() => return Err("the server exited".to_owned()),
-        };
-        Ok(prompts
-            .into_iter()
-            .map(|prompt| McpPromptInfo {
-                name: prompt.name,
-                description: prompt.description.unwrap_or_default(),
-                arguments: prompt
-                    .arguments
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|argument| McpPromptArgument {
-                        name: argument.name,
-                        required: argument.required.unwrap_or(false),
-                    })
-                    .collect(),
-            })
-            .collect())
-    }
-
-    /// The text of prompt `name` with `arguments` (`prompts/get`), within `timeout`: its
-    /// messages' text, one after the other.
-    pub(super) async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-        timeout: Duration,
-    ) -> Result<String, String> {
-        let params = rmcp::model::GetPromptRequestParams::new(name).with_arguments(arguments);
-        let got = tokio::select! {
-            got = tokio::time::timeout(timeout, self.peer.get_prompt(params)) => match got {
-                Ok(got) => got.map_err(|error| format!("prompts/get failed: {error}"))?,
-                Err(_) => return Err(format!("prompts/get took longer than {} s", timeout.as_secs())),
-            },
-            () = self.closed.cancelled() => return Err("the server exited".to_owned()),
-        };
-        let texts: Vec<String> = got
-            .messages
-            .into_iter()
-            .map(|message| match content(message.content) {
-                McpContent::Text(text) => text,
-                McpContent::Resource {
-                    text: Some(text), ..
-                } => text,
-                McpContent::Resource { uri, text: None } => format!("[binary resource {uri}]"),
-                McpContent::ResourceLink { uri, .. } => format!("[resource {uri}]"),
-                McpContent::Image { mime_type, .. } => format!("[image, {mime_type}]"),
-                McpContent::Other(text) => text,
-            })
-            .collect();
-        Ok(texts.join("\n\n"))
     }
 
     /// Calls `tool`: bounded by `timeout`, cancelled on the server on timeout or `cancel`,
@@ -461,10 +458,11 @@ impl McpClient {
             .await
             .map_err(|error| match error {
                 rmcp::ServiceError::TransportSend(_) => exited(self.mark_broken(&error)),
-                other => exited(other.to_string()),
+                other => exited(errors::service_failed(&other, &self.place)),
             })?;
         let token = handle.progress_token.clone();
         let request_id = handle.id.clone();
+        let answered_id = request_id.clone();
         let _route = progress.map(|sender| ProgressRoute::new(&self.progress, token, sender));
         let mut response = handle.rx;
         let outcome = tokio::select! {
@@ -489,15 +487,43 @@ impl McpClient {
         tokio::task::yield_now().await;
         match outcome {
             Err(_) => Err(exited(self.lost_reason().await)),
-            Ok(Err(rmcp::ServiceError::McpError(error))) => Err(McpCallError::Refused {
-                server: self.server.clone(),
-                message: error.message.into_owned(),
-            }),
-            Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
-            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => {
-                Err(exited(self.mark_broken(&error)))
+            Ok(Err(rmcp::ServiceError::McpError(error))) => match too_large_data(&error) {
+                Some((bytes, limit)) => Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: Some(bytes),
+                    limit,
+                }),
+                None => Err(McpCallError::Refused {
+                    server: self.server.clone(),
+                    message: error.message.into_owned(),
+                }),
+            },
+            Ok(Err(rmcp::ServiceError::TransportClosed))
+                if self
+                    .too_large
+                    .as_ref()
+                    .is_some_and(|noted| noted.take(&answered_id)) =>
+            {
+                Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: None,
+                    limit: self.max_result_bytes as u64,
+                })
             }
-            Ok(Err(error)) => Err(exited(error.to_string())),
+            Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(exited(self.lost_reason().await)),
+            Ok(Err(error @ rmcp::ServiceError::TransportSend(_))) => match errors::too_large(&error) {
+                // An HTTP response over the limit: the connection is fine, the result is not.
+                Some(limit) => Err(McpCallError::TooLarge {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    bytes: None,
+                    limit: limit as u64,
+                }),
+                None => Err(exited(self.mark_broken(&error))),
+            },
+            Ok(Err(error)) => Err(exited(errors::service_failed(&error, &self.place))),
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(McpCallResult {
                 content: result.content.into_iter().map(content).collect(),
                 structured: result.structured_content,
@@ -559,22 +585,8 @@ fn content(block: ContentBlock) -> McpContent {
     }
 }
 
-/// The innermost cause of `error` ("Connection refused (os error 111)"), without the
-/// transport's type names the outer layers add.
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
-}
-
-/// "exited with status 1", "was killed by signal 9".
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(signal)) => format!("was killed by signal {signal}"),
-        (None, None) => format!("ended ({status})"),
-    }
+/// `(bytes, limit)` of the error response the guard put in place of a result over the limit.
+fn too_large_data(error: &rmcp::model::ErrorData) -> Option<(u64, u64)> {
+    let size = error.data.as_ref()?.get(guard::TOO_LARGE_KEY)?;
+    Some((size.get("bytes")?.as_u64()?, size.get("limit")?.as_u64()?))
 }

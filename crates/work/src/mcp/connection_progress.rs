@@ -1,6 +1,7 @@
 //! Our side of an MCP session (`Handler`): progress notifications routed to the call that
 //! asked for them, by progress token (kept a while when they come before the call's route),
-//! and tool-list changes reported to the connection's supervisor.
+//! tool-list changes reported to the connection's supervisor, and the server's log messages
+//! (`notifications/message`) recorded in its log.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
 
 use crate::mcp::McpProgress;
+use crate::mcp::log::ServerLog;
 
 /// Where progress notifications of running calls go.
 pub(super) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
@@ -94,6 +96,8 @@ impl Drop for ProgressRoute {
 pub(super) struct Handler {
     pub(super) progress: ProgressRoutes,
     pub(super) tools_changed: mpsc::Sender<()>,
+    /// Where `notifications/message` goes (`mcp logs` reads it).
+    pub(super) log: Arc<ServerLog>,
 }
 
 impl ClientHandler for Handler {
@@ -115,6 +119,26 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.tools_changed.try_send(());
+    }
+
+    // The logging capability is deprecated by the newest spec; servers still use it.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = match &params.data {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|level| level.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "info".to_owned());
+        self.log
+            .server_message(&level, params.logger.as_deref(), &text)
+            .await;
     }
 
     fn get_info(&self) -> ClientConfig {

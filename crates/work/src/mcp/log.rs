@@ -4,6 +4,8 @@
 //! and the record has a budget of bytes per second: what a flooding server writes beyond it is
 //! read and dropped, and the log says once per second how much ("dropped N bytes of stderr"),
 //! so a server writing stderr in a tight loop costs the daemon neither a core nor the disk.
+//! A server's `notifications/message` (stdio or HTTP) goes to the same file, marked as such,
+//! so `agentctl mcp logs` shows it.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,19 @@ pub(crate) struct ServerLog {
     path: PathBuf,
     limits: StderrLimits,
     tail: Mutex<VecDeque<String>>,
+    /// The log file, shared by the stderr record and `notifications/message`, so one writer
+    /// counts its size and rotates it.
+    file: tokio::sync::Mutex<LogFile>,
+}
+
+/// The log file's state.
+#[derive(Debug)]
+enum LogFile {
+    /// Not opened yet (or again, for a new process after a failure).
+    Closed,
+    Open(OpenLog),
+    /// Opening or writing failed: lines reach tracing (and the tail) only.
+    Failed,
 }
 
 impl ServerLog {
@@ -73,6 +88,7 @@ impl ServerLog {
             path: dir.join(format!("{file_stem}.log")),
             limits,
             tail: Mutex::new(VecDeque::new()),
+            file: tokio::sync::Mutex::new(LogFile::Closed),
         })
     }
 
@@ -101,21 +117,19 @@ impl ServerLog {
     }
 
     /// Reads `stderr` in chunks until it ends, recording each line within the budget. The
-    /// file is opened once per process; if it cannot be, lines still reach tracing and the
-    /// tail.
+    /// file is opened once per process (and shared with the server's log messages); if it
+    /// cannot be, lines still reach tracing and the tail.
     pub(crate) async fn record(self: Arc<Self>, mut stderr: impl AsyncRead + Unpin, pid: u32) {
-        let file = match self.open().await {
-            Ok(file) => Some(file),
-            Err(error) => {
-                tracing::warn!(server = %self.server, path = %self.path.display(), "cannot open the MCP server's log: {error:#}");
-                None
+        {
+            // Opened anew for each process (a deleted or failed file is made again).
+            let mut file = self.file.lock().await;
+            if let LogFile::Open(open) = &mut *file {
+                let _ = open.file.flush().await;
             }
-        };
-        let mut sink = Sink {
-            log: &self,
-            pid,
-            file,
-        };
+            *file = LogFile::Closed;
+            self.ensure_open(&mut file).await;
+        }
+        let mut sink = Sink { log: &self, pid };
         let mut lines = LineSplitter::new(self.limits.max_line_bytes);
         let mut budget = Budget::new(self.limits.max_bytes_per_second, Instant::now());
         let mut chunk = vec![0u8; READ_CHUNK_BYTES];
@@ -160,8 +174,53 @@ impl ServerLog {
         if budget.dropped > 0 {
             sink.dropped(budget.dropped).await;
         }
-        if let Some(mut open) = sink.file {
+        if let LogFile::Open(open) = &mut *self.file.lock().await {
             let _ = open.file.flush().await;
+        }
+    }
+
+    /// Opens the file if it is closed; a failure is said once and leaves it `Failed`.
+    async fn ensure_open(&self, file: &mut LogFile) {
+        if matches!(file, LogFile::Closed) {
+            *file = match self.open().await {
+                Ok(open) => LogFile::Open(open),
+                Err(error) => {
+                    tracing::warn!(server = %self.server, path = %self.path.display(), "cannot open the MCP server's log: {error:#}");
+                    LogFile::Failed
+                }
+            };
+        }
+    }
+
+    /// Appends `line` to the file (flushed when `flush`), unless it failed.
+    async fn write(&self, line: &str, flush: bool) {
+        let mut file = self.file.lock().await;
+        self.ensure_open(&mut file).await;
+        if let LogFile::Open(open) = &mut *file {
+            let mut written = self.append(open, line).await;
+            if written.is_ok() && flush {
+                written = open.file.flush().await.map_err(Into::into);
+            }
+            if let Err(error) = written {
+                tracing::warn!(server = %self.server, "cannot write the MCP server's log: {error:#}");
+                *file = LogFile::Failed;
+            }
+        }
+    }
+
+    /// Records a `notifications/message` of the server: `[level logger] text`, each line of
+    /// `text` cut to `max_line_bytes`.
+    pub(crate) async fn server_message(&self, level: &str, logger: Option<&str>, text: &str) {
+        let mut lines = LineSplitter::new(self.limits.max_line_bytes);
+        let prefix = match logger {
+            Some(logger) => format!("[{level} {logger}] "),
+            None => format!("[{level}] "),
+        };
+        let mut recorded = lines.push(format!("{prefix}{text}\n").as_bytes());
+        recorded.extend(lines.finish());
+        for line in recorded {
+            tracing::debug!(target: "agentd::mcp", server = %self.server, "{line}");
+            self.write(&line, true).await;
         }
     }
 
@@ -217,7 +276,6 @@ impl ServerLog {
 struct Sink<'a> {
     log: &'a ServerLog,
     pid: u32,
-    file: Option<OpenLog>,
 }
 
 impl Sink<'_> {
@@ -225,12 +283,7 @@ impl Sink<'_> {
         let (log, pid) = (self.log, self.pid);
         tracing::info!(target: "agentd::mcp", server = %log.server, pid, "{line}");
         log.push_tail(&line);
-        if let Some(open) = self.file.as_mut()
-            && let Err(error) = log.append(open, &line).await
-        {
-            tracing::warn!(server = %log.server, "cannot write the MCP server's log: {error:#}");
-            self.file = None;
-        }
+        log.write(&line, false).await;
     }
 
     /// The notice of bytes dropped over the budget (in the file and tracing, not the tail,
@@ -242,12 +295,7 @@ impl Sink<'_> {
             log.limits.max_bytes_per_second
         );
         tracing::warn!(server = %log.server, pid = self.pid, "{notice}");
-        if let Some(open) = self.file.as_mut()
-            && let Err(error) = log.append(open, &notice).await
-        {
-            tracing::warn!(server = %log.server, "cannot write the MCP server's log: {error:#}");
-            self.file = None;
-        }
+        log.write(&notice, false).await;
     }
 }
 
@@ -365,6 +413,7 @@ impl LineSplitter {
     }
 }
 
+#[derive(Debug)]
 struct OpenLog {
     file: tokio::fs::File,
     size: u64,

@@ -15,8 +15,8 @@ use tokio_util::task::TaskTracker;
 
 mod supersede;
 
+pub use super::limits::McpLimits;
 use super::log::ServerLog;
-pub use super::server::McpLimits;
 use super::server::{RunContext, Server, ServerState, Superseded};
 use super::{
     McpCallError, McpCallResult, McpProgress, McpPromptInfo, McpServerConfig, McpStatus,
@@ -43,6 +43,9 @@ pub struct McpServerInfo {
     /// A reload changed or removed its definition: it is restarted with the new one (or
     /// stopped) once no session uses it.
     pub restart_pending: bool,
+    /// Why not all its tools are offered as it described them (past `max_tools` or
+    /// `max_description_chars`).
+    pub warning: Option<String>,
 }
 
 /// The daemon's MCP servers.
@@ -142,7 +145,9 @@ impl McpManager {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(server) = servers.get(&key) {
             server.users.send_modify(|users| *users += 1);
-            return McpHandle::new(server.clone());
+            let handle = McpHandle::new(server.clone());
+            let _ = handle.retry_if_failed();
+            return handle;
         }
         let log = ServerLog::new(
             &config.name,
@@ -163,6 +168,8 @@ impl McpManager {
             restart: Notify::new(),
             log,
             stop: stop.clone(),
+            retry: Notify::new(),
+            tools_fresh: Arc::default(),
         });
         if self.stop.is_cancelled() {
             server.status.send_replace(McpStatus::Stopped);
@@ -258,9 +265,10 @@ impl McpManager {
                     restarts: state.restarts,
                     last_error: state.last_error.clone(),
                     users: *server.users.borrow(),
-                    log_file: matches!(server.config.transport, McpTransport::Stdio { .. })
-                        .then(|| server.log.path().to_path_buf()),
+                    // Stdio servers' stderr, and any server's `notifications/message`.
+                    log_file: Some(server.log.path().to_path_buf()),
                     restart_pending: state.superseded.is_some(),
+                    warning: state.warning.clone(),
                 }
             })
             .collect();
@@ -375,6 +383,49 @@ impl McpHandle {
     /// The server's tools now (after `enabled_tools` / `disabled_tools`); empty unless ready.
     pub fn tools(&self) -> Arc<[McpToolInfo]> {
         self.server.lock().tools.clone()
+    }
+
+    /// Why not all the server's tools are offered as it described them, if so.
+    pub fn warning(&self) -> Option<String> {
+        self.server.lock().warning.clone()
+    }
+
+    /// Whether a `notifications/tools/list_changed` came that `tools()` does not show yet.
+    pub fn tools_stale(&self) -> bool {
+        !self.server.tools_fresh.is_settled()
+    }
+
+    /// Waits, at most `within`, until `tools()` shows every `list_changed` that came until
+    /// now (the server answered `tools/list` again, or the connection is gone).
+    pub async fn tools_settled(&self, within: Duration) {
+        self.server.tools_fresh.settled(within).await;
+    }
+
+    /// A session needs the server: a `failed` HTTP server gets one more attempt (a remote
+    /// server that came back is used again without `mcp/restart`). True when it was asked.
+    pub fn retry_if_failed(&self) -> bool {
+        let http = matches!(self.config.transport, McpTransport::Http { .. });
+        let retried = http && matches!(*self.status.borrow(), McpStatus::Failed { .. });
+        if retried {
+            self.server.retry.notify_one();
+        }
+        retried
+    }
+
+    /// [`McpHandle::retry_if_failed`], then [`McpHandle::wait_ready`]: a retried server is
+    /// waited for (it leaves `failed` as its attempt begins), within `grace` in all.
+    pub async fn retry_and_wait_ready(&self, grace: Duration) -> McpStatus {
+        let started = tokio::time::Instant::now();
+        if self.retry_if_failed() {
+            let mut status = self.status.clone();
+            let _ = tokio::time::timeout(
+                grace,
+                status.wait_for(|status| !matches!(status, McpStatus::Failed { .. })),
+            )
+            .await;
+        }
+        self.wait_ready(grace.saturating_sub(started.elapsed()))
+            .await
     }
 
     /// Changes whenever the tool list changes (ready, restart, `notifications/tools/list_changed`).
@@ -515,55 +566,5 @@ fn file_safe(name: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::mcp::McpSource;
-
-    fn stdio(name: &str, command: &str) -> McpServerConfig {
-        McpServerConfig {
-            name: name.into(),
-            transport: McpTransport::Stdio {
-                command: command.into(),
-                args: vec!["--flag".into()],
-                env: BTreeMap::from([("K".to_owned(), "v".to_owned())]),
-                cwd: None,
-            },
-            enabled: true,
-            startup_timeout: Duration::from_secs(1),
-            tool_timeout: Duration::from_secs(1),
-            enabled_tools: None,
-            disabled_tools: Vec::new(),
-            source: McpSource::Session,
-        }
-    }
-
-    #[test]
-    fn the_key_is_the_name_the_root_and_the_resolved_settings() {
-        let root = Path::new("/p");
-        let key = server_key(&stdio("a", "srv"), root);
-        assert_eq!(key, server_key(&stdio("a", "srv"), root));
-        assert_eq!(key.config_digest.len(), 16);
-        assert_ne!(key, server_key(&stdio("b", "srv"), root));
-        assert_ne!(key, server_key(&stdio("a", "other"), root));
-        assert_ne!(key, server_key(&stdio("a", "srv"), Path::new("/q")));
-        // The resolved settings are part of it: a changed filter or timeout is another
-        // server; where the entry came from is not.
-        let mut filtered = stdio("a", "srv");
-        filtered.disabled_tools = vec!["x".into()];
-        assert_ne!(key, server_key(&filtered, root));
-        let mut slower = stdio("a", "srv");
-        slower.tool_timeout = Duration::from_secs(2);
-        assert_ne!(key, server_key(&slower, root));
-        let mut from_user = stdio("a", "srv");
-        from_user.source = McpSource::User {
-            file: "/home/u/.config/agentd/config.toml".into(),
-        };
-        assert_eq!(key, server_key(&from_user, root));
-    }
-
-    #[test]
-    fn log_file_names_keep_only_safe_characters() {
-        assert_eq!(file_safe("my server/../x"), "my_server____x");
-        assert_eq!(file_safe(&"n".repeat(100)).len(), 64);
-    }
-}
+#[path = "manager_tests.rs"]
+mod tests;

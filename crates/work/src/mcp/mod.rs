@@ -11,6 +11,7 @@ use std::time::Duration;
 
 pub mod config;
 mod connection;
+mod limits;
 pub mod log;
 pub mod manager;
 mod server;
@@ -236,6 +237,18 @@ pub enum McpCallError {
     /// The server answered the call with a JSON-RPC error.
     #[error("MCP server {server} refused the call: {message}")]
     Refused { server: String, message: String },
+    /// The result weighed more than `max_result_bytes`: it was dropped unread.
+    #[error(
+        "the result of MCP tool {tool} of {server} is {}over the limit of {limit} bytes per result and was dropped; ask for less (a narrower query, a range, a page)",
+        bytes.map(|bytes| format!("{bytes} bytes, ")).unwrap_or_default()
+    )]
+    TooLarge {
+        server: String,
+        tool: String,
+        /// Its size, when it was read to its end (stdio).
+        bytes: Option<u64>,
+        limit: u64,
+    },
 }
 
 /// A change of one server's status, for the daemon stream and the sessions using it.

@@ -1,7 +1,9 @@
 //! One supervised MCP server: its shared state (status, tools, the live connection's client,
 //! users) and the task that runs it: start, publish `ready`, refresh tools on
-//! `list_changed`, restart with exponential backoff after a crash (bounded attempts, then
-//! `failed` until `restart`), stop when idle without users or when the daemon stops.
+//! `list_changed`, restart with exponential backoff after a crash (bounded attempts, more
+//! and spanning minutes for an HTTP server, then `failed` until `restart`, or for an HTTP
+//! server until a session next needs it: one more attempt then), stop when idle without users
+//! or when the daemon stops. The tools offered are capped in number and description length.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,45 +12,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{Connection, McpClient};
-use super::log::{ServerLog, StderrLimits};
+use super::connection::{Connection, McpClient, StartContext};
+use super::limits::McpLimits;
+use super::log::ServerLog;
 use super::{McpServerConfig, McpStatus, McpStatusChange, McpToolInfo, ServerKey};
-
-/// Timings and bounds of supervision.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpLimits {
-    /// Restart attempts after a crash or a failed start before the server is `failed`: a
-    /// server that cannot run stops costing starts.
-    pub max_restart_attempts: u32,
-    /// Wait before the first restart; doubled for each further attempt (200 ms × 2^n).
-    pub restart_backoff: Duration,
-    /// A server that stayed up this long counts as healthy again: its attempts start over.
-    pub stable_after: Duration,
-    /// Each step of a stop waits this long (stdin closed → SIGTERM → SIGKILL), so a stop takes
-    /// at most about twice this: well under the daemon's stop deadline.
-    pub stop_grace: Duration,
-    pub stderr: StderrLimits,
-}
-
-impl Default for McpLimits {
-    fn default() -> Self {
-        Self {
-            max_restart_attempts: 5,
-            restart_backoff: Duration::from_millis(200),
-            stable_after: Duration::from_secs(60),
-            stop_grace: Duration::from_secs(2),
-            stderr: StderrLimits::default(),
-        }
-    }
-}
-
-impl McpLimits {
-    /// The wait before restart `attempt` (from 1): `restart_backoff` × 2^(attempt − 1).
-    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
-        self.restart_backoff
-            .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)))
-    }
-}
 
 /// What the manager, its handles and the server's task share.
 pub(super) struct Server {
@@ -64,6 +31,63 @@ pub(super) struct Server {
     pub(super) log: Arc<ServerLog>,
     /// Stops this server alone (a child of the manager's stop): a superseded server once idle.
     pub(super) stop: CancellationToken,
+    /// Asks a `failed` HTTP server for one more attempt (a session needs it again).
+    pub(super) retry: Notify,
+    /// Whether the tools are as the server last said (`list_changed` seen and not listed yet).
+    pub(super) tools_fresh: Arc<ToolListFreshness>,
+}
+
+/// `notifications/tools/list_changed` seen (counted as they arrive, before the responses
+/// behind them) against the ones a `tools/list` has answered since: a run waits for the two to
+/// meet before its next model call, so a change made by a tool call is offered at once.
+#[derive(Debug)]
+pub(crate) struct ToolListFreshness {
+    seen: AtomicU64,
+    listed: watch::Sender<u64>,
+}
+
+impl Default for ToolListFreshness {
+    fn default() -> Self {
+        Self {
+            seen: AtomicU64::new(0),
+            listed: watch::Sender::new(0),
+        }
+    }
+}
+
+impl ToolListFreshness {
+    /// A `list_changed` arrived.
+    pub(crate) fn changed(&self) {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The changes seen so far: a `tools/list` sent after this answers them.
+    fn seen(&self) -> u64 {
+        self.seen.load(Ordering::SeqCst)
+    }
+
+    /// A `tools/list` sent once `seen` changes were seen has answered (or the connection is
+    /// gone: there is nothing more to wait for).
+    fn listed(&self, seen: u64) {
+        self.listed.send_if_modified(|listed| {
+            let newer = seen > *listed;
+            if newer {
+                *listed = seen;
+            }
+            newer
+        });
+    }
+
+    /// Waits, at most `within`, until every change seen now is listed.
+    pub(super) async fn settled(&self, within: Duration) {
+        let seen = self.seen();
+        let mut listed = self.listed.subscribe();
+        let _ = tokio::time::timeout(within, listed.wait_for(|listed| *listed >= seen)).await;
+    }
+
+    pub(super) fn is_settled(&self) -> bool {
+        *self.listed.borrow() >= self.seen()
+    }
 }
 
 /// Why a server's definition is no longer the user's (config.toml was reloaded): it is
@@ -88,6 +112,8 @@ pub(super) struct ServerState {
     pub(super) last_error: Option<String>,
     /// Set when a reload changed or removed the server's definition (`restartPending`).
     pub(super) superseded: Option<Superseded>,
+    /// Why not all of the server's tools are offered as it described them (the caps).
+    pub(super) warning: Option<String>,
 }
 
 /// See [`RunContext::remove_if_unused`].
@@ -122,12 +148,29 @@ impl Server {
         });
     }
 
-    fn set_live(&self, client: Option<Arc<McpClient>>, pid: Option<u32>, tools: Vec<McpToolInfo>) {
-        let tools = filter_tools(&self.config, tools);
+    /// The live connection (None: lost) and its tools, filtered and capped. Once ready the
+    /// last error is over.
+    fn set_live(
+        &self,
+        client: Option<Arc<McpClient>>,
+        pid: Option<u32>,
+        tools: Vec<McpToolInfo>,
+        limits: &McpLimits,
+    ) {
+        let ready = client.is_some();
+        let (tools, warning) =
+            cap_tools(&self.config.name, filter_tools(&self.config, tools), limits);
+        if let Some(warning) = &warning {
+            tracing::warn!(server = %self.config.name, "{warning}");
+        }
         let mut state = self.lock();
         state.client = client;
         state.pid = pid;
         state.tools = tools.into();
+        if ready {
+            state.last_error = None;
+            state.warning = warning;
+        }
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -160,17 +203,22 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
         let started = tokio::select! {
             started = Connection::start(
                 &server.config,
-                &server.key.project_root,
-                &server.log,
-                context.http.as_ref(),
-                context.sandbox.as_ref(),
-                tools_changed.clone(),
+                StartContext {
+                    project_root: &server.key.project_root,
+                    log: &server.log,
+                    http: context.http.as_ref(),
+                    sandbox: context.sandbox.as_ref(),
+                    tools_changed: tools_changed.clone(),
+                    tools_fresh: server.tools_fresh.clone(),
+                    limits: &context.limits,
+                },
             ) => started,
             () = context.stop.cancelled() => break,
         };
         let ended = match started {
             Ok(mut connection) => {
                 let client = connection.client();
+                let seen = server.tools_fresh.seen();
                 let listed = tokio::select! {
                     listed = tokio::time::timeout(server.config.startup_timeout, client.list_tools()) => listed,
                     () = context.stop.cancelled() => {
@@ -180,7 +228,13 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                 };
                 match listed {
                     Ok(Ok(tools)) => {
-                        server.set_live(Some(client.clone()), connection.pid(), tools);
+                        server.set_live(
+                            Some(client.clone()),
+                            connection.pid(),
+                            tools,
+                            &context.limits,
+                        );
+                        server.tools_fresh.listed(seen);
                         let count = server.lock().tools.len();
                         server.publish(&context, McpStatus::Ready { tools: count });
                         tracing::info!(server = %name, pid = ?connection.pid(), tools = count, "MCP server ready");
@@ -194,7 +248,8 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                             &mut users,
                         )
                         .await;
-                        server.set_live(None, None, Vec::new());
+                        server.set_live(None, None, Vec::new(), &context.limits);
+                        server.tools_fresh.listed(server.tools_fresh.seen());
                         connection.stop(context.limits.stop_grace).await;
                         if up_since.elapsed() >= context.limits.stable_after {
                             attempt = 0;
@@ -231,7 +286,8 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
             }
         }
         attempt += 1;
-        if attempt > context.limits.max_restart_attempts {
+        let attempts = context.limits.attempts_for(&server.config.transport);
+        if attempt > attempts {
             server.publish(
                 &context,
                 McpStatus::Failed {
@@ -239,9 +295,14 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                     stderr_tail: server.log.tail(),
                 },
             );
+            let mut once_more = false;
             let resumed = loop {
                 tokio::select! {
                     () = server.restart.notified() => break true,
+                    () = server.retry.notified() => {
+                        once_more = true;
+                        break true;
+                    }
                     () = context.stop.cancelled() => break false,
                     () = idle(&mut users, context.idle_stop) => {
                         if (context.remove_if_unused)(&server) {
@@ -252,6 +313,18 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
             };
             if !resumed {
                 break;
+            }
+            if once_more {
+                // One attempt: if it fails, `failed` again at once.
+                attempt = attempts;
+                server.publish(
+                    &context,
+                    McpStatus::Restarting {
+                        attempt,
+                        error: error.clone(),
+                    },
+                );
+                continue;
             }
             attempt = 0;
             server.lock().restarts = 0;
@@ -275,7 +348,8 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
             () = context.stop.cancelled() => break,
         }
     }
-    server.set_live(None, None, Vec::new());
+    server.set_live(None, None, Vec::new(), &context.limits);
+    server.tools_fresh.listed(server.tools_fresh.seen());
     server.publish(&context, McpStatus::Stopped);
 }
 
@@ -292,19 +366,22 @@ async fn connected(
         tokio::select! {
             reason = connection.lost() => return Ended::Lost(reason),
             Some(()) = tools_changed.recv() => {
+                let seen = server.tools_fresh.seen();
                 let listed = tokio::select! {
                     listed = tokio::time::timeout(server.config.startup_timeout, client.list_tools()) => listed,
                     () = context.stop.cancelled() => return Ended::Stop,
                 };
                 match listed.unwrap_or_else(|_| Err("tools/list did not answer in time".to_owned())) {
                     Ok(tools) => {
-                        server.set_live(Some(client.clone()), connection.pid(), tools);
+                        server.set_live(Some(client.clone()), connection.pid(), tools, &context.limits);
                         let count = server.lock().tools.len();
                         tracing::info!(server = %server.config.name, tools = count, "MCP server's tools changed");
                         server.publish(context, McpStatus::Ready { tools: count });
                     }
                     Err(error) => tracing::warn!(server = %server.config.name, "cannot refresh the MCP server's tools: {error}"),
                 }
+                // Listed or not, a run waits no longer for it.
+                server.tools_fresh.listed(seen);
             }
             () = server.restart.notified() => return Ended::Restart,
             () = context.stop.cancelled() => return Ended::Stop,
@@ -337,6 +414,51 @@ async fn idle(users: &mut watch::Receiver<usize>, idle_stop: Duration) {
     }
 }
 
+/// `tools` within `limits.max_tools` (the first ones, in the server's order) and each
+/// description within `limits.max_description_chars`; a warning saying what was left out.
+pub(super) fn cap_tools(
+    server: &str,
+    mut tools: Vec<McpToolInfo>,
+    limits: &McpLimits,
+) -> (Vec<McpToolInfo>, Option<String>) {
+    let mut said = Vec::new();
+    if tools.len() > limits.max_tools {
+        said.push(format!(
+            "it offers {} tools; only the first {} are offered to the model",
+            tools.len(),
+            limits.max_tools
+        ));
+        tools.truncate(limits.max_tools);
+    }
+    let mut cut = Vec::new();
+    for tool in &mut tools {
+        if let Some((at, _)) = tool
+            .description
+            .char_indices()
+            .nth(limits.max_description_chars)
+        {
+            let chars = tool.description.chars().count();
+            tool.description.truncate(at);
+            tool.description.push_str(" […]");
+            cut.push(format!("{} ({chars} characters)", tool.name));
+        }
+    }
+    if !cut.is_empty() {
+        said.push(format!(
+            "the description of {} is cut to {} characters",
+            cut.join(", "),
+            limits.max_description_chars
+        ));
+    }
+    let warning = (!said.is_empty()).then(|| {
+        format!(
+            "MCP server {server}: {}; enabled_tools or disabled_tools in its entry choose what is offered",
+            said.join("; ")
+        )
+    });
+    (tools, warning)
+}
+
 /// The tools a session is offered: `enabled_tools` (when set), minus `disabled_tools`.
 pub(super) fn filter_tools(config: &McpServerConfig, tools: Vec<McpToolInfo>) -> Vec<McpToolInfo> {
     tools
@@ -363,6 +485,31 @@ mod tests {
             input_schema: serde_json::json!({"type": "object"}),
             read_only: false,
         }
+    }
+
+    #[test]
+    fn tools_past_the_caps_are_left_out_or_cut_with_a_warning() {
+        let limits = McpLimits {
+            max_tools: 2,
+            max_description_chars: 5,
+            ..McpLimits::default()
+        };
+        let (tools, warning) = cap_tools("s", vec![tool("a"), tool("b")], &limits);
+        assert_eq!((tools.len(), warning), (2, None));
+        let mut long = tool("long");
+        long.description = "é".repeat(8);
+        let (tools, warning) = cap_tools("s", vec![long, tool("b"), tool("c")], &limits);
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].description, "ééééé […]");
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains("it offers 3 tools; only the first 2"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("long (8 characters) is cut to 5"),
+            "{warning}"
+        );
     }
 
     fn names(config: &McpServerConfig) -> Vec<String> {
@@ -392,14 +539,5 @@ mod tests {
         assert_eq!(names(&config), ["a", "c"]);
         config.enabled_tools = Some(vec!["b".into(), "c".into(), "unknown".into()]);
         assert_eq!(names(&config), ["c"]);
-    }
-
-    #[test]
-    fn the_backoff_doubles_per_attempt() {
-        let limits = McpLimits::default();
-        let backoff = |attempt: u32| limits.backoff(attempt);
-        assert_eq!(backoff(1), Duration::from_millis(200));
-        assert_eq!(backoff(5), Duration::from_millis(3200));
-        assert!(backoff(u32::MAX) > backoff(5), "saturates, never overflows");
     }
 }

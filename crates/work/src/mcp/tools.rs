@@ -1,8 +1,8 @@
 //! MCP tools as the run sees them: each tool of a ready server is a [`Tool`] named
 //! `mcp__<server>__<tool>` (sanitised, at most 64 chars, a short hash suffix on a collision),
 //! with the server's description and input schema passed through; its results become tool
-//! outputs (text joined, images kept for the provider, resource links listed, structured
-//! content when there is no text, `isError` an error). [`session_tools`] builds the tool set of
+//! outputs (text joined, images kept for the provider, resource links listed,
+//! `structuredContent` only when no block became text or an image, `isError` an error). [`session_tools`] builds the tool set of
 //! one model call: the built-ins plus the tools of every ready server, sorted by name.
 
 use std::collections::BTreeMap;
@@ -243,8 +243,8 @@ pub(crate) fn output_of(tool: &str, result: Result<McpCallResult, McpCallError>)
 
 /// A server's result as a tool output: text blocks joined by newlines, images kept (within
 /// [`MAX_IMAGE_BASE64_BYTES`] each and [`MAX_RESULT_IMAGES_BYTES`] together, else described),
-/// resource links listed, embedded text resources included, `structuredContent` as JSON when
-/// there is no text, `isError` an error.
+/// resource links listed, embedded text resources included, `structuredContent` as JSON only
+/// when no block became text or an image, `isError` an error.
 pub(crate) fn convert_result(tool: &str, result: McpCallResult) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
     let mut images: Vec<ToolImage> = Vec::new();
@@ -288,8 +288,12 @@ pub(crate) fn convert_result(tool: &str, result: McpCallResult) -> ToolOutput {
             McpContent::Other(description) => parts.push(description),
         }
     }
-    let has_text = !parts.is_empty();
-    if !has_text && let Some(structured) = &result.structured {
+    // `structuredContent` mirrors the content blocks (the spec): it is read only when no block
+    // became text or an image, else an image would come twice, once as base64 text.
+    if parts.is_empty()
+        && images.is_empty()
+        && let Some(structured) = &result.structured
+    {
         parts.push(serde_json::to_string_pretty(structured).unwrap_or_default());
     }
     let mut content = parts.join("\n");

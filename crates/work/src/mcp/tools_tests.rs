@@ -179,6 +179,25 @@ fn structured_content_is_the_text_only_when_there_is_no_text() {
     assert_eq!(convert_result("mcp__s__t", with_text).content, "21 C");
 }
 
+/// server-filesystem's `read_media_file`: an image block, and the same image again in
+/// `structuredContent`; the model gets the image once, and no base64 as text.
+#[test]
+fn an_image_only_result_carries_no_structured_content_as_text() {
+    let data = "iVBORw0KGgo=".to_owned();
+    let media = McpCallResult {
+        structured: Some(
+            json!({"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}),
+        ),
+        ..result(vec![McpContent::Image {
+            mime_type: "image/png".into(),
+            data: data.clone(),
+        }])
+    };
+    let output = convert_result("mcp__fs__read_media_file", media);
+    assert_eq!(output.images.len(), 1);
+    assert_eq!(output.content, "", "no base64 beside the image");
+}
+
 #[test]
 fn errors_are_error_results_with_their_text() {
     let refused = McpCallResult {
