@@ -10,8 +10,9 @@
 //! directory walk and no file reads (the cost that matters, run before each writing tool
 //! batch); its object store deduplicates content across checkpoints; `.gitignore` is honoured
 //! as users expect; and the command is on every developer machine, where a library would add a
-//! large dependency to build for the same work. A checkpoint is a commit with a fixed identity
-//! and date, so its id is a function of the files alone. Without `git`, checkpoints are off and
+//! large dependency to build for the same work. A checkpoint is the tree of the files, or, when
+//! files were left out, a commit of it with a fixed identity and date whose message lists them;
+//! either way its id is a function of the files alone. Without `git`, checkpoints are off and
 //! `daemon/status` says why.
 //!
 //! Left out, and reported: files over `[checkpoints] max_file_bytes`, nested repositories; a

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::git::{Git, GitError};
 use super::{CheckpointError, CheckpointSettings, RelPath};
 
-/// One checkpoint: a commit of the private store, and what it left out.
+/// One checkpoint: a tree of the private store (a commit when something was left out, whose
+/// message says what), and what it left out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     pub commit: String,
@@ -220,6 +221,13 @@ pub(crate) async fn take(
     }
     let tree = git.run(&["write-tree"], None, 1024).await?;
     let tree = String::from_utf8_lossy(&tree).trim().to_owned();
+    if update.skipped.is_empty() {
+        // Nothing to say beside the files: the tree is the checkpoint (one process fewer).
+        return Ok(Snapshot {
+            commit: tree,
+            skipped: update.skipped,
+        });
+    }
     let body = serde_json::to_string(&Message {
         skipped: update.skipped.clone(),
     })
@@ -234,8 +242,13 @@ pub(crate) async fn take(
     })
 }
 
-/// What checkpoint `commit` skipped, from its message.
+/// What checkpoint `commit` skipped, from its message (a checkpoint that is a tree skipped
+/// nothing).
 pub(crate) async fn skipped_of(git: &Git, commit: &str) -> Result<Vec<Skipped>, CheckpointError> {
+    let kind = git.run(&["cat-file", "-t", commit], None, 64).await?;
+    if kind.trim_ascii() == b"tree" {
+        return Ok(Vec::new());
+    }
     let out = git
         .run(&["cat-file", "commit", commit], None, 16 * 1024 * 1024)
         .await?;
