@@ -196,6 +196,14 @@ impl Checkpoints {
                 root.display()
             )));
         }
+        // The store inside the workspace would be checkpointed into itself, growing each time.
+        if self.dir.starts_with(&root) {
+            return Err(CheckpointError::Refused(format!(
+                "{} is not checkpointed: the daemon's state dir ({}) is inside it",
+                root.display(),
+                self.dir.display()
+            )));
+        }
         let mut stores = self
             .stores
             .lock()

@@ -325,3 +325,16 @@ async fn a_workspace_with_too_many_files_is_not_walked_again_at_every_batch() {
         "{second}"
     );
 }
+
+#[tokio::test]
+async fn a_workspace_holding_the_store_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    let checkpoints = Checkpoints::new(
+        root.join("state/checkpoints"),
+        CheckpointSettings::default(),
+        None,
+    );
+    let error = checkpoints.snapshot(&root).await.unwrap_err();
+    assert!(error.to_string().contains("state dir"), "{error}");
+}
