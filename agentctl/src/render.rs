@@ -106,6 +106,9 @@ pub struct Renderer {
     /// The caller follows the run across a daemon restart (`follow`): `runSuspended` needs no
     /// pointer to `agentctl attach`.
     follows_across_restarts: bool,
+    /// The arguments of the edits and writes the model asked for, by call id, until they
+    /// complete: a completed one is shown as the lines it changed (`preview::edit_rows`).
+    edits: BTreeMap<String, (String, String)>,
 }
 
 /// Longest one-line summary shown for a tool (the activity line is also cut to the width).
@@ -135,6 +138,7 @@ impl Renderer {
             status_drawn_by_caller: false,
             names_session: true,
             follows_across_restarts: false,
+            edits: BTreeMap::new(),
         }
     }
 

@@ -354,6 +354,8 @@ async fn chat_diff_and_rewind() {
     let mut pty = Pty::spawn(command, 100, 30);
     pty.expect("› ").await;
     pty.send("make a file\r");
+    // The write is shown as the lines it put in.
+    pty.expect("│ +written in the chat").await;
     pty.expect("Wrote it.").await;
     pty.expect(" out · ").await;
     let made = env.workspace().join("new.txt");

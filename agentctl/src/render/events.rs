@@ -60,8 +60,10 @@ impl Renderer {
                 run_id,
                 role: MessageRole::Assistant,
                 content,
+                tool_calls,
                 ..
             } => {
+                self.remember_edits(tool_calls);
                 self.activity.stop_thinking();
                 self.assistant_completed(run_id, content, out);
             }

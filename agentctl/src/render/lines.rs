@@ -96,6 +96,16 @@ impl Renderer {
         }
     }
 
+    /// Keeps the arguments of the edits and writes among `calls`, shown once they complete.
+    pub(super) fn remember_edits(&mut self, calls: &[protocol::event::ToolCallInfo]) {
+        for call in calls {
+            if matches!(call.name.as_str(), "edit_file" | "write_file") && self.edits.len() < 64 {
+                self.edits
+                    .insert(call.id.clone(), (call.name.clone(), call.arguments.clone()));
+            }
+        }
+    }
+
     pub(super) fn tool_completed(
         &mut self,
         id: &str,
@@ -106,6 +116,7 @@ impl Renderer {
         out: &mut Vec<Output>,
     ) {
         let duration = format_duration(duration_ms);
+        let edit = self.edits.remove(id);
         let error = if is_error {
             let first = truncate(&one_line(output), SUMMARY_MAX_CHARS);
             if first.is_empty() {
@@ -139,9 +150,19 @@ impl Renderer {
             } else {
                 super::preview::RESULT_ROWS
             };
+            let rows = match (&edit, is_error) {
+                (Some((tool, arguments)), false) => {
+                    super::preview::edit_rows(tool, arguments, self.options.width.unwrap_or(100))
+                }
+                _ => None,
+            };
             let shown = neutralise(output);
-            for row in super::preview::rows(&shown, self.options.width.unwrap_or(100), max_rows) {
-                line.push_str(&paint(self.options.color, Style::Dim, &row));
+            let rows = rows.unwrap_or_else(|| {
+                super::preview::rows(&shown, self.options.width.unwrap_or(100), max_rows)
+            });
+            for (row, style) in rows.iter().map(|row| (row, super::preview::style_of(row))) {
+                let row = neutralise(row);
+                line.push_str(&paint(self.options.color, style, &row));
                 line.push('\n');
             }
             self.clear_spinner(out);

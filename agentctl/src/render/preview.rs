@@ -48,9 +48,80 @@ pub fn rows(output: &str, width: usize, max_rows: usize) -> Vec<String> {
     rows
 }
 
+/// Rows of an edit's or a write's lines shown.
+pub const EDIT_ROWS: usize = 12;
+
+/// How a row is painted: removed lines red, added green, the rest dimmed.
+pub fn style_of(row: &str) -> super::style::Style {
+    use super::style::Style;
+    match row
+        .strip_prefix(INDENT)
+        .and_then(|rest| rest.chars().next())
+    {
+        Some('-') => Style::Bad,
+        Some('+') => Style::Good,
+        _ => Style::Dim,
+    }
+}
+
+/// An `edit_file` or `write_file` call, from its arguments, as the lines it took out and put
+/// in (`-`/`+`, at most `EDIT_ROWS` rows); None for other tools or arguments not readable.
+pub fn edit_rows(tool: &str, arguments: &str, width: usize) -> Option<Vec<String>> {
+    let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str);
+    let (removed, added) = match tool {
+        "edit_file" => (text("oldText")?, text("newText")?),
+        "write_file" => ("", text("content")?),
+        _ => return None,
+    };
+    let mut lines: Vec<String> = removed.lines().map(|line| format!("-{line}")).collect();
+    lines.extend(added.lines().map(|line| format!("+{line}")));
+    let columns = width.saturating_sub(INDENT.len()).max(20);
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(EDIT_ROWS)
+        .map(|line| {
+            let (head, _) = split_at_width(line, columns);
+            format!("{INDENT}{head}")
+        })
+        .collect();
+    if lines.len() > EDIT_ROWS {
+        out.pop();
+        let left = lines.len() - (EDIT_ROWS - 1);
+        out.push(format!("{INDENT}… {left} more lines"));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edit_shows_the_lines_it_took_out_and_put_in() {
+        let rows = edit_rows(
+            "edit_file",
+            r#"{"path":"a.rs","oldText":"let a = 1;","newText":"let a = 2;\nlet b = 3;"}"#,
+            80,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            ["  │ -let a = 1;", "  │ +let a = 2;", "  │ +let b = 3;"]
+        );
+        assert_eq!(style_of(&rows[0]), super::super::style::Style::Bad);
+        assert_eq!(style_of(&rows[1]), super::super::style::Style::Good);
+        let written =
+            edit_rows("write_file", r#"{"path":"n.txt","content":"one\ntwo"}"#, 80).unwrap();
+        assert_eq!(written, ["  │ +one", "  │ +two"]);
+        assert!(edit_rows("read_file", r#"{"path":"a"}"#, 80).is_none());
+        assert!(edit_rows("edit_file", "not json", 80).is_none());
+        let long: String = (0..20).map(|n| format!("l{n}\n")).collect();
+        let args = serde_json::json!({"path": "x", "content": long}).to_string();
+        let rows = edit_rows("write_file", &args, 80).unwrap();
+        assert_eq!(rows.len(), EDIT_ROWS);
+        assert_eq!(rows.last().unwrap(), "  │ … 9 more lines");
+    }
 
     #[test]
     fn a_short_result_is_shown_whole() {
