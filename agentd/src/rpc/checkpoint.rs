@@ -1,4 +1,5 @@
-//! `session/checkpoints`, `session/diff` and `session/rewind` (`session::rewind` does the work).
+//! `session/checkpoints`, `session/diff` and `session/rewind` (`session::rewind` does the work;
+//! a rewind is carried to its end in a task of its own).
 
 use std::sync::Arc;
 
@@ -30,5 +31,13 @@ pub async fn rewind(
     _connection: Arc<ConnectionContext>,
 ) -> RpcResult<SessionRewindResult> {
     super::refuse_if_stopping(&state)?;
-    Ok(state.sessions.rewind(params).await?)
+    // Carried to its end even if the client goes away meanwhile: a rewind stopped halfway
+    // would leave the workspace half restored.
+    let sessions = std::sync::Arc::clone(&state.sessions);
+    let done = tokio::spawn(async move { sessions.rewind(params).await })
+        .await
+        .map_err(|err| {
+            crate::session::SessionError::Internal(format!("the rewind failed: {err}"))
+        })?;
+    Ok(done?)
 }
