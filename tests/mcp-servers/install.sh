@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real MCP servers the integration tests run, at the pinned versions, into this
-# folder: npm @modelcontextprotocol/server-everything and the official ACP client SDK
-# @agentclientprotocol/sdk (which drives `agentctl acp`) into node_modules/ (package-lock.json)
+# folder: npm @modelcontextprotocol/server-everything, @modelcontextprotocol/server-filesystem and
+# the official ACP client SDK @agentclientprotocol/sdk (which drives `agentctl acp`) into
+# node_modules/ (package-lock.json)
 # and PyPI mcp-server-time into venv/ (requirements.txt). Does nothing when both are already
 # installed from the current pins (a stamp holds the digest of the pin file).
 # Needs node + npm and python3 (with venv) on PATH. Also makes sure `jq` is there (the hooks

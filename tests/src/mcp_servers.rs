@@ -1,6 +1,7 @@
 //! Where the real MCP servers the tests run live (`tests/mcp-servers/`, installed by
 //! `tests/mcp-servers/install.sh`, which `.ci/run` calls) and the commands that start them:
-//! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, and PyPI
+//! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, npm
+//! `@modelcontextprotocol/server-filesystem` (no directory: roots only) over stdio, and PyPI
 //! `mcp-server-time` (a Python server) over stdio, and scripted Python servers that record
 //! cancellations and that send results and tool lists at their limits. A missing install fails the test with a
 //! message naming the install script.
@@ -167,6 +168,19 @@ impl Drop for EverythingHttp {
         // SAFETY: kill(2) with a negative pid signals the child's own process group.
         unsafe { libc::kill(-group, libc::SIGKILL) };
         let _ = self.child.wait();
+    }
+}
+
+/// npm server-filesystem over stdio with no directory argument: the directories it may use
+/// are the client's roots.
+pub fn filesystem_stdio() -> ServerCommand {
+    let script =
+        install_dir().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    require(&script, "@modelcontextprotocol/server-filesystem");
+    ServerCommand {
+        command: node(),
+        args: vec![script.display().to_string()],
+        env: BTreeMap::new(),
     }
 }
 

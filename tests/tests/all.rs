@@ -46,6 +46,7 @@ mod extensions;
 mod hooks;
 mod llm;
 mod llm_robustness;
+mod mcp_capabilities;
 mod mcp_clients;
 mod mcp_config;
 mod mcp_reconnect;

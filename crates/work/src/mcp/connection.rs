@@ -6,7 +6,8 @@
 //! connection initializes, lists tools (paginated), calls tools with a timeout, progress and
 //! cancellation (`notifications/cancelled`), lists and gets prompts (slash commands), reports
 //! `notifications/tools/list_changed` (counted as it arrives, `guard`), records
-//! `notifications/message` in the server's log, holds each message to a size before it is
+//! `notifications/message` in the server's log, offers the project root as its roots
+//! (`roots`), holds each message to a size before it is
 //! parsed (`guard`; over HTTP, `http` ties an oversized answer to its call), says rmcp's
 //! errors in words (`errors`), and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
@@ -47,6 +48,8 @@ mod http;
 mod progress;
 #[path = "connection_prompts.rs"]
 mod prompts;
+#[path = "connection_roots.rs"]
+mod roots;
 
 /// Room above `max_result_bytes` for rmcp's own line limit, so the guard's size error (a
 /// short line) is what a long message meets.
@@ -123,6 +126,7 @@ impl Connection {
             progress: progress.clone(),
             tools_changed,
             log: log.clone(),
+            roots: roots::Roots::for_project(project_root),
         };
         let max_bytes = limits.max_result_bytes;
         let timeout = config.startup_timeout;

@@ -1,15 +1,13 @@
 //! Our side of an MCP session (`Handler`): progress notifications routed to the call that
 //! asked for them, by progress token (kept a while when they come before the call's route),
 //! tool-list changes reported to the connection's supervisor, and the server's log messages
-//! (`notifications/message`) recorded in its log.
+//! (`notifications/message`) recorded in its log, and `roots/list` answered (`roots`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
-};
-use rmcp::service::NotificationContext;
+use rmcp::model::{ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
 
@@ -98,9 +96,20 @@ pub(super) struct Handler {
     pub(super) tools_changed: mpsc::Sender<()>,
     /// Where `notifications/message` goes (`mcp logs` reads it).
     pub(super) log: Arc<ServerLog>,
+    /// What `roots/list` answers (`connection_roots`).
+    pub(super) roots: super::roots::Roots,
 }
 
 impl ClientHandler for Handler {
+    // Roots are deprecated by the newest spec (SEP-2577); servers still ask for them.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Ok(self.roots.list())
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -143,7 +152,7 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            super::roots::capabilities(),
             Implementation::new("agentd", env!("CARGO_PKG_VERSION")),
         )
     }
