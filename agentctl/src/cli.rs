@@ -25,6 +25,10 @@ pub struct Cli {
     /// Colours on stderr: `auto` (on a terminal, unless NO_COLOR is set), `always`, `never`.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// The model's reasoning in `run`, `attach` and chat: `brief` (its last line beside the
+    /// thinking timer), `full` (all of it, dimmed, as it streams), `off` (the timer only).
+    #[arg(long, global = true, value_enum, value_name = "HOW", default_value_t = crate::render::Thinking::Brief)]
+    pub thinking: crate::render::Thinking,
     /// Without a command on a terminal: `chat`.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -41,6 +41,8 @@ pub struct Context {
     pub interactive: bool,
     /// `--color`: whether stderr gets colours (`auto` also reads `NO_COLOR`).
     pub color: cli::ColorChoice,
+    /// `--thinking`: how the model's reasoning is shown.
+    pub thinking: render::Thinking,
     /// How long `run` and `attach` wait for the daemon to come back when the connection to it
     /// is lost mid-run (`AGENTCTL_RECONNECT_SECS`, default 60 s).
     pub reconnect_wait: std::time::Duration,
@@ -120,6 +122,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         no_start: cli.no_start,
         json: cli.json,
         color: cli.color,
+        thinking: cli.thinking,
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
         reconnect_wait: follow::reconnect::wait_from(
             std::env::var_os(follow::reconnect::WAIT_VARIABLE).as_deref(),

@@ -109,6 +109,22 @@ pub struct Renderer {
     /// The arguments of the edits and writes the model asked for, by call id, until they
     /// complete: a completed one is shown as the lines it changed (`preview::edit_rows`).
     edits: BTreeMap<String, (String, String)>,
+    /// How the model's reasoning is shown (`--thinking`).
+    thinking: Thinking,
+    /// Reasoning of an unfinished line, printed once whole (`--thinking full`).
+    thought_buffer: String,
+}
+
+/// How `run`, `attach` and chat show the model's reasoning (`thinkingDelta`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Thinking {
+    /// All of it, dimmed, as it streams.
+    Full,
+    /// Its last line beside the thinking timer (on a terminal).
+    #[default]
+    Brief,
+    /// The timer only.
+    Off,
 }
 
 /// Longest one-line summary shown for a tool (the activity line is also cut to the width).
@@ -139,6 +155,8 @@ impl Renderer {
             names_session: true,
             follows_across_restarts: false,
             edits: BTreeMap::new(),
+            thinking: Thinking::default(),
+            thought_buffer: String::new(),
         }
     }
 
@@ -221,6 +239,11 @@ impl Renderer {
         self.activity.advance();
         self.draw_spinner(&mut out);
         out
+    }
+
+    /// How the model's reasoning is shown from now on.
+    pub fn set_thinking(&mut self, thinking: Thinking) {
+        self.thinking = thinking;
     }
 
     /// The terminal was resized: lines drawn from now on fit `width`.

@@ -52,3 +52,26 @@ async fn reasoning_streams_as_thinking_deltas_and_is_never_kept() {
         assert!(!got.to_string().contains("two and two make four"), "{got}");
     }
 }
+
+#[tokio::test]
+async fn agentctl_run_shows_reasoning_with_thinking_full_and_not_by_default_off_a_terminal() {
+    let s = Scenario::start(agentd_tests::mock_llm::Format::OpenAi).await;
+    s.mock
+        .push(Reply::text("it is 4").with_thinking("two and two\nmake four"));
+    s.mock
+        .push(Reply::text("still 4").with_thinking("hidden reasoning"));
+    let full = s
+        .daemon
+        .env
+        .run_agentctl(&["--thinking", "full", "run", "two plus two?"])
+        .await;
+    assert!(full.status.success(), "{full:?}");
+    let stderr = String::from_utf8_lossy(&full.stderr);
+    assert!(stderr.contains("two and two\nmake four\n"), "{stderr}");
+    let brief = s.daemon.env.run_agentctl(&["run", "-c", "sure?"]).await;
+    assert!(brief.status.success(), "{brief:?}");
+    assert!(String::from_utf8_lossy(&brief.stdout).contains("still 4"));
+    // `brief` shows reasoning beside the timer on a terminal only: none in a pipe.
+    let stderr = String::from_utf8_lossy(&brief.stderr);
+    assert!(!stderr.contains("hidden reasoning"), "{stderr}");
+}

@@ -121,6 +121,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         last_words: String::new(),
         reconnect_wait: ctx.reconnect_wait,
         command_names,
+        thinking: ctx.thinking,
     };
     let result = chat.run(session).await;
     let Chat {
@@ -147,6 +148,8 @@ fn not_a_terminal(why: &str) -> CommandError {
 /// The chat's state.
 struct Chat {
     connection: Connection,
+    /// `--thinking`: how the model's reasoning is shown.
+    thinking: crate::render::Thinking,
     cwd: PathBuf,
     editor: LineEditor,
     live: LiveArea,
@@ -480,6 +483,7 @@ impl Chat {
             self.last_seq,
         );
         renderer.set_approvals_handled(true);
+        renderer.set_thinking(self.thinking);
         renderer.set_status_drawn_by_caller();
         renderer.set_names_session(false);
         renderer.set_width(Some(terminal_width()));

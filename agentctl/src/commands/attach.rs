@@ -50,7 +50,8 @@ pub async fn attach(
     // Everything from the start: deltas are not replayed, completed messages are.
     let subscription = follow::subscribe(&connection, &info.session_id, 0).await?;
     let options = render_options(ctx);
-    let renderer = Renderer::new(Mode::Attach { until }, options, 0);
+    let mut renderer = Renderer::new(Mode::Attach { until }, options, 0);
+    renderer.set_thinking(ctx.thinking);
     let animate = options.stderr_is_tty && !options.json;
     let desk = answers.then(|| ApprovalDesk::for_session(Handling::Prompt, info.last_seq));
     let options = FollowOptions {

@@ -153,13 +153,14 @@ pub async fn run(
         queued: false,
     };
     let options = render_options(ctx);
-    let renderer = Renderer::new(
+    let mut renderer = Renderer::new(
         Mode::Run {
             run_id: started.run_id.clone(),
         },
         options,
         last_seq,
     );
+    renderer.set_thinking(ctx.thinking);
     let animate = options.stderr_is_tty && !options.json;
     // --json output is for programs: it never prompts.
     let interactive = interactive && !ctx.json;

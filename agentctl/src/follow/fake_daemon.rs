@@ -74,6 +74,7 @@ impl FakeDaemon {
             json: false,
             interactive: false,
             color: crate::cli::ColorChoice::Never,
+            thinking: crate::render::Thinking::Brief,
             reconnect_wait: Duration::from_millis(200),
         }
     }

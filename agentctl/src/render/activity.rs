@@ -22,6 +22,9 @@ pub struct Activity {
     thinking_since: Option<Instant>,
     /// Spinner animation frame.
     frame: usize,
+    /// The last line of the model's reasoning so far (`--thinking brief`), shown after the
+    /// thinking timer.
+    thought: String,
 }
 
 /// One running tool.
@@ -40,6 +43,23 @@ impl Activity {
     /// A model call began: "thinking…" until it answers.
     pub fn start_thinking(&mut self, now: Instant) {
         self.thinking_since = Some(now);
+        self.thought.clear();
+    }
+
+    /// Reasoning streamed (`thinkingDelta`): its last line is shown while thinking.
+    pub fn thought(&mut self, text: &str) {
+        self.thought.push_str(text);
+        if let Some(cut) = self.thought.trim_end().rfind('\n') {
+            self.thought.drain(..=cut);
+        }
+        // A line without an end yet: keep it bounded.
+        if self.thought.len() > 4096 {
+            let keep = self.thought.len() - 1024;
+            let at = (keep..self.thought.len())
+                .find(|at| self.thought.is_char_boundary(*at))
+                .unwrap_or(self.thought.len());
+            self.thought.drain(..at);
+        }
     }
 
     /// The model answered (text or a tool call), or the run stopped.
@@ -123,7 +143,12 @@ impl Activity {
         } else {
             let since = self.thinking_since?;
             let elapsed = now.saturating_duration_since(since).as_secs();
-            format!("{frame} thinking… {elapsed}s · {interrupt}")
+            let thought = one_line(self.thought.trim());
+            if thought.is_empty() {
+                format!("{frame} thinking… {elapsed}s · {interrupt}")
+            } else {
+                format!("{frame} thinking… {elapsed}s · {interrupt} · {thought}")
+            }
         };
         Some(truncate_to_width(&line, width.saturating_sub(1)))
     }

@@ -18,6 +18,9 @@ impl Renderer {
         if !self.shows_run(event.run_id()) {
             return;
         }
+        if !matches!(event, Event::ThinkingDelta { .. }) {
+            self.end_thought(out);
+        }
         match event {
             Event::RunStarted { run_id, .. } => {
                 if self.is_goal_run(run_id) {
@@ -47,7 +50,7 @@ impl Renderer {
             }
             // The activity line already says the model is thinking; the text is for
             // clients that show it (`--json` keeps it).
-            Event::ThinkingDelta { .. } => {}
+            Event::ThinkingDelta { text, .. } => self.thinking(text, out),
             Event::MessageDelta { run_id, text } => {
                 self.activity.stop_thinking();
                 self.streamed

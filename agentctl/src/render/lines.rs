@@ -96,6 +96,44 @@ impl Renderer {
         }
     }
 
+    /// Reasoning streamed: `full` prints it dimmed on stderr as it comes (whole lines; the
+    /// rest once the model answers), `brief` keeps its last line for the activity line, `off`
+    /// drops it. A transcript (`attach` of a finished run) never had it: it is not persisted.
+    pub(super) fn thinking(&mut self, text: &str, out: &mut Vec<Output>) {
+        match self.thinking {
+            super::Thinking::Off => {}
+            super::Thinking::Brief => {
+                if self.tracks_activity() {
+                    self.activity.thought(text);
+                    self.draw_spinner(out);
+                }
+            }
+            super::Thinking::Full => {
+                // Whole lines only: the activity line is redrawn below them.
+                self.thought_buffer.push_str(text);
+                if self.thought_buffer.len() > 16 * 1024 {
+                    // A line that never ends is shown in pieces.
+                    self.end_thought(out);
+                }
+                while let Some(newline) = self.thought_buffer.find('\n') {
+                    let line: String = self.thought_buffer.drain(..=newline).collect();
+                    self.stderr_styled(Style::Dim, line.trim_end_matches('\n'), out);
+                }
+                self.draw_spinner(out);
+            }
+        }
+    }
+
+    /// Prints what `--thinking full` holds of an unfinished line, before anything else.
+    pub(super) fn end_thought(&mut self, out: &mut Vec<Output>) {
+        if !self.thought_buffer.is_empty() {
+            let rest = std::mem::take(&mut self.thought_buffer);
+            if !rest.trim().is_empty() {
+                self.stderr_styled(Style::Dim, &rest, out);
+            }
+        }
+    }
+
     /// Keeps the arguments of the edits and writes among `calls`, shown once they complete.
     pub(super) fn remember_edits(&mut self, calls: &[protocol::event::ToolCallInfo]) {
         for call in calls {

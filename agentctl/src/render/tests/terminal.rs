@@ -209,3 +209,76 @@ fn a_caller_that_draws_the_activity_line_gets_only_lines_that_stay() {
     );
     assert!(!h.stderr.contains("session:"), "{:?}", h.stderr);
 }
+
+fn thought(text: &str) -> Event {
+    Event::ThinkingDelta {
+        run_id: RUN.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+fn tty() -> RenderOptions {
+    RenderOptions {
+        json: false,
+        stderr_is_tty: true,
+        width: Some(120),
+        color: false,
+    }
+}
+
+#[test]
+fn brief_thinking_shows_the_last_line_of_reasoning_beside_the_timer() {
+    let mut h = Harness::run(tty());
+    h.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    h.send(thought("First I look at the parser.\nThen the"));
+    h.send(thought(" lexer."));
+    assert!(
+        h.stderr
+            .ends_with("thinking… 0s · Ctrl-C to cancel · Then the lexer."),
+        "{:?}",
+        h.stderr
+    );
+    assert!(
+        !h.stderr.contains("First I look"),
+        "only the last line: {:?}",
+        h.stderr
+    );
+}
+
+#[test]
+fn full_thinking_prints_each_line_of_reasoning_and_off_prints_none() {
+    let mut full = Harness::run(tty());
+    full.renderer.set_thinking(Thinking::Full);
+    full.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    full.send(thought("First I look at the parser.\nThen the"));
+    assert!(
+        full.stderr.contains("First I look at the parser.\n"),
+        "{:?}",
+        full.stderr
+    );
+    assert!(
+        !full.stderr.contains("Then the"),
+        "a line is printed once whole"
+    );
+    full.send(delta(RUN, "Answer."));
+    assert!(
+        full.stderr.contains("Then the\n"),
+        "the rest before the answer: {:?}",
+        full.stderr
+    );
+
+    let mut off = Harness::run(tty());
+    off.renderer.set_thinking(Thinking::Off);
+    off.send(Event::TurnStarted {
+        run_id: RUN.to_owned(),
+        step: 1,
+    });
+    off.send(thought("secret plans\n"));
+    assert!(!off.stderr.contains("secret plans"), "{:?}", off.stderr);
+}
