@@ -109,6 +109,9 @@ pub struct Renderer {
     /// The arguments of the edits and writes the model asked for, by call id, until they
     /// complete: a completed one is shown as the lines it changed (`preview::edit_rows`).
     edits: BTreeMap<String, (String, String)>,
+    /// How full the context window was at the goal run's last model call (the after-run
+    /// line's gauge).
+    context: Option<summary::Context>,
     /// How the model's reasoning is shown (`--thinking`).
     thinking: Thinking,
     /// Reasoning of an unfinished line, printed once whole (`--thinking full`).
@@ -155,6 +158,7 @@ impl Renderer {
             names_session: true,
             follows_across_restarts: false,
             edits: BTreeMap::new(),
+            context: None,
             thinking: Thinking::default(),
             thought_buffer: String::new(),
         }

@@ -77,7 +77,12 @@ async fn after_a_run_one_line_says_tokens_steps_and_duration() {
         line.starts_with("tokens 220 in (100 cached) · 16 out · 2 steps · "),
         "{line}"
     );
-    assert!(line.ends_with(" ms") || line.ends_with(" s"), "{line}");
+    // Then how full the context window was at the last model call.
+    assert!(
+        (line.contains(" ms · context ") || line.contains(" s · context "))
+            && line.ends_with(" of 128k"),
+        "{line}"
+    );
     // It comes before the session line, the last one.
     assert!(stderr.ends_with(&format!("{line}\nsession: {}\n", session_of(&stderr))));
 }

@@ -196,7 +196,7 @@ async fn what_agentctl_run_prints() {
         [tool] read_file done ($DURATION)
         approval apr_$ID: denied run_shell rm -rf build: --approve edits allows only write_file and edit_file
         [tool] run_shell failed ($DURATION): denied by the client's approval policy (policy:agentctl), n…
-        tokens 520 in (360 cached) · 39 out · 4 steps · $DURATION
+        tokens 520 in (360 cached) · 39 out · 4 steps · $DURATION · context 0% of 128k
         session: ses_$ID
     "#]]
     .assert_eq(&normalise(&env, &printed));

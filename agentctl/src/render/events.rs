@@ -51,6 +51,21 @@ impl Renderer {
             // The activity line already says the model is thinking; the text is for
             // clients that show it (`--json` keeps it).
             Event::ThinkingDelta { text, .. } => self.thinking(text, out),
+            Event::UsageUpdated {
+                run_id,
+                usage,
+                context_window,
+                ..
+            } => {
+                if self.is_goal_run(run_id)
+                    && let Some(window) = *context_window
+                {
+                    self.context = Some(super::summary::Context {
+                        used: usage.input_tokens + usage.output_tokens,
+                        window,
+                    });
+                }
+            }
             Event::MessageDelta { run_id, text } => {
                 self.activity.stop_thinking();
                 self.streamed
@@ -331,7 +346,6 @@ impl Renderer {
             | Event::TaskUpdated { .. }
             | Event::FollowUpQueued { .. }
             | Event::SteerQueued { .. }
-            | Event::UsageUpdated { .. }
             | Event::Lagged {}
             | Event::SessionUnloaded {} => {}
         }

@@ -261,12 +261,27 @@ impl Renderer {
                 let duration = self
                     .run_started
                     .map(|at| self.now.saturating_duration_since(at));
-                let line = summary::after_run_line(
+                let mut line = summary::after_run_line(
                     finished.usage,
                     self.steps,
                     duration,
                     finished.cost_usd,
+                    self.context,
                 );
+                // A narrow terminal gets the line without its gauge rather than a wrapped one.
+                if self
+                    .options
+                    .width
+                    .is_some_and(|width| super::display_width(&line) >= width)
+                {
+                    line = summary::after_run_line(
+                        finished.usage,
+                        self.steps,
+                        duration,
+                        finished.cost_usd,
+                        None,
+                    );
+                }
                 self.stderr_styled(Style::Dim, &line, out);
                 if self.names_session {
                     self.stderr_line(&format!("session: {session_id}"), out);

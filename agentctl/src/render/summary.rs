@@ -14,6 +14,7 @@ pub fn after_run_line(
     steps: u32,
     duration: Option<Duration>,
     cost_usd: Option<f64>,
+    context: Option<Context>,
 ) -> String {
     let mut parts = Vec::new();
     let about = if usage.estimated { "~" } else { "" };
@@ -30,15 +31,57 @@ pub fn after_run_line(
     if let Some(duration) = duration {
         parts.push(format_duration(duration.as_millis() as u64));
     }
+    if let Some(context) = context.filter(|context| context.window > 0) {
+        let percent = (context.used.saturating_mul(100) / context.window).min(999);
+        parts.push(format!(
+            "context {percent}% of {}",
+            tokens_short(context.window)
+        ));
+    }
     if let Some(cost) = cost_usd.filter(|cost| cost.is_finite() && *cost >= 0.0) {
         parts.push(format!("${cost:.4}"));
     }
     parts.join(" · ")
 }
 
+/// How full the model's context window was at the run's last model call (`usageUpdated`: that
+/// call's input and output tokens, and the window).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context {
+    pub used: u64,
+    pub window: u64,
+}
+
+/// `128k`, `1M`, `8192`.
+fn tokens_short(tokens: u64) -> String {
+    match tokens {
+        t if t >= 1_000_000 && t % 1_000_000 == 0 => format!("{}M", t / 1_000_000),
+        t if t >= 1_000 => format!("{}k", t / 1_000),
+        t => t.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_context_gauge_says_how_full_the_window_was() {
+        let line = after_run_line(
+            &Usage::default(),
+            1,
+            None,
+            None,
+            Some(Context {
+                used: 96_000,
+                window: 128_000,
+            }),
+        );
+        assert_eq!(line, "tokens 0 in · 0 out · 1 step · context 75% of 128k");
+        assert_eq!(tokens_short(1_000_000), "1M");
+        assert_eq!(tokens_short(8192), "8k");
+        assert_eq!(tokens_short(500), "500");
+    }
 
     #[test]
     fn the_after_run_line_names_tokens_steps_duration_and_cost_when_known() {
@@ -50,11 +93,20 @@ mod tests {
             estimated: false,
         };
         assert_eq!(
-            after_run_line(&usage, 3, Some(Duration::from_millis(4200)), Some(0.01234)),
-            "tokens 1200 in (1000 cached) · 56 out · 3 steps · 4.2 s · $0.0123"
+            after_run_line(
+                &usage,
+                3,
+                Some(Duration::from_millis(4200)),
+                Some(0.01234),
+                Some(Context {
+                    used: 1256,
+                    window: 128_000
+                })
+            ),
+            "tokens 1200 in (1000 cached) · 56 out · 3 steps · 4.2 s · context 0% of 128k · $0.0123"
         );
         assert_eq!(
-            after_run_line(&Usage::default(), 1, None, None),
+            after_run_line(&Usage::default(), 1, None, None, None),
             "tokens 0 in · 0 out · 1 step"
         );
         let estimated = Usage {
@@ -64,7 +116,7 @@ mod tests {
             ..Usage::default()
         };
         assert_eq!(
-            after_run_line(&estimated, 1, None, None),
+            after_run_line(&estimated, 1, None, None, None),
             "tokens ~900 in · ~12 out · 1 step"
         );
     }
