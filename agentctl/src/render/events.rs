@@ -100,6 +100,8 @@ impl Renderer {
                     self.stderr_line(&line, out);
                 }
             }
+            // The tools a session starts with are no news to a person.
+            Event::ToolsChanged { initial: true, .. } => {}
             Event::ToolsChanged {
                 added,
                 removed,
