@@ -131,10 +131,11 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
     let row = table
         .lines()
-        .find(|line| line.starts_with(&id))
+        .find(|line| line.starts_with(&format!("{} ", agentctl::ids::short(&id))))
         .unwrap_or_else(|| panic!("no row for {id} in\n{table}"));
+    // Short ids in the table (`bud_`/`ses_` and 8 digits); --json has them whole.
     for cell in [
-        session.as_str(),
+        agentctl::ids::short(&session),
         "tokens",
         "40 tokens",
         "20 tokens",

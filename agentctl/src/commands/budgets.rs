@@ -61,6 +61,7 @@ pub async fn respond(
 /// The budget pauses' table: id, session, budget, used, limit, what `approve` continues to,
 /// age (at `now`, unix seconds). A subagent's names its agent type and task beside its session.
 pub fn format_table(pauses: &[PendingBudget], now: i64) -> String {
+    use crate::ids::short;
     let header = [
         "ID",
         "SESSION",
@@ -78,10 +79,12 @@ pub fn format_table(pauses: &[PendingBudget], now: i64) -> String {
                 .map(|at| format_age(now - at))
                 .unwrap_or_else(|| "?".to_owned());
             [
-                request.request_id.clone(),
+                short(&request.request_id).to_owned(),
                 match (&request.agent_type, &request.task_id) {
-                    (Some(agent), Some(task)) => format!("{} ({agent} {task})", pause.session_id),
-                    _ => pause.session_id.clone(),
+                    (Some(agent), Some(task)) => {
+                        format!("{} ({agent} {})", short(&pause.session_id), short(task))
+                    }
+                    _ => short(&pause.session_id).to_owned(),
                 },
                 request.budget.as_str().to_owned(),
                 budget_amount(request.budget, request.used),
