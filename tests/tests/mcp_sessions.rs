@@ -452,7 +452,8 @@ async fn an_untrusted_projects_servers_do_not_start_and_each_run_says_how_to_tru
         assert!(
             warnings[0].contains("is not trusted")
                 && warnings[0].contains("(everything)")
-                && warnings[0].contains("project/trust"),
+                && warnings[0].contains("agentctl trust")
+                && !warnings[0].contains("project/trust"),
             "{warnings:?}"
         );
     }
