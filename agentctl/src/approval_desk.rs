@@ -19,6 +19,7 @@ use crate::approval_view::{asked_by, wait_line, what};
 use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
 };
+use crate::ids::short;
 /// A budget's amount in its unit (`$0.1000`, `2000 tokens`, `60 s`), for the lists.
 pub(crate) use ask::amount as budget_amount;
 use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
@@ -365,6 +366,7 @@ impl ApprovalDesk {
             return Vec::new();
         }
         self.answered.remove(approval_id);
+        let approval_id = short(approval_id);
         let note = if code == ALREADY_DECIDED {
             format!("approval {approval_id} was already decided by someone else ({message})")
         } else {
@@ -429,18 +431,18 @@ impl ApprovalDesk {
         let note = match (decision.allows(), policy) {
             (true, _) => format!(
                 "approval {}: {} {what} (--approve {})",
-                approval.approval_id,
+                short(&approval.approval_id),
                 decision_words(decision),
                 policy_name(policy)
             ),
             (false, ApprovePolicy::Never) => format!(
                 "approval {}: denied {what}: agentctl run is not interactive (rerun with \
                  --approve edits|all, or --approve wait to answer from another terminal)",
-                approval.approval_id
+                short(&approval.approval_id)
             ),
             (false, _) => format!(
                 "approval {}: denied {what}: --approve {} allows only write_file and edit_file",
-                approval.approval_id,
+                short(&approval.approval_id),
                 policy_name(policy)
             ),
         };
@@ -527,12 +529,14 @@ impl ApprovalDesk {
                 return Vec::new();
             }
             return vec![DeskAction::Note(format!(
-                "approval {approval_id}: {}",
+                "approval {}: {}",
+                short(approval_id),
                 decision_words(decision)
             ))];
         }
         let note = DeskAction::Note(format!(
-            "approval {approval_id}: {} by {decided_by}",
+            "approval {}: {} by {decided_by}",
+            short(approval_id),
             decision_words(decision)
         ));
         self.withdrawn(approval_id, note)

@@ -165,7 +165,7 @@ fn cap(lines: &mut Vec<String>, max: usize) {
 
 /// The line for an approval left pending for another client.
 pub fn wait_line(approval: &PendingApproval) -> String {
-    let id = &approval.approval_id;
+    let id = crate::ids::short(&approval.approval_id);
     format!(
         "approval {id} waits: {}{}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
         what(approval),

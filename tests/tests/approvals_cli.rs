@@ -106,12 +106,17 @@ async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
     );
     assert_eq!(
         text(&approved.stdout),
-        format!("approval {id}: allowed once\n")
+        format!("approval {}: allowed once\n", agentctl::ids::short(&id))
     );
     let output = finish(run).await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(&format!("approval {id} waits")), "{stderr}");
+    // People read short ids (`apr_` and 8 digits), which `approve` takes back.
+    let short = agentctl::ids::short(&id);
+    assert!(
+        stderr.contains(&format!("approval {short} waits")),
+        "{stderr}"
+    );
     assert_eq!(text(&output.stdout), "touched\n");
     assert!(env.workspace().join("approved.txt").exists());
 

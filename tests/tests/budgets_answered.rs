@@ -168,7 +168,7 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     );
     assert_eq!(
         text(&approved.stdout),
-        format!("budget {id}: continued to 1000\n")
+        format!("budget {}: continued to 1000\n", agentctl::ids::short(&id))
     );
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Completed);
@@ -188,7 +188,10 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     assert_eq!(denied.status.code(), Some(0), "{}", text(&denied.stderr));
     assert_eq!(
         text(&denied.stdout),
-        format!("budget {}: stopped\n", request.request_id)
+        format!(
+            "budget {}: stopped\n",
+            agentctl::ids::short(&request.request_id)
+        )
     );
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Budget);

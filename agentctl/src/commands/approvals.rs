@@ -181,7 +181,7 @@ async fn respond_approval(
     } else {
         crate::say!(
             "approval {}: {}",
-            result.approval_id,
+            crate::ids::short(&result.approval_id),
             decision_words(result.decision)
         );
         if let Some(rule) = &result.rule_added {

@@ -45,14 +45,15 @@ pub async fn respond(
         policy: None,
     };
     let result = connection.request::<BudgetRespond>(&params).await?;
+    let short = crate::ids::short;
     if ctx.json {
         print_json(&result);
     } else {
         match (result.decision, result.new_limit) {
             (BudgetDecision::Continue, Some(limit)) => {
-                crate::say!("budget {}: continued to {limit}", result.request_id);
+                crate::say!("budget {}: continued to {limit}", short(&result.request_id));
             }
-            _ => crate::say!("budget {}: stopped", result.request_id),
+            _ => crate::say!("budget {}: stopped", short(&result.request_id)),
         }
     }
     Ok(())
