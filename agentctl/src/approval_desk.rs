@@ -15,17 +15,14 @@ use protocol::budget::{BudgetDecision, BudgetKind, BudgetRequest};
 use protocol::error::{ALREADY_DECIDED, NOT_FOUND};
 use protocol::event::Event;
 
-use crate::approval_view::{what, why};
+use crate::approval_view::{asked_by, wait_line, what};
 use crate::approve_policy::{
     ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
 };
-use crate::render::truncate;
+use crate::ids::short;
 /// A budget's amount in its unit (`$0.1000`, `2000 tokens`, `60 s`), for the lists.
 pub(crate) use ask::amount as budget_amount;
 use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
-
-/// Longest summary or reason shown in one approval line.
-const TEXT_MAX_CHARS: usize = 120;
 
 /// Longest reason a person may type after `n` (bytes): it goes to the model.
 const REASON_MAX_BYTES: usize = 1000;
@@ -88,6 +85,9 @@ pub struct ApprovalDesk {
     seen: HashSet<String>,
     /// Approvals whose resolution was seen: never asked again.
     decided: HashSet<String>,
+    /// Approvals whose `approval needed` line `attach`'s replay showed: their prompt does not
+    /// repeat it.
+    noted: HashSet<String>,
     /// The kind of each budget pause seen, to word its resolution.
     budget_kinds: HashMap<String, BudgetKind>,
     /// The connection was lost and made again since the desk started: an answer the daemon
@@ -133,6 +133,7 @@ impl ApprovalDesk {
             answered: HashMap::new(),
             seen: HashSet::new(),
             decided: HashSet::new(),
+            noted: HashSet::new(),
             budget_kinds: HashMap::new(),
             reconnected: false,
         }
@@ -365,6 +366,7 @@ impl ApprovalDesk {
             return Vec::new();
         }
         self.answered.remove(approval_id);
+        let approval_id = short(approval_id);
         let note = if code == ALREADY_DECIDED {
             format!("approval {approval_id} was already decided by someone else ({message})")
         } else {
@@ -411,8 +413,10 @@ impl ApprovalDesk {
     fn requested(&mut self, approval: PendingApproval) -> Vec<DeskAction> {
         let policy = match self.handling {
             Handling::Prompt => {
-                let line = (self.held_until.is_some())
-                    .then(|| DeskAction::Note(format!("approval needed: {}", what(&approval))));
+                let line = (self.held_until.is_some()).then(|| {
+                    self.noted.insert(approval.approval_id.clone());
+                    DeskAction::Note(format!("approval needed: {}", what(&approval)))
+                });
                 self.queued.push_back(Ask::Approval(approval));
                 let mut actions: Vec<DeskAction> = line.into_iter().collect();
                 actions.extend(self.prompt_next());
@@ -427,18 +431,18 @@ impl ApprovalDesk {
         let note = match (decision.allows(), policy) {
             (true, _) => format!(
                 "approval {}: {} {what} (--approve {})",
-                approval.approval_id,
+                short(&approval.approval_id),
                 decision_words(decision),
                 policy_name(policy)
             ),
             (false, ApprovePolicy::Never) => format!(
                 "approval {}: denied {what}: agentctl run is not interactive (rerun with \
                  --approve edits|all, or --approve wait to answer from another terminal)",
-                approval.approval_id
+                short(&approval.approval_id)
             ),
             (false, _) => format!(
                 "approval {}: denied {what}: --approve {} allows only write_file and edit_file",
-                approval.approval_id,
+                short(&approval.approval_id),
                 policy_name(policy)
             ),
         };
@@ -525,12 +529,14 @@ impl ApprovalDesk {
                 return Vec::new();
             }
             return vec![DeskAction::Note(format!(
-                "approval {approval_id}: {}",
+                "approval {}: {}",
+                short(approval_id),
                 decision_words(decision)
             ))];
         }
         let note = DeskAction::Note(format!(
-            "approval {approval_id}: {} by {decided_by}",
+            "approval {}: {} by {decided_by}",
+            short(approval_id),
             decision_words(decision)
         ));
         self.withdrawn(approval_id, note)
@@ -544,36 +550,19 @@ impl ApprovalDesk {
         let Some(ask) = self.queued.pop_front() else {
             return Vec::new();
         };
-        let (header, question) = ask.prompt();
+        let (mut header, question) = ask.prompt();
+        if let Ask::Approval(approval) = &ask
+            && self.noted.remove(&approval.approval_id)
+        {
+            // The replay showed its first line (`approval needed: …`); the details follow.
+            header = header
+                .split_once('\n')
+                .map(|(_, details)| format!("\n{details}"))
+                .unwrap_or_default();
+        }
         self.prompting = Some(ask);
         vec![DeskAction::Prompt { header, question }]
     }
-}
-
-/// The line for an approval left pending for another client.
-fn wait_line(approval: &PendingApproval) -> String {
-    let id = &approval.approval_id;
-    format!(
-        "approval {id} waits: {}{}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
-        what(approval),
-        because(approval)
-    )
-}
-
-/// ` (asked by subagent TYPE, task ID)` for a child task's approval, else nothing.
-fn asked_by(approval: &PendingApproval) -> String {
-    match (&approval.agent_type, &approval.task_id) {
-        (Some(agent), Some(task)) => format!(" (asked by subagent {agent}, task {task})"),
-        (None, Some(task)) => format!(" (asked by task {task})"),
-        _ => String::new(),
-    }
-}
-
-/// ` (why)` when the reason says more than the summary, else nothing.
-fn because(approval: &PendingApproval) -> String {
-    why(approval)
-        .map(|why| format!(" ({})", truncate(&why, TEXT_MAX_CHARS)))
-        .unwrap_or_default()
 }
 
 fn policy_name(policy: ApprovePolicy) -> &'static str {

@@ -7,7 +7,7 @@ use protocol::approval::{ApprovalDecision, PendingApproval};
 
 use crate::render::{one_line, truncate};
 
-/// Longest summary shown in the header line.
+/// Longest summary or reason shown in one approval line.
 const SUMMARY_MAX_CHARS: usize = 120;
 
 /// Lines of `write_file` content shown: its head.
@@ -161,6 +161,32 @@ fn cap(lines: &mut Vec<String>, max: usize) {
         lines.truncate(max - 1);
         lines.push(format!("  … {left_out} more lines"));
     }
+}
+
+/// The line for an approval left pending for another client.
+pub fn wait_line(approval: &PendingApproval) -> String {
+    let id = crate::ids::short(&approval.approval_id);
+    format!(
+        "approval {id} waits: {}{}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
+        what(approval),
+        because(approval)
+    )
+}
+
+/// ` (asked by subagent TYPE, task ID)` for a child task's approval, else nothing.
+pub fn asked_by(approval: &PendingApproval) -> String {
+    match (&approval.agent_type, &approval.task_id) {
+        (Some(agent), Some(task)) => format!(" (asked by subagent {agent}, task {task})"),
+        (None, Some(task)) => format!(" (asked by task {task})"),
+        _ => String::new(),
+    }
+}
+
+/// ` (why)` when the reason says more than the summary, else nothing.
+fn because(approval: &PendingApproval) -> String {
+    why(approval)
+        .map(|why| format!(" ({})", truncate(&why, SUMMARY_MAX_CHARS)))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -34,6 +34,31 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+impl Cli {
+    /// The command line as parsed: the global options (`--socket`, `--no-start`, `--json`,
+    /// `--color`) are accepted after every subcommand but listed once, in `agentctl --help`.
+    /// Clap lists a `global` option in every subcommand's help; a hidden copy given to each
+    /// subcommand first is the one clap passes down instead.
+    pub fn command() -> clap::Command {
+        let top = <Self as clap::CommandFactory>::command();
+        let globals: Vec<clap::Arg> = top
+            .get_arguments()
+            .filter(|arg| arg.is_global_set())
+            .map(|arg| arg.clone().hide(true))
+            .collect();
+        top.mut_subcommands(|sub| sub.args(globals.iter().cloned()))
+    }
+
+    /// Parses the process's arguments; help, version and usage errors exit as clap's do.
+    pub fn parse_args() -> Self {
+        let matches = Self::command().get_matches();
+        match <Self as clap::FromArgMatches>::from_arg_matches(&matches) {
+            Ok(cli) => cli,
+            Err(err) => err.format(&mut Self::command()).exit(),
+        }
+    }
+}
+
 /// `--color`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -548,3 +573,6 @@ pub enum DaemonAction {
     /// unchanged, or is invalid (then the previous configuration stays in use).
     Reload,
 }
+
+#[cfg(test)]
+mod tests;

@@ -24,6 +24,22 @@ const LIST_PAGE: u32 = 1000;
 /// Candidates named when a prefix is ambiguous.
 const SHOWN_CANDIDATES: usize = 8;
 
+/// Hex digits an id keeps in human output: enough to be unique among a person's sessions and
+/// approvals, and accepted back as a prefix; `--json` has the whole id.
+pub const SHORT_ID_HEX: usize = 8;
+
+/// `id` as people read it: its kind and first `SHORT_ID_HEX` digits (`ses_8244ab12`). An id of
+/// another shape is kept whole.
+pub fn short(id: &str) -> &str {
+    let Some((kind, hex)) = id.split_once('_') else {
+        return id;
+    };
+    if hex.len() <= SHORT_ID_HEX || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return id;
+    }
+    &id[..kind.len() + 1 + SHORT_ID_HEX]
+}
+
 /// The session id `given` names: itself when whole, else the one session whose id starts with
 /// it (`ses_` may be left out).
 pub async fn session(connection: &Connection, given: &str) -> Result<String, CommandError> {
@@ -229,6 +245,22 @@ mod tests {
 
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_short_id_is_its_kind_and_eight_digits() {
+        assert_eq!(
+            short("ses_8244ab12cd34ef560123456789abcdef"),
+            "ses_8244ab12"
+        );
+        assert_eq!(
+            short("task_0123456789abcdef0123456789abcdef"),
+            "task_01234567"
+        );
+        // Ids of another shape stay whole.
+        for id in ["ses_8244", "run_1", "call_abc-def-0123456789", "plain"] {
+            assert_eq!(short(id), id);
+        }
     }
 
     #[test]

@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = agentctl::cli::Cli::parse();
+    let cli = agentctl::cli::Cli::parse_args();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -311,6 +311,11 @@ pub enum Event {
         /// Offered before and now, with another description or input schema.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changed: Vec<String>,
+        /// The session's first model call since it was loaded, compared with the built-ins:
+        /// the tools the session starts with (its MCP servers' and extensions'), which a
+        /// client need not announce as a change.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        initial: bool,
     },
     #[serde(rename_all = "camelCase")]
     UsageUpdated {

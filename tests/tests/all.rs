@@ -62,6 +62,7 @@ mod protocol_schema;
 mod protocol_schema_live;
 mod protocol_subscriptions;
 mod protocol_versions;
+mod readme;
 mod reliability_conn;
 mod reliability_evict;
 mod reliability_files;

@@ -106,12 +106,17 @@ async fn agentctl_approve_from_another_process_unblocks_a_waiting_run() {
     );
     assert_eq!(
         text(&approved.stdout),
-        format!("approval {id}: allowed once\n")
+        format!("approval {}: allowed once\n", agentctl::ids::short(&id))
     );
     let output = finish(run).await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(&format!("approval {id} waits")), "{stderr}");
+    // People read short ids (`apr_` and 8 digits), which `approve` takes back.
+    let short = agentctl::ids::short(&id);
+    assert!(
+        stderr.contains(&format!("approval {short} waits")),
+        "{stderr}"
+    );
     assert_eq!(text(&output.stdout), "touched\n");
     assert!(env.workspace().join("approved.txt").exists());
 
@@ -158,4 +163,65 @@ async fn agentctl_run_in_plan_mode_denies_writes() {
     );
     assert!(last_tool_result(&mock, "c1").contains("plan mode"));
     assert!(!env.workspace().join("planned.txt").exists());
+}
+
+#[tokio::test]
+async fn attach_shows_a_pending_approval_once_and_its_answer_once() {
+    let mock = MockLlm::start().await;
+    mock.push(shell("c1", "touch attached.txt"));
+    mock.push(Reply::text("touched"));
+    let env = asking_env(&mock);
+    let (run, id) = run_waiting(&env, "touch it").await;
+    let listed = env.run_agentctl(&["--json", "approvals", "list"]).await;
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let session = listed["approvals"][0]["sessionId"]
+        .as_str()
+        .expect("the approval's session")
+        .to_owned();
+    let mut attach = env
+        .agentctl()
+        .args(["attach", &session])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentctl attach");
+    // Answer once attach has shown the approval, so it sees the answer live.
+    let mut stderr = tokio::io::BufReader::new(attach.stderr.take().expect("stderr"));
+    let mut shown = String::new();
+    while !shown.contains("approval needed") {
+        let mut line = String::new();
+        let read = tokio::time::timeout(
+            WAIT,
+            tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line),
+        )
+        .await
+        .expect("attach shows the approval in time")
+        .expect("read attach's stderr");
+        assert!(read > 0, "attach ended first:\n{shown}");
+        shown.push_str(&line);
+    }
+    let approved = env.run_agentctl(&["approve", &id]).await;
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    let mut rest = String::new();
+    tokio::time::timeout(
+        WAIT,
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut rest),
+    )
+    .await
+    .expect("attach ends with the run")
+    .expect("read attach's stderr");
+    shown.push_str(&rest);
+    let status = tokio::time::timeout(WAIT, attach.wait())
+        .await
+        .expect("attach exits")
+        .expect("wait for attach");
+    assert_eq!(status.code(), Some(0), "{shown}");
+    assert_eq!(shown.matches("approval needed").count(), 1, "{shown}");
+    assert_eq!(shown.matches("allowed once").count(), 1, "{shown}");
+    finish(run).await;
 }

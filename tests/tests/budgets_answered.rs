@@ -131,10 +131,11 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
     let row = table
         .lines()
-        .find(|line| line.starts_with(&id))
+        .find(|line| line.starts_with(&format!("{} ", agentctl::ids::short(&id))))
         .unwrap_or_else(|| panic!("no row for {id} in\n{table}"));
+    // Short ids in the table (`bud_`/`ses_` and 8 digits); --json has them whole.
     for cell in [
-        session.as_str(),
+        agentctl::ids::short(&session),
         "tokens",
         "40 tokens",
         "20 tokens",
@@ -167,7 +168,7 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     );
     assert_eq!(
         text(&approved.stdout),
-        format!("budget {id}: continued to 1000\n")
+        format!("budget {}: continued to 1000\n", agentctl::ids::short(&id))
     );
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Completed);
@@ -187,7 +188,10 @@ async fn agentctl_lists_and_answers_a_budget_pause() {
     assert_eq!(denied.status.code(), Some(0), "{}", text(&denied.stderr));
     assert_eq!(
         text(&denied.stdout),
-        format!("budget {}: stopped\n", request.request_id)
+        format!(
+            "budget {}: stopped\n",
+            agentctl::ids::short(&request.request_id)
+        )
     );
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Budget);

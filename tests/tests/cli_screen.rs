@@ -323,6 +323,14 @@ async fn attach_on_a_terminal_answers_a_pending_approval_inline() {
     let (screen, code) = terminal.finish().await;
     assert_eq!(code, Some(0), "{screen:?}");
     assert!(screen.contains("done"), "{screen:?}");
+    // Shown once: not by the replay and again by the prompt.
+    assert_eq!(
+        screen
+            .matches("approval needed: run_shell touch attached.txt")
+            .count(),
+        1,
+        "{screen:?}"
+    );
     assert!(env.workspace().join("attached.txt").exists());
     loop {
         let envelope = watcher.next_event().await;

@@ -324,6 +324,13 @@ async fn agentctl_run_help_prints_the_commands_without_a_model_call() {
         "{stdout}"
     );
     assert!(stdout.contains("/fix <issue> <file>"), "{stdout}");
+    // The file not used and why, in words (no wire method to call).
+    assert!(
+        stdout.contains("1 command file(s) not used:\n")
+            && stdout.contains("broken.md: ")
+            && !stdout.contains("commands/list"),
+        "{stdout}"
+    );
     let out = s.daemon.env.run_agentctl(&["run", "/nosuch"]).await;
     assert_ne!(out.status.code(), Some(0));
     assert!(

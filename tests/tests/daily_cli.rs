@@ -556,7 +556,10 @@ async fn approve_takes_a_unique_prefix_of_an_approval_id() {
     );
     assert_eq!(
         text(&approved.stdout),
-        format!("approval {approval_id}: allowed once\n")
+        format!(
+            "approval {}: allowed once\n",
+            agentctl::ids::short(&approval_id)
+        )
     );
     let output = tokio::time::timeout(WAIT, run.wait_with_output())
         .await

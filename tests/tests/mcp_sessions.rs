@@ -335,6 +335,7 @@ async fn the_tool_set_change_is_recorded_before_the_call_that_first_offers_it() 
             added,
             removed,
             changed,
+            initial,
             ..
         },
     ] = changes[..]
@@ -342,6 +343,8 @@ async fn the_tool_set_change_is_recorded_before_the_call_that_first_offers_it() 
         panic!("expected one toolsChanged in {:?}", kinds(&first));
     };
     assert!(removed.is_empty() && changed.is_empty());
+    // The tools the session starts with: marked, so a client need not announce them.
+    assert!(*initial);
     let requests = s.mock.wait_for_requests(2).await;
     let offered: Vec<String> = request_tool_names(Format::OpenAi, &requests[0])
         .into_iter()
@@ -400,7 +403,13 @@ async fn a_server_added_between_runs_joins_and_the_change_is_recorded() {
     let changes: Vec<(Vec<String>, Vec<String>)> = events
         .iter()
         .filter_map(|e| match &e.event {
-            Event::ToolsChanged { added, removed, .. } => Some((added.clone(), removed.clone())),
+            // A change of a session's tools, not the tools it started with.
+            Event::ToolsChanged {
+                added,
+                removed,
+                initial: false,
+                ..
+            } => Some((added.clone(), removed.clone())),
             _ => None,
         })
         .collect();
@@ -443,7 +452,8 @@ async fn an_untrusted_projects_servers_do_not_start_and_each_run_says_how_to_tru
         assert!(
             warnings[0].contains("is not trusted")
                 && warnings[0].contains("(everything)")
-                && warnings[0].contains("project/trust"),
+                && warnings[0].contains("agentctl trust")
+                && !warnings[0].contains("project/trust"),
             "{warnings:?}"
         );
     }

@@ -137,8 +137,8 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
     (
         "trust.rs",
         "the warning of a file withheld for trust (its allow rules, mode or MCP servers) names the \
-         commands to review and trust it (issue 8 asks for them), and the method `project/trust` \
-         beside them for editors",
+         commands to review and trust it (issue 8 asks for them); it names no wire method, which \
+         is no word for a person (issue 24)",
     ),
 ];
 

@@ -143,7 +143,9 @@ async fn an_untrusted_project_cannot_loosen_the_mode() {
         .await;
     let warned = warnings(&events);
     assert!(
-        warned[0].contains("acceptEdits") && warned[0].contains("project/trust"),
+        warned[0].contains("acceptEdits")
+            && warned[0].contains("agentctl trust")
+            && !warned[0].contains("project/trust"),
         "{warned:?}"
     );
     let session = create_session(&mut client, &strict).await;

@@ -346,18 +346,24 @@ async fn agentctl_sessions_fork_prints_the_new_id_and_list_tree_shows_it_under_i
         .skip(1)
         .map(|line| line.split("  idle").next().unwrap().trim_end())
         .collect();
+    // The table shows short ids (`ses_` and 8 digits).
+    let short = agentctl::ids::short;
     let at = |id: &str| {
         ids.iter()
-            .position(|row| row.trim_start_matches([' ', '└']) == id)
+            .position(|row| row.trim_start_matches([' ', '└']) == short(id))
             .unwrap_or_else(|| panic!("{id} not listed:\n{table}"))
     };
     assert!(
         at(&source) < at(&fork) && at(&fork) < at(&grandchild),
         "{table}"
     );
-    assert_eq!(ids[at(&fork)], format!("└ {fork}"), "{table}");
-    assert_eq!(ids[at(&grandchild)], format!("  └ {grandchild}"), "{table}");
-    assert_eq!(ids[at(&other)], other, "{table}");
+    assert_eq!(ids[at(&fork)], format!("└ {}", short(&fork)), "{table}");
+    assert_eq!(
+        ids[at(&grandchild)],
+        format!("  └ {}", short(&grandchild)),
+        "{table}"
+    );
+    assert_eq!(ids[at(&other)], short(&other), "{table}");
     assert!(table.contains("the fork"), "{table}");
 
     // A point inside a run: exit 1 with the daemon's message.

@@ -229,7 +229,9 @@ async fn agentctl_task_commands_in_text_and_json() {
         "{out}"
     );
     assert!(
-        lines[1].starts_with(CUT_SHELL) && lines[1].contains("interrupted"),
+        // Ids in the table are short (`task_` and 8 digits); --json has them whole.
+        lines[1].starts_with(&format!("{} ", agentctl::ids::short(CUT_SHELL)))
+            && lines[1].contains("interrupted"),
         "{out}"
     );
     assert!(
@@ -429,7 +431,10 @@ async fn agentctl_follows_a_running_shell_task_until_task_stop_ends_it() {
     assert_eq!(active.tasks[0].status, TaskStatus::Running);
     let (code, out, err) = agentctl(&daemon, &["task", "list"]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains(&task_id) && out.contains("running"), "{out}");
+    assert!(
+        out.contains(agentctl::ids::short(&task_id)) && out.contains("running"),
+        "{out}"
+    );
 
     // The command's output file is the outside world here: wait for its first line.
     let output_file = tasks_dir(&daemon.env).join(format!("{task_id}.out"));

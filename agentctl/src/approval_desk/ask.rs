@@ -75,7 +75,7 @@ pub(super) fn budget_wait_line(request: &BudgetRequest) -> String {
         "budget {id} waits{}: {}; answer with `agentctl approve {id}` (continue; `--limit N` for another limit) or `agentctl deny {id}` (stop)",
         asked_by(request),
         crate::render::one_line(&request.message),
-        id = request.request_id,
+        id = crate::ids::short(&request.request_id),
     )
 }
 
@@ -87,15 +87,16 @@ pub(super) fn budget_resolved_line(
     new_limit: Option<f64>,
     decided_by: &str,
 ) -> String {
+    let id = crate::ids::short(request_id);
     match (decision, new_limit) {
         (BudgetDecision::Continue, Some(limit)) => {
             let limit = match kind {
                 Some(kind) => amount(kind, limit),
                 None => format!("{limit}"),
             };
-            format!("budget {request_id}: continued to {limit} by {decided_by}")
+            format!("budget {id}: continued to {limit} by {decided_by}")
         }
-        _ => format!("budget {request_id}: stopped by {decided_by}"),
+        _ => format!("budget {id}: stopped by {decided_by}"),
     }
 }
 

@@ -355,9 +355,24 @@ fn attach_prompts_for_what_is_still_pending_once_the_replay_is_through() {
             "approval apr_old: denied by mode".to_owned()
         )]
     );
-    desk.on_event(&requested(approval("apr_1", "run_shell", options)));
+    assert_eq!(
+        desk.on_event(&requested(approval("apr_1", "run_shell", options))),
+        vec![DeskAction::Note(
+            "approval needed: run_shell ls -la".to_owned()
+        )]
+    );
     assert!(!desk.is_prompting(), "held during the replay");
-    assert_eq!(desk.caught_up(5), vec![prompt()]);
+    // The prompt does not say again what the replay said: its details follow.
+    let DeskAction::Prompt { question, .. } = prompt() else {
+        unreachable!()
+    };
+    assert_eq!(
+        desk.caught_up(5),
+        vec![DeskAction::Prompt {
+            header: "\n  why: shell commands ask".to_owned(),
+            question,
+        }]
+    );
     // Another run's end leaves the prompt alone; its own run's end closes it.
     assert_eq!(
         desk.on_event(&Event::RunFinished {

@@ -181,7 +181,7 @@ async fn respond_approval(
     } else {
         crate::say!(
             "approval {}: {}",
-            result.approval_id,
+            crate::ids::short(&result.approval_id),
             decision_words(result.decision)
         );
         if let Some(rule) = &result.rule_added {
@@ -199,6 +199,7 @@ async fn respond_approval(
 /// The `approvals list` table: id, session, tool, summary, reason, age (at `now`, unix seconds).
 /// A subagent's approval names its agent type and task beside its session.
 pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
+    use crate::ids::short;
     let header = ["ID", "SESSION", "TOOL", "SUMMARY", "REASON", "AGE"];
     let rows: Vec<[String; 6]> = approvals
         .iter()
@@ -207,12 +208,12 @@ pub fn format_table(approvals: &[PendingApproval], now: i64) -> String {
                 .map(|at| format_age(now - at))
                 .unwrap_or_else(|| "?".to_owned());
             [
-                approval.approval_id.clone(),
+                short(&approval.approval_id).to_owned(),
                 match (&approval.agent_type, &approval.task_id) {
                     (Some(agent), Some(task)) => {
-                        format!("{} ({agent} {task})", approval.session_id)
+                        format!("{} ({agent} {})", short(&approval.session_id), short(task))
                     }
-                    _ => approval.session_id.clone(),
+                    _ => short(&approval.session_id).to_owned(),
                 },
                 approval.tool.clone(),
                 truncate(&one_line(&approval.summary), CELL_MAX_CHARS),

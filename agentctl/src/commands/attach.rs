@@ -42,7 +42,11 @@ pub async fn attach(
     };
     if !ctx.json {
         let title = info.title.as_deref().unwrap_or(&info.cwd);
-        let header = format!("session {} · {} · {title}\n", info.session_id, info.model);
+        let header = format!(
+            "session {} · {} · {title}\n",
+            crate::ids::short(&info.session_id),
+            info.model
+        );
         emit(vec![Output::Stderr(
             crate::safe_text::neutralise(&header).into_owned(),
         )]);

@@ -45,14 +45,15 @@ pub async fn respond(
         policy: None,
     };
     let result = connection.request::<BudgetRespond>(&params).await?;
+    let short = crate::ids::short;
     if ctx.json {
         print_json(&result);
     } else {
         match (result.decision, result.new_limit) {
             (BudgetDecision::Continue, Some(limit)) => {
-                crate::say!("budget {}: continued to {limit}", result.request_id);
+                crate::say!("budget {}: continued to {limit}", short(&result.request_id));
             }
-            _ => crate::say!("budget {}: stopped", result.request_id),
+            _ => crate::say!("budget {}: stopped", short(&result.request_id)),
         }
     }
     Ok(())
@@ -61,6 +62,7 @@ pub async fn respond(
 /// The budget pauses' table: id, session, budget, used, limit, what `approve` continues to,
 /// age (at `now`, unix seconds). A subagent's names its agent type and task beside its session.
 pub fn format_table(pauses: &[PendingBudget], now: i64) -> String {
+    use crate::ids::short;
     let header = [
         "ID",
         "SESSION",
@@ -78,10 +80,12 @@ pub fn format_table(pauses: &[PendingBudget], now: i64) -> String {
                 .map(|at| format_age(now - at))
                 .unwrap_or_else(|| "?".to_owned());
             [
-                request.request_id.clone(),
+                short(&request.request_id).to_owned(),
                 match (&request.agent_type, &request.task_id) {
-                    (Some(agent), Some(task)) => format!("{} ({agent} {task})", pause.session_id),
-                    _ => pause.session_id.clone(),
+                    (Some(agent), Some(task)) => {
+                        format!("{} ({agent} {})", short(&pause.session_id), short(task))
+                    }
+                    _ => short(&pause.session_id).to_owned(),
                 },
                 request.budget.as_str().to_owned(),
                 budget_amount(request.budget, request.used),

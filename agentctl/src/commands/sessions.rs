@@ -218,8 +218,12 @@ fn format_rows(sessions: &[(usize, &SessionInfo)], now: i64) -> String {
         .iter()
         .map(|(depth, session)| {
             let id = match depth {
-                0 => session.session_id.clone(),
-                depth => format!("{}└ {}", "  ".repeat(depth - 1), session.session_id),
+                0 => crate::ids::short(&session.session_id).to_owned(),
+                depth => format!(
+                    "{}└ {}",
+                    "  ".repeat(depth - 1),
+                    crate::ids::short(&session.session_id)
+                ),
             };
             let age = crate::commands::approvals::unix_seconds(&session.updated_at)
                 .map(|updated| crate::commands::approvals::format_age(now - updated))

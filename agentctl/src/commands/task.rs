@@ -285,7 +285,7 @@ pub fn format_table(tasks: &[TaskInfo]) -> String {
         .iter()
         .map(|task| {
             [
-                task.task_id.clone(),
+                crate::ids::short(&task.task_id).to_owned(),
                 status_text(task),
                 kind_name(task),
                 short_time(&task.created_at),

@@ -10,9 +10,12 @@ impl Renderer {
     /// Show an approval prompt: `header` as a line, `question` as the line waiting for a key.
     pub fn show_prompt(&mut self, header: &str, question: &str) -> Vec<Output> {
         let mut out = Vec::new();
-        // The first line (what is asked) stands out; the details below it do not.
+        // The first line (what is asked) stands out; the details below it do not. An empty
+        // first line was shown already (by `attach`'s replay).
         let (first, details) = header.split_once('\n').unwrap_or((header, ""));
-        self.stderr_styled(Style::Attention, first, &mut out);
+        if !first.is_empty() {
+            self.stderr_styled(Style::Attention, first, &mut out);
+        }
         if !details.is_empty() {
             self.stderr_line(details, &mut out);
         }

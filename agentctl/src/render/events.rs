@@ -120,6 +120,8 @@ impl Renderer {
                     self.stderr_line(&line, out);
                 }
             }
+            // The tools a session starts with are no news to a person.
+            Event::ToolsChanged { initial: true, .. } => {}
             Event::ToolsChanged {
                 added,
                 removed,
@@ -212,10 +214,9 @@ impl Renderer {
                     .unwrap_or_default();
                 self.stderr_line(
                     &format!(
-                        "approval needed: {}{because}; answer with `agentctl approve {}` or `agentctl deny {}`",
+                        "approval needed: {}{because}; answer with `agentctl approve {id}` or `agentctl deny {id}`",
                         crate::approval_view::what(approval),
-                        approval.approval_id,
-                        approval.approval_id
+                        id = crate::ids::short(&approval.approval_id),
                     ),
                     out,
                 );
@@ -228,7 +229,8 @@ impl Renderer {
             } => {
                 self.stderr_line(
                     &format!(
-                        "approval {approval_id}: {} by {decided_by}",
+                        "approval {}: {} by {decided_by}",
+                        crate::ids::short(approval_id),
                         crate::approve_policy::decision_words(*decision)
                     ),
                     out,
@@ -240,7 +242,7 @@ impl Renderer {
                 let line = format!(
                     "budget reached: {}; answer with `agentctl approve {id}` (continue; `--limit N` for another limit) or `agentctl deny {id}` (stop)",
                     one_line(&request.message),
-                    id = request.request_id,
+                    id = crate::ids::short(&request.request_id),
                 );
                 self.stderr_styled(Style::Attention, &line, out);
             }
@@ -251,6 +253,7 @@ impl Renderer {
                 new_limit,
                 ..
             } => {
+                let request_id = crate::ids::short(request_id);
                 let line = match (decision, new_limit) {
                     (protocol::budget::BudgetDecision::Continue, Some(limit)) => {
                         format!("budget {request_id}: continued to {limit} by {decided_by}")

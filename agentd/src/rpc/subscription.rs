@@ -276,7 +276,7 @@ fn within_line_limit(event: &Published) -> Option<Box<serde_json::value::RawValu
         event: protocol::event::Event::Error {
             run_id: event.event.run_id().map(str::to_owned),
             message: format!(
-                "event {} is {len} bytes, over the {limit}-byte line limit, and was left out; `session/get` has the conversation",
+                "event {} is {len} bytes, over the {limit}-byte line limit, and was left out; the session's history still has it",
                 event.seq
             ),
             will_retry: false,

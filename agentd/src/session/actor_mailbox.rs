@@ -245,7 +245,7 @@ impl Actor {
             }
             Some(run_id) => {
                 return Err(SessionError::Conflict(format!(
-                    "a run is already active on this session ({run_id}); steer it (session/steer), queue a follow-up (session/followUp), or cancel it first"
+                    "a run is already active on this session ({run_id}); steer it, queue a follow-up, or cancel it first"
                 )));
             }
             None => SessionPromptResult {

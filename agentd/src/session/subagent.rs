@@ -176,7 +176,7 @@ async fn prepare(
         (false, _) => None,
         (true, None) => {
             return Err(PrepareError::Failed(
-                "fork mode needs a parent session to fork from; a task/start task has none"
+                "fork mode needs a parent session to fork from; a task started on its own has none"
                     .to_owned(),
             ));
         }

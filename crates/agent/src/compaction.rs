@@ -178,7 +178,7 @@ impl Compactor<'_> {
 
     async fn failed(&self, why: &str) -> anyhow::Result<Compacted> {
         let message = format!(
-            "context compaction failed: {why}; the history is kept as it is (compact again later with session/compact)"
+            "context compaction failed: {why}; the history is kept as it is (compact it again later)"
         );
         tracing::warn!(session = %self.session_id, "{message}");
         self.log

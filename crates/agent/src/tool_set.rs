@@ -224,7 +224,8 @@ impl Run {
     }
 
     /// Decides this step's tools; records `toolsChanged` when they differ from the session's
-    /// previous model call (the built-ins, for the first call since the session was loaded).
+    /// previous model call (the built-ins, for the first call since the session was loaded:
+    /// then marked `initial`, the tools the session starts with).
     pub(super) async fn offer_tools(&self) -> Result<()> {
         let stale = self
             .tools
@@ -242,6 +243,7 @@ impl Run {
             .lock()
             .offered_tools
             .replace(Arc::clone(&set.specs));
+        let initial = previous.is_none();
         let previous = previous.unwrap_or_else(|| self.tools.builtin_specs());
         if previous[..] == set.specs[..] {
             return Ok(());
@@ -253,6 +255,7 @@ impl Run {
                 added,
                 removed,
                 changed,
+                initial,
             })
             .await?;
         Ok(())

@@ -404,7 +404,7 @@ impl ProjectTrust {
         let root = self.root.display();
         format!(
             "review what it would apply with `agentctl trust --show {root}`, then trust it with \
-             `agentctl trust {root}` (method project/trust)"
+             `agentctl trust {root}`"
         )
     }
 }

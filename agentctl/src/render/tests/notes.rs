@@ -112,10 +112,24 @@ fn a_tool_set_change_is_one_line_on_stderr() {
         added: vec!["mcp__time__now".to_owned()],
         removed: vec!["mcp__old__gone".to_owned()],
         changed: vec!["mcp__time__convert".to_owned()],
+        initial: false,
     });
     assert_eq!(h.stdout, "");
     assert_eq!(
         h.stderr,
         "tools changed: +mcp__time__now -mcp__old__gone ~mcp__time__convert\n"
     );
+}
+
+#[test]
+fn the_tools_a_session_starts_with_are_not_announced() {
+    let mut h = Harness::plain_run();
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__time__now".to_owned()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+        initial: true,
+    });
+    assert_eq!((h.stdout.as_str(), h.stderr.as_str()), ("", ""));
 }

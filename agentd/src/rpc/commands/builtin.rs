@@ -197,9 +197,15 @@ async fn help(
         .collect();
     if !listed.problems.is_empty() {
         lines.push(format!(
-            "{} command file(s) not used; commands/list says why",
+            "{} command file(s) not used:",
             listed.problems.len()
         ));
+        lines.extend(
+            listed
+                .problems
+                .iter()
+                .map(|problem| format!("  {}: {}", problem.path, problem.reason)),
+        );
     }
     Ok(lines.join("\n"))
 }

@@ -409,7 +409,7 @@ fn an_untrusted_project_lists_its_servers_and_the_warning_says_how_to_trust() {
             && warnings[0].contains(&format!("{}/{MCP_JSON}", root))
             && warnings[0].contains("(a, b)")
             && warnings[0].contains(&format!("agentctl trust --show {root}"))
-            && warnings[0].contains("project/trust"),
+            && !warnings[0].contains("project/trust"),
         "{warnings:?}"
     );
 
