@@ -545,25 +545,6 @@ impl Chat {
 
     /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
     /// title, a command to approve, an error), so it is neutralised like the renderer's text.
-    /// A resumed session's last turns, shown before its new events.
-    async fn replay_last_turns(&mut self, session_id: &str) {
-        let params = protocol::session::SessionGetParams {
-            session_id: session_id.to_owned(),
-            include_history: true,
-        };
-        let got = self
-            .connection
-            .request::<protocol::methods::SessionGet>(&params)
-            .await;
-        if let Ok(got) = got {
-            let shown =
-                replay::last_turns(got.history.as_deref().unwrap_or(&[]), replay::TURNS_SHOWN);
-            if !shown.is_empty() {
-                self.say(shown.trim_end()).await;
-            }
-        }
-    }
-
     async fn say(&mut self, line: &str) {
         self.live.note(&neutralise(line));
         self.refresh().await;

@@ -10,6 +10,26 @@ pub const TURNS_SHOWN: usize = 2;
 /// Lines of one message shown; the rest is summed up.
 const LINES_PER_MESSAGE: usize = 20;
 
+impl super::Chat {
+    /// A resumed session's last turns, shown before its new events.
+    pub(super) async fn replay_last_turns(&mut self, session_id: &str) {
+        let params = protocol::session::SessionGetParams {
+            session_id: session_id.to_owned(),
+            include_history: true,
+        };
+        let got = self
+            .connection
+            .request::<protocol::methods::SessionGet>(&params)
+            .await;
+        if let Ok(got) = got {
+            let shown = last_turns(got.history.as_deref().unwrap_or(&[]), TURNS_SHOWN);
+            if !shown.is_empty() {
+                self.say(shown.trim_end()).await;
+            }
+        }
+    }
+}
+
 /// The last `turns` user turns of `history` and what followed them, bounded, one string.
 pub fn last_turns(history: &[HistoryMessage], turns: usize) -> String {
     let starts: Vec<usize> = history
