@@ -13,6 +13,7 @@ pub mod commands;
 pub mod env_check;
 pub mod follow;
 pub mod ids;
+pub mod mentions;
 pub mod output;
 pub mod render;
 pub mod safe_text;

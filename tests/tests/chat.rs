@@ -550,3 +550,19 @@ async fn control_sequences_from_the_model_never_reach_the_terminal_raw() {
     assert!(!screen.contains("\u{1b}]52"), "{screen:?}");
     assert!(!screen.contains("\u{1b}[2J"), "{screen:?}");
 }
+
+#[tokio::test]
+async fn an_at_mention_in_the_chat_attaches_the_file() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::text("It says alpha."));
+    let env = chat_env(&mock, "");
+    std::fs::write(env.workspace().join("a.txt"), "alpha\n").unwrap();
+    let mut pty = start_chat(&env, &["chat"]).await;
+    pty.send("what is in @a.txt\r");
+    pty.expect("It says alpha.").await;
+    pty.expect(AFTER_RUN).await;
+    let users = request_user_texts(Format::OpenAi, &mock.requests()[0]);
+    assert_eq!(users, ["what is in @a.txt\n\n```a.txt\nalpha\n```"]);
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}

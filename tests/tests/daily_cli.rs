@@ -156,6 +156,45 @@ async fn piped_stdin_is_attached_to_the_prompt_as_a_fenced_block() {
 }
 
 #[tokio::test]
+async fn an_at_mention_attaches_the_file_but_piped_text_never_does() {
+    let mock = MockLlm::start().await;
+    let env = env_for(&mock);
+    std::fs::write(env.workspace().join("notes.md"), "the notes\n").unwrap();
+    std::fs::write(env.workspace().join("secret.txt"), "do not send\n").unwrap();
+    mock.push(Reply::text("read them"));
+    mock.push(Reply::text("ok"));
+    let output = env
+        .run_agentctl(&["run", "summarise @notes.md please"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(
+        last_user_text(&mock.requests()[0].json),
+        "summarise @notes.md please\n\n```notes.md\nthe notes\n```"
+    );
+    // A word of piped text names a file: it is not read.
+    let mut child = env
+        .agentctl()
+        .args(["run", "-c", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentctl");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"look at @secret.txt").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("agentctl finished")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(
+        last_user_text(&mock.requests()[1].json),
+        "look at @secret.txt"
+    );
+}
+
+#[tokio::test]
 async fn run_json_ends_with_a_result_object_and_output_final_prints_only_the_answer() {
     let mock = MockLlm::start().await;
     let env = TestEnv::new()

@@ -1,6 +1,6 @@
-//! Tab completion of slash command names in the chat's line editor: a line that is `/` and
-//! the start of a name completes to the commands of `commands/list` (and the chat's own),
-//! kept in a shared list the chat refreshes. Nothing else is completed.
+//! Tab completion in the chat's line editor: a line that is `/` and the start of a name
+//! completes to the commands of `commands/list` (and the chat's own), kept in a shared list the
+//! chat refreshes; a word `@…` completes to the paths it starts (a mention attaches the file).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -53,6 +53,22 @@ pub fn complete(line: &str, pos: usize, names: &[String]) -> (usize, Vec<String>
     (0, candidates)
 }
 
+/// When the word before the cursor is `@path…`: where the path's completed part starts and
+/// the paths it may become (relative to the current directory, or absolute).
+pub fn complete_mention(line: &str, pos: usize) -> Option<(usize, Vec<String>)> {
+    let typed = line.get(..pos)?;
+    let word_start = typed.rfind(char::is_whitespace).map_or(0, |at| at + 1);
+    let path = typed[word_start..].strip_prefix('@')?;
+    let completer = rustyline::completion::FilenameCompleter::new();
+    let (start, pairs) = completer.complete_path(path, path.len()).ok()?;
+    let candidates = pairs
+        .into_iter()
+        .take(MAX_CANDIDATES)
+        .map(|pair| pair.replacement)
+        .collect();
+    Some((word_start + 1 + start, candidates))
+}
+
 /// The editor's helper: completion only.
 pub struct ChatHelper {
     pub names: CommandNames,
@@ -67,6 +83,9 @@ impl Completer for ChatHelper {
         pos: usize,
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<String>)> {
+        if let Some(found) = complete_mention(line, pos) {
+            return Ok(found);
+        }
         Ok(self.names.candidates(line, pos))
     }
 }
@@ -105,5 +124,19 @@ mod tests {
         check("//co", &[]);
         check("co", &[]);
         assert_eq!(complete("/co", 1, &names).1.len(), 5);
+    }
+
+    #[test]
+    fn an_at_word_completes_to_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.md"), "x").unwrap();
+        std::fs::write(dir.path().join("other.txt"), "x").unwrap();
+        let line = format!("read @{}/no", dir.path().display());
+        let (start, found) = complete_mention(&line, line.len()).expect("a mention");
+        // The path after `@` is replaced whole.
+        assert_eq!(&line[..start], "read @");
+        assert_eq!(found, [format!("{}/notes.md", dir.path().display())]);
+        assert!(complete_mention("read this", 9).is_none());
+        assert!(complete_mention("mail me@x", 9).is_none());
     }
 }

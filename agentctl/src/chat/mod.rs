@@ -319,14 +319,17 @@ impl Chat {
                     Typed::Empty => Ok(Next::Continue),
                     Typed::Command(command) => self.on_command(command).await,
                     Typed::Text(text) if self.run.is_some() => {
+                        let text = self.with_mentions(text).await;
                         self.steer(text).await;
                         Ok(Next::Continue)
                     }
                     Typed::FollowUp(text) if self.run.is_some() => {
+                        let text = self.with_mentions(text).await;
                         self.follow_up(text).await;
                         Ok(Next::Continue)
                     }
                     Typed::Text(text) | Typed::FollowUp(text) => {
+                        let text = self.with_mentions(text).await;
                         self.prompt(text).await?;
                         Ok(Next::Continue)
                     }
@@ -545,6 +548,24 @@ impl Chat {
 
     /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
     /// title, a command to approve, an error), so it is neutralised like the renderer's text.
+    /// `text` with the files its `@path` words name attached (`mentions`); what was skipped
+    /// or cut is said.
+    async fn with_mentions(&mut self, text: String) -> String {
+        if !text.contains('@') {
+            return text;
+        }
+        let cwd = self.cwd.clone();
+        let (expanded, notes) =
+            match tokio::task::spawn_blocking(move || crate::mentions::expand(&text, &cwd)).await {
+                Ok(done) => done,
+                Err(err) => return format!("(agentctl could not read the mentioned files: {err})"),
+            };
+        for note in notes {
+            self.say(&note).await;
+        }
+        expanded
+    }
+
     async fn say(&mut self, line: &str) {
         self.live.note(&neutralise(line));
         self.refresh().await;

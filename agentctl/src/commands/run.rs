@@ -47,7 +47,25 @@ pub async fn run(
     let hold_approvals = args.background && args.approve == Some(ApprovePolicy::Wait);
     // Piped into (the prompt with `-`, or attached to it): stdin is then used up.
     let piped = run_input::stdin_is_piped();
-    let text = run_input::prompt_text(&args.prompt).await?;
+    // `@path` words of the prompt typed attach their files (relative to where agentctl runs);
+    // never words of piped text, which may come from anywhere.
+    let typed = match std::env::current_dir() {
+        Ok(here) if args.prompt != "-" && args.prompt.contains('@') => {
+            let prompt = args.prompt.clone();
+            let (prompt, notes) =
+                tokio::task::spawn_blocking(move || crate::mentions::expand(&prompt, &here))
+                    .await
+                    .map_err(|err| {
+                        CommandError::failed(format!("cannot read the mentioned files: {err}"))
+                    })?;
+            for note in notes {
+                crate::warn_line!("{note}");
+            }
+            prompt
+        }
+        _ => args.prompt.clone(),
+    };
+    let text = run_input::prompt_text(&typed).await?;
     // Keys for the approval prompt come from the terminal once stdin was a pipe.
     let interactive = if piped && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())
     {
