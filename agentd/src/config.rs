@@ -15,6 +15,7 @@ use agentd_policy::permission::{
     PermissionMode, RuleError, RuleLayer, RuleSet, RuleSource, TomlPermissions,
 };
 
+mod checkpoints;
 mod file;
 pub mod live;
 mod restart_only;

@@ -190,3 +190,33 @@ pub async fn no_server_left(ancestor: u32, marker: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Follows `agentctl mcp logs SERVER -f` until a line contains `needle`, then stops it with
+/// Ctrl-C; the lines read, for messages. Fails after `WAIT` without the line.
+pub async fn wait_for_mcp_log_line(env: &crate::harness::TestEnv, server: &str, needle: &str) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut follow = env
+        .agentctl()
+        .args(["mcp", "logs", server, "-f"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentctl mcp logs -f");
+    let mut lines = BufReader::new(follow.stdout.take().expect("stdout")).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("{needle:?} not in the log of {server}: {seen:#?}"))
+            .expect("read agentctl's stdout")
+            .unwrap_or_else(|| panic!("agentctl mcp logs ended: {seen:#?}"));
+        if line.contains(needle) {
+            break;
+        }
+        seen.push(line);
+    }
+    if let Some(pid) = follow.id() {
+        // SAFETY: kill(2) on the child we started, still unreaped.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+    }
+    let _ = tokio::time::timeout(WAIT, follow.wait()).await;
+}

@@ -3,7 +3,6 @@
 //! session's project root through roots alone and refuses paths outside it; a session in a
 //! repository's subdirectory offers the repository's root, over HTTP too).
 
-use agentd_tests::harness::text;
 use agentd_tests::mcp_scenario::*;
 use agentd_tests::mcp_servers::filesystem_stdio;
 use agentd_tests::mock_llm::{Format, Reply};
@@ -28,21 +27,12 @@ async fn server_filesystem_without_a_directory_works_in_the_project_root_through
     let events = client.events_until_run_finished().await;
     assert_eq!(run_status(&events), RunStatus::Completed);
     // The server says on stderr when it took the roots (the outside world, with a deadline).
-    let env = &s.daemon.env;
-    let deadline = std::time::Instant::now() + agentd_tests::harness::WAIT;
-    loop {
-        let logs = env.run_agentctl(&["mcp", "logs", "fs"]).await;
-        assert!(logs.status.success(), "{}", text(&logs.stderr));
-        let logs = text(&logs.stdout);
-        if logs.contains("Updated allowed directories from MCP roots: 1 valid") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server-filesystem took no roots: {logs}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    agentd_tests::mcp_scenario::wait_for_mcp_log_line(
+        &s.daemon.env,
+        "fs",
+        "Updated allowed directories from MCP roots: 1 valid",
+    )
+    .await;
 
     s.mock.push(Reply::tool_calls(vec![
         (

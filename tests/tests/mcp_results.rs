@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use agentd_tests::harness::text;
 use agentd_tests::mcp_scenario::*;
 use agentd_tests::mcp_servers::results_server;
 use agentd_tests::mcp_setup::{self, Setup, arguments, ready};
@@ -193,21 +192,12 @@ async fn a_servers_log_message_is_in_agentctl_mcp_logs() {
     assert_eq!(run_status(&events), RunStatus::Completed);
     // The message was sent before the call's answer; its line is written by the connection's
     // handler, so the log is read until it shows (the outside world, with a deadline).
-    let env = &s.daemon.env;
-    let deadline = std::time::Instant::now() + agentd_tests::harness::WAIT;
-    loop {
-        let logs = env.run_agentctl(&["mcp", "logs", "results"]).await;
-        assert!(logs.status.success(), "{}", text(&logs.stderr));
-        if text(&logs.stdout).contains("[warning results] hello-from-the-server-51c2") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not in mcp logs: {}",
-            text(&logs.stdout)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    agentd_tests::mcp_scenario::wait_for_mcp_log_line(
+        &s.daemon.env,
+        "results",
+        "[warning results] hello-from-the-server-51c2",
+    )
+    .await;
 }
 
 #[tokio::test]

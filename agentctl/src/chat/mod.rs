@@ -11,6 +11,7 @@ mod editor;
 mod line;
 mod live;
 mod local;
+mod mentions;
 mod printer;
 mod reconnect;
 mod replay;
@@ -548,24 +549,6 @@ impl Chat {
 
     /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
     /// title, a command to approve, an error), so it is neutralised like the renderer's text.
-    /// `text` with the files its `@path` words name attached (`mentions`); what was skipped
-    /// or cut is said.
-    async fn with_mentions(&mut self, text: String) -> String {
-        if !text.contains('@') {
-            return text;
-        }
-        let cwd = self.cwd.clone();
-        let (expanded, notes) =
-            match tokio::task::spawn_blocking(move || crate::mentions::expand(&text, &cwd)).await {
-                Ok(done) => done,
-                Err(err) => return format!("(agentctl could not read the mentioned files: {err})"),
-            };
-        for note in notes {
-            self.say(&note).await;
-        }
-        expanded
-    }
-
     async fn say(&mut self, line: &str) {
         self.live.note(&neutralise(line));
         self.refresh().await;

@@ -48,19 +48,25 @@ pub fn message_text(arg: &str, what: &str) -> Result<String, CommandError> {
 /// when stderr is a terminal of known width, colours as `--color` and `NO_COLOR` say.
 pub fn render_options(ctx: &Context) -> RenderOptions {
     let stderr_is_tty = std::io::stderr().is_terminal();
-    let color = match ctx.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => crate::render::auto_color(
-            stderr_is_tty,
-            std::env::var("NO_COLOR").ok().as_deref(),
-            std::env::var("TERM").ok().as_deref(),
-        ),
-    };
+    let color = color_on(ctx, stderr_is_tty);
     RenderOptions {
         json: ctx.json,
         stderr_is_tty,
         width: stderr_is_tty.then(crate::terminal::stderr_width).flatten(),
         color,
+    }
+}
+
+/// Whether output to a stream that is a terminal when `is_tty` gets colours: `--color`, and with
+/// `auto` the terminal, `NO_COLOR` and `TERM`.
+pub fn color_on(ctx: &Context, is_tty: bool) -> bool {
+    match ctx.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => crate::render::auto_color(
+            is_tty,
+            std::env::var("NO_COLOR").ok().as_deref(),
+            std::env::var("TERM").ok().as_deref(),
+        ),
     }
 }

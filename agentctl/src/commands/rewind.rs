@@ -9,7 +9,6 @@ use protocol::checkpoint::*;
 use protocol::methods::{SessionCheckpoints, SessionDiff, SessionRewind};
 
 use crate::Context;
-use crate::cli::ColorChoice;
 use crate::client::Connection;
 use crate::output::{CommandError, print_json};
 use crate::render::{Style, paint};
@@ -64,18 +63,6 @@ pub fn pick_run<'a>(
         (None, _) => Err(CommandError::usage(format!(
             "{given} is not a run of this session; `agentctl rewind SESSION` lists them"
         ))),
-    }
-}
-
-fn stdout_color(ctx: &Context) -> bool {
-    match ctx.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => crate::render::auto_color(
-            std::io::stdout().is_terminal(),
-            std::env::var("NO_COLOR").ok().as_deref(),
-            std::env::var("TERM").ok().as_deref(),
-        ),
     }
 }
 
@@ -141,7 +128,13 @@ pub async fn diff(
         crate::say!("no changes");
         return Ok(());
     }
-    crate::say_raw!("{}", colour_diff(&result.diff, stdout_color(ctx)));
+    crate::say_raw!(
+        "{}",
+        colour_diff(
+            &result.diff,
+            super::color_on(ctx, std::io::stdout().is_terminal())
+        )
+    );
     if result.truncated {
         crate::warn_line!(
             "(the diff was cut; `agentctl diff --json` has the list of every changed file)"

@@ -21,7 +21,7 @@ struct FileConfig {
     context: Option<FileContext>,
     mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
-    checkpoints: Option<FileCheckpoints>,
+    checkpoints: Option<super::checkpoints::CheckpointsSection>,
     extensions: Option<FileExtensions>,
     llm: Option<FileLlm>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
@@ -37,20 +37,6 @@ struct FileConfig {
 struct FileLlm {
     stream_idle_secs: Option<u64>,
 }
-
-/// `[checkpoints]` as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileCheckpoints {
-    enabled: Option<bool>,
-    max_file_bytes: Option<u64>,
-    max_files: Option<u64>,
-}
-
-/// The most `[checkpoints] max_file_bytes` may be: each checkpointed file is hashed and kept.
-const MAX_CHECKPOINT_FILE_BYTES: u64 = 1024 * 1024 * 1024;
-/// The most `[checkpoints] max_files` may be.
-const MAX_CHECKPOINT_FILES: u64 = 10_000_000;
 
 /// `[extensions]` as written.
 #[derive(Deserialize)]
@@ -227,26 +213,7 @@ pub(super) fn apply_file(
         config.tasks = tasks.resolve().map_err(invalid)?;
     }
     if let Some(checkpoints) = &file.checkpoints {
-        use agentd_work::checkpoint::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES};
-        config.checkpoints = agentd_work::checkpoint::CheckpointSettings {
-            enabled: checkpoints.enabled.unwrap_or(true),
-            max_file_bytes: bounded(
-                path,
-                "checkpoints.max_file_bytes",
-                checkpoints.max_file_bytes,
-                DEFAULT_MAX_FILE_BYTES,
-                MAX_CHECKPOINT_FILE_BYTES,
-                "bytes",
-            )?,
-            max_files: bounded(
-                path,
-                "checkpoints.max_files",
-                checkpoints.max_files,
-                DEFAULT_MAX_FILES as u64,
-                MAX_CHECKPOINT_FILES,
-                "files",
-            )? as usize,
-        };
+        config.checkpoints = checkpoints.resolve(path)?;
     }
     if let Some(hooks) = file.hooks {
         hooks_section(config, path, text, hooks)?;
@@ -450,7 +417,7 @@ fn session_budgets(
 }
 
 /// A duration setting: `value` or `default`, refused when above `max` (in `unit`).
-fn bounded(
+pub(super) fn bounded(
     path: &Path,
     key: &str,
     value: Option<u64>,
