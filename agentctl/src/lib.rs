@@ -15,6 +15,7 @@ pub mod follow;
 pub mod ids;
 pub mod mentions;
 pub mod output;
+pub mod platform;
 pub mod render;
 pub mod safe_text;
 pub mod table;
@@ -79,12 +80,10 @@ impl Context {
 
 /// The socket path the client uses, resolved like the daemon resolves it.
 pub fn socket_path(explicit: Option<&std::path::Path>) -> PathBuf {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    protocol::socket::resolve_socket_path(
+    protocol::socket::resolve_endpoint(
         explicit,
         |name| std::env::var_os(name),
-        uid,
+        crate::platform::current_uid(),
         &std::env::temp_dir(),
     )
 }

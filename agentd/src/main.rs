@@ -17,7 +17,7 @@ struct Args {
 
 fn main() -> ExitCode {
     // `agentd __sandbox-exec …` is run_shell's sandbox helper, not a daemon.
-    if let Some(code) = agentd_policy::process::sandbox_exec::main_if_helper() {
+    if let Some(code) = agentd_policy::process::main_if_sandbox_helper() {
         return code;
     }
     let args = Args::parse();

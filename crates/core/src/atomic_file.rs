@@ -30,16 +30,29 @@
 //! Every step is taken relative to the directory opened first, so a directory on the way
 //! swapped for a symlink meanwhile changes nothing. Blocking: call it on the blocking pool.
 //!
+//! On Windows ([`windows`]) the same steps are taken by path: `CREATE_NEW` for the temp file
+//! (never opens what is there), `sync_all`, then `MoveFileExW(MOVEFILE_REPLACE_EXISTING |
+//! MOVEFILE_WRITE_THROUGH)` through `std::fs::rename`; a directory cannot be synced there,
+//! and there are no mode bits to give.
+//!
 //! A leaf: std and libc only, nothing else of the crate.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
-use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::ffi::{OsStr, OsString};
+use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(unix)]
+mod unix;
+#[cfg(all(unix, test))]
+use unix::replace_through;
+#[cfg(unix)]
+pub use unix::{c_name, open_at, replace_atomically_with, replace_in_dir, stat_at};
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::replace_atomically_with;
 
 /// Temp names tried before giving up: a taken one is skipped (a leftover of a killed process
 /// that had our pid, or something planted); more than a few taken in a row means someone
@@ -62,58 +75,6 @@ pub struct Options<'a> {
 /// module's doc for the steps. Blocking.
 pub fn replace_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace_atomically_with(path, bytes, mode, &Options::default())
-}
-
-/// As [`replace_atomically`], with [`Options`]. Blocking.
-pub fn replace_atomically_with(
-    path: &Path,
-    bytes: &[u8],
-    mode: u32,
-    options: &Options<'_>,
-) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} names no file", path.display()),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let dir = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|error| step("cannot open the directory", dir.as_os_str(), error))?;
-    replace_in_dir(dir.as_fd(), name, bytes, mode, options)
-}
-
-/// As [`replace_atomically_with`], for the file `name` in the open directory `dir` (which may
-/// be an `O_PATH` descriptor): for callers that opened the directory through checks of their
-/// own (a workspace's containment). Blocking.
-pub fn replace_in_dir(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
-    bytes: &[u8],
-    mode: u32,
-    options: &Options<'_>,
-) -> io::Result<()> {
-    let mut taken = None;
-    for _ in 0..CREATE_ATTEMPTS {
-        let temp = temp_name(name);
-        match replace_through(dir, &temp, name, bytes, mode, options) {
-            Err(Failure::Taken(error)) => taken = Some(error),
-            Err(Failure::Other(error)) => return Err(error),
-            Ok(()) => return Ok(()),
-        }
-    }
-    let error = taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists));
-    Err(step(
-        &format!("no free temp file name after {CREATE_ATTEMPTS} tries beside"),
-        name,
-        error,
-    ))
 }
 
 /// Whether `name` is one of the temp names this writer makes (`.<name>.<pid>.<n>.tmp`), for
@@ -140,150 +101,12 @@ fn temp_name(name: &OsStr) -> OsString {
     temp
 }
 
-/// One attempt through the temp name `temp`: steps 2 to 5 of the module's doc.
-fn replace_through(
-    dir: BorrowedFd<'_>,
-    temp: &OsStr,
-    name: &OsStr,
-    bytes: &[u8],
-    mode: u32,
-    options: &Options<'_>,
-) -> Result<(), Failure> {
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-    let mut file = match open_at(dir, temp, flags, mode) {
-        Ok(fd) => File::from(fd),
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            return Err(Failure::Taken(error));
-        }
-        Err(error) => return Err(Failure::Other(step("cannot create", temp, error))),
-    };
-    let written = write_whole(dir, &mut file, name, bytes, options)
-        .map_err(|error| step("cannot write", temp, error))
-        .and_then(|()| {
-            rename_at(dir, temp, name).map_err(|error| {
-                step(
-                    &format!("cannot rename {} over", temp.to_string_lossy()),
-                    name,
-                    error,
-                )
-            })
-        });
-    drop(file);
-    if let Err(error) = written {
-        let _ = unlink_at(dir, temp);
-        return Err(Failure::Other(error));
-    }
-    sync_dir(dir).map_err(|error| Failure::Other(step("cannot sync the directory of", name, error)))
-}
-
-/// Writes `bytes` to the new temp `file`, gives it its mode and syncs it; then asks
-/// `before_rename`.
-fn write_whole(
-    dir: BorrowedFd<'_>,
-    file: &mut File,
-    name: &OsStr,
-    bytes: &[u8],
-    options: &Options<'_>,
-) -> io::Result<()> {
-    file.write_all(bytes)?;
-    if options.keep_existing_mode
-        && let Ok(stat) = stat_at(dir, name)
-        && stat.st_mode & libc::S_IFMT == libc::S_IFREG
-    {
-        file.set_permissions(std::fs::Permissions::from_mode(stat.st_mode & 0o7777))?;
-    }
-    file.sync_all()?;
-    match options.before_rename {
-        Some(before_rename) => before_rename(),
-        None => Ok(()),
-    }
-}
-
-/// Syncs `dir` through a descriptor of its own (`dir` may be `O_PATH`, which cannot be synced).
-fn sync_dir(dir: BorrowedFd<'_>) -> io::Result<()> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY;
-    File::from(open_at(dir, OsStr::new("."), flags, 0)?).sync_all()
-}
-
 /// `error`, same kind, its message prefixed with `what` and `name`.
 fn step(what: &str, name: &OsStr, error: io::Error) -> io::Error {
     io::Error::new(
         error.kind(),
         format!("{what} {}: {error}", name.to_string_lossy()),
     )
-}
-
-/// `openat(dir, name, flags | O_CLOEXEC, mode)`: a file named relative to a directory already
-/// open (the writer here, and `tools`' writes beneath the workspace).
-pub fn open_at(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
-    flags: libc::c_int,
-    mode: u32,
-) -> io::Result<OwnedFd> {
-    let name = c_name(name)?;
-    // SAFETY: a valid directory fd and a NUL-terminated name; the mode is passed as the
-    // variadic argument `openat` reads when `O_CREAT` is set.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            libc::c_uint::from(mode),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what `name` in the open directory is, a link
-/// itself rather than its target.
-pub fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<libc::stat> {
-    let name = c_name(name)?;
-    // SAFETY: stat is plain data, filled by the kernel.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid directory fd, a NUL-terminated name and a live stat buffer.
-    let result = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut stat,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(stat)
-}
-
-fn rename_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr) -> io::Result<()> {
-    let (from, to) = (c_name(from)?, c_name(to)?);
-    // SAFETY: a valid directory fd and NUL-terminated names.
-    let result =
-        unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    let name = c_name(name)?;
-    // SAFETY: a valid directory fd and a NUL-terminated name.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// `name` for a system call; a name with a NUL byte is refused.
-pub fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
 }
 
 #[cfg(test)]

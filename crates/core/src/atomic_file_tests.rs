@@ -1,6 +1,8 @@
 //! Tests of the atomic file writer.
 
 use super::*;
+use std::fs::File;
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 
 fn names_in(dir: &Path) -> Vec<String> {

@@ -54,7 +54,7 @@ fn append_rule_blocking(path: &Path, list: &str, rule: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // The same permissions as the config it replaces (the umask applies), else 0600.
     let mode = std::fs::metadata(path)
-        .map(|meta| std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777)
+        .map(|meta| crate::platform::mode_of(&meta))
         .unwrap_or(0o600);
     crate::atomic_file::replace_atomically(path, updated.as_bytes(), mode)
         .with_context(|| format!("cannot replace {}", path.display()))

@@ -13,6 +13,7 @@ pub mod conversation;
 pub mod frontmatter;
 pub mod logging;
 pub mod paths;
+pub mod platform;
 pub mod regular_file;
 pub mod test_seam;
 /// Helpers for unit tests of this crate and of the crates above it (`test-support` feature).

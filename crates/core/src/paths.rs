@@ -68,13 +68,13 @@ impl Paths {
 /// The socket path clients and the daemon agree on: `--socket`, else `AGENTD_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/agentd/agentd.sock`, else `$TMPDIR/agentd-$UID/agentd.sock`.
 pub fn socket_path(socket_override: Option<&Path>) -> Result<PathBuf> {
-    let path = protocol::socket::resolve_socket_path(
+    let path = protocol::socket::resolve_endpoint(
         socket_override,
         |name| std::env::var_os(name),
-        crate::regular_file::current_uid(),
+        crate::platform::current_uid(),
         &std::env::temp_dir(),
     );
-    if path.as_os_str().len() >= MAX_SOCKET_PATH_BYTES {
+    if !is_pipe_path(&path) && path.as_os_str().len() >= MAX_SOCKET_PATH_BYTES {
         bail!(
             "socket path is too long ({} bytes, the limit is {}): {}; set AGENTD_SOCKET to a shorter path",
             path.as_os_str().len(),
@@ -85,12 +85,28 @@ pub fn socket_path(socket_override: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The lock file for a socket: `<socket>.lock`, in the same directory.
+/// The lock file for a socket: `<socket>.lock`, in the same directory; for a named pipe
+/// (Windows), which has no directory to put a file in, `<pipe name>.lock` in the temp dir.
 pub fn lock_path_for(socket: &Path) -> PathBuf {
     let mut name = socket.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
+    if is_pipe_path(socket) {
+        return std::env::temp_dir().join(name);
+    }
     socket.with_file_name(name)
 }
+
+/// Whether `path` names a Windows named pipe (`\\.\pipe\…`) rather than a socket file.
+pub fn is_pipe_path(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    text.len() > PIPE_PREFIX.len()
+        && text
+            .get(..PIPE_PREFIX.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(PIPE_PREFIX))
+}
+
+/// How every named pipe's path starts.
+const PIPE_PREFIX: &str = r"\\.\pipe\";
 
 /// Make sure the socket's directory exists and nobody else can swap the socket inside it,
 /// without changing anyone's directory. A directory the daemon creates (and its missing
@@ -99,7 +115,7 @@ pub fn lock_path_for(socket: &Path) -> PathBuf {
 /// other users (sticky, or not writable by them): in a shared /tmp another user could have
 /// created `agentd-$UID` first to answer in the daemon's place.
 pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use crate::platform;
     // A bare file name (`--socket agentd.sock`) lives in the current directory.
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
@@ -107,16 +123,14 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
         dir
     };
     if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        platform::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(parent)
             .with_context(|| format!("cannot create directory {}", parent.display()))?;
     }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    match platform::dir_mode(&mut std::fs::DirBuilder::new(), 0o700).create(dir) {
         Ok(()) => {
             // Ours: private whatever the umask left.
-            return std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            return platform::set_mode(dir, 0o700)
                 .with_context(|| format!("cannot make {} private (0700)", dir.display()));
         }
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -133,12 +147,14 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
             crate::regular_file::kind_of(&meta.file_type())
         );
     }
-    let others_may_replace = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
-    if meta.uid() != crate::regular_file::current_uid() && (meta.uid() != 0 || others_may_replace) {
+    let mode = platform::mode_of(&meta);
+    let owner = platform::owner_of(&meta);
+    let others_may_replace = mode & 0o022 != 0 && mode & 0o1000 == 0;
+    if owner != platform::current_uid() && (owner != 0 || others_may_replace) {
         bail!(
             "{} belongs to another user (uid {}); remove it or choose a socket path in a directory of your own (--socket or AGENTD_SOCKET)",
             dir.display(),
-            meta.uid()
+            owner
         );
     }
     Ok(())
@@ -153,18 +169,14 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<()> {
 /// pointing the state dir elsewhere is the user's choice. Returns whether the mode was
 /// tightened. Blocking.
 pub fn prepare_private_dir(dir: &Path) -> Result<bool> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use crate::platform;
     if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create directory {}", parent.display()))?;
     }
-    let private = std::fs::Permissions::from_mode(PRIVATE_DIR_MODE);
-    match std::fs::DirBuilder::new()
-        .mode(PRIVATE_DIR_MODE)
-        .create(dir)
-    {
+    match platform::dir_mode(&mut std::fs::DirBuilder::new(), PRIVATE_DIR_MODE).create(dir) {
         Ok(()) => {
-            std::fs::set_permissions(dir, private)
+            platform::set_mode(dir, PRIVATE_DIR_MODE)
                 .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
             return Ok(false);
         }
@@ -182,17 +194,17 @@ pub fn prepare_private_dir(dir: &Path) -> Result<bool> {
             crate::regular_file::kind_of(&meta.file_type())
         );
     }
-    if meta.uid() != crate::regular_file::current_uid() {
+    let owner = platform::owner_of(&meta);
+    if owner != platform::current_uid() {
         bail!(
-            "{} belongs to another user (uid {}); agentd keeps private state there: remove it, or set XDG_STATE_HOME (or XDG_DATA_HOME, for the data dir) to a directory of your own",
+            "{} belongs to another user (uid {owner}); agentd keeps private state there: remove it, or set XDG_STATE_HOME (or XDG_DATA_HOME, for the data dir) to a directory of your own",
             dir.display(),
-            meta.uid()
         );
     }
-    if meta.mode() & 0o7777 == PRIVATE_DIR_MODE {
+    if platform::mode_of(&meta) == PRIVATE_DIR_MODE {
         return Ok(false);
     }
-    std::fs::set_permissions(dir, private)
+    platform::set_mode(dir, PRIVATE_DIR_MODE)
         .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
     Ok(true)
 }
@@ -206,6 +218,14 @@ pub const PRIVATE_FILE_MODE: u32 = 0o600;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipe_paths_are_told_from_socket_paths() {
+        assert!(is_pipe_path(Path::new(r"\\.\pipe\agentd-bob")));
+        assert!(is_pipe_path(Path::new(r"\\.\PIPE\x")));
+        assert!(!is_pipe_path(Path::new(r"\\.\pipe\")));
+        assert!(!is_pipe_path(Path::new("/run/user/1/agentd/agentd.sock")));
+    }
 
     #[test]
     fn lock_file_sits_beside_the_socket() {

@@ -5,8 +5,9 @@
 //! only the daemon's own user may provide (project settings and notes).
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use crate::platform;
 
 use anyhow::{Context, Result, bail};
 
@@ -21,16 +22,16 @@ pub fn open(path: &Path) -> Result<File> {
 /// As [`open`], with the caller's options (write, create, mode); the non-blocking and
 /// no-follow flags are added here.
 pub fn open_with(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
-    let file = options
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|err| match err.raw_os_error() {
-            Some(libc::ELOOP) => anyhow::anyhow!(
+    let file = platform::no_follow(options).open(path).map_err(|err| {
+        if platform::is_link_refused(&err) {
+            anyhow::anyhow!(
                 "{} is a symbolic link; only regular files are used there",
                 path.display()
-            ),
-            _ => anyhow::Error::new(err).context(format!("cannot open {}", path.display())),
-        })?;
+            )
+        } else {
+            anyhow::Error::new(err).context(format!("cannot open {}", path.display()))
+        }
+    })?;
     let metadata = file
         .metadata()
         .with_context(|| format!("cannot inspect {}", path.display()))?;
@@ -44,31 +45,7 @@ pub fn open_with(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File
     Ok(file)
 }
 
-/// The real user id of this process.
-pub fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
-}
-
-/// A short name for what a non-regular file is, for error messages.
-pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_symlink() {
-        "a symbolic link"
-    } else if file_type.is_fifo() {
-        "a named pipe"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        "a device"
-    } else if file_type.is_file() {
-        "a regular file"
-    } else {
-        "not a regular file"
-    }
-}
+pub use platform::{current_uid, kind_of};
 
 /// What [`read_text`] found at a path.
 #[derive(Debug, PartialEq, Eq)]
@@ -176,7 +153,7 @@ pub fn read_definition_text(path: &Path, root: &Path, max_bytes: usize) -> Resul
 pub fn read_own_text_within(path: &Path, root: &Path, max_bytes: usize) -> std::io::Result<Text> {
     let (file, metadata) = open_regular(path)?;
     let root = root.canonicalize()?;
-    let real = real_path(&file)?;
+    let real = platform::real_path(&file, path)?;
     if !real.starts_with(&root) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -201,7 +178,7 @@ fn refuse_other_users(path: &Path, metadata: &std::fs::Metadata) -> std::io::Res
         std::io::ErrorKind::PermissionDenied,
         OtherUsersFile {
             path: path.to_path_buf(),
-            owner: std::os::unix::fs::MetadataExt::uid(metadata),
+            owner: platform::owner_of(metadata),
         },
     ))
 }
@@ -222,19 +199,12 @@ pub fn is_own_real_dir(path: &Path) -> bool {
         .is_ok_and(|metadata| metadata.is_dir() && owned_by_us(&metadata))
 }
 
-/// The path an open file really has, from `/proc/self/fd` (which a process may always read of
-/// itself).
-fn real_path(file: &File) -> std::io::Result<std::path::PathBuf> {
-    use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-}
-
 /// As [`read_own_text`], for the user's own config.toml: a file of root is read too (an
 /// administrator may provide it), a file of any other user is refused the same way. The config
 /// chooses providers, keys and rules, so it must not be one another local user can write.
 pub fn read_config_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> {
     let (file, metadata) = open_regular(path)?;
-    let owner = std::os::unix::fs::MetadataExt::uid(&metadata);
+    let owner = platform::owner_of(&metadata);
     if owner != 0 && !owned_by_us(&metadata) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -249,7 +219,7 @@ pub fn read_config_text(path: &Path, max_bytes: usize) -> std::io::Result<Text> 
 
 /// Whether `metadata` (of a file or a directory) belongs to the user the daemon runs as.
 pub fn owned_by_us(metadata: &std::fs::Metadata) -> bool {
-    std::os::unix::fs::MetadataExt::uid(metadata) == current_uid()
+    platform::owner_of(metadata) == current_uid()
 }
 
 /// Whether `path` is a directory of the user the daemon runs as (symlinks followed). False
@@ -260,10 +230,7 @@ pub fn is_own_dir(path: &Path) -> bool {
 
 /// `path` opened for reading without blocking, and its metadata, which say "regular file".
 fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+    let file = platform::non_blocking(std::fs::OpenOptions::new().read(true)).open(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Err(std::io::Error::other(format!(

@@ -541,7 +541,7 @@ pub(crate) fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustEr
     if !agentd_core::regular_file::owned_by_us(&metadata) {
         return Err(TrustError::NotYours {
             path: shown(),
-            owner: std::os::unix::fs::MetadataExt::uid(&metadata),
+            owner: agentd_core::platform::owner_of(&metadata),
         });
     }
     if on_pseudo_filesystem(&canonical) {
@@ -552,7 +552,15 @@ pub(crate) fn project_root_of(path: &Path) -> Result<(PathBuf, PathBuf), TrustEr
 }
 
 /// Whether `path` is on procfs, sysfs or another kernel filesystem that holds no projects
+/// (`/proc/PID` is the user's own directory, and must not be trusted). Windows has none.
+#[cfg(not(unix))]
+fn on_pseudo_filesystem(_path: &Path) -> bool {
+    false
+}
+
+/// Whether `path` is on procfs, sysfs or another kernel filesystem that holds no projects
 /// (`/proc/PID` is the user's own directory, and must not be trusted).
+#[cfg(unix)]
 fn on_pseudo_filesystem(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     const PSEUDO: &[i64] = &[

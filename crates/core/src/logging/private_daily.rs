@@ -67,17 +67,15 @@ impl Write for PrivateDaily {
 /// Opens (creating if needed) a log file 0600: regular only, no symlink followed, and a file
 /// that exists already is set to 0600 too (it is the daemon's, in its own dir).
 fn make_private(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use crate::platform;
     let file: File = crate::regular_file::open_with(
         path,
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(crate::paths::PRIVATE_FILE_MODE),
+        platform::create_mode(
+            std::fs::OpenOptions::new().append(true).create(true),
+            crate::paths::PRIVATE_FILE_MODE,
+        ),
     )?;
-    file.set_permissions(std::fs::Permissions::from_mode(
-        crate::paths::PRIVATE_FILE_MODE,
-    ))?;
+    platform::set_file_mode(&file, crate::paths::PRIVATE_FILE_MODE)?;
     Ok(())
 }
 

@@ -11,10 +11,19 @@
 //! fires when the thread that started the child exits, and tokio's worker threads live as long
 //! as the daemon.
 
+#[cfg(unix)]
 mod confine;
+mod platform;
+#[cfg(unix)]
 mod procfs;
 pub mod protected;
+#[cfg(unix)]
 pub mod sandbox;
+#[cfg(windows)]
+#[path = "sandbox_windows.rs"]
+pub mod sandbox;
+mod sandbox_config;
+#[cfg(unix)]
 pub mod sandbox_exec;
 pub mod supervisor;
 /// Helpers for tests of children, here and in the crates above (`test-support` feature).
@@ -26,7 +35,7 @@ use std::io;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
@@ -147,23 +156,9 @@ impl ChildProcess {
                 StderrMode::Capture | StderrMode::Tracing => Stdio::piped(),
                 StderrMode::Null => Stdio::null(),
             });
-        let daemon = i32::try_from(std::process::id()).map_err(io::Error::other)?;
-        let confinement = spec.confinement.clone();
-        // SAFETY: the hook runs in the forked child before exec and only calls async-signal-safe
-        // functions (setpgid, prctl, getppid; the confinement's unshare, mount, open, write,
-        // close, prctl and landlock_restrict_self on what the daemon prepared).
-        unsafe {
-            command.pre_exec(move || {
-                die_with_the_daemon(daemon)?;
-                match &confinement {
-                    Some(confinement) => confinement.enter(),
-                    None => Ok(()),
-                }
-            });
-        }
+        platform::prepare(&mut command, spec.confinement.clone())?;
         let mut wrapped = CommandWrap::from(command);
-        // The wait in `ChildProcess::wait` reaches the leader through these two wrappers.
-        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        platform::wrap(&mut wrapped);
         let mut child = wrapped.spawn()?;
         let pid = child
             .id()
@@ -186,7 +181,7 @@ impl ChildProcess {
             escaped_killed: 0,
             stderr_logger,
         };
-        process.record = tokio::task::spawn_blocking(move || supervisor::record_group(pgid))
+        process.record = tokio::task::spawn_blocking(move || platform::record(pgid))
             .await
             .ok()
             .flatten();
@@ -217,19 +212,15 @@ impl ChildProcess {
 
     /// Waits for the leader to exit, then kills what is left of its group and what escaped it.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        // The leader only (the tokio child inside the `KillOnDrop` and `ProcessGroup`
-        // wrappers). process-wrap's group wait blocks on `waitpid(-pgid)` until every member
-        // is gone, and the daemon is a child subreaper: a member the command left running
-        // (`(sleep 60 &)`, a daemonizing tool) is re-parented to the daemon, so that wait
-        // would last as long as the orphan. The group is killed right below instead.
-        let status = self.child.inner_mut().inner_mut().wait().await?;
+        // The leader only (see `platform::wait_leader`); what it left is killed right below.
+        let status = platform::wait_leader(&mut self.child).await?;
         if !self.group_finished {
             self.finish_group();
             let marker = self.marker.clone();
             let pgid = self.pgid;
             let record = self.record.take();
             let cleanup = tokio::task::spawn_blocking(move || {
-                let killed = supervisor::kill_marked(&marker, pgid);
+                let killed = platform::kill_escaped(&marker, pgid);
                 remove_record(record);
                 killed
             });
@@ -241,22 +232,22 @@ impl ChildProcess {
     /// Kills the whole group and reaps the leader.
     pub async fn kill(&mut self) -> io::Result<ExitStatus> {
         if !self.group_finished {
-            kill_group(self.pgid);
+            platform::kill_group(self.child.as_mut(), self.pgid);
         }
         self.wait().await
     }
 
     /// SIGTERM to the whole group (a polite stop; [`ChildProcess::kill`] follows after a
     /// grace). Nothing once the group is finished.
-    pub fn terminate(&self) {
+    pub fn terminate(&mut self) {
         if !self.group_finished {
-            signal_group(self.pgid, libc::SIGTERM);
+            platform::terminate_group(self.child.as_mut(), self.pgid);
         }
     }
 
     fn finish_group(&mut self) {
         if !self.group_finished {
-            kill_group(self.pgid);
+            platform::kill_group(self.child.as_mut(), self.pgid);
             self.group_finished = true;
         }
     }
@@ -267,8 +258,8 @@ impl Drop for ChildProcess {
     /// here, synchronously; a `/proc` scan and an unlink are short.
     fn drop(&mut self) {
         if !self.group_finished {
-            kill_group(self.pgid);
-            supervisor::kill_marked(&self.marker, self.pgid);
+            platform::kill_group(self.child.as_mut(), self.pgid);
+            platform::kill_escaped(&self.marker, self.pgid);
             remove_record(self.record.take());
         }
         if let Some(logger) = self.stderr_logger.take() {
@@ -277,94 +268,16 @@ impl Drop for ChildProcess {
     }
 }
 
-/// SIGKILL to every process of group `pgid`; a group that is already gone is fine.
-fn kill_group(pgid: i32) {
-    signal_group(pgid, libc::SIGKILL);
-}
+#[cfg(unix)]
+use platform::try_in_child;
 
-/// `signal` to every process of group `pgid`; a group that is already gone is fine.
-fn signal_group(pgid: i32, signal: libc::c_int) {
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: killpg only sends a signal; the pgid is that of a group this process created.
-    let result = unsafe { libc::killpg(pgid, signal) };
-    if result != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::ESRCH) {
-            tracing::warn!(pgid, %error, "could not kill process group");
-        }
-    }
-}
-
-/// In the child before exec: its own process group first (so even a child that fails from here
-/// on is a group leader, which the orphan reaper never touches), then SIGKILL when the daemon
-/// dies, and give up if it already has. A privileged daemon (root) also takes
-/// [`CAPS_THAT_OPEN_THE_DAEMON`] out of the child's bounding set (gone after exec): with any of
-/// them, root's tools could still read the non-dumpable daemon's environment and memory
-/// (`daemon::harden_process`). Without the privilege to drop them there is nothing to drop, so
-/// that failure is ignored.
-fn die_with_the_daemon(daemon: i32) -> io::Result<()> {
-    // SAFETY: setpgid, prctl and getppid are async-signal-safe and touch only this process.
-    unsafe {
-        if libc::setpgid(0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for capability in CAPS_THAT_OPEN_THE_DAEMON {
-            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
-        }
-        if libc::getppid() != daemon {
-            return Err(io::Error::other("agentd exited while starting the process"));
-        }
-    }
-    Ok(())
-}
-
-/// Capabilities that let a process read a non-dumpable process's `/proc/<pid>/environ`, `maps`
-/// and `mem` (checked on Linux 6.18: `CAP_SYS_PTRACE`, and `CAP_SYS_ADMIN` or `CAP_PERFMON`
-/// through `perfmon_capable`), by number from `<linux/capability.h>`; the libc crate does not
-/// name them. Tools of a root daemon run without them.
-const CAPS_THAT_OPEN_THE_DAEMON: [libc::c_ulong; 3] = [19, 21, 38];
-
-/// Runs `program args` as a short-lived child (in its own process group, so the orphan
-/// reaper leaves it to us) with `setup` before exec: Ok when the child exited 0, else what it
-/// said on stderr. How the sandbox finds out, once, what the kernel lets a child do.
-pub(crate) async fn try_in_child(
-    program: OsString,
-    args: Vec<OsString>,
-    setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
-) -> io::Result<()> {
-    // The sandbox's probes: a child of the process wrapper's own (clippy.toml).
-    #[allow(clippy::disallowed_methods)]
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .current_dir("/")
-        .env_clear()
-        .envs(scrubbed_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: `setup` is the caller's async-signal-safe hook (see its contract).
-    unsafe {
-        command.pre_exec(setup);
-    }
-    let output = command.output().await?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let said = String::from_utf8_lossy(&output.stderr);
-    let said = said.trim();
-    Err(io::Error::other(if said.is_empty() {
-        format!("the probe exited with {}", output.status)
-    } else {
-        said.chars().take(300).collect()
-    }))
+/// When agentd was started as the sandbox's helper (`agentd __sandbox-exec`, Linux), runs it
+/// and returns its exit code; None for an ordinary start (always, where there is no helper).
+pub fn main_if_sandbox_helper() -> Option<std::process::ExitCode> {
+    #[cfg(unix)]
+    return sandbox_exec::main_if_helper();
+    #[cfg(not(unix))]
+    None
 }
 
 fn remove_record(record: Option<PathBuf>) {

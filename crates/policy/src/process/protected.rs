@@ -11,7 +11,6 @@
 //! namespace), is found by the snapshot and said in the tool result: configuration written by a
 //! command must not apply unseen.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Names, relative to each project directory, whose content changes what runs or what is
@@ -231,12 +230,19 @@ fn identity(path: &Path) -> Option<Identity> {
         .is_symlink()
         .then(|| std::fs::read_link(path).ok())
         .flatten();
+    let (device, inode, mode) = agentd_core::platform::identity(&meta);
+    let modified_ns = meta.modified().ok().map_or(0, |modified| {
+        match modified.duration_since(std::time::UNIX_EPOCH) {
+            Ok(after) => i128::try_from(after.as_nanos()).unwrap_or(i128::MAX),
+            Err(before) => -i128::try_from(before.duration().as_nanos()).unwrap_or(i128::MAX),
+        }
+    });
     Some(Identity {
-        device: meta.dev(),
-        inode: meta.ino(),
-        mode: meta.mode(),
-        size: meta.size(),
-        modified_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        device,
+        inode,
+        mode,
+        size: meta.len(),
+        modified_ns,
         target,
     })
 }

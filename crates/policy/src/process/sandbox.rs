@@ -33,68 +33,7 @@ use super::ProcessSpec;
 pub use super::confine::Confinement;
 pub(crate) use super::confine::Namespaces;
 use super::confine::ReadOnlyMounts;
-
-/// `[sandbox]` of config.toml.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SandboxConfig {
-    /// `enabled = false` runs the shell unconfined (the permission mode never does).
-    pub enabled: bool,
-    /// `network = false` denies the shell TCP bind and connect where Landlock can (ABI ≥ 4).
-    pub network: bool,
-    /// Absolute directories the shell may write besides the workspace and the temp dir.
-    pub writable: Vec<PathBuf>,
-    /// Environment variables passed to the shell besides the scrubbed basics (API keys stay
-    /// out unless listed here).
-    pub pass_env: Vec<String>,
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            network: true,
-            writable: Vec::new(),
-            pass_env: Vec::new(),
-        }
-    }
-}
-
-/// `[sandbox]` as written in config.toml.
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxSection {
-    enabled: Option<bool>,
-    network: Option<bool>,
-    #[serde(default)]
-    writable: Vec<PathBuf>,
-    #[serde(default)]
-    pass_env: Vec<String>,
-}
-
-impl SandboxSection {
-    /// The configuration it sets: `~/x` in `writable` is below `home`, and every path there
-    /// must be absolute (the error names the key and what to write).
-    pub fn resolve(mut self, home: Option<PathBuf>) -> Result<SandboxConfig, String> {
-        for dir in &mut self.writable {
-            if let (Ok(rest), Some(home)) = (dir.strip_prefix("~"), &home) {
-                *dir = home.join(rest);
-            }
-        }
-        if let Some(relative) = self.writable.iter().find(|dir| !dir.is_absolute()) {
-            return Err(format!(
-                "sandbox.writable: {} is not an absolute path; write the full path (or ~/…)",
-                relative.display()
-            ));
-        }
-        let defaults = SandboxConfig::default();
-        Ok(SandboxConfig {
-            enabled: self.enabled.unwrap_or(defaults.enabled),
-            network: self.network.unwrap_or(defaults.network),
-            writable: self.writable,
-            pass_env: self.pass_env,
-        })
-    }
-}
+pub use super::sandbox_config::{SandboxConfig, SandboxSection};
 
 /// Devices a shell writes or opens for writing in ordinary use; directories among them are
 /// writable below.
@@ -259,17 +198,8 @@ impl ShellSandbox {
     }
 
     /// The shell's environment: `base` plus the `[sandbox] pass_env` variables the daemon has.
-    pub(crate) fn shell_env(
-        &self,
-        mut base: Vec<(OsString, OsString)>,
-    ) -> Vec<(OsString, OsString)> {
-        for name in &self.config.pass_env {
-            if let Some(value) = std::env::var_os(name) {
-                base.retain(|(existing, _)| existing.as_os_str() != name.as_str());
-                base.push((name.into(), value));
-            }
-        }
-        base
+    pub(crate) fn shell_env(&self, base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+        super::sandbox_config::with_pass_env(&self.config, base)
     }
 
     /// `spec` (a shell in the workspace `spec.cwd`) confined: its environment with `pass_env`,
