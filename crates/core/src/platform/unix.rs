@@ -41,15 +41,15 @@ pub fn dir_mode(builder: &mut DirBuilder, mode: u32) -> &mut DirBuilder {
     builder.mode(mode)
 }
 
-/// Opens neither through a symlink at the last component nor waiting on a FIFO, and no child
-/// inherits the descriptor.
+/// Opens neither through a symlink at the last component nor waiting on a FIFO, never makes a
+/// terminal the controlling one, and no child inherits the descriptor.
 pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
-    options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC)
 }
 
 /// Opens without waiting on a FIFO (symlinks followed), and no child inherits the descriptor.
 pub fn non_blocking(options: &mut OpenOptions) -> &mut OpenOptions {
-    options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
 }
 
 /// Whether `error` is the refusal of [`no_follow`] to open a symlink.
@@ -92,4 +92,28 @@ pub fn real_path(file: &File, _opened_as: &Path) -> io::Result<PathBuf> {
 /// what tells one file from another that took its name.
 pub fn identity(metadata: &Metadata) -> (u64, u64, u32) {
     (metadata.dev(), metadata.ino(), metadata.mode())
+}
+
+/// What a special file (neither a regular file nor a directory) is, for a tool's refusal.
+pub fn special_file_name(file_type: &FileType) -> &'static str {
+    if file_type.is_fifo() {
+        "named pipe (FIFO)"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+/// The path whose bytes `bytes` are (as a program such as git prints them).
+pub fn path_from_bytes(bytes: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// The signal that ended a process, if one did.
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
 }

@@ -105,3 +105,19 @@ pub fn identity(metadata: &Metadata) -> (u64, u64, u32) {
     };
     (0, 0, kind | mode_of(metadata))
 }
+
+/// What a special file (neither a regular file nor a directory) is, for a tool's refusal.
+pub fn special_file_name(_file_type: &FileType) -> &'static str {
+    "special file"
+}
+
+/// The path whose bytes `bytes` are (as a program such as git prints them: UTF-8 on Windows);
+/// bytes that are not UTF-8 name no file, and give the replacement character.
+pub fn path_from_bytes(bytes: &[u8]) -> &Path {
+    Path::new(std::str::from_utf8(bytes).unwrap_or("\u{fffd}"))
+}
+
+/// No signals on Windows.
+pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}

@@ -173,7 +173,7 @@ pub(crate) fn usable(location: &Location) -> Result<(), String> {
             "{} is not a directory of ours (uid {} owns it, or it is a file), and memory is kept \
              only in a directory of agentd's own; remove it (agentd makes it again)",
             dir.display(),
-            std::os::unix::fs::MetadataExt::uid(&metadata)
+            agentd_core::platform::owner_of(&metadata)
         ));
     }
     Ok(())

@@ -72,13 +72,11 @@ impl RelPath {
     }
 
     pub fn as_path(&self) -> &Path {
-        use std::os::unix::ffi::OsStrExt;
-        Path::new(std::ffi::OsStr::from_bytes(&self.0))
+        agentd_core::platform::path_from_bytes(&self.0)
     }
 
     fn from_path(path: &Path) -> RelPath {
-        use std::os::unix::ffi::OsStrExt;
-        RelPath(path.as_os_str().as_bytes().to_vec())
+        RelPath(path.as_os_str().as_encoded_bytes().to_vec())
     }
 }
 
@@ -309,8 +307,7 @@ impl Checkpoints {
 /// The store's directory name for `root`: a hash of the path (stable across releases).
 fn store_name(root: &Path) -> String {
     use sha2::Digest;
-    use std::os::unix::ffi::OsStrExt;
-    let digest = sha2::Sha256::digest(root.as_os_str().as_bytes());
+    let digest = sha2::Sha256::digest(root.as_os_str().as_encoded_bytes());
     digest[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -329,8 +326,7 @@ async fn init(dir: &Path, git: &Git) -> Result<(), CheckpointError> {
         let recorded = git_dir.join("agentd-root");
         match std::fs::read(&recorded) {
             Ok(bytes) => {
-                use std::os::unix::ffi::OsStrExt;
-                if bytes != root.as_os_str().as_bytes() {
+                if bytes != root.as_os_str().as_encoded_bytes() {
                     return Err(CheckpointError::Internal(format!(
                         "the checkpoint store {} belongs to another workspace",
                         git_dir.display()
@@ -354,7 +350,6 @@ async fn init(dir: &Path, git: &Git) -> Result<(), CheckpointError> {
     let git_dir = git.git_dir.clone();
     let root = git.work_tree.clone();
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use std::os::unix::ffi::OsStrExt;
         agentd_core::atomic_file::replace_atomically(
             &git_dir.join("config"),
             STORE_CONFIG.as_bytes(),
@@ -362,7 +357,7 @@ async fn init(dir: &Path, git: &Git) -> Result<(), CheckpointError> {
         )?;
         agentd_core::atomic_file::replace_atomically(
             &git_dir.join("agentd-root"),
-            root.as_os_str().as_bytes(),
+            root.as_os_str().as_encoded_bytes(),
             0o600,
         )
     })

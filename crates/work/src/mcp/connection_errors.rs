@@ -154,8 +154,7 @@ pub(super) fn without_type_names(text: &str) -> String {
 
 /// "exited with status 1", "was killed by signal 9".
 pub(super) fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    match (status.code(), agentd_core::platform::exit_signal(&status)) {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => format!("ended ({status})"),

@@ -9,7 +9,6 @@
 #![allow(deprecated)]
 
 use std::fmt::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rmcp::model::{ClientCapabilities, ListRootsResult, Root};
@@ -45,7 +44,7 @@ pub(super) fn capabilities() -> ClientCapabilities {
 /// percent-encoded (RFC 3986, RFC 8089).
 fn file_uri(path: &Path) -> String {
     let mut uri = String::from("file://");
-    for &byte in path.as_os_str().as_bytes() {
+    for &byte in path.as_os_str().as_encoded_bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             uri.push(char::from(byte));
         } else {

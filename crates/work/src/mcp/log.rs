@@ -421,16 +421,15 @@ struct OpenLog {
 
 /// Opens (creating 0600) `path` for appending, in a private (0700) directory. Blocking.
 fn open_private_append(path: &Path) -> anyhow::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         agentd_core::paths::prepare_private_dir(dir)?;
     }
     agentd_core::regular_file::open_with(
         path,
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(agentd_core::paths::PRIVATE_FILE_MODE),
+        agentd_core::platform::create_mode(
+            std::fs::OpenOptions::new().append(true).create(true),
+            agentd_core::paths::PRIVATE_FILE_MODE,
+        ),
     )
 }
 

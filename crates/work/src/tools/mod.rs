@@ -21,6 +21,11 @@ mod task_tools;
 mod text_file;
 mod todo;
 mod typed;
+mod write_limits;
+#[cfg(unix)]
+mod write_target;
+#[cfg(windows)]
+#[path = "write_target_windows.rs"]
 mod write_target;
 
 use std::collections::BTreeMap;

@@ -135,12 +135,14 @@ async fn run_shell(params: RunShellParams, ctx: &ToolContext) -> Result<ToolOutp
         }
     }
     let (footer, is_error) = match ending {
-        Ending::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
-            (Some(0), _) => ("[exit code 0]".to_owned(), false),
-            (Some(code), _) => (format!("[exit code {code}]"), true),
-            (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
-            (None, None) => ("[exited]".to_owned(), true),
-        },
+        Ending::Exited(Ok(status)) => {
+            match (status.code(), agentd_core::platform::exit_signal(&status)) {
+                (Some(0), _) => ("[exit code 0]".to_owned(), false),
+                (Some(code), _) => (format!("[exit code {code}]"), true),
+                (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
+                (None, None) => ("[exited]".to_owned(), true),
+            }
+        }
         Ending::Exited(Err(error)) => (format!("[could not wait for the command: {error}]"), true),
         Ending::TimedOut => (
             format!(
@@ -204,11 +206,6 @@ async fn run_in_background(command: String, ctx: &ToolContext) -> Result<ToolOut
          (and its exit code) with task_get; stop it with task_stop.",
         id = task_id
     )))
-}
-
-#[cfg(unix)]
-fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
 }
 
 /// Reads `reader` into `buffer` until its end, or until `drain` after `ended` fired; false

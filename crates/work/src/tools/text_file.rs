@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Why a path cannot be read as a text file.
@@ -26,7 +25,7 @@ pub(crate) enum OpenError {
 pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
     // A first look by path, so a device is refused without even opening it.
     check_kind(&std::fs::metadata(path)?.file_type())?;
-    open_checked(path, 0)
+    open_checked(path, agentd_core::platform::non_blocking)
 }
 
 /// [`open_regular`] for a file a walk found (and the read filter judged) as a regular file:
@@ -34,14 +33,14 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
 /// a file the filter would have withheld.
 pub(crate) fn open_found_regular(path: &Path) -> Result<File, OpenError> {
     check_kind(&std::fs::symlink_metadata(path)?.file_type())?;
-    open_checked(path, libc::O_NOFOLLOW)
+    open_checked(path, agentd_core::platform::no_follow)
 }
 
-fn open_checked(path: &Path, extra_flags: libc::c_int) -> Result<File, OpenError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | extra_flags)
-        .open(path)?;
+fn open_checked(
+    path: &Path,
+    flags: fn(&mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions,
+) -> Result<File, OpenError> {
+    let file = flags(std::fs::OpenOptions::new().read(true)).open(path)?;
     check_kind(&file.metadata()?.file_type())?;
     Ok(file)
 }
@@ -66,16 +65,9 @@ pub(crate) fn check_kind(kind: &std::fs::FileType) -> Result<(), OpenError> {
     if kind.is_file() {
         return Ok(());
     }
-    let name = if kind.is_fifo() {
-        "named pipe (FIFO)"
-    } else if kind.is_socket() {
-        "socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "device"
-    } else {
-        "special file"
-    };
-    Err(OpenError::NotRegular(name))
+    Err(OpenError::NotRegular(
+        agentd_core::platform::special_file_name(kind),
+    ))
 }
 
 /// Lines of a file read with a byte budget per line: at most `keep` bytes of each line are

@@ -13,10 +13,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
+use super::write_limits::{check_limits, escapes};
 use agentd_core::atomic_file::{c_name, open_at, stat_at};
-use agentd_core::workspace::{
-    PROTECTED_PATHS, display_path, is_notes_name, notes_through_link, protected_component,
-};
+use agentd_core::workspace::{display_path, is_notes_name, notes_through_link};
 
 /// Times a lookup is retried when the kernel reports a rename raced with it (`EAGAIN`).
 const LOOKUP_RETRIES: usize = 8;
@@ -129,29 +128,6 @@ impl WriteTarget {
             &options,
         )
     }
-}
-
-/// The hard limits on the path a write really reaches.
-fn check_limits(real: &Path, workspace: &Path, path: &str) -> Result<(), String> {
-    if !real.starts_with(workspace) {
-        return Err(escapes(path, real, workspace));
-    }
-    if let Some(protected) = protected_component(real, workspace) {
-        return Err(format!(
-            "{path}: `{protected}` is protected (the path leads there through a symlink); \
-             tools never write {PROTECTED_PATHS}, whatever the rules or mode"
-        ));
-    }
-    Ok(())
-}
-
-fn escapes(path: &str, real: &Path, workspace: &Path) -> String {
-    format!(
-        "path escapes the workspace: {path} resolves to {}, outside {}; file tools only work \
-         under the workspace root",
-        real.display(),
-        workspace.display()
-    )
 }
 
 fn lookup_error(path: &str, workspace: &Path, error: &io::Error) -> String {
