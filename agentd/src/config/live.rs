@@ -69,7 +69,7 @@ pub enum FileState {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fingerprint {
     /// None: no file (or it cannot be inspected).
-    identity: Option<(u64, u64, u64, i64, i64)>,
+    identity: Option<(u64, u64, u64, Option<std::time::SystemTime>)>,
 }
 
 /// What a reload did.
@@ -101,16 +101,10 @@ pub struct Reload {
 impl Fingerprint {
     /// The fingerprint of what `std::fs::metadata` said of the file.
     pub fn of(metadata: std::io::Result<std::fs::Metadata>) -> Fingerprint {
-        use std::os::unix::fs::MetadataExt;
         Fingerprint {
             identity: metadata.ok().map(|meta| {
-                (
-                    meta.dev(),
-                    meta.ino(),
-                    meta.len(),
-                    meta.mtime(),
-                    meta.mtime_nsec(),
-                )
+                let (device, inode, _) = agentd_core::platform::identity(&meta);
+                (device, inode, meta.len(), meta.modified().ok())
             }),
         }
     }

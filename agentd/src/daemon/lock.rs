@@ -1,11 +1,12 @@
-//! Single instance per socket: an exclusive `flock` on a lock file beside the socket. Whoever
+//! Single instance per socket: an exclusive lock (`File::try_lock`: `flock` on Unix,
+//! `LockFileEx` on Windows) on a lock file beside the socket (for a named pipe, in the temp
+//! dir). Whoever
 //! holds it owns the socket path; the kernel drops the lock when the process dies, so a crash
 //! never leaves the path locked. A lock file that exists is one an agentd left (empty or a
 //! pid); anything else at that path is someone's file and is never overwritten.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -19,23 +20,25 @@ pub struct InstanceLock {
 impl InstanceLock {
     /// Take the lock or explain who holds it.
     pub fn acquire(path: &Path, socket: &Path) -> Result<InstanceLock> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        use agentd_core::platform;
         let mut file = agentd_core::regular_file::open_with(
             path,
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600),
+            platform::create_mode(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+                0o600,
+            ),
         )
         .with_context(|| format!("cannot use lock file {}", path.display()))?;
         let meta = file.metadata()?;
-        if meta.uid() != agentd_core::regular_file::current_uid() {
+        let owner = platform::owner_of(&meta);
+        if owner != platform::current_uid() {
             bail!(
-                "lock file {} belongs to another user (uid {}); choose a socket path in a directory of your own",
+                "lock file {} belongs to another user (uid {owner}); choose a socket path in a directory of your own",
                 path.display(),
-                meta.uid()
             );
         }
         if !looks_like_a_lock_file(&mut file, meta.len()) {
@@ -44,11 +47,8 @@ impl InstanceLock {
                 path.display()
             );
         }
-        // SAFETY: flock on a valid open descriptor has no memory-safety preconditions.
-        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if locked != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        if let Err(err) = file.try_lock() {
+            if matches!(err, std::fs::TryLockError::WouldBlock) {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
@@ -62,7 +62,8 @@ impl InstanceLock {
                     socket.display()
                 );
             }
-            return Err(err).with_context(|| format!("cannot lock {}", path.display()));
+            return Err(std::io::Error::from(err))
+                .with_context(|| format!("cannot lock {}", path.display()));
         }
         file.set_len(0)?;
         file.rewind()?;

@@ -2,25 +2,23 @@
 //! socket, signals, and the graceful drain that ends with the socket removed and exit 0.
 //! The socket is 0600, its dir made 0700 only when the daemon creates it; a socket passed by
 //! systemd is served and never unlinked. The process is hardened before any thread starts
-//! (`harden_process`: not dumpable, no core file). A stop interrupts runs, then drains
+//! (`platform::harden_process`: not dumpable, no core file). What differs per platform (the
+//! socket or named pipe, signals, systemd) is in [`crate::platform`]. A stop interrupts runs, then drains
 //! in-flight requests, all within [`STOP_DEADLINE`]; a second signal exits at once.
 
 mod lock;
 pub mod service;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result, bail};
-use futures::StreamExt;
-use interprocess::local_socket::traits::tokio::Stream as _;
-use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
-use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 pub use lock::InstanceLock;
 
+use crate::platform;
 use crate::server::{self, ConnectionStats, ServerLimits};
 use crate::session::{SessionDeps, SessionManager};
 use crate::state::DaemonState;
@@ -38,14 +36,9 @@ pub struct DaemonOptions {
 pub async fn run(options: DaemonOptions) -> Result<()> {
     let paths = Paths::resolve(options.socket.as_deref())?;
     let limits = ServerLimits::from_env()?;
-    let socket_dir = paths
-        .socket
-        .parent()
-        .context("the socket path has no parent directory")?;
-    paths::prepare_socket_dir(socket_dir)?;
     // Before the lock file is created beside it: a path that holds anything but a socket is
     // refused (checked again under the lock, where a stale socket is removed).
-    existing_socket(&paths.socket)?;
+    platform::prepare_endpoint(&paths.socket)?;
     // Transcripts: private whatever the umask, and so is the state dir above them (logging
     // prepared it already when `run_main` started the daemon). The data dir holds the user's
     // memory stores: private too, before anything is written there.
@@ -66,11 +59,11 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         tracing::info!(dir = %paths.data_dir.display(), "made the data directory private (0700)");
     }
 
-    raise_open_file_limit();
+    platform::raise_open_file_limit();
     // Before the activation variables are read: whether systemd runs us, for `daemon/status`.
     let service_unit = service::systemd_unit();
     let executable = std::env::current_exe().ok();
-    let activated = activated_listener()?;
+    let activated = platform::activated_listener()?;
     let _lock = InstanceLock::acquire(&paths.lock, &paths.socket)?;
     // A socket systemd handed over is systemd's: never replaced, never removed by us.
     let owns_socket = activated.is_none();
@@ -83,8 +76,8 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
             listener
         }
         None => {
-            remove_stale_socket(&paths.socket).await?;
-            let listener = bind(&paths.socket)?;
+            platform::remove_stale_endpoint(&paths.socket).await?;
+            let listener = platform::bind(&paths.socket)?;
             tracing::info!(socket = %paths.socket.display(), pid = std::process::id(), "agentd listening");
             listener
         }
@@ -128,9 +121,9 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         executable,
     });
     let module = crate::rpc::build(state.clone())?;
-    let signals = spawn_signal_listener(shutdown.clone(), sessions.clone())?;
+    let signals = platform::spawn_signal_listener(shutdown.clone(), sessions.clone())?;
     // Under systemd (Type=notify) say we are ready; elsewhere this does nothing.
-    notify_systemd(&[sd_notify::NotifyState::Ready]);
+    platform::notify_ready();
 
     // Runs are interrupted as soon as the stop begins, while clients are still connected to
     // see their `runFinished`: connections are closed only once the runs have stopped (new
@@ -142,7 +135,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
         let close_connections = close_connections.clone();
         tokio::spawn(async move {
             shutdown.cancelled().await;
-            notify_systemd(&[sd_notify::NotifyState::Stopping]);
+            platform::notify_stopping();
             let mcp = sessions.mcp();
             // Top-level runs are suspended first (they resume at the next start), before a
             // subagent they wait for is stopped under them. Then tasks: subagents are
@@ -190,11 +183,7 @@ pub async fn run(options: DaemonOptions) -> Result<()> {
     let _ = reaper.await;
     // The listener unlinks the path it created when dropped; make sure, in case it did not.
     if owns_socket {
-        match std::fs::remove_file(&paths.socket) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => tracing::warn!(%err, "cannot remove the socket file"),
-        }
+        platform::remove_endpoint(&paths.socket);
     }
     tracing::info!("agentd stopped");
     Ok(())
@@ -322,162 +311,4 @@ fn tool_registry(
     tools.register(Arc::new(agentd_work::tools::TaskOutputTool(tasks.clone())));
     tools.register(Arc::new(agentd_work::tools::TaskStop(tasks.clone())));
     tools
-}
-
-/// Whether a socket file is at `socket`. Refuses a path that holds anything else (a regular
-/// file, a directory, a symlink): it is somebody's, and the daemon never removes it.
-fn existing_socket(socket: &Path) -> Result<bool> {
-    use std::os::unix::fs::FileTypeExt;
-    let meta = match std::fs::symlink_metadata(socket) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(err) => {
-            return Err(err).with_context(|| format!("cannot inspect {}", socket.display()));
-        }
-    };
-    if !meta.file_type().is_socket() {
-        bail!(
-            "{} exists and is not a socket ({}); agentd will not replace it: move it away or choose another socket path (--socket or AGENTD_SOCKET)",
-            socket.display(),
-            agentd_core::regular_file::kind_of(&meta.file_type())
-        );
-    }
-    Ok(true)
-}
-
-/// A socket file nobody answers on is left over from a crash: remove it. One that answers
-/// belongs to a live daemon that does not hold our lock (another version): refuse. Anything
-/// that is not a socket is refused, never removed.
-async fn remove_stale_socket(socket: &Path) -> Result<()> {
-    if !existing_socket(socket)? {
-        return Ok(());
-    }
-    let name = socket.to_fs_name::<GenericFilePath>()?;
-    let connect = interprocess::local_socket::tokio::Stream::connect(name);
-    if let Ok(Ok(_stream)) = tokio::time::timeout(Duration::from_secs(2), connect).await {
-        bail!(
-            "another agentd answers on {}; stop it first (`agentctl daemon stop`)",
-            socket.display()
-        );
-    }
-    tracing::info!(socket = %socket.display(), "removing stale socket");
-    std::fs::remove_file(socket)
-        .with_context(|| format!("cannot remove stale socket {}", socket.display()))
-}
-
-/// The listening socket systemd passed by socket activation (`systemd/agentd.socket`), if any.
-fn activated_listener() -> Result<Option<interprocess::local_socket::tokio::Listener>> {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let mut fds = sd_notify::listen_fds()
-        .context("systemd passed unusable LISTEN_FDS/LISTEN_PID variables")?;
-    let Some(fd) = fds.next() else {
-        return Ok(None);
-    };
-    // SAFETY: systemd passed this descriptor to this process (LISTEN_PID matched) and nothing
-    // else takes ownership of it.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let listener = interprocess::os::unix::uds_local_socket::tokio::Listener::try_from(owned)
-        .context("the socket systemd passed is not a listening Unix socket")?;
-    Ok(Some(interprocess::local_socket::tokio::Listener::from(
-        listener,
-    )))
-}
-
-/// Keep tools (processes of the same user) out of the daemon: not dumpable, so `/proc/<pid>/`
-/// `environ`, `mem` and `maps` become root's and ptrace is refused (the provider keys in the
-/// daemon's environment stay private), and no core file that would hold them. Codex does the
-/// same. What the daemon reads of `/proc` is other processes' `stat` and `environ` (its own
-/// entry is never read), and `stat` stays readable to all. A failure is logged, not fatal.
-pub fn harden_process() {
-    // SAFETY: prctl with PR_SET_DUMPABLE only changes this process's attributes.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "cannot make the daemon non-dumpable; tools may read its environment and memory"
-        );
-    }
-    let no_core = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: setrlimit only reads the struct passed.
-    if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) } != 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "cannot disable core dumps of the daemon"
-        );
-    }
-}
-
-/// Each loaded session keeps its log open and each client holds a socket: raise the soft limit
-/// on open files to the hard limit, as long-lived servers do, so hundreds of sessions fit.
-fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
-        {
-            return;
-        }
-        let wanted = libc::rlimit {
-            rlim_cur: limit.rlim_max,
-            rlim_max: limit.rlim_max,
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
-            tracing::debug!("cannot raise the open-file limit");
-        }
-    }
-}
-
-fn notify_systemd(state: &[sd_notify::NotifyState<'_>]) {
-    if let Err(err) = sd_notify::notify(state) {
-        tracing::debug!(%err, "cannot notify systemd");
-    }
-}
-
-fn bind(socket: &Path) -> Result<interprocess::local_socket::tokio::Listener> {
-    use std::os::unix::fs::PermissionsExt;
-    let name = socket.to_fs_name::<GenericFilePath>()?;
-    let listener = ListenerOptions::new()
-        .name(name)
-        .mode(0o600)
-        .try_overwrite(false)
-        .create_tokio()
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    // `mode` is applied through the umask on some systems; set it explicitly too.
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot make {} private (0600)", socket.display()))?;
-    Ok(listener)
-}
-
-/// SIGTERM and SIGINT stop the daemon gracefully; SIGHUP reads config.toml again.
-fn spawn_signal_listener(
-    shutdown: CancellationToken,
-    sessions: Arc<SessionManager>,
-) -> Result<signal_hook_tokio::Handle> {
-    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook_tokio::Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .context("cannot install signal handlers")?;
-    let handle = signals.handle();
-    tokio::spawn(async move {
-        while let Some(signal) = signals.next().await {
-            if signal == SIGHUP {
-                tracing::info!("SIGHUP received; reading the configuration again");
-                sessions
-                    .reload_config(crate::session::config_reload::ReloadTrigger::Signal)
-                    .await;
-                continue;
-            }
-            if shutdown.is_cancelled() {
-                tracing::warn!(signal, "second stop signal: exiting now");
-                std::process::exit(1);
-            }
-            tracing::info!(signal, "stop signal received; shutting down");
-            shutdown.cancel();
-        }
-    });
-    Ok(handle)
 }

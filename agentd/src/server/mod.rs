@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use interprocess::local_socket::tokio::{Listener, Stream};
-use interprocess::local_socket::traits::StreamCommon as _;
 use interprocess::local_socket::traits::tokio::Listener as _;
 use jsonrpsee::Methods;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -198,11 +197,7 @@ pub async fn serve(
                 }
             },
         };
-        if let Err(uid) = check_peer(&stream) {
-            let message = format!(
-                "connection refused: this daemon serves only uid {}, not uid {uid}",
-                agentd_core::regular_file::current_uid()
-            );
+        if let Err(message) = crate::platform::check_peer(&stream) {
             refuse_bounded(
                 &connections,
                 &refusals,
@@ -282,25 +277,6 @@ pub async fn serve(
     drop(listener);
     connections.close();
     connections.wait().await;
-}
-
-/// Refuse connections from other users (the socket is 0600, this is defence in depth): the
-/// peer's uid when it is not ours (or unknown).
-fn check_peer(stream: &Stream) -> Result<(), String> {
-    match stream.peer_creds() {
-        Ok(creds) => match creds.euid() {
-            Some(uid) if uid == agentd_core::regular_file::current_uid() => Ok(()),
-            Some(uid) => {
-                tracing::warn!(uid, "refused a connection from another user");
-                Err(uid.to_string())
-            }
-            None => Ok(()),
-        },
-        Err(err) => {
-            tracing::warn!(%err, "cannot read peer credentials; refusing the connection");
-            Err("unknown".to_owned())
-        }
-    }
 }
 
 /// Answer a refused connection in a task while fewer than `max_refusals` are being answered;

@@ -44,17 +44,18 @@ pub(crate) async fn mark_active(paths: &Paths, session_id: &str) {
 }
 
 fn create_marker(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map(drop)
+    agentd_core::platform::create_mode(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true),
+        0o600,
+    )
+    .open(path)
+    .map(drop)
 }
 
 /// Note that `session_id` has no active run any more.

@@ -103,15 +103,14 @@ impl LogFile {
 }
 
 /// A file that did not exist (a symlink or anything else there is refused), private (0600)
-/// and closed on exec, opened with `options`.
+/// and closed on exec (as std opens every file), opened with `options`.
 fn open_new(path: &Path, options: &mut std::fs::OpenOptions) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    options
-        .create_new(true)
-        .mode(agentd_core::paths::PRIVATE_FILE_MODE)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))
+    agentd_core::platform::create_mode(
+        options.create_new(true),
+        agentd_core::paths::PRIVATE_FILE_MODE,
+    )
+    .open(path)
+    .with_context(|| format!("cannot create {}", path.display()))
 }
 
 /// `write_all`, through the test-only write fault seam (`test_seam::write_fault`, which fails

@@ -338,10 +338,7 @@ pub async fn run_to_file(
     match status {
         None => ShellEnding::Stopped,
         Some(Err(error)) => ShellEnding::Failed(format!("cannot wait for the command: {error}")),
-        Some(Ok(status)) => match (
-            status.code(),
-            std::os::unix::process::ExitStatusExt::signal(&status),
-        ) {
+        Some(Ok(status)) => match (status.code(), agentd_core::platform::exit_signal(&status)) {
             (Some(code), _) => ShellEnding::Exited(code),
             (None, Some(signal)) => ShellEnding::Signalled(signal),
             (None, None) => ShellEnding::Failed("the command ended without a code".to_owned()),

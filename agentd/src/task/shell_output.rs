@@ -176,13 +176,9 @@ impl OutputFile {
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent).await?;
         }
-        let file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .await?;
+        let mut options = std::fs::OpenOptions::new();
+        agentd_core::platform::create_mode(options.write(true).create(true).truncate(true), 0o600);
+        let file = tokio::fs::OpenOptions::from(options).open(&path).await?;
         Ok(Self {
             path,
             kept: HeadTailBuffer::new(max_bytes.max(2)),
