@@ -9,7 +9,7 @@ mod allocator;
 mod config;
 pub mod daemon;
 mod extension;
-pub mod platform;
+
 mod rpc;
 pub mod server;
 mod session;
@@ -24,7 +24,7 @@ pub fn run_main(options: daemon::DaemonOptions) -> anyhow::Result<()> {
     let _log_guard = agentd_core::logging::init(&paths.log_dir)?;
     agentd_core::logging::install_panic_hook();
     // Before any thread or tool starts: tools must not read the daemon's memory or environment.
-    platform::harden_process();
+    server::os::harden_process();
     agentd_core::test_seam::init_from_env();
     allocator::configure();
     let runtime = tokio::runtime::Builder::new_multi_thread()

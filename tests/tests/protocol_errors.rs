@@ -135,6 +135,16 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "agentd's own startup refusal, printed on the stderr of whoever started it",
     ),
     (
+        "server/os/unix.rs",
+        "agentd's own startup refusal (a live daemon on the socket), printed on the stderr of \
+         whoever started it",
+    ),
+    (
+        "server/os/windows.rs",
+        "agentd's own startup refusal (a live daemon on the pipe), printed on the stderr of \
+         whoever started it",
+    ),
+    (
         "trust.rs",
         "the warning of a file withheld for trust (its allow rules, mode or MCP servers) names the \
          commands to review and trust it (issue 8 asks for them); it names no wire method, which \

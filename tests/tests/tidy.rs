@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
+            "platform",
             "answerers",
             "test_seam",
             "text_position",

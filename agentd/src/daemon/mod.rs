@@ -7,6 +7,7 @@
 //! in-flight requests, all within [`STOP_DEADLINE`]; a second signal exits at once.
 
 mod lock;
+
 pub mod service;
 
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use lock::InstanceLock;
 
-use crate::platform;
+use crate::server::os as platform;
 use crate::server::{self, ConnectionStats, ServerLimits};
 use crate::session::{SessionDeps, SessionManager};
 use crate::state::DaemonState;

@@ -4,6 +4,7 @@
 
 pub mod connection;
 pub mod line;
+pub mod os;
 pub mod outbound;
 pub mod params;
 pub mod peer;
@@ -197,7 +198,7 @@ pub async fn serve(
                 }
             },
         };
-        if let Err(message) = crate::platform::check_peer(&stream) {
+        if let Err(message) = os::check_peer(&stream) {
             refuse_bounded(
                 &connections,
                 &refusals,
