@@ -3,7 +3,7 @@
 //! The socket is 0600, its dir made 0700 only when the daemon creates it; a socket passed by
 //! systemd is served and never unlinked. The process is hardened before any thread starts
 //! (`platform::harden_process`: not dumpable, no core file). What differs per platform (the
-//! socket or named pipe, signals, systemd) is in [`crate::platform`]. A stop interrupts runs, then drains
+//! socket or named pipe, signals, systemd) is in [`crate::server::os`]. A stop interrupts runs, then drains
 //! in-flight requests, all within [`STOP_DEADLINE`]; a second signal exits at once.
 
 mod lock;
