@@ -135,14 +135,9 @@ const MAY_NAME_AGENTCTL: &[(&str, &str)] = &[
         "agentd's own startup refusal, printed on the stderr of whoever started it",
     ),
     (
-        "server/os/unix.rs",
-        "agentd's own startup refusal (a live daemon on the socket), printed on the stderr of \
-         whoever started it",
-    ),
-    (
-        "server/os/windows.rs",
-        "agentd's own startup refusal (a live daemon on the pipe), printed on the stderr of \
-         whoever started it",
+        "server/os/mod.rs",
+        "agentd's own startup refusal (a live daemon on the socket or pipe), printed on the \
+         stderr of whoever started it",
     ),
     (
         "trust.rs",

@@ -77,6 +77,43 @@ pub fn replace_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()
     replace_atomically_with(path, bytes, mode, &Options::default())
 }
 
+/// The file name of `path` and the directory it is in (`.` for a bare name).
+fn name_and_dir(path: &Path) -> io::Result<(&OsStr, &Path)> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    Ok((name, dir))
+}
+
+/// Runs `attempt` with fresh temp names for `name` until one was free (step 2 of the
+/// module's doc): at most [`CREATE_ATTEMPTS`] times.
+fn with_free_temp_name(
+    name: &OsStr,
+    mut attempt: impl FnMut(&OsStr) -> Result<(), Failure>,
+) -> io::Result<()> {
+    let mut taken = None;
+    for _ in 0..CREATE_ATTEMPTS {
+        match attempt(&temp_name(name)) {
+            Err(Failure::Taken(error)) => taken = Some(error),
+            Err(Failure::Other(error)) => return Err(error),
+            Ok(()) => return Ok(()),
+        }
+    }
+    let error = taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists));
+    Err(step(
+        &format!("no free temp file name after {CREATE_ATTEMPTS} tries beside"),
+        name,
+        error,
+    ))
+}
+
 /// Whether `name` is one of the temp names this writer makes (`.<name>.<pid>.<n>.tmp`), for
 /// loaders that remove what a killed writer left.
 pub fn is_temp_name(name: &str) -> bool {

@@ -13,3 +13,20 @@ pub use unix::*;
 mod windows;
 #[cfg(windows)]
 pub use windows::*;
+
+/// Refuses to start when a daemon answers at `socket` within two seconds (one that holds no
+/// lock of ours: another version); a stale socket or pipe does not answer.
+async fn refuse_if_answered(socket: &std::path::Path) -> anyhow::Result<()> {
+    use interprocess::local_socket::traits::tokio::Stream as _;
+    use interprocess::local_socket::{GenericFilePath, ToFsName};
+    let name = socket.to_fs_name::<GenericFilePath>()?;
+    let connect = interprocess::local_socket::tokio::Stream::connect(name);
+    if let Ok(Ok(_stream)) = tokio::time::timeout(std::time::Duration::from_secs(2), connect).await
+    {
+        anyhow::bail!(
+            "another agentd answers on {}; stop it first (`agentctl daemon stop`)",
+            socket.display()
+        );
+    }
+    Ok(())
+}

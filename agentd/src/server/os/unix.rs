@@ -3,11 +3,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
-use interprocess::local_socket::traits::tokio::Stream as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
 use tokio_util::sync::CancellationToken;
@@ -105,14 +103,7 @@ pub async fn remove_stale_endpoint(socket: &Path) -> Result<()> {
     if !existing_socket(socket)? {
         return Ok(());
     }
-    let name = socket.to_fs_name::<GenericFilePath>()?;
-    let connect = interprocess::local_socket::tokio::Stream::connect(name);
-    if let Ok(Ok(_stream)) = tokio::time::timeout(Duration::from_secs(2), connect).await {
-        bail!(
-            "another agentd answers on {}; stop it first (`agentctl daemon stop`)",
-            socket.display()
-        );
-    }
+    super::refuse_if_answered(socket).await?;
     tracing::info!(socket = %socket.display(), "removing stale socket");
     std::fs::remove_file(socket)
         .with_context(|| format!("cannot remove stale socket {}", socket.display()))

@@ -5,11 +5,9 @@
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use interprocess::local_socket::traits::StreamCommon as _;
-use interprocess::local_socket::traits::tokio::Stream as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::windows::local_socket::ListenerOptionsExt;
 use interprocess::os::windows::security_descriptor::SecurityDescriptor;
@@ -60,14 +58,7 @@ pub fn harden_process() {}
 /// A pipe of that name answering belongs to a live daemon (or to someone squatting the name):
 /// refuse to start. One that does not answer is gone already.
 pub async fn remove_stale_endpoint(socket: &Path) -> Result<()> {
-    let name = socket.to_fs_name::<GenericFilePath>()?;
-    let connect = interprocess::local_socket::tokio::Stream::connect(name);
-    if let Ok(Ok(_stream)) = tokio::time::timeout(Duration::from_secs(2), connect).await {
-        bail!(
-            "another agentd answers on {}; stop it first (`agentctl daemon stop`)",
-            socket.display()
-        );
-    }
+    super::refuse_if_answered(socket).await?;
     Ok(())
 }
 

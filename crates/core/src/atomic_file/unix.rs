@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use super::{CREATE_ATTEMPTS, Failure, Options, step, temp_name};
+use super::{Failure, Options, name_and_dir, step, with_free_temp_name};
 
 /// As [`replace_atomically`], with [`Options`]. Blocking.
 pub fn replace_atomically_with(
@@ -18,16 +18,7 @@ pub fn replace_atomically_with(
     mode: u32,
     options: &Options<'_>,
 ) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} names no file", path.display()),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let (name, dir) = name_and_dir(path)?;
     let dir = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
@@ -46,21 +37,9 @@ pub fn replace_in_dir(
     mode: u32,
     options: &Options<'_>,
 ) -> io::Result<()> {
-    let mut taken = None;
-    for _ in 0..CREATE_ATTEMPTS {
-        let temp = temp_name(name);
-        match replace_through(dir, &temp, name, bytes, mode, options) {
-            Err(Failure::Taken(error)) => taken = Some(error),
-            Err(Failure::Other(error)) => return Err(error),
-            Ok(()) => return Ok(()),
-        }
-    }
-    let error = taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists));
-    Err(step(
-        &format!("no free temp file name after {CREATE_ATTEMPTS} tries beside"),
-        name,
-        error,
-    ))
+    with_free_temp_name(name, |temp| {
+        replace_through(dir, temp, name, bytes, mode, options)
+    })
 }
 
 /// One attempt through the temp name `temp`: steps 2 to 5 of the module's doc.

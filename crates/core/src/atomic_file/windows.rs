@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{CREATE_ATTEMPTS, Failure, Options, step, temp_name};
+use super::{Failure, Options, name_and_dir, step, with_free_temp_name};
 
 /// As [`super::replace_atomically`], with [`Options`]. Blocking.
 pub fn replace_atomically_with(
@@ -17,31 +17,10 @@ pub fn replace_atomically_with(
     _mode: u32,
     options: &Options<'_>,
 ) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} names no file", path.display()),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let mut taken = None;
-    for _ in 0..CREATE_ATTEMPTS {
-        let temp = dir.join(temp_name(name));
-        match replace_through(&temp, path, name, bytes, options) {
-            Err(Failure::Taken(error)) => taken = Some(error),
-            Err(Failure::Other(error)) => return Err(error),
-            Ok(()) => return Ok(()),
-        }
-    }
-    let error = taken.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists));
-    Err(step(
-        &format!("no free temp file name after {CREATE_ATTEMPTS} tries beside"),
-        name,
-        error,
-    ))
+    let (name, dir) = name_and_dir(path)?;
+    with_free_temp_name(name, |temp| {
+        replace_through(&dir.join(temp), path, name, bytes, options)
+    })
 }
 
 /// One attempt through the temp file `temp`.

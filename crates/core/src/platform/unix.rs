@@ -117,3 +117,32 @@ pub fn path_from_bytes(bytes: &[u8]) -> &Path {
 pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
     std::os::unix::process::ExitStatusExt::signal(status)
 }
+
+/// Whether `path` is on procfs, sysfs or another kernel filesystem that holds no projects
+/// (`/proc/PID` is the user's own directory, and must not be trusted).
+pub fn on_pseudo_filesystem(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const PSEUDO: &[i64] = &[
+        0x9fa0,      // proc
+        0x6265_6572, // sysfs
+        0x1cd1,      // devpts
+        0x6367_7270, // cgroup2
+        0x27e0eb,    // cgroup
+        0x7363_6673, // securityfs
+        0xcafe_4a11, // bpf
+        0x6462_6720, // debugfs
+        0x7472_6163, // tracefs
+    ];
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c_path.as_ptr(), &mut stat) } != 0 {
+        return true;
+    }
+    #[allow(clippy::unnecessary_cast)]
+    let kind = stat.f_type as i64;
+    PSEUDO.contains(&kind)
+}

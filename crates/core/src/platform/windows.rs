@@ -121,3 +121,8 @@ pub fn path_from_bytes(bytes: &[u8]) -> &Path {
 pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
     None
 }
+
+/// Windows has no kernel pseudo filesystems like procfs: never.
+pub fn on_pseudo_filesystem(_path: &Path) -> bool {
+    false
+}

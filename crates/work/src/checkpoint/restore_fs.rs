@@ -8,6 +8,10 @@
 //! without following it (`symlink_metadata`) before it is used, files replaced through
 //! `atomic_file`; a link swapped in between a look and its use is not caught there.
 
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Component, Path};
+
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
@@ -35,4 +39,25 @@ impl EntryMode {
             _ => None,
         }
     }
+}
+
+/// The directories of `relative` and its file name: a plain relative path only (no `..`,
+/// no root, not empty).
+fn split_plain(relative: &Path) -> io::Result<(Vec<&OsStr>, &OsStr)> {
+    let mut names: Vec<&OsStr> = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a plain relative path",
+                ));
+            }
+        }
+    }
+    let Some(name) = names.pop() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty path"));
+    };
+    Ok((names, name))
 }

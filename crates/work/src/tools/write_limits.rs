@@ -1,7 +1,7 @@
 //! The hard limits on where `write_file` and `edit_file` may write, judged on the path a
 //! write really reaches (shared by the platforms' [`super::write_target`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agentd_core::workspace::{PROTECTED_PATHS, protected_component};
 
@@ -26,4 +26,14 @@ pub(super) fn escapes(path: &str, real: &Path, workspace: &Path) -> String {
         real.display(),
         workspace.display()
     )
+}
+
+/// The workspace's real path, or why it cannot be written in.
+pub(super) fn canonical_workspace(workspace: &Path) -> Result<PathBuf, String> {
+    workspace.canonicalize().map_err(|error| {
+        format!(
+            "workspace {} is not accessible: {error}",
+            workspace.display()
+        )
+    })
 }

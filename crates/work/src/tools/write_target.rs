@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
-use super::write_limits::{check_limits, escapes};
+use super::write_limits::{canonical_workspace, check_limits, escapes};
 use agentd_core::atomic_file::{c_name, open_at, stat_at};
 use agentd_core::workspace::{display_path, is_notes_name, notes_through_link};
 
@@ -41,12 +41,7 @@ impl WriteTarget {
         path: &str,
         create_parents: bool,
     ) -> Result<WriteTarget, String> {
-        let workspace = workspace.canonicalize().map_err(|error| {
-            format!(
-                "workspace {} is not accessible: {error}",
-                workspace.display()
-            )
-        })?;
+        let workspace = canonical_workspace(workspace)?;
         let root = open_path(&workspace).map_err(|error| {
             format!(
                 "workspace {} cannot be opened: {error}",

@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::text_file;
-use super::write_limits::{check_limits, escapes};
+use super::write_limits::{canonical_workspace, check_limits, escapes};
 use agentd_core::workspace::{display_path, is_notes_name, notes_through_link};
 
 /// A file about to be written: its directory's real path, checked, and the file's name in it.
@@ -30,12 +30,7 @@ impl WriteTarget {
         path: &str,
         create_parents: bool,
     ) -> Result<WriteTarget, String> {
-        let workspace = workspace.canonicalize().map_err(|error| {
-            format!(
-                "workspace {} is not accessible: {error}",
-                workspace.display()
-            )
-        })?;
+        let workspace = canonical_workspace(workspace)?;
         let resolved = agentd_core::workspace::resolve_in_workspace(&workspace, path)?;
         // The file's own name may be a link: write to what it leads to (inside the workspace).
         let resolved = match resolved.canonicalize() {

@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::{Component, Path};
+use std::path::Path;
 
 use agentd_core::atomic_file::{Options, c_name, open_at, replace_in_dir, stat_at};
 
@@ -26,21 +26,7 @@ impl Root {
     /// The directory of `relative` (its parent components), opened without following links;
     /// missing ones are made when `create` is set. The file's name in it.
     fn parent_of<'a>(&self, relative: &'a Path, create: bool) -> io::Result<(OwnedFd, &'a OsStr)> {
-        let mut names: Vec<&OsStr> = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => names.push(name),
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "not a plain relative path",
-                    ));
-                }
-            }
-        }
-        let Some(name) = names.pop() else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty path"));
-        };
+        let (names, name) = super::split_plain(relative)?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
         let mut dir = open_at(self.0.as_fd(), OsStr::new("."), flags, 0)?;
         for part in names {

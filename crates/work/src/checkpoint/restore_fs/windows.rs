@@ -2,7 +2,7 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::EntryMode;
 
@@ -21,21 +21,7 @@ impl Root {
     /// The directory of `relative` (its parent components), each checked to be a directory
     /// and no link; missing ones are made when `create` is set. The file's name in it.
     fn parent_of<'a>(&self, relative: &'a Path, create: bool) -> io::Result<(PathBuf, &'a OsStr)> {
-        let mut names: Vec<&OsStr> = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => names.push(name),
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "not a plain relative path",
-                    ));
-                }
-            }
-        }
-        let Some(name) = names.pop() else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty path"));
-        };
+        let (names, name) = super::split_plain(relative)?;
         let mut dir = self.0.clone();
         for part in names {
             dir.push(part);
