@@ -58,7 +58,6 @@ pub fn daemon_binary() -> PathBuf {
 
 /// Spawn the daemon detached (own process group, no terminal) and wait until it answers.
 pub async fn start_daemon(socket: &Path) -> Result<(), ClientError> {
-    use std::os::unix::process::CommandExt;
     let binary = daemon_binary();
     let unreachable = |reason: String| ClientError::Unreachable {
         socket: socket.to_path_buf(),
@@ -72,9 +71,9 @@ pub async fn start_daemon(socket: &Path) -> Result<(), ClientError> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         // Outlives this shell: keep no directory of the user's busy.
-        .current_dir("/")
-        // Its own process group: Ctrl-C in this terminal must not reach the daemon.
-        .process_group(0);
+        .current_dir(crate::platform::detached_dir());
+    // Its own process group: Ctrl-C in this terminal must not reach the daemon.
+    crate::platform::detach(&mut command);
     let mut child = tokio::process::Command::from(command)
         .kill_on_drop(false)
         .spawn()

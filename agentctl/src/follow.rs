@@ -17,12 +17,12 @@ use protocol::methods::{
     ApprovalRespond, BudgetRespond, SESSION_UNSUBSCRIBE, SessionCancel, SessionSubscribe,
 };
 use protocol::session::{SessionRef, SessionSubscribeParams};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::Instant;
 
 use crate::approval_desk::{ApprovalDesk, DeskAction};
 use crate::client::{ClientError, Connection, EventStream};
 use crate::output::{CommandError, EXIT_CANCELLED};
+use crate::platform::Interrupts;
 use crate::render::{Output, Renderer};
 use crate::terminal::PromptInput;
 use reconnect::Reconnected;
@@ -112,7 +112,7 @@ pub async fn follow(
 ) -> Result<u8, CommandError> {
     renderer.set_approvals_handled(desk.is_some());
     renderer.set_follows_across_restarts(true);
-    let mut interrupts = signal(SignalKind::interrupt())
+    let mut interrupts = Interrupts::listen()
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     let mut follower = Follower {
         started_daemon: connection.started_daemon,
@@ -283,7 +283,7 @@ impl Follower<'_> {
 
     /// The connection is lost: say so, wait for the daemon, and subscribe again after the
     /// last seq shown; the desk stops prompting meanwhile and syncs again after the replay.
-    async fn wait_out_loss(&mut self, wait: Duration, interrupts: &mut Signal) -> AfterLoss {
+    async fn wait_out_loss(&mut self, wait: Duration, interrupts: &mut Interrupts) -> AfterLoss {
         let actions = self.desk.as_mut().map(ApprovalDesk::connection_lost);
         self.perform(actions.unwrap_or_default()).await;
         let following = self.renderer.following();

@@ -210,22 +210,12 @@ pub fn history_path() -> Option<PathBuf> {
 /// Load `path` into the editor, creating it private (prompts may hold anything) when missing;
 /// false when it cannot be used.
 fn open_history(editor: &mut Editor<ChatHelper, FileHistory>, path: &Path) -> bool {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = path.parent()
-        && std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .is_err()
+        && crate::platform::create_private_dir(dir).is_err()
     {
         return false;
     }
-    let created = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path);
-    if created.is_err() {
+    if crate::platform::open_private_append(path).is_err() {
         return false;
     }
     // An unreadable or foreign file starts an empty history; appending still works.

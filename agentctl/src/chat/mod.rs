@@ -27,7 +27,6 @@ use protocol::error::CONFLICT;
 use protocol::event::Event;
 use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
 use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams, SessionStatus};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::Context;
@@ -37,12 +36,13 @@ use crate::client::{ClientError, Connection, EventStream};
 use crate::commands::run_input::newest_session_in;
 use crate::follow::{self, RawEnvelope};
 use crate::output::{CommandError, EXIT_OK};
+use crate::platform::{Interrupts, SavedTerminal};
 use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
 use crate::safe_text::neutralise;
 use editor::{Input, LineEditor};
 use line::Typed;
 use live::LiveArea;
-use session::{SavedTerminal, session_info};
+use session::session_info;
 
 /// The editor's prompt. One for every state: a line being typed keeps its prompt while a run
 /// starts or ends, so what a line becomes (a prompt when idle, a steer while a run streams) is
@@ -94,7 +94,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         (None, true) => Some(newest_session_in(&connection, &cwd).await?),
         (None, false) => None,
     };
-    let interrupts = signal(SignalKind::interrupt())
+    let interrupts = Interrupts::listen()
         .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     // Saved before the editor thread can put the terminal in raw mode.
     let saved_terminal = SavedTerminal::save();
@@ -171,7 +171,7 @@ struct Chat {
     next_run: Option<String>,
     /// Ctrl-C presses in a row while idle: the second quits.
     idle_interrupts: u32,
-    interrupts: Signal,
+    interrupts: Interrupts,
     /// The line written once the editor has stopped.
     last_words: String,
     /// How long to wait for the daemon to come back when the connection is lost.
@@ -566,7 +566,7 @@ async fn wait(
     connection: &Connection,
     editor: &mut LineEditor,
     events: Option<&mut EventStream>,
-    interrupts: &mut Signal,
+    interrupts: &mut Interrupts,
     ticks: Option<&mut Interval>,
 ) -> Wake {
     let event = async {

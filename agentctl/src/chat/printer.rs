@@ -155,11 +155,7 @@ fn write_to_terminal(text: &str) -> io::Result<()> {
 
 /// Columns of the terminal the editor writes to (stdout).
 fn terminal_columns() -> Option<usize> {
-    // SAFETY: an all-zero winsize is a valid value for the ioctl to overwrite.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ writes one winsize into `size`, which is valid and writable.
-    let known = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (known && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    crate::platform::columns(crate::platform::Stream::Stdout)
 }
 
 #[cfg(test)]

@@ -84,30 +84,3 @@ pub(super) async fn session_info(
     };
     Ok(connection.request::<SessionGet>(&params).await?.session)
 }
-
-/// The terminal's settings when the chat started, put back at the end even if the editor was
-/// still reading a line (its raw mode would otherwise outlive the process).
-pub(super) struct SavedTerminal {
-    saved: Option<libc::termios>,
-}
-
-impl SavedTerminal {
-    pub(super) fn save() -> SavedTerminal {
-        // SAFETY: an all-zero termios is a valid value for tcgetattr to overwrite.
-        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: `saved` is a valid, writable termios; fd is stdin.
-        let ok = unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut saved) } == 0;
-        SavedTerminal {
-            saved: ok.then_some(saved),
-        }
-    }
-}
-
-impl Drop for SavedTerminal {
-    fn drop(&mut self) {
-        if let Some(saved) = &self.saved {
-            // SAFETY: `saved` came from tcgetattr on the same fd.
-            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, saved) };
-        }
-    }
-}

@@ -12,10 +12,10 @@ use protocol::mcp::{
 };
 use protocol::methods::{McpList, McpRestart};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Context;
 use crate::output::{CommandError, print_json};
+use crate::platform::Interrupts;
 use crate::render::{one_line, truncate};
 
 /// Longest last error shown in the table.
@@ -116,7 +116,7 @@ pub async fn logs(ctx: &Context, name: String, follow: bool) -> Result<(), Comma
             return Ok(());
         }
         // Followed: the log is read once the server writes its first line.
-        let mut interrupts = signal(SignalKind::interrupt())
+        let mut interrupts = Interrupts::listen()
             .map_err(|err| CommandError::failed(format!("cannot watch for Ctrl-C: {err}")))?;
         while tokio::fs::metadata(&file).await.is_err() {
             tokio::select! {
@@ -130,7 +130,7 @@ pub async fn logs(ctx: &Context, name: String, follow: bool) -> Result<(), Comma
     })?;
     // Watched before anything is printed: a Ctrl-C right after the first lines ends it calmly.
     let Some(mut interrupts) = follow
-        .then(|| signal(SignalKind::interrupt()))
+        .then(Interrupts::listen)
         .transpose()
         .map_err(|err| CommandError::failed(format!("cannot watch for Ctrl-C: {err}")))?
     else {

@@ -2,7 +2,6 @@
 //! (`-c`), and the controlling terminal for approval keys once stdin was a pipe.
 
 use std::io::Read;
-use std::os::fd::AsFd;
 use std::path::Path;
 
 use protocol::methods::SessionList;
@@ -35,16 +34,9 @@ pub async fn prompt_text(arg: &str) -> Result<String, CommandError> {
     Ok(attach(arg, &piped.0, piped.1))
 }
 
-/// Whether stdin is a pipe or a regular file (not a terminal, not `/dev/null`).
+/// Whether stdin is a pipe or a regular file (not a terminal, not the null device).
 pub fn stdin_is_piped() -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    let stdin = std::io::stdin();
-    let Ok(owned) = stdin.as_fd().try_clone_to_owned() else {
-        return false;
-    };
-    std::fs::File::from(owned)
-        .metadata()
-        .is_ok_and(|meta| meta.file_type().is_fifo() || meta.file_type().is_file())
+    crate::platform::stdin_is_piped()
 }
 
 /// Up to `MAX_PIPED_BYTES` of stdin (lossy UTF-8), and whether there was more. Blocking.
@@ -79,16 +71,7 @@ pub fn attach(prompt: &str, piped: &str, cut: bool) -> String {
 /// Make the controlling terminal stdin again, so the approval prompt reads keys from it after
 /// stdin was a pipe. False when there is none (then approvals follow `--approve`).
 pub fn reattach_terminal_to_stdin() -> bool {
-    let Ok(tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return false;
-    };
-    use std::os::fd::AsRawFd;
-    // SAFETY: both descriptors are open; dup2 replaces fd 0 atomically.
-    unsafe { libc::dup2(tty.as_raw_fd(), libc::STDIN_FILENO) >= 0 }
+    crate::platform::reattach_terminal_to_stdin()
 }
 
 /// The newest session (last updated) whose workspace is `cwd`, subagents' sessions aside.

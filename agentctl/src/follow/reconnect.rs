@@ -10,11 +10,11 @@ use std::time::Duration;
 use protocol::error::{OVERLOADED, SHUTTING_DOWN};
 use protocol::methods::SessionGet;
 use protocol::session::SessionGetParams;
-use tokio::signal::unix::Signal;
 use tokio::time::Instant;
 
 use super::EventSubscription;
 use crate::client::{ClientError, Connection};
+use crate::platform::Interrupts;
 
 /// How long to wait for the daemon by default: a restart takes seconds (the old daemon stops
 /// within 15 s, and systemd gives it 30 s), a crashed one is started again by its supervisor.
@@ -68,7 +68,7 @@ pub async fn wait_for_daemon(
     after_seq: u64,
     start: bool,
     wait: Duration,
-    interrupts: &mut Signal,
+    interrupts: &mut Interrupts,
 ) -> Reconnected {
     let deadline = Instant::now() + wait;
     let mut pause = RETRY_FIRST;
