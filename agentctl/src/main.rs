@@ -14,5 +14,11 @@ fn main() -> ExitCode {
             return ExitCode::from(agentctl::output::EXIT_FAILED);
         }
     };
-    runtime.block_on(agentctl::run(cli))
+    let code = runtime.block_on(agentctl::run(cli));
+    // What is still running is not waited for: everything the command needed was awaited, and a
+    // blocking read left behind (Windows reads a started daemon's stderr pipe, and the console,
+    // on blocking threads, which the daemon or the user may keep open for good) must not hold
+    // agentctl at exit.
+    runtime.shutdown_background();
+    code
 }

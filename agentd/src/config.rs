@@ -48,6 +48,8 @@ pub struct Config {
     /// The curated memory stores (`[memory]`): `enabled`, `scope`, and the character limits
     /// `memory_chars`, `user_chars`.
     pub memory: agentd_knowledge::memory::MemorySettings,
+    /// `[shell] windows`: the shell scripts run in on Windows (PowerShell unless set).
+    pub windows_shell: agentd_policy::process::shell_program::WindowsShell,
     /// `[sandbox]`: how `run_shell` is confined.
     pub sandbox: agentd_policy::process::sandbox::SandboxConfig,
     /// When old tool results are cleared and the history compacted (`[context]`).
@@ -276,6 +278,7 @@ fn defaults(path: Option<&Path>) -> Config {
         resume_after_restart: true,
         session_budgets: Default::default(),
         memory: agentd_knowledge::memory::MemorySettings::default(),
+        windows_shell: Default::default(),
         sandbox: agentd_policy::process::sandbox::SandboxConfig::default(),
         context: ContextConfig::default(),
         mcp: agentd_work::mcp::config::McpSettings::default(),

@@ -18,6 +18,7 @@ struct FileConfig {
     sessions: Option<FileSessions>,
     memory: Option<FileMemory>,
     sandbox: Option<agentd_policy::process::sandbox::SandboxSection>,
+    shell: Option<agentd_policy::process::shell_program::ShellSection>,
     context: Option<FileContext>,
     mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
@@ -166,6 +167,10 @@ pub(super) fn apply_file(
     if let Some(memory) = &file.memory {
         config.memory = memory_settings(path, memory)?;
     }
+    config.windows_shell = file
+        .shell
+        .and_then(|shell| shell.windows)
+        .unwrap_or_default();
     if let Some(sandbox) = file.sandbox {
         config.sandbox = sandbox
             .resolve(env("HOME").map(PathBuf::from))

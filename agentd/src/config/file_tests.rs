@@ -1,5 +1,5 @@
 //! Tests of config.toml's sections as `config::file` checks them: `[permissions]`, `[hooks]`,
-//! `[memory]`.
+//! `[memory]`, `[shell]`.
 
 use std::io::Write;
 
@@ -138,4 +138,31 @@ fn config_toml_memory_section() {
             .to_string();
         assert!(error.contains(expected), "{text}: {error}");
     }
+}
+
+/// `[shell] windows`: PowerShell unless set; a name of no shell is refused with the choices.
+#[test]
+fn config_toml_shell_section() {
+    use agentd_policy::process::shell_program::WindowsShell;
+    let load = |text: &str| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        crate::config::load(Some(file.path()), &|_| None).map_err(|error| error.to_string())
+    };
+    assert_eq!(load("").unwrap().windows_shell, WindowsShell::Powershell);
+    assert_eq!(
+        load("[shell]\nwindows = \"cmd\"\n").unwrap().windows_shell,
+        WindowsShell::Cmd
+    );
+    assert_eq!(
+        load("[shell]\nwindows = \"sh\"\n").unwrap().windows_shell,
+        WindowsShell::Sh
+    );
+    let error = load("[shell]\nwindows = \"bash\"\n").unwrap_err();
+    assert!(
+        error.contains("unknown variant `bash`") && error.contains("powershell"),
+        "{error}"
+    );
+    let error = load("[shell]\nunix = \"sh\"\n").unwrap_err();
+    assert!(error.contains("unknown field `unix`"), "{error}");
 }

@@ -11,6 +11,7 @@
 //! stat a second. A change is reloaded once it held still for one poll, so a file caught
 //! half-written is not reported invalid.
 
+use agentd_policy::process::shell_program::set_windows_shell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -135,6 +136,7 @@ impl LiveConfig {
             Ok(config) => Arc::clone(config),
             Err(_) => Arc::new(super::without_file(&path, &*env)),
         };
+        set_windows_shell(started.windows_shell);
         let state = ConfigState {
             error: config.as_ref().err().cloned(),
             config,
@@ -214,6 +216,10 @@ impl LiveConfig {
         };
         let previous = self.state();
         let (next, reload) = transition(&previous, &self.started, fingerprint, text, parsed);
+        if let Ok(config) = &next.config {
+            // The shell applies to the next script: nothing holds it.
+            set_windows_shell(config.windows_shell);
+        }
         match self.state.write() {
             Ok(mut state) => *state = Arc::new(next),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(next),

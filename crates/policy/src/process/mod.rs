@@ -25,6 +25,7 @@ pub mod sandbox;
 mod sandbox_config;
 #[cfg(unix)]
 pub mod sandbox_exec;
+pub mod shell_program;
 pub mod supervisor;
 /// Helpers for tests of children, here and in the crates above (`test-support` feature).
 #[cfg(any(test, feature = "test-support"))]
@@ -71,14 +72,20 @@ pub struct ProcessSpec {
     pub stderr: StderrMode,
     /// The sandbox the child enters before exec (`run_shell` only), see [`sandbox`].
     pub confinement: Option<std::sync::Arc<sandbox::Confinement>>,
+    /// Windows: `args` go on the command line as written, without the quoting of the C
+    /// runtime's rules (for `cmd.exe`, which reads its line its own way); no effect on Unix.
+    pub verbatim_args: bool,
 }
 
 impl ProcessSpec {
-    /// `sh -c <script>` in `cwd` with the scrubbed environment, stdout and stderr captured.
+    /// `script` run by this platform's shell (`sh -c` on Unix; on Windows see
+    /// [`shell_program`]) in `cwd` with the scrubbed environment, stdout and stderr captured.
     pub fn shell(script: &str, cwd: PathBuf) -> Self {
+        let invocation = shell_program::invocation(script);
         Self {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
+            program: invocation.program,
+            args: invocation.args,
+            verbatim_args: invocation.verbatim,
             cwd,
             env: scrubbed_env(),
             capture_stdin: false,
@@ -136,8 +143,8 @@ impl ChildProcess {
         // The one wrapper for children: this is where they are made (clippy.toml).
         #[allow(clippy::disallowed_methods)]
         let mut command = tokio::process::Command::new(&spec.program);
+        platform::add_args(&mut command, &spec.args, spec.verbatim_args);
         command
-            .args(&spec.args)
             .current_dir(&spec.cwd)
             .env_clear()
             .envs(spec.env.iter().map(|(name, value)| (name, value)))

@@ -77,6 +77,7 @@ impl Git {
             capture_stdout: true,
             stderr: StderrMode::Capture,
             confinement: None,
+            verbatim_args: false,
         }
     }
 

@@ -155,6 +155,7 @@ impl Connection {
                     capture_stdout: true,
                     stderr: StderrMode::Capture,
                     confinement: None,
+                    verbatim_args: false,
                 };
                 let spec = match sandbox {
                     Some(sandbox) => sandbox.confine_server(spec, project_root).await.map_err(|error| {

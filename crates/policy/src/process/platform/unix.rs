@@ -13,6 +13,16 @@ use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use super::super::sandbox::Confinement;
 use super::super::{scrubbed_env, supervisor};
 
+/// The arguments as they are: an argument vector needs no quoting (`verbatim` is for
+/// Windows' command lines).
+pub(crate) fn add_args(
+    command: &mut tokio::process::Command,
+    args: &[std::ffi::OsString],
+    _verbatim: bool,
+) {
+    command.args(args);
+}
+
 /// Sets up `command` to run in its own group, die with the daemon and enter `confinement`
 /// (before exec).
 pub(crate) fn prepare(

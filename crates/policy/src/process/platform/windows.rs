@@ -28,6 +28,22 @@ pub(crate) fn prepare(
     Ok(())
 }
 
+/// The arguments, quoted by the C runtime's rules unless `verbatim` (then each is put on the
+/// command line as written, after one space).
+pub(crate) fn add_args(
+    command: &mut tokio::process::Command,
+    args: &[std::ffi::OsString],
+    verbatim: bool,
+) {
+    for arg in args {
+        if verbatim {
+            command.raw_arg(arg);
+        } else {
+            command.arg(arg);
+        }
+    }
+}
+
 /// The wrappers: the job, and kill-on-close for it.
 pub(crate) fn wrap(wrapped: &mut CommandWrap) {
     wrapped.wrap(JobObject).wrap(KillOnDrop);
