@@ -181,3 +181,40 @@ async fn expand_shows_the_whole_result_of_the_last_tool_call() {
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }
+
+#[tokio::test]
+async fn a_resumed_chat_renders_the_replayed_answer_and_expands_its_last_result() {
+    let mock = MockLlm::start().await;
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    let lines: String = (1..=12).map(|n| format!("entry number {n}\n")).collect();
+    std::fs::write(env.workspace().join("list.txt"), lines).expect("write the file");
+    mock.push(Reply::tool_call(
+        "c1",
+        "read_file",
+        json!({"path": "list.txt"}),
+    ));
+    mock.push(Reply::text("It lists:\n\n- **twelve** entries\n- in order"));
+    let output = env.run_agentctl(&["run", "read it"]).await;
+    assert_eq!(output.status.code(), Some(0));
+
+    let mut command = env.agentctl();
+    command.args(["chat", "-c"]);
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("/help for commands").await;
+    pty.wait_visible("the replayed answer rendered", |screen| {
+        has_row(screen, "• twelve entries") && has_row(screen, "• in order")
+    })
+    .await;
+    pty.send("/expand\r");
+    let visible = pty
+        .wait_visible("the earlier result whole", |screen| {
+            rows(screen)
+                .iter()
+                .any(|row| row.contains("entry number 12"))
+        })
+        .await;
+    let rows = rows(visible.screen());
+    assert!(rows.iter().any(|row| row == "✓ read_file"), "{rows:#?}");
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}

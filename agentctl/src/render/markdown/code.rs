@@ -12,8 +12,10 @@ use syntect::parsing::SyntaxSet;
 /// The theme used: readable on the dark backgrounds most terminals have.
 const THEME: &str = "base16-eighties.dark";
 
-/// A block larger than this is shown without colours: highlighting is regex work per line.
-const MAX_HIGHLIGHTED_BYTES: usize = 256 * 1024;
+/// A block larger than this is shown without colours. Highlighting is regex work per line
+/// (about 4,000 lines a second in a release build), done where events are handled: the bound
+/// keeps one block to a fraction of a second.
+const MAX_HIGHLIGHTED_BYTES: usize = 32 * 1024;
 
 /// A line longer than this is shown without colours (and those after it in the block, whose
 /// state it would set).
