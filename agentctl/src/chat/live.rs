@@ -123,11 +123,11 @@ impl LiveArea {
     }
 }
 
-/// The last rows of the answer's open block (its text as it came), each cut between words to
-/// fit: a view of what is being written until the rendered block replaces it.
+/// The last rows of the answer's open block (rendered as it stands), each cut between words
+/// to fit: a view of what is being written until the finished block replaces it.
 fn open_rows(open: &str, columns: usize) -> Vec<String> {
     let mut rows = Vec::new();
-    for line in open.trim_matches('\n').lines() {
+    for line in open.trim_end_matches('\n').lines() {
         let mut rest = expand_tabs(line);
         loop {
             let (head, tail) = split_at_width(&rest, columns);

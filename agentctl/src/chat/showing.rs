@@ -74,7 +74,7 @@ impl Chat {
             .as_ref()
             .and_then(|run| run.renderer.status_line(width));
         let open = self.run.as_ref().and_then(|run| run.renderer.open_answer());
-        if let Some(message) = self.live.update(open, status.as_deref(), width) {
+        if let Some(message) = self.live.update(open.as_deref(), status.as_deref(), width) {
             self.editor.print(message).await;
         }
     }

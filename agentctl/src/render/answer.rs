@@ -74,10 +74,20 @@ impl Renderer {
         self.activity.stop_thinking();
     }
 
-    /// The answer's text that waits for its block to complete (neutralised, as it came): a
-    /// caller with live rows shows it until the rendered block replaces it.
-    pub fn open_answer(&self) -> Option<&str> {
-        Some(self.answer.pending()).filter(|text| !text.trim().is_empty())
+    /// The answer's text that waits for its block to complete, rendered as it stands (code
+    /// not coloured yet), set off from the blocks before it: a caller with live rows shows it
+    /// until the block is written. `None` when nothing waits.
+    pub fn open_answer(&self) -> Option<String> {
+        let pending = self.answer.pending();
+        if pending.trim().is_empty() {
+            return None;
+        }
+        let options = self.options.markdown?;
+        let shown = super::markdown::render_preview(pending, options);
+        Some(match self.answer.rendered_any() {
+            true => format!("\n{shown}"),
+            false => shown,
+        })
     }
 
     /// Remembers a completed call's result for `/expand`.

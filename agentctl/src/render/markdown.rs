@@ -86,6 +86,11 @@ impl MarkdownStream {
         &self.pending
     }
 
+    /// Whether a block of this answer was written (the next is set off by a blank line).
+    pub fn rendered_any(&self) -> bool {
+        self.rendered_any
+    }
+
     fn rendered(&mut self, markdown: &str, options: MarkdownOptions) -> String {
         let out = render(markdown, options);
         if out.is_empty() {
@@ -100,6 +105,14 @@ impl MarkdownStream {
 /// `markdown` as lines for the terminal, each ending in `\n` (empty for blank text).
 pub fn render(markdown: &str, options: MarkdownOptions) -> String {
     writer::Writer::new(options).write(Parser::new_ext(markdown, parser_options()))
+}
+
+/// `render` for a look at a block still being written (redrawn as it grows): the same, but
+/// code is not coloured, which is the costly part.
+pub fn render_preview(markdown: &str, options: MarkdownOptions) -> String {
+    writer::Writer::new(options)
+        .without_highlighting()
+        .write(Parser::new_ext(markdown, parser_options()))
 }
 
 /// The extensions models use: tables, strikethrough and task lists (GitHub's).

@@ -72,6 +72,8 @@ pub struct Writer {
     table: Option<TableState>,
     /// Links and images being read: their target and where their text starts in `inline`.
     links: Vec<(String, usize)>,
+    /// Code blocks get syntax colours (when colours are on).
+    highlight: bool,
 }
 
 impl Writer {
@@ -89,7 +91,14 @@ impl Writer {
             html: false,
             table: None,
             links: Vec::new(),
+            highlight: true,
         }
+    }
+
+    /// Code blocks without syntax colours.
+    pub fn without_highlighting(mut self) -> Writer {
+        self.highlight = false;
+        self
     }
 
     /// The lines of `events`.
@@ -397,7 +406,7 @@ impl Writer {
         let fence = self.paint(DIM, &format!("```{language}"));
         self.line(&fence);
         let code = expand_tabs(code);
-        let lines = match self.options.color {
+        let lines = match self.options.color && self.highlight {
             true => highlight(&code, language),
             false => None,
         }

@@ -35,7 +35,7 @@ fn blocks_are_written_once_complete_and_the_rest_when_the_message_ends() {
     );
     h.send(delta(RUN, "\n"));
     assert_eq!(h.stdout, "# Title\n\n• one\n• two\n");
-    assert_eq!(h.renderer.open_answer(), Some("After\n"));
+    assert_eq!(h.renderer.open_answer().as_deref(), Some("\nAfter\n"));
     h.send(assistant(
         RUN,
         "# Title\n\n- one\n- two\n\nAfter\nthe list.",
