@@ -23,6 +23,8 @@ async fn run_on_terminal(env: &TestEnv, extra: &[(&str, &str)], args: &[&str]) -
     let mut command = env.agentctl();
     command.args(args).envs(extra.iter().copied());
     let mut pty = Pty::spawn(command, COLS, ROWS);
+    // The last line: everything before it has been read from the terminal.
+    pty.expect("session: ses_").await;
     let status = pty.wait().await;
     assert_eq!(status.code(), Some(0), "{}", pty.screen());
     pty

@@ -1,7 +1,8 @@
 //! `agentctl chat` (and `agentctl` alone on a terminal): an interactive session in the current
 //! directory. A line editor (`editor`) reads prompts while the session's events stream through
 //! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; what the
-//! renderer writes and its activity line show in a live area above the prompt (`live`); a line
+//! renderer writes and its activity line show in a live area above the prompt (`live`; `showing`
+//! sets the renderer up and brings the area up to date); a line
 //! typed during a run is a steer or a follow-up (`line`), commands are answered in `local`
 //! (the chat's own) or sent to the daemon, and Tab completes their names (`completion`).
 
