@@ -94,6 +94,8 @@ async fn no_color_chat_has_no_styles_but_the_markdown_is_laid_out() {
     })
     .await;
     pty.send("/quit\r");
+    // The chat's last words: everything before them has been read from the terminal.
+    pty.expect("stays").await;
     assert_eq!(pty.wait().await.code(), Some(0));
     let screen = pty.screen();
     assert!(!has_styles(&screen), "{screen:?}");
