@@ -49,6 +49,9 @@ pub struct RenderOptions {
     pub width: Option<usize>,
     /// Colour agentctl's own marks on stderr (`--color`, `NO_COLOR`).
     pub color: bool,
+    /// Stdout is a terminal: the answer's markdown is rendered for it, a block at a time.
+    /// `None`: the answer's text as it comes (a pipe gets exactly what the model wrote).
+    pub markdown: Option<MarkdownOptions>,
 }
 
 impl RenderOptions {
@@ -116,6 +119,20 @@ pub struct Renderer {
     thinking: Thinking,
     /// Reasoning of an unfinished line, printed once whole (`--thinking full`).
     thought_buffer: String,
+    /// The answer being rendered as markdown (`options.markdown`), and the run it is of.
+    answer: MarkdownStream,
+    answer_run: Option<String>,
+    /// The last tool call completed: what `/expand` shows whole.
+    last_result: Option<ToolResult>,
+}
+
+/// A completed tool call's result, as the model read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// `tool: summary`, as its ✓/✗ line names it.
+    pub label: String,
+    pub output: String,
+    pub is_error: bool,
 }
 
 /// How `run`, `attach` and chat show the model's reasoning (`thinkingDelta`).
@@ -161,6 +178,9 @@ impl Renderer {
             context: None,
             thinking: Thinking::default(),
             thought_buffer: String::new(),
+            answer: MarkdownStream::default(),
+            answer_run: None,
+            last_result: None,
         }
     }
 
@@ -255,6 +275,9 @@ impl Renderer {
         if self.options.stderr_is_tty || self.status_drawn_by_caller {
             self.options.width = width;
         }
+        if let (Some(markdown), Some(width)) = (self.options.markdown.as_mut(), width) {
+            markdown.width = width;
+        }
     }
 
     /// Leave the terminal tidy before exiting early (Ctrl-C, lost connection): erase the
@@ -262,6 +285,7 @@ impl Renderer {
     pub fn finish(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
         self.clear_spinner(&mut out);
+        self.flush_answer(&mut out);
         self.end_stdout_line(&mut out);
         out
     }
@@ -318,10 +342,12 @@ pub fn exit_code_for(status: RunStatus) -> u8 {
 }
 
 mod activity;
+mod answer;
 mod caller_status;
 mod draw;
 mod events;
 mod lines;
+pub mod markdown;
 mod mcp;
 mod preview;
 mod restart;
@@ -329,13 +355,14 @@ mod style;
 mod summary;
 mod text;
 mod todo;
-mod width;
+pub mod width;
 
 pub use style::{Style, auto_color, paint};
 pub use text::{format_duration, one_line, truncate};
 pub use width::{display_width, split_at_width, truncate_to_width};
 
 use activity::Activity;
+use markdown::{MarkdownOptions, MarkdownStream};
 
 #[cfg(test)]
 mod tests;

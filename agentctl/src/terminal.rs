@@ -54,7 +54,16 @@ fn read_keys(sender: &mpsc::Sender<u8>, stop: &AtomicBool) {
 /// Stderr's terminal width in columns: the terminal's own size, else `$COLUMNS`; `None` when
 /// neither says (then nothing is redrawn in place).
 pub fn stderr_width() -> Option<usize> {
-    if let Some(columns) = platform::columns(Stream::Stderr) {
+    width_of(Stream::Stderr)
+}
+
+/// Stdout's terminal width in columns, as [`stderr_width`] measures stderr's.
+pub fn stdout_width() -> Option<usize> {
+    width_of(Stream::Stdout)
+}
+
+fn width_of(stream: Stream) -> Option<usize> {
+    if let Some(columns) = platform::columns(stream) {
         return Some(columns);
     }
     std::env::var("COLUMNS")

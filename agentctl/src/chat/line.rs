@@ -43,6 +43,8 @@ pub enum LocalCommand {
         what: super::rewind::RewindWhat,
         confirm: bool,
     },
+    /// `/expand`: the whole result of the last tool call.
+    Expand,
     Quit,
     /// A command that cannot be run as typed: the reason, said to the person.
     Invalid(String),
@@ -57,13 +59,16 @@ pub const HELP: &str = "\
 /fork [TITLE]   go on in a fork of this session (it stays as it is)
 /diff [N|all]   what the last run (run N, the whole session) changed in the files
 /rewind [N]     the runs; back to before run N (files and conversation), asked first
+/expand         the whole result of the last tool call
 /quit           leave (the session stays; `agentctl chat -c` continues it)
 Tab completes a command's name; a line starting with // is sent as text.
 While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
 Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
-pub const LOCAL_NAMES: &[&str] = &["sessions", "new", "fork", "diff", "rewind", "quit", "exit"];
+pub const LOCAL_NAMES: &[&str] = &[
+    "sessions", "new", "fork", "diff", "rewind", "expand", "quit", "exit",
+];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
 pub fn parse(line: &str, follow_up: bool) -> Typed {
@@ -110,6 +115,7 @@ fn command_of(slash: Slash) -> LocalCommand {
         "new" => no_argument(LocalCommand::New),
         "fork" => LocalCommand::Fork(Some(slash.args.trim().to_owned()).filter(|t| !t.is_empty())),
         "quit" | "exit" => no_argument(LocalCommand::Quit),
+        "expand" => no_argument(LocalCommand::Expand),
         "diff" => match (argument, extra) {
             (run, false) => LocalCommand::Diff(run.map(str::to_owned)),
             _ => LocalCommand::Invalid("usage: /diff [N|all]".to_owned()),

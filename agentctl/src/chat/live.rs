@@ -1,11 +1,14 @@
 //! The live area of `agentctl chat`: a few rows kept directly above the line being typed while
-//! a run streams (the answer's unfinished line, then the renderer's activity line), redrawn in
-//! place. Every update is one message for the line editor's printer: move up over the rows
+//! a run streams (the answer's unfinished line, or the last rows of the markdown block still
+//! being written, then the renderer's activity line), redrawn in place. Every update is one message for the line editor's printer: move up over the rows
 //! drawn last time and erase them, then the lines that stay (each ending `\n`), then the new
 //! live rows (each ending `\n`, each cut to fit one row). Pure: the editor's printer writes
 //! the messages, the chat loop decides when.
 
 use crate::render::{Output, display_width, split_at_width, truncate_to_width};
+
+/// Rows of the answer's open block shown while it is written (its last ones).
+const OPEN_ROWS: usize = 8;
 
 /// Columns between tab stops: a tab in the unfinished line becomes spaces, so the row's width
 /// is known.
@@ -51,7 +54,12 @@ impl LiveArea {
     /// any) below the unfinished line, every row less than `width` columns wide; `None` when
     /// the screen already shows all of it. An unfinished line wider than a row keeps its full
     /// rows as lines that stay: only its last row is live.
-    pub fn update(&mut self, status: Option<&str>, width: usize) -> Option<String> {
+    pub fn update(
+        &mut self,
+        open: Option<&str>,
+        status: Option<&str>,
+        width: usize,
+    ) -> Option<String> {
         // The last column is left free: some terminals wrap when it is written.
         let columns = width.saturating_sub(1).max(1);
         while display_width(&self.partial) > columns {
@@ -63,6 +71,9 @@ impl LiveArea {
         let mut rows = Vec::new();
         if !self.partial.is_empty() {
             rows.push(self.partial.clone());
+        }
+        if let Some(open) = open {
+            rows.extend(open_rows(open, columns));
         }
         if let Some(status) = status.filter(|status| !status.is_empty()) {
             rows.push(truncate_to_width(status, columns));
@@ -112,6 +123,41 @@ impl LiveArea {
     }
 }
 
+/// The last rows of the answer's open block (rendered as it stands), each cut between words
+/// to fit: a view of what is being written until the finished block replaces it.
+fn open_rows(open: &str, columns: usize) -> Vec<String> {
+    let mut rows = Vec::new();
+    for line in open.trim_end_matches('\n').lines() {
+        let mut rest = expand_tabs(line);
+        loop {
+            let (head, tail) = split_at_width(&rest, columns);
+            rows.push(head.trim_end().to_owned());
+            if tail.is_empty() {
+                break;
+            }
+            rest = tail.to_owned();
+        }
+        if rows.len() > 4 * OPEN_ROWS {
+            rows.drain(..rows.len() - OPEN_ROWS);
+        }
+    }
+    let skip = rows.len().saturating_sub(OPEN_ROWS);
+    rows.split_off(skip)
+}
+
+fn expand_tabs(line: &str) -> String {
+    let mut out = String::new();
+    for c in line.chars() {
+        if c == '\t' {
+            let spaces = TAB_STOP - display_width(&out) % TAB_STOP;
+            out.extend(std::iter::repeat_n(' ', spaces));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,43 +191,43 @@ mod tests {
         let mut live = LiveArea::default();
         let mut messages = Vec::new();
         live.push(out("Hello wor"));
-        messages.push(live.update(None, 80).expect("the half line"));
+        messages.push(live.update(None, None, 80).expect("the half line"));
         assert_eq!(screen(&messages), ["Hello wor"]);
         live.push(out("ld.\nSecond"));
-        messages.extend(live.update(None, 80));
+        messages.extend(live.update(None, None, 80));
         assert_eq!(screen(&messages), ["Hello world.", "Second"]);
         live.push(vec![Output::Stderr("\ntokens 10 in · 5 out\n".into())]);
-        messages.extend(live.update(None, 80));
+        messages.extend(live.update(None, None, 80));
         assert_eq!(
             screen(&messages),
             ["Hello world.", "Second", "tokens 10 in · 5 out"]
         );
         assert!(live.drawn().is_empty());
-        assert_eq!(live.update(None, 80), None, "nothing more to show");
+        assert_eq!(live.update(None, None, 80), None, "nothing more to show");
     }
 
     #[test]
     fn the_status_row_follows_the_unfinished_line_and_goes_when_the_run_ends() {
         let mut live = LiveArea::default();
         let mut messages = Vec::new();
-        messages.extend(live.update(Some("⠋ thinking… 0s · Ctrl-C to cancel"), 80));
-        messages.extend(live.update(Some("⠋ thinking… 0s · Ctrl-C to cancel"), 80));
+        messages.extend(live.update(None, Some("⠋ thinking… 0s · Ctrl-C to cancel"), 80));
+        messages.extend(live.update(None, Some("⠋ thinking… 0s · Ctrl-C to cancel"), 80));
         assert_eq!(messages.len(), 1, "an unchanged status is not redrawn");
-        messages.extend(live.update(Some("⠙ thinking… 1s · Ctrl-C to cancel"), 80));
+        messages.extend(live.update(None, Some("⠙ thinking… 1s · Ctrl-C to cancel"), 80));
         assert_eq!(screen(&messages), ["⠙ thinking… 1s · Ctrl-C to cancel"]);
         live.push(out("Part"));
         live.note("queued steer: use tabs");
-        messages.extend(live.update(Some("⠹ run_shell: make · 2s"), 80));
+        messages.extend(live.update(None, Some("⠹ run_shell: make · 2s"), 80));
         assert_eq!(
             screen(&messages),
             ["Part", "queued steer: use tabs", "⠹ run_shell: make · 2s"]
         );
         // The status went and nothing else came: a blank live row keeps the count true.
-        messages.extend(live.update(None, 80));
+        messages.extend(live.update(None, None, 80));
         assert_eq!(screen(&messages), ["Part", "queued steer: use tabs", ""]);
-        assert_eq!(live.update(None, 80), None);
+        assert_eq!(live.update(None, None, 80), None);
         live.push(vec![Output::Stderr("tokens 1 in\n".into())]);
-        messages.extend(live.update(None, 80));
+        messages.extend(live.update(None, None, 80));
         assert_eq!(
             screen(&messages),
             ["Part", "queued steer: use tabs", "tokens 1 in"]
@@ -196,11 +242,11 @@ mod tests {
         let text = "word ".repeat(30);
         live.push(out(&text));
         let status = format!("⠋ run_shell: {}", "x".repeat(200));
-        messages.extend(live.update(Some(&status), 50));
+        messages.extend(live.update(None, Some(&status), 50));
         live.push(out("and\tthe end"));
-        messages.extend(live.update(Some(&status), 50));
+        messages.extend(live.update(None, Some(&status), 50));
         live.end_line();
-        messages.extend(live.update(None, 50));
+        messages.extend(live.update(None, None, 50));
         let lines = screen(&messages);
         for line in &lines {
             assert!(display_width(line) < 50, "{line:?}");
@@ -213,8 +259,8 @@ mod tests {
     #[test]
     fn nothing_to_show_sends_nothing() {
         let mut live = LiveArea::default();
-        assert_eq!(live.update(None, 80), None);
+        assert_eq!(live.update(None, None, 80), None);
         live.push(out(""));
-        assert_eq!(live.update(None, 0), None);
+        assert_eq!(live.update(None, None, 0), None);
     }
 }

@@ -1,4 +1,4 @@
-//! The chat's commands. Its own (`/sessions`, `/new`, `/fork`, `/quit`) are answered here; the rest are
+//! The chat's commands. Its own (`/sessions`, `/new`, `/fork`, `/expand`, `/quit`) are answered here; the rest are
 //! the daemon's slash commands (`session/command`), sent in the chat's session (made first for
 //! a command that needs one). Before the first prompt, `/status`, `/cost`, `/mode` and `/model`
 //! are answered here too (`/mode` and `/model` then choose the session the next prompt
@@ -71,6 +71,7 @@ impl Chat {
                     .await
             }
             LocalCommand::Rewind { run, what, confirm } => self.rewind(run, what, confirm).await?,
+            LocalCommand::Expand => self.expand().await,
             LocalCommand::Quit => return Ok(Next::Quit),
             LocalCommand::Invalid(message) => self.say(&message).await,
         }

@@ -1,7 +1,8 @@
 //! `agentctl chat` (and `agentctl` alone on a terminal): an interactive session in the current
 //! directory. A line editor (`editor`) reads prompts while the session's events stream through
 //! the same `render::Renderer` and `approval_desk::ApprovalDesk` that `run` uses; what the
-//! renderer writes and its activity line show in a live area above the prompt (`live`); a line
+//! renderer writes and its activity line show in a live area above the prompt (`live`; `showing`
+//! sets the renderer up and brings the area up to date); a line
 //! typed during a run is a steer or a follow-up (`line`), commands are answered in `local`
 //! (the chat's own) or sent to the daemon, and Tab completes their names (`completion`).
 
@@ -17,6 +18,7 @@ mod reconnect;
 mod replay;
 mod rewind;
 mod session;
+mod showing;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,14 +33,12 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::Context;
 use crate::approval_desk::ApprovalDesk;
-use crate::approve_policy::Handling;
 use crate::client::{ClientError, Connection, EventStream};
 use crate::commands::run_input::newest_session_in;
 use crate::follow::{self, RawEnvelope};
 use crate::output::{CommandError, EXIT_OK};
 use crate::platform::{Interrupts, SavedTerminal};
-use crate::render::{Mode, Output, RenderOptions, Renderer, one_line};
-use crate::safe_text::neutralise;
+use crate::render::{Renderer, one_line};
 use editor::{Input, LineEditor};
 use line::Typed;
 use live::LiveArea;
@@ -53,9 +53,6 @@ const PROMPT: &str = "› ";
 /// meanwhile is written in one message (the printer's queue stays short), and the activity
 /// line's spinner and seconds move on.
 const LIVE_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Columns assumed when the terminal does not say its width.
-const FALLBACK_WIDTH: usize = 80;
 
 /// Which session the chat starts in.
 #[derive(Clone, Debug, Default)]
@@ -123,6 +120,9 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         reconnect_wait: ctx.reconnect_wait,
         command_names,
         thinking: ctx.thinking,
+        // Stdout is a terminal here: colours unless `--color never` or `NO_COLOR`.
+        color: crate::commands::color_on(ctx, true),
+        last_result: None,
     };
     let result = chat.run(session).await;
     let Chat {
@@ -151,6 +151,10 @@ struct Chat {
     connection: Connection,
     /// `--thinking`: how the model's reasoning is shown.
     thinking: crate::render::Thinking,
+    /// Colours (`--color`, `NO_COLOR`), as `run` decides them.
+    color: bool,
+    /// The last tool call of a run no longer shown, for `/expand`.
+    last_result: Option<crate::render::ToolResult>,
     cwd: PathBuf,
     editor: LineEditor,
     live: LiveArea,
@@ -394,7 +398,9 @@ impl Chat {
         };
         if run.renderer.exit_code().is_some() {
             let outputs = run.renderer.finish();
-            self.run = None;
+            if let Some(run) = self.run.take() {
+                self.keep_from_run(&run);
+            }
             // The live area goes in the message that writes the after-run line.
             self.live.push(outputs);
             self.live.end_line();
@@ -474,31 +480,6 @@ impl Chat {
         }
     }
 
-    /// Show `run_id` from the events after the last seen.
-    fn show_run(&mut self, run_id: String) {
-        // Text, not JSON; the activity line is the live area's (no redrawing in place here),
-        // and the after-run line does not name the session (the chat knows it; `/status`).
-        let options = RenderOptions::default();
-        let mut renderer = Renderer::new(
-            Mode::Run {
-                run_id: run_id.clone(),
-            },
-            options,
-            self.last_seq,
-        );
-        renderer.set_approvals_handled(true);
-        renderer.set_thinking(self.thinking);
-        renderer.set_status_drawn_by_caller();
-        renderer.set_names_session(false);
-        renderer.set_width(Some(terminal_width()));
-        self.run = Some(ActiveRun {
-            renderer,
-            desk: ApprovalDesk::new(run_id, Handling::Prompt),
-            cancelling: false,
-            typing_reason: false,
-        });
-    }
-
     /// What to say last: where the session (or its run) goes on.
     fn goodbye(&mut self) {
         let line = match (&self.session, &self.run) {
@@ -517,47 +498,6 @@ impl Chat {
         // a last message, so these words go straight below them.
         self.last_words = line;
     }
-
-    /// Take the renderer's output; it shows at the next tick (a fast stream is written a few
-    /// times a second, not once per piece).
-    fn show(&mut self, outputs: Vec<Output>) {
-        self.live.push(outputs);
-    }
-
-    /// The live area's next frame: the spinner and the seconds move on.
-    async fn on_tick(&mut self) {
-        if let Some(run) = self.run.as_mut() {
-            run.renderer.set_width(Some(terminal_width()));
-            // The renderer only moves its clock and spinner here (it draws nothing itself).
-            let outputs = run.renderer.tick();
-            self.live.push(outputs);
-        }
-        self.refresh().await;
-    }
-
-    /// Bring the screen up to date: the lines that stay, then the live rows.
-    async fn refresh(&mut self) {
-        let width = terminal_width();
-        let status = self
-            .run
-            .as_ref()
-            .and_then(|run| run.renderer.status_line(width));
-        if let Some(message) = self.live.update(status.as_deref(), width) {
-            self.editor.print(message).await;
-        }
-    }
-
-    /// Print a line of our own, at once. It may quote the session, the model or the daemon (a
-    /// title, a command to approve, an error), so it is neutralised like the renderer's text.
-    async fn say(&mut self, line: &str) {
-        self.live.note(&neutralise(line));
-        self.refresh().await;
-    }
-}
-
-/// The terminal's width now (it may have been resized since the last update).
-fn terminal_width() -> usize {
-    crate::terminal::stderr_width().unwrap_or(FALLBACK_WIDTH)
 }
 
 /// Wait for the next thing to handle: a typed line, an event of the session, or Ctrl-C

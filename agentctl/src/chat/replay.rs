@@ -1,9 +1,12 @@
 //! What a resumed chat shows first: the session's last turns (bounded), as the chat showed
-//! them live: the prompt after `› `, the answer, each tool call and its result's first line.
+//! them live: the prompt after `› `, the answer (its markdown rendered), each tool call and its
+//! result's first line; the last result is what `/expand` shows until a run has another.
 
 use protocol::session::HistoryMessage;
 
-use crate::render::one_line;
+use crate::render::markdown::{MarkdownOptions, render};
+use crate::render::{Output, ToolResult, one_line};
+use crate::safe_text::neutralise;
 
 /// User turns a resumed chat shows.
 pub const TURNS_SHOWN: usize = 2;
@@ -22,16 +25,29 @@ impl super::Chat {
             .request::<protocol::methods::SessionGet>(&params)
             .await;
         if let Ok(got) = got {
-            let shown = last_turns(got.history.as_deref().unwrap_or(&[]), TURNS_SHOWN);
+            let history = got.history.as_deref().unwrap_or(&[]);
+            let markdown = MarkdownOptions {
+                color: self.color,
+                width: super::showing::terminal_width(),
+            };
+            let shown = last_turns(history, TURNS_SHOWN, Some(markdown));
             if !shown.is_empty() {
-                self.say(shown.trim_end()).await;
+                self.live.end_line();
+                self.live.push(vec![Output::Stdout(shown)]);
+                self.refresh().await;
             }
+            self.last_result = last_result(history);
         }
     }
 }
 
-/// The last `turns` user turns of `history` and what followed them, bounded, one string.
-pub fn last_turns(history: &[HistoryMessage], turns: usize) -> String {
+/// The last `turns` user turns of `history` and what followed them, bounded, one string,
+/// neutralised; the answers' markdown rendered with `markdown`, or as it was written.
+pub fn last_turns(
+    history: &[HistoryMessage],
+    turns: usize,
+    markdown: Option<MarkdownOptions>,
+) -> String {
     let starts: Vec<usize> = history
         .iter()
         .enumerate()
@@ -55,21 +71,26 @@ pub fn last_turns(history: &[HistoryMessage], turns: usize) -> String {
     for message in &history[from..] {
         match message {
             HistoryMessage::User { content } => {
-                out.push_str(&bounded(content, "› "));
+                out.push_str(&neutralise(&bounded(content, "› ")));
             }
             HistoryMessage::Assistant {
                 content,
                 tool_calls,
             } => {
                 if !content.trim().is_empty() {
-                    out.push_str(&bounded(content, ""));
+                    let (text, more) = bounded_parts(content);
+                    match markdown {
+                        Some(options) => out.push_str(&render(&neutralise(&text), options)),
+                        None => out.push_str(&neutralise(&text)),
+                    }
+                    out.push_str(&more);
                 }
                 for call in tool_calls {
-                    out.push_str(&format!(
+                    out.push_str(&neutralise(&format!(
                         "  [{}] {}\n",
                         call.name,
                         one_line(&call.arguments)
-                    ));
+                    )));
                 }
             }
             HistoryMessage::Tool {
@@ -83,29 +104,50 @@ pub fn last_turns(history: &[HistoryMessage], turns: usize) -> String {
                     .lines()
                     .find(|line| !line.trim().is_empty())
                     .unwrap_or("");
-                out.push_str(&format!("  {mark} {tool_name}: {}\n", one_line(first)));
+                let line = format!("  {mark} {tool_name}: {}\n", one_line(first));
+                out.push_str(&neutralise(&line));
             }
         }
     }
     out
 }
 
+/// The last tool result of `history`, for `/expand`.
+pub fn last_result(history: &[HistoryMessage]) -> Option<ToolResult> {
+    history.iter().rev().find_map(|message| match message {
+        HistoryMessage::Tool {
+            tool_name,
+            content,
+            is_error,
+            ..
+        } => Some(ToolResult {
+            label: tool_name.clone(),
+            output: content.clone(),
+            is_error: *is_error,
+        }),
+        _ => None,
+    })
+}
+
+/// `text`'s first `LINES_PER_MESSAGE` lines, and the line counting the rest (or nothing).
+fn bounded_parts(text: &str) -> (String, String) {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let shown: String = lines
+        .iter()
+        .take(LINES_PER_MESSAGE)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let more = match lines.len().checked_sub(LINES_PER_MESSAGE) {
+        Some(left) if left > 0 => format!("(… {left} more lines)\n"),
+        _ => String::new(),
+    };
+    (shown, more)
+}
+
 /// `text` with `prefix` on its first line, at most `LINES_PER_MESSAGE` lines.
 fn bounded(text: &str, prefix: &str) -> String {
-    let lines: Vec<&str> = text.trim_end().lines().collect();
-    let mut out = String::new();
-    for (index, line) in lines.iter().take(LINES_PER_MESSAGE).enumerate() {
-        out.push_str(if index == 0 { prefix } else { "" });
-        out.push_str(line);
-        out.push('\n');
-    }
-    if lines.len() > LINES_PER_MESSAGE {
-        out.push_str(&format!(
-            "(… {} more lines)\n",
-            lines.len() - LINES_PER_MESSAGE
-        ));
-    }
-    out
+    let (shown, more) = bounded_parts(text);
+    format!("{prefix}{shown}{more}")
 }
 
 #[cfg(test)]
@@ -150,15 +192,27 @@ mod tests {
             user("third"),
             assistant("three"),
         ];
-        let shown = last_turns(&history, 2);
+        let shown = last_turns(&history, 2, None);
         assert_eq!(
             shown,
             "(… 2 earlier messages: `agentctl sessions show` has them all)\n\
              › second\n  [read_file] {\"path\":\"a.txt\"}\n  ✓ read_file: alpha\nit says alpha\n\
              › third\nthree\n"
         );
-        assert_eq!(last_turns(&history[..2], 2), "› first\none\n");
-        assert_eq!(last_turns(&[], 2), "");
+        assert_eq!(last_turns(&history[..2], 2, None), "› first\none\n");
+        assert_eq!(last_turns(&[], 2, None), "");
+        let rendered = last_turns(
+            &[user("q"), assistant("- **a**\n- b")],
+            1,
+            Some(MarkdownOptions {
+                color: false,
+                width: 80,
+            }),
+        );
+        assert_eq!(rendered, "› q\n• a\n• b\n");
+        let result = last_result(&history).expect("a tool result");
+        assert_eq!(result.output, "\nalpha\nbeta");
+        assert!(last_result(&history[..2]).is_none());
     }
 
     #[test]
@@ -167,7 +221,7 @@ mod tests {
             .map(|n| format!("line {n}"))
             .collect::<Vec<_>>()
             .join("\n");
-        let shown = last_turns(&[user("q"), assistant(&long)], 1);
+        let shown = last_turns(&[user("q"), assistant(&long)], 1, None);
         assert!(shown.contains("line 19\n(… 10 more lines)\n"), "{shown}");
         assert!(!shown.contains("line 20"));
     }

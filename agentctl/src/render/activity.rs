@@ -25,6 +25,9 @@ pub struct Activity {
     /// The last line of the model's reasoning so far (`--thinking brief`), shown after the
     /// thinking timer.
     thought: String,
+    /// The model is answering, and the block it writes waits to be complete before it is
+    /// shown (markdown on a terminal): "writing…" instead of "thinking…".
+    writing: bool,
 }
 
 /// One running tool.
@@ -43,7 +46,16 @@ impl Activity {
     /// A model call began: "thinking…" until it answers.
     pub fn start_thinking(&mut self, now: Instant) {
         self.thinking_since = Some(now);
+        self.writing = false;
         self.thought.clear();
+    }
+
+    /// The model's answer is being written, its block not shown yet.
+    pub fn writing(&mut self, now: Instant) {
+        if !self.writing || self.thinking_since.is_none() {
+            self.thinking_since = Some(now);
+        }
+        self.writing = true;
     }
 
     /// Reasoning streamed (`thinkingDelta`): its last line is shown while thinking.
@@ -65,6 +77,7 @@ impl Activity {
     /// The model answered (text or a tool call), or the run stopped.
     pub fn stop_thinking(&mut self) {
         self.thinking_since = None;
+        self.writing = false;
     }
 
     pub fn tool_started(&mut self, tool_call_id: &str, tool: &str, summary: String, now: Instant) {
@@ -144,7 +157,9 @@ impl Activity {
             let since = self.thinking_since?;
             let elapsed = now.saturating_duration_since(since).as_secs();
             let thought = one_line(self.thought.trim());
-            if thought.is_empty() {
+            if self.writing {
+                format!("{frame} writing… {elapsed}s · {interrupt}")
+            } else if thought.is_empty() {
                 format!("{frame} thinking… {elapsed}s · {interrupt}")
             } else {
                 format!("{frame} thinking… {elapsed}s · {interrupt} · {thought}")

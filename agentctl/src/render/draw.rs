@@ -63,6 +63,17 @@ impl Renderer {
         out.push(Output::Stdout(neutralise(text).into_owned()));
     }
 
+    /// Write text on stdout that is already safe: neutralised before it was styled (the
+    /// answer's rendered markdown), so its only sequences are agentctl's own.
+    pub(super) fn stdout_styled(&mut self, text: &str, out: &mut Vec<Output>) {
+        if text.is_empty() {
+            return;
+        }
+        self.clear_spinner(out);
+        self.stdout_line_open = !text.ends_with('\n');
+        out.push(Output::Stdout(text.to_owned()));
+    }
+
     pub(super) fn end_stdout_line(&mut self, out: &mut Vec<Output>) {
         if self.stdout_line_open {
             self.stdout_line_open = false;

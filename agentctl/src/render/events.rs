@@ -67,12 +67,11 @@ impl Renderer {
                 }
             }
             Event::MessageDelta { run_id, text } => {
-                self.activity.stop_thinking();
                 self.streamed
                     .entry(run_id.clone())
                     .or_default()
                     .push_str(text);
-                self.stdout(text, out);
+                self.answer_delta(run_id, text, out);
             }
             Event::MessageCompleted {
                 run_id,

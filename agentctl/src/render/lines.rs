@@ -20,25 +20,6 @@ pub(super) struct Finished<'a> {
 }
 
 impl Renderer {
-    pub(super) fn assistant_completed(
-        &mut self,
-        run_id: &str,
-        content: &str,
-        out: &mut Vec<Output>,
-    ) {
-        let streamed = self.streamed.remove(run_id).unwrap_or_default();
-        if let Some(missing) = content.strip_prefix(streamed.as_str()) {
-            self.stdout(missing, out);
-        } else {
-            // Some deltas were lost (the client lagged): what was printed is not a prefix of
-            // the message. Print the whole message again on its own lines.
-            self.end_stdout_line(out);
-            self.stderr_line("(output was interrupted; the full message follows)", out);
-            self.stdout(content, out);
-        }
-        self.end_stdout_line(out);
-    }
-
     pub(super) fn user_message(
         &mut self,
         content: &str,
@@ -165,15 +146,16 @@ impl Renderer {
         } else {
             String::new()
         };
+        let label = match self.activity.tool_completed(id) {
+            Some(active) if !active.summary.is_empty() => {
+                format!("{}: {}", active.tool, active.summary)
+            }
+            _ => tool.to_owned(),
+        };
+        self.remember_result(label.clone(), output, is_error);
         if self.tracks_activity() {
             // The caller that draws the activity line may not know the width: no cut then.
             let width = self.options.width.unwrap_or(usize::MAX);
-            let label = match self.activity.tool_completed(id) {
-                Some(active) if !active.summary.is_empty() => {
-                    format!("{}: {}", active.tool, active.summary)
-                }
-                _ => tool.to_owned(),
-            };
             let (mark, style) = if is_error {
                 ("✗", Style::Bad)
             } else {
@@ -195,8 +177,15 @@ impl Renderer {
                 _ => None,
             };
             let shown = neutralise(output);
-            let rows = rows.unwrap_or_else(|| {
-                super::preview::rows(&shown, self.options.width.unwrap_or(100), max_rows)
+            let width = self.options.width.unwrap_or(100);
+            let rows = rows.unwrap_or_else(|| match (tool, is_error) {
+                ("run_shell", false) => {
+                    super::preview::tail_rows(&shown, width, super::preview::SHELL_ROWS)
+                }
+                ("run_shell", true) => {
+                    super::preview::tail_rows(&shown, width, super::preview::SHELL_ERROR_ROWS)
+                }
+                _ => super::preview::rows(&shown, width, max_rows),
             });
             for (row, style) in rows.iter().map(|row| (row, super::preview::style_of(row))) {
                 let row = neutralise(row);
@@ -225,6 +214,7 @@ impl Renderer {
         self.activity.clear();
         self.clear_spinner(out);
         self.streamed.remove(run_id);
+        self.flush_answer(out);
         self.end_stdout_line(out);
         let message = match status {
             RunStatus::Completed => None,

@@ -1,6 +1,7 @@
 //! A tool result's first lines under its ✓/✗ line on a terminal: what the agent saw, bounded
 //! (a few rows for a result, more for an error, which usually says what to do), each row
-//! wrapped to the width instead of cut, dimmed; the rest counted.
+//! wrapped to the width instead of cut, dimmed; the rest counted. A shell command's last
+//! lines instead (its output's tail, as it showed while it ran, and its exit code).
 
 use super::width::split_at_width;
 
@@ -47,6 +48,47 @@ pub fn rows(output: &str, width: usize, max_rows: usize) -> Vec<String> {
     }
     rows
 }
+
+/// A shell command's last rows, at most `max_rows` (the first saying how many lines came
+/// before them): its output's end and its exit code are what a person looks for, as the live
+/// tail showed them while it ran.
+pub fn tail_rows(output: &str, width: usize, max_rows: usize) -> Vec<String> {
+    let columns = width.saturating_sub(INDENT.len()).max(20);
+    let lines: Vec<&str> = output
+        .trim_matches('\n')
+        .lines()
+        .map(str::trim_end)
+        .collect();
+    // Each line is a row at least: more than `max_rows` lines from the end are never shown.
+    let from = lines.len().saturating_sub(max_rows);
+    let mut rows: Vec<(usize, String)> = Vec::new();
+    for (index, line) in lines.iter().enumerate().skip(from) {
+        let mut rest = *line;
+        loop {
+            let (head, tail) = split_at_width(rest, columns);
+            rows.push((index, format!("{INDENT}{}", head.trim_end())));
+            if tail.is_empty() {
+                break;
+            }
+            rest = tail;
+        }
+    }
+    if from == 0 && rows.len() <= max_rows {
+        return rows.into_iter().map(|(_, row)| row).collect();
+    }
+    let kept = rows.split_off(rows.len() - (max_rows - 1).min(rows.len()));
+    let earlier = kept.first().map_or(lines.len(), |(index, _)| *index);
+    let mut out = vec![format!(
+        "{INDENT}… {earlier} earlier line{}",
+        if earlier == 1 { "" } else { "s" }
+    )];
+    out.extend(kept.into_iter().map(|(_, row)| row));
+    out
+}
+
+/// Rows of a shell command's output shown (its end); more for a failure.
+pub const SHELL_ROWS: usize = 5;
+pub const SHELL_ERROR_ROWS: usize = 8;
 
 /// Rows of an edit's or a write's lines shown.
 pub const EDIT_ROWS: usize = 12;
@@ -135,6 +177,35 @@ mod tests {
         assert_eq!(
             rows(output, 80, 3),
             ["  │ 1", "  │ 2", "  │ … 3 more lines"]
+        );
+    }
+
+    #[test]
+    fn a_shell_commands_last_rows_are_kept_and_the_earlier_counted() {
+        let output: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+        let output = format!("{output}[exit code 0]");
+        assert_eq!(
+            tail_rows(&output, 80, 5),
+            [
+                "  │ … 27 earlier lines",
+                "  │ line 28",
+                "  │ line 29",
+                "  │ line 30",
+                "  │ [exit code 0]"
+            ]
+        );
+        assert_eq!(
+            tail_rows("ok\n[exit code 0]", 80, 5),
+            ["  │ ok", "  │ [exit code 0]"]
+        );
+        // A long last line wraps; its head may be what is left out of sight.
+        let long = format!("start\n{}", "x".repeat(100));
+        let rows = tail_rows(&long, 40, 3);
+        assert_eq!(rows[0], "  │ … 1 earlier line");
+        assert_eq!(rows.len(), 3);
+        assert!(
+            rows.iter()
+                .all(|row| super::super::width::display_width(row) <= 40)
         );
     }
 

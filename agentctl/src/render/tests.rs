@@ -6,6 +6,7 @@ use protocol::event::{
 
 use super::*;
 
+mod answer;
 mod notes;
 mod terminal;
 
@@ -364,6 +365,7 @@ fn json_prints_every_envelope_as_one_line_and_keeps_exit_codes() {
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     h.send(started(RUN));
     h.send(delta(RUN, "hi"));
@@ -404,6 +406,7 @@ fn unknown_event_types_reach_json_and_are_skipped_in_text() {
             stderr_is_tty: false,
             width: None,
             color: false,
+            markdown: None,
         },
         0,
     );

@@ -61,6 +61,7 @@ fn client_notes_clear_the_spinner_and_start_on_their_own_line() {
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     h.send(tool_started(RUN, "c1", "run_shell", "sleep 5"));
     let note = h.renderer.note("cancelling…");

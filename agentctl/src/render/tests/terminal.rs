@@ -27,6 +27,7 @@ fn tool_spinner_on_a_tty_is_replaced_by_a_result_line() {
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     h.send(tool_started(RUN, "c1", "run_shell", "ls"));
     assert_eq!(h.stderr, "\r\x1b[2K⠋ run_shell: ls");
@@ -56,6 +57,7 @@ fn parallel_tools_on_a_tty_show_how_many_more_run() {
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     h.send(tool_started(RUN, "c1", "read_file", "a"));
     h.send(tool_started(RUN, "c2", "read_file", "b"));
@@ -81,6 +83,7 @@ fn the_spinner_is_cleared_before_text_and_never_drawn_over_open_stdout() {
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     h.send(tool_started(RUN, "c1", "grep", "todo"));
     let before = h.stderr.clone();
@@ -100,6 +103,7 @@ fn a_terminal_of_unknown_width_gets_plain_lines_with_the_tools_progress() {
         stderr_is_tty: true,
         width: None,
         color: false,
+        markdown: None,
     });
     h.send(Event::TurnStarted {
         run_id: RUN.to_owned(),
@@ -125,6 +129,7 @@ fn the_activity_line_shows_thinking_then_the_tool_with_its_time_and_output_tail(
         stderr_is_tty: true,
         width: Some(80),
         color: false,
+        markdown: None,
     });
     let start = h.now;
     h.send(Event::TurnStarted {
@@ -223,6 +228,7 @@ fn tty() -> RenderOptions {
         stderr_is_tty: true,
         width: Some(120),
         color: false,
+        markdown: None,
     }
 }
 
