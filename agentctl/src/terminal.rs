@@ -88,3 +88,14 @@ impl PromptInput {
         })
     }
 }
+
+/// Asks `question [y/N]` on the terminal (stderr, one line read from stdin); true for y/yes.
+pub async fn ask_yes(question: &str) -> bool {
+    crate::warn_line!("{question} [y/N] ");
+    let answer = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}

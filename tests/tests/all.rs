@@ -45,6 +45,7 @@ mod daily_cli;
 mod daily_daemon;
 mod editors_plugin;
 mod extensions;
+mod first_run;
 mod hooks;
 mod llm;
 mod llm_robustness;

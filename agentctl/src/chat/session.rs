@@ -23,7 +23,19 @@ impl Chat {
             agent_type: None,
             append_system_prompt: None,
         };
-        let created = self.connection.request::<SessionCreate>(&params).await?;
+        let created = match self.connection.request::<SessionCreate>(&params).await {
+            Err(err) if crate::env_check::is_no_provider(&err) => {
+                // The line editor owns the terminal: say what to run instead of asking.
+                use crate::env_check::ProviderAdvice;
+                match crate::env_check::advice(&self.connection).await {
+                    ProviderAdvice::Restart { hint: text, .. }
+                    | ProviderAdvice::ServiceEnvironment(text) => self.say(&text).await,
+                    ProviderAdvice::None => {}
+                }
+                return Err(err);
+            }
+            created => created?,
+        };
         let session_id = created.session_id;
         self.say(&format!(
             "session {session_id} · {} · {}",

@@ -189,7 +189,7 @@ pub async fn rewind(ctx: &Context, args: RewindArgs) -> Result<(), CommandError>
                 "this would change the workspace; run it on a terminal to be asked, or add --yes",
             ));
         }
-        if !ask("Rewind?").await {
+        if !crate::terminal::ask_yes("Rewind?").await {
             crate::warn_line!("nothing changed");
             return Ok(());
         }
@@ -294,15 +294,4 @@ fn show_plan(result: &SessionRewindResult) {
     for skipped in &plan.skipped {
         crate::say!("leave    {skipped}");
     }
-}
-
-/// Asks `question [y/N]` on the terminal; true for y/yes.
-async fn ask(question: &str) -> bool {
-    crate::warn_line!("{question} [y/N] ");
-    let answer = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await;
-    matches!(answer, Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }

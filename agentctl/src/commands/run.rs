@@ -123,7 +123,22 @@ pub async fn run(
             agent_type: args.agent.clone(),
             append_system_prompt: args.append_system_prompt.clone(),
         };
-        let created = connection.request::<SessionCreate>(&params).await?;
+        let created = match connection.request::<SessionCreate>(&params).await {
+            // No provider, and this shell has settings the daemon lacks: restarted with them
+            // (asked on a terminal), the run goes on with the new daemon.
+            Err(err)
+                if crate::env_check::is_no_provider(&err)
+                    && crate::env_check::offer_restart(ctx, &connection, interactive).await? =>
+            {
+                connection = if args.background {
+                    ctx.connect().await?
+                } else {
+                    ctx.connect_answering_approvals().await?
+                };
+                connection.request::<SessionCreate>(&params).await?
+            }
+            created => created?,
+        };
         (created.session_id, created.session.last_seq)
     };
     let slash = crate::commands::slash::parse(&text);
