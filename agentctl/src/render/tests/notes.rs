@@ -113,6 +113,7 @@ fn a_tool_set_change_is_one_line_on_stderr() {
         removed: vec!["mcp__old__gone".to_owned()],
         changed: vec!["mcp__time__convert".to_owned()],
         initial: false,
+        loaded: Vec::new(),
     });
     assert_eq!(h.stdout, "");
     assert_eq!(
@@ -130,6 +131,7 @@ fn the_tools_a_session_starts_with_are_not_announced() {
         removed: Vec::new(),
         changed: Vec::new(),
         initial: true,
+        loaded: Vec::new(),
     });
     assert_eq!((h.stdout.as_str(), h.stderr.as_str()), ("", ""));
 }
