@@ -123,6 +123,31 @@ fn a_tool_set_change_is_one_line_on_stderr() {
 }
 
 #[test]
+fn a_tool_search_load_is_said_as_a_load() {
+    let mut h = Harness::plain_run();
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__many__item_271".to_owned()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+        initial: false,
+        loaded: vec!["mcp__many__item_271".to_owned()],
+    });
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__a__b".to_owned(), "mcp__time__now".to_owned()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+        initial: false,
+        loaded: vec!["mcp__a__b".to_owned()],
+    });
+    assert_eq!(
+        h.stderr,
+        "tools loaded: mcp__many__item_271\ntools loaded: mcp__a__b\ntools changed: +mcp__time__now\n"
+    );
+}
+
+#[test]
 fn the_tools_a_session_starts_with_are_not_announced() {
     let mut h = Harness::plain_run();
     h.send(Event::ToolsChanged {
