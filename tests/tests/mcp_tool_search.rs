@@ -3,7 +3,7 @@
 //! search finds a tool by a word of its description, a load is recorded in `toolsChanged` and
 //! the next request lists the tool, whose call works against the server; a tool called before
 //! it was loaded is loaded by that call and still asks its approval; the loaded tools are
-//! offered again after a restart, the request's tools byte for byte as before. Below the
+//! offered again after a restart and in a fork, the request's tools byte for byte as before. Below the
 //! threshold, with `search = "never"`, nothing changes; with `"always"` a few tools are searched
 //! too; a subagent of a session with the 500 tools searches them as well.
 
@@ -61,7 +61,8 @@ async fn first_request_names(args: &[&str], extra: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_large_tool_set_is_searched_loaded_and_called_and_stays_loaded_after_a_restart() {
+async fn a_large_tool_set_is_searched_loaded_and_called_and_stays_loaded_after_a_restart_and_in_a_fork()
+ {
     let config = many(&[], &format!("[permissions]\nallow = [\"{TIDE_TOOL}\"]\n"));
     let mut s = Scenario::start_with(Format::OpenAi, &config).await;
     let (mut client, session_id) = s.session().await;
@@ -145,6 +146,20 @@ async fn a_large_tool_set_is_searched_loaded_and_called_and_stays_loaded_after_a
     assert_eq!(run_status(&events), RunStatus::Completed);
     let requests = s.mock.wait_for_requests(5).await;
     assert_eq!(requests[4].json["tools"], requests[3].json["tools"]);
+
+    // A fork keeps them too.
+    let forked = client
+        .request("session/fork", json!({"sessionId": session_id}))
+        .await
+        .expect("session/fork");
+    let fork = forked["sessionId"].as_str().unwrap().to_owned();
+    client.subscribe(&fork, None).await;
+    s.mock.push(Reply::text("Forked."));
+    client.prompt(&fork, "and in the fork?").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let requests = s.mock.wait_for_requests(6).await;
+    assert_eq!(requests[5].json["tools"], requests[3].json["tools"]);
 }
 
 #[tokio::test]
