@@ -5,10 +5,11 @@
 //! it was loaded is loaded by that call and still asks its approval; the loaded tools are
 //! offered again after a restart and in a fork, the request's tools byte for byte as before. Below the
 //! threshold, with `search = "never"`, nothing changes; with `"always"` a few tools are searched
-//! too; a subagent of a session with the 500 tools searches them as well.
+//! too; a subagent of a session with the 500 tools searches them as well; a tool a server adds
+//! (`tools/list_changed`, `results_server.py`'s `grow`) is found by the next search.
 
 use agentd_tests::mcp_scenario::*;
-use agentd_tests::mcp_servers::many_tools_server;
+use agentd_tests::mcp_servers::{many_tools_server, results_server};
 use agentd_tests::mock_llm::{Format, RecordedRequest, Reply};
 use agentd_tests::scenario::*;
 use protocol::event::{Event, RunStatus};
@@ -199,4 +200,40 @@ async fn a_subagent_of_a_session_with_a_large_tool_set_searches_it_too() {
     );
     assert!(names(child).contains(&"search_tools".to_owned()));
     assert_eq!(mcp_names(child), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_tool_a_server_adds_during_a_batch_is_found_by_the_next_search() {
+    let config = format!(
+        "{}{SLOW_START}",
+        server_toml("results", &results_server(&["--tools", "60"]), "")
+    );
+    let s = Scenario::start_with(Format::OpenAi, &config).await;
+    let (mut client, session_id) = s.session().await;
+    // Not loaded: the call loads it and runs; the server adds `grown` and says so.
+    s.mock
+        .push(Reply::tool_call("g1", "mcp__results__grow", json!({})));
+    s.mock.push(Reply::tool_call(
+        "s1",
+        "search_tools",
+        json!({"query": "added by grow"}),
+    ));
+    s.mock.push(Reply::text("Found it."));
+    client.prompt(&session_id, "grow").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let requests = s.mock.wait_for_requests(3).await;
+    assert_eq!(mcp_names(&requests[0]), Vec::<String>::new());
+    assert_eq!(
+        mcp_names(&requests[1]),
+        vec!["mcp__results__grow".to_owned()]
+    );
+    let results = request_tool_results(Format::OpenAi, &requests[2]);
+    assert_eq!(results[0].1, "grew", "{results:?}");
+    assert!(
+        results[1]
+            .1
+            .contains("- mcp__results__grown: A tool added by `grow`."),
+        "{results:?}"
+    );
 }
