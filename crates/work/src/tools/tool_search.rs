@@ -257,7 +257,7 @@ pub(crate) struct SearchToolsParams {
     query: Option<String>,
     /// Exact names of tools to load (from a search's results).
     #[serde(default)]
-    load: Vec<String>,
+    load: Option<Vec<String>>,
     /// How many matches to list (default 10, at most 25).
     #[serde(default)]
     limit: Option<usize>,
@@ -303,21 +303,22 @@ impl TypedTool for SearchTools {
 impl SearchTools {
     fn answer(&self, params: SearchToolsParams) -> Result<String, String> {
         let query = params.query.unwrap_or_default();
-        if query.trim().is_empty() && params.load.is_empty() {
+        let load = params.load.unwrap_or_default();
+        if query.trim().is_empty() && load.is_empty() {
             return Err(
                 "give `query` (words of what you need) or `load` (names of tools to load)"
                     .to_owned(),
             );
         }
-        if params.load.len() > MAX_LOADS_PER_CALL {
+        if load.len() > MAX_LOADS_PER_CALL {
             return Err(format!(
                 "{} names in `load`; load at most {MAX_LOADS_PER_CALL} at once",
-                params.load.len()
+                load.len()
             ));
         }
         let mut parts = Vec::new();
-        if !params.load.is_empty() {
-            parts.push(self.load(&params.load));
+        if !load.is_empty() {
+            parts.push(self.load(&load));
         }
         if !query.trim().is_empty() {
             let limit = params

@@ -210,6 +210,13 @@ async fn search_tools_lists_matches_and_loads_the_named_tools() {
 
     let nothing = search.call(json!({}), &ctx).await;
     assert!(nothing.is_error);
+    let too_many = search.call(json!({"load": vec!["x"; 21]}), &ctx).await;
+    assert!(too_many.is_error);
+    assert!(
+        too_many.content.contains("load at most 20 at once"),
+        "{}",
+        too_many.content
+    );
     let none = search.call(json!({"query": "zebra"}), &ctx).await;
     assert!(
         none.content
