@@ -6,7 +6,8 @@
 //! offered again after a restart and in a fork, the request's tools byte for byte as before. Below the
 //! threshold, with `search = "never"`, nothing changes; with `"always"` a few tools are searched
 //! too; a subagent of a session with the 500 tools searches them as well; a tool a server adds
-//! (`tools/list_changed`, `results_server.py`'s `grow`) is found by the next search.
+//! (`tools/list_changed`, `results_server.py`'s `grow`) is found by the next search; a load in
+//! a run's last step is recorded at the run's end.
 
 use agentd_tests::mcp_scenario::*;
 use agentd_tests::mcp_servers::{many_tools_server, results_server};
@@ -236,4 +237,35 @@ async fn a_tool_a_server_adds_during_a_batch_is_found_by_the_next_search() {
             .contains("- mcp__results__grown: A tool added by `grow`."),
         "{results:?}"
     );
+}
+
+#[tokio::test]
+async fn a_load_in_a_runs_last_step_is_recorded_at_its_end_and_kept_after_a_restart() {
+    // One model call a run: the load's step is its last.
+    let mut s = Scenario::start_with(Format::OpenAi, &many(&[], "max_steps = 1")).await;
+    let (mut client, session_id) = s.session().await;
+    s.mock.push(Reply::tool_call(
+        "s1",
+        "search_tools",
+        json!({"load": [TIDE_TOOL]}),
+    ));
+    client.prompt(&session_id, "load the tide tool").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::MaxSteps);
+    assert_eq!(
+        tool_changes(&events).last(),
+        Some(&(Vec::new(), vec![TIDE_TOOL.to_owned()]))
+    );
+
+    drop(client);
+    s.daemon.kill().await;
+    s.daemon.restart().await;
+    let mut client = s.client().await;
+    client.subscribe(&session_id, None).await;
+    s.mock.push(Reply::text("Loaded."));
+    client.prompt(&session_id, "again").await;
+    let events = client.events_until_run_finished().await;
+    assert_eq!(run_status(&events), RunStatus::Completed);
+    let requests = s.mock.wait_for_requests(2).await;
+    assert_eq!(mcp_names(&requests[1]), vec![TIDE_TOOL.to_owned()]);
 }

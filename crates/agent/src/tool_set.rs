@@ -312,6 +312,27 @@ impl Run {
             .await?;
         Ok(())
     }
+
+    /// Loads that no later model call of the run recorded (its last batch loaded a tool, then
+    /// it ended): a `toolsChanged` with only `loaded`, so the session keeps them across a
+    /// restart.
+    pub(super) async fn record_last_loads(&self) {
+        let loaded = self.tools.loaded.take_unrecorded();
+        if loaded.is_empty() {
+            return;
+        }
+        let event = Event::ToolsChanged {
+            run_id: self.run_id.clone(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            changed: Vec::new(),
+            initial: false,
+            loaded,
+        };
+        if let Err(error) = self.log.append(event).await {
+            tracing::warn!(run_id = %self.run_id, "the run's last tool loads were not recorded: {error:#}");
+        }
+    }
 }
 
 #[cfg(test)]
