@@ -2,12 +2,13 @@
 //! the real SDK, 500 tools): the first request lists `search_tools` and none of the 500; a
 //! search finds a tool by a word of its description, a load is recorded in `toolsChanged` and
 //! the next request lists the tool, whose call works against the server; a tool called before
-//! it was loaded is loaded by that call and still asks its approval; the loaded tools are
-//! offered again after a restart and in a fork, the request's tools byte for byte as before. Below the
-//! threshold, with `search = "never"`, nothing changes; with `"always"` a few tools are searched
-//! too; a subagent of a session with the 500 tools searches them as well; a tool a server adds
-//! (`tools/list_changed`, `results_server.py`'s `grow`) is found by the next search; a load in
-//! a run's last step is recorded at the run's end.
+//! it was loaded is loaded by that call and still asks its approval; a name no server has is
+//! told to search; the loaded tools are offered again after a restart and in a fork, the
+//! request's tools byte for byte as before. Below the threshold, with `search = "never"`,
+//! nothing changes; with `"always"` a few tools are searched too; a subagent of a session with
+//! the 500 tools searches them as well; a tool a server adds (`tools/list_changed`,
+//! `results_server.py`'s `grow`) is found by the next search; a load in a run's last step is
+//! recorded at the run's end.
 
 use agentd_tests::mcp_scenario::*;
 use agentd_tests::mcp_servers::{many_tools_server, results_server};
@@ -79,6 +80,11 @@ async fn a_large_tool_set_is_searched_loaded_and_called_and_stays_loaded_after_a
         json!({"load": [TIDE_TOOL]}),
     ));
     s.mock.push(Reply::tool_calls(vec![
+        (
+            "c0",
+            "mcp__many__item_999",
+            json!({"key": "no such tool"}).to_string(),
+        ),
         ("c1", TIDE_TOOL, json!({"key": "dover"}).to_string()),
         // Never loaded: its call loads it, and it asks like any MCP call.
         ("c2", OTHER_TOOL, json!({"key": "x"}).to_string()),
@@ -117,8 +123,14 @@ async fn a_large_tool_set_is_searched_loaded_and_called_and_stays_loaded_after_a
     assert_eq!(parameters["properties"]["key"]["type"], "string");
     // The call worked against the server; the other tool's was denied, and loaded.
     let results = request_tool_results(Format::OpenAi, &requests[3]);
-    assert_eq!(results[2].1, "item_271 looked up dover", "{results:?}");
-    assert!(results[3].1.contains("denied by the user"), "{results:?}");
+    assert!(
+        results[2].1.contains(
+            "no MCP tool of this session has this name now; find MCP tools with search_tools"
+        ),
+        "{results:?}"
+    );
+    assert_eq!(results[3].1, "item_271 looked up dover", "{results:?}");
+    assert!(results[4].1.contains("denied by the user"), "{results:?}");
     assert_eq!(
         mcp_names(&requests[3]),
         vec![OTHER_TOOL.to_owned(), TIDE_TOOL.to_owned()]
