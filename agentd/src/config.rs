@@ -19,6 +19,7 @@ mod checkpoints;
 mod file;
 pub mod live;
 mod restart_only;
+mod tools;
 
 /// The daemon configuration.
 #[derive(Clone, Debug)]
@@ -61,6 +62,8 @@ pub struct Config {
     pub tasks: crate::task::TaskSettings,
     /// `[checkpoints]`: whether the workspace's files are checkpointed, and the limits.
     pub checkpoints: agentd_work::checkpoint::CheckpointSettings,
+    /// `[tools]`: when MCP tools are searched (`search_tools`) rather than listed.
+    pub tool_search: agentd_work::tools::tool_search::ToolSearchSettings,
     /// How long the daemon waits for an extension's answer (`[extensions] call_timeout_ms`).
     pub extension_call_timeout: std::time::Duration,
     /// `[hooks]`: the user's hooks (Claude Code's shape), for every session.
@@ -284,6 +287,7 @@ fn defaults(path: Option<&Path>) -> Config {
         mcp: agentd_work::mcp::config::McpSettings::default(),
         tasks: crate::task::TaskSettings::default(),
         checkpoints: Default::default(),
+        tool_search: Default::default(),
         extension_call_timeout: DEFAULT_EXTENSION_CALL_TIMEOUT,
         hooks: Vec::new(),
         stream_idle_secs: DEFAULT_STREAM_IDLE_TIMEOUT_SECS,

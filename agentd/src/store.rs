@@ -180,6 +180,8 @@ pub struct LoadedSession {
     pub unresolved_approvals: Vec<(String, String, String)>,
     /// Rules remembered by "allow for session" answers, in order.
     pub session_allow_rules: Vec<String>,
+    /// MCP tools a tool search loaded (`toolsChanged.loaded`), in order.
+    pub loaded_tools: Vec<String>,
     /// Problems met while loading (torn line, unreadable entries), for the log.
     pub warnings: Vec<String>,
     /// Where the last complete line ends: a torn tail after it is cut before appending.
@@ -306,6 +308,7 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         cost_usd: None,
         unresolved_approvals: Vec::new(),
         session_allow_rules: Vec::new(),
+        loaded_tools: Vec::new(),
         warnings: Vec::new(),
         valid_len: file_len.min(offset),
         missing_newline: offset > file_len,
@@ -442,6 +445,9 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
                     }
                     Event::SessionUpdated { .. } => {
                         settings.apply(&event);
+                    }
+                    Event::ToolsChanged { loaded: names, .. } => {
+                        loaded.loaded_tools.extend(names.iter().cloned());
                     }
                     _ => {}
                 }

@@ -316,6 +316,11 @@ pub enum Event {
         /// client need not announce as a change.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         initial: bool,
+        /// MCP tools loaded since the previous model call by a tool search (`search_tools`,
+        /// or a first call of the tool), sorted: the session keeps them offered from now on,
+        /// across restarts. Each is in `added` too while its server offers it. Added in 1.3.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        loaded: Vec<String>,
     },
     #[serde(rename_all = "camelCase")]
     UsageUpdated {

@@ -3,7 +3,7 @@
 //! npm `@modelcontextprotocol/server-everything` over stdio and over streamable HTTP, npm
 //! `@modelcontextprotocol/server-filesystem` (no directory: roots only) over stdio, and PyPI
 //! `mcp-server-time` (a Python server) over stdio, and scripted Python servers that record
-//! cancellations and that send results and tool lists at their limits. A missing install fails the test with a
+//! cancellations, that send results and tool lists at their limits and that offer 500 tools. A missing install fails the test with a
 //! message naming the install script.
 
 use std::collections::BTreeMap;
@@ -94,6 +94,20 @@ pub fn results_server(args: &[&str]) -> ServerCommand {
     server.args = vec![
         install_dir()
             .join("results_server.py")
+            .display()
+            .to_string(),
+    ];
+    server.args.extend(args.iter().map(|arg| (*arg).to_owned()));
+    server
+}
+
+/// A scripted server on the real Python SDK (`tests/mcp-servers/many_tools_server.py`)
+/// offering a large tool set (`--tools N`, default 500; `item_271` reads tide tables).
+pub fn many_tools_server(args: &[&str]) -> ServerCommand {
+    let mut server = time_stdio();
+    server.args = vec![
+        install_dir()
+            .join("many_tools_server.py")
             .display()
             .to_string(),
     ];

@@ -58,6 +58,7 @@ mod mcp_runtime;
 mod mcp_sessions;
 mod mcp_sessions_supervision;
 mod mcp_supervision;
+mod mcp_tool_search;
 mod perf_budgets;
 mod protocol_contract;
 mod protocol_errors;

@@ -125,13 +125,25 @@ impl Renderer {
                 added,
                 removed,
                 changed,
+                loaded,
                 ..
             } => {
+                // A tool search's loads are said as such; the rest of the change as before.
+                if !loaded.is_empty() {
+                    self.stderr_line(&format!("tools loaded: {}", loaded.join(", ")), out);
+                }
+                let added: Vec<String> = added
+                    .iter()
+                    .filter(|name| !loaded.contains(name))
+                    .cloned()
+                    .collect();
                 let mut parts = Vec::new();
-                for (sign, names) in [("+", added), ("-", removed), ("~", changed)] {
+                for (sign, names) in [("+", &added), ("-", removed), ("~", changed)] {
                     parts.extend(names.iter().map(|name| format!("{sign}{name}")));
                 }
-                self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
+                if !parts.is_empty() {
+                    self.stderr_line(&format!("tools changed: {}", parts.join(" ")), out);
+                }
             }
             Event::HookStarted { event, command, .. } => {
                 self.stderr_line(&format!("hook {event}: {}", one_line(command)), out);

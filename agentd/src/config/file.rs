@@ -23,6 +23,7 @@ struct FileConfig {
     mcp: Option<agentd_work::mcp::config::McpSection>,
     tasks: Option<crate::task::TasksSection>,
     checkpoints: Option<super::checkpoints::CheckpointsSection>,
+    tools: Option<super::tools::ToolsSection>,
     extensions: Option<FileExtensions>,
     llm: Option<FileLlm>,
     /// Kept as values so one bad entry is a problem of that server, not of the whole file.
@@ -219,6 +220,9 @@ pub(super) fn apply_file(
     }
     if let Some(checkpoints) = &file.checkpoints {
         config.checkpoints = checkpoints.resolve(path)?;
+    }
+    if let Some(tools) = &file.tools {
+        config.tool_search = tools.resolve(path)?;
     }
     if let Some(hooks) = file.hooks {
         hooks_section(config, path, text, hooks)?;

@@ -67,6 +67,7 @@ impl Session {
             state.remembered_allow_rules = loaded.session_allow_rules;
             state.context = loaded.context;
         }
+        shared.loaded_tools.restore(loaded.loaded_tools);
         // Approvals pending at the stop expire first (before the run's end is recorded), but
         // those of a run that goes on: it asks them again.
         let resumed_run = match (&loaded.unfinished_run, &plan) {

@@ -377,7 +377,12 @@ impl Actor {
         .with_source(Some(
             self.deps.extensions.tools_for(self.header.cwd.as_ref()),
         ))
-        .with_narrowing(options.narrowing.clone());
+        .with_narrowing(options.narrowing.clone())
+        .with_search(
+            config.tool_search,
+            context_limits.window,
+            Arc::clone(&self.shared.loaded_tools),
+        );
         let max_steps = [self.header.max_turns, options.max_steps]
             .into_iter()
             .flatten()

@@ -21,6 +21,9 @@ impl Run {
         for call in calls {
             agentd_core::test_seam::panic_in_tool_call(&call.name);
         }
+        // An MCP tool that a tool search did not load yet is loaded by its first call.
+        self.tools
+            .load_called(calls.iter().map(|call| call.name.as_str()));
         let mut halted = None;
         let intercepted = self.intercept_calls(calls, &mut halted).await?;
         let calls = &intercepted.calls[..];

@@ -160,6 +160,7 @@ impl Run {
                 }
             }
         };
+        self.record_last_loads().await;
         self.checkpoint_at_end().await;
         ending.finish(&outcome).await;
         outcome

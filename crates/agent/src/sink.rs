@@ -66,6 +66,9 @@ pub const MAX_HELD_MESSAGES: usize = 64;
 #[derive(Debug, Default)]
 pub struct SessionShared {
     state: Mutex<SessionState>,
+    /// The MCP tools a tool search loaded for the session (`search_tools`), restored from its
+    /// log when it is loaded; shared with each run's `search_tools`.
+    pub loaded_tools: std::sync::Arc<agentd_work::tools::tool_search::LoadedTools>,
 }
 
 #[derive(Debug, Default)]

@@ -3,7 +3,10 @@
 //! step so the model, the gate and the executor see the same set. When the set differs from the session's previous model call,
 //! the step records `toolsChanged` first, so a break of the request's cached prefix is
 //! explicit in the log. A server that said its tools changed (during a tool batch, say) is
-//! waited for, briefly, so the next model call already has its new tools.
+//! waited for, briefly, so the next model call already has its new tools. Past the
+//! thresholds of `[tools]` the MCP tools are searched, not listed
+//! (`agentd_work::tools::tool_search`): a step lists the ones the session loaded and
+//! `search_tools`, and a load shows in the next step's `toolsChanged` (`loaded`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +16,7 @@ use anyhow::Result;
 use super::Run;
 use agentd_core::conversation::ToolSpec;
 use agentd_work::mcp::{McpHandle, McpStatus};
+use agentd_work::tools::tool_search::{self, LoadedTools, SearchCatalogue, ToolSearchSettings};
 use agentd_work::tools::{Tool, ToolRegistry};
 use protocol::event::Event;
 
@@ -26,6 +30,8 @@ pub(crate) struct ToolSet {
     pub(crate) registry: Arc<ToolRegistry>,
     /// `registry`'s specs, sorted by name.
     pub(crate) specs: Arc<[ToolSpec]>,
+    /// Every MCP tool of the step when they are searched, not listed (None: all listed).
+    pub(crate) catalogue: Option<Arc<SearchCatalogue>>,
 }
 
 impl ToolSet {
@@ -34,6 +40,7 @@ impl ToolSet {
         Self {
             registry: Arc::new(registry),
             specs,
+            catalogue: None,
         }
     }
 }
@@ -62,6 +69,13 @@ pub struct RunTools {
     /// A command's `allowed-tools`: only these, after `filter` (it takes tools away, never
     /// adds one).
     narrowing: Option<agentd_work::commands::ToolNarrowing>,
+    /// When the MCP tools are searched rather than listed (`[tools]`), after `filter` and
+    /// `narrowing`: a subagent or a command searches among the tools it may use.
+    search: ToolSearchSettings,
+    /// The model's window in tokens, which the share threshold of `search` is of.
+    window_tokens: u64,
+    /// The session's loaded MCP tools (its `SessionShared::loaded_tools`).
+    loaded: Arc<LoadedTools>,
 }
 
 impl RunTools {
@@ -79,7 +93,24 @@ impl RunTools {
             filter: None,
             sources: Vec::new(),
             narrowing: None,
+            search: ToolSearchSettings::default(),
+            window_tokens: agentd_knowledge::context::DEFAULT_CONTEXT_WINDOW,
+            loaded: Arc::default(),
         }
+    }
+
+    /// MCP tools searched past the thresholds of `settings` for a model of `window_tokens`,
+    /// those `loaded` holds listed.
+    pub fn with_search(
+        mut self,
+        settings: ToolSearchSettings,
+        window_tokens: u64,
+        loaded: Arc<LoadedTools>,
+    ) -> Self {
+        self.search = settings;
+        self.window_tokens = window_tokens;
+        self.loaded = loaded;
+        self
     }
 
     /// Also the tools `source` offers at each step (an extension's, from the next step after
@@ -135,7 +166,10 @@ impl RunTools {
         if let Some(narrowing) = &self.narrowing {
             registry = narrowing.apply(&registry);
         }
-        let set = Arc::new(ToolSet::new(registry));
+        let offered = tool_search::offer(registry, &self.search, self.window_tokens, &self.loaded);
+        let mut set = ToolSet::new(offered.registry);
+        set.catalogue = offered.catalogue;
+        let set = Arc::new(set);
         match self.current.lock() {
             Ok(mut current) => *current = Arc::clone(&set),
             Err(poisoned) => *poisoned.into_inner() = Arc::clone(&set),
@@ -145,6 +179,22 @@ impl RunTools {
 
     fn builtin_specs(&self) -> Arc<[ToolSpec]> {
         self.builtins.specs().into()
+    }
+
+    /// Loads the MCP tools among `names` that the step searches and does not offer (a call to
+    /// a tool no search loaded) and makes them part of the current set, so the call runs like
+    /// any other, through the gate; the next step lists them.
+    pub(crate) fn load_called<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        let current = self.current();
+        let Some(catalogue) = &current.catalogue else {
+            return;
+        };
+        let unoffered = names
+            .into_iter()
+            .filter(|name| current.registry.get(name).is_none());
+        if tool_search::load_called(catalogue, &self.loaded, unoffered) {
+            self.refresh();
+        }
     }
 }
 
@@ -245,7 +295,8 @@ impl Run {
             .replace(Arc::clone(&set.specs));
         let initial = previous.is_none();
         let previous = previous.unwrap_or_else(|| self.tools.builtin_specs());
-        if previous[..] == set.specs[..] {
+        let loaded = self.tools.loaded.take_unrecorded();
+        if previous[..] == set.specs[..] && loaded.is_empty() {
             return Ok(());
         }
         let (added, removed, changed) = tool_changes(&previous, &set.specs);
@@ -256,9 +307,31 @@ impl Run {
                 removed,
                 changed,
                 initial,
+                loaded,
             })
             .await?;
         Ok(())
+    }
+
+    /// Loads that no later model call of the run recorded (its last batch loaded a tool, then
+    /// it ended): a `toolsChanged` with only `loaded`, so the session keeps them across a
+    /// restart.
+    pub(super) async fn record_last_loads(&self) {
+        let loaded = self.tools.loaded.take_unrecorded();
+        if loaded.is_empty() {
+            return;
+        }
+        let event = Event::ToolsChanged {
+            run_id: self.run_id.clone(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            changed: Vec::new(),
+            initial: false,
+            loaded,
+        };
+        if let Err(error) = self.log.append(event).await {
+            tracing::warn!(run_id = %self.run_id, "the run's last tool loads were not recorded: {error:#}");
+        }
     }
 }
 

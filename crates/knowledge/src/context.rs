@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use agentd_core::conversation::{ContextChange, Message};
 
 /// The window assumed for a model neither the config nor [`KNOWN_WINDOWS`] names.
-pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
 /// Context windows of well-known models, by name prefix (the first match wins, so longer
 /// prefixes come first). A provider's `context_window` in config.toml overrides this.

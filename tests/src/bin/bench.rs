@@ -12,7 +12,8 @@
 //! active runs resumed after a kill -9), `BENCH_ONLY=fork` the fork ones (a 10,000-entry
 //! session forked, and the fork's first request against the source's), `BENCH_ONLY=checkpoint`
 //! the checkpoint ones (a 10,000-file tree: the first, an unchanged and a one-file checkpoint,
-//! a rewind), `BENCH_ONLY=mcp` only the MCP ones (`mcp`; they need the servers of
+//! a rewind), `BENCH_ONLY=mcp` only the MCP ones (`mcp`, and the first request with 500 MCP
+//! tools listed and searched, `tool_search`; they need the servers of
 //! `tests/mcp-servers/install.sh`, and run last otherwise).
 //!
 //! `bench --json` prints the figures as JSON instead (save a run: `bench --json > before.json`);
@@ -40,6 +41,8 @@ mod report;
 mod restart;
 #[path = "bench/tasks.rs"]
 mod tasks;
+#[path = "bench/tool_search.rs"]
+mod tool_search;
 
 use report::{Row, RunInfo, Saved, per, per_ms};
 
@@ -121,7 +124,10 @@ async fn figures(scale: usize, only: Option<&str>) -> Vec<Row> {
         Some("restart") => restart::figures(scale, &mut rows).await,
         Some("fork") => fork::figures(scale, &mut rows).await,
         Some("checkpoint") => checkpoint::figures(scale, &mut rows).await,
-        Some("mcp") => mcp::figures(scale, &mut rows).await,
+        Some("mcp") => {
+            mcp::figures(scale, &mut rows).await;
+            tool_search::figures(&mut rows).await;
+        }
         _ => everything(scale, &mut rows).await,
     }
     rows
@@ -315,8 +321,9 @@ async fn everything(scale: usize, rows: &mut Vec<Row>) {
     // 11. Checkpoints of a 10,000-file tree.
     checkpoint::figures(scale, rows).await;
 
-    // 12. MCP servers.
+    // 12. MCP servers, and a first request with 500 MCP tools listed and searched.
     mcp::figures(scale, rows).await;
+    tool_search::figures(rows).await;
 }
 
 /// Write `count` session files, start a daemon on them and time `session/list`: the first pages

@@ -114,11 +114,37 @@ fn a_tool_set_change_is_one_line_on_stderr() {
         removed: vec!["mcp__old__gone".to_owned()],
         changed: vec!["mcp__time__convert".to_owned()],
         initial: false,
+        loaded: Vec::new(),
     });
     assert_eq!(h.stdout, "");
     assert_eq!(
         h.stderr,
         "tools changed: +mcp__time__now -mcp__old__gone ~mcp__time__convert\n"
+    );
+}
+
+#[test]
+fn a_tool_search_load_is_said_as_a_load() {
+    let mut h = Harness::plain_run();
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__many__item_271".to_owned()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+        initial: false,
+        loaded: vec!["mcp__many__item_271".to_owned()],
+    });
+    h.send(Event::ToolsChanged {
+        run_id: RUN.to_owned(),
+        added: vec!["mcp__a__b".to_owned(), "mcp__time__now".to_owned()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+        initial: false,
+        loaded: vec!["mcp__a__b".to_owned()],
+    });
+    assert_eq!(
+        h.stderr,
+        "tools loaded: mcp__many__item_271\ntools loaded: mcp__a__b\ntools changed: +mcp__time__now\n"
     );
 }
 
@@ -131,6 +157,7 @@ fn the_tools_a_session_starts_with_are_not_announced() {
         removed: Vec::new(),
         changed: Vec::new(),
         initial: true,
+        loaded: Vec::new(),
     });
     assert_eq!((h.stdout.as_str(), h.stderr.as_str()), ("", ""));
 }

@@ -130,6 +130,7 @@ pub enum ToolKind {
 pub(crate) const INTERNAL_TOOLS: &[&str] = &[
     "todo_write",
     "load_skill",
+    "search_tools",
     "task",
     "task_list",
     "task_get",

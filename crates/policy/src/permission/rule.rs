@@ -55,6 +55,7 @@ pub(crate) const BUILTIN_TOOL_NAMES: &[&str] = &[
     "run_shell",
     "fetch_url",
     "load_skill",
+    "search_tools",
     "memory",
     "todo_write",
     "task",

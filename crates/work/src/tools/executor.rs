@@ -112,7 +112,10 @@ fn prepare(registry: &ToolRegistry, call: &ToolCall) -> Prepared {
         let available = registry.names().join(", ");
         // An MCP tool may have been offered before: its server is starting, restarting,
         // failed or gone now.
-        let why = if call.name.starts_with("mcp__") {
+        let why = if registry.get(super::tool_search::SEARCH_TOOLS).is_some() {
+            // The MCP tools are searched: the name may be a guess.
+            ": no MCP tool of this session has this name now; find MCP tools with search_tools"
+        } else if call.name.starts_with("mcp__") {
             ": no MCP server of this session offers it now (its server may be starting, restarting or stopped; it can be offered again later)"
         } else {
             ""

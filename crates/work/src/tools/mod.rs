@@ -20,6 +20,7 @@ mod task;
 mod task_tools;
 mod text_file;
 mod todo;
+pub mod tool_search;
 mod typed;
 mod write_limits;
 #[cfg(unix)]
