@@ -14,6 +14,18 @@ async fn keyless_daemon() -> TestEnv {
     env
 }
 
+/// `agentctl run hello` on a terminal with this shell's provider variables, once it asks.
+async fn run_asking_to_restart(env: &TestEnv, mock: &MockLlm) -> Pty {
+    let mut command = env.agentctl();
+    command
+        .args(["run", "hello"])
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", mock.openai_base_url());
+    let mut pty = Pty::spawn(command, 120, 30);
+    pty.expect("Restart it with them? [y/N]").await;
+    pty
+}
+
 #[tokio::test]
 async fn off_a_terminal_a_run_without_a_provider_names_the_variables_and_the_restart() {
     let mock = MockLlm::start().await;
@@ -48,13 +60,7 @@ async fn on_a_terminal_yes_restarts_the_daemon_with_this_shell_and_the_run_goes_
     let mock = MockLlm::start().await;
     mock.push(Reply::text("Answered after the restart."));
     let env = keyless_daemon().await;
-    let mut command = env.agentctl();
-    command
-        .args(["run", "hello"])
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_BASE_URL", mock.openai_base_url());
-    let mut pty = Pty::spawn(command, 120, 30);
-    pty.expect("Restart it with them? [y/N]").await;
+    let mut pty = run_asking_to_restart(&env, &mock).await;
     pty.send("y\r");
     pty.expect("agentd restarted (pid").await;
     pty.expect("Answered after the restart.").await;
@@ -68,13 +74,7 @@ async fn on_a_terminal_no_leaves_the_daemon_as_it_is() {
     let env = keyless_daemon().await;
     let before = env.run_agentctl(&["--json", "daemon", "status"]).await;
     let before: serde_json::Value = serde_json::from_slice(&before.stdout).expect("json");
-    let mut command = env.agentctl();
-    command
-        .args(["run", "hello"])
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_BASE_URL", mock.openai_base_url());
-    let mut pty = Pty::spawn(command, 120, 30);
-    pty.expect("Restart it with them? [y/N]").await;
+    let mut pty = run_asking_to_restart(&env, &mock).await;
     pty.send("n\r");
     pty.expect("no provider configured").await;
     assert_ne!(pty.wait().await.code(), Some(0), "{}", pty.screen());
