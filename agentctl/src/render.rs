@@ -115,6 +115,8 @@ pub struct Renderer {
     /// How full the context window was at the goal run's last model call (the after-run
     /// line's gauge).
     context: Option<summary::Context>,
+    /// Cells of the bar the after-run line's context gauge has (0: none, the words only).
+    context_bar_cells: usize,
     /// How the model's reasoning is shown (`--thinking`).
     thinking: Thinking,
     /// Reasoning of an unfinished line, printed once whole (`--thinking full`).
@@ -176,6 +178,7 @@ impl Renderer {
             follows_across_restarts: false,
             edits: BTreeMap::new(),
             context: None,
+            context_bar_cells: 0,
             thinking: Thinking::default(),
             thought_buffer: String::new(),
             answer: MarkdownStream::default(),
@@ -352,7 +355,7 @@ mod mcp;
 mod preview;
 mod restart;
 mod style;
-mod summary;
+pub mod summary;
 mod text;
 mod todo;
 pub mod width;

@@ -138,6 +138,20 @@ pub struct DaemonStatusResult {
     /// The executable the daemon runs from, as it was at its start. Added in 1.3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executable: Option<String>,
+    /// When the daemon makes room in a model's context window (`[context]`). Added in 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_limits: Option<ContextLimits>,
+}
+
+/// The `[context]` limits, in percent of the model's context window, checked before each model
+/// call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextLimits {
+    /// Over this, old tool results are cleared.
+    pub soft_limit_percent: u8,
+    /// Over this, the older history is summarised (compaction).
+    pub hard_limit_percent: u8,
 }
 
 /// How config.toml stands against the configuration in use.

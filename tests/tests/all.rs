@@ -27,6 +27,7 @@ mod approvals_deny_always;
 mod budgets;
 mod budgets_answered;
 mod chat;
+mod chat_commands;
 mod chat_live;
 mod chat_output;
 mod chat_restart;

@@ -29,6 +29,10 @@ pub enum LocalCommand {
     Mode(PermissionMode),
     /// `/model MODEL`: the model from the next run on.
     Model(String),
+    /// `/model`: the configured providers' models, the chat's marked.
+    Models,
+    /// `/context`: how full the model's context window is, and the compaction limits.
+    Context,
     Cost,
     Sessions,
     /// `/new`: the next prompt starts a new session.
@@ -60,6 +64,8 @@ pub const HELP: &str = "\
 /diff [N|all]   what the last run (run N, the whole session) changed in the files
 /rewind [N]     the runs; back to before run N (files and conversation), asked first
 /expand         the whole result of the last tool call
+/context        how full the model's context window is, and when it is compacted
+/model [NAME]   the configured models, or the model from the next run on
 /quit           leave (the session stays; `agentctl chat -c` continues it)
 Tab completes a command's name; a line starting with // is sent as text.
 While a run streams: Enter sends a steer, Alt+Enter or a leading >> a follow-up;
@@ -67,7 +73,7 @@ Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
 pub const LOCAL_NAMES: &[&str] = &[
-    "sessions", "new", "fork", "diff", "rewind", "expand", "quit", "exit",
+    "sessions", "new", "fork", "diff", "rewind", "expand", "context", "model", "quit", "exit",
 ];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
@@ -116,6 +122,7 @@ fn command_of(slash: Slash) -> LocalCommand {
         "fork" => LocalCommand::Fork(Some(slash.args.trim().to_owned()).filter(|t| !t.is_empty())),
         "quit" | "exit" => no_argument(LocalCommand::Quit),
         "expand" => no_argument(LocalCommand::Expand),
+        "context" => no_argument(LocalCommand::Context),
         "diff" => match (argument, extra) {
             (run, false) => LocalCommand::Diff(run.map(str::to_owned)),
             _ => LocalCommand::Invalid("usage: /diff [N|all]".to_owned()),
@@ -133,6 +140,7 @@ fn command_of(slash: Slash) -> LocalCommand {
         },
         "model" => match (argument, extra) {
             (Some(model), false) => LocalCommand::Model(model.to_owned()),
+            (None, _) => LocalCommand::Models,
             _ => LocalCommand::Invalid(
                 "usage: /model MODEL (a model of the provider, or provider:model)".to_owned(),
             ),
@@ -216,6 +224,11 @@ mod tests {
             false,
             Typed::Command(LocalCommand::Model("mock:other".into())),
         );
+        assert_eq!(parse("/model", false), Typed::Command(LocalCommand::Models));
+        assert_eq!(
+            parse("/context", false),
+            Typed::Command(LocalCommand::Context),
+        );
         // A lone `/` and a path are text; `//` escapes a leading slash and sends one.
         check("//etc/hosts", false, Typed::Text("/etc/hosts".into()));
         check("/", false, Typed::Text("/".into()));
@@ -242,7 +255,8 @@ mod tests {
                 "/mode sideways",
                 "unknown mode sideways; use one of default",
             ),
-            ("/model", "usage: /model MODEL"),
+            ("/model a b", "usage: /model MODEL"),
+            ("/context now", "/context takes no argument"),
             ("/status now", "/status takes no argument"),
         ] {
             let Typed::Command(LocalCommand::Invalid(message)) = parse(line, false) else {

@@ -72,6 +72,8 @@ impl Chat {
             }
             LocalCommand::Rewind { run, what, confirm } => self.rewind(run, what, confirm).await?,
             LocalCommand::Expand => self.expand().await,
+            LocalCommand::Context => self.context_gauge().await,
+            LocalCommand::Models => self.models().await,
             LocalCommand::Quit => return Ok(Next::Quit),
             LocalCommand::Invalid(message) => self.say(&message).await,
         }
@@ -180,7 +182,7 @@ impl Chat {
     }
 
     /// The session as the daemon has it, or what the next prompt will create.
-    async fn current(&mut self) -> Option<SessionInfo> {
+    pub(super) async fn current(&mut self) -> Option<SessionInfo> {
         let session_id = self.session.as_ref()?.session_id.clone();
         match session_info(&self.connection, &session_id).await {
             Ok(info) => Some(info),

@@ -9,6 +9,7 @@
 mod approvals;
 mod completion;
 mod editor;
+mod gauges;
 mod line;
 mod live;
 mod local;
@@ -123,6 +124,7 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
         // Stdout is a terminal here: colours unless `--color never` or `NO_COLOR`.
         color: crate::commands::color_on(ctx, true),
         last_result: None,
+        context: None,
     };
     let result = chat.run(session).await;
     let Chat {
@@ -153,6 +155,9 @@ struct Chat {
     thinking: crate::render::Thinking,
     /// Colours (`--color`, `NO_COLOR`), as `run` decides them.
     color: bool,
+    /// How full the context window was at the last model call of a run no longer shown
+    /// (`/context`).
+    context: Option<crate::render::summary::Context>,
     /// The last tool call of a run no longer shown, for `/expand`.
     last_result: Option<crate::render::ToolResult>,
     cwd: PathBuf,

@@ -39,6 +39,7 @@ impl Chat {
         renderer.set_thinking(self.thinking);
         renderer.set_status_drawn_by_caller();
         renderer.set_names_session(false);
+        renderer.set_context_bar(super::gauges::AFTER_RUN_BAR_CELLS);
         renderer.set_width(Some(width));
         self.run = Some(ActiveRun {
             renderer,
@@ -90,6 +91,9 @@ impl Chat {
     pub(super) fn keep_from_run(&mut self, run: &ActiveRun) {
         if let Some(result) = run.renderer.last_result() {
             self.last_result = Some(result.clone());
+        }
+        if let Some(context) = run.renderer.context() {
+            self.context = Some(context);
         }
     }
 

@@ -19,6 +19,16 @@ impl Renderer {
         self.names_session = names;
     }
 
+    /// Give the after-run line's context gauge a bar of `cells` cells (0: the words only).
+    pub fn set_context_bar(&mut self, cells: usize) {
+        self.context_bar_cells = cells;
+    }
+
+    /// How full the context window was at the goal run's last model call, once known.
+    pub fn context(&self) -> Option<super::summary::Context> {
+        self.context
+    }
+
     /// The activity line ("thinking… 4s · Ctrl-C to cancel", a running tool with its elapsed
     /// time and output tail) as of the last event or tick, neutralised, coloured as the
     /// options say, and cut to less than `width` columns; `None` when nothing runs.

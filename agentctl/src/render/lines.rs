@@ -256,7 +256,10 @@ impl Renderer {
                     self.steps,
                     duration,
                     finished.cost_usd,
-                    self.context,
+                    self.context.map(|context| summary::Gauge {
+                        context,
+                        bar_cells: self.context_bar_cells,
+                    }),
                 );
                 // A narrow terminal gets the line without its gauge rather than a wrapped one.
                 if self

@@ -14,7 +14,7 @@ pub fn after_run_line(
     steps: u32,
     duration: Option<Duration>,
     cost_usd: Option<f64>,
-    context: Option<Context>,
+    context: Option<Gauge>,
 ) -> String {
     let mut parts = Vec::new();
     let about = if usage.estimated { "~" } else { "" };
@@ -31,11 +31,17 @@ pub fn after_run_line(
     if let Some(duration) = duration {
         parts.push(format_duration(duration.as_millis() as u64));
     }
-    if let Some(context) = context.filter(|context| context.window > 0) {
-        let percent = (context.used.saturating_mul(100) / context.window).min(999);
+    if let Some(gauge) = context.filter(|gauge| gauge.context.window > 0) {
+        let Context { used, window } = gauge.context;
+        let percent = used.saturating_mul(100) / window;
+        let bar = match gauge.bar_cells {
+            0 => String::new(),
+            cells => format!("{} ", bar(used, window, cells)),
+        };
         parts.push(format!(
-            "context {percent}% of {}",
-            tokens_short(context.window)
+            "context {bar}{}% of {}",
+            percent.min(999),
+            tokens_short(window)
         ));
     }
     if let Some(cost) = cost_usd.filter(|cost| cost.is_finite() && *cost >= 0.0) {
@@ -52,8 +58,28 @@ pub struct Context {
     pub window: u64,
 }
 
+/// The context gauge of the after-run line: how full, and how wide its bar is (0: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gauge {
+    pub context: Context,
+    pub bar_cells: usize,
+}
+
+/// `██░░░░░░`: `used` of `window` as `cells` cells, filled ones first (a full window fills
+/// them all, any use at least one).
+pub fn bar(used: u64, window: u64, cells: usize) -> String {
+    let filled = if window == 0 {
+        0
+    } else {
+        let exact = u128::from(used) * cells as u128 / u128::from(window);
+        let at_least_one = usize::from(used > 0);
+        (exact as usize).max(at_least_one).min(cells)
+    };
+    format!("{}{}", "█".repeat(filled), "░".repeat(cells - filled))
+}
+
 /// `128k`, `1M`, `8192`.
-fn tokens_short(tokens: u64) -> String {
+pub fn tokens_short(tokens: u64) -> String {
     match tokens {
         t if t >= 1_000_000 && t % 1_000_000 == 0 => format!("{}M", t / 1_000_000),
         t if t >= 1_000 => format!("{}k", t / 1_000),
@@ -72,15 +98,44 @@ mod tests {
             1,
             None,
             None,
-            Some(Context {
-                used: 96_000,
-                window: 128_000,
+            Some(Gauge {
+                bar_cells: 0,
+                context: Context {
+                    used: 96_000,
+                    window: 128_000,
+                },
             }),
         );
         assert_eq!(line, "tokens 0 in · 0 out · 1 step · context 75% of 128k");
         assert_eq!(tokens_short(1_000_000), "1M");
         assert_eq!(tokens_short(8192), "8k");
         assert_eq!(tokens_short(500), "500");
+        let with_bar = after_run_line(
+            &Usage::default(),
+            1,
+            None,
+            None,
+            Some(Gauge {
+                bar_cells: 8,
+                context: Context {
+                    used: 32_000,
+                    window: 128_000,
+                },
+            }),
+        );
+        assert!(
+            with_bar.ends_with("context ██░░░░░░ 25% of 128k"),
+            "{with_bar}"
+        );
+    }
+
+    #[test]
+    fn the_bar_shows_any_use_and_never_overflows() {
+        assert_eq!(bar(0, 100, 4), "░░░░");
+        assert_eq!(bar(1, 100, 4), "█░░░");
+        assert_eq!(bar(100, 100, 4), "████");
+        assert_eq!(bar(500, 100, 4), "████");
+        assert_eq!(bar(5, 0, 3), "░░░");
     }
 
     #[test]
@@ -98,9 +153,12 @@ mod tests {
                 3,
                 Some(Duration::from_millis(4200)),
                 Some(0.01234),
-                Some(Context {
-                    used: 1256,
-                    window: 128_000
+                Some(Gauge {
+                    bar_cells: 0,
+                    context: Context {
+                        used: 1256,
+                        window: 128_000,
+                    },
                 })
             ),
             "tokens 1200 in (1000 cached) · 56 out · 3 steps · 4.2 s · context 0% of 128k · $0.0123"

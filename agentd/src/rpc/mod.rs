@@ -283,6 +283,7 @@ async fn daemon_status(
             .executable
             .as_ref()
             .map(|path| path.display().to_string()),
+        context_limits: state.sessions.context_limits(),
     })
 }
 

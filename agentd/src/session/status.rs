@@ -34,4 +34,13 @@ impl SessionManager {
             .default_provider()
             .map(|provider| provider.name.clone())
     }
+
+    /// The `[context]` limits in use.
+    pub fn context_limits(&self) -> Option<protocol::daemon::ContextLimits> {
+        let config = self.deps.config.snapshot().ok()?;
+        Some(protocol::daemon::ContextLimits {
+            soft_limit_percent: config.context.soft_limit_percent,
+            hard_limit_percent: config.context.hard_limit_percent,
+        })
+    }
 }
