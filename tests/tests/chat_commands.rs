@@ -1,6 +1,7 @@
 //! The chat's daily commands through a pseudo-terminal and a terminal emulator: `/context`
 //! shows how full the model's context window is with the config's compaction limits (and the
-//! after-run line a compact gauge), `/model` lists the configured providers' models.
+//! after-run line a compact gauge), `/model` lists the configured providers' models,
+//! `/permissions` the rules in force with the file of each.
 
 use agentd_tests::harness::TestEnv;
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
@@ -98,6 +99,35 @@ async fn model_without_a_name_lists_the_configured_models() {
         screen.contents().contains("* other:other-model  (openai)")
     })
     .await;
+    pty.send("/quit\r");
+    assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn permissions_lists_the_rules_in_force_with_the_file_of_each() {
+    let mock = MockLlm::start().await;
+    let (env, mut pty) = start_chat(
+        &mock,
+        "[permissions]\nallow = [\"Bash(git log:*)\"]\ndeny = [\"Bash(rm -rf:*)\"]\n",
+    )
+    .await;
+    pty.send("/permissions\r");
+    let shown = pty
+        .wait_visible("the rules", |screen| {
+            screen.contents().contains("Bash(git log:*)")
+        })
+        .await;
+    let contents = shown.screen().contents();
+    let config = env.path("config").join("agentd").join("config.toml");
+    let config = config.display();
+    assert!(
+        contents.contains(&format!("deny   Bash(rm -rf:*)   user  {config}")),
+        "{contents}"
+    );
+    assert!(
+        contents.contains(&format!("allow  Bash(git log:*)  user  {config}")),
+        "{contents}"
+    );
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
 }

@@ -26,6 +26,7 @@ mod extension;
 mod hooks;
 mod listings;
 mod mcp_prompts;
+mod permissions;
 mod run_prompt;
 mod session_log;
 

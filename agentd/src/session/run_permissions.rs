@@ -2,8 +2,22 @@
 //! "always allow" rules added since startup), project rules (read now), the session's own
 //! rules and its remembered "allow for session" answers.
 
-use super::{SessionDeps, SessionShared};
+use super::{SessionDeps, SessionManager, SessionShared};
 use crate::store::SessionHeader;
+
+impl SessionManager {
+    /// The rules `session`'s next run would go with (user, project and session layers merged,
+    /// each rule with its source), and the problems the project's settings have (`/permissions`).
+    pub async fn permissions_in_force(
+        &self,
+        session: &super::actor::Session,
+    ) -> anyhow::Result<(agentd_policy::permission::RuleSet, Vec<String>)> {
+        let config = self.deps.config.snapshot().map_err(anyhow::Error::msg)?;
+        let (permissions, warnings) =
+            run_permissions(&session.header, &session.shared, &self.deps, &config).await?;
+        Ok((permissions.rules, warnings))
+    }
+}
 
 /// The permission inputs of a run: user rules (config), project rules (read now, so edits
 /// apply to the next run; problems are returned as warnings for the run to announce), the

@@ -33,11 +33,12 @@ pub(super) enum Builtin {
     Mode,
     Clear,
     Hooks,
+    Permissions,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub(super) const ALL: [Builtin; 14] = [
+    pub(super) const ALL: [Builtin; 15] = [
         Builtin::Help,
         Builtin::Status,
         Builtin::Compact,
@@ -52,6 +53,7 @@ impl Builtin {
         Builtin::Mode,
         Builtin::Clear,
         Builtin::Hooks,
+        Builtin::Permissions,
     ];
 
     /// Its name, its argument hint and what it does.
@@ -90,6 +92,11 @@ impl Builtin {
                 "hooks",
                 None,
                 "the hooks found, where, and whether they run",
+            ),
+            Builtin::Permissions => (
+                "permissions",
+                None,
+                "the permission rules in force and where each comes from",
             ),
         }
     }
@@ -151,6 +158,7 @@ impl Builtin {
             Builtin::Mode => mode(state, session, args).await?,
             Builtin::Clear => return clear(state, session).await,
             Builtin::Hooks => super::hooks::describe(state, &cwd).await,
+            Builtin::Permissions => super::permissions::describe(state, session).await?,
         };
         Ok(SessionCommandResult {
             output: Some(text),
