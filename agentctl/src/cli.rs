@@ -479,6 +479,10 @@ pub struct RunArgs {
     /// At most N model calls in this run (the config's `max_steps` still caps it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
+    /// Attach an image (PNG, JPEG, GIF or WebP, at most 5 MiB) to the prompt, for models that
+    /// take images; may be given up to 8 times. `@shot.png` in the prompt attaches one too.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
     /// Text appended to the new session's system prompt (frozen at creation, so only for a
     /// new session).
     #[arg(long, value_name = "TEXT")]

@@ -186,8 +186,13 @@ pub struct SessionGetResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum HistoryMessage {
+    #[serde(rename_all = "camelCase")]
     User {
         content: String,
+        /// How many images the user attached (`session/prompt {images}`); their bytes are not
+        /// sent back.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        image_count: u32,
     },
     #[serde(rename_all = "camelCase")]
     Assistant {
@@ -230,6 +235,41 @@ pub struct SessionPromptParams {
     /// Model calls this run makes at most (never more than the config's `max_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Images the prompt carries, for models that take them (at most [`MAX_PROMPT_IMAGES`],
+    /// each at most [`MAX_IMAGE_BYTES`] decoded). Only a prompt that starts a run takes them:
+    /// one queued as a follow-up (`queueIfBusy`) while a run is active is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<PromptImage>,
+}
+
+/// Most images one prompt carries.
+pub const MAX_PROMPT_IMAGES: usize = 8;
+/// Largest image a prompt carries, decoded (5 MiB, the largest the providers take).
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// An image attached to a prompt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; must match the bytes.
+    pub mime_type: String,
+    /// The image's bytes, base64 (standard alphabet, padded).
+    pub data: String,
+}
+
+/// The image type of `bytes` by their signature (PNG, JPEG, GIF, WebP), if any.
+pub fn image_mime_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -435,4 +475,8 @@ pub struct SessionForkResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionUpdateResult {
     pub session: SessionInfo,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }

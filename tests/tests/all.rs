@@ -61,6 +61,7 @@ mod mcp_sessions_supervision;
 mod mcp_supervision;
 mod mcp_tool_search;
 mod perf_budgets;
+mod prompt_images;
 mod protocol_contract;
 mod protocol_errors;
 mod protocol_schema;

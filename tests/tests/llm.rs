@@ -50,9 +50,7 @@ fn client_with(
 }
 
 fn user(text: &str) -> Message {
-    Message::User {
-        content: text.to_owned(),
-    }
+    Message::user(text)
 }
 
 fn tools() -> Vec<ToolSpec> {

@@ -33,7 +33,7 @@ use protocol::session::{
 
 use super::link::{self, Link, Replay, RunEnd};
 use super::model;
-use super::prompt::prompt_text;
+use super::prompt::prompt_parts;
 use super::stdio::UpdateWindow;
 use super::translate::Translator;
 use crate::autostart;
@@ -110,7 +110,7 @@ impl Bridge {
         }
         let capabilities = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true))
             .session_capabilities(
                 SessionCapabilities::new()
@@ -292,11 +292,16 @@ impl Bridge {
     ) -> Result<PromptResponse, Error> {
         let session_id = request.session_id.0.to_string();
         let link = self.link(&session_id)?;
-        let text = prompt_text(&request.prompt).map_err(|message| invalid(&message))?;
+        let (text, images) = prompt_parts(&request.prompt).map_err(|message| invalid(&message))?;
         // Files may have come or gone since the list was sent.
         self.announce_commands(editor, &session_id).await;
         let daemon = self.daemon().await?;
         if let Some(slash) = crate::commands::slash::parse(&text) {
+            if !images.is_empty() {
+                return Err(invalid(
+                    "a slash command takes no images; send the images with a prompt",
+                ));
+            }
             let result = crate::commands::slash::send(&daemon, &session_id, &slash, None)
                 .await
                 .map_err(daemon_error)?;
@@ -327,6 +332,7 @@ impl Bridge {
             client_request_id: None,
             // A prompt while a run is active joins it as a follow-up; the turn ends with it.
             queue_if_busy: true,
+            images,
             ..SessionPromptParams::default()
         };
         let started = daemon

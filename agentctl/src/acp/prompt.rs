@@ -1,14 +1,21 @@
 //! An ACP prompt (content blocks) as the one text a daemon run starts from: text as is,
-//! resource links as references, embedded resources as fenced context.
+//! resource links as references, embedded resources as fenced context; and its images, which
+//! go with the prompt (`session/prompt {images}`).
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+use protocol::session::PromptImage;
 
-/// The prompt's blocks joined into one text; images and audio are refused (the bridge
-/// advertises neither).
-pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
+/// The prompt's blocks joined into one text, and its images; audio is refused (the bridge
+/// does not advertise it). The daemon checks the images (count, size, type).
+pub fn prompt_parts(blocks: &[ContentBlock]) -> Result<(String, Vec<PromptImage>), String> {
     let mut parts = Vec::with_capacity(blocks.len());
+    let mut images = Vec::new();
     for block in blocks {
         match block {
+            ContentBlock::Image(image) => images.push(PromptImage {
+                mime_type: image.mime_type.clone(),
+                data: image.data.clone(),
+            }),
             ContentBlock::Text(text) => parts.push(text.text.clone()),
             ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
             ContentBlock::Resource(embedded) => match &embedded.resource {
@@ -20,18 +27,18 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
             },
             _ => {
                 return Err(
-                    "agentd takes text, resource links and embedded text resources in a prompt; \
-                     remove images and audio"
+                    "agentd takes text, images, resource links and embedded text resources in a \
+                     prompt; remove the audio"
                         .to_owned(),
                 );
             }
         }
     }
     let text = parts.join("\n");
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err("the prompt is empty; type something for the agent".to_owned());
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 #[cfg(test)]
@@ -54,15 +61,26 @@ mod tests {
             )),
         ];
         assert_eq!(
-            prompt_text(&blocks).unwrap(),
+            prompt_parts(&blocks).unwrap().0,
             "fix this\n@file:///w/a.rs\n<context uri=\"file:///w/b.rs\">\nfn a() {}\n</context>"
         );
     }
 
     #[test]
-    fn images_and_empty_prompts_are_refused() {
-        let image = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
-        assert!(prompt_text(&image).unwrap_err().contains("remove images"));
-        assert!(prompt_text(&[ContentBlock::from("  ")]).is_err());
+    fn images_go_beside_the_text_and_empty_prompts_are_refused() {
+        let blocks = vec![
+            ContentBlock::from("what is this?"),
+            ContentBlock::Image(ImageContent::new("AAAA", "image/png")),
+        ];
+        let (text, images) = prompt_parts(&blocks).unwrap();
+        assert_eq!(text, "what is this?");
+        assert_eq!(
+            images,
+            vec![PromptImage {
+                mime_type: "image/png".to_owned(),
+                data: "AAAA".to_owned()
+            }]
+        );
+        assert!(prompt_parts(&[ContentBlock::from("  ")]).is_err());
     }
 }

@@ -329,18 +329,18 @@ impl Chat {
                     Typed::Empty => Ok(Next::Continue),
                     Typed::Command(command) => self.on_command(command).await,
                     Typed::Text(text) if self.run.is_some() => {
-                        let text = self.with_mentions(text).await;
+                        let text = self.with_text_mentions(text).await;
                         self.steer(text).await;
                         Ok(Next::Continue)
                     }
                     Typed::FollowUp(text) if self.run.is_some() => {
-                        let text = self.with_mentions(text).await;
+                        let text = self.with_text_mentions(text).await;
                         self.follow_up(text).await;
                         Ok(Next::Continue)
                     }
                     Typed::Text(text) | Typed::FollowUp(text) => {
-                        let text = self.with_mentions(text).await;
-                        self.prompt(text).await?;
+                        let (text, images) = self.with_mentions(text).await;
+                        self.prompt(text, images).await?;
                         Ok(Next::Continue)
                     }
                 }
@@ -417,7 +417,11 @@ impl Chat {
     }
 
     /// A new prompt: in the session, created first when there is none.
-    async fn prompt(&mut self, text: String) -> Result<(), CommandError> {
+    async fn prompt(
+        &mut self,
+        text: String,
+        images: Vec<protocol::session::PromptImage>,
+    ) -> Result<(), CommandError> {
         let session_id = match &self.session {
             Some(session) => session.session_id.clone(),
             None => match self.create_session().await {
@@ -436,6 +440,7 @@ impl Chat {
             // The chat answers its approvals itself.
             hold_approvals: false,
             max_steps: None,
+            images,
         };
         match self.connection.request::<SessionPrompt>(&params).await {
             Ok(started) => self.show_run(started.run_id),

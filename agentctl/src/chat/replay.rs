@@ -70,8 +70,14 @@ pub fn last_turns(
     }
     for message in &history[from..] {
         match message {
-            HistoryMessage::User { content } => {
+            HistoryMessage::User {
+                content,
+                image_count,
+            } => {
                 out.push_str(&neutralise(&bounded(content, "› ")));
+                if *image_count > 0 {
+                    out.push_str(&format!("  [{image_count} image(s) attached]\n"));
+                }
             }
             HistoryMessage::Assistant {
                 content,
@@ -158,6 +164,7 @@ mod tests {
     fn user(text: &str) -> HistoryMessage {
         HistoryMessage::User {
             content: text.to_owned(),
+            image_count: 0,
         }
     }
 

@@ -49,22 +49,7 @@ pub async fn run(
     let piped = run_input::stdin_is_piped();
     // `@path` words of the prompt typed attach their files (relative to where agentctl runs);
     // never words of piped text, which may come from anywhere.
-    let typed = match std::env::current_dir() {
-        Ok(here) if args.prompt != "-" && args.prompt.contains('@') => {
-            let prompt = args.prompt.clone();
-            let (prompt, notes) =
-                tokio::task::spawn_blocking(move || crate::mentions::expand(&prompt, &here))
-                    .await
-                    .map_err(|err| {
-                        CommandError::failed(format!("cannot read the mentioned files: {err}"))
-                    })?;
-            for note in notes {
-                crate::warn_line!("{note}");
-            }
-            prompt
-        }
-        _ => args.prompt.clone(),
-    };
+    let (typed, images) = attachments(&args).await?;
     let text = run_input::prompt_text(&typed).await?;
     // Keys for the approval prompt come from the terminal once stdin was a pipe.
     let interactive = if piped && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())
@@ -142,6 +127,11 @@ pub async fn run(
         (created.session_id, created.session.last_seq)
     };
     let slash = crate::commands::slash::parse(&text);
+    if slash.is_some() && !images.is_empty() {
+        return Err(CommandError::usage(
+            "a slash command takes no images; drop --image (and @image words) or send a prompt",
+        ));
+    }
     let prompt = SessionPromptParams {
         session_id: session_id.clone(),
         text,
@@ -150,6 +140,7 @@ pub async fn run(
         queue_if_busy: false,
         hold_approvals,
         max_steps: args.max_steps,
+        images,
     };
 
     if args.background {
@@ -349,4 +340,44 @@ async fn send_prompt(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// The prompt typed with its `@path` files attached, and the images of `--image` and of its
+/// `@image` words; an `--image` that cannot go is an error (it was asked for by name).
+async fn attachments(
+    args: &RunArgs,
+) -> Result<(String, Vec<protocol::session::PromptImage>), CommandError> {
+    let prompt = args.prompt.clone();
+    let files = args.images.clone();
+    let mention = args.prompt != "-" && args.prompt.contains('@');
+    let here = std::env::current_dir().ok();
+    let read = tokio::task::spawn_blocking(move || {
+        let mut images = Vec::new();
+        for file in &files {
+            images.push(crate::mentions::read_image(file)?);
+        }
+        let expanded = match here {
+            Some(here) if mention => crate::mentions::expand(&prompt, &here),
+            _ => crate::mentions::Expanded {
+                text: prompt,
+                ..Default::default()
+            },
+        };
+        images.extend(expanded.images);
+        Ok::<_, String>((expanded.text, images, expanded.notes))
+    })
+    .await
+    .map_err(|err| CommandError::failed(format!("cannot read the mentioned files: {err}")))?;
+    let (text, images, notes) = read.map_err(CommandError::usage)?;
+    for note in notes {
+        crate::warn_line!("{note}");
+    }
+    let most = protocol::session::MAX_PROMPT_IMAGES;
+    if images.len() > most {
+        return Err(CommandError::usage(format!(
+            "{} images attached; a prompt carries at most {most}",
+            images.len()
+        )));
+    }
+    Ok((text, images))
 }

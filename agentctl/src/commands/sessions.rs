@@ -295,9 +295,15 @@ pub fn format_history(history: &[HistoryMessage]) -> String {
     let mut text = String::new();
     for message in history {
         match message {
-            HistoryMessage::User { content } => {
+            HistoryMessage::User {
+                content,
+                image_count,
+            } => {
                 for line in content.lines() {
                     let _ = writeln!(text, "> {line}");
+                }
+                if *image_count > 0 {
+                    let _ = writeln!(text, "> [{image_count} image(s) attached]");
                 }
             }
             HistoryMessage::Assistant {
@@ -462,6 +468,7 @@ mod tests {
             history: Some(vec![
                 HistoryMessage::User {
                     content: "list files\nplease".to_owned(),
+                    image_count: 0,
                 },
                 HistoryMessage::Assistant {
                     content: "Looking.".to_owned(),

@@ -272,6 +272,7 @@ pub(super) fn run_args(cwd: Option<PathBuf>, session: Option<&str>) -> RunArgs {
         allow: Vec::new(),
         deny: Vec::new(),
         max_steps: None,
+        images: Vec::new(),
         append_system_prompt: None,
         output: crate::cli::RunOutput::Text,
         prompt: "say hello".to_owned(),

@@ -305,7 +305,7 @@ fn arguments_of(call: &ToolCall) -> serde_json::Value {
 /// the wire form: a tool result an extension sends back has none.
 fn message_of(message: HistoryMessage) -> Message {
     match message {
-        HistoryMessage::User { content } => Message::User { content },
+        HistoryMessage::User { content, .. } => Message::user(content),
         HistoryMessage::Assistant {
             content,
             tool_calls,

@@ -18,6 +18,7 @@ mod checkpoint;
 mod commands;
 mod config;
 mod extension;
+mod images;
 mod mcp;
 mod memory;
 mod project;

@@ -94,6 +94,7 @@ pub async fn prompt(
 ) -> RpcResult<SessionPromptResult> {
     super::refuse_if_stopping(&state)?;
     check_text_length("prompt", &params.text)?;
+    let images = super::images::checked(params.images)?;
     let session = state.sessions.get(&params.session_id).await?;
     Ok(session
         .prompt(
@@ -104,6 +105,7 @@ pub async fn prompt(
                 hold_approvals: params.hold_approvals,
                 max_steps: params.max_steps,
                 parent_run_id: None,
+                images,
                 ..Default::default()
             },
         )

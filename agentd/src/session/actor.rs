@@ -102,7 +102,7 @@ impl Session {
     pub fn preview(&self) -> Option<String> {
         let state = self.shared.lock();
         state.history.iter().find_map(|message| match message {
-            agentd_core::conversation::Message::User { content } => {
+            agentd_core::conversation::Message::User { content, .. } => {
                 Some(protocol::session::preview_of(content))
             }
             _ => None,

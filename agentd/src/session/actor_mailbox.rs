@@ -229,7 +229,7 @@ impl Actor {
                 queued: false,
             });
         }
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && options.images.is_empty() {
             return Err(SessionError::InvalidParams(
                 "the prompt is empty".to_owned(),
             ));
@@ -237,6 +237,11 @@ impl Actor {
         // The user said something: task notifications may start runs again.
         self.notification_chain.user_input();
         let result = match self.active_run_id() {
+            Some(run_id) if queue_if_busy && !options.images.is_empty() => {
+                return Err(SessionError::Conflict(format!(
+                    "a run is active on this session ({run_id}) and a queued follow-up carries no images; send the images with a prompt once the run ends"
+                )));
+            }
             Some(_) if queue_if_busy => {
                 let (run_id, queued) = self
                     .follow_up(text, client_request_id.clone(), None, true)

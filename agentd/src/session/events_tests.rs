@@ -258,9 +258,7 @@ async fn a_message_and_its_event_are_written_together_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = TaskTracker::new();
     let log = open_log(dir.path(), &tasks).await;
-    let message = Message::User {
-        content: "hello".into(),
-    };
+    let message = Message::user("hello");
     let seq = log
         .append_message_then(&message, vec![warning(1)])
         .await

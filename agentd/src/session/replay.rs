@@ -236,10 +236,7 @@ mod tests {
     }
 
     fn message_line() -> String {
-        crate::store::encode_message(&agentd_core::conversation::Message::User {
-            content: "hi".into(),
-        })
-        .unwrap()
+        crate::store::encode_message(&agentd_core::conversation::Message::user("hi")).unwrap()
     }
 
     /// A file of a header-like line, then `n` events with a message line every 7 events.

@@ -42,6 +42,9 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// A slash command's `allowed-tools`: the run is offered only these tools.
     pub narrowing: Option<agentd_work::commands::ToolNarrowing>,
+    /// Images the prompt carries (`session/prompt {images}`), checked; they join the run's
+    /// user message (and the log with it), so a resumed run needs none.
+    pub images: Vec<agentd_core::conversation::ToolImage>,
 }
 
 impl RunOptions {
@@ -72,6 +75,7 @@ impl RunOptions {
             narrowing: recorded
                 .allowed_tools
                 .map(agentd_work::commands::ToolNarrowing::new),
+            images: Vec::new(),
         }
     }
 }
@@ -205,7 +209,7 @@ impl Actor {
     pub(super) async fn launch_run(
         &mut self,
         opening: Opening,
-        options: RunOptions,
+        mut options: RunOptions,
     ) -> Result<String, SessionError> {
         let internal = |err: anyhow::Error| SessionError::Internal(format!("{err:#}"));
         let mut prepared = self.prepare_run(&options).await?;
@@ -306,6 +310,7 @@ impl Actor {
         let start = RunStart {
             text,
             kind,
+            images: std::mem::take(&mut options.images),
             warnings: std::mem::take(&mut prepared.warnings),
             resume,
         };
@@ -499,6 +504,7 @@ mod tests {
             parent_run_id: Some("run_parent".into()),
             model: Some("mock:command-model".into()),
             narrowing: Some(ToolNarrowing::new(vec!["read_file".into()])),
+            images: Vec::new(),
         };
         let resumed = RunOptions::resumed(command.recorded().as_ref());
         assert_eq!(resumed.narrowing, command.narrowing);

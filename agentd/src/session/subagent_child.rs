@@ -426,6 +426,6 @@ pub(crate) async fn deliver(
 /// Whether the history of `parent` holds the notification of `task_id` already.
 fn in_history(parent: &Session, task_id: &str) -> bool {
     parent.shared.lock().history.iter().any(|message| {
-        matches!(message, Message::User { content } if notification_task_id(content) == Some(task_id))
+        matches!(message, Message::User { content, .. } if notification_task_id(content) == Some(task_id))
     })
 }

@@ -43,10 +43,7 @@ fn file() -> (Vec<u8>, Vec<usize>) {
         ends.push(bytes.len());
     };
     let message = |bytes: &mut Vec<u8>, text: &str| {
-        let line = encode_message(&Message::User {
-            content: text.to_owned(),
-        })
-        .unwrap();
+        let line = encode_message(&Message::user(text)).unwrap();
         bytes.extend_from_slice(line.as_bytes());
     };
     event(

@@ -70,9 +70,7 @@ fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
                 event: run_started.clone(),
             },
             Entry::Message {
-                message: Message::User {
-                    content: "hi".into(),
-                },
+                message: Message::user("hi"),
             },
             Entry::Event {
                 seq: 2,
@@ -85,12 +83,7 @@ fn round_trips_messages_and_events_and_skips_a_torn_last_line() {
     );
     let loaded = load(&path).unwrap();
     assert_eq!(loaded.header, header());
-    assert_eq!(
-        loaded.history,
-        vec![Message::User {
-            content: "hi".into()
-        }]
-    );
+    assert_eq!(loaded.history, vec![Message::user("hi")]);
     assert_eq!(loaded.last_seq, 2);
     assert_eq!(loaded.unfinished_run.as_deref(), Some("run_1"));
     assert_eq!(loaded.warnings.len(), 1);
@@ -155,9 +148,7 @@ fn borrowed_encoders_match_the_entry_format() {
         encode_event(3, &event).unwrap(),
         encode(&Entry::Event { seq: 3, event }).unwrap()
     );
-    let message = Message::User {
-        content: "x".into(),
-    };
+    let message = Message::user("x");
     assert_eq!(
         encode_message(&message).unwrap(),
         encode(&Entry::Message { message }).unwrap()

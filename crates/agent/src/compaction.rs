@@ -109,7 +109,7 @@ impl Compactor<'_> {
             input.push_str("\n\nIn the summary, focus on: ");
             input.push_str(focus);
         }
-        let messages = [Message::User { content: input }];
+        let messages = [Message::user(input)];
         let request = ChatRequest {
             session_id: self.session_id,
             system: SUMMARY_PROMPT,

@@ -107,6 +107,8 @@ pub struct RunOutcome {
 pub struct RunStart {
     pub text: String,
     pub kind: UserMessageKind,
+    /// Images the prompt carries, checked by the caller; they join its user message.
+    pub images: Vec<agentd_core::conversation::ToolImage>,
     /// Problems found while preparing the run (e.g. ignored permission rules), announced as
     /// `warning` events once the run has started.
     pub warnings: Vec<String>,
@@ -197,7 +199,8 @@ impl Run {
                 return Err(blocked);
             }
         };
-        self.push_user(&mut history, text, start.kind, then).await?;
+        self.push_user_with(&mut history, text, start.images, start.kind, then)
+            .await?;
         Ok(history)
     }
 
@@ -557,6 +560,19 @@ impl Run {
         kind: UserMessageKind,
         then: Vec<Event>,
     ) -> Result<()> {
+        self.push_user_with(history, text, Vec::new(), kind, then)
+            .await
+    }
+
+    /// [`Run::push_user`] with the images the message carries.
+    async fn push_user_with(
+        &self,
+        history: &mut Vec<Message>,
+        text: String,
+        images: Vec<agentd_core::conversation::ToolImage>,
+        kind: UserMessageKind,
+        then: Vec<Event>,
+    ) -> Result<()> {
         let text = agentd_core::conversation::cap_message_text(text);
         let mut events = vec![Event::MessageCompleted {
             run_id: self.run_id.clone(),
@@ -566,8 +582,11 @@ impl Run {
             tool_calls: Vec::new(),
         }];
         events.extend(then);
-        self.push_message_then(history, Message::User { content: text }, events)
-            .await
+        let message = Message::User {
+            content: text,
+            images,
+        };
+        self.push_message_then(history, message, events).await
     }
 
     /// Persist a message and `events` announcing it in one write. The message joins the

@@ -241,9 +241,7 @@ mod tests {
 
     fn history(calls: &[&str], results: &[&str]) -> Vec<Message> {
         let mut history = vec![
-            Message::User {
-                content: "go".to_owned(),
-            },
+            Message::user("go".to_owned()),
             Message::Assistant {
                 content: String::new(),
                 tool_calls: calls.iter().map(|id| call(id)).collect(),

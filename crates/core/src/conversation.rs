@@ -14,8 +14,13 @@ pub mod wire;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum Message {
-    /// Text from the user (a prompt, a steer or a follow-up).
-    User { content: String },
+    /// Text from the user (a prompt, a steer or a follow-up), and the images attached to a
+    /// prompt (`session/prompt {images}`); absent from the file when there are none.
+    User {
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
+    },
     /// What the model said: text (may be empty) and the tool calls it made, in its order.
     #[serde(rename_all = "camelCase")]
     Assistant {
@@ -39,7 +44,8 @@ pub enum Message {
 }
 
 /// An image a tool returned, sent to the model with the tool's result (Anthropic: an image
-/// block in the `tool_result`; OpenAI: a `user` message after the tool messages).
+/// block in the `tool_result`; OpenAI: a `user` message after the tool messages), or one the
+/// user attached to a prompt (an image block, an `image_url` part, in the user's message).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolImage {
@@ -47,6 +53,16 @@ pub struct ToolImage {
     pub mime_type: String,
     /// Base64, as the tool (the MCP server) sent it.
     pub data: String,
+}
+
+impl Message {
+    /// A user's message of text alone.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::User {
+            content: content.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// A tool call as the model made it.
@@ -211,9 +227,7 @@ mod tests {
             arguments: "{}".into(),
         };
         let history = vec![
-            Message::User {
-                content: "x".into(),
-            },
+            Message::user("x"),
             Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call("a"), call("b")],

@@ -173,9 +173,10 @@ impl ContextState {
         let first_kept = self.first_kept(history);
         let mut view = Vec::with_capacity(history.len() - first_kept + 2);
         if let Some(compaction) = &self.compaction {
-            view.push(Message::User {
-                content: format!("{SUMMARY_INTRO}\n{}", compaction.summary),
-            });
+            view.push(Message::user(format!(
+                "{SUMMARY_INTRO}\n{}",
+                compaction.summary
+            )));
             view.push(Message::Assistant {
                 content: SUMMARY_ACK.to_owned(),
                 tool_calls: Vec::new(),
@@ -256,7 +257,12 @@ impl ContextState {
         let skip = if self.compaction.is_some() { 2 } else { 0 };
         for message in older.iter().skip(skip) {
             let line = match message {
-                Message::User { content } => format!("[user] {content}"),
+                Message::User { content, images } if images.is_empty() => {
+                    format!("[user] {content}")
+                }
+                Message::User { content, images } => {
+                    format!("[user] {content}\n[{} image(s) attached]", images.len())
+                }
                 Message::Assistant {
                     content,
                     tool_calls,

@@ -4,9 +4,7 @@ use super::*;
 use agentd_core::conversation::ToolCall;
 
 fn user(text: &str) -> Message {
-    Message::User {
-        content: text.to_owned(),
-    }
+    Message::user(text)
 }
 
 fn call(id: &str) -> Message {

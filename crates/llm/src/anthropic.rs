@@ -57,7 +57,14 @@ fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
     let mut wire: Vec<WireMessage<'_>> = Vec::new();
     for message in messages {
         let (role, blocks) = match message {
-            Message::User { content } => ("user", text_block(content).into_iter().collect()),
+            Message::User { content, images } => {
+                // Images first, then the text that speaks of them, as the API advises.
+                let images = images.iter().map(|image| Block::Image {
+                    source: image_source(image),
+                    cache_control: None,
+                });
+                ("user", images.chain(text_block(content)).collect())
+            }
             Message::Assistant {
                 content,
                 tool_calls,
@@ -115,13 +122,17 @@ fn tool_result_content<'a>(text: &'a str, images: &'a [ToolImage]) -> ResultCont
     }
     let text = (!text.is_empty()).then_some(ResultBlock::Text { text });
     let images = images.iter().map(|image| ResultBlock::Image {
-        source: ImageSource {
-            kind: "base64",
-            media_type: &image.mime_type,
-            data: &image.data,
-        },
+        source: image_source(image),
     });
     ResultContent::Blocks(text.into_iter().chain(images).collect())
+}
+
+fn image_source(image: &ToolImage) -> ImageSource<'_> {
+    ImageSource {
+        kind: "base64",
+        media_type: &image.mime_type,
+        data: &image.data,
+    }
 }
 
 fn text_block(text: &str) -> Option<Block<'_>> {
@@ -181,6 +192,11 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
     ToolUse {
         id: &'a str,
         name: &'a str,
@@ -224,6 +240,7 @@ struct ImageSource<'a> {
 impl Block<'_> {
     fn set_cache_control(&mut self) {
         let (Block::Text { cache_control, .. }
+        | Block::Image { cache_control, .. }
         | Block::ToolUse { cache_control, .. }
         | Block::ToolResult { cache_control, .. }) = self;
         *cache_control = Some(EPHEMERAL);

@@ -22,9 +22,7 @@ fn body_json(messages: &[Message]) -> serde_json::Value {
 #[test]
 fn body_shape() {
     let mut messages = history();
-    messages.push(Message::User {
-        content: "and now?".to_owned(),
-    });
+    messages.push(Message::user("and now?".to_owned()));
     let ephemeral = json!({"type": "ephemeral"});
     assert_eq!(
         body_json(&messages),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProviderConfig;
 use super::{ChatRequest, Completion, StreamError};
-use agentd_core::conversation::{Message, ToolCall, Usage};
+use agentd_core::conversation::{Message, ToolCall, ToolImage, Usage};
 
 /// Serialises the request body for `POST {base_url}/chat/completions`.
 pub(crate) fn request_body(
@@ -65,7 +65,21 @@ fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessag
             flush_images(&mut wire, &mut pending_images);
         }
         match message {
-            Message::User { content } => wire.push(WireMessage::plain("user", content)),
+            Message::User { content, images } if images.is_empty() => {
+                wire.push(WireMessage::plain("user", content))
+            }
+            Message::User { content, images } => {
+                let text = (!content.is_empty()).then(|| ImagePart::Text {
+                    text: content.clone(),
+                });
+                let parts = text.into_iter().chain(images.iter().map(image_part));
+                wire.push(WireMessage {
+                    role: "user",
+                    content: WireContent::Parts(parts.collect()),
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                });
+            }
             Message::Assistant {
                 content,
                 tool_calls,
@@ -104,17 +118,21 @@ fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessag
                             "[images returned by the tool call {tool_call_id} ({tool_name})]"
                         ),
                     });
-                    pending_images.extend(images.iter().map(|image| ImagePart::ImageUrl {
-                        image_url: ImageUrl {
-                            url: format!("data:{};base64,{}", image.mime_type, image.data),
-                        },
-                    }));
+                    pending_images.extend(images.iter().map(image_part));
                 }
             }
         }
     }
     flush_images(&mut wire, &mut pending_images);
     wire
+}
+
+fn image_part(image: &ToolImage) -> ImagePart {
+    ImagePart::ImageUrl {
+        image_url: ImageUrl {
+            url: format!("data:{};base64,{}", image.mime_type, image.data),
+        },
+    }
 }
 
 /// The images of the tool results just pushed, as one user message after them.
@@ -198,7 +216,7 @@ enum WireContent<'a> {
     Parts(Vec<ImagePart>),
 }
 
-/// A content part of the user message that carries tool results' images.
+/// A content part of a user message with images: the user's own, or tool results'.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ImagePart {

@@ -18,9 +18,7 @@ pub(crate) fn provider(kind: ProviderKind, base_url: &str) -> ProviderConfig {
 
 pub(crate) fn history() -> Vec<Message> {
     vec![
-        Message::User {
-            content: "list files".to_owned(),
-        },
+        Message::user("list files".to_owned()),
         Message::Assistant {
             content: "Looking.".to_owned(),
             tool_calls: vec![
@@ -148,9 +146,7 @@ fn body_is_prefix_extension_of_shorter_history() {
         content: "done".to_owned(),
         tool_calls: vec![],
     });
-    messages.push(Message::User {
-        content: "thanks".to_owned(),
-    });
+    messages.push(Message::user("thanks".to_owned()));
     let long = body(&messages);
     // The short body ends with "]}" closing the message list and the object.
     let prefix = short.strip_suffix("]}").unwrap();

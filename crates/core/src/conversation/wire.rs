@@ -41,8 +41,9 @@ pub fn tool_call(call: &ToolCall) -> ToolCallInfo {
 /// messages were capped may hold longer ones.
 pub fn history_message(message: &Message) -> HistoryMessage {
     match message {
-        Message::User { content } => HistoryMessage::User {
+        Message::User { content, images } => HistoryMessage::User {
             content: cap_message_text(content.clone()),
+            image_count: u32::try_from(images.len()).unwrap_or(u32::MAX),
         },
         Message::Assistant {
             content,
