@@ -423,13 +423,17 @@ pub struct ChatArgs {
     /// Continue the newest session of the current directory.
     #[arg(short = 'c', long = "continue", conflicts_with = "session")]
     pub continue_latest: bool,
+    /// Pick the session to continue: this directory's sessions, last used first (Tab: every
+    /// directory's); arrows or j/k move, typing filters, Enter opens, Esc cancels.
+    #[arg(short = 'r', long, conflicts_with_all = ["session", "continue_latest"])]
+    pub resume: bool,
     /// Model of the session the first prompt starts: a model of the default provider, or
     /// `provider:model`.
-    #[arg(long, value_name = "MODEL", conflicts_with_all = ["session", "continue_latest"])]
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["session", "continue_latest", "resume"])]
     pub model: Option<String>,
     /// Permission mode of the session the first prompt starts.
     #[arg(long, value_name = "MODE", value_parser = mode_parser(),
-          conflicts_with_all = ["session", "continue_latest"])]
+          conflicts_with_all = ["session", "continue_latest", "resume"])]
     pub mode: Option<PermissionMode>,
 }
 

@@ -15,6 +15,7 @@ pub mod follow;
 pub mod ids;
 pub mod mentions;
 pub mod output;
+mod picker;
 pub mod platform;
 pub mod render;
 pub mod safe_text;
@@ -109,6 +110,7 @@ async fn commands_chat(ctx: &Context, args: cli::ChatArgs) -> Result<u8, Command
     let start = chat::ChatStart {
         session: args.session,
         continue_latest: args.continue_latest,
+        resume: args.resume,
         model: args.model,
         mode: args.mode,
     };

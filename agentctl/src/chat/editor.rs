@@ -41,6 +41,16 @@ const HISTORY_LINES: usize = 1000;
 /// The history file's name in agentd's state directory.
 const HISTORY_FILE: &str = "chat_history";
 
+/// A message for the printer thread, and who waits until it is written.
+type Printed = (String, Option<tokio::sync::oneshot::Sender<()>>);
+
+/// Whether the chat answers `line` with a picker (`/resume`, `/rewind`): the editor then waits
+/// before reading again, until the chat calls [`LineEditor::go_on`], so the picker has the
+/// terminal's keys to itself.
+pub fn opens_picker(line: &str) -> bool {
+    matches!(line.trim(), "/resume" | "/rewind")
+}
+
 /// What the person typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
@@ -57,7 +67,9 @@ pub enum Input {
 /// The editor thread, the printer thread and the channels to them.
 pub struct LineEditor {
     inputs: mpsc::Receiver<Input>,
-    printer: Option<mpsc::Sender<String>>,
+    printer: Option<mpsc::Sender<Printed>>,
+    /// Lets the editor thread read again after a line that opens a picker (`opens_picker`).
+    go_on: std::sync::mpsc::Sender<()>,
     /// Tells the editor thread to stop after the line it reads.
     stop: Arc<AtomicBool>,
     printer_thread: Option<JoinHandle<()>>,
@@ -112,6 +124,7 @@ impl LineEditor {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_reading = stop.clone();
         let editor_gate = gate.clone();
+        let (go_on, paused) = std::sync::mpsc::channel::<()>();
         // Not joined: it is inside `readline` whenever the chat ends, which nothing can
         // interrupt; it stops after that line, or with the process (`stop`).
         std::thread::Builder::new()
@@ -142,16 +155,25 @@ impl LineEditor {
                         let _ = editor.append_history(path);
                     }
                     let failed = matches!(input, Input::Failed(_));
+                    let picks = matches!(&input, Input::Line { text, .. } if opens_picker(text));
                     if input_sender.blocking_send(input).is_err() || failed {
+                        return;
+                    }
+                    // The chat is gone when it can no longer say to go on.
+                    if picks && paused.recv().is_err() {
                         return;
                     }
                 }
             })?;
-        let (print_sender, mut to_print) = mpsc::channel::<String>(PRINT_BUFFER);
+        let (print_sender, mut to_print) = mpsc::channel::<Printed>(PRINT_BUFFER);
         let printer_thread = std::thread::Builder::new()
             .name("agentctl-printer".to_owned())
             .spawn(move || {
-                while let Some(text) = to_print.blocking_recv() {
+                while let Some((text, written)) = to_print.blocking_recv() {
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                        continue;
+                    }
                     // A terminal that went away leaves nothing to print to.
                     if gate.print(&mut printer, text).is_err() {
                         return;
@@ -161,6 +183,7 @@ impl LineEditor {
         Ok(LineEditor {
             inputs,
             printer: Some(print_sender),
+            go_on,
             stop,
             printer_thread: Some(printer_thread),
         })
@@ -177,8 +200,25 @@ impl LineEditor {
     pub async fn print(&self, text: String) {
         if let Some(printer) = &self.printer {
             // The printer thread only stops with the terminal; nothing is left to print to.
-            let _ = printer.send(text).await;
+            let _ = printer.send((text, None)).await;
         }
+    }
+
+    /// Wait until everything given to [`LineEditor::print`] so far is written.
+    pub async fn flushed(&self) {
+        if let Some(printer) = &self.printer {
+            let (written, done) = tokio::sync::oneshot::channel();
+            if printer.send((String::new(), Some(written))).await.is_ok() {
+                // A printer thread gone has nothing left to write.
+                let _ = done.await;
+            }
+        }
+    }
+
+    /// Let the editor read again after a line that opened a picker.
+    pub fn go_on(&self) {
+        // An editor thread gone reads nothing more anyway.
+        let _ = self.go_on.send(());
     }
 
     /// Stop: the printer after writing what it has, then the prompt line is erased and

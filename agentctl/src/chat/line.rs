@@ -35,6 +35,8 @@ pub enum LocalCommand {
     Context,
     Cost,
     Sessions,
+    /// `/resume [ID]`: go on in another session, picked (or given).
+    Resume(Option<String>),
     /// `/new`: the next prompt starts a new session.
     New,
     /// `/fork [TITLE]`: the chat goes on in a fork of its session (`session/fork`).
@@ -59,6 +61,7 @@ pub enum LocalCommand {
 /// The help text of the chat's own commands, one per line; the daemon's follow it.
 pub const HELP: &str = "\
 /sessions       recent sessions of this directory
+/resume [ID]    pick a session to go on in (arrows, type to filter, Tab: all directories)
 /new            start a new session with the next prompt
 /fork [TITLE]   go on in a fork of this session (it stays as it is)
 /diff [N|all]   what the last run (run N, the whole session) changed in the files
@@ -73,7 +76,7 @@ Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
 pub const LOCAL_NAMES: &[&str] = &[
-    "sessions", "new", "fork", "diff", "rewind", "expand", "context", "model", "quit", "exit",
+    "sessions", "resume", "new", "fork", "diff", "rewind", "expand", "context", "model", "quit", "exit",
 ];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.
@@ -118,6 +121,10 @@ fn command_of(slash: Slash) -> LocalCommand {
         "status" => no_argument(LocalCommand::Status),
         "cost" => no_argument(LocalCommand::Cost),
         "sessions" => no_argument(LocalCommand::Sessions),
+        "resume" => match (argument, extra) {
+            (id, false) => LocalCommand::Resume(id.map(str::to_owned)),
+            _ => LocalCommand::Invalid("usage: /resume [ID]".to_owned()),
+        },
         "new" => no_argument(LocalCommand::New),
         "fork" => LocalCommand::Fork(Some(slash.args.trim().to_owned()).filter(|t| !t.is_empty())),
         "quit" | "exit" => no_argument(LocalCommand::Quit),

@@ -1,4 +1,4 @@
-//! The chat's commands. Its own (`/sessions`, `/new`, `/fork`, `/expand`, `/quit`) are answered here; the rest are
+//! The chat's commands. Its own (`/sessions`, `/resume`, `/new`, `/fork`, `/expand`, `/quit`) are answered here; the rest are
 //! the daemon's slash commands (`session/command`), sent in the chat's session (made first for
 //! a command that needs one). Before the first prompt, `/status`, `/cost`, `/mode` and `/model`
 //! are answered here too (`/mode` and `/model` then choose the session the next prompt
@@ -52,6 +52,11 @@ impl Chat {
             LocalCommand::Model(model) => self.set_model(model).await,
             LocalCommand::Cost => self.cost().await,
             LocalCommand::Sessions => self.sessions().await,
+            LocalCommand::Resume(_) if self.run.is_some() => {
+                self.say("a run is active: wait for it or Ctrl-C to cancel it, then /resume")
+                    .await
+            }
+            LocalCommand::Resume(given) => self.resume(given).await?,
             LocalCommand::New if self.run.is_some() => {
                 self.say("a run is active: wait for it or Ctrl-C to cancel it, then /new")
                     .await
@@ -365,7 +370,7 @@ impl Chat {
         if let Some(session) = &self.session {
             text.push_str(&format!("\nthis chat: {}", session.session_id));
         }
-        text.push_str("\n`agentctl chat --session ID` continues one");
+        text.push_str("\n/resume picks one to go on in (`agentctl chat --resume` too)");
         self.say(&text).await;
     }
 }

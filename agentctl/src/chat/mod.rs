@@ -17,6 +17,7 @@ mod mentions;
 mod printer;
 mod reconnect;
 mod replay;
+mod resume;
 mod rewind;
 mod session;
 mod showing;
@@ -29,7 +30,7 @@ use protocol::approval::PermissionMode;
 use protocol::error::CONFLICT;
 use protocol::event::Event;
 use protocol::methods::{SessionFollowUp, SessionPrompt, SessionSteer};
-use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams, SessionStatus};
+use protocol::session::{QueueMessageParams, SessionInfo, SessionPromptParams};
 use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::Context;
@@ -62,6 +63,8 @@ pub struct ChatStart {
     pub session: Option<String>,
     /// Continue the newest session of the current directory.
     pub continue_latest: bool,
+    /// Pick the session to continue (`--resume`).
+    pub resume: bool,
     /// Model of the session the first prompt creates.
     pub model: Option<String>,
     /// Permission mode of the session the first prompt creates.
@@ -77,6 +80,11 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     }
     // Before anything starts a daemon: a script gets its answer at once.
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        if start.resume {
+            return Err(CommandError::usage(
+                "agentctl chat --resume picks a session on a terminal, and stdin or stdout is                  not one; `agentctl sessions list` shows the sessions, `agentctl chat --session                  ID` (on a terminal) or `agentctl run --session ID PROMPT` continues one",
+            ));
+        }
         return Err(not_a_terminal("stdin or stdout is not a terminal"));
     }
     let cwd = std::env::current_dir()
@@ -84,16 +92,26 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     let connection = ctx.connect_answering_approvals().await?;
     // Said before the editor takes the terminal, as `run` says it.
     crate::env_check::warn_if_differs(&connection).await;
+    // Before the picker: Ctrl-C cancels it rather than killing the process in raw mode.
+    let mut interrupts = Interrupts::listen()
+        .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     let session = match (&start.session, start.continue_latest) {
         (Some(given), _) => {
             let session_id = crate::ids::session(&connection, given).await?;
             Some(session_info(&connection, &session_id).await?)
         }
         (None, true) => Some(newest_session_in(&connection, &cwd).await?),
+        (None, false) if start.resume => {
+            match resume::pick_at_start(&connection, &cwd, &mut interrupts).await? {
+                Some(session_id) => Some(session_info(&connection, &session_id).await?),
+                None => {
+                    crate::say!("no session chosen");
+                    return Ok(EXIT_OK);
+                }
+            }
+        }
         (None, false) => None,
     };
-    let interrupts = Interrupts::listen()
-        .map_err(|err| CommandError::failed(format!("cannot listen for Ctrl-C: {err}")))?;
     // Saved before the editor thread can put the terminal in raw mode.
     let saved_terminal = SavedTerminal::save();
     let command_names = completion::CommandNames::default();
@@ -229,26 +247,7 @@ impl Chat {
         ))
         .await;
         if let Some(info) = session {
-            // Untitled: its first prompt names it.
-            let title = info
-                .title
-                .clone()
-                .or_else(|| info.preview.clone())
-                .unwrap_or_else(|| "(no prompt yet)".to_owned());
-            self.say(&format!(
-                "session {} · {} · {} · {}",
-                info.session_id,
-                info.model,
-                info.permission_mode.as_str(),
-                one_line(&title)
-            ))
-            .await;
-            self.replay_last_turns(&info.session_id).await;
-            self.attach(&info.session_id, info.last_seq).await?;
-            // A run already going is shown from here on, and typed lines steer it.
-            if let (SessionStatus::Running, Some(run_id)) = (info.status, info.run_id) {
-                self.show_run(run_id);
-            }
+            self.open_session(info).await?;
         }
         self.refresh_command_names().await;
         loop {
@@ -312,38 +311,49 @@ impl Chat {
                 "agentctl chat cannot read the terminal: {err}"
             ))),
             Input::Line { text, follow_up } => {
-                // The editor erased the line it read: it stays on the screen as a line of
-                // ours, above the live area.
-                if !text.trim().is_empty() {
-                    self.say(&format!("{PROMPT}{text}")).await;
+                // The editor waits while the chat shows a picker: it reads again after this.
+                let picks = editor::opens_picker(&text);
+                let next = self.on_line(text, follow_up).await;
+                if picks {
+                    self.editor.go_on();
                 }
-                let typed = line::parse(&text, follow_up);
-                // While an approval waits, a line answers it; local commands still work.
-                if self.run.as_ref().is_some_and(|run| run.desk.is_prompting())
-                    && !matches!(typed, Typed::Command(_))
-                {
-                    self.on_approval_line(&text).await;
-                    return Ok(Next::Continue);
-                }
-                match typed {
-                    Typed::Empty => Ok(Next::Continue),
-                    Typed::Command(command) => self.on_command(command).await,
-                    Typed::Text(text) if self.run.is_some() => {
-                        let text = self.with_text_mentions(text).await;
-                        self.steer(text).await;
-                        Ok(Next::Continue)
-                    }
-                    Typed::FollowUp(text) if self.run.is_some() => {
-                        let text = self.with_text_mentions(text).await;
-                        self.follow_up(text).await;
-                        Ok(Next::Continue)
-                    }
-                    Typed::Text(text) | Typed::FollowUp(text) => {
-                        let (text, images) = self.with_mentions(text).await;
-                        self.prompt(text, images).await?;
-                        Ok(Next::Continue)
-                    }
-                }
+                next
+            }
+        }
+    }
+
+    /// A typed line: a command, a steer or a follow-up, a prompt, or an approval's answer.
+    async fn on_line(&mut self, text: String, follow_up: bool) -> Result<Next, CommandError> {
+        // The editor erased the line it read: it stays on the screen as a line of
+        // ours, above the live area.
+        if !text.trim().is_empty() {
+            self.say(&format!("{PROMPT}{text}")).await;
+        }
+        let typed = line::parse(&text, follow_up);
+        // While an approval waits, a line answers it; local commands still work.
+        if self.run.as_ref().is_some_and(|run| run.desk.is_prompting())
+            && !matches!(typed, Typed::Command(_))
+        {
+            self.on_approval_line(&text).await;
+            return Ok(Next::Continue);
+        }
+        match typed {
+            Typed::Empty => Ok(Next::Continue),
+            Typed::Command(command) => self.on_command(command).await,
+            Typed::Text(text) if self.run.is_some() => {
+                let text = self.with_text_mentions(text).await;
+                self.steer(text).await;
+                Ok(Next::Continue)
+            }
+            Typed::FollowUp(text) if self.run.is_some() => {
+                let text = self.with_text_mentions(text).await;
+                self.follow_up(text).await;
+                Ok(Next::Continue)
+            }
+            Typed::Text(text) | Typed::FollowUp(text) => {
+                let (text, images) = self.with_mentions(text).await;
+                self.prompt(text, images).await?;
+                Ok(Next::Continue)
             }
         }
     }

@@ -345,7 +345,7 @@ fn status_name(status: SessionStatus) -> &'static str {
 
 /// `2026-11-30T09:21:37Z` → `2026-11-30 09:21`; anything else as given.
 /// A token count in few characters: `950`, `12.3k`, `4.1M`.
-fn tokens(count: u64) -> String {
+pub(crate) fn tokens(count: u64) -> String {
     match count {
         0..1_000 => count.to_string(),
         1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),

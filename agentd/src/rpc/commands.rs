@@ -24,6 +24,7 @@ use agentd_work::commands::CommandFiles;
 mod builtin;
 mod extension;
 mod hooks;
+mod init;
 mod listings;
 mod mcp_prompts;
 mod permissions;
@@ -91,7 +92,13 @@ pub async fn run(
     // Built-ins first: they need no discovery, and no file can take their names.
     if let Some(builtin) = Builtin::named(name) {
         return builtin
-            .run(&state, &session, params.args.trim(), &connection)
+            .run(
+                &state,
+                &session,
+                params.args.trim(),
+                &connection,
+                params.client_request_id,
+            )
             .await;
     }
     let cwd = PathBuf::from(&session.header.cwd);
@@ -102,7 +109,13 @@ pub async fn run(
     let prompt = match found {
         Found::Builtin(builtin) => {
             return builtin
-                .run(&state, &session, params.args.trim(), &connection)
+                .run(
+                    &state,
+                    &session,
+                    params.args.trim(),
+                    &connection,
+                    params.client_request_id,
+                )
                 .await;
         }
         Found::File(file) => run_prompt::Prompt {

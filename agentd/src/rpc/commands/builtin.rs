@@ -1,5 +1,5 @@
 //! The built-in commands: answered by the daemon from its own state, with no model call and
-//! nothing written to the history. Those that change something go through the paths their
+//! nothing written to the history, but `/init`, a run with a fixed prompt (`init`). Those that change something go through the paths their
 //! methods use (`/compact` the actor's compaction, `/model` and `/mode` `session/update`,
 //! `/clear` `session/create`).
 
@@ -34,11 +34,12 @@ pub(super) enum Builtin {
     Clear,
     Hooks,
     Permissions,
+    Init,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub(super) const ALL: [Builtin; 15] = [
+    pub(super) const ALL: [Builtin; 16] = [
         Builtin::Help,
         Builtin::Status,
         Builtin::Compact,
@@ -54,6 +55,7 @@ impl Builtin {
         Builtin::Clear,
         Builtin::Hooks,
         Builtin::Permissions,
+        Builtin::Init,
     ];
 
     /// Its name, its argument hint and what it does.
@@ -98,6 +100,11 @@ impl Builtin {
                 None,
                 "the permission rules in force and where each comes from",
             ),
+            Builtin::Init => (
+                "init",
+                Some("[notes]"),
+                "a model run that writes AGENTS.md for this workspace (or improves the one there)",
+            ),
         }
     }
 
@@ -134,8 +141,12 @@ impl Builtin {
         session: &Arc<Session>,
         args: &str,
         connection: &Arc<ConnectionContext>,
+        client_request_id: Option<String>,
     ) -> RpcResult<SessionCommandResult> {
-        let takes_args = matches!(self, Builtin::Compact | Builtin::Model | Builtin::Mode);
+        let takes_args = matches!(
+            self,
+            Builtin::Compact | Builtin::Model | Builtin::Mode | Builtin::Init
+        );
         if !takes_args && !args.is_empty() {
             return Err(rpc_error(
                 protocol::error::INVALID_PARAMS,
@@ -159,6 +170,10 @@ impl Builtin {
             Builtin::Clear => return clear(state, session).await,
             Builtin::Hooks => super::hooks::describe(state, &cwd).await,
             Builtin::Permissions => super::permissions::describe(state, session).await?,
+            // The one built-in that is a model run.
+            Builtin::Init => {
+                return super::init::start(state, session, args, client_request_id).await;
+            }
         };
         Ok(SessionCommandResult {
             output: Some(text),
