@@ -162,7 +162,10 @@ impl Picker {
         lines.push(fit(if self.filter.is_empty() && !self.typing {
             "type to filter · ↑↓ or j/k move · Enter opens · Esc cancels".to_owned()
         } else {
-            format!("filter: {}▏ · ↑↓ move · Enter opens · Esc cancels", self.filter)
+            format!(
+                "filter: {}▏ · ↑↓ move · Enter opens · Esc cancels",
+                self.filter
+            )
         }));
         let matching = self.matching();
         if matching.is_empty() {
@@ -345,7 +348,10 @@ mod tests {
         );
         let mut p = picker(vec![row("a", "alpha"), row("b", "beta")]);
         assert_eq!(
-            keys(&mut p, &[Key::Char('j'), Key::Char('k'), Key::Char('j'), Key::Enter]),
+            keys(
+                &mut p,
+                &[Key::Char('j'), Key::Char('k'), Key::Char('j'), Key::Enter]
+            ),
             Step::Chosen("b".into())
         );
         assert_eq!(keys(&mut p, &[Key::Escape]), Step::Cancelled);
@@ -373,7 +379,11 @@ mod tests {
         // Nothing matches: Enter stays.
         keys(&mut p, &[Key::Char('x'), Key::Char('x')]);
         assert_eq!(keys(&mut p, &[Key::Enter]), Step::Choosing);
-        assert!(p.frame(80).iter().any(|line| line.contains("nothing matches")));
+        assert!(
+            p.frame(80)
+                .iter()
+                .any(|line| line.contains("nothing matches"))
+        );
     }
 
     #[test]
@@ -386,8 +396,14 @@ mod tests {
         let frame = p.frame(80);
         assert!(frame.contains(&"› row 20".to_owned()), "{frame:?}");
         assert!(frame.contains(&"  12–21 of 25".to_owned()), "{frame:?}");
-        assert_eq!(keys(&mut p, &[Key::End, Key::Enter]), Step::Chosen("24".into()));
-        assert_eq!(keys(&mut p, &[Key::Tab, Key::Enter]), Step::Chosen("z".into()));
+        assert_eq!(
+            keys(&mut p, &[Key::End, Key::Enter]),
+            Step::Chosen("24".into())
+        );
+        assert_eq!(
+            keys(&mut p, &[Key::Tab, Key::Enter]),
+            Step::Chosen("z".into())
+        );
         assert!(p.frame(80)[0].contains("everywhere (Tab: here)"));
     }
 
@@ -395,10 +411,7 @@ mod tests {
     fn no_line_of_the_frame_is_wider_than_the_terminal() {
         let p = picker(vec![row("a", &"日本語".repeat(30))]);
         for line in p.frame(20) {
-            assert!(
-                crate::render::width::display_width(&line) < 20,
-                "{line:?}"
-            );
+            assert!(crate::render::width::display_width(&line) < 20, "{line:?}");
         }
     }
 }

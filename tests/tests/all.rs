@@ -31,6 +31,7 @@ mod chat_commands;
 mod chat_live;
 mod chat_output;
 mod chat_restart;
+mod chat_resume;
 mod checkpoints;
 mod cli;
 mod cli_markdown;

@@ -76,7 +76,8 @@ Ctrl-C cancels the run. When idle: Ctrl-C twice or Ctrl-D quits.";
 
 /// The chat's own command names, completed with the daemon's.
 pub const LOCAL_NAMES: &[&str] = &[
-    "sessions", "resume", "new", "fork", "diff", "rewind", "expand", "context", "model", "quit", "exit",
+    "sessions", "resume", "new", "fork", "diff", "rewind", "expand", "context", "model", "quit",
+    "exit",
 ];
 
 /// Understand `line`, sent with Alt+Enter when `follow_up`.

@@ -35,8 +35,7 @@ impl Chat {
             },
             None => {
                 let current = self.session.as_ref().map(|s| s.session_id.clone());
-                let sets = match session_sets(&self.connection, &self.cwd, current.as_deref())
-                    .await
+                let sets = match session_sets(&self.connection, &self.cwd, current.as_deref()).await
                 {
                     Ok(sets) => sets,
                     Err(err) => {
@@ -58,7 +57,8 @@ impl Chat {
                         return Ok(());
                     }
                     Err(err) => {
-                        self.say(&format!("agentctl: cannot read keys: {err}")).await;
+                        self.say(&format!("agentctl: cannot read keys: {err}"))
+                            .await;
                         return Ok(());
                     }
                 }
@@ -155,7 +155,10 @@ async fn session_sets(
     };
     let everywhere = RowSet {
         label: "all directories".to_owned(),
-        rows: sessions.iter().map(|session| row(session, now, true)).collect(),
+        rows: sessions
+            .iter()
+            .map(|session| row(session, now, true))
+            .collect(),
     };
     Ok(Some(match here.rows.is_empty() {
         true => vec![everywhere, here],
@@ -187,9 +190,8 @@ fn row(session: &SessionInfo, now: i64, with_cwd: bool) -> Row {
     let age = crate::commands::approvals::unix_seconds(&session.updated_at)
         .map(|updated| crate::commands::approvals::format_age(now - updated))
         .unwrap_or_else(|| "?".to_owned());
-    let tokens = crate::commands::sessions::tokens(
-        session.usage.input_tokens + session.usage.output_tokens,
-    );
+    let tokens =
+        crate::commands::sessions::tokens(session.usage.input_tokens + session.usage.output_tokens);
     let preview = session.preview.as_deref().map(one_line);
     let title = session.title.as_deref().map(one_line);
     let mut label = match (&title, &preview) {
@@ -230,7 +232,11 @@ mod tests {
         let now = crate::commands::approvals::unix_seconds("2026-01-01T00:05:00Z").unwrap();
         let row = row(&session, now, false);
         assert_eq!(row.key, "ses_abc");
-        assert!(row.text.starts_with("  5m    2.0k tok  Parser · fix the "), "{}", row.text);
+        assert!(
+            row.text.starts_with("  5m    2.0k tok  Parser · fix the "),
+            "{}",
+            row.text
+        );
         assert!(!row.text.contains('\u{1b}'), "{}", row.text);
         assert!(row.search.contains("ses_abc"));
     }

@@ -166,12 +166,12 @@ mod tests {
             &[b"\x1b[A\x1b[B\x1bOA\x1b[5~\x1b[6~"],
             &[Key::Up, Key::Down, Key::Up, Key::PageUp, Key::PageDown],
         );
-        check(
-            &[b"ab\r"],
-            &[Key::Char('a'), Key::Char('b'), Key::Enter],
-        );
+        check(&[b"ab\r"], &[Key::Char('a'), Key::Char('b'), Key::Enter]);
         check(&["é日".as_bytes()], &[Key::Char('é'), Key::Char('日')]);
-        check(&[b"\x7f\t\x15"], &[Key::Backspace, Key::Tab, Key::ClearFilter]);
+        check(
+            &[b"\x7f\t\x15"],
+            &[Key::Backspace, Key::Tab, Key::ClearFilter],
+        );
         // An unknown sequence means nothing.
         check(&[b"\x1b[1;5C"], &[]);
     }

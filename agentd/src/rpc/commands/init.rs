@@ -74,9 +74,18 @@ mod tests {
     fn the_prompt_writes_a_new_file_or_improves_the_one_there() {
         let new = prompt(false, "");
         assert!(new.starts_with("Write an AGENTS.md at the root"), "{new}");
-        assert!(new.contains("write_file") && !new.contains("improve"), "{new}");
+        assert!(
+            new.contains("write_file") && !new.contains("improve"),
+            "{new}"
+        );
         let improve = prompt(true, "mention the Windows build");
-        assert!(improve.contains("improve AGENTS.md rather than replace it"), "{improve}");
-        assert!(improve.ends_with("The user adds: mention the Windows build"), "{improve}");
+        assert!(
+            improve.contains("improve AGENTS.md rather than replace it"),
+            "{improve}"
+        );
+        assert!(
+            improve.ends_with("The user adds: mention the Windows build"),
+            "{improve}"
+        );
     }
 }
