@@ -362,8 +362,17 @@ async fn chat_diff_and_rewind() {
     assert!(made.exists());
     pty.send("/diff\r");
     pty.expect("+written in the chat").await;
+    // `/rewind` alone picks the run; Enter previews it.
     pty.send("/rewind\r");
-    pty.expect("1 file(s)").await;
+    pty.wait_visible("the runs picked from", |screen| {
+        screen
+            .contents()
+            .lines()
+            .any(|line| line.starts_with("›   1  1 file(s)   make a file"))
+    })
+    .await;
+    pty.send("\r");
+    pty.expect("to do it: /rewind 1 yes").await;
     pty.send("/rewind 1\r");
     pty.expect("to do it: /rewind 1 yes").await;
     assert!(made.exists(), "a preview changes nothing");

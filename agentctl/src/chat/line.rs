@@ -43,7 +43,7 @@ pub enum LocalCommand {
     Fork(Option<String>),
     /// `/diff [N|all]`: what the last run (run N, the session) changed.
     Diff(Option<String>),
-    /// `/rewind [N [files|conversation] [yes]]`: the runs, a preview, or the rewind.
+    /// `/rewind [N [files|conversation] [yes]]`: a run picked, a preview, or the rewind.
     Rewind {
         run: Option<String>,
         what: super::rewind::RewindWhat,
@@ -65,7 +65,7 @@ pub const HELP: &str = "\
 /new            start a new session with the next prompt
 /fork [TITLE]   go on in a fork of this session (it stays as it is)
 /diff [N|all]   what the last run (run N, the whole session) changed in the files
-/rewind [N]     the runs; back to before run N (files and conversation), asked first
+/rewind [N]     pick a run (or run N): back to before it (files and conversation), previewed first
 /expand         the whole result of the last tool call
 /context        how full the model's context window is, and when it is compacted
 /model [NAME]   the configured models, or the model from the next run on

@@ -1,12 +1,14 @@
 //! The chat's `/diff` and `/rewind`: what a run changed, shown in the chat, and going back
 //! to before a run (its files, its conversation or both), previewed first and done only when
-//! the same command is typed again with `yes`.
+//! the same command is typed again with `yes`. `/rewind` alone picks the run in a `picker`.
 
 use protocol::checkpoint::*;
 use protocol::methods::{SessionCheckpoints, SessionDiff, SessionRewind};
 
 use super::Chat;
 use crate::output::CommandError;
+use crate::picker::{Picker, Row, RowSet};
+use crate::safe_text::neutralise;
 
 /// The most lines of a diff the chat shows; `agentctl diff` prints the rest.
 const DIFF_LINES_SHOWN: usize = 400;
@@ -101,7 +103,8 @@ impl Chat {
         self.say(&text).await;
     }
 
-    /// `/rewind`: the runs; `/rewind N [files|conversation]`: the preview; `… yes`: done.
+    /// `/rewind`: a run picked, then its preview; `/rewind N [files|conversation]`: the
+    /// preview; `… yes`: done.
     pub(super) async fn rewind(
         &mut self,
         run: Option<String>,
@@ -115,29 +118,12 @@ impl Chat {
         let Some(list) = self.runs(&session_id).await else {
             return Ok(());
         };
-        let Some(given) = run else {
-            let mut text = String::new();
-            if let Some(reason) = &list.reason {
-                text.push_str(&format!("checkpoints: {reason}\n"));
-            }
-            for (index, run) in list.runs.iter().enumerate() {
-                let changed = match (run.changed_files, run.finished) {
-                    (_, false) => "running".to_owned(),
-                    (Some(n), _) => format!("{n} file(s)"),
-                    (None, _) => "?".to_owned(),
-                };
-                text.push_str(&format!(
-                    "{:>3}  {:<10}  {}\n",
-                    index + 1,
-                    changed,
-                    crate::render::one_line(&run.prompt)
-                ));
-            }
-            text.push_str(
-                "/rewind N goes back to before run N (files and conversation; add `files` or `conversation` for one)",
-            );
-            self.say(&text).await;
-            return Ok(());
+        let given = match run {
+            Some(given) => given,
+            None => match self.pick_run(&list).await {
+                Some(given) => given,
+                None => return Ok(()),
+            },
         };
         let run_id = match crate::commands::rewind::pick_run(&list.runs, &given) {
             Ok(run) => run.run_id.clone(),
@@ -209,6 +195,60 @@ impl Chat {
         }
         self.say(text.trim_start()).await;
         Ok(())
+    }
+}
+
+impl Chat {
+    /// `/rewind` alone: the runs in a picker, newest first; the number of the run chosen
+    /// (`None`: nothing to choose, or cancelled, said).
+    async fn pick_run(&mut self, list: &SessionCheckpointsResult) -> Option<String> {
+        if let Some(reason) = &list.reason {
+            self.say(&format!("checkpoints: {reason}")).await;
+        }
+        if list.runs.is_empty() {
+            self.say("no run yet: nothing to rewind").await;
+            return None;
+        }
+        let rows = list
+            .runs
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(index, run)| {
+                let changed = match (run.changed_files, run.finished) {
+                    (_, false) => "running".to_owned(),
+                    (Some(n), _) => format!("{n} file(s)"),
+                    (None, _) => "?".to_owned(),
+                };
+                let prompt = crate::render::one_line(&run.prompt);
+                Row {
+                    key: (index + 1).to_string(),
+                    text: neutralise(&format!("{:>3}  {changed:<10}  {prompt}", index + 1))
+                        .into_owned(),
+                    search: String::new(),
+                }
+            })
+            .collect();
+        let sets = vec![RowSet {
+            label: "back to before the run chosen (a preview first)".to_owned(),
+            rows,
+        }];
+        // The picker has the terminal to itself: what the chat said is written first.
+        self.editor.flushed().await;
+        let mut picker = Picker::new("rewind", sets);
+        match crate::picker::choose(&mut picker, &mut self.interrupts).await {
+            Ok(Some(run)) => Some(run),
+            Ok(None) => {
+                self.say("(no run chosen; /rewind N [files|conversation] picks one by number)")
+                    .await;
+                None
+            }
+            Err(err) => {
+                self.say(&format!("agentctl: cannot read keys: {err}"))
+                    .await;
+                None
+            }
+        }
     }
 }
 
