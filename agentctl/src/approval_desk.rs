@@ -17,7 +17,7 @@ use protocol::event::Event;
 
 use crate::approval_view::{asked_by, wait_line, what};
 use crate::approve_policy::{
-    ApprovePolicy, Handling, KeyAction, decide, decision_words, key_action,
+    ApprovePolicy, Handling, KeyAction, PERSON_ONLY_REASON, decide, decision_words, key_action,
 };
 use crate::ids::short;
 /// A budget's amount in its unit (`$0.1000`, `2000 tokens`, `60 s`), for the lists.
@@ -438,6 +438,12 @@ impl ApprovalDesk {
             (false, ApprovePolicy::Never) => format!(
                 "approval {}: denied {what}: agentctl run is not interactive (rerun with \
                  --approve edits|all, or --approve wait to answer from another terminal)",
+                short(&approval.approval_id)
+            ),
+            (false, _) if reason.as_deref() == Some(PERSON_ONLY_REASON) => format!(
+                "approval {}: denied {what}: it is asked of a person every time, which no \
+                 --approve policy answers (answer it at a terminal, or run with --approve wait \
+                 and `agentctl approve`)",
                 short(&approval.approval_id)
             ),
             (false, _) => format!(

@@ -106,6 +106,12 @@ pub enum Command {
     /// the last line is the result object `{"type": "result", sessionId, runId, status,
     /// finalText, usage, steps, denials, error?}`.
     Run(RunArgs),
+    /// Write an AGENTS.md for the workspace from a model run (the `/init` command): the model
+    /// looks at the repository with its read tools and writes the file (build and test
+    /// commands, layout, conventions), or improves the one there. Every write of AGENTS.md is
+    /// asked of a person: run it on a terminal (or with `--approve wait` and answer with
+    /// `agentctl approve`).
+    Init(InitArgs),
     /// Show a session's transcript, then its live events.
     ///
     /// Replays the whole session (user messages as `> text`). Without --follow it stops when
@@ -498,6 +504,47 @@ pub struct RunArgs {
     /// The prompt (`-` reads it from stdin). When stdin is piped and a prompt is given, what
     /// is piped is attached to the prompt as a fenced block (capped).
     pub prompt: String,
+}
+
+/// Arguments of `agentctl init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The workspace (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Model of the run: a model of the default provider, or `provider:model`.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// How to answer the run's approvals instead of prompting, as for `run` (no policy answers
+    /// the write of AGENTS.md: `wait` leaves it to `agentctl approve`).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub approve: Option<ApprovePolicy>,
+    /// What else the file should say (added to the prompt as yours).
+    pub notes: Vec<String>,
+}
+
+impl InitArgs {
+    /// `agentctl run "/init NOTES"` in a new session of the workspace.
+    pub fn into_run(self) -> RunArgs {
+        let prompt = format!("/init {}", self.notes.join(" "));
+        RunArgs {
+            cwd: self.cwd,
+            model: self.model,
+            session: None,
+            continue_session: false,
+            title: None,
+            background: false,
+            approve: self.approve,
+            mode: None,
+            agent: None,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            max_steps: None,
+            append_system_prompt: None,
+            output: RunOutput::default(),
+            prompt: prompt.trim_end().to_owned(),
+        }
+    }
 }
 
 /// What `run` prints on stdout.

@@ -3,7 +3,8 @@
 //! goes on in it; `/resume` inside a chat filters by typed text, Esc cancels, Tab shows every
 //! directory's sessions; `--resume` off a terminal says what to use instead. And `/init`: the
 //! mock model, given the init prompt, writes AGENTS.md with write_file (approved: the notes
-//! file is always asked); a second `/init` asks to improve the file.
+//! file is always asked); a second `/init` asks to improve the file; `agentctl init` is the same
+//! run from the command line.
 
 use agentd_tests::harness::{TestEnv, text};
 use agentd_tests::mock_llm::{Format, MockLlm, Reply};
@@ -264,4 +265,47 @@ async fn init_has_the_model_write_agents_md_and_a_second_init_improves_it() {
     );
     pty.send("/quit\r");
     assert_eq!(pty.wait().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn agentctl_init_is_the_init_run_and_its_write_is_asked_of_a_person() {
+    let mock = MockLlm::start().await;
+    mock.push(Reply::tool_call(
+        "call_1",
+        "write_file",
+        json!({"path": "AGENTS.md", "content": "# Notes\n"}),
+    ));
+    mock.push(Reply::text("Could not."));
+    mock.push(Reply::tool_call(
+        "call_2",
+        "write_file",
+        json!({"path": "AGENTS.md", "content": "# Notes\n"}),
+    ));
+    mock.push(Reply::text("Done."));
+    let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
+    // Off a terminal no policy answers the write of AGENTS.md, and the note says so.
+    let output = env.run_agentctl(&["init", "--approve", "all"]).await;
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("it is asked of a person every time"),
+        "{stderr}"
+    );
+    assert!(!env.workspace().join("AGENTS.md").exists());
+    // On a terminal the person answers it with one key.
+    let mut command = env.agentctl();
+    command.args(["init", "name", "the", "linter"]);
+    let mut pty = Pty::spawn(command, COLS, ROWS);
+    pty.expect("write_file AGENTS.md").await;
+    pty.send("y");
+    pty.expect("Done.").await;
+    assert_eq!(pty.wait().await.code(), Some(0));
+    let written = std::fs::read_to_string(env.workspace().join("AGENTS.md")).unwrap();
+    assert_eq!(written, "# Notes\n");
+    let requests = mock.requests();
+    let users = request_user_texts(Format::OpenAi, requests.last().expect("a request"));
+    assert!(
+        users[0].starts_with("Write an AGENTS.md")
+            && users[0].ends_with("The user adds: name the linter"),
+        "{users:?}"
+    );
 }
