@@ -523,30 +523,6 @@ pub struct InitArgs {
     pub notes: Vec<String>,
 }
 
-impl InitArgs {
-    /// `agentctl run "/init NOTES"` in a new session of the workspace.
-    pub fn into_run(self) -> RunArgs {
-        let prompt = format!("/init {}", self.notes.join(" "));
-        RunArgs {
-            cwd: self.cwd,
-            model: self.model,
-            session: None,
-            continue_session: false,
-            title: None,
-            background: false,
-            approve: self.approve,
-            mode: None,
-            agent: None,
-            allow: Vec::new(),
-            deny: Vec::new(),
-            max_steps: None,
-            append_system_prompt: None,
-            output: RunOutput::default(),
-            prompt: prompt.trim_end().to_owned(),
-        }
-    }
-}
-
 /// What `run` prints on stdout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunOutput {

@@ -148,9 +148,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             DaemonAction::Reload => commands::daemon::reload(&ctx).await,
         }),
         Command::Run(args) => commands::run::run(&ctx, args, &mut follow::write_to_terminal).await,
-        Command::Init(args) => {
-            commands::run::run(&ctx, args.into_run(), &mut follow::write_to_terminal).await
-        }
+        Command::Init(args) => commands::init::init(&ctx, args).await,
         Command::Attach {
             session,
             follow: keep_following,

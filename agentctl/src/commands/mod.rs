@@ -6,6 +6,7 @@ pub mod attach;
 pub mod budgets;
 pub mod control;
 pub mod daemon;
+pub mod init;
 pub mod mcp;
 pub mod memory;
 pub mod restart;
