@@ -28,6 +28,7 @@ fn run_args(args: InitArgs) -> RunArgs {
         deny: Vec::new(),
         max_steps: None,
         append_system_prompt: None,
+        images: Vec::new(),
         output: RunOutput::default(),
         prompt: prompt.trim_end().to_owned(),
     }
