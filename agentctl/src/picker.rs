@@ -4,11 +4,16 @@
 //! in the row's text, case aside; `/` starts a filter that begins with j or k); Tab switches
 //! between the picker's row sets (this directory's sessions, every session); Enter chooses,
 //! Esc or Ctrl-C cancels. `Picker` is the pure state and its frame; `choose` draws it in place
-//! on stdout and reads raw keys (`terminal::PromptInput`) until it ends, and erases it.
+//! on stdout and reads raw keys (`platform::RawKeys`, `platform::read_keys`) until it ends, and
+//! erases it.
 
 mod keys;
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
 
 pub use keys::{Key, KeyDecoder};
 
@@ -21,6 +26,9 @@ pub const PAGE_ROWS: usize = 10;
 /// How long a lone ESC waits for the rest of an escape sequence (an arrow's bytes come
 /// together) before it is the Escape key.
 const ESCAPE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Reads of the terminal waiting for the picker.
+const READS_BUFFERED: usize = 16;
 
 /// One choice.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,7 +229,7 @@ pub async fn choose(
     picker: &mut Picker,
     interrupts: &mut Interrupts,
 ) -> io::Result<Option<String>> {
-    let mut input = crate::terminal::PromptInput::start()?;
+    let mut input = RawInput::start()?;
     let width = crate::terminal::stdout_width().unwrap_or(80);
     let mut decoder = KeyDecoder::default();
     let mut drawn = 0;
@@ -231,7 +239,7 @@ pub async fn choose(
         write(&redraw(drawn, &frame));
         drawn = frame.len();
         let keys = tokio::select! {
-            keys = next_keys(&mut input.keys, &mut decoder) => match keys {
+            keys = next_keys(&mut input.reads, &mut decoder) => match keys {
                 Some(keys) => keys,
                 None => break 'reading,
             },
@@ -262,22 +270,58 @@ fn write(text: &str) {
     let _ = stdout.flush();
 }
 
-/// The keys of the next bytes typed (those that arrive together); `None` when stdin ended. A
-/// lone ESC is the Escape key when no byte follows within `ESCAPE_WAIT`.
+/// The terminal in single-key mode and a blocking thread reading it, each read's bytes handed
+/// over together (an arrow's escape sequence in one piece); both undone on drop.
+struct RawInput {
+    // Field order: stop reading before the terminal goes back to canonical mode.
+    reads: mpsc::Receiver<Vec<u8>>,
+    stop: Arc<AtomicBool>,
+    _raw: crate::platform::RawKeys,
+}
+
+impl RawInput {
+    fn start() -> io::Result<RawInput> {
+        let raw = crate::platform::RawKeys::enable()?;
+        let (sender, reads) = mpsc::channel(READS_BUFFERED);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        // Not awaited: it cannot be interrupted inside poll, so it ends itself once `stop` is
+        // set (within the platform's key poll) or the receiver is gone.
+        drop(tokio::task::spawn_blocking(move || {
+            crate::platform::read_keys(&thread_stop, &mut |bytes| {
+                sender.blocking_send(bytes.to_vec()).is_ok()
+            });
+        }));
+        Ok(RawInput {
+            reads,
+            stop,
+            _raw: raw,
+        })
+    }
+}
+
+impl Drop for RawInput {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The keys of the next read from the terminal; `None` when stdin ended. A lone ESC is the
+/// Escape key when nothing follows within `ESCAPE_WAIT`.
 async fn next_keys(
-    reader: &mut crate::terminal::KeyReader,
+    reads: &mut mpsc::Receiver<Vec<u8>>,
     decoder: &mut KeyDecoder,
 ) -> Option<Vec<Key>> {
     loop {
-        let byte = if decoder.holds() {
-            match tokio::time::timeout(ESCAPE_WAIT, reader.next()).await {
-                Ok(byte) => byte?,
+        let bytes = if decoder.holds() {
+            match tokio::time::timeout(ESCAPE_WAIT, reads.recv()).await {
+                Ok(bytes) => bytes?,
                 Err(_) => return Some(decoder.flush()),
             }
         } else {
-            reader.next().await?
+            reads.recv().await?
         };
-        let keys = decoder.keys(&[byte]);
+        let keys = decoder.keys(&bytes);
         if !keys.is_empty() {
             return Some(keys);
         }
