@@ -208,8 +208,8 @@ async fn resume_off_a_terminal_says_to_use_a_session_id() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("--resume picks a session on a terminal")
-            && stderr.contains("`agentctl sessions list`")
+        stderr.contains("--resume picks a session on a terminal, and stdin or stdout is not one;")
+            && stderr.contains("`agentctl sessions list` shows the sessions")
             && stderr.contains("--session ID"),
         "{stderr}"
     );

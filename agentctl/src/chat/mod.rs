@@ -82,7 +82,9 @@ pub async fn chat(ctx: &Context, start: ChatStart) -> Result<u8, CommandError> {
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         if start.resume {
             return Err(CommandError::usage(
-                "agentctl chat --resume picks a session on a terminal, and stdin or stdout is                  not one; `agentctl sessions list` shows the sessions, `agentctl chat --session                  ID` (on a terminal) or `agentctl run --session ID PROMPT` continues one",
+                "agentctl chat --resume picks a session on a terminal, and stdin or stdout is \
+                 not one; `agentctl sessions list` shows the sessions, `agentctl chat --session \
+                 ID` (on a terminal) or `agentctl run --session ID PROMPT` continues one",
             ));
         }
         return Err(not_a_terminal("stdin or stdout is not a terminal"));
