@@ -1,7 +1,7 @@
 //! The built-in commands: answered by the daemon from its own state, with no model call and
-//! nothing written to the history, but `/init`, a run with a fixed prompt (`init`). Those that change something go through the paths their
-//! methods use (`/compact` the actor's compaction, `/model` and `/mode` `session/update`,
-//! `/clear` `session/create`).
+//! nothing written to the history, but `/init`, a run with a fixed prompt (`init`). Those that
+//! change something go through the paths their methods use (`/compact` the actor's compaction,
+//! `/model` and `/mode` `session/update`, `/clear` `session/create`).
 
 use std::sync::Arc;
 
