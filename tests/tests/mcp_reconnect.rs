@@ -20,6 +20,7 @@ fn http(url: String) -> agentd_work::mcp::McpServerConfig {
         McpTransport::Http {
             url,
             headers: BTreeMap::new(),
+            oauth: Default::default(),
         },
     );
     config.startup_timeout = Duration::from_secs(10);

@@ -214,6 +214,7 @@ async fn an_http_result_over_the_size_limit_ends_with_a_size_error_at_once() {
         agentd_work::mcp::McpTransport::Http {
             url: format!("http://127.0.0.1:{port}/mcp"),
             headers: Default::default(),
+            oauth: Default::default(),
         },
     );
     config.tool_timeout = Duration::from_secs(60);

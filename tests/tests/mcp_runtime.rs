@@ -137,6 +137,7 @@ async fn a_streamable_http_server_works() {
         McpTransport::Http {
             url: server.url(),
             headers: BTreeMap::from([("X-Test".to_owned(), "yes".to_owned())]),
+            oauth: Default::default(),
         },
     ));
     assert!(ready(&handle).await >= 10);

@@ -265,6 +265,7 @@ async fn an_http_server_that_went_away_fails_the_call_and_comes_back_on_restart(
         McpTransport::Http {
             url: server.url(),
             headers: BTreeMap::new(),
+            oauth: Default::default(),
         },
     ));
     ready(&handle).await;

@@ -275,6 +275,7 @@ fn every_field_that_takes_variables_expands_them() {
         McpTransport::Http {
             url: "https://example.com/mcp".to_owned(),
             headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t0k".to_owned())]),
+            oauth: Default::default(),
         }
     );
     assert_eq!(
@@ -658,6 +659,7 @@ fn the_acp_array_shape_is_accepted() {
         McpTransport::Http {
             url: "https://h/mcp".to_owned(),
             headers: BTreeMap::from([("Authorization".to_owned(), "Bearer x".to_owned())]),
+            oauth: Default::default(),
         }
     );
     assert_eq!(set.servers.len(), 2);

@@ -66,12 +66,27 @@ pub(super) struct StartContext<'a> {
     pub(super) tools_changed: mpsc::Sender<()>,
     pub(super) tools_fresh: Arc<ToolListFreshness>,
     pub(super) limits: &'a McpLimits,
+    /// Where the OAuth logins' tokens are.
+    pub(super) oauth: &'a super::oauth::store::TokenStore,
 }
 
 /// How a connection could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(super) struct StartError(pub(super) String);
+#[error("{message}")]
+pub(super) struct StartError {
+    pub(super) message: String,
+    /// The server asks for an OAuth login no stored token answers: retrying will not help.
+    pub(super) needs_login: bool,
+}
+
+impl StartError {
+    fn new(message: String) -> Self {
+        Self {
+            message,
+            needs_login: false,
+        }
+    }
+}
 
 /// A connected server: the process (stdio) and the rmcp service.
 pub(super) struct Connection {
@@ -120,6 +135,7 @@ impl Connection {
             tools_changed,
             tools_fresh,
             limits,
+            oauth,
         } = start;
         let progress = ProgressRoutes::default();
         let handler = Handler {
@@ -159,7 +175,7 @@ impl Connection {
                 };
                 let spec = match sandbox {
                     Some(sandbox) => sandbox.confine_server(spec, project_root).await.map_err(|error| {
-                        StartError(format!(
+                        StartError::new(format!(
                             "cannot confine the project's server: {error}; fix the path, or list \
                              it in [mcp] unconfined of the daemon's config.toml to run it unconfined"
                         ))
@@ -167,7 +183,7 @@ impl Connection {
                     None => spec,
                 };
                 let mut process = ChildProcess::spawn(spec).await.map_err(|error| {
-                    StartError(format!(
+                    StartError::new(format!(
                         "cannot start `{command}` in {}: {error} (check the server's command and cwd)",
                         cwd.display()
                     ))
@@ -179,7 +195,7 @@ impl Connection {
                 let (Some(stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout())
                 else {
                     let _ = process.kill().await;
-                    return Err(StartError("the server's stdin or stdout is missing".into()));
+                    return Err(StartError::new("the server's stdin or stdout is missing".into()));
                 };
                 let transport = guard::Watched {
                     inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(
@@ -212,23 +228,35 @@ impl Connection {
                 if let Some(stderr) = stderr {
                     let _ = tokio::time::timeout(STDERR_DRAIN, stderr).await;
                 }
-                Err(StartError(match status {
+                Err(StartError::new(match status {
                     Ok(status) if status.code().is_some() => {
                         format!("{failure} (the server {})", errors::describe_exit(status))
                     }
                     _ => failure,
                 }))
             }
-            McpTransport::Http { url, headers } => {
+            McpTransport::Http { url, headers, .. } => {
                 let http = http.ok_or_else(|| {
-                    StartError("the HTTP client could not be built (see the daemon's log)".into())
+                    StartError::new("the HTTP client could not be built (see the daemon's log)".into())
                 })?;
+                // An entry that sends its own Authorization header never gets the login's.
+                let own_authorization = headers
+                    .keys()
+                    .any(|name| name.eq_ignore_ascii_case("authorization"));
+                let bearer = if own_authorization {
+                    None
+                } else {
+                    super::oauth::Bearer::load(oauth, http, &config.name, url)
+                        .await
+                        .map_err(StartError::new)?
+                };
+                let auth = Arc::new(http::Auth::new(&config.name, bearer));
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|error| StartError(format!("bad header name {name}: {error}")))?;
+                        .map_err(|error| StartError::new(format!("bad header name {name}: {error}")))?;
                     let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(
-                        |error| StartError(format!("bad value of header {name}: {error}")),
+                        |error| StartError::new(format!("bad value of header {name}: {error}")),
                     )?;
                     custom.insert(name, value);
                 }
@@ -237,6 +265,7 @@ impl Connection {
                     http::SizedHttp {
                         client: http.clone(),
                         too_large: too_large.clone(),
+                        auth: auth.clone(),
                     },
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                         url.as_str(),
@@ -258,8 +287,12 @@ impl Connection {
                         None,
                         None,
                     )),
-                    Ok(Err(error)) => Err(StartError(errors::initialize_failed(&error, url))),
-                    Err(_) => Err(StartError(format!(
+                    Ok(Err(_)) if auth.needs_login().is_some() => Err(StartError {
+                        message: auth.needs_login().unwrap_or_default(),
+                        needs_login: true,
+                    }),
+                    Ok(Err(error)) => Err(StartError::new(errors::initialize_failed(&error, url))),
+                    Err(_) => Err(StartError::new(format!(
                         "{url} did not answer initialize within {} s",
                         timeout.as_secs_f64()
                     ))),

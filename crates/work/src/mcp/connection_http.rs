@@ -1,12 +1,17 @@
-//! The streamable HTTP client rmcp talks through: reqwest's, with one addition. An event over
+//! The streamable HTTP client rmcp talks through: reqwest's, with two additions. An event over
 //! the size limit in the event stream answering a request ends that stream, and rmcp only logs
 //! why and tells the caller the stream closed; here the request's id is noted as too large, so
-//! the call that waited for it ends with a size error naming the limit.
+//! the call that waited for it ends with a size error naming the limit. And the OAuth token
+//! ([`Auth`]): sent as `Authorization: Bearer`, refreshed before it expires, refreshed and the
+//! request sent again once after a 401; a 401 that no token answers is noted as "needs login".
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use rmcp::transport::streamable_http_client::AuthRequiredError;
+
+use super::super::oauth::{Bearer, BearerError, needs_login_message};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
@@ -44,12 +49,77 @@ impl TooLargeAnswers {
     }
 }
 
-/// reqwest's client, noting answers over the size limit.
+/// reqwest's client, noting answers over the size limit, with the OAuth token.
 #[derive(Clone)]
 pub(super) struct SizedHttp {
     pub(super) client: reqwest::Client,
     pub(super) too_large: TooLargeAnswers,
+    pub(super) auth: Arc<Auth>,
 }
+
+/// A connection's OAuth token, and whether the server asked for a login no token answers.
+pub(super) struct Auth {
+    server: String,
+    /// None: no login was made (or the entry sends its own `Authorization` header).
+    bearer: Option<Bearer>,
+    needs_login: Mutex<Option<String>>,
+}
+
+impl Auth {
+    pub(super) fn new(server: &str, bearer: Option<Bearer>) -> Self {
+        Self {
+            server: server.to_owned(),
+            bearer,
+            needs_login: Mutex::new(None),
+        }
+    }
+
+    /// Why the server needs a login, once a 401 said so.
+    pub(super) fn needs_login(&self) -> Option<String> {
+        self.needs_login
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn note_needs_login(&self, message: String) -> AuthError {
+        *self
+            .needs_login
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(message.clone());
+        StreamableHttpError::AuthRequired(AuthRequiredError::new(message))
+    }
+
+    /// The token to send: the login's (refreshed when it expires soon), else what rmcp has.
+    async fn header(&self, given: Option<String>) -> Result<Option<String>, AuthError> {
+        match &self.bearer {
+            None => Ok(given),
+            Some(bearer) => bearer.current().await.map(Some).map_err(|error| self.failed(error)),
+        }
+    }
+
+    fn failed(&self, error: BearerError) -> AuthError {
+        match error {
+            BearerError::NeedsLogin(message) => self.note_needs_login(message),
+            BearerError::Failed(message) => StreamableHttpError::UnexpectedServerResponse(
+                format!("cannot refresh the OAuth token: {message}").into(),
+            ),
+        }
+    }
+
+    /// A 401 answered `sent`: the token to send again with, or the error to end with.
+    async fn after_401(&self, sent: Option<&str>) -> Result<String, AuthError> {
+        match (&self.bearer, sent) {
+            (Some(bearer), Some(sent)) => bearer.refused(sent).await.map_err(|error| self.failed(error)),
+            _ => Err(self.note_needs_login(needs_login_message(
+                &self.server,
+                "it asks for an OAuth login",
+            ))),
+        }
+    }
+}
+
+type AuthError = StreamableHttpError<reqwest::Error>;
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -109,17 +179,43 @@ impl StreamableHttpClient for SizedHttp {
             _ => None,
         };
         async move {
-            let response = self
+            let sent = self.auth.header(auth_header).await?;
+            let again = message.clone();
+            let first = self
                 .client
                 .post_message_with_response_limits(
-                    uri,
+                    uri.clone(),
                     message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
+                    session_id.clone(),
+                    sent.clone(),
+                    custom_headers.clone(),
                     limits,
                 )
-                .await?;
+                .await;
+            let response = match first {
+                Err(StreamableHttpError::AuthRequired(_)) => {
+                    let fresh = self.auth.after_401(sent.as_deref()).await?;
+                    let second = self
+                        .client
+                        .post_message_with_response_limits(
+                            uri,
+                            again,
+                            session_id,
+                            Some(fresh),
+                            custom_headers,
+                            limits,
+                        )
+                        .await;
+                    if let Err(StreamableHttpError::AuthRequired(_)) = &second {
+                        return Err(self.auth.note_needs_login(needs_login_message(
+                            &self.auth.server,
+                            "it refused a freshly refreshed OAuth token",
+                        )));
+                    }
+                    second?
+                }
+                other => other?,
+            };
             Ok(match (response, id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let noted = self.too_large.clone();
@@ -144,8 +240,12 @@ impl StreamableHttpClient for SizedHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        self.client
-            .delete_session(uri, session_id, auth_header, custom_headers)
+        async move {
+            let sent = self.auth.header(auth_header).await?;
+            self.client
+                .delete_session(uri, session_id, sent, custom_headers)
+                .await
+        }
     }
 
     fn get_stream(
@@ -157,8 +257,12 @@ impl StreamableHttpClient for SizedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
     {
-        self.client
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        async move {
+            let sent = self.auth.header(auth_header).await?;
+            self.client
+                .get_stream(uri, session_id, last_event_id, sent, custom_headers)
+                .await
+        }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -171,14 +275,19 @@ impl StreamableHttpClient for SizedHttp {
         max_sse_event_size: usize,
     ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
     {
-        self.client.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        )
+        async move {
+            let sent = self.auth.header(auth_header).await?;
+            self.client
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    sent,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The bounds of the MCP servers the daemon runs, as data: supervision (restart attempts and
 //! the backoff between them, per transport), what one result may weigh, and how many tools and
-//! how long a description a server may offer the model.
+//! how long a description a server may offer the model, and how long a login waits.
 
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub struct McpLimits {
     /// Characters of one tool's description offered to the model; a longer one is cut with a
     /// warning.
     pub max_description_chars: usize,
+    /// How long an OAuth login (`mcp/login`) waits for the browser's redirect: the user
+    /// signs in meanwhile; past it the loopback port is closed.
+    pub login_timeout: Duration,
 }
 
 impl Default for McpLimits {
@@ -54,6 +57,7 @@ impl Default for McpLimits {
             max_result_bytes: 16 * 1024 * 1024,
             max_tools: 1000,
             max_description_chars: 10_000,
+            login_timeout: Duration::from_secs(5 * 60),
         }
     }
 }

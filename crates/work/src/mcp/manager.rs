@@ -13,7 +13,10 @@ use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+mod login;
 mod supersede;
+
+pub use login::{LoginStarted, LoginState};
 
 pub use super::limits::McpLimits;
 use super::log::ServerLog;
@@ -62,6 +65,9 @@ pub struct McpManager {
     /// For streamable HTTP servers (None: it could not be built; they fail to start).
     http: Option<reqwest::Client>,
     confinement: ServerConfinement,
+    /// The OAuth logins' token files (`oauth/` beside the logs, in the state dir).
+    oauth: super::oauth::store::TokenStore,
+    logins: login::Logins,
 }
 
 /// How the stdio servers of a project's `.mcp.json` are confined: by the shell's sandbox, with
@@ -123,6 +129,8 @@ impl McpManager {
             }
         };
         Arc::new(Self {
+            oauth: super::oauth::store::TokenStore::new(log_dir.join("oauth")),
+            logins: login::Logins::default(),
             log_dir,
             idle_stop,
             limits,
@@ -183,6 +191,7 @@ impl McpManager {
             http: self.http.clone(),
             sandbox: self.confinement.for_server(config),
             changes: self.changes.clone(),
+            oauth: self.oauth.clone(),
             stop,
             remove_if_unused: Box::new(move |server| {
                 let Some(map) = map.upgrade() else {
@@ -548,11 +557,12 @@ fn describe_status(status: &McpStatus) -> String {
             format!("it is restarting (attempt {attempt}) after: {error}")
         }
         McpStatus::Stopped => "it is stopped".to_owned(),
+        McpStatus::NeedsLogin { message } => format!("it needs a login ({message})"),
     }
 }
 
 /// `name` with anything but `[A-Za-z0-9_-]` replaced, for a file name.
-fn file_safe(name: &str) -> String {
+pub(super) fn file_safe(name: &str) -> String {
     name.chars()
         .take(64)
         .map(|c| {

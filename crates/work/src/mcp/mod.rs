@@ -14,6 +14,7 @@ mod connection;
 mod limits;
 pub mod log;
 pub mod manager;
+mod oauth;
 mod server;
 pub mod tools;
 
@@ -63,7 +64,19 @@ pub enum McpTransport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// How `agentctl mcp login` logs in when the server asks for OAuth.
+        oauth: McpOAuth,
     },
+}
+
+/// The `oauth` table of an HTTP server's entry: what the login cannot discover.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct McpOAuth {
+    /// A client registered with the authorization server for `http://127.0.0.1` redirects;
+    /// None: dynamic client registration (RFC 7591), when the server offers it.
+    pub client_id: Option<String>,
+    /// The scopes to ask for; empty: the server's challenge or its metadata's.
+    pub scopes: Vec<String>,
 }
 
 /// Where a server entry came from.
@@ -143,6 +156,12 @@ pub enum McpStatus {
         error: String,
     },
     Stopped,
+    /// An HTTP server that asks for an OAuth login (none yet, or its token was refused and
+    /// cannot be refreshed); stays so until `agentctl mcp login` (or `mcp/restart`).
+    NeedsLogin {
+        /// Why, saying to run `agentctl mcp login NAME`.
+        message: String,
+    },
 }
 
 /// One tool a server offers, as it described it.

@@ -2,8 +2,9 @@
 //! users) and the task that runs it: start, publish `ready`, refresh tools on
 //! `list_changed`, restart with exponential backoff after a crash (bounded attempts, more
 //! and spanning minutes for an HTTP server, then `failed` until `restart`, or for an HTTP
-//! server until a session next needs it: one more attempt then), stop when idle without users
-//! or when the daemon stops. The tools offered are capped in number and description length.
+//! server until a session next needs it: one more attempt then), `needs login` (an OAuth login
+//! no stored token answers) until a login restarts it, stop when idle without users or when
+//! the daemon stops. The tools offered are capped in number and description length.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -127,6 +128,8 @@ pub(super) struct RunContext {
     /// The sandbox a stdio server runs in (a project's server, see `ServerConfinement`).
     pub(super) sandbox: Option<Arc<agentd_policy::process::sandbox::ShellSandbox>>,
     pub(super) changes: broadcast::Sender<McpStatusChange>,
+    /// Where OAuth logins leave their tokens.
+    pub(super) oauth: super::oauth::store::TokenStore,
     pub(super) stop: CancellationToken,
     /// Removes the server from the manager's map if it still has no users (under the map's
     /// lock, where acquire counts users); false: someone acquired it meanwhile.
@@ -182,6 +185,8 @@ impl Server {
 /// How a connected period ended.
 enum Ended {
     Lost(String),
+    /// The server asks for an OAuth login that no stored token answers.
+    NeedsLogin(String),
     Restart,
     Stop,
 }
@@ -211,6 +216,7 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                     tools_changed: tools_changed.clone(),
                     tools_fresh: server.tools_fresh.clone(),
                     limits: &context.limits,
+                    oauth: &context.oauth,
                 },
             ) => started,
             () = context.stop.cancelled() => break,
@@ -269,7 +275,8 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                     }
                 }
             }
-            Err(start_error) => Ended::Lost(start_error.0),
+            Err(start_error) if start_error.needs_login => Ended::NeedsLogin(start_error.message),
+            Err(start_error) => Ended::Lost(start_error.message),
         };
         match ended {
             Ended::Stop => break,
@@ -283,6 +290,29 @@ pub(super) async fn run(server: Arc<Server>, context: RunContext) {
                 tracing::warn!(server = %name, "MCP server lost: {reason}");
                 server.note_error(&reason);
                 error = reason;
+            }
+            Ended::NeedsLogin(message) => {
+                tracing::warn!(server = %name, "MCP server needs a login: {message}");
+                server.note_error(&message);
+                server.publish(&context, McpStatus::NeedsLogin { message });
+                // Until a login (which restarts it), `mcp/restart`, the stop or idleness.
+                let resumed = loop {
+                    tokio::select! {
+                        () = server.restart.notified() => break true,
+                        () = context.stop.cancelled() => break false,
+                        () = idle(&mut users, context.idle_stop) => {
+                            if (context.remove_if_unused)(&server) {
+                                break false;
+                            }
+                        }
+                    }
+                };
+                if !resumed {
+                    break;
+                }
+                attempt = 0;
+                server.lock().restarts = 0;
+                continue;
             }
         }
         attempt += 1;
@@ -526,6 +556,7 @@ mod tests {
             transport: McpTransport::Http {
                 url: "http://127.0.0.1:1/mcp".into(),
                 headers: Default::default(),
+                oauth: Default::default(),
             },
             enabled: true,
             startup_timeout: Duration::from_secs(1),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::mcp::{McpServerConfig, McpSource, McpTransport};
+use crate::mcp::{McpOAuth, McpServerConfig, McpSource, McpTransport};
 
 /// One entry as written, in `.mcp.json`, in config.toml or in `session/create` params. The
 /// keys are snake_case; `.mcp.json` and `session/create` also accept their camelCase spelling.
@@ -40,6 +40,19 @@ pub struct McpServerEntry {
     pub(crate) enabled_tools: Option<Vec<String>>,
     #[serde(default, alias = "disabledTools")]
     pub(crate) disabled_tools: Vec<String>,
+    /// An HTTP server's OAuth login settings (`client_id`, `scopes`).
+    #[serde(default)]
+    pub(crate) oauth: Option<OAuthEntry>,
+}
+
+/// The `oauth` table of an entry as written (Claude Code writes `clientId`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) struct OAuthEntry {
+    #[serde(alias = "clientId")]
+    pub(crate) client_id: Option<String>,
+    #[serde(default)]
+    pub(crate) scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for McpServerEntry {
@@ -60,6 +73,7 @@ impl std::fmt::Debug for McpServerEntry {
             .field("tool_timeout_secs", &self.tool_timeout_secs)
             .field("enabled_tools", &self.enabled_tools)
             .field("disabled_tools", &self.disabled_tools)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -79,6 +93,7 @@ pub(crate) const TOML_KEYS: &[&str] = &[
     "tool_timeout_secs",
     "enabled_tools",
     "disabled_tools",
+    "oauth",
 ];
 
 /// The longest server name: it becomes part of tool names (`mcp__<server>__<tool>`), which
@@ -198,9 +213,26 @@ pub(crate) fn resolve(
                 check_header(key, &value)?;
                 headers.insert(key.clone(), value);
             }
-            McpTransport::Http { url, headers }
+            let oauth = match &entry.oauth {
+                None => McpOAuth::default(),
+                Some(oauth) => McpOAuth {
+                    client_id: match &oauth.client_id {
+                        Some(id) => Some(expand("oauth.client_id", id)?),
+                        None => None,
+                    },
+                    scopes: oauth.scopes.clone(),
+                },
+            };
+            McpTransport::Http {
+                url,
+                headers,
+                oauth,
+            }
         }
     };
+    if entry.oauth.is_some() && matches!(transport, McpTransport::Stdio { .. }) {
+        return Err("oauth is for http servers; a stdio server takes its secrets in env".to_owned());
+    }
     Ok(McpServerConfig {
         name: name.to_owned(),
         transport,
