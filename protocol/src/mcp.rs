@@ -1,6 +1,7 @@
 //! Params and results of the MCP server methods: `mcp/list` (the servers the daemon runs, and
 //! with a `cwd` the ones configured there that do not run, with the configuration's problems)
-//! and `mcp/restart`; and the `mcpServerStatus` event's status words.
+//! and `mcp/restart`; the OAuth login of HTTP servers (`mcp/login`, `mcp/loginStatus`,
+//! `mcp/logout`); and the `mcpServerStatus` event's status words.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,10 @@ pub enum McpServerState {
     Disabled,
     /// Configured for the `cwd`, not running (no session there uses it yet).
     Configured,
+    /// An HTTP server that asks for an OAuth login (none yet, or its token was revoked or
+    /// expired and cannot be refreshed): `agentctl mcp login NAME` (`mcp/login`). The
+    /// `error` / `lastError` says so. Added in 1.3.
+    NeedsLogin,
 }
 
 /// An entry of the configuration that cannot be used.
@@ -136,4 +141,79 @@ pub struct McpRestartParams {
 pub struct McpRestartResult {
     /// Always true: the server is starting again (`mcpServerStatus` events follow).
     pub restarted: bool,
+}
+
+/// `mcp/login`: start an OAuth login to an HTTP server. The daemon discovers its
+/// authorization server, registers a client if it offers that (else the entry's
+/// `oauth.client_id`), listens on a loopback port and answers with the URL the user opens; it
+/// then waits (bounded) for the browser's redirect, stores the token and restarts the server's
+/// connections. Added in 1.3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLoginParams {
+    pub name: String,
+    /// A directory of a project whose configuration names the server; without it, a server
+    /// the daemon runs, else the user's config.toml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLoginResult {
+    /// Names the login for `mcp/loginStatus`.
+    pub login_id: String,
+    /// The URL to open in a browser.
+    pub authorization_url: String,
+    /// Where the browser is sent back: a loopback port of the daemon.
+    pub redirect_uri: String,
+    /// How long the daemon waits for the redirect.
+    pub timeout_secs: u64,
+}
+
+/// `mcp/loginStatus`: where a login is; while it is pending, the answer waits up to
+/// `waitSecs` (at most 30) for it to finish. Added in 1.3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLoginStatusParams {
+    pub login_id: String,
+    #[serde(default)]
+    pub wait_secs: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLoginStatusResult {
+    pub state: McpLoginState,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Where a login is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpLoginState {
+    /// Waiting for the browser's redirect.
+    Pending,
+    /// The token is stored; the server's connections restart with it.
+    Done,
+    Failed,
+}
+
+/// `mcp/logout`: delete an HTTP server's OAuth token. Added in 1.3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLogoutParams {
+    pub name: String,
+    /// As for `mcp/login`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLogoutResult {
+    /// Whether there was a token to delete.
+    pub deleted: bool,
 }

@@ -104,6 +104,13 @@ methods! {
     McpList = "mcp/list": McpListParams => McpListResult;
     /// Restart an MCP server now (also a failed one), resetting its restart count.
     McpRestart = "mcp/restart": McpRestartParams => McpRestartResult;
+    /// Start an OAuth login to an HTTP MCP server: the URL to open, the daemon waiting for the
+    /// browser's redirect on a loopback port.
+    McpLogin = "mcp/login": McpLoginParams => McpLoginResult;
+    /// Where a login is, waiting a bounded while for it to finish.
+    McpLoginStatus = "mcp/loginStatus": McpLoginStatusParams => McpLoginStatusResult;
+    /// Delete an HTTP MCP server's OAuth token; its connections need a login again.
+    McpLogout = "mcp/logout": McpLogoutParams => McpLogoutResult;
     /// Tasks (of one session, or all), newest first; by default only pending and running ones.
     TaskList = "task/list": TaskListParams => TaskListResult;
     /// One task, with a hint of what to do next (e.g. how to resume an interrupted one).

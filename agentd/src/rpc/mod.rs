@@ -20,6 +20,7 @@ mod config;
 mod extension;
 mod images;
 mod mcp;
+mod mcp_login;
 mod memory;
 mod project;
 mod session;
@@ -69,6 +70,9 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<AgentsList, _, _>(&mut module, agents::list)?;
     register::<McpList, _, _>(&mut module, mcp::list)?;
     register::<McpRestart, _, _>(&mut module, mcp::restart)?;
+    register::<McpLogin, _, _>(&mut module, mcp_login::login)?; // a task of the manager waits
+    register::<McpLoginStatus, _, _>(&mut module, mcp_login::login_status)?; // bounded wait
+    register::<McpLogout, _, _>(&mut module, mcp_login::logout)?;
     register::<TaskList, _, _>(&mut module, task::list)?;
     register::<TaskGet, _, _>(&mut module, task::get)?;
     register::<TaskOutput, _, _>(&mut module, task::output)?;

@@ -266,6 +266,21 @@ impl SessionManager {
 
     /// Why `model` (as `session/update` names one) does not resolve to a configured
     /// provider, if it does not.
+    /// The user's `[mcp_servers.*]` resolved (disabled ones included; none while the config
+    /// is unusable). Reads the environment off the runtime.
+    pub async fn user_mcp_servers(&self) -> Vec<agentd_work::mcp::McpServerConfig> {
+        let deps = self.deps.clone();
+        tokio::task::spawn_blocking(move || {
+            let Ok(config) = deps.config.snapshot() else {
+                return Vec::new();
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            agentd_work::mcp::config::resolve_user(&config.mcp.servers, &env)
+        })
+        .await
+        .unwrap_or_default()
+    }
+
     pub fn model_problem(&self, model: &str) -> Option<String> {
         self.deps
             .provider(Some(model))

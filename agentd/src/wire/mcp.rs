@@ -33,6 +33,7 @@ pub fn mcp_status_event(change: &McpStatusChange) -> Event {
             attempt = Some(*which);
             error = Some(why.clone());
         }
+        McpStatus::NeedsLogin { message } => error = Some(message.clone()),
     }
     Event::McpServerStatus {
         server: change.key.name.clone(),
@@ -53,6 +54,7 @@ pub fn mcp_state(status: &McpStatus) -> McpServerState {
         McpStatus::Failed { .. } => McpServerState::Failed,
         McpStatus::Restarting { .. } => McpServerState::Restarting,
         McpStatus::Stopped => McpServerState::Stopped,
+        McpStatus::NeedsLogin { .. } => McpServerState::NeedsLogin,
     }
 }
 

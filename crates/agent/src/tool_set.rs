@@ -267,6 +267,9 @@ impl Run {
                 McpStatus::Stopped => {
                     format!("MCP server {name} is stopped; its tools are not available")
                 }
+                McpStatus::NeedsLogin { message } => format!(
+                    "MCP server {name} needs a login: {message}; its tools are not available until then"
+                ),
             };
             self.log.append(Event::Warning { message }).await?;
         }
