@@ -363,6 +363,28 @@ pub enum McpAction {
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
     },
+    /// Log in to an HTTP server that asks for OAuth: opens the login page in a browser (the
+    /// URL is printed too) and waits for it to come back; the daemon keeps the token.
+    Login {
+        /// The server's name.
+        name: String,
+        /// The workspace directory whose configuration names it (default: the current
+        /// directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only print the URL, never start a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Delete an HTTP server's OAuth token (it needs a login again).
+    Logout {
+        /// The server's name.
+        name: String,
+        /// The workspace directory whose configuration names it (default: the current
+        /// directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
     /// Print a stdio server's stderr log.
     Logs {
         /// The server's name.

@@ -237,6 +237,14 @@ pub async fn run(cli: Cli) -> ExitCode {
             cli::McpAction::List { cwd } => commands::mcp::list(&ctx, cwd).await,
             cli::McpAction::Restart { name, cwd } => commands::mcp::restart(&ctx, name, cwd).await,
             cli::McpAction::Logs { name, follow } => commands::mcp::logs(&ctx, name, follow).await,
+            cli::McpAction::Login {
+                name,
+                cwd,
+                no_browser,
+            } => commands::mcp_login::login(&ctx, name, cwd, no_browser).await,
+            cli::McpAction::Logout { name, cwd } => {
+                commands::mcp_login::logout(&ctx, name, cwd).await
+            }
         }),
         Command::Task { action } => done(commands::task::run(&ctx, action).await),
         Command::Acp => done(acp::serve(&ctx).await),

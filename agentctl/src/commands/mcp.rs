@@ -61,6 +61,15 @@ pub async fn list(ctx: &Context, cwd: Option<PathBuf>) -> Result<(), CommandErro
         }
         crate::warn_line!("problem: {place}{}", one_line(&problem.reason));
     }
+    for server in &result.servers {
+        if server.status == McpServerState::NeedsLogin {
+            crate::warn_line!(
+                "note: MCP server {} needs a login: run `agentctl mcp login {}`",
+                server.name,
+                server.name
+            );
+        }
+    }
     if result
         .servers
         .iter()
@@ -301,6 +310,7 @@ pub fn state_word(state: McpServerState) -> &'static str {
         McpServerState::Untrusted => "untrusted",
         McpServerState::Disabled => "disabled",
         McpServerState::Configured => "configured",
+        McpServerState::NeedsLogin => "needs login",
     }
 }
 

@@ -8,6 +8,7 @@ pub mod control;
 pub mod daemon;
 pub mod init;
 pub mod mcp;
+pub mod mcp_login;
 pub mod memory;
 pub mod restart;
 pub mod rewind;
