@@ -11,6 +11,7 @@ pub mod mcp_scenario;
 pub mod mcp_servers;
 pub mod mcp_setup;
 pub mod mock_llm;
+pub mod oauth_server;
 pub mod pty;
 pub mod scenario;
 pub mod sources;

@@ -6,9 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use protocol::mcp::{
-    McpLoginParams, McpLoginState, McpLoginStatusParams, McpLogoutParams,
-};
+use protocol::mcp::{McpLoginParams, McpLoginState, McpLoginStatusParams, McpLogoutParams};
 use protocol::methods::{McpLogin, McpLoginStatus, McpLogout};
 
 use crate::Context;

@@ -54,7 +54,10 @@ pub async fn login_status(
         .ok_or_else(|| {
             rpc_error(
                 codes::NOT_FOUND,
-                format!("no login {} is known (the daemon restarted, or it ended long ago)", echo(&params.login_id)),
+                format!(
+                    "no login {} is known (the daemon restarted, or it ended long ago)",
+                    echo(&params.login_id)
+                ),
             )
         })?;
     Ok(match now {
@@ -145,13 +148,20 @@ async fn server_config(
             format!(
                 "no MCP server named {} is configured{}",
                 echo(name),
-                if cwd.is_some() { " there" } else { " in config.toml or running" }
+                if cwd.is_some() {
+                    " there"
+                } else {
+                    " in config.toml or running"
+                }
             ),
             Some(McpList::NAME),
         )),
         (Some(_), 0) => Err(rpc_error(
             codes::INVALID_PARAMS,
-            format!("MCP server {} is a stdio server; only HTTP servers log in with OAuth", echo(name)),
+            format!(
+                "MCP server {} is a stdio server; only HTTP servers log in with OAuth",
+                echo(name)
+            ),
         )),
         (Some(config), 1) => Ok(config.clone()),
         (Some(_), _) => Err(rpc_error(

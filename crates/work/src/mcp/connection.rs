@@ -195,7 +195,9 @@ impl Connection {
                 let (Some(stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout())
                 else {
                     let _ = process.kill().await;
-                    return Err(StartError::new("the server's stdin or stdout is missing".into()));
+                    return Err(StartError::new(
+                        "the server's stdin or stdout is missing".into(),
+                    ));
                 };
                 let transport = guard::Watched {
                     inner: rmcp::transport::async_rw::AsyncRwTransport::new_client(
@@ -237,7 +239,9 @@ impl Connection {
             }
             McpTransport::Http { url, headers, .. } => {
                 let http = http.ok_or_else(|| {
-                    StartError::new("the HTTP client could not be built (see the daemon's log)".into())
+                    StartError::new(
+                        "the HTTP client could not be built (see the daemon's log)".into(),
+                    )
                 })?;
                 // An entry that sends its own Authorization header never gets the login's.
                 let own_authorization = headers
@@ -253,8 +257,10 @@ impl Connection {
                 let auth = Arc::new(http::Auth::new(&config.name, bearer));
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|error| StartError::new(format!("bad header name {name}: {error}")))?;
+                    let name =
+                        reqwest::header::HeaderName::try_from(name.as_str()).map_err(|error| {
+                            StartError::new(format!("bad header name {name}: {error}"))
+                        })?;
                     let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(
                         |error| StartError::new(format!("bad value of header {name}: {error}")),
                     )?;

@@ -94,7 +94,11 @@ impl Auth {
     async fn header(&self, given: Option<String>) -> Result<Option<String>, AuthError> {
         match &self.bearer {
             None => Ok(given),
-            Some(bearer) => bearer.current().await.map(Some).map_err(|error| self.failed(error)),
+            Some(bearer) => bearer
+                .current()
+                .await
+                .map(Some)
+                .map_err(|error| self.failed(error)),
         }
     }
 
@@ -110,7 +114,10 @@ impl Auth {
     /// A 401 answered `sent`: the token to send again with, or the error to end with.
     async fn after_401(&self, sent: Option<&str>) -> Result<String, AuthError> {
         match (&self.bearer, sent) {
-            (Some(bearer), Some(sent)) => bearer.refused(sent).await.map_err(|error| self.failed(error)),
+            (Some(bearer), Some(sent)) => bearer
+                .refused(sent)
+                .await
+                .map_err(|error| self.failed(error)),
             _ => Err(self.note_needs_login(needs_login_message(
                 &self.server,
                 "it asks for an OAuth login",

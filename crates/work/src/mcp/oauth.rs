@@ -174,7 +174,11 @@ pub(crate) async fn begin(
 
 impl PendingLogin {
     /// Waits for the redirect, exchanges its code and stores the token.
-    pub(crate) async fn finish(self, http: &reqwest::Client, store: &TokenStore) -> Result<(), String> {
+    pub(crate) async fn finish(
+        self,
+        http: &reqwest::Client,
+        store: &TokenStore,
+    ) -> Result<(), String> {
         let code = match self.loopback.wait(&self.state).await {
             loopback::Redirect::Code(code) => code,
             loopback::Redirect::Refused(why) => {
@@ -210,9 +214,12 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .await
         .map_err(|error| format!("reading {url} failed: {}", words(&error)))?;
     if bytes.len() > MAX_METADATA_BYTES {
-        return Err(format!("{url} answered more than {MAX_METADATA_BYTES} bytes"));
+        return Err(format!(
+            "{url} answered more than {MAX_METADATA_BYTES} bytes"
+        ));
     }
-    serde_json::from_slice(&bytes).map_err(|error| format!("{url} answered no usable metadata ({error})"))
+    serde_json::from_slice(&bytes)
+        .map_err(|error| format!("{url} answered no usable metadata ({error})"))
 }
 
 /// A reqwest error in words: its innermost cause, without Rust type names.

@@ -231,7 +231,9 @@ pub(crate) fn resolve(
         }
     };
     if entry.oauth.is_some() && matches!(transport, McpTransport::Stdio { .. }) {
-        return Err("oauth is for http servers; a stdio server takes its secrets in env".to_owned());
+        return Err(
+            "oauth is for http servers; a stdio server takes its secrets in env".to_owned(),
+        );
     }
     Ok(McpServerConfig {
         name: name.to_owned(),

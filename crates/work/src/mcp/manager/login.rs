@@ -70,7 +70,11 @@ impl McpManager {
         let (state, _) = watch::channel(LoginState::Pending);
         self.logins.remember(login_id, state.clone());
         let (manager, name, url) = (Arc::downgrade(self), config.name.clone(), url.clone());
-        let (stop, timeout, store) = (self.stop.clone(), self.limits.login_timeout, self.oauth.clone());
+        let (stop, timeout, store) = (
+            self.stop.clone(),
+            self.limits.login_timeout,
+            self.oauth.clone(),
+        );
         self.tasks.spawn(async move {
             let outcome = tokio::select! {
                 finished = tokio::time::timeout(timeout, pending.finish(&http, &store)) => match finished {
@@ -143,7 +147,8 @@ impl McpManager {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         for server in servers.values() {
-            let same_url = matches!(&server.config.transport, McpTransport::Http { url: at, .. } if at == url);
+            let same_url =
+                matches!(&server.config.transport, McpTransport::Http { url: at, .. } if at == url);
             if server.key.name == name && same_url {
                 server.restart.notify_one();
             }

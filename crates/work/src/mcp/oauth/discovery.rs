@@ -142,7 +142,10 @@ pub(crate) async fn discover(http: &reqwest::Client, url: &str) -> Result<Discov
     let server_url = Url::parse(url).map_err(|error| format!("{url} is not a URL: {error}"))?;
     let challenge = probe(http, url).await?;
     let mut candidates = Vec::new();
-    if let Some(metadata) = challenge.as_ref().and_then(|c| c.resource_metadata.as_ref()) {
+    if let Some(metadata) = challenge
+        .as_ref()
+        .and_then(|c| c.resource_metadata.as_ref())
+    {
         candidates.push(Url::parse(metadata).map_err(|error| {
             format!("{url} named its resource metadata {metadata:?}, which is not a URL: {error}")
         })?);
@@ -199,12 +202,10 @@ pub(crate) async fn discover(http: &reqwest::Client, url: &str) -> Result<Discov
             "the authorization server {issuer} does not support PKCE with S256, which MCP requires"
         ));
     }
-    let scope = challenge
-        .and_then(|challenge| challenge.scope)
-        .or_else(|| {
-            (!resource_metadata.scopes_supported.is_empty())
-                .then(|| resource_metadata.scopes_supported.join(" "))
-        });
+    let scope = challenge.and_then(|challenge| challenge.scope).or_else(|| {
+        (!resource_metadata.scopes_supported.is_empty())
+            .then(|| resource_metadata.scopes_supported.join(" "))
+    });
     let resource = resource_metadata
         .resource
         .unwrap_or_else(|| canonical_resource(&server_url));
@@ -237,12 +238,20 @@ async fn probe(http: &reqwest::Client, url: &str) -> Result<Option<Challenge>, S
     });
     let sent = http
         .post(url)
-        .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
         .json(&body)
         .send();
     let response = tokio::time::timeout(OAUTH_REQUEST_TIMEOUT, sent)
         .await
-        .map_err(|_| format!("{url} did not answer within {} s", OAUTH_REQUEST_TIMEOUT.as_secs()))?
+        .map_err(|_| {
+            format!(
+                "{url} did not answer within {} s",
+                OAUTH_REQUEST_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|error| format!("cannot reach {url}: {}", super::words(&error)))?;
     if response.status() != reqwest::StatusCode::UNAUTHORIZED {
         return Err(format!(

@@ -52,7 +52,12 @@ pub(crate) async fn register(
     let response = tokio::time::timeout(OAUTH_REQUEST_TIMEOUT, sent)
         .await
         .map_err(|_| format!("the registration endpoint {endpoint} did not answer in time"))?
-        .map_err(|error| format!("cannot reach the registration endpoint {endpoint}: {}", words(&error)))?;
+        .map_err(|error| {
+            format!(
+                "cannot reach the registration endpoint {endpoint}: {}",
+                words(&error)
+            )
+        })?;
     let status = response.status();
     let answer: serde_json::Value = response.json().await.unwrap_or_default();
     if !status.is_success() {
@@ -141,7 +146,9 @@ pub(crate) async fn exchange(
         resource: exchange.resource.clone(),
         access_token: answer.access_token,
         refresh_token: answer.refresh_token,
-        expires_at: answer.expires_in.map(|secs| now_secs().saturating_add(secs)),
+        expires_at: answer
+            .expires_in
+            .map(|secs| now_secs().saturating_add(secs)),
         scope: answer.scope,
     })
 }
@@ -179,7 +186,9 @@ pub(crate) async fn refresh(
     Ok(StoredToken {
         access_token: answer.access_token,
         refresh_token: answer.refresh_token.or_else(|| token.refresh_token.clone()),
-        expires_at: answer.expires_in.map(|secs| now_secs().saturating_add(secs)),
+        expires_at: answer
+            .expires_in
+            .map(|secs| now_secs().saturating_add(secs)),
         scope: answer.scope.or_else(|| token.scope.clone()),
         ..token.clone()
     })
@@ -219,7 +228,11 @@ async fn post_token(
         .send();
     let response = tokio::time::timeout(OAUTH_REQUEST_TIMEOUT, sent)
         .await
-        .map_err(|_| failed(format!("the token endpoint {endpoint} did not answer in time")))?
+        .map_err(|_| {
+            failed(format!(
+                "the token endpoint {endpoint} did not answer in time"
+            ))
+        })?
         .map_err(|error| {
             failed(format!(
                 "cannot reach the token endpoint {endpoint}: {}",

@@ -30,9 +30,9 @@ pub(crate) enum Redirect {
 
 impl Loopback {
     pub(crate) async fn bind() -> Result<Self, String> {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|error| format!("cannot listen on 127.0.0.1 for the login's redirect: {error}"))?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|error| {
+            format!("cannot listen on 127.0.0.1 for the login's redirect: {error}")
+        })?;
         let port = listener
             .local_addr()
             .map_err(|error| format!("cannot read the redirect listener's port: {error}"))?

@@ -78,8 +78,10 @@ impl TokenStore {
     /// The file of `server` at `url`.
     pub(crate) fn path(&self, server: &str, url: &str) -> PathBuf {
         let digest = agentd_policy::process::supervisor::fnv1a(url.as_bytes());
-        self.dir
-            .join(format!("{}-{digest:016x}.json", super::super::manager::file_safe(server)))
+        self.dir.join(format!(
+            "{}-{digest:016x}.json",
+            super::super::manager::file_safe(server)
+        ))
     }
 
     /// The token of `server` at `url`, if a login left one. Blocking.
@@ -171,7 +173,10 @@ mod tests {
             store.load("docs", "https://example.com/mcp").unwrap(),
             Some(token())
         );
-        assert_eq!(store.load("docs", "https://other.example/mcp").unwrap(), None);
+        assert_eq!(
+            store.load("docs", "https://other.example/mcp").unwrap(),
+            None
+        );
         let shown = format!("{:?}", token());
         assert!(!shown.contains("secret"), "{shown}");
         assert!(token().expires_within(60) && !token().expires_within(0));
