@@ -240,39 +240,34 @@ impl StreamableHttpClient for SizedHttp {
         }
     }
 
-    fn delete_session(
+    async fn delete_session(
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        async move {
-            let sent = self.auth.header(auth_header).await?;
-            self.client
-                .delete_session(uri, session_id, sent, custom_headers)
-                .await
-        }
+    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
+        let sent = self.auth.header(auth_header).await?;
+        self.client
+            .delete_session(uri, session_id, sent, custom_headers)
+            .await
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
-    {
-        async move {
-            let sent = self.auth.header(auth_header).await?;
-            self.client
-                .get_stream(uri, session_id, last_event_id, sent, custom_headers)
-                .await
-        }
+    ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
+        let sent = self.auth.header(auth_header).await?;
+        self.client
+            .get_stream(uri, session_id, last_event_id, sent, custom_headers)
+            .await
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -280,21 +275,18 @@ impl StreamableHttpClient for SizedHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>>> + Send + '_
-    {
-        async move {
-            let sent = self.auth.header(auth_header).await?;
-            self.client
-                .get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    sent,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-        }
+    ) -> Result<BoxedSseResponse, StreamableHttpError<reqwest::Error>> {
+        let sent = self.auth.header(auth_header).await?;
+        self.client
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                sent,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
     }
 }
 
