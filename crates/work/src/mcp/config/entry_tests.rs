@@ -182,3 +182,26 @@ fn server_names_are_letters_digits_underscore_and_dash() {
         assert_eq!(check_name(name).is_ok(), ok, "{name:?}");
     }
 }
+
+#[test]
+fn an_http_entrys_oauth_table_gives_the_client_and_scopes_and_a_stdio_one_is_refused() {
+    let config = resolved(serde_json::json!({
+        "url": "https://example.com/mcp",
+        "oauth": {"clientId": "agentd-app", "scopes": ["read", "write"]},
+    }))
+    .unwrap();
+    let McpTransport::Http { oauth, .. } = config.transport else {
+        panic!("http expected");
+    };
+    assert_eq!(
+        oauth,
+        McpOAuth {
+            client_id: Some("agentd-app".into()),
+            scopes: vec!["read".into(), "write".into()],
+        }
+    );
+    let plain = resolved(serde_json::json!({"url": "https://example.com/mcp"})).unwrap();
+    assert!(matches!(plain.transport, McpTransport::Http { oauth, .. } if oauth == McpOAuth::default()));
+    let stdio = resolved(serde_json::json!({"command": "srv", "oauth": {"client_id": "x"}}));
+    assert!(stdio.unwrap_err().contains("oauth is for http servers"));
+}
