@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agentd_tests::harness::{Client, text};
 use agentd_tests::mock_llm::{Format, Reply};
-use agentd_tests::oauth_server::{OAuthOptions, OAuthServer};
+use agentd_tests::oauth_server::{OAuthOptions, OAuthServer, PRESET_CLIENT};
 use agentd_tests::scenario::*;
 use protocol::event::{Event, RunStatus};
 use protocol::mcp::{McpListResult, McpServerState};
@@ -29,7 +29,12 @@ struct Setup {
 }
 
 async fn needing_login(oauth: &OAuthServer) -> Setup {
-    let servers = format!("[mcp_servers.docs]\nurl = \"{}\"\n", oauth.url());
+    needing_login_with(oauth, "").await
+}
+
+/// [`needing_login`] with `entry` added to the server's entry.
+async fn needing_login_with(oauth: &OAuthServer, entry: &str) -> Setup {
+    let servers = format!("[mcp_servers.docs]\nurl = \"{}\"\n{entry}", oauth.url());
     let s = Scenario::start_with(Format::OpenAi, &servers).await;
     let mut client = s.client().await;
     client
@@ -332,4 +337,34 @@ async fn a_revoked_login_makes_the_server_need_a_login_again() {
     let list = mcp_list(&mut client, &s).await;
     assert_eq!(list.servers[0].status, McpServerState::NeedsLogin);
     assert_no_token_in_the_log(&s);
+}
+
+#[tokio::test]
+async fn without_registration_the_entrys_client_id_logs_in_and_without_one_the_error_says_to_set_it()
+ {
+    let oauth = OAuthServer::start(OAuthOptions {
+        registration: false,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let Setup { s, mut client, .. } = needing_login(&oauth).await;
+    let refused = client
+        .request(
+            "mcp/login",
+            json!({"name": "docs", "cwd": s.workspace().display().to_string()}),
+        )
+        .await
+        .expect_err("no client to log in as");
+    assert_eq!(refused.code, -32007, "{refused:?}");
+    assert!(refused.message.contains("oauth.client_id"), "{refused:?}");
+    drop(s);
+
+    let oauth_entry = format!("oauth = {{ client_id = \"{PRESET_CLIENT}\" }}\n");
+    let Setup { s, mut client, .. } = needing_login_with(&oauth, &oauth_entry).await;
+    log_in(&s, &mut client).await;
+    wait_status(&mut client, McpServerState::Ready).await;
+    assert_eq!(
+        oauth.record().authorize_queries.last().unwrap()["client_id"],
+        PRESET_CLIENT
+    );
 }

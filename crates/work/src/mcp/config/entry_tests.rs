@@ -201,7 +201,9 @@ fn an_http_entrys_oauth_table_gives_the_client_and_scopes_and_a_stdio_one_is_ref
         }
     );
     let plain = resolved(serde_json::json!({"url": "https://example.com/mcp"})).unwrap();
-    assert!(matches!(plain.transport, McpTransport::Http { oauth, .. } if oauth == McpOAuth::default()));
+    assert!(
+        matches!(plain.transport, McpTransport::Http { oauth, .. } if oauth == McpOAuth::default())
+    );
     let stdio = resolved(serde_json::json!({"command": "srv", "oauth": {"client_id": "x"}}));
     assert!(stdio.unwrap_err().contains("oauth is for http servers"));
 }
