@@ -7,12 +7,12 @@
 //! cancellation (`notifications/cancelled`), lists and gets prompts (slash commands), reports
 //! `notifications/tools/list_changed` (counted as it arrives, `guard`), records
 //! `notifications/message` in the server's log, offers the project root as its roots
-//! (`roots`), holds each message to a size before it is
+//! (`roots`), sends an HTTP server the OAuth login's token (`http`), holds each message to a
+//! size before it is
 //! parsed (`guard`; over HTTP, `http` ties an oversized answer to its call), says rmcp's
 //! errors in words (`errors`), and
 //! stops politely (stdin closed, SIGTERM to the group, SIGKILL after a grace).
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -243,29 +243,8 @@ impl Connection {
                         "the HTTP client could not be built (see the daemon's log)".into(),
                     )
                 })?;
-                // An entry that sends its own Authorization header never gets the login's.
-                let own_authorization = headers
-                    .keys()
-                    .any(|name| name.eq_ignore_ascii_case("authorization"));
-                let bearer = if own_authorization {
-                    None
-                } else {
-                    super::oauth::Bearer::load(oauth, http, &config.name, url)
-                        .await
-                        .map_err(StartError::new)?
-                };
-                let auth = Arc::new(http::Auth::new(&config.name, bearer));
-                let mut custom = HashMap::new();
-                for (name, value) in headers {
-                    let name =
-                        reqwest::header::HeaderName::try_from(name.as_str()).map_err(|error| {
-                            StartError::new(format!("bad header name {name}: {error}"))
-                        })?;
-                    let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(
-                        |error| StartError::new(format!("bad value of header {name}: {error}")),
-                    )?;
-                    custom.insert(name, value);
-                }
+                let auth = http::auth_for(&config.name, url, headers, oauth, http).await?;
+                let custom = http::custom_headers(headers)?;
                 let too_large = http::TooLargeAnswers::default();
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                     http::SizedHttp {
@@ -293,11 +272,13 @@ impl Connection {
                         None,
                         None,
                     )),
-                    Ok(Err(_)) if auth.needs_login().is_some() => Err(StartError {
-                        message: auth.needs_login().unwrap_or_default(),
-                        needs_login: true,
+                    Ok(Err(error)) => Err(match auth.needs_login() {
+                        Some(message) => StartError {
+                            message,
+                            needs_login: true,
+                        },
+                        None => StartError::new(errors::initialize_failed(&error, url)),
                     }),
-                    Ok(Err(error)) => Err(StartError::new(errors::initialize_failed(&error, url))),
                     Err(_) => Err(StartError::new(format!(
                         "{url} did not answer initialize within {} s",
                         timeout.as_secs_f64()

@@ -128,6 +128,44 @@ impl Auth {
 
 type AuthError = StreamableHttpError<reqwest::Error>;
 
+/// The OAuth token a connection of `server` to `url` sends: the login's, unless the entry
+/// sends its own `Authorization` header (then never).
+pub(super) async fn auth_for(
+    server: &str,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    store: &super::super::oauth::store::TokenStore,
+    http: &reqwest::Client,
+) -> Result<Arc<Auth>, super::StartError> {
+    let own_authorization = headers
+        .keys()
+        .any(|name| name.eq_ignore_ascii_case("authorization"));
+    let bearer = if own_authorization {
+        None
+    } else {
+        Bearer::load(store, http, server, url)
+            .await
+            .map_err(super::StartError::new)?
+    };
+    Ok(Arc::new(Auth::new(server, bearer)))
+}
+
+/// The entry's `headers` as rmcp sends them.
+pub(super) fn custom_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HashMap<HeaderName, HeaderValue>, super::StartError> {
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::try_from(name.as_str())
+            .map_err(|error| super::StartError::new(format!("bad header name {name}: {error}")))?;
+        let value = HeaderValue::try_from(value.as_str()).map_err(|error| {
+            super::StartError::new(format!("bad value of header {name}: {error}"))
+        })?;
+        custom.insert(name, value);
+    }
+    Ok(custom)
+}
+
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
 impl StreamableHttpClient for SizedHttp {
