@@ -209,11 +209,25 @@ pub(crate) async fn discover(http: &reqwest::Client, url: &str) -> Result<Discov
     let resource = resource_metadata
         .resource
         .unwrap_or_else(|| canonical_resource(&server_url));
+    check_same_origin(&resource, &server_url)?;
     Ok(Discovered {
         resource,
         metadata,
         scope,
     })
+}
+
+/// A token is asked only for a resource at the server's own origin: metadata naming another
+/// would have the user grant a token for a server it does not speak for.
+fn check_same_origin(resource: &str, server_url: &Url) -> Result<(), String> {
+    let same = Url::parse(resource).is_ok_and(|parsed| parsed.origin() == server_url.origin());
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "the resource metadata of {server_url} names the resource {resource:?}, which is not at the server's origin; agentd asks no token for it"
+        ))
+    }
 }
 
 /// The server's URL as an RFC 8707 resource: no fragment.
@@ -285,6 +299,15 @@ mod tests {
         assert_eq!(challenge.error.as_deref(), Some("invalid_token"));
         assert_eq!(parse_challenge("Basic realm=\"x\""), None);
         assert_eq!(parse_challenge("Bearer"), Some(Challenge::default()));
+    }
+
+    #[test]
+    fn a_resource_at_another_origin_is_refused() {
+        let server = Url::parse("https://docs.example/mcp").unwrap();
+        assert!(check_same_origin("https://docs.example/mcp", &server).is_ok());
+        assert!(check_same_origin("https://docs.example:443/other", &server).is_ok());
+        assert!(check_same_origin("https://evil.example/mcp", &server).is_err());
+        assert!(check_same_origin("http://docs.example/mcp", &server).is_err());
     }
 
     #[test]
