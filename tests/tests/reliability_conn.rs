@@ -272,8 +272,15 @@ async fn a_50_mb_model_reply_is_capped_and_the_session_stays_readable() {
         })
         .unwrap_or_else(|| {
             let ended = events.last().map(|e| &e.event);
+            let errors: Vec<&str> = events
+                .iter()
+                .filter_map(|e| match &e.event {
+                    Event::Error { message, .. } => Some(message.as_str()),
+                    _ => None,
+                })
+                .collect();
             panic!(
-                "no assistant messageCompleted; events: {:?}; ended with {ended:?}",
+                "no assistant messageCompleted; events: {:?}; errors: {errors:?}; ended with {ended:?}",
                 agentd_tests::scenario::kinds(&events)
                     .into_iter()
                     .filter(|kind| kind != "messageDelta")

@@ -260,17 +260,20 @@ async fn a_background_task_delivers_its_result_to_the_idle_parent_as_a_notificat
 
     // The task ends; its notification reaches the parent (a new run when the parent is idle
     // by then, else a follow-up of its run) and the model reads it as the latest message.
+    // On a busy machine the task can end while the first run is still going: its
+    // notification is then that run's follow-up, and all of it is in `first` already.
     let mut events = first;
-    events.extend(
-        client
-            .persisted_events_until(|event| matches!(event, Event::TaskFinished { .. }))
-            .await,
-    );
+    let position = |events: &[Envelope], found: fn(&Event) -> bool| {
+        events.iter().rposition(|envelope| found(&envelope.event))
+    };
+    let task_finished = |event: &Event| matches!(event, Event::TaskFinished { .. });
+    let run_finished = |event: &Event| matches!(event, Event::RunFinished { .. });
+    if position(&events, task_finished).is_none() {
+        events.extend(client.persisted_events_until(task_finished).await);
+    }
     let requests = s.mock.wait_for_requests(4).await;
-    if !matches!(
-        events.last().map(|e| &e.event),
-        Some(Event::RunFinished { .. })
-    ) {
+    // Else the notification started a run of its own, after the task's end.
+    if position(&events, run_finished) < position(&events, task_finished) {
         events.extend(client.events_until_run_finished().await);
     }
     let finished = finished_tasks(&events);

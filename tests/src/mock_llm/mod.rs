@@ -354,7 +354,7 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Body>
 
 /// One step of a streamed reply: an event to send, or a hold until the test releases it.
 enum Step {
-    Send(Bytes),
+    Send(render::SseEvent),
     Hold,
 }
 
@@ -386,12 +386,12 @@ fn respond(
         .boxed_unsync()
     } else {
         let mut events: Vec<Step> = render::events(format, reply, model)
-            .iter()
+            .into_iter()
             .map(|event| {
                 if event.hold {
                     Step::Hold
                 } else {
-                    Step::Send(event.to_bytes())
+                    Step::Send(event)
                 }
             })
             .collect();
@@ -420,7 +420,7 @@ fn respond(
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
                         }
-                        Some((Ok(Frame::data(event)), (events, cut, releases)))
+                        Some((Ok(Frame::data(event.to_bytes())), (events, cut, releases)))
                     }
                     // An error frame makes hyper abort the connection without the final chunk.
                     // Yield first: hyper flushes what it buffered when the body is pending, so

@@ -14,16 +14,24 @@ pub enum Format {
 /// One SSE event: an optional `event:` name and its `data:` line.
 pub(crate) struct SseEvent {
     pub name: Option<&'static str>,
-    pub data: String,
+    pub data: Data,
     /// Not sent: the stream waits here until the test releases it (`Reply::held`).
     pub hold: bool,
+}
+
+/// An event's data: JSON is serialised when the event is sent, not when the reply is
+/// rendered, so a huge reply's headers and first events go out at once (serialising 50 MB in
+/// a debug build takes seconds, past the client's timeout on a busy machine).
+pub(crate) enum Data {
+    Text(&'static str),
+    Json(Value),
 }
 
 impl SseEvent {
     fn data(data: Value) -> Self {
         SseEvent {
             name: None,
-            data: data.to_string(),
+            data: Data::Json(data),
             hold: false,
         }
     }
@@ -31,7 +39,7 @@ impl SseEvent {
     fn named(name: &'static str, data: Value) -> Self {
         SseEvent {
             name: Some(name),
-            data: data.to_string(),
+            data: Data::Json(data),
             hold: false,
         }
     }
@@ -40,21 +48,26 @@ impl SseEvent {
     fn hold() -> Self {
         SseEvent {
             name: None,
-            data: String::new(),
+            data: Data::Text(""),
             hold: true,
         }
     }
 
     pub(crate) fn to_bytes(&self) -> bytes::Bytes {
-        let mut text = String::new();
+        let mut text = Vec::new();
         if let Some(name) = self.name {
-            text.push_str("event: ");
-            text.push_str(name);
-            text.push('\n');
+            text.extend_from_slice(b"event: ");
+            text.extend_from_slice(name.as_bytes());
+            text.push(b'\n');
         }
-        text.push_str("data: ");
-        text.push_str(&self.data);
-        text.push_str("\n\n");
+        text.extend_from_slice(b"data: ");
+        match &self.data {
+            Data::Text(data) => text.extend_from_slice(data.as_bytes()),
+            Data::Json(value) => {
+                serde_json::to_writer(&mut text, value).expect("JSON to a Vec");
+            }
+        }
+        text.extend_from_slice(b"\n\n");
         bytes::Bytes::from(text)
     }
 }
@@ -114,18 +127,9 @@ fn pieces(text: &str, fragmented: bool) -> Vec<String> {
         let chars: Vec<char> = text.chars().collect();
         return chars.chunks(2).map(|c| c.iter().collect()).collect();
     }
-    let mut pieces = Vec::new();
-    let mut current = String::new();
-    for c in text.chars() {
-        current.push(c);
-        if c == ' ' {
-            pieces.push(std::mem::take(&mut current));
-        }
-    }
-    if !current.is_empty() {
-        pieces.push(current);
-    }
-    pieces
+    // `split_inclusive` (the standard library's, built optimised) rather than a loop over the
+    // chars: a 50 MB reply is rendered before its headers go out, within the client's timeout.
+    text.split_inclusive(' ').map(str::to_owned).collect()
 }
 
 /// Tool-call arguments: whole unless fragmented.
@@ -213,7 +217,7 @@ fn openai_events(reply: &Reply, model: &str) -> Vec<SseEvent> {
     }
     events.push(SseEvent {
         name: None,
-        data: "[DONE]".to_owned(),
+        data: Data::Text("[DONE]"),
         hold: false,
     });
     events
