@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sink::RunLog;
 use agentd_policy::approval::waitlist::Waitlist;
-use agentd_work::mcp::server_requests::{McpElicitation, McpElicitationAnswer, check_answers};
+use agentd_work::tools::server_requests::{McpElicitation, McpElicitationAnswer, check_answers};
 use protocol::elicitation::{ElicitationAction, ElicitationRequest, PendingElicitation};
 use protocol::event::Event;
 

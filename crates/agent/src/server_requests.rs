@@ -19,7 +19,7 @@ use crate::elicitation::{Asking, ask};
 use crate::gate::Waiting;
 use agentd_core::conversation::Message;
 use agentd_llm::ChatRequest;
-use agentd_work::mcp::server_requests::{
+use agentd_work::tools::server_requests::{
     McpElicitation, McpElicitationAnswer, McpSampled, McpSampling, McpServerRequests,
 };
 use protocol::approval::{ApprovalDecision, PendingApproval};

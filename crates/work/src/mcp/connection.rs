@@ -480,7 +480,7 @@ impl McpClient {
         timeout: Duration,
         (progress, asker): (
             Option<mpsc::Sender<McpProgress>>,
-            Option<super::server_requests::CallAsker>,
+            Option<crate::tools::server_requests::CallAsker>,
         ),
         cancel: CancellationToken,
     ) -> Result<McpCallResult, McpCallError> {

@@ -16,7 +16,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleClient};
 
-use crate::mcp::server_requests::{
+use crate::tools::server_requests::{
     CallAsker, ElicitationAction, McpElicitation, McpElicitationAnswer, McpSampling, schema_problem,
 };
 

@@ -496,7 +496,7 @@ impl McpHandle {
         arguments: serde_json::Map<String, serde_json::Value>,
         (progress, asker): (
             Option<mpsc::Sender<McpProgress>>,
-            Option<super::server_requests::CallAsker>,
+            Option<crate::tools::server_requests::CallAsker>,
         ),
         cancel: CancellationToken,
     ) -> Result<McpCallResult, McpCallError> {

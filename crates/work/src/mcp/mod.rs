@@ -16,7 +16,6 @@ pub mod log;
 pub mod manager;
 mod oauth;
 mod server;
-pub mod server_requests;
 pub mod tools;
 
 pub use manager::{McpHandle, McpLimits, McpManager, ServerConfinement};

@@ -15,6 +15,7 @@ mod memory;
 mod read_filter;
 mod schema_tidy;
 mod search;
+pub mod server_requests;
 mod shell;
 mod task;
 mod task_tools;
@@ -170,7 +171,7 @@ pub struct ToolContext {
     pub tool_call_id: Option<String>,
     /// Where an MCP server's questions and sampling requests during a call go (the run sets
     /// it per batch; None: declined and refused, saying why).
-    pub server_requests: Option<Arc<dyn crate::mcp::server_requests::McpServerRequests>>,
+    pub server_requests: Option<Arc<dyn crate::tools::server_requests::McpServerRequests>>,
 }
 
 impl ToolContext {

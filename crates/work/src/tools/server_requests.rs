@@ -4,7 +4,8 @@
 //! run that made it implements it: events, answers, approvals, the model), so this crate never
 //! names a session. MCP's `elicitation/create` carries no reference to the call that caused
 //! it over stdio, so the request goes to the oldest call in flight on the server; a server
-//! shared by two sessions that call it at once may ask the other one's user (documented).
+//! shared by two sessions that call it at once may ask the other one's user (documented). It
+//! lives among the tools because a call's `ToolContext` carries it to the MCP tool.
 
 use futures::future::BoxFuture;
 
