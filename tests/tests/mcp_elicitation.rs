@@ -3,7 +3,8 @@
 //! by a second client (a bad answer refused and the question left open, the first answer
 //! wins, the server gets the answers, the model reads the tool's result); headless, it is
 //! declined at once with a reason the server sees; sampling with `sampling = true` runs on the
-//! session's model after an approval and counts in the usage, and without it is refused.
+//! session's model after an approval and counts in the usage, and without it is refused; an
+//! editor over `agentctl acp` is asked with ACP's `elicitation/create`.
 
 use agentd_tests::harness::Client;
 use agentd_tests::mcp_scenario::*;
@@ -259,4 +260,55 @@ async fn sampling_without_the_users_flag_is_refused() {
         "{results:?}"
     );
     assert_eq!(s.mock.requests().len(), 2, "no model call for the server");
+}
+
+#[tokio::test]
+async fn an_editor_over_acp_answers_a_question_with_its_elicitation_request() {
+    use agentd_tests::acp_client::{AcpClient, initialize};
+    let s = Scenario::start_with(Format::OpenAi, &asking("")).await;
+    let mut editor = AcpClient::start(&s.daemon.env).await;
+    initialize(&mut editor).await;
+    let answer = editor
+        .request(
+            "session/new",
+            json!({"cwd": s.workspace().display().to_string(), "mcpServers": []}),
+        )
+        .await
+        .expect("session/new");
+    let session_id = answer["sessionId"].as_str().unwrap().to_owned();
+    s.mock
+        .push(Reply::tool_call("q", "mcp__ask__ask_name", json!({})));
+    s.mock.push(Reply::text("Hello, Grace."));
+    let prompt = editor
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "ask me"}]}),
+        )
+        .await;
+    let seen = editor.until(|m| m["type"] == "elicitation").await;
+    let asked = seen.last().unwrap();
+    let params = &asked["params"];
+    assert_eq!(params["mode"], "form", "{params}");
+    assert_eq!(params["sessionId"], session_id.as_str());
+    assert_eq!(params["toolCallId"], "q");
+    assert_eq!(params["message"], "MCP server ask asks: Who are you?");
+    assert_eq!(
+        params["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
+    let key = asked["key"].as_u64().unwrap();
+    editor
+        .answer_elicitation(
+            key,
+            json!({"action": "accept", "content": {"name": "Grace", "age": 85}}),
+        )
+        .await;
+    let answered = editor.answer(prompt).await.expect("the turn ends");
+    assert_eq!(answered["stopReason"], "end_turn");
+    let requests = s.mock.wait_for_requests(2).await;
+    let sent = request_tool_results(Format::OpenAi, &requests[1]);
+    assert_eq!(
+        sent,
+        vec![("q".to_owned(), "accept name=Grace age=85".to_owned())]
+    );
 }
