@@ -4,7 +4,8 @@
 //! wins, the server gets the answers, the model reads the tool's result); headless, it is
 //! declined at once with a reason the server sees; sampling with `sampling = true` runs on the
 //! session's model after an approval and counts in the usage, and without it is refused; an
-//! editor over `agentctl acp` is asked with ACP's `elicitation/create`.
+//! editor over `agentctl acp` is asked with ACP's `elicitation/create`; npm server-everything
+//! offers its elicitation tool, and its sampling tool only with `sampling = true`.
 
 use agentd_tests::harness::Client;
 use agentd_tests::mcp_scenario::*;
@@ -311,4 +312,33 @@ async fn an_editor_over_acp_answers_a_question_with_its_elicitation_request() {
         sent,
         vec![("q".to_owned(), "accept name=Grace age=85".to_owned())]
     );
+}
+
+#[tokio::test]
+async fn server_everything_offers_its_elicitation_tool_and_its_sampling_tool_only_when_allowed() {
+    use agentd_tests::mcp_setup::{self, Setup, ready};
+    let names = |handle: &agentd_work::mcp::McpHandle| -> Vec<String> {
+        handle
+            .tools()
+            .iter()
+            .map(|tool| tool.name.clone())
+            .collect()
+    };
+    let setup = Setup::new();
+    let mut config = mcp_setup::stdio("everything", agentd_tests::mcp_servers::everything_stdio());
+    let plain = setup.acquire(&config);
+    ready(&plain).await;
+    // It registers these once initialized, and says so with a list change.
+    wait_until("the elicitation tool", || {
+        names(&plain).contains(&"trigger-elicitation-request".to_owned())
+    })
+    .await;
+    assert!(!names(&plain).contains(&"trigger-sampling-request".to_owned()));
+    config.sampling = true;
+    let sampling = setup.acquire(&config);
+    ready(&sampling).await;
+    wait_until("the sampling tool", || {
+        names(&sampling).contains(&"trigger-sampling-request".to_owned())
+    })
+    .await;
 }
