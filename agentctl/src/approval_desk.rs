@@ -22,7 +22,8 @@ use crate::approve_policy::{
 use crate::ids::short;
 /// A budget's amount in its unit (`$0.1000`, `2000 tokens`, `60 s`), for the lists.
 pub(crate) use ask::amount as budget_amount;
-use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line};
+use ask::{Ask, budget_key, budget_resolved_line, budget_wait_line, question_wait_line};
+use protocol::elicitation::{ElicitationAction, ElicitationRequest};
 
 /// Longest reason a person may type after `n` (bytes): it goes to the model.
 const REASON_MAX_BYTES: usize = 1000;
@@ -49,6 +50,12 @@ pub enum DeskAction {
     Reprompt(String),
     /// Stop reading keys and erase the prompt.
     ClosePrompt,
+    /// Send `elicitation/respond`.
+    RespondQuestion {
+        elicitation_id: String,
+        action: ElicitationAction,
+        content: Option<serde_json::Map<String, serde_json::Value>>,
+    },
     /// Send `budget/respond` (`continue` with the suggested limit, or `stop`).
     RespondBudget {
         request_id: String,
@@ -144,6 +151,11 @@ impl ApprovalDesk {
         self.prompting.is_some()
     }
 
+    /// Whether the prompt is an MCP server's question (a form: lines are answers).
+    pub fn is_asking_question(&self) -> bool {
+        matches!(self.prompting, Some(Ask::Question { .. }))
+    }
+
     /// One event of the session (each once, in order).
     pub fn on_event(&mut self, event: &Event) -> Vec<DeskAction> {
         match event {
@@ -192,6 +204,26 @@ impl ApprovalDesk {
                 decided_by,
                 ..
             } if self.is_ours(run_id) => self.resolved(approval_id, *decision, decided_by),
+            Event::ElicitationRequested { run_id, request } if self.is_ours(run_id) => {
+                if !self.seen.insert(request.elicitation_id.clone()) {
+                    return Vec::new();
+                }
+                self.question_requested(run_id, request.clone())
+            }
+            Event::ElicitationResolved {
+                run_id,
+                elicitation_id,
+                action,
+                decided_by,
+                ..
+            } if self.is_ours(run_id) => {
+                let note = DeskAction::Note(format!(
+                    "question {}: {} by {decided_by}",
+                    short(elicitation_id),
+                    action.as_str()
+                ));
+                self.withdrawn(elicitation_id, note)
+            }
             Event::RunResumed { run_id, .. } if self.is_ours(run_id) => self.run_resumed(run_id),
             Event::RunFinished { run_id, .. } if self.is_ours(run_id) => {
                 self.queued.retain(|ask| ask.run_id() != run_id);
@@ -241,8 +273,16 @@ impl ApprovalDesk {
 
     /// A key pressed while prompting.
     pub fn on_key(&mut self, key: u8) -> Vec<DeskAction> {
-        let approval = match &self.prompting {
+        let approval = match &mut self.prompting {
             None => return Vec::new(),
+            Some(Ask::Question { form, .. }) => {
+                return match form.on_key(key) {
+                    form::FormStep::Show(question) => vec![DeskAction::Reprompt(question)],
+                    form::FormStep::Done { action, content } => {
+                        self.answer_question(action, content)
+                    }
+                };
+            }
             Some(Ask::Budget { .. }) => {
                 return match budget_key(key) {
                     Some(decision) => self.answer_budget(decision),
@@ -321,6 +361,71 @@ impl ApprovalDesk {
         actions
     }
 
+    /// Answer the prompted server question, then prompt for the next one.
+    fn answer_question(
+        &mut self,
+        action: ElicitationAction,
+        content: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Vec<DeskAction> {
+        let Some(Ask::Question { request, .. }) = self.prompting.take() else {
+            return Vec::new();
+        };
+        let mut actions = vec![
+            DeskAction::ClosePrompt,
+            DeskAction::RespondQuestion {
+                elicitation_id: request.elicitation_id,
+                action,
+                content,
+            },
+        ];
+        actions.extend(self.prompt_next());
+        actions
+    }
+
+    /// Our `elicitation/respond` failed with `message`.
+    pub fn on_question_respond_error(
+        &mut self,
+        elicitation_id: &str,
+        message: &str,
+    ) -> Vec<DeskAction> {
+        vec![DeskAction::Note(format!(
+            "agentctl: cannot answer question {}: {message}",
+            short(elicitation_id)
+        ))]
+    }
+
+    /// A server's question in run `run_id`: a form on the terminal, left for another client
+    /// (`--approve wait`), or declined by a standing policy (it answers no questions).
+    fn question_requested(&mut self, run_id: &str, request: ElicitationRequest) -> Vec<DeskAction> {
+        match self.handling {
+            Handling::Prompt => {
+                let form = form::Form::new(&request);
+                self.queued.push_back(Ask::Question {
+                    run_id: run_id.to_owned(),
+                    request,
+                    form,
+                });
+                self.prompt_next()
+            }
+            Handling::Policy(ApprovePolicy::Wait) => {
+                vec![DeskAction::Note(question_wait_line(&request))]
+            }
+            Handling::Policy(policy) => vec![
+                DeskAction::Note(format!(
+                    "question {}: declined: --approve {} answers no server's questions ({})",
+                    short(&request.elicitation_id),
+                    policy_name(policy),
+                    crate::render::one_line(&request.message)
+                )),
+                DeskAction::RespondQuestion {
+                    elicitation_id: request.elicitation_id,
+                    action: ElicitationAction::Decline,
+                    content: None,
+                },
+            ],
+        }
+    }
+
     /// Answer the prompted budget pause, then prompt for the next question.
     fn answer_budget(&mut self, decision: BudgetDecision) -> Vec<DeskAction> {
         let Some(Ask::Budget { request, .. }) = self.prompting.take() else {
@@ -395,6 +500,7 @@ impl ApprovalDesk {
             DeskAction::Note(match &ask {
                 Ask::Approval(approval) => wait_line(approval),
                 Ask::Budget { request, .. } => budget_wait_line(request),
+                Ask::Question { request, .. } => question_wait_line(request),
             })
         }));
         actions
@@ -581,6 +687,7 @@ fn policy_name(policy: ApprovePolicy) -> &'static str {
 }
 
 mod ask;
+mod form;
 mod restart;
 #[cfg(test)]
 mod restart_tests;

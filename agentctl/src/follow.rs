@@ -437,6 +437,15 @@ async fn perform(
             } => {
                 actions.extend(answer_budget(connection, desk, request_id, decision, policy).await);
             }
+            DeskAction::RespondQuestion {
+                elicitation_id,
+                action,
+                content,
+            } => {
+                actions.extend(
+                    answer_question(connection, desk, elicitation_id, action, content).await,
+                );
+            }
         }
     }
 }
@@ -464,6 +473,27 @@ pub async fn answer_budget(
         }
         Ok(Err(err)) => desk.on_budget_respond_error(&request_id, 0, &err.to_string()),
         Err(_) => desk.on_budget_respond_error(&request_id, 0, "agentd did not answer in time"),
+    }
+}
+
+/// Send the desk's answer to an MCP server's question; what the desk says when it fails.
+pub async fn answer_question(
+    connection: &Connection,
+    desk: &mut ApprovalDesk,
+    elicitation_id: String,
+    action: protocol::elicitation::ElicitationAction,
+    content: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Vec<DeskAction> {
+    let params = protocol::elicitation::ElicitationRespondParams {
+        elicitation_id: elicitation_id.clone(),
+        action,
+        content,
+    };
+    let request = connection.request::<protocol::methods::ElicitationRespond>(&params);
+    match tokio::time::timeout(RESPOND_TIMEOUT, request).await {
+        Ok(Ok(_)) => Vec::new(),
+        Ok(Err(err)) => desk.on_question_respond_error(&elicitation_id, &err.to_string()),
+        Err(_) => desk.on_question_respond_error(&elicitation_id, "agentd did not answer in time"),
     }
 }
 

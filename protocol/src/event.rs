@@ -272,6 +272,33 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         new_limit: Option<f64>,
     },
+    /// An MCP server asks the user something during a tool call (`elicitation/create`): answer
+    /// with `elicitation/respond` (accept with the answers, decline, cancel); the first answer
+    /// wins. Persisted before it is announced. With nobody who answers it is declined at once.
+    /// Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    ElicitationRequested {
+        run_id: String,
+        request: crate::elicitation::ElicitationRequest,
+    },
+    /// A server's question was answered, as the server was told. `decidedBy` is
+    /// `client:<name>`, `mode` (nobody who answers followed: declined), `timeout`, `cancel`
+    /// (the run was cancelled) or `restart` (the daemon stopped while it was pending).
+    /// Added in 1.3.
+    #[serde(rename_all = "camelCase")]
+    ElicitationResolved {
+        run_id: String,
+        elicitation_id: String,
+        action: crate::elicitation::ElicitationAction,
+        decided_by: String,
+        /// For `accept`: the answers the server was sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Map<String, serde_json::Value>>,
+        /// Why it was declined or cancelled without a person's answer (also sent to the
+        /// server, in the result's `_meta.reason`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A follow-up (or a prompt sent with `queueIfBusy`) was queued for the active run. It is
     /// delivered as a `messageCompleted` of kind `followUp`, or reported by a `warning` when
     /// the run ends without delivering it.
@@ -539,6 +566,8 @@ impl Event {
             | Event::ApprovalResolved { run_id, .. }
             | Event::BudgetExceeded { run_id, .. }
             | Event::BudgetResolved { run_id, .. }
+            | Event::ElicitationRequested { run_id, .. }
+            | Event::ElicitationResolved { run_id, .. }
             | Event::UsageUpdated { run_id, .. }
             | Event::TodoUpdated { run_id, .. }
             | Event::ToolsChanged { run_id, .. }

@@ -16,6 +16,7 @@ pub mod budget;
 pub mod checkpoint;
 pub mod commands;
 pub mod daemon;
+pub mod elicitation;
 pub mod error;
 pub mod event;
 pub mod extension;

@@ -9,6 +9,7 @@ use crate::budget::*;
 use crate::checkpoint::*;
 use crate::commands::*;
 use crate::daemon::*;
+use crate::elicitation::*;
 use crate::extension::*;
 use crate::mcp::*;
 use crate::memory::*;
@@ -141,6 +142,10 @@ methods! {
     /// Answer a run paused at a budget: continue with a higher limit, or stop; the first
     /// answer wins, later ones get -32008. Added in 1.3.
     BudgetRespond = "budget/respond": BudgetRespondParams => BudgetRespondResult;
+    /// Answer an MCP server's question (`elicitationRequested`): accept with the answers,
+    /// decline or cancel; the first answer wins, later ones get -32008; answers that do not fit
+    /// the requested schema are refused (-32602) and the question stays open. Added in 1.3.
+    ElicitationRespond = "elicitation/respond": ElicitationRespondParams => ElicitationRespondResult;
     /// A new session whose history is another's up to a seq, with its settings and system
     /// prompt (refused inside a run). Added in 1.3.
     SessionFork = "session/fork": SessionForkParams => SessionForkResult;

@@ -8,10 +8,12 @@
 //        {"op":"notify","method":M,"params":P}
 //        {"op":"permission","key":K,"optionId":O}         answers open permission request K
 //        {"op":"permissionFail","key":K}                  answers it with an error (cannot ask)
+//        {"op":"elicitation","key":K,"answer":A}          answers open elicitation/create K with A
 //        {"op":"close"}                                   closes the agent's stdin, reports its exit
 //   out: {"type":"update","params":P}                     every session/update
 //        {"type":"permission","key":K,"params":P}         a session/request_permission
 //        {"type":"permissionAborted","key":K}             the agent withdrew it ($/cancel_request)
+//        {"type":"elicitation","key":K,"params":P}        an elicitation/create (answered like one)
 //        {"type":"exit","code":C,"signal":S}              the agent exited
 // ACP_NODE_MODULES names the node_modules folder the SDK is installed in.
 import { spawn } from "node:child_process";
@@ -51,6 +53,18 @@ const connection = acp
       report({ type: "permission", key, params });
     });
   })
+  .onRequest("elicitation/create", ({ params, signal }) => {
+    const key = nextKey++;
+    return new Promise((resolve, reject) => {
+      open.set(key, { resolve, reject });
+      signal.addEventListener("abort", () => {
+        open.delete(key);
+        report({ type: "permissionAborted", key });
+        resolve({ action: "cancel" });
+      });
+      report({ type: "elicitation", key, params });
+    });
+  })
   .connect(acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout)));
 
 for await (const line of createInterface({ input: process.stdin })) {
@@ -76,6 +90,10 @@ for await (const line of createInterface({ input: process.stdin })) {
     const request = open.get(command.key);
     open.delete(command.key);
     request?.resolve({ outcome: { outcome: "selected", optionId: command.optionId } });
+  } else if (command.op === "elicitation") {
+    const request = open.get(command.key);
+    open.delete(command.key);
+    request?.resolve(command.answer);
   } else if (command.op === "permissionFail") {
     const request = open.get(command.key);
     open.delete(command.key);

@@ -100,6 +100,12 @@ impl AcpClient {
             .await;
     }
 
+    /// Answer the `elicitation/create` request `key` with `answer` (`{action, content?}`).
+    pub async fn answer_elicitation(&mut self, key: u64, answer: Value) {
+        self.send(json!({"op": "elicitation", "key": key, "answer": answer}))
+            .await;
+    }
+
     /// Answer the permission request `key` with an error, as an editor that cannot ask.
     pub async fn fail_permission(&mut self, key: u64) {
         self.send(json!({"op": "permissionFail", "key": key})).await;

@@ -101,6 +101,15 @@ pub fn results_server(args: &[&str]) -> ServerCommand {
     server
 }
 
+/// A scripted server on the real Python SDK (`tests/mcp-servers/asking_server.py`) whose
+/// tools ask the client: `ask_name` a question (elicitation), `summarize` the client's model
+/// (sampling).
+pub fn asking_server() -> ServerCommand {
+    let mut server = time_stdio();
+    server.args = vec![install_dir().join("asking_server.py").display().to_string()];
+    server
+}
+
 /// A scripted server on the real Python SDK (`tests/mcp-servers/many_tools_server.py`)
 /// offering a large tool set (`--tools N`, default 500; `item_271` reads tide tables).
 pub fn many_tools_server(args: &[&str]) -> ServerCommand {

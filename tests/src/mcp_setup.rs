@@ -91,6 +91,7 @@ pub fn config(name: &str, transport: McpTransport) -> McpServerConfig {
         tool_timeout: Duration::from_secs(60),
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        sampling: false,
         source: McpSource::Session,
     }
 }

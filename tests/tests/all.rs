@@ -54,6 +54,7 @@ mod llm_robustness;
 mod mcp_capabilities;
 mod mcp_clients;
 mod mcp_config;
+mod mcp_elicitation;
 mod mcp_oauth;
 mod mcp_reconnect;
 mod mcp_results;

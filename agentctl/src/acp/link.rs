@@ -1,7 +1,8 @@
 //! One daemon session as the editor follows it: a subscription of its own connection (which
 //! declares that it answers approvals) whose events become `session/update`s, whose
-//! approvals and budget pauses become `session/request_permission` requests (cancelled when
-//! another client answers first), and whose `runFinished` ends the prompt turn waiting for it.
+//! approvals and budget pauses become `session/request_permission` requests and its MCP
+//! servers' questions `elicitation/create` requests (`question`; all cancelled when another
+//! client answers first), and whose `runFinished` ends the prompt turn waiting for it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -147,7 +148,7 @@ impl Link {
 
     /// Whether the request for `id` was still open, no longer: false when it was withdrawn
     /// (decided elsewhere, or the session closed), so its answer must decide nothing.
-    fn take_request(&self, id: &str) -> bool {
+    pub(super) fn take_request(&self, id: &str) -> bool {
         self.open_requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -155,7 +156,7 @@ impl Link {
             .is_some()
     }
 
-    fn open_request(&self, approval_id: &str, handle: RequestCancellationHandle) {
+    pub(super) fn open_request(&self, approval_id: &str, handle: RequestCancellationHandle) {
         self.open_requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -232,6 +233,14 @@ pub async fn pump(
                 Moment::Replay => replayed_budgets.push(request),
                 Moment::Live => ask_budget(&link, &editor, &daemon, request),
             },
+            // A question is asked live only: after a load, one still open waits for another
+            // client (the editor learns of it from the replay's tool call).
+            Some(Event::ElicitationRequested { request, .. }) if moment == Moment::Live => {
+                super::question::ask(&link, &editor, &daemon, request);
+            }
+            Some(Event::ElicitationResolved { elicitation_id, .. }) => {
+                link.close_request(&elicitation_id);
+            }
             Some(Event::BudgetResolved { request_id, .. }) => {
                 replayed_budgets.retain(|pending| pending.request_id != request_id);
                 link.close_request(&request_id);

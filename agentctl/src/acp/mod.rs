@@ -12,6 +12,7 @@ mod link;
 mod model;
 mod permission;
 mod prompt;
+mod question;
 mod stdio;
 mod translate;
 

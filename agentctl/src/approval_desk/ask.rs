@@ -9,16 +9,19 @@ use crate::approval_view::prompt_lines;
 use crate::approve_policy::question;
 
 /// One question the desk may put.
+// The variants are of like size now that a question carries its form.
 #[derive(Clone, Debug, PartialEq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a desk holds a few questions at most; boxing the approval would change every match"
-)]
 pub(super) enum Ask {
     Approval(PendingApproval),
     Budget {
         run_id: String,
         request: BudgetRequest,
+    },
+    /// An MCP server's question, asked as a form (`approval_desk::form`).
+    Question {
+        run_id: String,
+        request: protocol::elicitation::ElicitationRequest,
+        form: super::form::Form,
     },
 }
 
@@ -28,13 +31,14 @@ impl Ask {
         match self {
             Ask::Approval(approval) => &approval.approval_id,
             Ask::Budget { request, .. } => &request.request_id,
+            Ask::Question { request, .. } => &request.elicitation_id,
         }
     }
 
     pub(super) fn run_id(&self) -> &str {
         match self {
             Ask::Approval(approval) => &approval.run_id,
-            Ask::Budget { run_id, .. } => run_id,
+            Ask::Budget { run_id, .. } | Ask::Question { run_id, .. } => run_id,
         }
     }
 
@@ -44,6 +48,14 @@ impl Ask {
             Ask::Approval(approval) => (
                 prompt_lines(approval).join("\n"),
                 question(&approval.options),
+            ),
+            Ask::Question { request, form, .. } => (
+                format!(
+                    "MCP server {} asks: {}",
+                    request.server,
+                    crate::render::one_line(&request.message)
+                ),
+                form.question(),
             ),
             Ask::Budget { request, .. } => (
                 format!(
@@ -67,6 +79,16 @@ pub(super) fn budget_key(key: u8) -> Option<BudgetDecision> {
         b's' => Some(BudgetDecision::Stop),
         _ => None,
     }
+}
+
+/// The line for a server's question left for another client.
+pub(super) fn question_wait_line(request: &protocol::elicitation::ElicitationRequest) -> String {
+    format!(
+        "MCP server {} asks: {} (question {}: answer it from a client that answers approvals, e.g. `agentctl attach`)",
+        request.server,
+        crate::render::one_line(&request.message),
+        crate::ids::short(&request.elicitation_id),
+    )
 }
 
 /// The line for a budget pause left for another client.

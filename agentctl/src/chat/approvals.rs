@@ -17,6 +17,30 @@ impl Chat {
         let Some(run) = self.run.as_mut() else {
             return;
         };
+        if run.desk.is_asking_question() {
+            // A server's question: each line answers one field (empty: its default).
+            let mut actions = Vec::new();
+            for key in text.trim().bytes().chain([b'\r']) {
+                actions.extend(run.desk.on_key(key));
+                if actions.contains(&DeskAction::ClosePrompt) {
+                    break;
+                }
+            }
+            // Only the form's last redraw is worth a line.
+            let last = actions
+                .iter()
+                .rposition(|action| matches!(action, DeskAction::Reprompt(_)));
+            let actions = actions
+                .into_iter()
+                .enumerate()
+                .filter(|(at, action)| {
+                    !matches!(action, DeskAction::Reprompt(_)) || Some(*at) == last
+                })
+                .map(|(_, action)| action)
+                .collect();
+            self.perform(actions).await;
+            return;
+        }
         let keys: Vec<u8> = match (run.typing_reason, text.trim().as_bytes()) {
             (true, typed) => typed.to_vec(),
             (false, [key]) => vec![*key],
@@ -55,11 +79,22 @@ impl Chat {
             match action {
                 DeskAction::Note(text) => self.say(&text).await,
                 DeskAction::Prompt { header, question } => {
+                    let mut hint = "(type the key, then Enter)";
                     if let Some(run) = self.run.as_mut() {
                         run.typing_reason = false;
+                        if run.desk.is_asking_question() {
+                            hint = "(type the answer, then Enter; an empty line takes the default)";
+                        }
                     }
-                    self.say(&format!("{header}\n{question}(type the key, then Enter)"))
-                        .await;
+                    self.say(&format!("{header}\n{question}{hint}")).await;
+                }
+                DeskAction::Reprompt(question)
+                    if self
+                        .run
+                        .as_ref()
+                        .is_some_and(|run| run.desk.is_asking_question()) =>
+                {
+                    self.say(&question).await;
                 }
                 DeskAction::Reprompt(question) => {
                     // `n` asked for a reason: from now on a typed line is that reason, so its
@@ -94,6 +129,25 @@ impl Chat {
                             decision,
                             reason,
                             policy,
+                        )
+                        .await,
+                    );
+                }
+                DeskAction::RespondQuestion {
+                    elicitation_id,
+                    action,
+                    content,
+                } => {
+                    let Some(run) = self.run.as_mut() else {
+                        continue;
+                    };
+                    actions.extend(
+                        follow::answer_question(
+                            &self.connection,
+                            &mut run.desk,
+                            elicitation_id,
+                            action,
+                            content,
                         )
                         .await,
                     );

@@ -273,6 +273,29 @@ impl Renderer {
                 };
                 self.stderr_line(&line, out);
             }
+            Event::ElicitationRequested { .. } | Event::ElicitationResolved { .. }
+                if self.approvals_handled => {}
+            Event::ElicitationRequested { request, .. } => {
+                let line = format!(
+                    "MCP server {} asks: {} (answer from a client that answers approvals: `agentctl attach`)",
+                    request.server,
+                    one_line(&request.message),
+                );
+                self.stderr_styled(Style::Attention, &line, out);
+            }
+            Event::ElicitationResolved {
+                elicitation_id,
+                action,
+                decided_by,
+                ..
+            } => {
+                let line = format!(
+                    "question {}: {} by {decided_by}",
+                    crate::ids::short(elicitation_id),
+                    action.as_str()
+                );
+                self.stderr_line(&line, out);
+            }
             Event::McpServerStatus {
                 server,
                 status,

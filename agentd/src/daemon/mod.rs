@@ -284,6 +284,7 @@ async fn session_deps(paths: &Paths) -> Result<SessionDeps> {
             paths.config.clone(),
         )),
         budgets: Arc::default(),
+        elicitations: Arc::default(),
     })
 }
 

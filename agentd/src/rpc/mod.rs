@@ -17,6 +17,7 @@ mod budget;
 mod checkpoint;
 mod commands;
 mod config;
+mod elicitation;
 mod extension;
 mod images;
 mod mcp;
@@ -86,6 +87,7 @@ pub fn build(state: Arc<DaemonState>) -> anyhow::Result<RpcModule<DaemonState>> 
     register::<SessionCommand, _, _>(&mut module, commands::run)?; // runs via the session actor
     register::<BudgetList, _, _>(&mut module, budget::list)?;
     register::<BudgetRespond, _, _>(&mut module, budget::respond)?;
+    register::<ElicitationRespond, _, _>(&mut module, elicitation::respond)?;
     Ok(module)
 }
 

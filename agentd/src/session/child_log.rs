@@ -59,6 +59,8 @@ impl RunLog for ChildRunLog {
                     | Event::ApprovalResolved { .. }
                     | Event::BudgetExceeded { .. }
                     | Event::BudgetResolved { .. }
+                    | Event::ElicitationRequested { .. }
+                    | Event::ElicitationResolved { .. }
             )
             .then(|| event.clone());
             let seq = self.own.append(event).await?;

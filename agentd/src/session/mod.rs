@@ -75,6 +75,8 @@ pub struct SessionDeps {
     pub approvals: Arc<agentd_policy::approval::ApprovalBroker>,
     /// Where runs paused at a budget wait for `budget/respond`.
     pub budgets: Arc<agentd_agent::budget_pause::BudgetBroker>,
+    /// MCP servers' questions waiting for an answer, across sessions (`elicitation/respond`).
+    pub elicitations: Arc<agentd_agent::elicitation::ElicitationBroker>,
     /// The project roots whose settings may loosen policy.
     pub trust: Arc<agentd_policy::trust::TrustStore>,
     /// The curated memory stores: a snapshot goes into each new session's system prompt.
@@ -188,6 +190,11 @@ impl SessionManager {
     /// Runs paused at a budget, across sessions (`budget/respond`).
     pub fn budgets(&self) -> Arc<agentd_agent::budget_pause::BudgetBroker> {
         self.deps.budgets.clone()
+    }
+
+    /// MCP servers' questions waiting for an answer, across sessions (`elicitation/respond`).
+    pub fn elicitations(&self) -> Arc<agentd_agent::elicitation::ElicitationBroker> {
+        self.deps.elicitations.clone()
     }
 
     pub fn trust(&self) -> Arc<agentd_policy::trust::TrustStore> {

@@ -143,6 +143,7 @@ impl ToolParts {
             limits: self.limits,
             session_id: Some(self.session_id),
             tool_call_id: None,
+            server_requests: None,
         }
     }
 }

@@ -113,6 +113,7 @@ pub(super) async fn run_permissions(
                 .min(crate::config::MAX_APPROVAL_TIMEOUT_SECS),
         ),
         broker: deps.approvals.clone(),
+        elicitations: deps.elicitations.clone(),
         task_label: header.task_id.clone().zip(header.agent_type.clone()),
         hold_approvals: false,
         parent_run_id: None,

@@ -165,8 +165,12 @@ impl Run {
         context.cancel = self.cancel.clone();
         context.fetch_rules = self.fetch_rules();
         context.todo = todo_sink(self.run_id.clone(), pending_tx.clone());
+        let (server_requests, served) = crate::server_requests::channel();
+        context.server_requests = Some(server_requests);
         let batch = execute_batch(&tools.registry, calls, &context, &observer);
-        let results = pump(&*self.log, pending_rx, batch).await?;
+        let results = self
+            .serving(served, pump(&*self.log, pending_rx, batch))
+            .await?;
         Ok(results)
     }
 }

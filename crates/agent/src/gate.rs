@@ -36,6 +36,8 @@ pub struct RunPermissions {
     pub home: Option<std::path::PathBuf>,
     pub approval_timeout: Duration,
     pub broker: Arc<ApprovalBroker>,
+    /// Where MCP servers' questions wait for an answer (`elicitation/respond`).
+    pub elicitations: Arc<crate::elicitation::ElicitationBroker>,
     /// A subagent's task id and agent type, which label its approvals.
     pub task_label: Option<(String, String)>,
     /// Approvals wait for an answer even while nobody who answers follows the session
@@ -50,9 +52,9 @@ pub struct RunPermissions {
 
 /// How long an approval waits and whether it waits with nobody to answer it.
 #[derive(Clone, Copy, Debug)]
-struct Waiting {
-    timeout: Duration,
-    hold: bool,
+pub(crate) struct Waiting {
+    pub(crate) timeout: Duration,
+    pub(crate) hold: bool,
 }
 
 /// The gate's verdict on one call.
@@ -397,7 +399,7 @@ impl Run {
     }
 
     /// Announce the approval and wait for the first answer, the timeout, or a cancel.
-    async fn wait_for_answer(
+    pub(crate) async fn wait_for_answer(
         &self,
         approval: PendingApproval,
         always_rule: Option<String>,

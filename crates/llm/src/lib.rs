@@ -136,6 +136,20 @@ impl LlmClient {
         Ok(client)
     }
 
+    /// The same provider and model, its answers at most `max` tokens (below its own limit).
+    pub fn with_max_output_tokens(&self, max: u64) -> LlmClient {
+        let mut provider = self.inner.provider.clone();
+        provider.max_output_tokens =
+            Some(provider.max_output_tokens.map_or(max, |own| own.min(max)));
+        LlmClient {
+            inner: Arc::new(Inner {
+                provider,
+                http: self.inner.http.clone(),
+                url: self.inner.url.clone(),
+            }),
+        }
+    }
+
     pub fn model(&self) -> &str {
         &self.inner.provider.model
     }

@@ -43,6 +43,7 @@ async fn main() -> anyhow::Result<()> {
         tool_timeout: Duration::from_secs(60),
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        sampling: false,
         source: McpSource::Session,
     };
     let handle = manager.acquire(&config, &state);

@@ -48,6 +48,8 @@ mod http;
 mod progress;
 #[path = "connection_prompts.rs"]
 mod prompts;
+#[path = "connection_requests.rs"]
+mod requests;
 #[path = "connection_roots.rs"]
 mod roots;
 
@@ -110,6 +112,8 @@ pub(super) struct McpClient {
     max_result_bytes: usize,
     peer: Peer<RoleClient>,
     progress: ProgressRoutes,
+    /// Where the server's questions and sampling requests go: the calls in flight.
+    askers: requests::Askers,
     /// Cancelled once the connection is lost or stopped: in-flight calls end at once.
     closed: CancellationToken,
     /// Why it was lost, set before `closed` is cancelled.
@@ -138,11 +142,15 @@ impl Connection {
             oauth,
         } = start;
         let progress = ProgressRoutes::default();
+        let askers = requests::Askers::default();
         let handler = Handler {
             progress: progress.clone(),
             tools_changed,
             log: log.clone(),
             roots: roots::Roots::for_project(project_root),
+            server: config.name.clone(),
+            askers: askers.clone(),
+            sampling: config.sampling,
         };
         let max_bytes = limits.max_result_bytes;
         let timeout = config.startup_timeout;
@@ -214,7 +222,7 @@ impl Connection {
                             &config.name,
                             ("the server", None, max_bytes),
                             service,
-                            progress,
+                            (progress, askers),
                             Some(process),
                             stderr,
                         ));
@@ -268,7 +276,7 @@ impl Connection {
                         &config.name,
                         (url, Some(too_large), max_bytes),
                         service,
-                        progress,
+                        (progress, askers),
                         None,
                         None,
                     )),
@@ -293,7 +301,7 @@ impl Connection {
         server: &str,
         (place, too_large, max_result_bytes): (&str, Option<http::TooLargeAnswers>, usize),
         service: rmcp::service::RunningService<RoleClient, Handler>,
-        progress: ProgressRoutes,
+        (progress, askers): (ProgressRoutes, requests::Askers),
         process: Option<ChildProcess>,
         stderr: Option<AbortOnDropHandle<()>>,
     ) -> Self {
@@ -304,6 +312,7 @@ impl Connection {
             max_result_bytes,
             peer: service.peer().clone(),
             progress,
+            askers,
             closed: CancellationToken::new(),
             lost_because: Mutex::new(None),
             broken: CancellationToken::new(),
@@ -462,15 +471,20 @@ impl McpClient {
     }
 
     /// Calls `tool`: bounded by `timeout`, cancelled on the server on timeout or `cancel`,
-    /// progress notifications into `progress` (dropped when it is full).
+    /// progress notifications into `progress` (dropped when it is full), the server's
+    /// questions and sampling requests meanwhile to `asker`.
     pub(super) async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
-        progress: Option<mpsc::Sender<McpProgress>>,
+        (progress, asker): (
+            Option<mpsc::Sender<McpProgress>>,
+            Option<crate::tools::server_requests::CallAsker>,
+        ),
         cancel: CancellationToken,
     ) -> Result<McpCallResult, McpCallError> {
+        let _asker_route = asker.map(|asker| self.askers.route(asker));
         let exited = |reason: String| McpCallError::Exited {
             server: self.server.clone(),
             reason,

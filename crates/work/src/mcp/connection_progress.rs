@@ -1,7 +1,8 @@
 //! Our side of an MCP session (`Handler`): progress notifications routed to the call that
 //! asked for them, by progress token (kept a while when they come before the call's route),
 //! tool-list changes reported to the connection's supervisor, and the server's log messages
-//! (`notifications/message`) recorded in its log, and `roots/list` answered (`roots`).
+//! (`notifications/message`) recorded in its log, `roots/list` answered (`roots`), and the
+//! server's questions and sampling requests handed to the call in flight (`requests`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -98,6 +99,12 @@ pub(super) struct Handler {
     pub(super) log: Arc<ServerLog>,
     /// What `roots/list` answers (`connection_roots`).
     pub(super) roots: super::roots::Roots,
+    /// The server's name, for the questions it asks.
+    pub(super) server: String,
+    /// Where `elicitation/create` and `sampling/createMessage` go (`connection_requests`).
+    pub(super) askers: super::requests::Askers,
+    /// `sampling = true` in the user's config: sampling is offered and served.
+    pub(super) sampling: bool,
 }
 
 impl ClientHandler for Handler {
@@ -108,6 +115,23 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
         Ok(self.roots.list())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        super::requests::elicit(&self.server, &self.askers, request, context).await
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        super::requests::sample(&self.server, self.sampling, &self.askers, params, context).await
     }
 
     async fn on_progress(
@@ -152,7 +176,7 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            super::roots::capabilities(),
+            super::roots::capabilities(self.sampling),
             Implementation::new("agentd", env!("CARGO_PKG_VERSION")),
         )
     }

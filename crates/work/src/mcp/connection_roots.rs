@@ -1,4 +1,5 @@
-//! The client capabilities agentd offers a server, and its roots: the project root the server
+//! The client capabilities agentd offers a server (roots, elicitation, sampling when the
+//! user allows it), and its roots: the project root the server
 //! runs for. A server is shared by the sessions of one [`crate::mcp::ServerKey`], which holds
 //! that project root, so every session using it works under that root and a server's roots
 //! never change while it runs: `roots.listChanged` is `false` and no
@@ -33,11 +34,18 @@ impl Roots {
 }
 
 /// What agentd offers servers in `initialize`: `roots` (fixed per server, so no
-/// `listChanged`).
-pub(super) fn capabilities() -> ClientCapabilities {
+/// `listChanged`), `elicitation` (form questions; agentd opens no URLs), and `sampling` only
+/// for a server the user's config marks `sampling = true`.
+pub(super) fn capabilities(sampling: bool) -> ClientCapabilities {
+    let mut offered = serde_json::json!({
+        "roots": { "listChanged": false },
+        "elicitation": { "form": {} },
+    });
+    if sampling {
+        offered["sampling"] = serde_json::json!({});
+    }
     // rmcp builds capabilities only with its server features: from their wire form here.
-    serde_json::from_value(serde_json::json!({ "roots": { "listChanged": false } }))
-        .unwrap_or_default()
+    serde_json::from_value(offered).unwrap_or_default()
 }
 
 /// `path` (absolute) as a `file://` URI, every byte but the unreserved ones and `/`
@@ -64,10 +72,12 @@ mod tests {
         assert_eq!(roots.roots.len(), 1);
         assert_eq!(roots.roots[0].uri, "file:///home/me/my%20repo/%C3%BC");
         assert_eq!(roots.roots[0].name.as_deref(), Some("ü"));
-        let offered = serde_json::to_value(capabilities()).unwrap();
+        let offered = serde_json::to_value(capabilities(false)).unwrap();
         assert_eq!(
             offered,
-            serde_json::json!({"roots": {"listChanged": false}})
+            serde_json::json!({"roots": {"listChanged": false}, "elicitation": {"form": {}}})
         );
+        let offered = serde_json::to_value(capabilities(true)).unwrap();
+        assert_eq!(offered["sampling"], serde_json::json!({}));
     }
 }

@@ -484,6 +484,22 @@ impl McpHandle {
         progress: Option<mpsc::Sender<McpProgress>>,
         cancel: CancellationToken,
     ) -> Result<McpCallResult, McpCallError> {
+        self.call_asking(tool, arguments, (progress, None), cancel)
+            .await
+    }
+
+    /// [`McpHandle::call`], the server's questions and sampling requests during the call
+    /// going to `asker` (None: declined and refused, saying why).
+    pub async fn call_asking(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        (progress, asker): (
+            Option<mpsc::Sender<McpProgress>>,
+            Option<crate::tools::server_requests::CallAsker>,
+        ),
+        cancel: CancellationToken,
+    ) -> Result<McpCallResult, McpCallError> {
         let (client, offered) = {
             let state = self.server.lock();
             (
@@ -504,7 +520,13 @@ impl McpHandle {
             });
         }
         client
-            .call(tool, arguments, self.config.tool_timeout, progress, cancel)
+            .call(
+                tool,
+                arguments,
+                self.config.tool_timeout,
+                (progress, asker),
+                cancel,
+            )
             .await
     }
 }
@@ -531,13 +553,15 @@ pub(crate) fn server_key(config: &McpServerConfig, project_root: &Path) -> Serve
     // The whole resolved configuration but where it came from: a changed tool filter or
     // timeout is another server, never a running one keeping the old settings.
     let identity = format!(
-        "{:?}|{}|{:?}|{:?}|{:?}|{:?}",
+        "{:?}|{}|{:?}|{:?}|{:?}|{:?}{}",
         config.transport,
         config.enabled,
         config.startup_timeout,
         config.tool_timeout,
         config.enabled_tools,
         config.disabled_tools,
+        // Only when set, so the digests of servers without it stay what they were.
+        if config.sampling { "|sampling" } else { "" },
     );
     let digest = agentd_policy::process::supervisor::fnv1a(identity.as_bytes());
     ServerKey {

@@ -17,6 +17,7 @@ fn stdio(name: &str, command: &str) -> McpServerConfig {
         tool_timeout: Duration::from_secs(1),
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        sampling: false,
         source: McpSource::Session,
     }
 }

@@ -44,6 +44,10 @@ pub struct McpServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered (applied after `enabled_tools`).
     pub disabled_tools: Vec<String>,
+    /// `sampling = true` in the user's config.toml entry: the server may ask the session's
+    /// model (`sampling/createMessage`, each request approved). Never from a project's
+    /// `.mcp.json` or a client's entry.
+    pub sampling: bool,
     /// Where the entry came from.
     pub source: McpSource,
 }

@@ -563,6 +563,7 @@ mod tests {
             tool_timeout: Duration::from_secs(1),
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            sampling: false,
             source: McpSource::Session,
         };
         assert_eq!(names(&config), ["a", "b", "c"]);

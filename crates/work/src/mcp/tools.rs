@@ -89,10 +89,16 @@ impl Tool for McpTool {
                 _ => serde_json::Map::new(),
             };
             let (progress_tx, mut progress_rx) = mpsc::channel::<McpProgress>(PROGRESS_QUEUE);
-            let call = self.handle.call(
+            let asker = ctx.server_requests.clone().map(|requests| {
+                crate::tools::server_requests::CallAsker {
+                    requests,
+                    tool_call_id: ctx.tool_call_id.clone(),
+                }
+            });
+            let call = self.handle.call_asking(
                 &self.info.name,
                 arguments,
-                Some(progress_tx),
+                (Some(progress_tx), asker),
                 ctx.cancel.clone(),
             );
             let mut call = std::pin::pin!(call);

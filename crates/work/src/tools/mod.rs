@@ -15,6 +15,7 @@ mod memory;
 mod read_filter;
 mod schema_tidy;
 mod search;
+pub mod server_requests;
 mod shell;
 mod task;
 mod task_tools;
@@ -168,6 +169,9 @@ pub struct ToolContext {
     /// The id of the call being run (set per call by [`execute_batch`]; None outside one):
     /// an extension's tool names it in `extension/callTool`.
     pub tool_call_id: Option<String>,
+    /// Where an MCP server's questions and sampling requests during a call go (the run sets
+    /// it per batch; None: declined and refused, saying why).
+    pub server_requests: Option<Arc<dyn crate::tools::server_requests::McpServerRequests>>,
 }
 
 impl ToolContext {
@@ -190,6 +194,7 @@ impl ToolContext {
             limits: ToolLimits::default(),
             session_id: None,
             tool_call_id: None,
+            server_requests: None,
         }
     }
 }
@@ -428,7 +433,7 @@ pub(crate) fn parse_input<P: DeserializeOwned>(
 }
 
 /// Shortens a one-line summary for UIs to at most `max_chars` chars (first line only).
-pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
+pub fn one_line(text: &str, max_chars: usize) -> String {
     let first = text.lines().next().unwrap_or("");
     let mut out: String = first.chars().take(max_chars).collect();
     if out.len() < first.len() || text.lines().nth(1).is_some() {

@@ -141,6 +141,7 @@ fn config(name: &str, server: &ServerCommand, file: &Path) -> McpServerConfig {
         tool_timeout: agentd_work::mcp::DEFAULT_TOOL_TIMEOUT,
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        sampling: false,
         source: McpSource::User {
             file: file.to_path_buf(),
         },

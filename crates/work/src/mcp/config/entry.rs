@@ -43,6 +43,9 @@ pub struct McpServerEntry {
     /// An HTTP server's OAuth login settings (`client_id`, `scopes`).
     #[serde(default)]
     pub(crate) oauth: Option<OAuthEntry>,
+    /// The server may ask the session's model (`sampling/createMessage`); honoured only in the
+    /// user's config.toml, so a project's file cannot widen what its servers may do.
+    pub(crate) sampling: Option<bool>,
 }
 
 /// The `oauth` table of an entry as written (Claude Code writes `clientId`).
@@ -74,6 +77,7 @@ impl std::fmt::Debug for McpServerEntry {
             .field("enabled_tools", &self.enabled_tools)
             .field("disabled_tools", &self.disabled_tools)
             .field("oauth", &self.oauth)
+            .field("sampling", &self.sampling)
             .finish()
     }
 }
@@ -94,6 +98,7 @@ pub(crate) const TOML_KEYS: &[&str] = &[
     "enabled_tools",
     "disabled_tools",
     "oauth",
+    "sampling",
 ];
 
 /// The longest server name: it becomes part of tool names (`mcp__<server>__<tool>`), which
@@ -256,6 +261,8 @@ pub(crate) fn resolve(
             None => None,
         },
         disabled_tools: tool_names("disabled_tools", &entry.disabled_tools)?,
+        // A project's `.mcp.json` or a client's entry cannot let a server use the model.
+        sampling: entry.sampling == Some(true) && matches!(source, McpSource::User { .. }),
         source,
     })
 }
