@@ -470,7 +470,8 @@ impl McpClient {
             .collect())
     }
 
-    /// Calls `tool`: bounded by `timeout`, cancelled on the server on timeout or `cancel`,
+    /// Calls `tool`: bounded by `timeout` (not counting the time the server's requests wait
+    /// on agentd), cancelled on the server on timeout or `cancel`,
     /// progress notifications into `progress` (dropped when it is full), the server's
     /// questions and sampling requests meanwhile to `asker`.
     pub(super) async fn call(
@@ -506,7 +507,7 @@ impl McpClient {
         let mut response = handle.rx;
         let outcome = tokio::select! {
             answer = &mut response => answer,
-            () = tokio::time::sleep(timeout) => {
+            () = self.askers.unasked(timeout) => {
                 self.send_cancelled(request_id, "timeout").await;
                 return Err(McpCallError::Timeout {
                     server: self.server.clone(),

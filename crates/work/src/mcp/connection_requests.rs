@@ -3,11 +3,17 @@
 //! connection (`Askers`; MCP over stdio says nothing of which call a request belongs to),
 //! turned into [`McpElicitation`] / [`McpSampling`] and their answers back into rmcp's results.
 //! With no call in flight the question is declined and the sampling refused, saying why.
+//! While a request waits on agentd (a person answering, an approval, the model), the server's
+//! calls do not time out: their `tool_timeout` counts only the time nobody is asked
+//! ([`Askers::unasked`]).
 
 // Sampling is deprecated by the newest spec (SEP-2577) and so in rmcp; servers still use it.
 #![allow(deprecated)]
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
 
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
@@ -20,9 +26,25 @@ use crate::tools::server_requests::{
     CallAsker, ElicitationAction, McpElicitation, McpElicitationAnswer, McpSampling, schema_problem,
 };
 
-/// The askers of the calls in flight, oldest first, each under its call's number.
-#[derive(Clone, Default)]
-pub(super) struct Askers(Arc<Mutex<AskerTable>>);
+/// The askers of the calls in flight, oldest first, each under its call's number, and how
+/// many of the server's requests wait on agentd now.
+#[derive(Clone)]
+pub(super) struct Askers(Arc<Mutex<AskerTable>>, Arc<watch::Sender<usize>>);
+
+impl Default for Askers {
+    fn default() -> Self {
+        Askers(Arc::default(), Arc::new(watch::Sender::new(0)))
+    }
+}
+
+/// A request of the server waiting on agentd, counted until dropped.
+struct Waiting(Arc<watch::Sender<usize>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.send_modify(|open| *open = open.saturating_sub(1));
+    }
+}
 
 #[derive(Default)]
 struct AskerTable {
@@ -51,6 +73,30 @@ impl Askers {
 
     fn oldest(&self) -> Option<CallAsker> {
         self.lock().calls.first().map(|(_, asker)| asker.clone())
+    }
+
+    fn waiting(&self) -> Waiting {
+        self.1.send_modify(|open| *open += 1);
+        Waiting(Arc::clone(&self.1))
+    }
+
+    /// Resolves once `timeout` has passed with none of the server's requests waiting on
+    /// agentd: a call's time limit stands still while its server waits for the user's answer
+    /// (or an approval, or the model), which may take longer than any tool should.
+    pub(super) async fn unasked(&self, timeout: Duration) {
+        let mut open = self.1.subscribe();
+        let mut left = timeout;
+        loop {
+            // The sender lives as long as `self`: `wait_for` cannot fail here.
+            let _ = open.wait_for(|open| *open == 0).await;
+            let started = Instant::now();
+            tokio::select! {
+                () = tokio::time::sleep(left) => return,
+                _ = open.wait_for(|open| *open > 0) => {
+                    left = left.saturating_sub(started.elapsed());
+                }
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, AskerTable> {
@@ -111,6 +157,7 @@ pub(super) async fn elicit(
         requested_schema,
         tool_call_id: asker.tool_call_id.clone(),
     };
+    let _waiting = askers.waiting();
     tokio::select! {
         answer = asker.requests.elicit(question) => Ok(result(answer)),
         // The server cancelled its request: the pending question is withdrawn with it.
@@ -172,10 +219,12 @@ pub(super) async fn sample(
         max_tokens: params.max_tokens,
         tool_call_id: asker.tool_call_id.clone(),
     };
+    let waiting = askers.waiting();
     let sampled = tokio::select! {
         sampled = asker.requests.sample(request) => sampled,
         () = context.ct.cancelled() => Err("the server cancelled its request".to_owned()),
     };
+    drop(waiting);
     match sampled {
         Ok(sampled) => {
             let message = SamplingMessage::new(
@@ -209,4 +258,39 @@ fn result(answer: McpElicitationAnswer) -> ElicitResult {
         result.meta = Some(MetaObject(meta));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The limit stands still while a request waits, whatever the time taken, and runs on
+    /// once it was answered.
+    #[tokio::test]
+    async fn a_call_does_not_time_out_while_its_server_waits_on_the_user() {
+        let askers = Askers::default();
+        let waiting = askers.waiting();
+        let limit = Duration::from_millis(50);
+        let timer = askers.unasked(limit);
+        tokio::pin!(timer);
+        tokio::select! {
+            () = &mut timer => panic!("timed out while the server waited on the user"),
+            () = tokio::time::sleep(limit * 6) => {}
+        }
+        drop(waiting);
+        let started = Instant::now();
+        timer.await;
+        assert!(
+            started.elapsed() >= limit / 2,
+            "the time before the question counted"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_requests_the_limit_is_the_limit() {
+        let askers = Askers::default();
+        let started = Instant::now();
+        askers.unasked(Duration::from_millis(30)).await;
+        assert!(started.elapsed() >= Duration::from_millis(30));
+    }
 }

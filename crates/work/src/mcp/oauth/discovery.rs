@@ -191,17 +191,7 @@ pub(crate) async fn discover(http: &reqwest::Client, url: &str) -> Result<Discov
             tried.join("; ")
         )
     })?;
-    // PKCE with S256 is required; a server that lists its methods must list it.
-    if !metadata.code_challenge_methods_supported.is_empty()
-        && !metadata
-            .code_challenge_methods_supported
-            .iter()
-            .any(|method| method == "S256")
-    {
-        return Err(format!(
-            "the authorization server {issuer} does not support PKCE with S256, which MCP requires"
-        ));
-    }
+    check_pkce(&metadata, issuer)?;
     let scope = challenge.and_then(|challenge| challenge.scope).or_else(|| {
         (!resource_metadata.scopes_supported.is_empty())
             .then(|| resource_metadata.scopes_supported.join(" "))
@@ -281,6 +271,23 @@ async fn probe(http: &reqwest::Client, url: &str) -> Result<Option<Challenge>, S
         .find_map(parse_challenge))
 }
 
+/// PKCE with S256 is required: MCP's authorization spec takes metadata without
+/// `code_challenge_methods_supported` for a server without PKCE, and refuses it.
+fn check_pkce(metadata: &ServerMetadata, issuer: &str) -> Result<(), String> {
+    let methods = &metadata.code_challenge_methods_supported;
+    if methods.iter().any(|method| method == "S256") {
+        return Ok(());
+    }
+    let listed = if methods.is_empty() {
+        "lists no PKCE methods (code_challenge_methods_supported)".to_owned()
+    } else {
+        format!("lists only {}", methods.join(", "))
+    };
+    Err(format!(
+        "the authorization server {issuer} {listed}; MCP requires PKCE with S256, so agentd does not log in there"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +346,20 @@ mod tests {
         );
         let root = Url::parse("https://auth.example").unwrap();
         assert_eq!(server_metadata_urls(&root).len(), 2);
+    }
+
+    #[test]
+    fn a_server_without_pkce_s256_is_refused() {
+        let metadata = |methods: &[&str]| ServerMetadata {
+            authorization_endpoint: "https://as.example/authorize".to_owned(),
+            token_endpoint: "https://as.example/token".to_owned(),
+            registration_endpoint: None,
+            code_challenge_methods_supported: methods.iter().map(|m| (*m).to_owned()).collect(),
+        };
+        assert!(check_pkce(&metadata(&["plain", "S256"]), "https://as.example").is_ok());
+        let none = check_pkce(&metadata(&[]), "https://as.example").unwrap_err();
+        assert!(none.contains("lists no PKCE methods"), "{none}");
+        let plain = check_pkce(&metadata(&["plain"]), "https://as.example").unwrap_err();
+        assert!(plain.contains("lists only plain"), "{plain}");
     }
 }
