@@ -100,6 +100,7 @@ pub fn read_keys(stop: &AtomicBool, deliver: &mut dyn FnMut(&[u8]) -> bool) {
             return;
         }
         units.clear();
+        bytes.clear();
         for record in records.iter().take(read as usize) {
             if u32::from(record.EventType) != KEY_EVENT {
                 continue;
@@ -108,7 +109,18 @@ pub fn read_keys(stop: &AtomicBool, deliver: &mut dyn FnMut(&[u8]) -> bool) {
             let key = unsafe { record.Event.KeyEvent };
             // SAFETY: UnicodeChar is the member ReadConsoleInputW (the W form) fills.
             let unit = unsafe { key.uChar.UnicodeChar };
-            if key.bKeyDown == 0 || unit == 0 {
+            if key.bKeyDown == 0 {
+                continue;
+            }
+            let repeat = usize::from(key.wRepeatCount.max(1));
+            if unit == 0 {
+                // Arrows, pages: as a terminal sends them, after the text typed before.
+                if let Some(sequence) = super::console_key_sequence(key.wVirtualKeyCode) {
+                    decode_units(&mut units, &mut bytes);
+                    for _ in 0..repeat {
+                        bytes.extend_from_slice(sequence);
+                    }
+                }
                 continue;
             }
             let unit = if unit == u16::from(b'\r') {
@@ -116,19 +128,20 @@ pub fn read_keys(stop: &AtomicBool, deliver: &mut dyn FnMut(&[u8]) -> bool) {
             } else {
                 unit
             };
-            units.extend(std::iter::repeat_n(
-                unit,
-                usize::from(key.wRepeatCount.max(1)),
-            ));
+            units.extend(std::iter::repeat_n(unit, repeat));
         }
-        bytes.clear();
-        for decoded in char::decode_utf16(units.iter().copied()).flatten() {
-            let mut utf8 = [0u8; 4];
-            bytes.extend_from_slice(decoded.encode_utf8(&mut utf8).as_bytes());
-        }
+        decode_units(&mut units, &mut bytes);
         if !bytes.is_empty() && !deliver(&bytes) {
             return;
         }
+    }
+}
+
+/// The UTF-16 `units` typed, as UTF-8 after `bytes`; `units` is emptied.
+fn decode_units(units: &mut Vec<u16>, bytes: &mut Vec<u8>) {
+    for decoded in char::decode_utf16(units.drain(..)).flatten() {
+        let mut utf8 = [0u8; 4];
+        bytes.extend_from_slice(decoded.encode_utf8(&mut utf8).as_bytes());
     }
 }
 
