@@ -1,6 +1,6 @@
 //! OAuth logins of streamable HTTP servers against the local authorization server and
 //! protected MCP server of `agentd_tests::oauth_server`, through the daemon: a server asking
-//! for a login is `needsLogin` with the command to run; `agentctl mcp login` (the test plays
+//! for a login is `needsLogin` saying so; `agentctl mcp login` (the test plays
 //! the browser: it opens the printed URL and follows the redirect to the daemon's loopback
 //! port) stores a 0600 token, the server becomes ready and a tool call works with it; a
 //! short-lived token is refreshed before it is sent, one the server expired is refreshed
@@ -47,7 +47,7 @@ async fn needing_login_with(oauth: &OAuthServer, entry: &str) -> Setup {
     session_client.events_until_run_finished().await;
     let error = wait_status(&mut client, McpServerState::NeedsLogin).await;
     assert!(
-        error.contains("agentctl mcp login docs"),
+        error.contains("log in to MCP server docs again"),
         "says what to run: {error}"
     );
     Setup {
@@ -332,7 +332,7 @@ async fn a_revoked_login_makes_the_server_need_a_login_again() {
     let (output, is_error) = call_whoami(&s, &mut session_client, &session).await;
     assert!(is_error, "{output}");
     let error = wait_status(&mut client, McpServerState::NeedsLogin).await;
-    assert!(error.contains("agentctl mcp login docs"), "{error}");
+    assert!(error.contains("log in to MCP server docs again"), "{error}");
     assert!(token_files(&s).is_empty(), "the refused token is deleted");
     let list = mcp_list(&mut client, &s).await;
     assert_eq!(list.servers[0].status, McpServerState::NeedsLogin);

@@ -23,9 +23,10 @@ const REFRESH_AHEAD_SECS: u64 = 60;
 /// The most bytes of metadata read.
 const MAX_METADATA_BYTES: usize = 256 * 1024;
 
-/// What a server that needs a login says, for `mcp list` and errors.
+/// What a server that needs a login says, for `mcp list` and errors (clients word the way
+/// to log in: `needsLogin` says it is needed).
 pub(crate) fn needs_login_message(server: &str, why: &str) -> String {
-    format!("{why}; run `agentctl mcp login {server}`")
+    format!("{why}: log in to MCP server {server} again")
 }
 
 /// A connection's token: the stored one, refreshed when needed.

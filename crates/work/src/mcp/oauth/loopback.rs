@@ -77,7 +77,7 @@ async fn serve(mut stream: TcpStream, state: &str) -> Option<Redirect> {
         respond(
             &mut stream,
             "400 Bad Request",
-            "This is not the login agentd is waiting for (its state does not match). Start it again with agentctl mcp login.",
+            "This is not the login agentd is waiting for (its state does not match). Start the login again from where you began it.",
         )
         .await;
         return None;

@@ -94,13 +94,13 @@ impl TokenStore {
         };
         let token: StoredToken = serde_json::from_str(&text).map_err(|error| {
             format!(
-                "{} is not a token file agentd wrote ({error}); run `agentctl mcp login {server}` again",
+                "{} is not a token file agentd wrote ({error}); log in to MCP server {server} again",
                 path.display()
             )
         })?;
         if token.version > FORMAT {
             return Err(format!(
-                "{} is of a newer format ({}); run `agentctl mcp login {server}` again",
+                "{} is of a newer format ({}); log in to MCP server {server} again",
                 path.display(),
                 token.version
             ));
