@@ -8,8 +8,8 @@
 
 use protocol::approval::ApprovalListParams;
 use protocol::budget::BUDGET_REQUEST_ID_PREFIX;
-use protocol::methods::{ApprovalList, SessionGet, SessionList, TaskList};
-use protocol::session::{SessionGetParams, SessionListParams};
+use protocol::methods::{ApprovalList, SessionGet, TaskList};
+use protocol::session::SessionGetParams;
 use protocol::task::TaskListParams;
 
 use crate::client::{ClientError, Connection};
@@ -19,7 +19,7 @@ use crate::output::CommandError;
 const FULL_ID_LEN: usize = 36;
 /// Length of a full task id: `task_` and 32 hex digits.
 const TASK_ID_LEN: usize = 37;
-/// Sessions asked for per `session/list` page while resolving a prefix.
+/// Tasks asked for per `task/list` page while resolving a prefix.
 const LIST_PAGE: u32 = 1000;
 /// Candidates named when a prefix is ambiguous.
 const SHOWN_CANDIDATES: usize = 8;
@@ -56,20 +56,11 @@ pub async fn session(connection: &Connection, given: &str) -> Result<String, Com
         Err(ClientError::Rpc { code, .. }) if is_unknown_id(code) => {}
         Err(err) => return Err(err.into()),
     }
-    let mut ids = Vec::new();
-    let mut cursor = None;
-    loop {
-        let params = SessionListParams {
-            cursor: cursor.take(),
-            limit: Some(LIST_PAGE),
-        };
-        let page = connection.request::<SessionList>(&params).await?;
-        ids.extend(page.sessions.into_iter().map(|session| session.session_id));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let ids = crate::commands::sessions::all(connection)
+        .await?
+        .into_iter()
+        .map(|session| session.session_id)
+        .collect();
     pick(&prefix, ids, "session", "agentctl sessions list")
 }
 

@@ -4,8 +4,7 @@
 //! prompt; `/resume ID` takes an id (or a unique prefix) instead. The chosen session is opened
 //! as `chat --session ID` opens one: its banner, its last turns, its events followed.
 
-use protocol::methods::SessionList;
-use protocol::session::{SessionInfo, SessionListParams, SessionStatus};
+use protocol::session::{SessionInfo, SessionStatus};
 
 use super::Chat;
 use super::session::session_info;
@@ -15,9 +14,6 @@ use crate::picker::{Picker, Row, RowSet};
 use crate::platform::Interrupts;
 use crate::render::one_line;
 use crate::safe_text::neutralise;
-
-/// Sessions asked for per `session/list` page.
-const LIST_PAGE: u32 = 1000;
 
 /// The picker's title.
 const TITLE: &str = "resume a session";
@@ -133,7 +129,7 @@ async fn session_sets(
     cwd: &std::path::Path,
     current: Option<&str>,
 ) -> Result<Option<Vec<RowSet>>, ClientError> {
-    let mut sessions = all_sessions(connection).await?;
+    let mut sessions = crate::commands::sessions::all(connection).await?;
     sessions.retain(|session| {
         session.parent_session_id.is_none() && Some(session.session_id.as_str()) != current
     });
@@ -164,24 +160,6 @@ async fn session_sets(
         true => vec![everywhere, here],
         false => vec![here, everywhere],
     }))
-}
-
-/// Every session, all pages.
-async fn all_sessions(connection: &Connection) -> Result<Vec<SessionInfo>, ClientError> {
-    let mut sessions = Vec::new();
-    let mut cursor = None;
-    loop {
-        let params = SessionListParams {
-            cursor: cursor.take(),
-            limit: Some(LIST_PAGE),
-        };
-        let page = connection.request::<SessionList>(&params).await?;
-        sessions.extend(page.sessions);
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(sessions),
-        }
-    }
 }
 
 /// A session as a picker row: `AGE  TOKENS  TITLE · FIRST PROMPT` (the directory too, among

@@ -4,8 +4,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use protocol::methods::SessionList;
-use protocol::session::{SessionInfo, SessionListParams};
+use protocol::session::SessionInfo;
 
 use crate::client::Connection;
 use crate::output::CommandError;
@@ -13,8 +12,6 @@ use crate::output::CommandError;
 /// Piped input attached to a prompt is cut here: it goes into the session's history and every
 /// later request.
 pub const MAX_PIPED_BYTES: usize = 200 * 1024;
-/// Sessions asked for per `session/list` page while looking for the newest of a directory.
-const LIST_PAGE: u32 = 1000;
 
 /// The prompt to send: `arg` itself (`-`: all of stdin), with what is piped into stdin
 /// attached as a fenced block when a prompt is given and stdin is a pipe or a file.
@@ -81,27 +78,18 @@ pub async fn newest_session_in(
 ) -> Result<SessionInfo, CommandError> {
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let wanted = cwd.to_string_lossy();
-    let mut newest: Option<SessionInfo> = None;
-    let mut cursor = None;
-    loop {
-        let params = SessionListParams {
-            cursor: cursor.take(),
-            limit: Some(LIST_PAGE),
-        };
-        let page = connection.request::<SessionList>(&params).await?;
-        for session in page.sessions {
-            let newer = newest
-                .as_ref()
-                .is_none_or(|best| session.updated_at > best.updated_at);
-            if session.cwd == wanted && session.parent_session_id.is_none() && newer {
-                newest = Some(session);
+    let newest = crate::commands::sessions::all(connection)
+        .await?
+        .into_iter()
+        .filter(|session| session.cwd == wanted && session.parent_session_id.is_none())
+        // The first of those used last, as listed.
+        .reduce(|best, session| {
+            if session.updated_at > best.updated_at {
+                session
+            } else {
+                best
             }
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+        });
     newest.ok_or_else(|| {
         CommandError::failed(format!(
             "no session in {wanted} to continue; start one with `agentctl run \"…\"`"

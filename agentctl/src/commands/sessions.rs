@@ -23,6 +23,26 @@ const TITLE_MAX_CHARS: usize = 60;
 /// Longest tool call arguments / result shown per line in `sessions show`.
 const TOOL_TEXT_MAX_CHARS: usize = 100;
 
+/// Every session the daemon lists, all pages.
+pub async fn all(
+    connection: &crate::client::Connection,
+) -> Result<Vec<protocol::session::SessionInfo>, crate::client::ClientError> {
+    let mut sessions = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = SessionListParams {
+            cursor: cursor.take(),
+            limit: Some(LIST_PAGE),
+        };
+        let page = connection.request::<SessionList>(&params).await?;
+        sessions.extend(page.sessions);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(sessions),
+        }
+    }
+}
+
 /// `agentctl sessions list [--cwd DIR] [--limit N] [--tree]`: sessions newest first (all
 /// pages), only those of DIR with `--cwd`, at most N; with `--tree` each fork follows the
 /// session it was forked from, indented.
@@ -43,20 +63,7 @@ pub async fn list(
         None => None,
     };
     let connection = ctx.connect().await?;
-    let mut sessions = Vec::new();
-    let mut cursor = None;
-    loop {
-        let params = SessionListParams {
-            cursor,
-            limit: Some(LIST_PAGE),
-        };
-        let page = connection.request::<SessionList>(&params).await?;
-        sessions.extend(page.sessions);
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let mut sessions = all(&connection).await?;
     if let Some(cwd) = &wanted_cwd {
         sessions.retain(|session| &session.cwd == cwd);
     }
