@@ -246,6 +246,27 @@ pub struct SessionPromptParams {
 pub const MAX_PROMPT_IMAGES: usize = 8;
 /// Largest image a prompt carries, decoded (5 MiB, the largest the providers take).
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// Most base64 bytes of all a prompt's images together (12 MiB): the request is one line,
+/// and a line is at most 16 MiB.
+pub const MAX_PROMPT_IMAGES_BASE64: usize = 12 * 1024 * 1024;
+
+/// Why `images` cannot go in one prompt (too many, too big together), if so.
+pub fn prompt_images_problem(images: &[PromptImage]) -> Option<String> {
+    if images.len() > MAX_PROMPT_IMAGES {
+        return Some(format!(
+            "{} images attached; a prompt carries at most {MAX_PROMPT_IMAGES}",
+            images.len()
+        ));
+    }
+    let total: usize = images.iter().map(|image| image.data.len()).sum();
+    (total > MAX_PROMPT_IMAGES_BASE64).then(|| {
+        format!(
+            "the images attached are {} MiB together as base64; a prompt carries at most {} MiB of images: attach fewer or smaller ones",
+            total.div_ceil(1024 * 1024),
+            MAX_PROMPT_IMAGES_BASE64 / (1024 * 1024)
+        )
+    })
+}
 
 /// An image attached to a prompt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -87,7 +87,7 @@ async fn run_image_and_an_image_mention_reach_the_model_in_both_formats() {
 }
 
 #[tokio::test]
-async fn a_file_that_is_not_an_image_is_refused_by_agentctl_before_the_daemon_sees_it() {
+async fn a_file_that_is_not_an_image_or_images_too_big_together_are_refused_by_agentctl_first() {
     let mock = MockLlm::start().await;
     let env = TestEnv::new().config(&config_toml(&mock, Format::OpenAi, ""));
     std::fs::write(env.workspace().join("notes.png"), "plain text").unwrap();
@@ -97,6 +97,21 @@ async fn a_file_that_is_not_an_image_is_refused_by_agentctl_before_the_daemon_se
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     assert!(
         text(&output.stderr).contains("notes.png is not a PNG, JPEG, GIF or WebP image"),
+        "{}",
+        text(&output.stderr)
+    );
+    // Two of the largest images are more than one request takes: said before anything is sent
+    // (the daemon would drop the line and agentctl lose the connection).
+    let mut big = png();
+    big.resize(protocol::session::MAX_IMAGE_BYTES, 0);
+    std::fs::write(env.workspace().join("a.png"), &big).unwrap();
+    std::fs::write(env.workspace().join("b.png"), &big).unwrap();
+    let output = env
+        .run_agentctl(&["run", "--image", "a.png", "--image", "b.png", "look"])
+        .await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("a prompt carries at most 12 MiB of images"),
         "{}",
         text(&output.stderr)
     );

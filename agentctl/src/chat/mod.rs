@@ -434,6 +434,11 @@ impl Chat {
         text: String,
         images: Vec<protocol::session::PromptImage>,
     ) -> Result<(), CommandError> {
+        if let Some(problem) = protocol::session::prompt_images_problem(&images) {
+            self.say(&format!("agentctl: {problem}; nothing was sent"))
+                .await;
+            return Ok(());
+        }
         let session_id = match &self.session {
             Some(session) => session.session_id.clone(),
             None => match self.create_session().await {

@@ -372,12 +372,8 @@ async fn attachments(
     for note in notes {
         crate::warn_line!("{note}");
     }
-    let most = protocol::session::MAX_PROMPT_IMAGES;
-    if images.len() > most {
-        return Err(CommandError::usage(format!(
-            "{} images attached; a prompt carries at most {most}",
-            images.len()
-        )));
+    if let Some(problem) = protocol::session::prompt_images_problem(&images) {
+        return Err(CommandError::usage(problem));
     }
     Ok((text, images))
 }

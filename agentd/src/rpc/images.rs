@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 use protocol::error as codes;
-use protocol::session::{MAX_IMAGE_BYTES, MAX_PROMPT_IMAGES, PromptImage, image_mime_type};
+use protocol::session::{MAX_IMAGE_BYTES, PromptImage, image_mime_type, prompt_images_problem};
 
 use super::{RpcResult, rpc_error};
 use agentd_core::conversation::ToolImage;
@@ -12,11 +12,8 @@ use agentd_core::conversation::ToolImage;
 /// The prompt's images as the conversation holds them, or an error naming the image and what
 /// to do.
 pub(super) fn checked(images: Vec<PromptImage>) -> RpcResult<Vec<ToolImage>> {
-    if images.len() > MAX_PROMPT_IMAGES {
-        return Err(invalid(format!(
-            "{} images attached; a prompt carries at most {MAX_PROMPT_IMAGES}",
-            images.len()
-        )));
+    if let Some(problem) = prompt_images_problem(&images) {
+        return Err(invalid(problem));
     }
     images
         .into_iter()
@@ -68,6 +65,7 @@ fn invalid(message: String) -> jsonrpsee::types::ErrorObjectOwned {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::session::MAX_PROMPT_IMAGES;
 
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 
@@ -117,5 +115,9 @@ mod tests {
         big.resize(MAX_IMAGE_BYTES + 1, 0);
         let message = error_of(vec![image("image/png", &big)]);
         assert!(message.contains("at most 5120 KiB"), "{message}");
+        // Two of the largest are more than one request line takes.
+        big.truncate(MAX_IMAGE_BYTES);
+        let message = error_of(vec![image("image/png", &big); 2]);
+        assert!(message.contains("at most 12 MiB of images"), "{message}");
     }
 }
