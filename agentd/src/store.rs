@@ -82,7 +82,10 @@ pub struct SessionHeader {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_mcp: Option<Box<ChildMcpServers>>,
     /// The system prompt, frozen at creation so every request keeps a byte-identical prefix.
-    pub system_prompt: String,
+    /// Shared: the header is copied into the session's slot, handle and actor, and sessions of
+    /// one workspace share one text (interned as it is read or made).
+    #[serde(deserialize_with = "agentd_core::interned::deserialize_system_prompt")]
+    pub system_prompt: std::sync::Arc<str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +134,23 @@ impl SessionHeader {
     pub fn cache_key(&self) -> &str {
         self.prompt_cache_key.as_deref().unwrap_or(&self.id)
     }
+}
+
+/// A session file's first line as its header (None: a line of another type). Read as the
+/// header's own struct once its `type` says so: parsing it as an [`Entry`] (internally tagged)
+/// would first copy the whole line, system prompt and all, into a buffer of serde's, for each
+/// of the thousands of files read at start and for listings.
+pub fn parse_header(line: &[u8]) -> serde_json::Result<Option<SessionHeader>> {
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    let tag: Tag<'_> = serde_json::from_slice(line)?;
+    if tag.kind != "header" {
+        return Ok(None);
+    }
+    serde_json::from_slice(line).map(Some)
 }
 
 /// One line of a session file.
@@ -273,9 +293,9 @@ pub fn read_header_from(file: std::fs::File, path: &Path) -> Result<SessionHeade
     std::io::BufReader::new(file)
         .read_line(&mut first)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    match serde_json::from_str::<Entry>(&first) {
-        Ok(Entry::Header(header)) => known_format(header),
-        Ok(_) => bail!("{}: the first line is not a session header", path.display()),
+    match parse_header(first.as_bytes()) {
+        Ok(Some(header)) => known_format(header),
+        Ok(None) => bail!("{}: the first line is not a session header", path.display()),
         Err(err) => bail!("{}: bad session header: {err}", path.display()),
     }
 }
@@ -295,8 +315,8 @@ pub fn load(path: &Path) -> Result<LoadedSession> {
         .with_context(|| format!("{} is empty", path.display()))?;
     // Bytes read so far, each line with its newline.
     let mut offset = first.len() as u64 + 1;
-    let header = match serde_json::from_slice::<Entry>(&first) {
-        Ok(Entry::Header(header)) => known_format(header)?,
+    let header = match parse_header(&first) {
+        Ok(Some(header)) => known_format(header)?,
         _ => bail!("{}: the first line is not a session header", path.display()),
     };
     let mut loaded = LoadedSession {
@@ -561,8 +581,8 @@ pub fn read_listing_facts(path: &Path) -> Result<(Option<String>, SessionSetting
         .next()
         .transpose()?
         .with_context(|| format!("{} is empty", path.display()))?;
-    let header = match serde_json::from_slice::<Entry>(&first) {
-        Ok(Entry::Header(header)) => known_format(header)?,
+    let header = match parse_header(&first) {
+        Ok(Some(header)) => known_format(header)?,
         _ => bail!("{}: the first line is not a session header", path.display()),
     };
     let mut settings = SessionSettings::of(&header);

@@ -1,6 +1,6 @@
 //! `perf_counts`: the regression guard a busy machine cannot fool. It counts, never times:
-//! the daemon's allocations per tool step and per streamed event, and the bytes its session
-//! log grows by per step, each compared with its budget in `tests/perf-budgets.toml`; a figure
+//! the daemon's allocations per tool step and per streamed event, the bytes its session
+//! log grows by per step, and the heap a loaded idle session holds, each compared with its budget in `tests/perf-budgets.toml`; a figure
 //! over its budget fails the test naming both ("allocations per step: N, budget M").
 //!
 //! Why a binary of its own (the one exception to the single `all` test binary): a counting
@@ -46,6 +46,8 @@ const STEPS: usize = 20;
 const STREAMED_WORDS: usize = 200;
 /// Measurements of each figure; the median is checked.
 const REPEATS: usize = 3;
+/// Sessions created (and left idle) for the held-memory figure.
+const IDLE_SESSIONS: u64 = 50;
 /// The small file every step reads.
 const SMALL_FILE: &str = "small.txt";
 
@@ -86,13 +88,14 @@ struct Sample {
     event_allocations: u64,
     event_bytes: u64,
     events_per_step: u64,
+    session_live_bytes: u64,
 }
 
 /// A figure of a sample: how it is printed, its budget's key, and where it is.
 type Figure = (&'static str, &'static str, fn(&Sample) -> u64);
 
 /// The figures, how each is printed, and its budget.
-const FIGURES: [Figure; 5] = [
+const FIGURES: [Figure; 6] = [
     ("allocations per step", "tool_step.allocations", |s| {
         s.step_allocations
     }),
@@ -111,6 +114,11 @@ const FIGURES: [Figure; 5] = [
         "bytes allocated per event",
         "streamed_event.allocated_bytes",
         |s| s.event_bytes,
+    ),
+    (
+        "heap bytes held per idle session",
+        "idle_session.live_bytes",
+        |s| s.session_live_bytes,
     ),
 ];
 
@@ -199,6 +207,7 @@ async fn measure(dirs: &HostDirs) -> (Vec<Sample>, HostedDaemon) {
         let steps = run(&mut client, &mock, dirs, tool_steps(STEPS)).await;
         let words: Vec<String> = (0..STREAMED_WORDS).map(|i| format!("w{i}")).collect();
         let streamed = run(&mut client, &mock, dirs, vec![Reply::text(words.join(" "))]).await;
+        let held = idle_sessions(&mut client, dirs).await;
         let step = steps.counts.since(base.counts);
         let events = streamed.events - base.events;
         let event = streamed.counts.since(base.counts);
@@ -209,6 +218,7 @@ async fn measure(dirs: &HostDirs) -> (Vec<Sample>, HostedDaemon) {
             event_allocations: per(event.allocations, events),
             event_bytes: per(event.bytes, events),
             events_per_step: per(steps.events - base.events, STEPS as u64),
+            session_live_bytes: per(held, IDLE_SESSIONS),
         });
     }
     samples.remove(0);
@@ -218,6 +228,17 @@ async fn measure(dirs: &HostDirs) -> (Vec<Sample>, HostedDaemon) {
         .expect("daemon/shutdown");
     drop(client);
     (samples, daemon)
+}
+
+/// The heap the daemon holds more after `IDLE_SESSIONS` new sessions (created, never
+/// prompted or followed: what a loaded idle session costs).
+async fn idle_sessions(client: &mut Client, dirs: &HostDirs) -> u64 {
+    let before = counting_alloc::counts();
+    for _ in 0..IDLE_SESSIONS {
+        create_session(client, &dirs.workspace()).await;
+    }
+    let held = counting_alloc::counts().since(before).live;
+    u64::try_from(held).unwrap_or(0)
 }
 
 /// `steps` read_file calls, one per model reply, then a one-word answer.

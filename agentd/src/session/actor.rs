@@ -43,7 +43,9 @@ pub struct Session {
     settings: Arc<Mutex<SessionSettings>>,
     pub log: Arc<EventLog>,
     pub shared: Arc<SessionShared>,
-    commands: Mutex<Option<mpsc::Sender<Command>>>,
+    /// Boxed: a command is big (a prompt's options, an update's params) and the queue's first
+    /// block is made with the channel, for every loaded session, idle or not.
+    commands: Mutex<Option<mpsc::Sender<Box<Command>>>>,
     /// Fires the active run's cancellation from outside the actor (shutdown, delete).
     active: Arc<Mutex<Option<ActiveRun>>>,
     run_finished: broadcast::Sender<()>,
@@ -361,7 +363,7 @@ impl Session {
         // Counted as it is queued (no await in between), so a session is never seen idle with
         // a command in flight, even when the requester goes away after sending it.
         self.unhandled_commands.fetch_add(1, Ordering::AcqRel);
-        permit.send(command);
+        permit.send(Box::new(command));
         Ok(())
     }
 }

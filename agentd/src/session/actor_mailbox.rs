@@ -94,11 +94,13 @@ pub(super) struct Actor {
 }
 
 impl Actor {
-    pub(super) async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+    pub(super) async fn run(mut self, mut commands: mpsc::Receiver<Box<Command>>) {
         use futures::FutureExt;
         while let Some(command) = commands.recv().await {
             // A command that panics (the hook logged it) loses its answer, not the session.
-            let handled = std::panic::AssertUnwindSafe(self.handle(command))
+            // Boxed: handling a command is a big future (a compaction, a run's start), and
+            // inline it would make every idle session's task as big.
+            let handled = std::panic::AssertUnwindSafe(Box::pin(self.handle(*command)))
                 .catch_unwind()
                 .await;
             if let Err(payload) = handled {

@@ -61,7 +61,9 @@ struct Inner {
     path: PathBuf,
     /// Seq of the last event given a seq; written only by the writer task.
     last_seq: AtomicU64,
-    live: broadcast::Sender<Arc<Published>>,
+    /// Made by the first subscription: most loaded sessions are never followed, and a
+    /// channel's buffer is made whole (`LIVE_EVENT_BUFFER` slots) with it.
+    live: std::sync::OnceLock<broadcast::Sender<Arc<Published>>>,
     /// Subscriptions of this session whose client answers approvals.
     answerers: Answerers,
     /// Lifecycle events of all sessions (daemon/subscribe) and who answers on that stream.
@@ -124,24 +126,20 @@ pub struct Subscription {
     pub caught_up_to: u64,
 }
 
-/// A request to the writer task.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "almost every request is an event; the queue is short"
-)]
+/// A request to the writer task. Small (the event boxed): the queue's first block of slots is
+/// made with it, for every loaded session.
 enum Write {
     Event {
-        event: Event,
+        event: Box<Event>,
         done: oneshot::Sender<Result<u64>>,
     },
     Message {
-        line: String,
+        line: Box<str>,
         done: oneshot::Sender<Result<()>>,
     },
     /// A message, then the events announcing it (each written only if all before it were).
     MessageThenEvents {
-        line: String,
-        events: Vec<Event>,
+        then: Box<(String, Vec<Event>)>,
         done: oneshot::Sender<Result<u64>>,
     },
     /// A live receiver, the seq it starts after and a replay of the events after `after_seq`
@@ -204,12 +202,11 @@ impl EventLog {
         daemon: DaemonStream,
         tasks: &TaskTracker,
     ) -> EventLog {
-        let (live, _) = broadcast::channel(LIVE_EVENT_BUFFER);
         let inner = Arc::new(Inner {
             session_id: session_id.into(),
             path,
             last_seq: AtomicU64::new(last_seq),
-            live,
+            live: std::sync::OnceLock::new(),
             answerers: Answerers::new(),
             daemon,
             closed: tokio_util::sync::CancellationToken::new(),
@@ -307,7 +304,11 @@ impl EventLog {
     /// is still published (marked not persisted, status `failed`) so clients see the run end.
     pub async fn append(&self, event: Event) -> Result<u64> {
         let (done, result) = oneshot::channel();
-        self.submit(Write::Event { event, done }).await?;
+        self.submit(Write::Event {
+            event: Box::new(event),
+            done,
+        })
+        .await?;
         result.await.map_err(|_| writer_gone())?
     }
 
@@ -315,7 +316,11 @@ impl EventLog {
     pub async fn append_message(&self, message: &Message) -> Result<()> {
         let line = store::encode_message(message)?;
         let (done, result) = oneshot::channel();
-        self.submit(Write::Message { line, done }).await?;
+        self.submit(Write::Message {
+            line: line.into(),
+            done,
+        })
+        .await?;
         result.await.map_err(|_| writer_gone())?
     }
 
@@ -325,8 +330,11 @@ impl EventLog {
     pub async fn append_message_then(&self, message: &Message, events: Vec<Event>) -> Result<u64> {
         let line = store::encode_message(message)?;
         let (done, result) = oneshot::channel();
-        self.submit(Write::MessageThenEvents { line, events, done })
-            .await?;
+        self.submit(Write::MessageThenEvents {
+            then: Box::new((line, events)),
+            done,
+        })
+        .await?;
         result.await.map_err(|_| writer_gone())?
     }
 
@@ -336,7 +344,11 @@ impl EventLog {
             change: change.clone(),
         })?;
         let (done, result) = oneshot::channel();
-        self.submit(Write::Message { line, done }).await?;
+        self.submit(Write::Message {
+            line: line.into(),
+            done,
+        })
+        .await?;
         result.await.map_err(|_| writer_gone())?
     }
 
@@ -356,12 +368,17 @@ impl EventLog {
 
     /// Publish a best-effort event (a delta) without persisting it.
     pub fn publish_transient(&self, event: Event) {
-        if self.inner.live.receiver_count() == 0 {
+        let Some(live) = self
+            .inner
+            .live
+            .get()
+            .filter(|live| live.receiver_count() > 0)
+        else {
             return;
-        }
+        };
         match self.inner.encode(self.last_seq(), false, false, event) {
             Ok(published) => {
-                let _ = self.inner.live.send(Arc::new(published));
+                let _ = live.send(Arc::new(published));
             }
             Err(err) => tracing::warn!(%err, "cannot encode a transient event"),
         }
@@ -413,7 +430,10 @@ impl EventLog {
 
     /// Live subscribers of this session now.
     pub fn subscriber_count(&self) -> usize {
-        self.inner.live.receiver_count()
+        self.inner
+            .live
+            .get()
+            .map_or(0, broadcast::Sender::receiver_count)
     }
 
     /// The count of this session's subscriptions whose client answers approvals; such a

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 use super::replay::SeqIndex;
 use super::{Inner, Published, Write};
@@ -47,7 +47,9 @@ impl Inner {
             let _ = self.daemon.events.send(published.clone());
         }
         // No subscribers is fine: the event is in the file for later replay.
-        let _ = self.live.send(published);
+        if let Some(live) = self.live.get() {
+            let _ = live.send(published);
+        }
     }
 
     /// Seqs `from..=to` are not in the file: replay the unsaved terminal events remembered
@@ -103,7 +105,10 @@ impl Inner {
                 let last = self.last_seq.load(Ordering::Acquire);
                 let after = after_seq.filter(|after| *after < last).unwrap_or(last);
                 let replay = writer.index.cursor(after, last);
-                let _ = done.send((self.live.subscribe(), last, replay));
+                let live = self
+                    .live
+                    .get_or_init(|| broadcast::channel(super::LIVE_EVENT_BUFFER).0);
+                let _ = done.send((live.subscribe(), last, replay));
             }
             Write::Written { done } => {
                 let _ = done.send(super::Written {
@@ -115,9 +120,10 @@ impl Inner {
                 let _ = done.send(writer.append_other(&line));
             }
             Write::Event { event, done } => {
-                let _ = done.send(self.write_event(writer, event));
+                let _ = done.send(self.write_event(writer, *event));
             }
-            Write::MessageThenEvents { line, events, done } => {
+            Write::MessageThenEvents { then, done } => {
+                let (line, events) = *then;
                 let written = match writer.append_other(&line) {
                     Ok(()) => events
                         .into_iter()
@@ -184,7 +190,9 @@ impl Inner {
                         unsaved.push_back(published.clone());
                     }
                     let _ = self.daemon.events.send(published.clone());
-                    let _ = self.live.send(published);
+                    if let Some(live) = self.live.get() {
+                        let _ = live.send(published);
+                    }
                 }
                 Err(err)
             }

@@ -147,12 +147,14 @@ pub(super) fn session_start(
         }
         outcome.context
     };
-    let running = tasks.spawn(async move {
+    // Boxed: the task's cell lives until the first prompt takes its context, and is as big
+    // as the future it was spawned with; the boxed future is freed as soon as it ends.
+    let running = tasks.spawn(Box::pin(async move {
         tokio::select! {
             context = hooks_of_the_start => context,
             () = closing.cancelled() => Vec::new(),
         }
-    });
+    }));
     held.hold(Box::pin(async move { running.await.unwrap_or_default() }));
 }
 

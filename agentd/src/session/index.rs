@@ -244,13 +244,10 @@ impl SessionManager {
         if !unknown.is_empty() {
             let dir = self.deps.paths.sessions_dir.clone();
             let summarised = tokio::task::spawn_blocking(move || {
-                unknown
-                    .into_iter()
-                    .map(|id| {
-                        let summary = summarise(&crate::store::session_path(&dir, &id));
-                        (id, summary)
-                    })
-                    .collect::<Vec<_>>()
+                agentd_core::parallel::map(unknown, |id| {
+                    let summary = summarise(&crate::store::session_path(&dir, &id));
+                    (id, summary)
+                })
             })
             .await
             .unwrap_or_default();

@@ -147,7 +147,7 @@ impl SessionManager {
             permission_rules: session_rules,
             mcp_servers,
             child_mcp: frozen.child_mcp,
-            system_prompt: frozen.system_prompt,
+            system_prompt: agentd_core::interned::SYSTEM_PROMPTS.intern(&frozen.system_prompt),
             agent: None,
             parent_session_id: None,
             agent_type: params.agent_type,

@@ -168,7 +168,7 @@ impl RunParts {
             session_id: header.id.as_str().into(),
             cache_key: header.cache_key().into(),
             run_id: self.run_id,
-            system: header.system_prompt.as_str().into(),
+            system: header.system_prompt.clone(),
             llm: self.prepared.llm,
             tools: self.prepared.tools,
             tool_context: self.tools.into_context(),

@@ -23,6 +23,7 @@ pub(super) fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((found, refused)),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", dir.display())),
     };
+    let mut paths = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         // A session file written whole (a fork) by a daemon killed before its rename.
@@ -35,7 +36,15 @@ pub(super) fn scan(dir: &std::path::Path) -> anyhow::Result<Scanned> {
         if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
             continue;
         }
-        match scan_one(&path) {
+        paths.push(path);
+    }
+    // Thousands of files, each opened and its first line read: on a few threads.
+    let scanned = agentd_core::parallel::map(paths, |path| {
+        let scanned = scan_one(&path);
+        (path, scanned)
+    });
+    for (path, scanned) in scanned {
+        match scanned {
             Ok(found_one) => found.push(found_one),
             Err(err) => {
                 tracing::warn!("skipping session file {}: {err:#}", path.display());

@@ -188,7 +188,9 @@ async fn prepare(
     };
     let system_prompt = match &seed {
         Some(_) => base.system_prompt.clone(),
-        None => agentd_work::agents::child_system_prompt(&definition, &context, &skills),
+        None => agentd_core::interned::SYSTEM_PROMPTS.intern(
+            &agentd_work::agents::child_system_prompt(&definition, &context, &skills),
+        ),
     };
     // The record (written and synced) and the child's session file at the same time.
     let task_id = TaskManager::new_id();
@@ -396,7 +398,7 @@ impl SessionManager {
             permission_rules: Default::default(),
             mcp_servers: serde_json::Value::Null,
             child_mcp: None,
-            system_prompt: String::new(),
+            system_prompt: "".into(),
             agent: None,
             parent_session_id: None,
             agent_type: None,
@@ -472,7 +474,7 @@ impl SessionManager {
         parent: &SessionHeader,
         parent_id: Option<String>,
         definition: &AgentDefinition,
-        system_prompt: String,
+        system_prompt: std::sync::Arc<str>,
         task_id: &str,
         seed: Option<Vec<agentd_core::conversation::Message>>,
     ) -> Result<Arc<Session>, SessionError> {

@@ -125,8 +125,8 @@ pub fn cut(bytes: &[u8], at: u64, last_seq: u64) -> Result<ForkCut, ForkRefused>
         .position(|b| *b == b'\n')
         .map(|newline| newline + 1)
         .ok_or_else(|| ForkRefused::Unreadable(anyhow::anyhow!("the session file is empty")))?;
-    let header = match serde_json::from_slice::<Entry>(&bytes[..header_end]) {
-        Ok(Entry::Header(header)) => header,
+    let header = match super::parse_header(&bytes[..header_end]) {
+        Ok(Some(header)) => header,
         _ => {
             return Err(ForkRefused::Unreadable(anyhow::anyhow!(
                 "the first line of the session file is not its header"

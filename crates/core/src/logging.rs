@@ -25,6 +25,9 @@ pub struct LogGuard {
     _file: tracing_appender::non_blocking::WorkerGuard,
 }
 
+/// Log lines waiting for the file writer at most.
+const LOG_LINES_QUEUED: usize = 4096;
+
 /// Install the global subscriber. Call once, before the runtime starts work.
 pub fn init(dir: &Path) -> Result<LogGuard> {
     let filter = std::env::var("AGENTD_LOG")
@@ -45,7 +48,13 @@ pub fn init(dir: &Path) -> Result<LogGuard> {
     };
     let file = private_daily::PrivateDaily::new(dir, build)
         .with_context(|| format!("cannot open a log file in {}", dir.display()))?;
-    let (file_writer, guard) = tracing_appender::non_blocking(file);
+    // The writer's queue is made whole at start: the default 128,000 lines are 4 MiB of the
+    // daemon's resident memory before anything is logged. A burst past this many waiting lines
+    // drops lines (lossy, as the default is), never blocks the daemon.
+    let (file_writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_LINES_QUEUED)
+        .lossy(true)
+        .finish(file);
     tracing_subscriber::registry()
         .with(filter)
         .with(
