@@ -28,6 +28,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "logging",
             "workspace",
             "test_support",
+            "interned",
+            "parallel",
         ],
     ),
     ("policy", &["trust", "permission", "process", "approval"]),
